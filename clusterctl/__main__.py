@@ -1,0 +1,3 @@
+from clusterctl.cli import main
+
+main()

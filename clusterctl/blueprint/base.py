@@ -1,0 +1,13 @@
+"""The one base model every blueprint and catalog model derives from."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+
+class StrictModel(BaseModel):
+    """Unknown keys are errors (a typo is never a silent default); instances are frozen; no coercion
+    of strings to numbers (``count: "4"`` is a mistake worth reporting, not guessing)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=False,
+                              use_attribute_docstrings=True)

@@ -1,0 +1,38 @@
+"""Node types (named hardware) and node groups (how many, called what, in which racks)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, PositiveInt
+
+from clusterctl.blueprint.base import StrictModel
+
+NodeRole = Literal["compute", "head", "login", "storage", "service"]
+
+
+class NodeType(StrictModel):
+    """A kind of node: a catalog server (bare metal) or a cloud instance type."""
+
+    server: str | None = None
+    """catalog server model (``clusterctl catalog servers``)"""
+    instance: str | None = None
+    """catalog cloud instance type (``clusterctl catalog instances``)"""
+    features: list[str] = Field(default_factory=list)
+    """extra Slurm node features"""
+
+
+class NodeGroup(StrictModel):
+    name: str
+    type: str
+    """a key of node_types"""
+    count: PositiveInt
+    hostnames: str
+    """host list with exactly ``count`` names, e.g. gpu[0001-0128]"""
+    role: NodeRole = "compute"
+    racks: str | None = None
+    """host list of rack names the group is placed in (bare metal)"""
+    per_rack: PositiveInt | None = None
+    """nodes per rack; default: as many as fit the racks' space evenly"""
+    nvlink_domain_gpus: PositiveInt | None = None
+    """GPUs per NVLink domain; default from the server (8 on HGX, 72 on NVL72)"""

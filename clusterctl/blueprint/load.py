@@ -1,0 +1,227 @@
+"""Blueprint file -> :class:`Blueprint`, with pydantic's errors turned into located, human problems."""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ValidationError
+
+from clusterctl.blueprint.model import Blueprint
+from clusterctl.errors import BlueprintError, Problem
+from clusterctl.source import SourceMap, load_yaml_file, load_yaml_text
+
+
+@dataclass(frozen=True)
+class LoadedBlueprint:
+    blueprint: Blueprint
+    source: SourceMap
+
+
+def format_path(path: tuple) -> str:
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+def did_you_mean(word: object, choices) -> str:
+    if not isinstance(word, str):
+        return ""
+    choices = [str(c) for c in choices]
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    if not close:
+        close = [c for c in choices if c.lower() == word.lower()]
+    return f"did you mean '{close[0]}'?" if close else ""
+
+
+# ---------------------------------------------------------------------------------------------------
+# walking the model alongside an error location
+
+
+def _unwrap(annotation):
+    """Strip Optional/Annotated; return (origin, args, discriminated-union members or None)."""
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is typing.Annotated:
+            annotation = typing.get_args(annotation)[0]
+            continue
+        if origin in (typing.Union, types.UnionType):
+            args = [a for a in typing.get_args(annotation) if a is not type(None)]
+            models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+            if len(args) == 1:
+                annotation = args[0]
+                continue
+            if models and len(models) == len(args):
+                return "union", models
+            return None, None
+        return annotation, None
+
+
+def _tag_of(model: type[BaseModel]) -> str | None:
+    for name in ("kind", "tier"):
+        f = model.model_fields.get(name)
+        if f is not None and typing.get_origin(f.annotation) is typing.Literal:
+            return typing.get_args(f.annotation)[0]
+    return None
+
+
+def walk(loc: tuple, root: type[BaseModel] = Blueprint) -> tuple[tuple, type[BaseModel] | None]:
+    """Error location -> (path into the data, model class at the end of the path or None).
+
+    Pydantic puts discriminator tags into locations of tagged unions (``fabrics.0.roce.mtu``); those
+    are not in the document and are dropped here.
+    """
+    path: list = []
+    current: object = root
+    i = 0
+    while i < len(loc):
+        part = loc[i]
+        ann, members = (current, None) if not isinstance(current, tuple) else current
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            field = ann.model_fields.get(part)
+            if field is None:
+                path.append(part)
+                return tuple(path + list(loc[i + 1:])), None
+            path.append(part)
+            current = _unwrap(field.annotation)
+            current = current if current[0] != "union" else ("union", current[1])
+            i += 1
+            continue
+        if ann == "union":
+            tagged = {_tag_of(m): m for m in members}
+            if part in tagged:
+                current = (tagged[part], None)
+                i += 1
+                continue
+            return tuple(path + list(loc[i:])), None
+        origin = typing.get_origin(ann)
+        if origin in (list, dict):
+            args = typing.get_args(ann)
+            path.append(part)
+            current = _unwrap(args[-1])
+            current = current if current[0] != "union" else ("union", current[1])
+            i += 1
+            continue
+        return tuple(path + list(loc[i:])), None
+    ann = current[0] if isinstance(current, tuple) else current
+    return tuple(path), ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
+
+
+# ---------------------------------------------------------------------------------------------------
+# pydantic error -> Problem
+
+_TYPE_WORDS = {
+    "int": "a whole number", "float": "a number", "string": "text", "bool": "true or false",
+    "list": "a list", "dict": "a mapping (key: value)", "model": "a mapping (key: value)",
+}
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (true/false)"
+    if isinstance(value, str):
+        return f"'{value}' (text)"
+    if isinstance(value, (int, float)):
+        return f"{value} (a number)"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    if value is None:
+        return "nothing (null)"
+    return repr(value)
+
+
+def _problem(err: dict) -> Problem:
+    etype = err["type"]
+    loc = tuple(err["loc"])
+    ctx = err.get("ctx") or {}
+    value = err.get("input")
+    if etype == "extra_forbidden":
+        path, _ = walk(loc[:-1])
+        _, parent = walk(loc[:-1])
+        key = loc[-1]
+        where = format_path(path)
+        allowed = sorted(parent.model_fields) if parent else []
+        hint = did_you_mean(key, allowed) or (f"allowed keys: {', '.join(allowed)}" if allowed else "")
+        return Problem(path + (key,), f"unknown key '{key}' in {where}", hint=hint, key=True)
+    path, model = walk(loc)
+    where = format_path(path)
+    if etype == "missing":
+        parent_path, parent = walk(loc[:-1])
+        desc = ""
+        if parent is not None and loc[-1] in parent.model_fields:
+            desc = parent.model_fields[loc[-1]].description or ""
+        return Problem(parent_path, f"{format_path(parent_path)} needs the key '{loc[-1]}'",
+                       hint=f"add {loc[-1]}: ..." + (f" ({desc})" if desc else ""), key=bool(parent_path))
+    if etype == "union_tag_invalid":
+        tags = [t.strip(" '") for t in str(ctx.get("expected_tags", "")).split(",")]
+        disc = str(ctx.get("discriminator", "kind")).strip("'")
+        return Problem(path + (disc,), f"{where}.{disc} is '{ctx.get('tag')}', expected one of {', '.join(tags)}",
+                       hint=did_you_mean(ctx.get("tag"), tags))
+    if etype == "union_tag_not_found":
+        disc = str(ctx.get("discriminator", "kind")).strip("'")
+        return Problem(path, f"{where} needs the key '{disc}'", hint=f"add {disc}: ...", key=bool(path))
+    if etype == "literal_error":
+        expected = str(ctx.get("expected", ""))
+        choices = [c.strip().strip("'") for c in expected.replace(" or ", ",").split(",") if c.strip()]
+        return Problem(path, f"{where} is {_describe(value)}, expected one of {', '.join(choices)}",
+                       hint=did_you_mean(value, choices))
+    base = etype.split("_")[0]
+    if etype.endswith("_type") and base in _TYPE_WORDS:
+        expected = _TYPE_WORDS[base]
+        hint = ""
+        if isinstance(value, str) and base in ("int", "float"):
+            hint = "write the number without quotes"
+        elif isinstance(value, (int, float)) and base == "string":
+            hint = f'quote it: "{value}" (YAML reads 24.10 as the number 24.1)'
+        elif isinstance(value, str) and base == "bool":
+            hint = "write true or false without quotes"
+        return Problem(path, f"{where} must be {expected}, got {_describe(value)}", hint=hint)
+    if etype in ("greater_than", "greater_than_equal", "less_than", "less_than_equal", "multiple_of"):
+        return Problem(path, f"{where} is {_describe(value)}: {err['msg'].lower()}")
+    if etype in ("too_short", "too_long"):
+        return Problem(path, f"{where}: {err['msg'].lower()}")
+    if etype == "string_pattern_mismatch":
+        return Problem(path, f"{where} is {_describe(value)}, which does not match {ctx.get('pattern')}",
+                       hint=(model and "") or "use lower case letters, digits and dashes")
+    return Problem(path, f"{where}: {err['msg']} (got {_describe(value)})")
+
+
+def problems_from_validation(exc: ValidationError) -> list[Problem]:
+    seen, out = set(), []
+    for err in exc.errors(include_url=False):
+        prob = _problem(err)
+        if (prob.path, prob.message) not in seen:
+            seen.add((prob.path, prob.message))
+            out.append(prob)
+    return out
+
+
+def parse_blueprint(data: object, source: SourceMap) -> LoadedBlueprint:
+    if not isinstance(data, dict):
+        raise BlueprintError(source, [Problem((), "a blueprint is a mapping of sections (name:, node_types:, ...), "
+                                                 f"got {_describe(data)}",
+                                              hint="start from `clusterctl init` or blueprints/lab-2node.yaml")])
+    try:
+        bp = Blueprint.model_validate(data)
+    except ValidationError as exc:
+        raise BlueprintError(source, problems_from_validation(exc)) from None
+    return LoadedBlueprint(bp, source)
+
+
+def load_blueprint(path: str | Path) -> LoadedBlueprint:
+    data, source = load_yaml_file(path)
+    return parse_blueprint(data, source)
+
+
+def load_blueprint_text(text: str, file: str = "<blueprint>") -> LoadedBlueprint:
+    data, source = load_yaml_text(text, file)
+    return parse_blueprint(data, source)

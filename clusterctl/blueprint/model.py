@@ -1,0 +1,38 @@
+"""The blueprint: everything a user writes about one training cluster."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from clusterctl.blueprint.base import StrictModel
+from clusterctl.blueprint.compute import NodeGroup, NodeType
+from clusterctl.blueprint.facility import Cooling, RackProfile, RackRange, Site
+from clusterctl.blueprint.network import Fabric, Network
+from clusterctl.blueprint.software import Cloud, Slurm, Software, Validation
+from clusterctl.blueprint.storage import StorageTier, Workload
+from clusterctl.catalog.models import CatalogData
+
+
+class Blueprint(StrictModel):
+    """One AI-training cluster. Sections are documented in docs/blueprint.md."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")
+    """cluster name: lower case letters, digits and dashes (it becomes the Slurm ClusterName)"""
+    description: str = ""
+    site: Site | None = None
+    """bare-metal site; absent for cloud-only clusters"""
+    cooling: Cooling = Field(default_factory=Cooling)
+    rack_profiles: dict[str, RackProfile] = Field(default_factory=dict)
+    racks: list[RackRange] = Field(default_factory=list)
+    catalog: CatalogData = Field(default_factory=CatalogData)
+    """hardware not shipped in the catalog, same shape as the catalog files"""
+    node_types: dict[str, NodeType] = Field(min_length=1)
+    node_groups: list[NodeGroup] = Field(min_length=1)
+    fabrics: list[Fabric] = Field(default_factory=list)
+    storage: list[StorageTier] = Field(default_factory=list)
+    workload: Workload | None = None
+    addressing: dict[str, Network] = Field(default_factory=dict)
+    slurm: Slurm | None = None
+    software: Software | None = None
+    cloud: Cloud | None = None
+    validation: Validation = Field(default_factory=Validation)

@@ -1,0 +1,78 @@
+"""Fabrics (intent, not cables) and the address plan."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import Field, PositiveFloat, PositiveInt
+
+from clusterctl.blueprint.base import StrictModel
+
+NicRole = Literal["compute", "storage", "inband", "bmc", "mgmt"]
+
+
+class Attach(StrictModel):
+    group: str
+    """node group name, or ``all``"""
+    nic_role: NicRole
+
+
+class _Fabric(StrictModel):
+    name: str
+    attach: list[Attach] = Field(min_length=1)
+    topology: Literal["fat-tree"] = "fat-tree"
+    tiers: Literal[1, 2, 3] = 2
+    """switch tiers: 1 = leaves only, 2 = leaf/spine, 3 = leaf/spine/core"""
+    rail_optimized: bool = False
+    """each of a node's compute NICs goes to its own rail leaf (DGX SuperPOD style)"""
+    oversubscription: float = Field(default=1.0, ge=1.0, le=16.0)
+    """declared leaf down:up bandwidth ratio (1.0 = non-blocking)"""
+    switch: str
+    """catalog switch model for every tier unless overridden"""
+    spine_switch: str | None = None
+    core_switch: str | None = None
+    link_gbps: PositiveFloat | None = None
+    """switch-to-switch and node link speed; default: the attached NICs' speed"""
+    su_nodes: PositiveInt | None = None
+    """nodes per scalable unit; default: as many as one leaf's downlinks take"""
+    su_by: Literal["nodes", "rack"] = "nodes"
+    """``rack``: every rack is its own unit with top-of-rack leaves placed in it (management networks)"""
+    extra_endpoints: int = Field(default=0, ge=0)
+    """cabled non-node endpoints on the leaves (UFM appliances, storage gateways), spread over the leaves"""
+    leaf_uplinks: PositiveInt | None = None
+    """uplinks per leaf as built; default: enough for the declared oversubscription"""
+    spine_count: PositiveInt | None = None
+    """spine switches as built (2 tiers: in total; 3 tiers: per pod); default: enough for the uplinks"""
+    switch_racks: str | None = None
+    """host list of racks that hold this fabric's switches (leaves of ``su_by: nodes``, spines, cores)"""
+
+
+class InfinibandFabric(_Fabric):
+    kind: Literal["infiniband"]
+    adaptive_routing: bool = True
+    sharp: bool = False
+
+
+class RoceFabric(_Fabric):
+    kind: Literal["roce"]
+    traffic_class: int = Field(default=106, ge=0, le=255)
+    """IP ToS byte for RDMA traffic (DSCP x 4 + ECN bits), must match the switches' lossless class"""
+    pfc_priority: int = Field(default=3, ge=0, le=7)
+    mtu: int = Field(default=9000, ge=1500, le=9216)
+
+
+class EthernetFabric(_Fabric):
+    kind: Literal["ethernet"]
+    mtu: int = Field(default=1500, ge=1280, le=9216)
+
+
+Fabric = Annotated[Union[InfinibandFabric, RoceFabric, EthernetFabric], Field(discriminator="kind")]
+
+
+class Network(StrictModel):
+    cidr: str
+    """IPv4 or IPv6 prefix, e.g. 10.10.0.0/16"""
+    role: NicRole
+    """NIC role whose ports take addresses here (switch management ports go on role mgmt)"""
+    reserved: int = Field(default=16, ge=0)
+    """addresses kept for gateways, VIPs and DHCP pools"""

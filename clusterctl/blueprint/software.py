@@ -1,0 +1,67 @@
+"""Scheduler intent, software versions, the optional cloud target and validation settings."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, PositiveFloat
+
+from clusterctl.blueprint.base import StrictModel
+
+
+class Partition(StrictModel):
+    name: str
+    groups: list[str] = Field(min_length=1)
+    default: bool = False
+    max_time: str = "UNLIMITED"
+    """Slurm time limit (minutes, HH:MM:SS, D-HH:MM:SS or UNLIMITED)"""
+
+
+class Slurm(StrictModel):
+    version: str
+    """Slurm release, e.g. "24.05" (quote it: YAML reads 24.10 as the number 24.1)"""
+    cluster_name: str | None = None
+    controllers: str
+    """host list of slurmctld hosts: first primary, the rest backups"""
+    accounting_host: str | None = None
+    """slurmdbd host; default: the first controller"""
+    partitions: list[Partition] = Field(min_length=1)
+    topology: Literal["tree", "block", "yaml", "none"] = "tree"
+    block_sizes: list[int] = Field(default_factory=list)
+    """topology/block BlockSizes (Slurm >= 24.05): base block size in nodes, then power-of-two multiples"""
+    gres_autodetect: Literal["nvml", "nvidia", "off"] = "nvml"
+    memory_reserve_gb: PositiveFloat = 16.0
+    """memory kept back from RealMemory for the OS and daemons"""
+
+
+class Software(StrictModel):
+    os: str = "ubuntu-22.04"
+    driver: str
+    """NVIDIA driver branch or full version ("550" or "550.90.07")"""
+    cuda: str
+    nccl: str | None = None
+    doca: str | None = None
+    containers: Literal["enroot", "apptainer", "none"] = "enroot"
+
+
+class Cloud(StrictModel):
+    provider: Literal["aws", "gcp", "azure"]
+    region: str
+    zone: str | None = None
+    placement_group: bool = True
+    """cluster placement group / compact placement policy / proximity placement group"""
+    reservation: str | None = None
+    """capacity reservation, Capacity Block or GCP reservation name"""
+    admin_cidr: str = "0.0.0.0/32"
+    """where SSH to the head node may come from"""
+    hourly_budget_usd: PositiveFloat | None = None
+
+
+class Suppression(StrictModel):
+    rule: str
+    reason: str = Field(min_length=1)
+    """why the finding does not apply here: shown in reports, required"""
+
+
+class Validation(StrictModel):
+    suppress: list[Suppression] = Field(default_factory=list)

@@ -1,0 +1,63 @@
+"""Storage tiers and the workload hints that size them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import Field, PositiveFloat, PositiveInt
+
+from clusterctl.blueprint.base import StrictModel
+
+
+class _Tier(StrictModel):
+    name: str
+    mount: str
+    checkpoint: bool = False
+    """checkpoints are written here (default: the first parallel tier)"""
+
+
+class LocalTier(_Tier):
+    tier: Literal["local"]
+    """node-local NVMe; size and bandwidth come from the servers"""
+
+
+class _SharedTier(_Tier):
+    capacity_tb: PositiveFloat
+    read_gb_per_s: PositiveFloat
+    """aggregate read bandwidth, GB/s (bytes, not bits)"""
+    write_gb_per_s: PositiveFloat
+    """aggregate write bandwidth, GB/s"""
+
+
+class NfsTier(_SharedTier):
+    tier: Literal["nfs"]
+    export: str
+    """server:/path"""
+
+
+class ParallelTier(_SharedTier):
+    tier: Literal["parallel"]
+    filesystem: Literal["lustre", "gpfs", "weka", "vast", "beegfs", "daos"] = "lustre"
+    servers: str | None = None
+    """MGS/MDS/OSS host list or management endpoint"""
+
+
+class ObjectTier(_SharedTier):
+    tier: Literal["object"]
+    endpoint: str
+
+
+StorageTier = Annotated[Union[LocalTier, NfsTier, ParallelTier, ObjectTier], Field(discriminator="tier")]
+
+
+class Workload(StrictModel):
+    """What the cluster is for, as far as sizing checks need it."""
+
+    params_b: PositiveFloat
+    """model parameters, billions"""
+    checkpoint_bytes_per_param: PositiveFloat = 14.0
+    """bf16 weights (2) + fp32 master weights (4) + Adam moments (8) = 14 bytes"""
+    checkpoint_every_min: PositiveFloat = 30.0
+    checkpoint_budget_s: PositiveFloat = 60.0
+    """time the job may stall writing one checkpoint"""
+    checkpoints_retained: PositiveInt = 3

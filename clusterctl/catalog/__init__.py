@@ -1,0 +1,64 @@
+"""The hardware catalog: shipped data files (``clusterctl/catalog/*.yaml``) plus a blueprint's own entries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from clusterctl.catalog.models import (Accelerator, CatalogData, CloudInstance, Nic, RackSystem, Server,
+                                       Switch)
+from clusterctl.source import load_yaml_file
+
+CATALOG_DIR = Path(__file__).parent
+SECTIONS = ("accelerators", "nics", "switches", "servers", "rack_systems", "instances")
+
+
+class CatalogFileError(Exception):
+    """A shipped catalog file is broken: a bug in clusterctl, reported with its location."""
+
+
+@dataclass(frozen=True)
+class Catalog:
+    accelerators: dict[str, Accelerator]
+    nics: dict[str, Nic]
+    switches: dict[str, Switch]
+    servers: dict[str, Server]
+    rack_systems: dict[str, RackSystem]
+    instances: dict[str, CloudInstance]
+    origin: dict[tuple[str, str], str]
+    """(section, name) -> "shipped:<file>" or "blueprint" """
+
+    def section(self, name: str) -> dict:
+        return getattr(self, name)
+
+    def with_entries(self, extra: CatalogData) -> "Catalog":
+        """This catalog plus a blueprint's own entries (which win over shipped ones of the same name)."""
+        merged = {s: dict(self.section(s)) for s in SECTIONS}
+        origin = dict(self.origin)
+        for s in SECTIONS:
+            for name, entry in getattr(extra, s).items():
+                merged[s][name] = entry
+                origin[(s, name)] = "blueprint"
+        return Catalog(**merged, origin=origin)
+
+
+def load_shipped_catalog(directory: Path = CATALOG_DIR) -> Catalog:
+    merged: dict[str, dict] = {s: {} for s in SECTIONS}
+    origin: dict[tuple[str, str], str] = {}
+    for path in sorted(directory.glob("*.yaml")):
+        data, smap = load_yaml_file(path)
+        try:
+            part = CatalogData.model_validate(data or {})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            pos = smap.locate(tuple(first["loc"]))
+            raise CatalogFileError(f"{path.name}:{pos.line}:{pos.col}: {first['msg']}") from None
+        for s in SECTIONS:
+            for name, entry in getattr(part, s).items():
+                if name in merged[s]:
+                    raise CatalogFileError(f"{path.name}: {s}.{name} is defined twice")
+                merged[s][name] = entry
+                origin[(s, name)] = f"shipped:{path.name}"
+    return Catalog(**merged, origin=origin)

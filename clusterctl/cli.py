@@ -1,0 +1,230 @@
+"""The command line. Thin: commands call library functions and map domain errors to exit codes.
+
+Exit codes (docs/cli.md): 0 valid (warnings allowed), 1 findings at or above ``--fail-on``,
+2 the blueprint could not be read or the command was misused, 3 an internal error (a bug).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from clusterctl import __version__
+from clusterctl.blueprint.load import did_you_mean, load_blueprint
+from clusterctl.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNREADABLE, BlueprintError
+from clusterctl.output import diagnostics as diag
+from clusterctl.rules import Severity, all_rules
+
+EXIT_INTERNAL = 3
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Declarative cluster-as-code for AI-training GPU clusters.")
+rules_app = typer.Typer(no_args_is_help=True, help="List and explain validation rules.")
+app.add_typer(rules_app, name="rules")
+
+
+class Format(str, Enum):
+    human = "human"
+    json = "json"
+    sarif = "sarif"
+
+
+class FailOn(str, Enum):
+    error = "error"
+    warning = "warning"
+    info = "info"
+    never = "never"
+
+
+def _err(text: str) -> None:
+    sys.stderr.write(text if text.endswith("\n") else text + "\n")
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def _misuse(message: str, hint: str = "") -> typer.Exit:
+    _err(f"error: {message}" + (f"\n  hint: {hint}" if hint else ""))
+    return typer.Exit(EXIT_UNREADABLE)
+
+
+def _report_unreadable(exc: BlueprintError, fmt: Format) -> None:
+    diags = diag.from_problems(exc.problems, exc.source)
+    if fmt is Format.human:
+        _err(diag.to_text(diags, f"{exc.source.file}: cannot be read: {len(diags)} problem(s)"))
+    elif fmt is Format.json:
+        _out(diag.to_json(diags, exc.source.file, "unreadable"))
+    else:
+        _out(diag.to_sarif(diags, all_rules()))
+
+
+def _parse_suppress(codes: list[str]) -> dict[str, str]:
+    known = {r.code for r in all_rules()}
+    out = {}
+    for code in codes:
+        for c in code.split(","):
+            c = c.strip().upper()
+            if not c:
+                continue
+            if c not in known:
+                raise _misuse(f"--suppress names unknown rule '{c}'",
+                              did_you_mean(c, known) or "see `clusterctl rules list`")
+            out[c] = "--suppress"
+    return out
+
+
+@app.command()
+def validate(
+    blueprint: Annotated[Path, typer.Argument(help="blueprint YAML file")],
+    format: Annotated[Format, typer.Option("--format", "-f", help="output format")] = Format.human,
+    fail_on: Annotated[FailOn, typer.Option(help="lowest severity that makes the exit code 1")] = FailOn.error,
+    suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress (repeat or comma-separate)")] = None,
+    show_suppressed: Annotated[bool, typer.Option(help="print suppressed findings too (text format)")] = False,
+) -> None:
+    """Check a blueprint: shape, references, and every physics and plumbing rule, all in one run."""
+    from clusterctl.validate import validate_loaded
+
+    codes = _parse_suppress(suppress or [])
+    try:
+        loaded = load_blueprint(blueprint)
+        v = validate_loaded(loaded, codes)
+    except BlueprintError as exc:
+        _report_unreadable(exc, format)
+        raise typer.Exit(EXIT_UNREADABLE)
+    diags = diag.from_findings(v.result.findings, loaded.source)
+    worst = v.result.worst()
+    threshold = None if fail_on is FailOn.never else Severity.parse(fail_on.value)
+    failed = worst is not None and threshold is not None and worst >= threshold
+    summary = (f"{loaded.source.file}: {'FAILED' if failed else 'valid'}: "
+               f"{diag.summary_line(diags, v.result.rules_run)}; {v.plan.nodes:,} nodes, {v.plan.gpus:,} GPUs, "
+               f"{sum(f.switch_count for f in v.plan.fabrics):,} switches, {len(v.plan.racks):,} racks")
+    if format is Format.human:
+        _err(diag.to_text(diags, summary, show_suppressed))
+    elif format is Format.json:
+        _out(diag.to_json(diags, loaded.source.file, "failed" if failed else "valid",
+                          {"rules_run": v.result.rules_run,
+                           "cluster": {"nodes": v.plan.nodes, "gpus": v.plan.gpus, "racks": len(v.plan.racks),
+                                       "switches": sum(f.switch_count for f in v.plan.fabrics)}}))
+    else:
+        _out(diag.to_sarif(diags, all_rules()))
+    raise typer.Exit(EXIT_FINDINGS if failed else EXIT_OK)
+
+
+@rules_app.command("list")
+def rules_list(
+    format: Annotated[Format, typer.Option("--format", "-f")] = Format.human,
+    area: Annotated[Optional[str], typer.Option(help="only rules of this area")] = None,
+) -> None:
+    """Every rule: id, default severity, area and title."""
+    rules = [r for r in all_rules() if area is None or r.area == area]
+    if area is not None and not rules:
+        raise _misuse(f"no rules in area '{area}'", did_you_mean(area, {r.area for r in all_rules()}))
+    if format is Format.human:
+        for r in rules:
+            _out(f"{r.code:<10} {str(r.severity):<8} {r.area:<11} {r.title}")
+    else:
+        _out(json.dumps([{"code": r.code, "severity": str(r.severity), "area": r.area, "title": r.title,
+                          "doc": r.doc} for r in rules], indent=2))
+
+
+@rules_app.command("explain")
+def rules_explain(code: Annotated[str, typer.Argument(help="rule id, e.g. POWER001")]) -> None:
+    """What a rule checks and why."""
+    rules = {r.code: r for r in all_rules()}
+    r = rules.get(code.upper())
+    if r is None:
+        raise _misuse(f"unknown rule '{code}'", did_you_mean(code.upper(), rules) or "see `clusterctl rules list`")
+    _out(f"{r.code} ({r.severity}, {r.area}): {r.title}\n\n{r.doc}\n\n"
+         f"Suppress in the blueprint with:\n  validation:\n    suppress: [{{rule: {r.code}, reason: \"...\"}}]")
+
+
+@app.command()
+def schema() -> None:
+    """Print the blueprint JSON Schema (for editors: yaml-language-server $schema)."""
+    from clusterctl.blueprint.schema import blueprint_schema
+
+    _out(json.dumps(blueprint_schema(), indent=2, sort_keys=True))
+
+
+@app.command()
+def catalog(
+    section: Annotated[Optional[str], typer.Argument(help="accelerators, nics, switches, servers, rack_systems or instances")] = None,
+    format: Annotated[Format, typer.Option("--format", "-f")] = Format.human,
+    blueprint: Annotated[Optional[Path], typer.Option(help="include this blueprint's own catalog entries")] = None,
+) -> None:
+    """List the hardware catalog."""
+    from clusterctl.catalog import SECTIONS, load_shipped_catalog
+    from clusterctl.catalog.listing import catalog_table
+
+    cat = load_shipped_catalog()
+    if blueprint is not None:
+        try:
+            cat = cat.with_entries(load_blueprint(blueprint).blueprint.catalog)
+        except BlueprintError as exc:
+            _report_unreadable(exc, Format.human)
+            raise typer.Exit(EXIT_UNREADABLE)
+    sections = SECTIONS
+    if section is not None:
+        if section not in SECTIONS:
+            raise _misuse(f"unknown catalog section '{section}'",
+                          did_you_mean(section, SECTIONS) or f"one of {', '.join(SECTIONS)}")
+        sections = (section,)
+    if format is Format.human:
+        _out(catalog_table(cat, sections))
+    else:
+        _out(json.dumps({s: {n: e.model_dump(mode="json") for n, e in sorted(cat.section(s).items())}
+                         for s in sections}, indent=2))
+
+
+@app.command()
+def init(
+    preset: Annotated[str, typer.Argument(help="a shipped blueprint name, e.g. lab-2node")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="file to write")] = Path("blueprint.yaml"),
+    force: Annotated[bool, typer.Option(help="overwrite an existing file")] = False,
+) -> None:
+    """Start a blueprint from a shipped example."""
+    from clusterctl.resources import shipped_blueprints
+
+    presets = shipped_blueprints()
+    if preset not in presets:
+        raise _misuse(f"unknown preset '{preset}'", did_you_mean(preset, presets) or
+                      f"one of {', '.join(sorted(presets))}")
+    if output.exists() and not force:
+        raise _misuse(f"{output} exists", "pass --force to overwrite")
+    shutil.copyfile(presets[preset], output)
+    _err(f"wrote {output} from preset {preset}; next: clusterctl validate {output}")
+
+
+def version_callback(value: bool) -> None:
+    if value:
+        _out(f"clusterctl {__version__}")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=version_callback, is_eager=True)] = False):
+    """clusterctl: validate, render and report AI-training GPU clusters from one blueprint."""
+
+
+def main() -> None:
+    try:
+        app()
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        _err("interrupted")
+        sys.exit(130)
+    except Exception as exc:  # never a traceback: say it is our bug, with the exception
+        _err(f"internal error: {type(exc).__name__}: {exc}\n"
+             "  this is a bug in clusterctl; please report it with the blueprint (CLUSTERCTL_DEBUG=1 shows the trace)")
+        import os
+        if os.environ.get("CLUSTERCTL_DEBUG"):
+            raise
+        sys.exit(EXIT_INTERNAL)

@@ -1,0 +1,185 @@
+"""Findings and load problems as located diagnostics, printed as text, JSON or SARIF 2.1.0.
+
+Rules and the loader speak in paths (``node_groups[1].count``); this is the only place paths become
+``file:line:col``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from clusterctl import __version__
+from clusterctl.blueprint.load import format_path
+from clusterctl.errors import Problem
+from clusterctl.rules.base import Finding, Rule, Severity
+from clusterctl.source import SourceMap
+
+COLLAPSE_AFTER = 3
+"""in text output, findings of one rule at one location beyond this many are summarised in one line"""
+
+LOAD_TITLES = {
+    "BP001": "blueprint is not valid YAML",
+    "BP002": "duplicate key",
+    "BP003": "blueprint does not match the schema",
+    "BP004": "unknown reference",
+    "BP005": "bad host list",
+    "BP006": "blueprint cannot be read",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    code: str
+    severity: Severity
+    title: str
+    message: str
+    hint: str
+    path: tuple
+    file: str
+    line: int
+    col: int
+    source_line: str
+    suppressed: str | None = None
+
+    def as_dict(self) -> dict:
+        out = {"code": self.code, "severity": str(self.severity), "title": self.title, "message": self.message,
+               "hint": self.hint, "path": format_path(self.path),
+               "location": {"file": self.file, "line": self.line, "column": self.col}}
+        if self.suppressed is not None:
+            out["suppressed"] = self.suppressed
+        return out
+
+
+def from_findings(findings: Iterable[Finding], source: SourceMap) -> list[Diagnostic]:
+    out = []
+    for f in findings:
+        pos = source.locate(f.path)
+        out.append(Diagnostic(f.code, f.severity, f.title, f.message, f.hint, f.path, source.file, pos.line,
+                              pos.col, source.line_text(pos.line), f.suppressed))
+    return sorted(out, key=lambda d: (-d.severity, d.line, d.col, d.code))
+
+
+def from_problems(problems: Iterable[Problem], source: SourceMap) -> list[Diagnostic]:
+    out = []
+    for p in problems:
+        pos = p.position or source.locate(p.path, key=p.key)
+        out.append(Diagnostic(p.code, Severity.ERROR, LOAD_TITLES.get(p.code, "blueprint problem"), p.message,
+                              p.hint, p.path, source.file, pos.line, pos.col, source.line_text(pos.line)))
+    return sorted(out, key=lambda d: (d.line, d.col, d.code))
+
+
+# --- text ----------------------------------------------------------------------------------------------
+
+def to_text(diags: Sequence[Diagnostic], summary: str, show_suppressed: bool = False) -> str:
+    lines: list[str] = []
+    shown: dict[tuple, int] = {}
+    hidden: dict[tuple, int] = {}
+    for d in diags:
+        if d.suppressed is not None and not show_suppressed:
+            continue
+        key = (d.code, d.line, d.col)
+        shown[key] = shown.get(key, 0) + 1
+        if shown[key] > COLLAPSE_AFTER:
+            hidden[key] = hidden.get(key, 0) + 1
+            continue
+        lines.extend(_block(d))
+        if shown[key] == COLLAPSE_AFTER:
+            lines.append(f"   = (more {d.code} findings at this line are counted below)")
+    for (code, line, col), n in hidden.items():
+        lines.append(f"... and {n} more {code} finding(s) at line {line}:{col} (use --format json for all)")
+    lines.append(summary)
+    return "\n".join(lines) + "\n"
+
+
+def _block(d: Diagnostic) -> list[str]:
+    sup = f" (suppressed: {d.suppressed})" if d.suppressed is not None else ""
+    width = len(str(d.line))
+    out = [f"{d.severity}[{d.code}]: {d.title}{sup}",
+           f"{' ' * width}--> {d.file}:{d.line}:{d.col}"]
+    if d.source_line:
+        out.append(f"{' ' * width} |")
+        out.append(f"{d.line} | {d.source_line}")
+        out.append(f"{' ' * width} | {' ' * (d.col - 1)}^")
+    out.append(f"{' ' * width} = {d.message}")
+    if d.hint:
+        out.append(f"{' ' * width} = hint: {d.hint}")
+    out.append("")
+    return out
+
+
+def summary_line(diags: Sequence[Diagnostic], rules_run: int | None = None) -> str:
+    active = [d for d in diags if d.suppressed is None]
+    counts = {s: sum(1 for d in active if d.severity == s) for s in Severity}
+    parts = [f"{counts[Severity.ERROR]} error(s)", f"{counts[Severity.WARNING]} warning(s)",
+             f"{counts[Severity.INFO]} info"]
+    sup = len(diags) - len(active)
+    text = ", ".join(parts)
+    if sup:
+        text += f", {sup} suppressed"
+    if rules_run is not None:
+        text += f" from {rules_run} rules"
+    return text
+
+
+# --- JSON ----------------------------------------------------------------------------------------------
+
+def to_json(diags: Sequence[Diagnostic], file: str, status: str, extra: dict | None = None) -> str:
+    active = [d for d in diags if d.suppressed is None]
+    doc = {"blueprint": file, "status": status,
+           "summary": {str(s): sum(1 for d in active if d.severity == s) for s in Severity}
+           | {"suppressed": len(diags) - len(active)},
+           "findings": [d.as_dict() for d in diags]}
+    if extra:
+        doc.update(extra)
+    return json.dumps(doc, indent=2, sort_keys=False) + "\n"
+
+
+# --- SARIF 2.1.0 -----------------------------------------------------------------------------------------
+
+_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+
+
+def to_sarif(diags: Sequence[Diagnostic], rules: Sequence[Rule]) -> str:
+    rule_ids = [r.code for r in rules]
+    descriptors = [{
+        "id": r.code, "name": r.title.title().replace(" ", ""),
+        "shortDescription": {"text": r.title},
+        "fullDescription": {"text": r.doc or r.title},
+        "defaultConfiguration": {"level": _LEVEL[r.severity]},
+        "properties": {"area": r.area},
+    } for r in rules]
+    for code, title in sorted(LOAD_TITLES.items()):
+        rule_ids.append(code)
+        descriptors.append({"id": code, "name": title.title().replace(" ", ""), "shortDescription": {"text": title},
+                            "defaultConfiguration": {"level": "error"}, "properties": {"area": "load"}})
+    for code in sorted({d.code for d in diags} - set(rule_ids)):
+        rule_ids.append(code)
+        descriptors.append({"id": code, "shortDescription": {"text": code},
+                            "defaultConfiguration": {"level": "warning"}})
+    results = []
+    for d in diags:
+        res = {
+            "ruleId": d.code, "ruleIndex": rule_ids.index(d.code), "level": _LEVEL[d.severity],
+            "message": {"text": d.message + (f" Hint: {d.hint}" if d.hint else "")},
+            "locations": [{"physicalLocation": {
+                "artifactLocation": {"uri": d.file.replace("\\", "/")},
+                "region": {"startLine": d.line, "startColumn": d.col}}}],
+            "properties": {"path": format_path(d.path)},
+        }
+        if d.suppressed is not None:
+            res["suppressions"] = [{"kind": "inSource" if d.suppressed != "--suppress" else "external",
+                                    "justification": d.suppressed}]
+        results.append(res)
+    doc = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "clusterctl", "version": __version__,
+                                "informationUri": "https://github.com/clusterctl/clusterctl",
+                                "rules": descriptors}},
+            "results": results,
+        }],
+    }
+    return json.dumps(doc, indent=2) + "\n"

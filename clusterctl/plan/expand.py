@@ -1,0 +1,289 @@
+"""Blueprint -> ClusterPlan: resolve names, place nodes in racks, build fabrics, size address pools.
+
+References the plan cannot be built without (node types, catalog models, rack profiles, racks named
+by groups, groups attached to fabrics) are checked first; every broken one is reported at once as a
+located problem (exit 2) with a "did you mean". Everything else is left to the rules.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Sequence
+
+from clusterctl import hostlist
+from clusterctl.blueprint.load import LoadedBlueprint, did_you_mean
+from clusterctl.blueprint.model import Blueprint
+from clusterctl.catalog import Catalog, load_shipped_catalog
+from clusterctl.errors import BlueprintError, Problem
+from clusterctl.plan.fabric import build_fabric
+from clusterctl.plan.model import (AddressPool, ClusterPlan, FabricPlan, GroupPlan, NicPlan, NodeTypePlan,
+                                   PowerItem, RackPlan)
+
+
+class _Refs:
+    """Collects unresolved references."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def need(self, name: str, table, path: tuple, what: str, listing: str = "") -> bool:
+        if name in table:
+            return True
+        hint = did_you_mean(name, table) or (f"known: {', '.join(sorted(table)[:12])}" if table else "")
+        if listing:
+            hint = (hint + "; " if hint else "") + f"see `{listing}`"
+        self.problems.append(Problem(path, f"unknown {what} '{name}'", hint=hint, code="BP004"))
+        return False
+
+    def hostlist(self, expr: str, path: tuple) -> list[str] | None:
+        try:
+            return hostlist.expand(expr)
+        except hostlist.HostlistError as exc:
+            self.problems.append(Problem(path, f"bad host list: {exc}",
+                                         hint="write names like gpu[0001-0128] or head[01-02],login01",
+                                         code="BP005"))
+            return None
+
+
+def _node_type(name: str, bp: Blueprint, cat: Catalog, refs: _Refs) -> NodeTypePlan | None:
+    nt = bp.node_types[name]
+    path = ("node_types", name)
+    if (nt.server is None) == (nt.instance is None):
+        refs.problems.append(Problem(path, f"node type '{name}' needs exactly one of server: or instance:",
+                                     hint="server: names bare-metal hardware, instance: a cloud instance type",
+                                     key=True, code="BP003"))
+        return None
+    if nt.server is not None:
+        if not refs.need(nt.server, cat.servers, path + ("server",), "server model", "clusterctl catalog servers"):
+            return None
+        s = cat.servers[nt.server]
+        gpu_model = s.gpus.model if s.gpus else None
+        gpus = s.gpus.count if s.gpus else 0
+        nics = []
+        for k, slot in enumerate(s.nics):
+            if not refs.need(slot.model, cat.nics, path + ("server",), f"NIC model (in server {nt.server})"):
+                continue
+            nic = cat.nics[slot.model]
+            nics.append(NicPlan(slot.role, slot.model, slot.count * nic.ports, nic.speed_gbps, tuple(nic.protocols)))
+        if gpu_model and not refs.need(gpu_model, cat.accelerators, path + ("server",),
+                                       f"accelerator (in server {nt.server})"):
+            return None
+        return NodeTypePlan(
+            name=name, path=path, server=s, server_name=nt.server, instance=None, instance_name=None,
+            gpu_model=gpu_model, accelerator=cat.accelerators.get(gpu_model) if gpu_model else None, gpus=gpus,
+            sockets=s.cpu.sockets, cores_per_socket=s.cpu.cores_per_socket, threads_per_core=s.cpu.threads_per_core,
+            memory_gb=s.memory_gb, power_kw=s.power_kw, height_u=s.height_u, cooling=s.cooling,
+            liquid_fraction=s.liquid_fraction if s.cooling != "air" else 0.0, nics=tuple(nics),
+            nvlink_domain_gpus=s.nvlink_domain_gpus, rack_system=s.rack_system, features=tuple(nt.features))
+    if not refs.need(nt.instance, cat.instances, path + ("instance",), "instance type", "clusterctl catalog instances"):
+        return None
+    inst = cat.instances[nt.instance]
+    acc = cat.accelerators.get(inst.gpus.model)
+    net = inst.network
+    per_nic = net.total_gbps / net.gpu_nics if net.gpu_nics else net.total_gbps
+    nics = (NicPlan("compute", net.fabric, net.gpu_nics, per_nic, (net.fabric,)),) if net.gpu_nics else ()
+    threads = 2
+    return NodeTypePlan(
+        name=name, path=path, server=None, server_name=None, instance=inst, instance_name=nt.instance,
+        gpu_model=inst.gpus.model, accelerator=acc, gpus=inst.gpus.count, sockets=2,
+        cores_per_socket=max(1, inst.vcpus // (2 * threads)), threads_per_core=threads, memory_gb=inst.memory_gb,
+        power_kw=0.0, height_u=0, cooling="air", liquid_fraction=0.0, nics=nics,
+        nvlink_domain_gpus=inst.gpus.count if inst.gpus.count > 1 else None, rack_system=None,
+        features=tuple(nt.features))
+
+
+def _rack_names(bp: Blueprint, refs: _Refs) -> list[tuple[str, int]]:
+    out = []
+    for i, rr in enumerate(bp.racks):
+        refs.need(rr.profile, bp.rack_profiles, ("racks", i, "profile"), "rack profile")
+        names = refs.hostlist(rr.names, ("racks", i, "names")) or []
+        out.extend((n, i) for n in names)
+    return out
+
+
+def _place(bp: Blueprint, types: dict[str, NodeTypePlan], rack_names: list[tuple[str, int]], refs: _Refs):
+    rack_idx = {}
+    for n, _ in rack_names:
+        rack_idx.setdefault(n, len(rack_idx))
+    next_u = [1 + 0 for _ in rack_idx]  # bottom-up allocation
+    groups: list[GroupPlan] = []
+    occupancy: dict[int, dict[str, int]] = {}
+    for gi, g in enumerate(bp.node_groups):
+        path = ("node_groups", gi)
+        refs.need(g.type, bp.node_types, path + ("type",), "node type")
+        hosts = refs.hostlist(g.hostnames, path + ("hostnames",))
+        nt = types.get(g.type)
+        if hosts is None or nt is None:
+            continue
+        racks: list[int] = []
+        if g.racks is not None:
+            names = refs.hostlist(g.racks, path + ("racks",)) or []
+            for n in names:
+                if refs.need(n, rack_idx, path + ("racks",), "rack"):
+                    racks.append(rack_idx[n])
+        per_rack = g.per_rack or (-(-len(hosts) // len(racks)) if racks else 0)
+        rack_of, u_of = [], []
+        slot = 0
+        for k in range(len(hosts)):
+            ri = k // per_rack if per_rack else len(racks)
+            if ri < len(racks) and nt.server is not None:
+                r = racks[ri]
+                rack_of.append(r)
+                u_of.append(next_u[r])
+                next_u[r] += nt.height_u
+                occupancy.setdefault(r, {}).setdefault(g.type, 0)
+                occupancy[r][g.type] += 1
+            else:
+                rack_of.append(-1)
+                u_of.append(0)
+            slot += 1
+        groups.append(GroupPlan(
+            index=gi, name=g.name, role=g.role, path=path, type=nt, hosts=tuple(hosts),
+            hostlist=hostlist.compress(hosts), rack_index=tuple(rack_of), u_bottom=tuple(u_of), per_rack=per_rack,
+            racks_requested=tuple(racks), nvlink_domain_gpus=g.nvlink_domain_gpus or nt.nvlink_domain_gpus))
+    return groups, rack_idx, next_u, occupancy
+
+
+def _switch_placement(bp: Blueprint, fabrics: Sequence[FabricPlan], rack_idx: dict[str, int], refs: _Refs):
+    """rack index -> [(model, count)], and the kW of switches with no rack."""
+    placed: dict[int, dict[str, int]] = {}
+    unplaced_kw = 0.0
+    for fp, fab in zip(fabrics, bp.fabrics):
+        leaf = fp.tier("leaf")
+        if fab.su_by == "rack" and leaf is not None:
+            per_su = {}
+            for su in fp.sus:
+                per_su[su.rack] = len(hostlist.expand(su.leaves)) if su.leaves else 0
+            for r, n in per_su.items():
+                if r >= 0:
+                    placed.setdefault(r, {}).setdefault(leaf.model, 0)
+                    placed[r][leaf.model] += n
+                else:
+                    unplaced_kw += n * leaf.switch.power_w / 1000
+        rest = [t for t in fp.tiers if not (fab.su_by == "rack" and t.role == "leaf")]
+        target: list[int] = []
+        if fab.switch_racks:
+            for n in refs.hostlist(fab.switch_racks, fp.path + ("switch_racks",)) or []:
+                if refs.need(n, rack_idx, fp.path + ("switch_racks",), "rack"):
+                    target.append(rack_idx[n])
+        k = 0
+        for t in rest:
+            if not target:
+                unplaced_kw += t.count * t.switch.power_w / 1000
+                continue
+            for _ in range(t.count):
+                r = target[k % len(target)]
+                k += 1
+                placed.setdefault(r, {}).setdefault(t.model, 0)
+                placed[r][t.model] += 1
+    return placed, unplaced_kw
+
+
+def _racks(bp: Blueprint, cat: Catalog, rack_names, rack_idx, types, occupancy, switch_in_rack, next_u):
+    racks = []
+    first_path = {}
+    for n, i in rack_names:
+        first_path.setdefault(n, i)
+    for name, r in rack_idx.items():
+        entry = first_path[name]
+        rr = bp.racks[entry]
+        prof = bp.rack_profiles.get(rr.profile)
+        system = cat.rack_systems.get(prof.system) if prof and prof.system else None
+        items, used_u, liquid_only = [], 0, 0.0
+        for tname, cnt in sorted(occupancy.get(r, {}).items()):
+            nt = types[tname]
+            items.append(PowerItem(f"{nt.server_name}", cnt, nt.power_kw, nt.liquid_fraction))
+            used_u += cnt * nt.height_u
+            if nt.cooling == "liquid":
+                liquid_only += cnt * nt.power_kw * nt.liquid_fraction
+        for model, cnt in sorted(switch_in_rack.get(r, {}).items()):
+            sw = cat.switches[model]
+            lf = 0.9 if sw.cooling == "liquid" else 0.0
+            items.append(PowerItem(model, cnt, sw.power_w / 1000, lf))
+            used_u += cnt * sw.height_u
+            if sw.cooling == "liquid":
+                liquid_only += cnt * sw.power_w / 1000 * lf
+        if system is not None:
+            tray = cat.servers.get(system.compute_tray)
+            overhead = system.power_kw - system.compute_trays * (tray.power_kw if tray else 0.0)
+            if overhead > 0:
+                items.append(PowerItem(f"{prof.system} switch trays and power shelves", 1, round(overhead, 3),
+                                       system.liquid_fraction))
+                liquid_only += overhead * system.liquid_fraction
+        used_u += prof.reserved_u if prof else 0
+        racks.append(RackPlan(index=r, name=name, path=("racks", entry), profile_name=rr.profile,
+                              profile_path=("rack_profiles", rr.profile), system=system, items=tuple(items),
+                              used_u=used_u, liquid_only_kw=liquid_only))
+    return tuple(racks)
+
+
+def _addresses(bp: Blueprint, groups: Sequence[GroupPlan], fabrics: Sequence[FabricPlan], refs: _Refs):
+    pools = []
+    switches = sum(f.switch_count for f in fabrics)
+    for name, net in sorted(bp.addressing.items()):
+        path = ("addressing", name)
+        try:
+            ipn = ipaddress.ip_network(net.cidr, strict=True)
+        except ValueError as exc:
+            refs.problems.append(Problem(path + ("cidr",), f"'{net.cidr}' is not a network prefix: {exc}",
+                                         hint="write it as 10.10.0.0/16 with the host bits zero", code="BP003"))
+            continue
+        if net.role == "compute":
+            needed = sum(g.count * g.type.nic_count("compute") for g in groups)
+        else:
+            needed = sum(g.count for g in groups if g.type.nic_count(net.role) or
+                         (net.role == "inband" and g.type.instance is not None))
+        if net.role == "mgmt":
+            needed += switches
+        special = 2 if (ipn.version == 4 and ipn.prefixlen < 31) else 0
+        capacity = max(0, ipn.num_addresses - special - net.reserved)
+        pools.append(AddressPool(name, path, net.cidr, net.role, ipn.version, capacity, needed,
+                                 1 + net.reserved if ipn.version == 4 else net.reserved + 1))
+    return tuple(pools)
+
+
+def expand(loaded: LoadedBlueprint, catalog: Catalog | None = None) -> ClusterPlan:
+    bp = loaded.blueprint
+    cat = (catalog or load_shipped_catalog()).with_entries(bp.catalog)
+    refs = _Refs()
+    types: dict[str, NodeTypePlan] = {}
+    for name in bp.node_types:
+        nt = _node_type(name, bp, cat, refs)
+        if nt is not None:
+            types[name] = nt
+    for pname, prof in bp.rack_profiles.items():
+        if prof.cdu is not None:
+            refs.need(prof.cdu, {c.name for c in bp.cooling.cdus}, ("rack_profiles", pname, "cdu"), "CDU")
+        if prof.system is not None:
+            refs.need(prof.system, cat.rack_systems, ("rack_profiles", pname, "system"), "rack system",
+                      "clusterctl catalog rack_systems")
+    rack_names = _rack_names(bp, refs)
+    groups, rack_idx, next_u, occupancy = _place(bp, types, rack_names, refs)
+    by_name = {g.name: g.index for g in groups}
+    pos = {g.index: k for k, g in enumerate(groups)}
+    fabrics = []
+    for fi, fab in enumerate(bp.fabrics):
+        path = ("fabrics", fi)
+        ok = True
+        for key in ("switch", "spine_switch", "core_switch"):
+            model = getattr(fab, key)
+            if model is not None:
+                ok &= refs.need(model, cat.switches, path + (key,), "switch model", "clusterctl catalog switches")
+        attached = []
+        for ai, att in enumerate(fab.attach):
+            if att.group == "all":
+                attached.extend((pos[g.index], att.nic_role) for g in groups)
+            elif refs.need(att.group, by_name | {"all": -1}, path + ("attach", ai, "group"), "node group"):
+                if by_name[att.group] in pos:
+                    attached.append((pos[by_name[att.group]], att.nic_role))
+        if ok:
+            fabrics.append(build_fabric(fi, fab, cat.switches, groups, attached))
+    if refs.problems:
+        raise BlueprintError(loaded.source, refs.problems)
+    switch_in_rack, unplaced_kw = _switch_placement(bp, fabrics, rack_idx, refs)
+    racks = _racks(bp, cat, rack_names, rack_idx, types, occupancy, switch_in_rack, next_u)
+    addresses = _addresses(bp, groups, fabrics, refs)
+    if refs.problems:
+        raise BlueprintError(loaded.source, refs.problems)
+    return ClusterPlan(blueprint=bp, catalog=cat, node_types=types, groups=tuple(groups), racks=racks,
+                       fabrics=tuple(fabrics), addresses=addresses, unplaced_switch_kw=unplaced_kw)

@@ -1,0 +1,274 @@
+"""The concrete cluster plan: every host, rack, switch tier, link bundle and address pool.
+
+Immutable dataclasses with slots. Per-host data is kept as parallel tuples rather than one object per
+host so that a 200,000-GPU plan stays small and fast to build. Everything a rule or target needs is a
+field here; none of them re-derive facts from the blueprint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from clusterctl.blueprint.model import Blueprint
+from clusterctl.catalog import Catalog
+from clusterctl.catalog.models import Accelerator, CloudInstance, RackSystem, Server, Switch
+
+BPath = tuple[str | int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NicPlan:
+    role: str
+    model: str
+    count: int
+    speed_gbps: float
+    protocols: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeTypePlan:
+    name: str
+    path: BPath
+    server: Server | None
+    server_name: str | None
+    instance: CloudInstance | None
+    instance_name: str | None
+    gpu_model: str | None
+    accelerator: Accelerator | None
+    gpus: int
+    sockets: int
+    cores_per_socket: int
+    threads_per_core: int
+    memory_gb: float
+    power_kw: float
+    height_u: int
+    cooling: str
+    liquid_fraction: float
+    nics: tuple[NicPlan, ...]
+    nvlink_domain_gpus: int | None
+    rack_system: str | None
+    features: tuple[str, ...]
+
+    def nics_of(self, role: str) -> tuple[NicPlan, ...]:
+        return tuple(n for n in self.nics if n.role == role)
+
+    def nic_count(self, role: str) -> int:
+        return sum(n.count for n in self.nics if n.role == role)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupPlan:
+    index: int
+    name: str
+    role: str
+    path: BPath
+    type: NodeTypePlan
+    hosts: tuple[str, ...]
+    hostlist: str
+    rack_index: tuple[int, ...]
+    """per host: index into ClusterPlan.racks, -1 when unplaced (cloud or not enough room)"""
+    u_bottom: tuple[int, ...]
+    """per host: lowest rack unit it occupies, 0 when unplaced"""
+    per_rack: int
+    racks_requested: tuple[int, ...]
+    nvlink_domain_gpus: int | None
+
+    @property
+    def count(self) -> int:
+        return len(self.hosts)
+
+    @property
+    def gpus(self) -> int:
+        return len(self.hosts) * self.type.gpus
+
+    @property
+    def unplaced(self) -> int:
+        return sum(1 for r in self.rack_index if r < 0)
+
+
+@dataclass(frozen=True, slots=True)
+class PowerItem:
+    label: str
+    count: int
+    kw_each: float
+    liquid_fraction: float = 0.0
+
+    @property
+    def kw(self) -> float:
+        return self.count * self.kw_each
+
+
+@dataclass(frozen=True, slots=True)
+class RackPlan:
+    index: int
+    name: str
+    path: BPath
+    """blueprint path of the racks[] entry that names it"""
+    profile_name: str
+    profile_path: BPath
+    system: RackSystem | None
+    items: tuple[PowerItem, ...]
+    """what draws power in the rack, grouped (nodes by type, switches by model, system overhead)"""
+    used_u: int
+    liquid_only_kw: float
+    """heat from hardware that can only be liquid-cooled"""
+
+    @property
+    def power_kw(self) -> float:
+        return sum(i.kw for i in self.items)
+
+    @property
+    def liquid_heat_kw(self) -> float:
+        return sum(i.kw * i.liquid_fraction for i in self.items)
+
+    @property
+    def air_heat_kw(self) -> float:
+        return self.power_kw - self.liquid_heat_kw
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchTier:
+    level: int
+    """1 leaf, 2 spine, 3 core"""
+    role: str
+    model: str
+    switch: Switch
+    count: int
+    names: str
+    """host list of the tier's switch names"""
+    native_ports: int
+    native_gbps: float
+    down_gbps: float
+    """speed of one downlink"""
+    down_breakout: int
+    """downlinks per native port (2 when an 800G port feeds two 400G NICs)"""
+    down_links: int
+    """downlinks on the busiest switch of the tier"""
+    up_gbps: float
+    up_links: int
+    """uplinks on the busiest switch of the tier"""
+    up_dedicated: bool
+    """uplinks use dedicated uplink ports (management switches)"""
+    ports_needed: float
+    """native ports the busiest switch uses (down / breakout + up)"""
+    ports_available: int
+
+    @property
+    def down_capacity_gbps(self) -> float:
+        return self.down_links * self.down_gbps
+
+    @property
+    def up_capacity_gbps(self) -> float:
+        return self.up_links * self.up_gbps
+
+
+@dataclass(frozen=True, slots=True)
+class LinkBundle:
+    a: str
+    b: str
+    count: int
+    gbps: float
+    breakout: int = 1
+    """logical links per physical cable end at the switch (1 = straight cable)"""
+
+    @property
+    def cables(self) -> int:
+        return -(-self.count // self.breakout)
+
+
+@dataclass(frozen=True, slots=True)
+class ScalableUnit:
+    index: int
+    nodes: int
+    hostlist: str
+    leaves: str
+    rack: int = -1
+    """rack index when the unit is a rack (su_by: rack)"""
+
+
+@dataclass(frozen=True, slots=True)
+class FabricPlan:
+    index: int
+    name: str
+    kind: str
+    path: BPath
+    tiers_declared: int
+    rail_optimized: bool
+    oversubscription_declared: float
+    attached: tuple[tuple[int, str], ...]
+    """(group index, nic role) pairs"""
+    endpoints: int
+    """node NIC ports plus extra endpoints on the leaves"""
+    nodes: int
+    rails: int
+    """NICs of the attached role per node (max over attached types)"""
+    nic_gbps: float
+    nic_models: tuple[str, ...]
+    sus: tuple[ScalableUnit, ...]
+    su_nodes: int
+    tiers: tuple[SwitchTier, ...]
+    links: tuple[LinkBundle, ...]
+    pods: int = 1
+    oversubscription_achieved: float = 1.0
+    """worst down:up bandwidth ratio over all tiers as planned"""
+    oversubscription_where: str = ""
+    max_endpoints: int = 0
+    """endpoints a fat tree of this many tiers and these radixes can reach at the declared ratio"""
+    disconnected_leaves: bool = False
+    """tiers: 1 with more than one leaf: leaves have no path to each other"""
+
+    def tier(self, role: str) -> SwitchTier | None:
+        for t in self.tiers:
+            if t.role == role:
+                return t
+        return None
+
+    @property
+    def switch_count(self) -> int:
+        return sum(t.count for t in self.tiers)
+
+
+@dataclass(frozen=True, slots=True)
+class AddressPool:
+    name: str
+    path: BPath
+    cidr: str
+    role: str
+    version: int
+    capacity: int
+    """usable addresses (network, broadcast and reserved excluded)"""
+    needed: int
+    first_host_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterPlan:
+    blueprint: Blueprint
+    catalog: Catalog
+    node_types: dict[str, NodeTypePlan]
+    groups: tuple[GroupPlan, ...]
+    racks: tuple[RackPlan, ...]
+    fabrics: tuple[FabricPlan, ...]
+    addresses: tuple[AddressPool, ...]
+    unplaced_switch_kw: float = 0.0
+    """switches with no rack (no switch_racks given): counted in site power only"""
+    extras: dict = field(default_factory=dict)
+
+    @property
+    def gpus(self) -> int:
+        return sum(g.gpus for g in self.groups)
+
+    @property
+    def nodes(self) -> int:
+        return sum(g.count for g in self.groups)
+
+    @property
+    def it_power_kw(self) -> float:
+        return sum(r.power_kw for r in self.racks) + self.unplaced_switch_kw + sum(
+            g.unplaced * g.type.power_kw for g in self.groups if g.type.server is not None)
+
+    def group(self, name: str) -> GroupPlan | None:
+        for g in self.groups:
+            if g.name == name:
+                return g
+        return None

@@ -1,0 +1,29 @@
+"""The validate pipeline as a library call: load -> expand -> rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from clusterctl.blueprint.load import LoadedBlueprint, load_blueprint
+from clusterctl.catalog import Catalog
+from clusterctl.plan import ClusterPlan, expand
+from clusterctl.rules import RunResult, run_rules
+
+
+@dataclass(frozen=True)
+class Validation:
+    loaded: LoadedBlueprint
+    plan: ClusterPlan
+    result: RunResult
+
+
+def validate_loaded(loaded: LoadedBlueprint, suppress: dict[str, str] | None = None,
+                    catalog: Catalog | None = None) -> Validation:
+    """Raises :class:`clusterctl.errors.BlueprintError` when the blueprint cannot be expanded."""
+    plan = expand(loaded, catalog)
+    return Validation(loaded, plan, run_rules(plan, suppress))
+
+
+def validate_file(path: str | Path, suppress: dict[str, str] | None = None) -> Validation:
+    return validate_loaded(load_blueprint(path), suppress)

@@ -1,0 +1,50 @@
+"""Shared test helpers: load shipped blueprints as data, change them, and validate the result."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from clusterctl.blueprint.load import load_blueprint_text
+from clusterctl.plan import expand
+from clusterctl.rules import run_rules
+
+REPO = Path(__file__).resolve().parent.parent
+BLUEPRINTS = REPO / "blueprints"
+
+
+def shipped(name: str) -> dict:
+    """A shipped blueprint as plain data (a fresh copy each call)."""
+    return copy.deepcopy(yaml.safe_load((BLUEPRINTS / f"{name}.yaml").read_text()))
+
+
+def to_yaml(data: dict) -> str:
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def plan_of(data: dict):
+    return expand(load_blueprint_text(to_yaml(data), "test.yaml"))
+
+
+def run(data: dict):
+    """Validate blueprint data; returns the RunResult (raises BlueprintError if it cannot be read)."""
+    return run_rules(plan_of(data))
+
+
+def hits(data: dict, code: str):
+    """Active findings of one rule."""
+    return [f for f in run(data).active() if f.code == code]
+
+
+def codes(data: dict) -> set[str]:
+    return {f.code for f in run(data).active()}
+
+
+def cli(*args: str, cwd: Path = REPO, input: str | None = None) -> subprocess.CompletedProcess:
+    """Run the real command line in a subprocess."""
+    return subprocess.run([sys.executable, "-m", "clusterctl", *args], cwd=cwd, capture_output=True, text=True,
+                          input=input, timeout=120)

@@ -1,0 +1,151 @@
+"""The shipped hardware catalog: it loads, every figure is sourced, and the cross-references hold."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from pydantic import BaseModel
+
+from clusterctl.catalog import SECTIONS, load_shipped_catalog
+from clusterctl.catalog.models import CloudInstance
+
+CATALOG = load_shipped_catalog()
+ENTRIES = [(section, name, entry) for section in SECTIONS for name, entry in CATALOG.section(section).items()]
+IDS = [f"{section}:{name}" for section, name, _ in ENTRIES]
+EVIDENCE_TAG = re.compile(r"\[(P|Q|S|D)\]")
+
+# other code refers to these names; renaming one is a breaking change
+EXPECTED = {
+    "accelerators": {"a100-sxm-40gb", "a100-sxm-80gb", "h100-sxm", "h200-sxm", "b200", "gb200", "mi300x"},
+    "nics": {"cx6-hdr-200g", "cx7-400g", "cx7-2x200g", "cx8-800g", "bf3-2x200g", "bf3-400g", "eth-1g-bmc",
+             "eth-25g", "eth-100g"},
+    "switches": {"qm9700", "qm8700", "q3400-ra", "sn5600", "sn2201", "tomahawk5-64x800"},
+    "servers": {"dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200", "hgx-h100-8gpu", "hgx-h200-8gpu", "hgx-b200-8gpu",
+                "gb200-nvl72-tray", "mi300x-8gpu", "cpu-1u", "cpu-2u", "storage-2u"},
+    "rack_systems": {"gb200-nvl72"},
+    "instances": {"p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge", "p4d.24xlarge", "p4de.24xlarge", "a3-highgpu-8g",
+                  "a3-megagpu-8g", "a3-ultragpu-8g", "a4-highgpu-8g", "Standard_ND96isr_H100_v5",
+                  "Standard_ND96isr_H200_v5"},
+}
+
+
+def numeric_paths(value, path=()):
+    """Dotted paths of every number written in an entry: nested models and list items included
+    (list items share their list's path). Only fields set in the data count; untouched defaults do not."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, (int, float)):
+        yield path
+    elif isinstance(value, BaseModel):
+        for name in sorted(value.model_fields_set):
+            if not path and name == "sources":
+                continue
+            yield from numeric_paths(getattr(value, name), path + (name,))
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from numeric_paths(item, path)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from numeric_paths(item, path + (str(key),))
+
+
+def covered(path: tuple[str, ...], sources: dict[str, str]) -> bool:
+    """`cpu.cores_per_socket` is covered by that key or by `cpu`."""
+    return any(".".join(path[:k]) in sources for k in range(1, len(path) + 1))
+
+
+def test_shipped_catalog_loads_with_every_expected_entry():
+    catalog = load_shipped_catalog()
+    for section, names in EXPECTED.items():
+        missing = names - set(catalog.section(section))
+        assert not missing, f"{section}: missing {sorted(missing)}"
+    for (section, name), origin in catalog.origin.items():
+        assert origin.startswith("shipped:"), (section, name, origin)
+
+
+@pytest.mark.parametrize(("section", "name", "entry"), ENTRIES, ids=IDS)
+def test_every_number_has_a_source(section, name, entry):
+    paths = sorted(set(numeric_paths(entry)))
+    assert paths, f"{section}.{name} has no numeric figures?"
+    unsourced = [".".join(p) for p in paths if not covered(p, entry.sources)]
+    assert not unsourced, f"{section}.{name}: no sources line for {unsourced}"
+
+
+@pytest.mark.parametrize(("section", "name", "entry"), [e for e in ENTRIES if isinstance(e[2], CloudInstance)],
+                         ids=[i for i, e in zip(IDS, ENTRIES) if isinstance(e[2], CloudInstance)])
+def test_instance_regions_are_sourced(section, name, entry):
+    assert entry.regions, f"{name}: list at least one documented region"
+    assert "regions" in entry.sources, f"{name}: regions need a sources line"
+    assert len(set(entry.regions)) == len(entry.regions), f"{name}: duplicate regions"
+
+
+@pytest.mark.parametrize(("section", "name", "entry"), ENTRIES, ids=IDS)
+def test_sources_carry_an_evidence_tag_and_name_real_fields(section, name, entry):
+    fields = set(type(entry).model_fields)
+    for key, text in entry.sources.items():
+        assert EVIDENCE_TAG.search(text), f"{section}.{name}.sources.{key}: no [P]/[Q]/[S]/[D] tag"
+        assert key.split(".")[0] in fields, f"{section}.{name}.sources.{key}: not a field of {type(entry).__name__}"
+
+
+def test_server_references_resolve():
+    for name, server in CATALOG.servers.items():
+        if server.gpus is not None:
+            assert server.gpus.model in CATALOG.accelerators, f"{name}: unknown GPU {server.gpus.model}"
+        for slot in server.nics:
+            assert slot.model in CATALOG.nics, f"{name}: unknown NIC {slot.model}"
+        if server.rack_system is not None:
+            assert server.rack_system in CATALOG.rack_systems, f"{name}: unknown rack system {server.rack_system}"
+
+
+def test_every_server_has_a_bmc_port_and_an_inband_nic():
+    for name, server in CATALOG.servers.items():
+        roles = {slot.role for slot in server.nics}
+        bmc = [slot for slot in server.nics if slot.role == "bmc"]
+        assert [(s.model, s.count) for s in bmc] == [("eth-1g-bmc", 1)], f"{name}: needs exactly one eth-1g-bmc"
+        assert "inband" in roles, f"{name}: needs an in-band management NIC"
+
+
+def test_gpu_servers_carry_one_compute_nic_per_gpu():
+    for name, server in CATALOG.servers.items():
+        if server.gpus is None:
+            continue
+        compute = sum(s.count for s in server.nics if s.role == "compute")
+        assert compute == server.gpus.count, f"{name}: {compute} compute NICs for {server.gpus.count} GPUs"
+
+
+def test_rack_system_references_resolve_both_ways():
+    for name, rack in CATALOG.rack_systems.items():
+        assert rack.compute_tray in CATALOG.servers, f"{name}: unknown compute tray {rack.compute_tray}"
+        assert CATALOG.servers[rack.compute_tray].rack_system == name, f"{rack.compute_tray} must point back to {name}"
+
+
+def test_instance_gpu_models_resolve():
+    for name, instance in CATALOG.instances.items():
+        assert instance.gpus.model in CATALOG.accelerators, f"{name}: unknown GPU {instance.gpus.model}"
+
+
+def test_gb200_nvl72_is_one_72_gpu_nvlink_domain():
+    rack = CATALOG.rack_systems["gb200-nvl72"]
+    tray = CATALOG.servers[rack.compute_tray]
+    assert rack.compute_trays == 18
+    assert tray.gpus is not None and tray.gpus.model == "gb200" and tray.gpus.count == 4
+    assert rack.compute_trays * tray.gpus.count == 72 == tray.nvlink_domain_gpus
+    assert CATALOG.accelerators["gb200"].scaleup_domain_max == 72
+    assert tray.cooling == "liquid" and tray.liquid_fraction > 0.5
+
+
+def test_hgx_and_dgx_domains_are_eight_gpus():
+    for name, server in CATALOG.servers.items():
+        if server.gpus is not None and server.rack_system is None:
+            assert server.nvlink_domain_gpus == server.gpus.count == 8, name
+
+
+def test_switch_port_modes_start_at_the_native_speed():
+    for name, switch in CATALOG.switches.items():
+        speeds = [mode.speed_gbps for mode in switch.port_modes]
+        assert speeds[0] == max(speeds), f"{name}: first port mode must be the native (fastest) speed"
+
+
+def test_data_sanity_h100_dense_bf16_is_989():
+    assert CATALOG.accelerators["h100-sxm"].bf16_dense_tflops == 989
