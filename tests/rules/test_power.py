@@ -1,0 +1,61 @@
+"""Power rules: each triggered by a small change to the lab blueprint, and quiet on the original."""
+
+from __future__ import annotations
+
+from tests.helpers import hits, plan_of, shipped
+
+
+def lab():
+    return shipped("lab-2node")
+
+
+def test_lab_is_quiet():
+    data = lab()
+    for code in ("POWER001", "POWER002", "POWER003", "POWER004"):
+        assert hits(data, code) == []
+
+
+def test_rack_over_budget_names_the_rack_and_the_numbers():
+    data = lab()
+    data["rack_profiles"]["lab"]["power_kw"] = 20
+    (h,) = hits(data, "POWER001")
+    assert h.path == ("racks", 0, "profile")
+    assert "rack lab01 draws" in h.message and "of a 20.0 kW budget" in h.message
+    assert "2 × hgx-h100-8gpu at 10.2 kW" in h.message
+
+
+def test_feed_capacity_under_2n_with_derating():
+    data = lab()
+    prof = data["rack_profiles"]["lab"]
+    prof["feed_kw"] = 25  # one surviving feed: 25 kW x 0.8 = 20 kW < rack draw (23.2 kW)
+    (h,) = hits(data, "POWER002")
+    assert "1 × 25 kW × 0.8 continuous = 20.0 kW" in h.message
+    prof["continuous_load_factor"] = 1.0
+    prof["feed_kw"] = plan_of(data).racks[0].power_kw + 0.1
+    assert hits(data, "POWER002") == []
+
+
+def test_n_plus_1_uses_all_but_one_feed():
+    data = lab()
+    prof = data["rack_profiles"]["lab"]
+    prof.update(redundancy="N+1", feeds=3, feed_kw=17.0)  # 2 x 17 x 0.8 = 27.2 kW
+    draw = plan_of(data).racks[0].power_kw
+    assert (draw > 27.2) == bool(hits(data, "POWER002"))
+
+
+def test_2n_needs_an_even_feed_count():
+    data = lab()
+    data["rack_profiles"]["lab"]["feeds"] = 3
+    (h,) = hits(data, "POWER003")
+    assert h.path == ("rack_profiles", "lab", "feeds")
+
+
+def test_site_power_error_and_headroom_warning():
+    data = lab()
+    draw = plan_of(data).it_power_kw
+    data["site"]["it_power_kw"] = round(draw * 0.9, 1)
+    (h,) = hits(data, "POWER004")
+    assert str(h.severity) == "error" and f"{draw:.1f} kW" in h.message
+    data["site"]["it_power_kw"] = round(draw / 0.95, 1)
+    (h,) = hits(data, "POWER004")
+    assert str(h.severity) == "warning"
