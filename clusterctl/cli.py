@@ -121,12 +121,17 @@ def validate(
 def rules_list(
     format: Annotated[Format, typer.Option("--format", "-f")] = Format.human,
     area: Annotated[Optional[str], typer.Option(help="only rules of this area")] = None,
+    markdown: Annotated[bool, typer.Option(help="the rule reference as Markdown (docs/rules.md)")] = False,
 ) -> None:
     """Every rule: id, default severity, area and title."""
     rules = [r for r in all_rules() if area is None or r.area == area]
     if area is not None and not rules:
         raise _misuse(f"no rules in area '{area}'", did_you_mean(area, {r.area for r in all_rules()}))
-    if format is Format.human:
+    if markdown:
+        from clusterctl.output.rule_docs import rules_markdown
+
+        _out(rules_markdown(rules))
+    elif format is Format.human:
         for r in rules:
             _out(f"{r.code:<10} {str(r.severity):<8} {r.area:<11} {r.title}")
     else:
@@ -146,8 +151,15 @@ def rules_explain(code: Annotated[str, typer.Argument(help="rule id, e.g. POWER0
 
 
 @app.command()
-def schema() -> None:
+def schema(
+    markdown: Annotated[bool, typer.Option(help="the blueprint reference as Markdown (docs/blueprint.md)")] = False,
+) -> None:
     """Print the blueprint JSON Schema (for editors: yaml-language-server $schema)."""
+    if markdown:
+        from clusterctl.output.schema_docs import blueprint_markdown
+
+        _out(blueprint_markdown())
+        return
     from clusterctl.blueprint.schema import blueprint_schema
 
     _out(json.dumps(blueprint_schema(), indent=2, sort_keys=True))

@@ -23,6 +23,8 @@ class NodeType(StrictModel):
 
 
 class NodeGroup(StrictModel):
+    """Nodes of one type with one naming pattern and placement."""
+
     name: str
     type: str
     """a key of node_types"""
@@ -30,6 +32,7 @@ class NodeGroup(StrictModel):
     hostnames: str
     """host list with exactly ``count`` names, e.g. gpu[0001-0128]"""
     role: NodeRole = "compute"
+    """compute nodes run jobs; head nodes run slurmctld; login, storage and service nodes support them"""
     racks: str | None = None
     """host list of rack names the group is placed in (bare metal)"""
     per_rack: PositiveInt | None = None

@@ -10,6 +10,8 @@ from clusterctl.blueprint.base import StrictModel
 
 
 class Site(StrictModel):
+    """The data centre (hall) the cluster lives in."""
+
     name: str
     it_power_kw: PositiveFloat
     """IT power the site can deliver to this cluster (after UPS), kW"""
@@ -24,6 +26,7 @@ class Cdu(StrictModel):
 
     name: str
     capacity_kw: PositiveFloat
+    """heat the CDU can move from the secondary loop to facility water, kW"""
     flow_lpm: PositiveFloat
     """maximum secondary-loop coolant flow, litres per minute"""
     supply_c: float = Field(ge=5, le=60)
@@ -31,9 +34,12 @@ class Cdu(StrictModel):
     delta_t_c: float = Field(default=10.0, gt=0, le=30)
     """design temperature rise across the racks (return - supply), K"""
     coolant: Literal["water", "pg25"] = "water"
+    """secondary-loop fluid: treated water or 25 % propylene glycol"""
 
 
 class Cooling(StrictModel):
+    """Liquid cooling plant: the CDUs that rack profiles refer to."""
+
     cdus: list[Cdu] = Field(default_factory=list)
 
 
@@ -65,7 +71,11 @@ class RackProfile(StrictModel):
 
 
 class RackRange(StrictModel):
+    """A range of racks sharing one profile."""
+
     names: str
     """rack names as a host list, e.g. r[01-32]"""
     profile: str
+    """a key of rack_profiles"""
     row: str | None = None
+    """data-hall row, for people and reports"""

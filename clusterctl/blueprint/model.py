@@ -14,7 +14,7 @@ from clusterctl.catalog.models import CatalogData
 
 
 class Blueprint(StrictModel):
-    """One AI-training cluster. Sections are documented in docs/blueprint.md."""
+    """One AI-training cluster: the top level of a blueprint file."""
 
     name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")
     """cluster name: lower case letters, digits and dashes (it becomes the Slurm ClusterName)"""

@@ -12,9 +12,12 @@ NicRole = Literal["compute", "storage", "inband", "bmc", "mgmt"]
 
 
 class Attach(StrictModel):
+    """Which NICs of which node group are cabled to a fabric."""
+
     group: str
     """node group name, or ``all``"""
     nic_role: NicRole
+    """the role of the NICs (as the server declares them) that are cabled to this fabric"""
 
 
 class _Fabric(StrictModel):
@@ -48,12 +51,16 @@ class _Fabric(StrictModel):
 
 
 class InfinibandFabric(_Fabric):
+    """An InfiniBand fat tree (NDR / XDR), managed by a subnet manager (UFM / opensm)."""
+
     kind: Literal["infiniband"]
     adaptive_routing: bool = True
     sharp: bool = False
 
 
 class RoceFabric(_Fabric):
+    """RDMA over Converged Ethernet v2: a lossless (PFC + ECN) Ethernet fat tree."""
+
     kind: Literal["roce"]
     traffic_class: int = Field(default=106, ge=0, le=255)
     """IP ToS byte for RDMA traffic (DSCP x 4 + ECN bits), must match the switches' lossless class"""
@@ -62,6 +69,8 @@ class RoceFabric(_Fabric):
 
 
 class EthernetFabric(_Fabric):
+    """Plain Ethernet: in-band management, out-of-band (BMC) and storage networks."""
+
     kind: Literal["ethernet"]
     mtu: int = Field(default=1500, ge=1280, le=9216)
 
@@ -70,6 +79,8 @@ Fabric = Annotated[Union[InfinibandFabric, RoceFabric, EthernetFabric], Field(di
 
 
 class Network(StrictModel):
+    """An IP address pool for one NIC role."""
+
     cidr: str
     """IPv4 or IPv6 prefix, e.g. 10.10.0.0/16"""
     role: NicRole

@@ -10,6 +10,8 @@ from clusterctl.blueprint.base import StrictModel
 
 
 class Partition(StrictModel):
+    """A Slurm partition made of whole node groups."""
+
     name: str
     groups: list[str] = Field(min_length=1)
     default: bool = False
@@ -18,6 +20,8 @@ class Partition(StrictModel):
 
 
 class Slurm(StrictModel):
+    """Slurm intent; slurm.conf, gres.conf and topology.conf are rendered from it and the plan."""
+
     version: str
     """Slurm release, e.g. "24.05" (quote it: YAML reads 24.10 as the number 24.1)"""
     cluster_name: str | None = None
@@ -35,6 +39,8 @@ class Slurm(StrictModel):
 
 
 class Software(StrictModel):
+    """Versions installed on the nodes."""
+
     os: str = "ubuntu-22.04"
     driver: str
     """NVIDIA driver branch or full version ("550" or "550.90.07")"""
@@ -45,6 +51,8 @@ class Software(StrictModel):
 
 
 class Cloud(StrictModel):
+    """Cloud target for node types given as instance types."""
+
     provider: Literal["aws", "gcp", "azure"]
     region: str
     zone: str | None = None
@@ -58,10 +66,14 @@ class Cloud(StrictModel):
 
 
 class Suppression(StrictModel):
+    """A rule that does not apply to this blueprint, and why."""
+
     rule: str
     reason: str = Field(min_length=1)
     """why the finding does not apply here: shown in reports, required"""
 
 
 class Validation(StrictModel):
+    """Validation settings kept with the blueprint."""
+
     suppress: list[Suppression] = Field(default_factory=list)

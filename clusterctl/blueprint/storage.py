@@ -12,11 +12,14 @@ from clusterctl.blueprint.base import StrictModel
 class _Tier(StrictModel):
     name: str
     mount: str
+    """mount point on the nodes"""
     checkpoint: bool = False
     """checkpoints are written here (default: the first parallel tier)"""
 
 
 class LocalTier(_Tier):
+    """Node-local NVMe (scratch, staging, checkpoint cache)."""
+
     tier: Literal["local"]
     """node-local NVMe; size and bandwidth come from the servers"""
 
@@ -30,12 +33,16 @@ class _SharedTier(_Tier):
 
 
 class NfsTier(_SharedTier):
+    """An NFS export (home directories, software)."""
+
     tier: Literal["nfs"]
     export: str
     """server:/path"""
 
 
 class ParallelTier(_SharedTier):
+    """A parallel file system (Lustre, GPFS, WEKA, VAST, ...): training data and checkpoints."""
+
     tier: Literal["parallel"]
     filesystem: Literal["lustre", "gpfs", "weka", "vast", "beegfs", "daos"] = "lustre"
     servers: str | None = None
@@ -43,6 +50,8 @@ class ParallelTier(_SharedTier):
 
 
 class ObjectTier(_SharedTier):
+    """An S3-compatible object store (datasets, checkpoint archive)."""
+
     tier: Literal["object"]
     endpoint: str
 

@@ -1,0 +1,74 @@
+"""The blueprint reference (docs/blueprint.md), generated from the models' fields and docstrings."""
+
+from __future__ import annotations
+
+import typing
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from clusterctl.blueprint.model import Blueprint
+
+
+def _type_name(ann) -> str:
+    origin = typing.get_origin(ann)
+    args = typing.get_args(ann)
+    if origin is typing.Annotated:
+        return _type_name(args[0])
+    if origin is typing.Literal:
+        return " \\| ".join(f"`{a}`" for a in args)
+    if origin in (typing.Union, __import__("types").UnionType):
+        parts = [_type_name(a) for a in args if a is not type(None)]
+        return " or ".join(parts) + (" (optional)" if type(None) in args else "")
+    if origin is list:
+        return f"list of {_type_name(args[0])}"
+    if origin is dict:
+        return f"mapping of name → {_type_name(args[1])}"
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return f"[{ann.__name__}](#{ann.__name__.lower()})"
+    return getattr(ann, "__name__", str(ann))
+
+
+def _models(root: type[BaseModel]) -> list[type[BaseModel]]:
+    seen: list[type[BaseModel]] = []
+
+    def visit(ann):
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            if ann not in seen:
+                seen.append(ann)
+                for f in ann.model_fields.values():
+                    visit(f.annotation)
+            return
+        for a in typing.get_args(ann):
+            visit(a)
+
+    visit(root)
+    return seen
+
+
+def blueprint_markdown() -> str:
+    lines = ["# Blueprint reference", "",
+             "Generated from the models by `clusterctl schema --markdown > docs/blueprint.md`; do not edit by hand.",
+             "Every mapping is strict: unknown keys are errors. Units are in the field names "
+             "(`_kw`, `_lpm`, `_gbps` = gigabits/s, `_gb_per_s` = gigabytes/s, `_tb` = terabytes).", ""]
+    for model in _models(Blueprint):
+        lines += [f"## {model.__name__}", ""]
+        doc = (model.__doc__ or "").strip()
+        if doc and not doc.startswith("!!!") and "BaseModel" not in doc:
+            lines += [doc, ""]
+        lines += ["| key | type | default | meaning |", "| --- | --- | --- | --- |"]
+        for name, f in model.model_fields.items():
+            if f.is_required():
+                default = "**required**"
+            elif f.default_factory is not None:
+                default = "empty"
+            elif f.default is PydanticUndefined or f.default is None:
+                default = "—"
+            elif f.default == "":
+                default = '`""`'
+            else:
+                default = f"`{f.default}`"
+            desc = (f.description or "").replace("\n", " ").replace("|", "\\|")
+            lines.append(f"| `{name}` | {_type_name(f.annotation)} | {default} | {desc} |")
+        lines.append("")
+    return "\n".join(lines)
