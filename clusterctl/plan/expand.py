@@ -228,17 +228,25 @@ def _addresses(bp: Blueprint, groups: Sequence[GroupPlan], fabrics: Sequence[Fab
             refs.problems.append(Problem(path + ("cidr",), f"'{net.cidr}' is not a network prefix: {exc}",
                                          hint="write it as 10.10.0.0/16 with the host bits zero", code="BP003"))
             continue
-        if net.role == "compute":
-            needed = sum(g.count * g.type.nic_count("compute") for g in groups)
-        else:
-            needed = sum(g.count for g in groups if g.type.nic_count(net.role) or
-                         (net.role == "inband" and g.type.instance is not None))
-        if net.role == "mgmt":
-            needed += switches
+        offsets, slot = [], 0
+        for g in groups:
+            if net.role == "compute":
+                per_host = g.type.nic_count("compute")
+            else:
+                per_host = 1 if (g.type.nic_count(net.role) or
+                                 (net.role == "inband" and g.type.instance is not None)) else 0
+            if per_host:
+                offsets.append((g.index, slot, per_host))
+                slot += per_host * g.count
+        switch_offset = -1
+        if net.role == "mgmt" and switches:
+            switch_offset = slot
+            slot += switches
         special = 2 if (ipn.version == 4 and ipn.prefixlen < 31) else 0
         capacity = max(0, ipn.num_addresses - special - net.reserved)
-        pools.append(AddressPool(name, path, net.cidr, net.role, ipn.version, capacity, needed,
-                                 1 + net.reserved if ipn.version == 4 else net.reserved + 1))
+        first = (1 if special else 0) + net.reserved
+        pools.append(AddressPool(name, path, net.cidr, net.role, ipn.version, capacity, slot, first,
+                                 tuple(offsets), switch_offset))
     return tuple(pools)
 
 

@@ -239,6 +239,24 @@ class AddressPool:
     """usable addresses (network, broadcast and reserved excluded)"""
     needed: int
     first_host_offset: int
+    """offset from the network address of the first assignable address (after the reserved ones)"""
+    group_offsets: tuple[tuple[int, int, int], ...] = ()
+    """(group index, first slot, addresses per host): groups get consecutive blocks in blueprint order"""
+    switch_offset: int = -1
+    """first slot of the switches' management addresses (mgmt pools), -1 when none"""
+
+    def address(self, group_index: int, host: int, nic: int = 0) -> str:
+        """The address of the ``host``-th node of a group (``nic``-th port for per-port pools)."""
+        import ipaddress
+
+        for gi, first, per_host in self.group_offsets:
+            if gi == group_index:
+                slot = first + host * per_host + nic
+                if slot >= self.capacity:
+                    raise ValueError(f"{self.name} has no address for slot {slot} (capacity {self.capacity})")
+                net = ipaddress.ip_network(self.cidr)
+                return str(net.network_address + self.first_host_offset + slot)
+        raise KeyError(f"group {group_index} takes no address from {self.name}")
 
 
 @dataclass(frozen=True, slots=True)
