@@ -1,1 +1,140 @@
-"""storage rules."""
+"""Storage: checkpoint write time, capacity and stall share, and well-formed tiers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from clusterctl.plan.model import ClusterPlan
+from clusterctl.rules.base import Hit, Severity, rule
+
+
+def checkpoint_tier(plan: ClusterPlan):
+    """(index, tier) checkpoints go to: the first shared tier marked ``checkpoint: true``, else the first
+    parallel tier, else the first NFS tier; None when only local or object tiers exist."""
+    tiers = list(enumerate(plan.blueprint.storage))
+    for pick in (lambda t: t.checkpoint and t.tier != "local", lambda t: t.tier == "parallel",
+                 lambda t: t.tier == "nfs"):
+        for i, t in tiers:
+            if pick(t):
+                return i, t
+    return None
+
+
+def checkpoint(plan: ClusterPlan):
+    """(workload, tier index, tier, checkpoint bytes, write seconds), or None without a workload or tier."""
+    w = plan.blueprint.workload
+    found = checkpoint_tier(plan)
+    if w is None or found is None:
+        return None
+    i, tier = found
+    size = w.params_b * 1e9 * w.checkpoint_bytes_per_param
+    return w, i, tier, size, size / (tier.write_gb_per_s * 1e9)
+
+
+@rule("STORAGE001", "storage", Severity.ERROR, "checkpoint write exceeds its time budget")
+def checkpoint_time(plan: ClusterPlan) -> Iterator[Hit]:
+    """One checkpoint is ``params_b`` × 1e9 × ``checkpoint_bytes_per_param`` bytes (14: bf16 weights, fp32
+    master weights, Adam moments); written to the checkpoint tier at its aggregate ``write_gb_per_s`` it
+    must finish within ``workload.checkpoint_budget_s``, the stall the job can afford. Write bandwidth
+    is the tier's aggregate figure: the best case, with every client writing at once."""
+    c = checkpoint(plan)
+    if c is None:
+        return
+    w, i, tier, size, secs = c
+    if secs > w.checkpoint_budget_s:
+        yield Hit(("storage", i, "write_gb_per_s"),
+                  f"a {size / 1e12:.2f} TB checkpoint ({w.params_b:g} B params × {w.checkpoint_bytes_per_param:g} "
+                  f"bytes) takes {secs:.0f} s to write at {tier.write_gb_per_s:g} GB/s to {tier.tier} tier "
+                  f"{tier.name}; the budget is {w.checkpoint_budget_s:g} s",
+                  f"needs {size / 1e9 / w.checkpoint_budget_s:.1f} GB/s: a faster tier, or write to local NVMe "
+                  f"first and drain asynchronously (raise checkpoint_budget_s if so)")
+
+
+@rule("STORAGE002", "storage", Severity.ERROR, "checkpoint tier too small")
+def checkpoint_capacity(plan: ClusterPlan) -> Iterator[Hit]:
+    """The checkpoints kept (``checkpoints_retained`` × checkpoint size) must fit the checkpoint tier's
+    ``capacity_tb``; above 80 % a warning, since the tier also holds data sets and other jobs' output."""
+    c = checkpoint(plan)
+    if c is None:
+        return
+    w, i, tier, size, _ = c
+    need_tb = w.checkpoints_retained * size / 1e12
+    share = need_tb / tier.capacity_tb
+    msg = (f"{w.checkpoints_retained} retained checkpoints × {size / 1e12:.2f} TB = {need_tb:.1f} TB, "
+           f"{share:.0%} of {tier.tier} tier {tier.name}'s {tier.capacity_tb:g} TB")
+    if share > 1.0:
+        yield Hit(("storage", i, "capacity_tb"), msg, "raise capacity_tb or keep fewer checkpoints")
+    elif share > 0.8:
+        yield Hit(("storage", i, "capacity_tb"), msg, "leave room for data sets and other jobs",
+                  Severity.WARNING)
+
+
+@rule("STORAGE003", "storage", Severity.WARNING, "no tier can take checkpoints")
+def checkpoint_tier_exists(plan: ClusterPlan) -> Iterator[Hit]:
+    """A training workload writes checkpoints to shared storage every node can read after a failure. With
+    only node-local or object tiers (and none marked ``checkpoint: true``) the checkpoint checks are skipped
+    and a lost node loses its shard."""
+    if plan.blueprint.workload is None or checkpoint_tier(plan) is not None:
+        return
+    kinds = ", ".join(sorted({t.tier for t in plan.blueprint.storage})) or "none"
+    yield Hit(("workload",),
+              f"a workload is given but no storage tier takes checkpoints (tiers: {kinds})",
+              "add a parallel or nfs tier, or mark an object tier checkpoint: true")
+
+
+@rule("STORAGE004", "storage", Severity.WARNING, "checkpoint stalls take too much training time")
+def checkpoint_stall(plan: ClusterPlan) -> Iterator[Hit]:
+    """Writing a checkpoint stalls training; writing one every ``checkpoint_every_min`` minutes should cost
+    no more than 5 % of the training time."""
+    c = checkpoint(plan)
+    if c is None:
+        return
+    w, i, tier, size, secs = c
+    share = secs / (w.checkpoint_every_min * 60)
+    if share > 0.05:
+        yield Hit(("workload", "checkpoint_every_min"),
+                  f"writing a checkpoint takes {secs:.0f} s every {w.checkpoint_every_min:g} min: {share:.1%} of "
+                  f"training time stalled (limit 5 %)",
+                  "checkpoint less often, asynchronously, or to a faster tier")
+
+
+@rule("STORAGE005", "storage", Severity.ERROR, "duplicate storage tier name or mount")
+def unique_tiers(plan: ClusterPlan) -> Iterator[Hit]:
+    """Two storage tiers with the same name or mount point: one would be mounted over the other, and
+    rendered mounts would collide."""
+    for key in ("name", "mount"):
+        seen: dict[str, int] = {}
+        for i, t in enumerate(plan.blueprint.storage):
+            value = getattr(t, key)
+            if value in seen:
+                yield Hit(("storage", i, key),
+                          f"storage tier {i} has the same {key} '{value}' as tier {seen[value]}",
+                          f"give every tier its own {key}")
+            else:
+                seen[value] = i
+
+
+@rule("STORAGE006", "storage", Severity.WARNING, "local tier on nodes without NVMe")
+def local_tier_nvme(plan: ClusterPlan) -> Iterator[Hit]:
+    """A ``local`` tier lives on the nodes' NVMe drives. Compute nodes whose server has no NVMe in the
+    catalog (``nvme`` missing or count 0), or whose cloud instance has no local NVMe, have nothing to
+    mount there."""
+    local = [(i, t) for i, t in enumerate(plan.blueprint.storage) if t.tier == "local"]
+    if not local:
+        return
+    i, tier = local[0]
+    seen = set()
+    for g in plan.groups:
+        nt = g.type
+        if g.role != "compute" or nt.name in seen:
+            continue
+        if nt.server is not None:
+            missing = nt.server.nvme is None or nt.server.nvme.count == 0
+        else:
+            missing = nt.instance.local_nvme_tb == 0
+        if missing:
+            seen.add(nt.name)
+            yield Hit(("storage", i),
+                      f"local tier {tier.name} ({tier.mount}) but node type {nt.name} "
+                      f"({nt.server_name or nt.instance_name}, group {g.name}) has no NVMe in the catalog",
+                      "add nvme to the server's catalog entry, or drop the local tier")

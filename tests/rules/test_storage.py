@@ -1,0 +1,99 @@
+"""Storage rules: the lab blueprint with a training workload and tiers changed one at a time."""
+
+from __future__ import annotations
+
+from tests.helpers import hits, shipped
+
+STORAGE = ("STORAGE001", "STORAGE002", "STORAGE003", "STORAGE004", "STORAGE005", "STORAGE006")
+LUSTRE = {"name": "lustre", "tier": "parallel", "mount": "/lustre", "capacity_tb": 100, "read_gb_per_s": 200,
+          "write_gb_per_s": 100}
+
+
+def lab():
+    return shipped("lab-2node")
+
+
+def training(params_b: float = 70, **tier) -> dict:
+    """The lab with a Lustre tier and a workload: a 70 B model checkpoints 70e9 × 14 = 0.98 TB."""
+    data = lab()
+    data["storage"].append(LUSTRE | tier)
+    data["workload"] = {"params_b": params_b}
+    return data
+
+
+def test_lab_and_training_lab_are_quiet_but_for_the_missing_nvme():
+    for data in (lab(), training()):
+        for code in STORAGE[:-1]:
+            assert hits(data, code) == [], code
+    # the lab's hgx-h100-8gpu catalog entry lists no NVMe: STORAGE006 warns (see test below)
+
+
+def test_checkpoint_write_over_budget_on_nfs():
+    data = lab()
+    data["workload"] = {"params_b": 70}  # only nfs: 0.98 TB at 1.5 GB/s = 653 s
+    (h,) = hits(data, "STORAGE001")
+    assert h.path == ("storage", 0, "write_gb_per_s")
+    assert ("a 0.98 TB checkpoint (70 B params × 14 bytes) takes 653 s to write at 1.5 GB/s to nfs tier home"
+            in h.message)
+    assert "the budget is 60 s" in h.message and "16.3 GB/s" in h.hint
+
+
+def test_checkpoint_tier_choice():
+    data = training()
+    assert hits(data, "STORAGE001") == []  # parallel tier preferred over nfs: 9.8 s
+    data["storage"][0]["checkpoint"] = True  # explicitly on nfs
+    (h,) = hits(data, "STORAGE001")
+    assert "nfs tier home" in h.message
+
+
+def test_checkpoint_capacity_error_and_warning():
+    data = training(params_b=2500)  # 35 TB × 3 = 105 TB of 100 TB
+    (h,) = hits(data, "STORAGE002")
+    assert str(h.severity) == "error" and h.path == ("storage", 2, "capacity_tb")
+    assert "3 retained checkpoints × 35.00 TB = 105.0 TB, 105% of parallel tier lustre's 100 TB" in h.message
+    data = training(params_b=2000)  # 84 TB
+    (h,) = hits(data, "STORAGE002")
+    assert str(h.severity) == "warning" and "84%" in h.message
+    assert hits(training(params_b=1900), "STORAGE002") == []  # 79.8 %
+
+
+def test_no_checkpoint_tier():
+    data = lab()
+    data["storage"] = [{"name": "scratch", "tier": "local", "mount": "/raid"},
+                       {"name": "s3", "tier": "object", "endpoint": "https://s3.example", "mount": "/s3",
+                        "capacity_tb": 500, "read_gb_per_s": 50, "write_gb_per_s": 50}]
+    data["workload"] = {"params_b": 70}
+    (h,) = hits(data, "STORAGE003")
+    assert str(h.severity) == "warning" and h.path == ("workload",)
+    assert "no storage tier takes checkpoints (tiers: local, object)" in h.message
+    data["storage"][1]["checkpoint"] = True
+    assert hits(data, "STORAGE003") == []
+    assert hits(data, "STORAGE001") == []  # 0.98 TB at 50 GB/s = 19.6 s
+
+
+def test_checkpoint_stall_share():
+    data = training(write_gb_per_s=25)  # 39.2 s every 10 min = 6.5 %
+    data["workload"]["checkpoint_every_min"] = 10
+    (h,) = hits(data, "STORAGE004")
+    assert str(h.severity) == "warning" and h.path == ("workload", "checkpoint_every_min")
+    assert "takes 39 s every 10 min: 6.5% of training time stalled" in h.message
+    data["workload"]["checkpoint_every_min"] = 30  # 2.2 %
+    assert hits(data, "STORAGE004") == []
+
+
+def test_duplicate_tier_mount_and_name():
+    data = training(mount="/home")
+    (h,) = hits(data, "STORAGE005")
+    assert h.path == ("storage", 2, "mount") and "same mount '/home' as tier 0" in h.message
+    data = training(name="home")
+    (h,) = hits(data, "STORAGE005")
+    assert h.path == ("storage", 2, "name") and "same name 'home' as tier 0" in h.message
+
+
+def test_local_tier_on_servers_without_nvme():
+    data = lab()
+    (h,) = hits(data, "STORAGE006")
+    assert str(h.severity) == "warning" and h.path == ("storage", 1)
+    assert "node type hgx (hgx-h100-8gpu, group gpu) has no NVMe" in h.message
+    data["node_types"]["hgx"]["server"] = "hgx-h200-8gpu"  # 4 × 6.4 TB NVMe; the head node is not compute
+    assert hits(data, "STORAGE006") == []
