@@ -33,7 +33,8 @@ class Slurm(StrictModel):
     topology: Literal["tree", "block", "yaml", "none"] = "tree"
     block_sizes: list[int] = Field(default_factory=list)
     """topology/block BlockSizes (Slurm >= 24.05): base block size in nodes, then power-of-two multiples"""
-    gres_autodetect: Literal["nvml", "nvidia", "off"] = "nvml"
+    gres_autodetect: Literal["nvml", "nvidia", "rsmi", "off"] = "nvml"
+    """gres.conf AutoDetect: nvml (NVIDIA, Slurm built with NVML), nvidia (24.11+, no NVML needed), rsmi (AMD)"""
     memory_reserve_gb: PositiveFloat = 16.0
     """memory kept back from RealMemory for the OS and daemons"""
 

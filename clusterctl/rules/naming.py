@@ -1,1 +1,193 @@
-"""naming rules."""
+"""Naming: host names unique and valid, counts matching host lists, section names unique.
+
+Host checks run over every expanded name (50,000+ on large plans), so they use sets and dicts and
+report one finding per group (or pair of groups) with a count and a few examples, never one per host.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+
+from clusterctl import hostlist
+from clusterctl.plan.model import ClusterPlan
+from clusterctl.rules.base import Hit, Severity, rule
+
+_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+"""RFC 1123 host name label: letters, digits and hyphens, no hyphen at either end, 1-63 characters"""
+
+EXAMPLES = 3
+
+
+def _examples(names: list[str], total: int) -> str:
+    shown = ", ".join(names[:EXAMPLES])
+    return shown + (f", ... ({total:,} in all)" if total > EXAMPLES else "")
+
+
+def _switch_tiers(plan: ClusterPlan) -> Iterator[tuple[int, str, str, list[str]]]:
+    """(fabric index, fabric name, tier role, switch names) for every switch tier of every fabric."""
+    for fp in plan.fabrics:
+        for tier in fp.tiers:
+            try:
+                names = hostlist.expand(tier.names) if tier.names else []
+            except hostlist.HostlistError:
+                continue
+            yield fp.index, fp.name, tier.role, names
+
+
+@rule("NAME001", "naming", Severity.ERROR, "duplicate host name")
+def unique_hosts(plan: ClusterPlan) -> Iterator[Hit]:
+    """Every host name must be unique across all node groups (and within one group's host list), and no
+    host may share a name with a switch the plan creates (``<fabric>-leaf01``...). Slurm refuses
+    duplicate NodeNames, DHCP and DNS hand one name two addresses, and inventory tools silently merge
+    the two machines. One finding per pair of groups, with the count and a few of the names."""
+    owner: dict[str, int] = {}
+    group_name = {g.index: g.name for g in plan.groups}
+    for g in plan.groups:
+        seen_here: set[str] = set()
+        counts: dict[int, int] = {}
+        examples: dict[int, list[str]] = {}
+        for h in g.hosts:
+            if h in seen_here:
+                first = g.index
+            else:
+                seen_here.add(h)
+                first = owner.setdefault(h, g.index)
+                if first == g.index:
+                    continue
+            counts[first] = counts.get(first, 0) + 1
+            ex = examples.setdefault(first, [])
+            if len(ex) < EXAMPLES:
+                ex.append(h)
+        for first, n in counts.items():
+            if first == g.index:
+                msg = f"node group {g.name} names {n:,} host(s) more than once ({_examples(examples[first], n)})"
+            else:
+                msg = (f"{n:,} host name(s) of node group {g.name} are already used by node group "
+                       f"{group_name[first]} ({_examples(examples[first], n)})")
+            yield Hit(g.path + ("hostnames",), msg, "give each group its own prefix or number range")
+    for fi, fname, role, switches in _switch_tiers(plan):
+        taken = [s for s in switches if s in owner]
+        if taken:
+            yield Hit(("fabrics", fi, "name"),
+                      f"{len(taken):,} {role} switch name(s) of fabric {fname} are also host names "
+                      f"(node group {group_name[owner[taken[0]]]}: {_examples(taken, len(taken))})",
+                      "rename the fabric (its switch names start with it) or the node group's hosts")
+
+
+def _bad_names(names: Iterable[str]) -> tuple[list[str], int, list[str], int]:
+    """(invalid examples, invalid count, upper-case examples, upper-case count)."""
+    bad, n_bad, upper, n_upper = [], 0, [], 0
+    match = _LABEL.fullmatch
+    for h in names:
+        if not match(h):
+            n_bad += 1
+            if len(bad) < EXAMPLES:
+                bad.append(h)
+        elif h != h.lower():
+            n_upper += 1
+            if len(upper) < EXAMPLES:
+                upper.append(h)
+    return bad, n_bad, upper, n_upper
+
+
+def _why(example: str) -> str:
+    if len(example) > 63:
+        return f"'{example[:20]}...' is {len(example)} characters, over the 63 of a DNS label"
+    if "_" in example:
+        return f"'{example}' has an underscore"
+    if "." in example:
+        return f"'{example}' has a dot (write the short name; the domain comes from DNS)"
+    if example.startswith("-") or example.endswith("-"):
+        return f"'{example}' starts or ends with a hyphen"
+    return f"'{example}' has characters other than letters, digits and hyphens"
+
+
+@rule("NAME002", "naming", Severity.ERROR, "invalid host name")
+def valid_hosts(plan: ClusterPlan) -> Iterator[Hit]:
+    """Host and switch names must be RFC 1123 labels: letters, digits and hyphens, no hyphen at either
+    end, at most 63 characters, no underscore and no dot (a dot makes the name an FQDN, which Slurm's
+    NodeName and most provisioning tools treat differently from the short name). Upper-case letters are
+    a warning: DNS is case-insensitive but Slurm compares node names case-sensitively, so ``GPU01`` in
+    one file and ``gpu01`` in another are two different nodes to Slurm and one to the resolver."""
+    targets: list[tuple[tuple, str, Iterable[str]]] = [
+        (g.path + ("hostnames",), f"node group {g.name}", g.hosts) for g in plan.groups]
+    targets += [(("fabrics", fi, "name"), f"{role} switches of fabric {fname}", names)
+                for fi, fname, role, names in _switch_tiers(plan)]
+    for path, what, names in targets:
+        bad, n_bad, upper, n_upper = _bad_names(names)
+        if n_bad:
+            yield Hit(path, f"{n_bad:,} name(s) of {what} are not valid host names: {_why(bad[0])}"
+                            + (f" (also {_examples(bad[1:], n_bad - 1)})" if n_bad > 1 else ""),
+                      "use lower-case letters, digits and hyphens, e.g. gpu[0001-0128]")
+        if n_upper:
+            yield Hit(path, f"{n_upper:,} name(s) of {what} have upper-case letters ({_examples(upper, n_upper)})",
+                      "use lower case: Slurm compares node names case-sensitively, DNS does not",
+                      Severity.WARNING)
+
+
+@rule("NAME003", "naming", Severity.ERROR, "host list does not match the group's count")
+def count_matches_hostnames(plan: ClusterPlan) -> Iterator[Hit]:
+    """A node group's ``hostnames`` must name exactly ``count`` hosts. The plan (racks, power, fabric,
+    Slurm) is built from the names, so a mismatch means either the count the user budgeted or the
+    host list they will provision is wrong."""
+    for g in plan.groups:
+        declared = plan.blueprint.node_groups[g.index].count
+        if declared != g.count:
+            yield Hit(g.path + ("hostnames",),
+                      f"node group {g.name} has count: {declared:,} but hostnames "
+                      f"'{plan.blueprint.node_groups[g.index].hostnames}' names {g.count:,} host(s)",
+                      f"make the host list name {declared:,} hosts or set count: {g.count:,}")
+
+
+def _dupes(items: Iterable[tuple[tuple, str]], what: str) -> Iterator[Hit]:
+    first: dict[str, tuple] = {}
+    for path, name in items:
+        if name in first:
+            yield Hit(path, f"{what} name '{name}' is used twice (first at {_where(first[name])})",
+                      f"give each {what} a distinct name")
+        else:
+            first[name] = path
+
+
+def _where(path: tuple) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + str(part)
+    return out
+
+
+@rule("NAME004", "naming", Severity.ERROR, "duplicate name")
+def unique_names(plan: ClusterPlan) -> Iterator[Hit]:
+    """Node groups, fabrics, storage tiers and CDUs are referred to by name (fabric attachments, Slurm
+    partitions, rack profiles, generated files), so each name must be unique within its kind; a second
+    entry with the same name is silently shadowed. A rack name may appear in only one ``racks[]``
+    entry, or the two entries' profiles fight over one rack. (Partition names: SLURM007.)"""
+    bp = plan.blueprint
+    yield from _dupes(((("node_groups", i, "name"), g.name) for i, g in enumerate(bp.node_groups)), "node group")
+    yield from _dupes(((("fabrics", i, "name"), f.name) for i, f in enumerate(bp.fabrics)), "fabric")
+    yield from _dupes(((("storage", i, "name"), s.name) for i, s in enumerate(bp.storage)), "storage tier")
+    yield from _dupes(((("cooling", "cdus", i, "name"), c.name) for i, c in enumerate(bp.cooling.cdus)), "CDU")
+    entry_of: dict[str, int] = {}
+    for i, rr in enumerate(bp.racks):
+        try:
+            names = hostlist.expand(rr.names)
+        except hostlist.HostlistError:
+            continue
+        clashes: dict[int, list[str]] = {}
+        seen_here: set[str] = set()
+        for n in names:
+            if n in seen_here:
+                first = i
+            else:
+                seen_here.add(n)
+                first = entry_of.setdefault(n, i)
+                if first == i:
+                    continue
+            clashes.setdefault(first, []).append(n)
+        for first, dup in clashes.items():
+            where = "itself" if first == i else f"racks[{first}] ({bp.racks[first].names})"
+            yield Hit(("racks", i, "names"),
+                      f"{len(dup):,} rack name(s) of racks[{i}] ({rr.names}) are already named by {where}: "
+                      f"{_examples(dup, len(dup))}",
+                      "name every rack once; split the range instead of repeating it")

@@ -1,1 +1,287 @@
-"""slurm rules."""
+"""Slurm: partitions, controllers, version-dependent features and GRES, checked before slurm.conf exists.
+
+Every rule is silent when the blueprint has no ``slurm:`` section. Version facts come from the Slurm
+CHANGELOG and man pages as summarised in the project's reference notes (/work/shared/reference/slurm-nccl.md
+section 6) and from SchedMD/slurm ``src/common/read_config.c``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from clusterctl import hostlist
+from clusterctl.blueprint.load import did_you_mean
+from clusterctl.plan.model import ClusterPlan, GroupPlan
+from clusterctl.rules.base import Hit, Severity, rule
+from clusterctl.rules.software import vendor
+
+_VERSION = re.compile(r"(\d{2})\.(\d{2})(?:\.(\d+))?")
+RELEASE_MONTHS = ("02", "05", "08", "11")
+"""months of Slurm major releases: 17.02, 17.11, 18.08, 19.05, 20.02, 20.11, 21.08, 22.05, 23.02, 23.11,
+24.05, 24.11, 25.05, 25.11 (08 was used by 18.08 and 21.08)"""
+OLDEST_SUPPORTED = (23, 11)
+"""older releases are out of SchedMD support (they support the two most recent major releases)"""
+BLOCK_PLUGIN = (23, 11)
+"""topology/block added 2023-08 (tag slurm-23-11-0-0rc1)"""
+BLOCK_SIZES = (24, 5)
+"""BlockLevels replaced by BlockSizes in 24.05"""
+TOPOLOGY_YAML = (25, 5)
+"""topology.yaml arrived in 25.05 (CHANGELOG/slurm-25.05.md), not 24.11"""
+AUTODETECT_NVIDIA = (24, 11)
+"""gres.conf AutoDetect=nvidia (no NVML library needed) arrived in 24.11"""
+SINGLE_CONTROLLER_MAX_NODES = 64
+
+_BAD_PARTITION_CHARS = re.compile(r"[\s,=#\"'\\]")
+
+
+def parse_version(text: str) -> tuple[int, int] | None:
+    """``"24.05"`` or ``"24.05.3"`` -> (24, 5); None for anything that is not a Slurm release."""
+    m = _VERSION.fullmatch(text.strip()) if isinstance(text, str) else None
+    if not m or m.group(2) not in RELEASE_MONTHS:
+        return None
+    return int(m.group(1)), int(m.group(2))
+
+
+def _v(v: tuple[int, int]) -> str:
+    return f"{v[0]:02d}.{v[1]:02d}"
+
+
+def _hosts(plan: ClusterPlan) -> dict[str, GroupPlan]:
+    out: dict[str, GroupPlan] = {}
+    for g in plan.groups:
+        for h in g.hosts:
+            out.setdefault(h, g)
+    return out
+
+
+def _suggest(name: str, plan: ClusterPlan) -> str:
+    """did-you-mean over host names, limited to service-type groups on large plans (difflib is O(n))."""
+    candidates = [h for g in plan.groups for h in g.hosts] if plan.nodes <= 5000 else \
+        [h for g in plan.groups if g.role != "compute" and g.count <= 5000 for h in g.hosts]
+    return did_you_mean(name, candidates)
+
+
+def _partitioned_groups(plan: ClusterPlan) -> set[str]:
+    return {name for p in plan.blueprint.slurm.partitions for name in p.groups}
+
+
+@rule("SLURM001", "slurm", Severity.ERROR, "partition names an unknown node group")
+def partition_groups_exist(plan: ClusterPlan) -> Iterator[Hit]:
+    """Each partition lists node groups by name; a name that is no group leaves the partition short of
+    nodes (or empty, which slurmctld refuses to start with) and the intended nodes idle."""
+    slurm = plan.blueprint.slurm
+    if slurm is None:
+        return
+    known = [g.name for g in plan.blueprint.node_groups]
+    for i, part in enumerate(slurm.partitions):
+        for j, name in enumerate(part.groups):
+            if name not in known:
+                yield Hit(("slurm", "partitions", i, "groups", j),
+                          f"partition {part.name} names node group '{name}', which does not exist",
+                          did_you_mean(name, known) or f"node groups: {', '.join(known[:12])}")
+
+
+@rule("SLURM002", "slurm", Severity.ERROR, "Slurm controllers")
+def controllers(plan: ClusterPlan) -> Iterator[Hit]:
+    """``controllers`` (first primary, then backups) must be hosts of the blueprint, or nobody builds
+    them. A controller that is a GPU node or in a partition is a warning: slurmctld competes with jobs
+    for memory and CPU, and a job that wedges the node takes the scheduler down. A single controller is
+    a warning above 64 nodes: with no backup, one host failure stops all scheduling."""
+    slurm = plan.blueprint.slurm
+    if slurm is None:
+        return
+    path = ("slurm", "controllers")
+    try:
+        names = hostlist.expand(slurm.controllers)
+    except hostlist.HostlistError as exc:
+        yield Hit(path, f"controllers '{slurm.controllers}' is not a host list: {exc}",
+                  "write names like head[01-02] or head01,head02")
+        return
+    hosts = _hosts(plan)
+    in_partition = _partitioned_groups(plan)
+    for name in names:
+        g = hosts.get(name)
+        if g is None:
+            yield Hit(path, f"controller {name} is not a host of any node group",
+                      _suggest(name, plan) or "add a head node group, e.g. {name: head, role: head, count: 2, "
+                                              "hostnames: head[01-02]}")
+            continue
+        if g.type.gpus:
+            yield Hit(path, f"controller {name} is a GPU node ({g.type.gpus} × {g.type.gpu_model} in group {g.name})",
+                      "run slurmctld on head nodes without GPUs", Severity.WARNING)
+        elif g.name in in_partition:
+            yield Hit(path, f"controller {name} (group {g.name}) is in a partition and will also run jobs",
+                      "keep controller hosts out of partitions", Severity.WARNING)
+    if len(names) == 1 and plan.nodes > SINGLE_CONTROLLER_MAX_NODES:
+        yield Hit(path, f"one controller ({names[0]}) for {plan.nodes:,} nodes, no backup "
+                        f"(above {SINGLE_CONTROLLER_MAX_NODES} nodes a backup is expected)",
+                  "list a second host as backup controller (SlurmctldHost), e.g. head[01-02]", Severity.WARNING)
+
+
+@rule("SLURM003", "slurm", Severity.ERROR, "Slurm version and topology plugin")
+def version_and_topology(plan: ClusterPlan) -> Iterator[Hit]:
+    """``version`` must be a Slurm release, YY.MM with MM one of 02, 05, 08, 11 (optionally .patch).
+    The topology chosen must exist in that release: topology/block since 23.11 (tag
+    slurm-23-11-0-0rc1), BlockSizes since 24.05 (it replaced BlockLevels), topology.yaml since 25.05
+    (CHANGELOG/slurm-25.05.md, not 24.11); an unknown plugin or key stops slurmctld at startup.
+    BlockSizes mean nothing to topology/tree or none (a warning; their shape is NVLINK003's). Releases
+    older than 23.11 are a warning: they are out of SchedMD support."""
+    slurm = plan.blueprint.slurm
+    if slurm is None:
+        return
+    v = parse_version(slurm.version)
+    if v is None:
+        yield Hit(("slurm", "version"), f"Slurm version '{slurm.version}' is not a Slurm release (YY.MM with MM "
+                                        f"one of {', '.join(RELEASE_MONTHS)})",
+                  'quote it and write it as Slurm does, e.g. version: "24.11"')
+    else:
+        if v < OLDEST_SUPPORTED:
+            yield Hit(("slurm", "version"), f"Slurm {_v(v)} is older than {_v(OLDEST_SUPPORTED)} and out of "
+                                            "SchedMD support", "plan a current release (24.11 or newer)",
+                      Severity.WARNING)
+        if slurm.topology == "block" and v < BLOCK_PLUGIN:
+            yield Hit(("slurm", "topology"), f"topology/block needs Slurm {_v(BLOCK_PLUGIN)} or newer; "
+                                             f"version is {_v(v)}", "upgrade Slurm or use topology: tree")
+        if slurm.topology == "yaml" and v < TOPOLOGY_YAML:
+            yield Hit(("slurm", "topology"), f"topology.yaml needs Slurm {_v(TOPOLOGY_YAML)} or newer; "
+                                             f"version is {_v(v)}",
+                      "upgrade Slurm or use topology: tree or block")
+        if slurm.block_sizes and v < BLOCK_SIZES:
+            yield Hit(("slurm", "block_sizes"), f"BlockSizes needs Slurm {_v(BLOCK_SIZES)} or newer; version is "
+                                                f"{_v(v)} (23.11 had BlockLevels)",
+                      "upgrade Slurm or drop block_sizes")
+    sizes = slurm.block_sizes
+    if sizes and slurm.topology in ("tree", "none"):
+        yield Hit(("slurm", "block_sizes"), f"block_sizes {sizes} are set but topology is {slurm.topology}",
+                  "use topology: block (or yaml), or drop block_sizes", Severity.WARNING)
+
+
+def _is_amd(g: GroupPlan) -> bool:
+    return g.type.accelerator is not None and vendor(g.type.accelerator) == "AMD"
+
+
+@rule("SLURM004", "slurm", Severity.ERROR, "GPU GRES")
+def gpu_gres(plan: ClusterPlan) -> Iterator[Hit]:
+    """GRES must describe the GPUs. A partition mixing GPU counts (or models) per node is a warning:
+    ``--gpus-per-node=8`` cannot run on its 4-GPU nodes and the scheduler leaves GPUs stranded.
+    ``gres_autodetect`` nvml and nvidia read NVIDIA devices only; on AMD accelerators slurmd finds no
+    GPUs (Slurm's AMD autodetection is rsmi), an error. ``AutoDetect=nvidia`` exists since Slurm
+    24.11 (gres.conf(5)); older slurmd rejects it."""
+    slurm = plan.blueprint.slurm
+    if slurm is None:
+        return
+    by_name = {g.name: g for g in plan.groups}
+    for i, part in enumerate(slurm.partitions):
+        gpu_groups = [by_name[n] for n in dict.fromkeys(part.groups) if n in by_name and by_name[n].type.gpus]
+        counts = {g.type.gpus for g in gpu_groups}
+        models = {g.type.gpu_model for g in gpu_groups}
+        if len(counts) > 1 or len(models) > 1:
+            detail = ", ".join(f"{g.name} ({g.type.gpus} × {g.type.gpu_model})" for g in gpu_groups)
+            what = "GPU counts per node" if len(counts) > 1 else "GPU models"
+            yield Hit(("slurm", "partitions", i, "groups"),
+                      f"partition {part.name} mixes {what}: {detail}",
+                      "make one partition per GPU node type so GPU requests fit every node of the partition",
+                      Severity.WARNING)
+    amd = [g for g in plan.groups if _is_amd(g)]
+    nvidia = [g for g in plan.groups if g.type.gpus and not _is_amd(g)]
+    if nvidia and slurm.gres_autodetect == "rsmi":
+        g = nvidia[0]
+        yield Hit(("slurm", "gres_autodetect"),
+                  f"gres_autodetect: rsmi finds AMD GPUs only, but group {g.name} has {g.type.gpus} × "
+                  f"{g.type.gpu_model}", "use gres_autodetect: nvml (or nvidia on Slurm 24.11+)")
+    if amd and slurm.gres_autodetect in ("nvml", "nvidia"):
+        g = amd[0]
+        yield Hit(("slurm", "gres_autodetect"),
+                  f"gres_autodetect: {slurm.gres_autodetect} finds NVIDIA GPUs only, but group {g.name} has "
+                  f"{g.type.gpus} × {g.type.gpu_model} ({g.type.accelerator.vendor})"
+                  + (f" and {len(amd) - 1} more AMD group(s)" if len(amd) > 1 else ""),
+                  "use gres_autodetect: rsmi (Slurm built with ROCm SMI) or off with the GPUs listed in gres.conf")
+    v = parse_version(slurm.version)
+    if slurm.gres_autodetect == "nvidia" and v is not None and v < AUTODETECT_NVIDIA:
+        yield Hit(("slurm", "gres_autodetect"),
+                  f"AutoDetect=nvidia needs Slurm {_v(AUTODETECT_NVIDIA)} or newer; version is {_v(v)}",
+                  "use gres_autodetect: nvml (Slurm built with NVML) or upgrade Slurm")
+
+
+@rule("SLURM005", "slurm", Severity.ERROR, "default partition")
+def default_partition(plan: ClusterPlan) -> Iterator[Hit]:
+    """Exactly one partition should be the default. With none, jobs submitted without ``-p`` are
+    rejected (a warning: it may be intended); with several, slurmctld keeps the last one read
+    (``_parse_part_spec: changing default partition from cpu to gpu`` in its log), so the default
+    depends on file order (an error)."""
+    slurm = plan.blueprint.slurm
+    if slurm is None:
+        return
+    defaults = [i for i, p in enumerate(slurm.partitions) if p.default]
+    if not defaults:
+        yield Hit(("slurm", "partitions"), f"none of the {len(slurm.partitions)} partition(s) is the default",
+                  f"set default: true on one partition, e.g. {slurm.partitions[0].name}", Severity.WARNING)
+    for i in defaults[1:]:
+        names = ", ".join(slurm.partitions[k].name for k in defaults)
+        yield Hit(("slurm", "partitions", i, "default"),
+                  f"{len(defaults)} partitions are marked default ({names})",
+                  "keep default: true on one partition only")
+
+
+@rule("SLURM006", "slurm", Severity.WARNING, "partition membership")
+def partition_membership(plan: ClusterPlan) -> Iterator[Hit]:
+    """A partition should list each node group once (a repeat is a copy-paste slip that hides which
+    group was meant), and every compute node group should be in some partition: otherwise its nodes
+    join the cluster but no job can ever be scheduled on them, idle hardware that is easy to miss."""
+    slurm = plan.blueprint.slurm
+    if slurm is None:
+        return
+    for i, part in enumerate(slurm.partitions):
+        seen: set[str] = set()
+        for j, name in enumerate(part.groups):
+            if name in seen:
+                yield Hit(("slurm", "partitions", i, "groups", j),
+                          f"partition {part.name} lists node group {name} twice", "list each group once")
+            seen.add(name)
+    listed = _partitioned_groups(plan)
+    for g in plan.groups:
+        if g.role == "compute" and g.name not in listed:
+            gpus = f", {g.gpus:,} GPUs" if g.gpus else ""
+            yield Hit(g.path + ("name",), f"compute node group {g.name} ({g.count:,} nodes{gpus}) is in no partition",
+                      "add it to a partition's groups, or give it another role")
+
+
+@rule("SLURM007", "slurm", Severity.ERROR, "partition name")
+def partition_names(plan: ClusterPlan) -> Iterator[Hit]:
+    """Partition names must be unique and usable in slurm.conf and on the command line: no whitespace,
+    commas (``-p a,b`` is a list), ``=``, ``#`` (slurm.conf comment) or quotes. ``DEFAULT`` in any case is
+    not a partition: slurm.conf's ``PartitionName=DEFAULT`` line only sets defaults for the partitions
+    after it (read_config.c compares the name case-insensitively with "DEFAULT"), so a partition called
+    "default" never exists and its nodes are in no partition."""
+    slurm = plan.blueprint.slurm
+    if slurm is None:
+        return
+    first: dict[str, int] = {}
+    for i, part in enumerate(slurm.partitions):
+        path = ("slurm", "partitions", i, "name")
+        name = part.name
+        if name in first:
+            yield Hit(path, f"partition name '{name}' is used twice (partitions[{first[name]}] and [{i}])",
+                      "give each partition a distinct name, or merge their groups")
+        else:
+            first[name] = i
+        if not name or _BAD_PARTITION_CHARS.search(name):
+            yield Hit(path, f"partition name '{name}' has whitespace, a comma, '=', '#' or a quote",
+                      "use letters, digits, '-' and '_'")
+        elif name.upper() == "DEFAULT":
+            yield Hit(path, f"partition name '{name}' is Slurm's PartitionName=DEFAULT record, not a partition",
+                      "pick another name, e.g. batch or gpu, and mark it default: true")
+
+
+@rule("SLURM008", "slurm", Severity.ERROR, "accounting host")
+def accounting_host(plan: ClusterPlan) -> Iterator[Hit]:
+    """``accounting_host`` (slurmdbd), when given, must be a host of the blueprint, or nobody builds it
+    and AccountingStorageHost points nowhere."""
+    slurm = plan.blueprint.slurm
+    if slurm is None or slurm.accounting_host is None:
+        return
+    name = slurm.accounting_host
+    if name not in _hosts(plan):
+        yield Hit(("slurm", "accounting_host"), f"accounting_host {name} is not a host of any node group",
+                  _suggest(name, plan) or "name a head or service node, or drop it to use the first controller")

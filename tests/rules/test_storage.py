@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from clusterctl.catalog import load_shipped_catalog
 from tests.helpers import hits, shipped
 
 STORAGE = ("STORAGE001", "STORAGE002", "STORAGE003", "STORAGE004", "STORAGE005", "STORAGE006")
@@ -92,6 +93,9 @@ def test_duplicate_tier_mount_and_name():
 
 def test_local_tier_on_servers_without_nvme():
     data = lab()
+    assert hits(data, "STORAGE006") == []  # hgx-h100-8gpu has 3 TB of NVMe
+    data.setdefault("catalog", {})["servers"] = {"hgx-h100-8gpu": dict(
+        load_shipped_catalog().servers["hgx-h100-8gpu"].model_dump(exclude={"nvme", "sources"}))}
     (h,) = hits(data, "STORAGE006")
     assert str(h.severity) == "warning" and h.path == ("storage", 1)
     assert "node type hgx (hgx-h100-8gpu, group gpu) has no NVMe" in h.message

@@ -1,0 +1,201 @@
+"""Slurm rules: each triggered by a small change to the lab blueprint, and quiet on the original."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterctl.rules.slurm import parse_version
+from tests.helpers import hits, shipped
+
+CODES = ("SLURM001", "SLURM002", "SLURM003", "SLURM004", "SLURM005", "SLURM006", "SLURM007", "SLURM008")
+
+
+def lab():
+    return shipped("lab-2node")
+
+
+def mi300x_lab():
+    data = lab()
+    data["node_types"]["amd"] = {"server": "mi300x-8gpu"}
+    data["node_groups"][0]["type"] = "amd"
+    return data
+
+
+def test_lab_is_quiet():
+    data = lab()
+    for code in CODES:
+        assert hits(data, code) == []
+
+
+def test_no_slurm_section_is_quiet():
+    data = lab()
+    del data["slurm"]
+    for code in CODES:
+        assert hits(data, code) == []
+
+
+def test_partition_names_unknown_group():
+    data = lab()
+    data["slurm"]["partitions"][0]["groups"] = ["gpus"]
+    (h,) = hits(data, "SLURM001")
+    assert h.path == ("slurm", "partitions", 0, "groups", 0)
+    assert "partition gpu names node group 'gpus'" in h.message and h.hint == "did you mean 'gpu'?"
+
+
+def test_controller_not_a_host():
+    data = lab()
+    data["slurm"]["controllers"] = "head1"
+    (h,) = hits(data, "SLURM002")
+    assert str(h.severity) == "error" and h.path == ("slurm", "controllers")
+    assert "controller head1 is not a host" in h.message and "head01" in h.hint
+
+
+def test_controller_on_a_gpu_node_warns():
+    data = lab()
+    data["slurm"]["controllers"] = "gpu01"
+    (h,) = hits(data, "SLURM002")
+    assert str(h.severity) == "warning" and "8 × h100-sxm" in h.message
+
+
+def test_controller_in_a_partition_warns():
+    data = lab()
+    data["slurm"]["partitions"].append({"name": "cpu", "groups": ["head"]})
+    (h,) = hits(data, "SLURM002")
+    assert str(h.severity) == "warning" and "is in a partition" in h.message
+
+
+def test_single_controller_above_64_nodes_warns():
+    data = lab()
+    for g in data["node_groups"]:
+        g.pop("racks", None)
+    data["node_groups"][0].update(count=65, hostnames="gpu[01-65]")
+    (h,) = hits(data, "SLURM002")
+    assert str(h.severity) == "warning" and "one controller (head01) for 66 nodes" in h.message
+    data["node_groups"][1].update(count=2, hostnames="head[01-02]")
+    data["slurm"]["controllers"] = "head[01-02]"
+    assert hits(data, "SLURM002") == []
+
+
+@pytest.mark.parametrize("text,expected", [("24.05", (24, 5)), ("23.11", (23, 11)), ("21.08", (21, 8)),
+                                           ("24.05.3", (24, 5)), ("24.5", None), ("24.06", None),
+                                           ("v24.05", None), ("2024.05", None)])
+def test_parse_version(text, expected):
+    assert parse_version(text) == expected
+
+
+def test_unparseable_version_is_an_error():
+    data = lab()
+    data["slurm"]["version"] = "24.1"
+    (h,) = hits(data, "SLURM003")
+    assert str(h.severity) == "error" and h.path == ("slurm", "version") and "'24.1'" in h.message
+
+
+def test_old_version_warns():
+    data = lab()
+    data["slurm"]["version"] = "23.02"
+    (h,) = hits(data, "SLURM003")
+    assert str(h.severity) == "warning" and "23.02 is older than 23.11" in h.message
+
+
+def test_topology_features_need_their_release():
+    data = lab()
+    data["slurm"].update(version="23.11", topology="block", block_sizes=[18, 36])
+    (h,) = hits(data, "SLURM003")
+    assert h.path == ("slurm", "block_sizes") and "BlockSizes needs Slurm 24.05" in h.message
+    data["slurm"].update(version="23.02", block_sizes=[])
+    found = {h.path: h for h in hits(data, "SLURM003")}
+    assert "topology/block needs Slurm 23.11 or newer; version is 23.02" in found[("slurm", "topology")].message
+    data["slurm"].update(version="24.11", topology="yaml")
+    (h,) = hits(data, "SLURM003")
+    assert h.path == ("slurm", "topology") and "topology.yaml needs Slurm 25.05 or newer; version is 24.11" in h.message
+    data["slurm"]["version"] = "25.05"
+    assert hits(data, "SLURM003") == []
+
+
+def test_block_sizes_without_block_topology_warn():
+    data = lab()
+    data["slurm"].update(version="24.11", topology="tree", block_sizes=[18, 36])
+    (h,) = hits(data, "SLURM003")
+    assert str(h.severity) == "warning" and "topology is tree" in h.message
+
+
+def test_partition_mixing_gpu_counts_warns():
+    data = lab()
+    data["node_types"]["gb"] = {"server": "gb200-nvl72-tray"}
+    data["node_groups"].append({"name": "gb", "type": "gb", "count": 1, "hostnames": "gb01"})
+    data["slurm"]["partitions"][0]["groups"] = ["gpu", "gb"]
+    (h,) = hits(data, "SLURM004")
+    assert str(h.severity) == "warning" and h.path == ("slurm", "partitions", 0, "groups")
+    assert "mixes GPU counts per node: gpu (8 × h100-sxm), gb (4 × gb200)" in h.message
+
+
+def test_nvidia_autodetect_on_amd_is_an_error():
+    data = mi300x_lab()
+    (h,) = hits(data, "SLURM004")
+    assert str(h.severity) == "error" and h.path == ("slurm", "gres_autodetect")
+    assert "gres_autodetect: nvml finds NVIDIA GPUs only" in h.message and "mi300x" in h.message
+    data["slurm"]["gres_autodetect"] = "off"
+    assert hits(data, "SLURM004") == []
+    data["slurm"]["gres_autodetect"] = "rsmi"
+    assert hits(data, "SLURM004") == []
+
+
+def test_rsmi_autodetect_on_nvidia_is_an_error():
+    data = lab()
+    data["slurm"]["gres_autodetect"] = "rsmi"
+    (h,) = hits(data, "SLURM004")
+    assert "rsmi finds AMD GPUs only, but group gpu has 8 × h100-sxm" in h.message
+
+
+def test_autodetect_nvidia_needs_24_11():
+    data = lab()
+    data["slurm"]["gres_autodetect"] = "nvidia"
+    (h,) = hits(data, "SLURM004")
+    assert "AutoDetect=nvidia needs Slurm 24.11 or newer; version is 24.05" in h.message
+    data["slurm"]["version"] = "24.11"
+    assert hits(data, "SLURM004") == []
+
+
+def test_default_partition_none_and_several():
+    data = lab()
+    data["slurm"]["partitions"][0]["default"] = False
+    (h,) = hits(data, "SLURM005")
+    assert str(h.severity) == "warning" and h.path == ("slurm", "partitions")
+    data["slurm"]["partitions"] = [{"name": "a", "groups": ["gpu"], "default": True},
+                                   {"name": "b", "groups": ["gpu"], "default": True}]
+    (h,) = hits(data, "SLURM005")
+    assert str(h.severity) == "error" and h.path == ("slurm", "partitions", 1, "default")
+    assert "2 partitions are marked default (a, b)" in h.message
+
+
+def test_group_listed_twice_and_idle_compute_group():
+    data = lab()
+    data["slurm"]["partitions"][0]["groups"] = ["gpu", "gpu"]
+    (h,) = hits(data, "SLURM006")
+    assert h.path == ("slurm", "partitions", 0, "groups", 1) and "lists node group gpu twice" in h.message
+    data["slurm"]["partitions"][0]["groups"] = ["head"]
+    (h,) = hits(data, "SLURM006")
+    assert str(h.severity) == "warning" and h.path == ("node_groups", 0, "name")
+    assert "compute node group gpu (2 nodes, 16 GPUs) is in no partition" in h.message
+
+
+def test_partition_names():
+    data = lab()
+    data["slurm"]["partitions"].append({"name": "gpu", "groups": ["gpu"]})
+    (h,) = hits(data, "SLURM007")
+    assert h.path == ("slurm", "partitions", 1, "name") and "'gpu' is used twice" in h.message
+    data["slurm"]["partitions"][1]["name"] = "big gpu"
+    (h,) = hits(data, "SLURM007")
+    assert "whitespace" in h.message
+    data["slurm"]["partitions"][1]["name"] = "Default"
+    (h,) = hits(data, "SLURM007")
+    assert "PartitionName=DEFAULT record" in h.message
+
+
+def test_accounting_host_must_be_a_host():
+    data = lab()
+    data["slurm"]["accounting_host"] = "dbd01"
+    (h,) = hits(data, "SLURM008")
+    assert h.path == ("slurm", "accounting_host") and "accounting_host dbd01 is not a host" in h.message
+    data["slurm"]["accounting_host"] = "head01"
+    assert hits(data, "SLURM008") == []
