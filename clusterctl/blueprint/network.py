@@ -35,7 +35,7 @@ class _Fabric(StrictModel):
     spine_switch: str | None = None
     core_switch: str | None = None
     link_gbps: PositiveFloat | None = None
-    """switch-to-switch and node link speed; default: the attached NICs' speed"""
+    """node link speed (NIC to leaf); default: the attached NICs' speed. Switch-to-switch links run at the switches' native port speed"""
     su_nodes: PositiveInt | None = None
     """nodes per scalable unit; default: as many as one leaf's downlinks take"""
     su_by: Literal["nodes", "rack"] = "nodes"

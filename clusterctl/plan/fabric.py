@@ -1,10 +1,33 @@
 """Fabric intent -> switch tiers, scalable units and link bundles.
 
-The builder follows the folded-Clos (fat tree) construction used by NVIDIA's DGX SuperPOD reference
-architectures: a scalable unit (SU) of nodes gets one leaf per rail when rail-optimized; every leaf
-splits its native ports into downlinks and uplinks by the declared oversubscription; spines take every
-leaf uplink, their count rounded up so that each leaf's uplinks spread evenly over them; with three
-tiers, leaves and spines form pods of ``radix/2`` leaves and pod spines uplink 1:1 to cores.
+The builder follows the folded-Clos (fat tree) construction of NVIDIA's DGX SuperPOD reference
+architectures. Step by step:
+
+1. **Endpoints** (:func:`_endpoints`). Every attached (group, NIC role) pair contributes its NIC ports; a
+   node's ports of the attached roles are its *rails*. The node link runs at the fabric's ``link_gbps`` or
+   the fastest attached NIC's speed, reached on the leaf natively, by a breakout mode the switch lists
+   (one 800G port carries two 400G links), or else on one native port at the lower of the two speeds
+   (:func:`leaf_port`).
+2. **Leaf radix** (:func:`down_capacity`). A leaf's native ports are shared by downlinks (1/breakout port
+   each) and uplinks (native speed) in the declared oversubscription ratio; the downlink capacity is the
+   largest count whose ports and uplink ports fit in whole ports (64-port QM9700 at 1:1: 32 + 32).
+   Switches with dedicated uplink ports (SN2201: 48 x 1G + 4 x 100G) give every access port to nodes.
+3. **Scalable units** (:func:`_scalable_units`). Nodes are cut into SUs of ``su_nodes`` (default: what one
+   leaf takes) or one SU per rack (``su_by: rack``). A rail-optimized SU has one leaf per rail, leaf *k*
+   taking NIC *k* of every node; otherwise the SU's ports spread evenly over as many leaves as they need.
+   With ``su_nodes`` declared every leaf reserves downlinks for the *full* SU, because the RA says to
+   "design the fabric to support the full SU, including leaf switches and leaf-spine cables": a partly
+   filled last SU is still cabled up in full. Extra endpoints (UFM appliances, gateways) take the least
+   loaded leaves, last first: the H100 RA's 127-node design gives the 128th DGX's ports to 4 UFM ports.
+4. **Leaf uplinks** (:func:`_leaf_tier`): ``leaf_uplinks`` as built, else enough for the declared ratio.
+5. **Two tiers** (:func:`_two_tier`): spines take every leaf uplink. Their count is the fewest switches
+   whose ports hold the uplinks, raised to the next count that divides one leaf's uplinks evenly (at most
+   double), so every leaf reaches every spine over the same number of links: the H100 RA's 3-SU row has
+   24 leaves x 32 uplinks = 768 links, 12 spines' worth, built as 16 spines of 48 links.
+6. **Three tiers** (:func:`_three_tier`): leaves group into pods of radix/2 leaves (whole SUs); each pod
+   has its own spines, half their ports down and half up (1:1), and cores take every spine uplink. A
+   ``spine_count`` too small for the pod pushes spines past half their ports down: the spine tier is then
+   oversubscribed (down:up recorded), or, with no port left for uplinks, over its port budget.
 
 The builder never refuses a design: it plans what was asked and records the numbers (ports needed vs
 available, achieved vs declared ratio, size limit) for the rules to judge.
@@ -12,20 +35,26 @@ available, achieved vs declared ratio, size limit) for the rules to judge.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from clusterctl import hostlist
 from clusterctl.blueprint.network import _Fabric
 from clusterctl.catalog.models import Switch
 from clusterctl.plan.model import FabricPlan, GroupPlan, LinkBundle, ScalableUnit, SwitchTier
 
+_EPS = 1e-9
+
+
+# --- ports and speeds ------------------------------------------------------------------------------
 
 def ports_at(switch: Switch, gbps: float) -> tuple[int, int, float]:
     """(native ports, logical links per native port, native speed) for links of ``gbps``.
 
-    A speed the switch lists as a port mode is reached by splitting native ports (breakout); a speed
-    below every mode runs on native ports at reduced rate (one link per port).
+    A speed the switch lists as a port mode is reached by splitting native ports (breakout); any other
+    speed runs on native ports, one link per port.
     """
     native = switch.port_modes[0]
     for mode in switch.port_modes:
@@ -35,183 +64,300 @@ def ports_at(switch: Switch, gbps: float) -> tuple[int, int, float]:
     return native.ports, 1, native.speed_gbps
 
 
+def link_speed(switch: Switch, gbps: float) -> float:
+    """The speed a ``gbps`` link trains at on ``switch``: ``gbps`` where a port mode lists it, else the
+    lower of ``gbps`` and the native speed (an 800G NIC on a 400G port runs at 400G)."""
+    if any(math.isclose(m.speed_gbps, gbps) for m in switch.port_modes):
+        return gbps
+    return min(gbps, switch.port_modes[0].speed_gbps)
+
+
+@dataclass(frozen=True, slots=True)
+class LeafPort:
+    native_ports: int
+    native_gbps: float
+    breakout: int
+    """node links per native port"""
+    link_gbps: float
+    """speed one node link runs at"""
+
+
+def leaf_port(switch: Switch, gbps: float) -> LeafPort:
+    native, per_port, native_gbps = ports_at(switch, gbps)
+    return LeafPort(native, native_gbps, per_port, link_speed(switch, gbps))
+
+
+def uplinks_for(down: int, down_gbps: float, ratio: float, up_gbps: float) -> int:
+    """Uplinks that carry ``down`` downlinks at ``ratio``:1 (none for no downlinks)."""
+    if down <= 0:
+        return 0
+    return max(1, math.ceil(down * down_gbps / (ratio * up_gbps) - _EPS))
+
+
+def down_capacity(port: LeafPort, up_gbps: float, ratio: float, shared: bool) -> int:
+    """Most downlinks one leaf takes. ``shared``: uplinks use the same native ports, so downlink ports
+    plus the uplinks the ratio asks for must fit (QM9700 at 1:1: 32; at 2:1: 42 down + 21 up)."""
+    total = port.native_ports * port.breakout
+    if not shared:
+        return total
+    for d in range(total, 0, -1):
+        if -(-d // port.breakout) + uplinks_for(d, port.link_gbps, ratio, up_gbps) <= port.native_ports:
+            return d
+    return 1
+
+
+def spine_count(minimum: int, per_leaf_uplinks: int) -> int:
+    """Fewest spines (at least ``minimum``) over which one leaf's uplinks spread evenly, looking no
+    further than twice the minimum; ``minimum`` when no such count exists."""
+    lo = max(1, minimum)
+    for s in range(lo, min(per_leaf_uplinks, 2 * lo) + 1):
+        if per_leaf_uplinks % s == 0:
+            return s
+    return lo
+
+
 def _names(prefix: str, count: int) -> list[str]:
     width = max(2, len(str(count)))
     return [f"{prefix}{str(i).zfill(width)}" for i in range(1, count + 1)]
 
 
-def _even_divisor_count(minimum: int, per_leaf_uplinks: int) -> int:
-    """Smallest switch count >= minimum over which ``per_leaf_uplinks`` spread evenly, when one exists."""
-    s = max(1, minimum)
-    while s <= per_leaf_uplinks and per_leaf_uplinks % s:
-        s += 1
-    return s if s <= per_leaf_uplinks else max(1, minimum)
+# --- endpoints and scalable units ------------------------------------------------------------------
 
+@dataclass(frozen=True, slots=True)
+class _Endpoints:
+    members: tuple[int, ...]
+    """indices into ``groups`` of attached groups with at least one port of an attached role"""
+    ports_per_host: dict[int, int]
+    """group index -> ports of the attached roles on each of its hosts"""
+    rails: int
+    nic_gbps: float
+    models: tuple[str, ...]
+
+
+def _endpoints(groups: Sequence[GroupPlan], attached: Sequence[tuple[int, str]]) -> _Endpoints:
+    per_host: dict[int, int] = {}
+    speeds: list[float] = []
+    models: set[str] = set()
+    for gi, role in dict.fromkeys(attached):  # a pair attached twice (e.g. by name and by "all") is cabled once
+        nics = groups[gi].type.nics_of(role)
+        per_host[gi] = per_host.get(gi, 0) + sum(n.count for n in nics)
+        speeds.extend(n.speed_gbps for n in nics)
+        models.update(n.model for n in nics)
+    members = tuple(gi for gi, n in per_host.items() if n > 0)
+    return _Endpoints(members, per_host, max((per_host[g] for g in members), default=0),
+                      max(speeds, default=0.0), tuple(sorted(models)))
+
+
+@dataclass(slots=True)
+class _Units:
+    sus: list[ScalableUnit] = field(default_factory=list)
+    load: list[int] = field(default_factory=list)
+    """cabled endpoints per leaf, in leaf order"""
+    design: list[int] = field(default_factory=list)
+    """downlinks reserved per leaf (>= load)"""
+    su_of: list[int] = field(default_factory=list)
+    su_nodes: int = 0
+
+    def add(self, hosts: list[str], ports: list[int], rail_optimized: bool, rails: int, down_cap: int,
+            full_nodes: int | None, rack: int = -1) -> None:
+        """One SU of ``hosts`` with ``ports`` attached ports each; ``full_nodes``: reserve for that many."""
+        if rail_optimized:
+            load = [sum(1 for p in ports if p > k) for k in range(rails)]
+            design = [max(n, full_nodes or 0) for n in load]
+        else:
+            eps = sum(ports)
+            full = max(eps, full_nodes * max(ports, default=0)) if full_nodes else eps
+            n_leaf = max(1, -(-full // down_cap))
+            load = [eps // n_leaf + (1 if k < eps % n_leaf else 0) for k in range(n_leaf)]
+            design = [max(n, -(-full // n_leaf)) for n in load]
+        self.load.extend(load)
+        self.design.extend(design)
+        self.su_of.extend([len(self.sus)] * len(load))
+        self.sus.append(ScalableUnit(len(self.sus), len(hosts), hostlist.compress(hosts), "", rack=rack))
+
+    def add_extra(self, count: int) -> None:
+        """Cable ``count`` non-node endpoints to the least loaded leaves, last leaf first."""
+        if not self.load:
+            return
+        heap = [(n, -k) for k, n in enumerate(self.load)]
+        heapq.heapify(heap)
+        for _ in range(count):
+            n, neg_k = heapq.heappop(heap)
+            k = -neg_k
+            self.load[k] = n + 1
+            self.design[k] = max(self.design[k], n + 1)
+            heapq.heappush(heap, (n + 1, neg_k))
+
+
+def _scalable_units(fab: _Fabric, groups: Sequence[GroupPlan], ep: _Endpoints, down_cap: int) -> _Units:
+    units = _Units()
+    if fab.su_by == "rack":
+        by_rack: dict[int, tuple[list[str], list[int]]] = {}
+        for gi in ep.members:
+            g = groups[gi]
+            for host, r in zip(g.hosts, g.rack_index):
+                hosts, ports = by_rack.setdefault(r, ([], []))
+                hosts.append(host)
+                ports.append(ep.ports_per_host[gi])
+        for r, (hosts, ports) in sorted(by_rack.items()):
+            units.add(hosts, ports, fab.rail_optimized, ep.rails, down_cap, None, rack=r)
+        units.su_nodes = max((len(h) for h, _ in by_rack.values()), default=0)
+    else:
+        all_hosts: list[str] = []
+        all_ports: list[int] = []
+        for gi in ep.members:
+            all_hosts.extend(groups[gi].hosts)
+            all_ports.extend([ep.ports_per_host[gi]] * groups[gi].count)
+        if fab.su_nodes:
+            size = fab.su_nodes
+        elif fab.rail_optimized:
+            size = down_cap
+        else:
+            size = max(1, down_cap // max(1, ep.rails))
+        for start in range(0, len(all_hosts), size):
+            units.add(all_hosts[start:start + size], all_ports[start:start + size], fab.rail_optimized,
+                      ep.rails, down_cap, fab.su_nodes)
+        units.su_nodes = size
+    units.add_extra(fab.extra_endpoints)
+    return units
+
+
+# --- tiers -------------------------------------------------------------------------------------------
+
+@dataclass(slots=True)
+class _Built:
+    tiers: list[SwitchTier] = field(default_factory=list)
+    links: list[LinkBundle] = field(default_factory=list)
+    ratios: list[tuple[float, str]] = field(default_factory=list)
+    max_endpoints: int = 0
+    pods: int = 1
+    leaves_per_pod: int = 0
+
+
+def _leaf_tier(fab: _Fabric, leaf_sw: Switch, port: LeafPort, units: _Units, names: list[str], up_gbps: float,
+               dedicated: bool, out: _Built) -> int:
+    """Append the leaf tier and the node-leaf links; returns uplinks per leaf."""
+    busiest = max(range(len(units.design)), key=lambda i: units.design[i], default=0)
+    down = units.design[busiest] if units.design else 0
+    if fab.tiers == 1 or not units.load:
+        up = 0
+    else:
+        up = fab.leaf_uplinks or uplinks_for(down, port.link_gbps, fab.oversubscription, up_gbps)
+    down_ports = -(-down // port.breakout)
+    out.tiers.append(SwitchTier(
+        1, "leaf", fab.switch, leaf_sw, len(names), hostlist.compress(names), port.native_ports,
+        port.native_gbps, port.link_gbps, port.breakout, down, up_gbps, up, dedicated,
+        down_ports + (0 if dedicated else up), port.native_ports, names[busiest] if names else ""))
+    out.links.append(LinkBundle("node", "leaf", sum(units.load), port.link_gbps, port.breakout))
+    if up:
+        out.ratios.append((down * port.link_gbps / (up * up_gbps), "leaf"))
+    return up
+
+
+def _two_tier(fab: _Fabric, spine_name: str, spine_sw: Switch, up_gbps: float, n_leaves: int, up: int,
+              down_cap: int, out: _Built) -> None:
+    """Spines take every leaf uplink; nothing above them."""
+    s_native, s_break, s_gbps = ports_at(spine_sw, up_gbps)
+    s_ports = s_native * s_break
+    total_up = n_leaves * up
+    spines = fab.spine_count or spine_count(-(-total_up // s_ports), up)
+    per_spine = -(-total_up // spines)
+    names = _names(f"{fab.name}-spine", spines)
+    out.tiers.append(SwitchTier(2, "spine", spine_name, spine_sw, spines, hostlist.compress(names), s_native,
+                                s_gbps, up_gbps, s_break, per_spine, 0.0, 0, False, -(-per_spine // s_break),
+                                s_native, names[0]))
+    out.links.append(LinkBundle("leaf", "spine", total_up, up_gbps, s_break))
+    out.max_endpoints = s_ports * down_cap  # one leaf per spine port
+
+
+def _spine_uplinks(down: int, ports: int) -> int:
+    """A pod spine's uplinks: as many as its downlinks (1:1) where the ports allow, else the ports left
+    (an oversubscribed spine); when not even one port is left, still 1:1, which overruns the port budget."""
+    left = ports - down
+    return min(down, left) if left >= 1 else down
+
+
+def _three_tier(fab: _Fabric, spine_name: str, spine_sw: Switch, core_name: str, core_sw: Switch,
+                up_gbps: float, n_leaves: int, up: int, leaves_per_su: int, down_cap: int, out: _Built) -> None:
+    """Pods of radix/2 leaves (whole SUs) with their own spines; cores above the pods."""
+    s_native, s_break, s_gbps = ports_at(spine_sw, up_gbps)
+    s_ports = s_native * s_break
+    half = s_ports // 2
+    lps = max(1, leaves_per_su)
+    per_pod = max(lps, (half // lps) * lps)
+    pods = -(-n_leaves // per_pod)
+    pod_sizes = [min(per_pod, n_leaves - p * per_pod) for p in range(pods)]
+    biggest = pod_sizes[0]
+    spines_per_pod = fab.spine_count or spine_count(-(-biggest * up // half), up)
+    spine_down = -(-biggest * up // spines_per_pod)
+    spine_up = _spine_uplinks(spine_down, s_ports)
+    total_spine_up = 0  # a partly filled last pod's spines carry fewer links, up as down
+    for size in pod_sizes:
+        q, r = divmod(size * up, spines_per_pod)  # r spines carry q + 1 leaf links, the others q
+        total_spine_up += r * _spine_uplinks(q + 1, s_ports) + (spines_per_pod - r) * _spine_uplinks(q, s_ports)
+    c_native, c_break, c_gbps = ports_at(core_sw, up_gbps)
+    c_ports = c_native * c_break
+    cores = max(1, -(-total_spine_up // c_ports))
+    core_down = -(-total_spine_up // cores)
+    n_spines = spines_per_pod * pods
+    s_names = _names(f"{fab.name}-spine", n_spines)
+    c_names = _names(f"{fab.name}-core", cores)
+    out.tiers.append(SwitchTier(2, "spine", spine_name, spine_sw, n_spines, hostlist.compress(s_names), s_native,
+                                s_gbps, up_gbps, s_break, spine_down, up_gbps, spine_up, False,
+                                -(-spine_down // s_break) + -(-spine_up // s_break), s_native, s_names[0]))
+    out.tiers.append(SwitchTier(3, "core", core_name, core_sw, cores, hostlist.compress(c_names), c_native,
+                                c_gbps, up_gbps, c_break, core_down, 0.0, 0, False, -(-core_down // c_break),
+                                c_native, c_names[0]))
+    out.links.append(LinkBundle("leaf", "spine", n_leaves * up, up_gbps, s_break))
+    out.links.append(LinkBundle("spine", "core", total_spine_up, up_gbps, c_break))
+    if spine_up and spine_down > spine_up:
+        out.ratios.append((spine_down / spine_up, "spine"))
+    out.pods, out.leaves_per_pod = pods, per_pod
+    out.max_endpoints = c_ports * per_pod * down_cap  # one pod per core port
+
+
+# --- the fabric ----------------------------------------------------------------------------------------
 
 def build_fabric(index: int, fab: _Fabric, switches: dict[str, Switch], groups: Sequence[GroupPlan],
                  attached: list[tuple[int, str]]) -> FabricPlan:
+    """Plan fabric ``index`` of the blueprint; ``attached`` holds (index into ``groups``, NIC role) pairs."""
     leaf_sw = switches[fab.switch]
     spine_name = fab.spine_switch or fab.switch
     core_name = fab.core_switch or spine_name
     spine_sw, core_sw = switches[spine_name], switches[core_name]
 
-    # --- endpoints ---------------------------------------------------------------------------------
-    rails_by_group: dict[int, int] = {}
-    speeds, models = [], set()
-    for gi, role in attached:
-        nics = groups[gi].type.nics_of(role)
-        rails_by_group[gi] = rails_by_group.get(gi, 0) + sum(n.count for n in nics)
-        for n in nics:
-            speeds.append(n.speed_gbps)
-            models.add(n.model)
-    nic_gbps = max(speeds) if speeds else (fab.link_gbps or leaf_sw.port_modes[0].speed_gbps)
-    down_gbps = fab.link_gbps or nic_gbps
-    rails = max(rails_by_group.values()) if rails_by_group else 0
-    member_groups = [gi for gi in dict.fromkeys(gi for gi, _ in attached) if rails_by_group.get(gi, 0) > 0]
+    ep = _endpoints(groups, attached)
+    nic_gbps = ep.nic_gbps or fab.link_gbps or leaf_sw.port_modes[0].speed_gbps
+    port = leaf_port(leaf_sw, fab.link_gbps or nic_gbps)
+    dedicated = leaf_sw.uplinks is not None
+    up_gbps = leaf_sw.uplinks.speed_gbps if dedicated else port.native_gbps
+    down_cap = down_capacity(port, up_gbps, fab.oversubscription, shared=fab.tiers > 1 and not dedicated)
 
-    native_ports, breakout, native_gbps = ports_at(leaf_sw, down_gbps)
-    if leaf_sw.uplinks is not None:
-        up_gbps, dedicated = leaf_sw.uplinks.speed_gbps, True
-    else:
-        up_gbps, dedicated = native_gbps, False
-    o = fab.oversubscription
-    if fab.tiers == 1 or dedicated:
-        down_cap = native_ports * breakout
-    else:
-        down_cap = max(1, int(native_ports / (1 / breakout + down_gbps / (o * up_gbps))))
-
-    # --- scalable units and leaves -----------------------------------------------------------------
-    sus: list[ScalableUnit] = []
-    leaf_loads: list[int] = []  # endpoints per leaf, in leaf order
-    leaf_su: list[int] = []
-    if fab.su_by == "rack":
-        by_rack: dict[int, list[str]] = {}
-        ep_rack: dict[int, int] = {}
-        for gi in member_groups:
-            g = groups[gi]
-            for host, r in zip(g.hosts, g.rack_index):
-                by_rack.setdefault(r, []).append(host)
-                ep_rack[r] = ep_rack.get(r, 0) + rails_by_group[gi]
-        units = sorted(by_rack.items())
-        su_nodes = max((len(h) for _, h in units), default=0)
-        for r, hosts in units:
-            eps = ep_rack[r]
-            n_leaf = rails if fab.rail_optimized else max(1, -(-eps // down_cap))
-            per = eps // n_leaf if fab.rail_optimized else None
-            for k in range(n_leaf):
-                leaf_loads.append(per if per is not None else eps // n_leaf + (1 if k < eps % n_leaf else 0))
-                leaf_su.append(len(sus))
-            sus.append(ScalableUnit(len(sus), len(hosts), hostlist.compress(hosts), "", rack=r))
-    else:
-        all_hosts: list[str] = []
-        ep_per_host: list[int] = []
-        for gi in member_groups:
-            all_hosts.extend(groups[gi].hosts)
-            ep_per_host.extend([rails_by_group[gi]] * groups[gi].count)
-        if fab.su_nodes:
-            su_nodes = fab.su_nodes
-        elif fab.rail_optimized:
-            su_nodes = down_cap
-        else:
-            su_nodes = max(1, down_cap // max(1, rails))
-        for start in range(0, len(all_hosts), su_nodes):
-            chunk = all_hosts[start:start + su_nodes]
-            eps = sum(ep_per_host[start:start + su_nodes])
-            if fab.rail_optimized:
-                n_leaf = rails
-                loads = [len(chunk)] * n_leaf
-            else:
-                n_leaf = max(1, -(-eps // down_cap))
-                loads = [eps // n_leaf + (1 if k < eps % n_leaf else 0) for k in range(n_leaf)]
-            leaf_loads.extend(loads)
-            leaf_su.extend([len(sus)] * n_leaf)
-            sus.append(ScalableUnit(len(sus), len(chunk), hostlist.compress(chunk), ""))
-    # extra endpoints (UFM, gateways) go to the least loaded leaves, last first
-    for _ in range(fab.extra_endpoints):
-        if not leaf_loads:
-            break
-        k = min(range(len(leaf_loads) - 1, -1, -1), key=lambda i: leaf_loads[i])
-        leaf_loads[k] += 1
-    n_leaves = len(leaf_loads)
+    units = _scalable_units(fab, groups, ep, down_cap)
+    n_leaves = len(units.load)
     leaf_names = _names(f"{fab.name}-leaf", n_leaves)
-    named_sus = []
-    for su in sus:
-        mine = [leaf_names[i] for i, s in enumerate(leaf_su) if s == su.index]
-        named_sus.append(ScalableUnit(su.index, su.nodes, su.hostlist, hostlist.compress(mine), su.rack))
-    endpoints = sum(leaf_loads)
-    node_count = sum(groups[gi].count for gi in member_groups)
-    max_down = max(leaf_loads, default=0)
+    leaves_of: dict[int, list[str]] = {}
+    for name, s in zip(leaf_names, units.su_of):
+        leaves_of.setdefault(s, []).append(name)
+    leaves_per_su = max((len(v) for v in leaves_of.values()), default=0)
+    sus = tuple(ScalableUnit(su.index, su.nodes, su.hostlist, hostlist.compress(leaves_of.get(su.index, [])),
+                             su.rack) for su in units.sus)
 
-    # --- leaf uplinks ------------------------------------------------------------------------------
-    if fab.tiers == 1:
-        up = 0
-    elif fab.leaf_uplinks:
-        up = fab.leaf_uplinks
-    else:
-        up = max(1, math.ceil(max_down * down_gbps / (o * up_gbps))) if max_down else 0
-    leaf_ports_needed = max_down / breakout + (0 if dedicated else up)
-    leaf_ports_avail = native_ports
-    tiers = [SwitchTier(1, "leaf", fab.switch, leaf_sw, n_leaves, hostlist.compress(leaf_names), native_ports,
-                        native_gbps, down_gbps, breakout, max_down, up_gbps, up, dedicated,
-                        leaf_ports_needed if not dedicated else max_down / breakout, leaf_ports_avail)]
-    links = [LinkBundle("node", "leaf", endpoints, down_gbps, breakout)]
-    ratios = [(max_down * down_gbps / (up * up_gbps) if up else (math.inf if n_leaves > 1 else 1.0), "leaf")]
-    pods = 1
-    max_endpoints = down_cap * (1 if fab.tiers == 1 else 0)
+    out = _Built(max_endpoints=down_cap if fab.tiers == 1 else 0)
+    up = _leaf_tier(fab, leaf_sw, port, units, leaf_names, up_gbps, dedicated, out)
+    if fab.tiers == 2 and n_leaves:
+        _two_tier(fab, spine_name, spine_sw, up_gbps, n_leaves, up, down_cap, out)
+    elif fab.tiers == 3 and n_leaves:
+        _three_tier(fab, spine_name, spine_sw, core_name, core_sw, up_gbps, n_leaves, up, leaves_per_su,
+                    down_cap, out)
 
-    if fab.tiers >= 2 and n_leaves:
-        s_native, s_break, _ = ports_at(spine_sw, up_gbps)
-        s_ports = s_native * s_break
-        total_up = n_leaves * up
-        if fab.tiers == 2:
-            spines = fab.spine_count or _even_divisor_count(-(-total_up // s_ports), up)
-            connected = min(total_up, spines * s_ports)
-            spine_down = -(-connected // spines)
-            tiers.append(SwitchTier(2, "spine", spine_name, spine_sw, spines,
-                                    hostlist.compress(_names(f"{fab.name}-spine", spines)), s_native,
-                                    spine_sw.port_modes[0].speed_gbps, up_gbps, s_break, spine_down, 0.0, 0, False,
-                                    -(-total_up // spines) / s_break, s_native))
-            links.append(LinkBundle("leaf", "spine", total_up, up_gbps, s_break))
-            if connected < total_up:
-                ratios.append((n_leaves * max_down * down_gbps / (connected * up_gbps), "spine"))
-            max_endpoints = s_ports * down_cap
-        else:
-            spine_down_cap = s_ports // 2
-            leaves_per_su = max(1, n_leaves // max(1, len(named_sus)))
-            leaves_per_pod = max(leaves_per_su, (spine_down_cap // leaves_per_su) * leaves_per_su)
-            pods = -(-n_leaves // leaves_per_pod)
-            pod_leaves = min(leaves_per_pod, n_leaves)
-            pod_up = pod_leaves * up
-            spines_per_pod = fab.spine_count or _even_divisor_count(-(-pod_up // spine_down_cap), up)
-            connected_per_pod = min(pod_up, spines_per_pod * s_ports)
-            spine_down = -(-connected_per_pod // spines_per_pod)
-            spine_up = spine_down  # pod spines uplink 1:1
-            spine_ports_needed = (spine_down + spine_up) / s_break
-            n_spines = spines_per_pod * pods
-            c_native, c_break, _ = ports_at(core_sw, up_gbps)
-            c_ports = c_native * c_break
-            total_spine_up = n_spines * spine_up
-            cores = max(1, -(-total_spine_up // c_ports))
-            tiers.append(SwitchTier(2, "spine", spine_name, spine_sw, n_spines,
-                                    hostlist.compress(_names(f"{fab.name}-spine", n_spines)), s_native,
-                                    spine_sw.port_modes[0].speed_gbps, up_gbps, s_break, spine_down, up_gbps,
-                                    spine_up, False, spine_ports_needed, s_native))
-            tiers.append(SwitchTier(3, "core", core_name, core_sw, cores,
-                                    hostlist.compress(_names(f"{fab.name}-core", cores)), c_native,
-                                    core_sw.port_modes[0].speed_gbps, up_gbps, c_break,
-                                    -(-total_spine_up // cores), 0.0, 0, False,
-                                    -(-total_spine_up // cores) / c_break, c_native))
-            links.append(LinkBundle("leaf", "spine", n_leaves * up, up_gbps, s_break))
-            links.append(LinkBundle("spine", "core", total_spine_up, up_gbps, c_break))
-            if connected_per_pod < pod_up:
-                ratios.append((pod_leaves * max_down * down_gbps / (connected_per_pod * up_gbps), "spine"))
-            max_endpoints = c_ports * leaves_per_pod * down_cap
-
-    worst, where = max(ratios, key=lambda r: r[0])
+    worst, where = max(out.ratios, key=lambda r: r[0], default=(1.0, ""))
     return FabricPlan(
         index=index, name=fab.name, kind=fab.kind, path=("fabrics", index), tiers_declared=fab.tiers,
-        rail_optimized=fab.rail_optimized, oversubscription_declared=o, attached=tuple(attached),
-        endpoints=endpoints, nodes=node_count, rails=rails, nic_gbps=nic_gbps, nic_models=tuple(sorted(models)),
-        sus=tuple(named_sus), su_nodes=su_nodes, tiers=tuple(tiers), links=tuple(links), pods=pods,
-        oversubscription_achieved=worst, oversubscription_where=where, max_endpoints=max_endpoints,
-        disconnected_leaves=fab.tiers == 1 and n_leaves > 1)
+        rail_optimized=fab.rail_optimized, oversubscription_declared=fab.oversubscription,
+        attached=tuple(attached), endpoints=sum(units.load), nodes=sum(groups[gi].count for gi in ep.members),
+        rails=ep.rails, nic_gbps=nic_gbps, nic_models=ep.models, sus=sus, su_nodes=units.su_nodes,
+        tiers=tuple(out.tiers), links=tuple(out.links), pods=out.pods, oversubscription_achieved=worst,
+        oversubscription_where=where, max_endpoints=out.max_endpoints,
+        disconnected_leaves=fab.tiers == 1 and n_leaves > 1, leaves_per_su=leaves_per_su,
+        leaves_per_pod=out.leaves_per_pod, leaf_down_capacity=down_cap)

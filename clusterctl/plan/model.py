@@ -143,7 +143,8 @@ class SwitchTier:
     down_breakout: int
     """downlinks per native port (2 when an 800G port feeds two 400G NICs)"""
     down_links: int
-    """downlinks on the busiest switch of the tier"""
+    """downlinks on the busiest switch of the tier (leaves: ports reserved for a full scalable unit when
+    ``su_nodes`` is declared, so a partly filled last SU still gets its full uplinks)"""
     up_gbps: float
     up_links: int
     """uplinks on the busiest switch of the tier"""
@@ -152,6 +153,13 @@ class SwitchTier:
     ports_needed: float
     """native ports the busiest switch uses (down / breakout + up)"""
     ports_available: int
+    busiest: str = ""
+    """name of the switch that ``down_links`` / ``up_links`` / ``ports_needed`` describe"""
+
+    @property
+    def down_ports(self) -> int:
+        """native ports the busiest switch's downlinks take"""
+        return -(-self.down_links // max(1, self.down_breakout))
 
     @property
     def down_capacity_gbps(self) -> float:
@@ -216,6 +224,12 @@ class FabricPlan:
     """endpoints a fat tree of this many tiers and these radixes can reach at the declared ratio"""
     disconnected_leaves: bool = False
     """tiers: 1 with more than one leaf: leaves have no path to each other"""
+    leaves_per_su: int = 0
+    """leaves of the largest scalable unit (rails when rail-optimized)"""
+    leaves_per_pod: int = 0
+    """three tiers: leaves that share one pod's spines"""
+    leaf_down_capacity: int = 0
+    """most downlinks one leaf takes while keeping the declared ratio (QM9700 at 1:1: 32)"""
 
     def tier(self, role: str) -> SwitchTier | None:
         for t in self.tiers:

@@ -1,0 +1,317 @@
+"""Fabric rules: each triggered by a small change to the lab blueprint (or a small fragment), quiet on the
+original; and the broken example blueprints run through the real command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers import REPO, cli, hits, shipped
+
+FABRIC = tuple(f"FABRIC{n:03d}" for n in range(1, 12))
+BROKEN = Path("tests/blueprints/broken")
+
+
+def lab():
+    return shipped("lab-2node")
+
+
+def ib(data):
+    """The lab's compute fabric (fabrics[0]), a single QM9700 for the two HGX H100 (16 x 400G)."""
+    return data["fabrics"][0]
+
+
+def two_tier(data, **changes):
+    ib(data).update(tiers=2, **changes)
+    return data
+
+
+def custom_server(data, name: str, compute_nics: int, nic: str = "cx7-400g", gpus: int = 8):
+    """Replace the lab's GPU servers with a blueprint-local server with ``compute_nics`` × ``nic``."""
+    data.setdefault("catalog", {}).setdefault("servers", {})[name] = {
+        "gpus": {"model": "h100-sxm", "count": gpus},
+        "cpu": {"sockets": 2, "cores_per_socket": 56, "threads_per_core": 2},
+        "memory_gb": 2048,
+        "nics": [{"model": nic, "count": compute_nics, "role": "compute"},
+                 {"model": "eth-1g-bmc", "count": 1, "role": "bmc"}],
+        "power_kw": 10.2, "height_u": 8, "nvlink_domain_gpus": 8}
+    data["node_types"]["hgx"] = {"server": name}
+    return data
+
+
+def superpod(nodes: int, tiers: int, **fabric):
+    """``nodes`` DGX B200 (8 x 400G rails) on one rail-optimized QM9700 fabric in SUs of 32, no racks."""
+    return {"name": "pod", "node_types": {"dgx": {"server": "dgx-b200"}},
+            "node_groups": [{"name": "dgx", "type": "dgx", "count": nodes, "hostnames": f"dgx[0001-{nodes:04d}]"}],
+            "fabrics": [{"name": "compute", "kind": "infiniband", "tiers": tiers, "rail_optimized": True,
+                         "switch": "qm9700", "su_nodes": 32, "attach": [{"group": "dgx", "nic_role": "compute"}],
+                         **fabric}]}
+
+
+def test_lab_is_quiet():
+    data = lab()
+    for code in FABRIC:
+        assert hits(data, code) == [], code
+
+
+# --- FABRIC001 port budget ------------------------------------------------------------------------------
+
+def test_leaf_over_its_ports_points_at_su_nodes():
+    data = two_tier(lab(), rail_optimized=True, su_nodes=48)
+    (h,) = hits(data, "FABRIC001")
+    assert h.path == ("fabrics", 0, "su_nodes")
+    assert h.message == "leaf ib-leaf01 (qm9700) needs 48 downlinks + 48 uplinks = 96 ports of 64"
+    assert "at most 32 downlinks" in h.hint and "lower su_nodes to 32" in h.hint
+
+
+def test_leaf_uplinks_over_the_ports_point_at_leaf_uplinks():
+    data = two_tier(lab(), leaf_uplinks=50)
+    (h,) = hits(data, "FABRIC001")
+    assert h.path == ("fabrics", 0, "leaf_uplinks")
+    assert "needs 16 downlinks + 50 uplinks = 66 ports of 64" in h.message
+
+
+def test_breakout_downlinks_count_half_a_port_each():
+    # 2 x HGX H100 on an SN5600 at 400G: 16 downlinks on 8 native ports; 60 uplinks overflow 64 ports
+    data = two_tier(lab(), switch="sn5600", kind="roce", leaf_uplinks=60)
+    (h,) = hits(data, "FABRIC001")
+    assert "needs 16 downlinks (8 ports at 2 × 400G) + 60 uplinks = 68 ports of 64" in h.message
+
+
+def test_too_few_spines_overrun_the_spine_ports():
+    data = superpod(128, 2, spine_count=4)  # 32 leaves x 32 uplinks = 1,024 links on 4 x 64 ports
+    (h,) = hits(data, "FABRIC001")
+    assert h.path == ("fabrics", 0, "spine_count")
+    assert h.message == "spine compute-spine01 (qm9700) needs 256 downlinks = 256 ports of 64"
+    assert hits(data, "FABRIC002") == []  # one finding for one mistake
+
+
+def test_management_uplinks_beyond_the_dedicated_ports():
+    data = lab()
+    data["fabrics"][1].update(tiers=2, spine_switch="sn4600c", leaf_uplinks=6)
+    (h,) = hits(data, "FABRIC001")
+    assert h.path == ("fabrics", 1, "leaf_uplinks")
+    assert h.message == "leaf mgmt-leaf01 (sn2201) needs 6 uplinks of its 4 dedicated 100G uplink ports"
+
+
+# --- FABRIC002 oversubscription -------------------------------------------------------------------------
+
+def test_leaf_with_half_its_uplinks_is_2_to_1():
+    data = two_tier(lab(), leaf_uplinks=8)
+    (h,) = hits(data, "FABRIC002")
+    assert h.path == ("fabrics", 0, "oversubscription")
+    assert ("declared 1:1 but its leaf tier runs 2.00:1: ib-leaf01 has 16 × 400G = 6,400 Gb/s down "
+            "vs 8 × 400G = 3,200 Gb/s up") in h.message
+    assert "give each leaf 16 uplinks" in h.hint
+    ib(data)["oversubscription"] = 2.0
+    assert hits(data, "FABRIC002") == []
+
+
+def test_three_tier_pod_with_too_few_spines_oversubscribes_the_spines():
+    # a pod of 32 leaves x 32 uplinks on 24 spines: 43 links down, 21 ports left for uplinks
+    data = superpod(512, 3, spine_count=24)
+    (h,) = hits(data, "FABRIC002")
+    assert "its spine tier runs 2.05:1" in h.message and "43 × 400G = 17,200 Gb/s down" in h.message
+    assert "21 × 400G = 8,400 Gb/s up" in h.message
+    assert hits(data, "FABRIC001") == []
+
+
+def test_three_tier_spines_without_a_port_left_for_uplinks_are_a_port_problem():
+    data = superpod(512, 3, spine_count=16)  # 64 downlinks per spine: nothing left to reach the cores
+    assert [h.message for h in hits(data, "FABRIC001")] == [
+        "spine compute-spine01 (qm9700) needs 64 downlinks + 64 uplinks = 128 ports of 64"]
+    assert hits(data, "FABRIC002") == []
+
+
+# --- FABRIC003 speeds -------------------------------------------------------------------------------------
+
+def test_800g_nic_on_a_400g_switch_loses_half():
+    data = custom_server(lab(), "hgx-cx8", 8, nic="cx8-800g")
+    (h,) = hits(data, "FABRIC003")
+    assert h.path == ("fabrics", 0, "switch")
+    assert h.message.startswith("cx8-800g NICs (compute) of group gpu run at 800G but qm9700 ports run at most 400G")
+    assert "loses 50% of its fabric bandwidth (8 × 800G → 8 × 400G)" in h.message
+    ib(data)["switch"] = "q3400-ra"
+    assert hits(data, "FABRIC003") == []
+
+
+def test_nic_speed_the_switch_cannot_reach():
+    data = lab()
+    data["catalog"] = {"nics": {"vpi-25g": {"speed_gbps": 25, "protocols": ["infiniband", "ethernet"]}}}
+    custom_server(data, "hgx-25g", 8, nic="vpi-25g")
+    (h,) = hits(data, "FABRIC003")
+    assert "run at 25G, which qm9700 offers neither natively nor by a breakout mode (it runs 400G/200G)" in h.message
+
+
+def test_link_gbps_faster_than_the_nic():
+    data = lab()
+    ib(data)["link_gbps"] = 800
+    (h,) = hits(data, "FABRIC003")
+    assert h.path == ("fabrics", 0, "link_gbps") and "link_gbps 800 but the cx7-400g NICs" in h.message
+
+
+def test_leaf_uplinks_must_land_on_spine_ports_of_their_speed():
+    data = lab()
+    data["fabrics"][1].update(tiers=2, spine_switch="sn5600")
+    (h,) = hits(data, "FABRIC003")
+    assert h.path == ("fabrics", 1, "spine_switch")
+    assert ("leaf uplinks of fabric mgmt run at 100G (sn2201) but spine switch sn5600 ports run "
+            "800G/400G/200G") in h.message
+
+
+# --- FABRIC004 size -------------------------------------------------------------------------------------
+
+def test_two_tiers_of_64_port_switches_stop_at_2048_endpoints():
+    data = superpod(512, 2)
+    (h,) = hits(data, "FABRIC004")
+    assert h.path == ("fabrics", 0, "tiers") and h.hint == "use tiers: 3"
+    assert h.message == ("a 2-tier fat tree of 64-port qm9700 switches reaches 2,048 endpoints at 1:1; "
+                         "fabric compute has 4,096")
+    assert hits(superpod(512, 3), "FABRIC004") == []
+
+
+# --- FABRIC005 rails --------------------------------------------------------------------------------------
+
+def test_rail_optimized_nodes_with_fewer_nics_than_rails():
+    data = lab()
+    data["catalog"] = {"servers": {}}
+    custom_server(data, "hgx-4nic", 4)
+    data["node_types"]["hgx8"] = {"server": "hgx-h100-8gpu"}
+    data["node_groups"].append({"name": "gpu8", "type": "hgx8", "count": 2, "hostnames": "gpu[03-04]"})
+    ib(data).update(tiers=2, rail_optimized=True, attach=[{"group": "gpu", "nic_role": "compute"},
+                                                           {"group": "gpu8", "nic_role": "compute"}])
+    (h,) = hits(data, "FABRIC005")
+    assert h.path == ("fabrics", 0, "attach", 0)
+    assert ("rail-optimized fabric ib has 8 rails (8 leaves per SU) but group gpu (hgx) has 4 compute NIC port(s) "
+            "per node") in h.message
+
+
+def test_rail_optimized_with_one_nic_is_pointless():
+    data = lab()
+    data["fabrics"][1]["rail_optimized"] = True
+    (h,) = hits(data, "FABRIC005")
+    assert str(h.severity) == "warning" and h.path == ("fabrics", 1, "rail_optimized")
+    assert "nodes have 1 NIC port each" in h.message
+
+
+# --- FABRIC006 GPU:NIC ------------------------------------------------------------------------------------
+
+def test_fewer_compute_nics_than_gpus_warns_more_informs():
+    data = custom_server(lab(), "hgx-4nic", 4)
+    (h,) = hits(data, "FABRIC006")
+    assert str(h.severity) == "warning" and h.path == ("node_types", "hgx", "server")
+    assert h.message == "node type hgx (hgx-4nic) has 8 GPUs but 4 compute NIC port(s): 2 GPUs share each NIC"
+    data = custom_server(lab(), "hgx-16nic", 16)
+    (h,) = hits(data, "FABRIC006")
+    assert str(h.severity) == "info" and "16 compute NIC ports for 8 GPUs (2 per GPU)" in h.message
+
+
+# --- FABRIC007 GPU nodes on a compute fabric ----------------------------------------------------------
+
+def test_gpu_group_on_no_compute_fabric():
+    data = lab()
+    del data["fabrics"][0]
+    (h,) = hits(data, "FABRIC007")
+    assert h.path == ("node_groups", 0, "name")
+    assert h.message == ("node group gpu (2 × hgx-h100-8gpu, 16 GPUs) is on no infiniband or roce fabric "
+                         "with nic_role compute")
+    assert "{group: gpu, nic_role: compute}" in h.hint
+
+
+def test_compute_nics_on_plain_ethernet_do_not_count_and_a_single_node_needs_no_fabric():
+    data = lab()
+    ib(data).update(kind="ethernet", switch="sn5600")
+    (h,) = hits(data, "FABRIC007")
+    assert "fabric ib carries its compute NICs but is plain ethernet (no RDMA)" in h.message
+    data["node_groups"][0].update(count=1, hostnames="gpu01")
+    assert hits(data, "FABRIC007") == []
+
+
+# --- FABRIC008 single tier ------------------------------------------------------------------------------
+
+def test_single_tier_with_two_leaves():
+    data = lab()
+    data["node_groups"][0].update(count=10, hostnames="gpu[01-10]")
+    (h,) = hits(data, "FABRIC008")
+    assert h.path == ("fabrics", 0, "tiers")
+    assert h.message == ("fabric ib has tiers: 1 but 2 leaves (80 endpoints at 64 per qm9700): "
+                         "the leaves have no path to each other")
+
+
+def test_single_tier_rail_optimized_has_a_leaf_per_rail():
+    data = lab()
+    ib(data)["rail_optimized"] = True
+    (h,) = hits(data, "FABRIC008")
+    assert "tiers: 1 but 8 leaves (one per rail of a rail-optimized fabric)" in h.message
+
+
+# --- FABRIC009 protocol ---------------------------------------------------------------------------------
+
+def test_ethernet_only_nics_on_infiniband():
+    data = lab()
+    ib(data)["attach"].append({"group": "head", "nic_role": "inband"})
+    (h,) = hits(data, "FABRIC009")
+    assert h.path == ("fabrics", 0, "attach", 1)
+    assert h.message == ("fabric ib is infiniband but the eth-25g NICs (inband) of group head speak ethernet, "
+                         "not infiniband")
+
+
+def test_roce_on_an_infiniband_switch():
+    data = lab()
+    ib(data)["kind"] = "roce"
+    (h,) = hits(data, "FABRIC009")
+    assert h.path == ("fabrics", 0, "switch")
+    assert "fabric ib is roce but its leaf switch qm9700 speaks infiniband, not ethernet" in h.message
+
+
+# --- FABRIC010 attach without NICs ------------------------------------------------------------------------
+
+def test_group_attached_by_a_role_it_has_no_nic_of():
+    data = lab()
+    ib(data)["attach"].append({"group": "head", "nic_role": "compute"})
+    (h,) = hits(data, "FABRIC010")
+    assert h.path == ("fabrics", 0, "attach", 1, "nic_role")
+    assert h.message == ("group head is attached to fabric ib with nic_role compute, but cpu-1u has no compute NIC "
+                         "(it has: bmc, inband)")
+
+
+def test_all_groups_attached_by_a_role_nobody_has():
+    data = lab()
+    data["fabrics"][1]["attach"] = [{"group": "all", "nic_role": "mgmt"}]
+    (h,) = hits(data, "FABRIC010")
+    assert h.path == ("fabrics", 1, "attach", 0, "nic_role") and "no node type has a mgmt NIC" in h.message
+
+
+# --- FABRIC011 double attachment ------------------------------------------------------------------------
+
+def test_same_nics_on_two_fabrics():
+    data = lab()
+    data["fabrics"].append({"name": "bmc2", "kind": "ethernet", "tiers": 1, "switch": "sn2201",
+                            "attach": [{"group": "gpu", "nic_role": "bmc"}]})
+    (h,) = hits(data, "FABRIC011")
+    assert str(h.severity) == "warning" and h.path == ("fabrics", 2, "attach", 0)
+    assert h.message == "the bmc NICs of group gpu (2 nodes × 1 port) are attached to fabrics mgmt and bmc2"
+
+
+# --- broken blueprints through the command line ---------------------------------------------------------
+
+def _line_of(path: Path, text: str) -> int:
+    """The first line that is ``text`` (indentation aside): the comment on top names the same values."""
+    return next(n for n, line in enumerate((REPO / path).read_text().splitlines(), 1) if line.strip() == text)
+
+
+def test_broken_leaf_over_ports_blueprint_fails_at_the_su_nodes_line():
+    path = BROKEN / "leaf-over-ports.yaml"
+    r = cli("validate", str(path))
+    assert r.returncode == 1, r.stderr
+    assert "error[FABRIC001]" in r.stderr
+    assert f"{path}:{_line_of(path, 'su_nodes: 48')}:" in r.stderr
+    assert "needs 48 downlinks + 48 uplinks = 96 ports of 64" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_broken_oversubscribed_blueprint_fails_at_the_oversubscription_line():
+    path = BROKEN / "oversubscribed-1to1.yaml"
+    r = cli("validate", str(path))
+    assert r.returncode == 1, r.stderr
+    assert "error[FABRIC002]" in r.stderr
+    assert f"{path}:{_line_of(path, 'oversubscription: 1.0')}:" in r.stderr
+    assert "6,400 Gb/s down vs 8 × 400G = 3,200 Gb/s up" in r.stderr and "Traceback" not in r.stderr
