@@ -20,6 +20,13 @@ from clusterctl.plan.model import (AddressPool, ClusterPlan, FabricPlan, GroupPl
                                    PowerItem, RackPlan)
 
 
+MAX_HOSTLIST_NAMES = 1_000_000
+"""more names than any cluster has: a typo'd range bound (gpu[1-100000000]) is reported, not expanded"""
+MAX_FABRIC_COUNT = 65_536
+"""upper bound for a fabric's su_nodes, extra_endpoints, leaf_uplinks and spine_count: the builder names
+every switch and cables every endpoint, so an absurd value (a typo, 1e12) would never finish"""
+
+
 class _Refs:
     """Collects unresolved references."""
 
@@ -37,6 +44,12 @@ class _Refs:
 
     def hostlist(self, expr: str, path: tuple) -> list[str] | None:
         try:
+            n = hostlist.count(expr)
+            if n > MAX_HOSTLIST_NAMES:  # expanding it would exhaust memory before any rule could say so
+                self.problems.append(Problem(path, f"host list '{expr}' names {n:,} hosts; clusterctl plans at "
+                                                   f"most {MAX_HOSTLIST_NAMES:,}",
+                                             hint="check the range bounds", code="BP005"))
+                return None
             return hostlist.expand(expr)
         except hostlist.HostlistError as exc:
             self.problems.append(Problem(path, f"bad host list: {exc}",
@@ -153,7 +166,11 @@ def _switch_placement(bp: Blueprint, fabrics: Sequence[FabricPlan], rack_idx: di
         if fab.su_by == "rack" and leaf is not None:
             per_su = {}
             for su in fp.sus:
-                per_su[su.rack] = len(hostlist.expand(su.leaves)) if su.leaves else 0
+                try:
+                    per_su[su.rack] = hostlist.count(su.leaves) if su.leaves else 0
+                except hostlist.HostlistError:
+                    # switch names built from a fabric name that is no host name (NAME002 reports it)
+                    per_su[su.rack] = leaf.count // max(1, len(fp.sus))
             for r, n in per_su.items():
                 if r >= 0:
                     placed.setdefault(r, {}).setdefault(leaf.model, 0)
@@ -265,6 +282,12 @@ def expand(loaded: LoadedBlueprint, catalog: Catalog | None = None) -> ClusterPl
         if prof.system is not None:
             refs.need(prof.system, cat.rack_systems, ("rack_profiles", pname, "system"), "rack system",
                       "clusterctl catalog rack_systems")
+    if bp.slurm is not None:  # rules expand it; a typo'd range must not exhaust memory there
+        try:
+            if hostlist.count(bp.slurm.controllers) > MAX_HOSTLIST_NAMES:
+                refs.hostlist(bp.slurm.controllers, ("slurm", "controllers"))
+        except hostlist.HostlistError:
+            pass  # SLURM002 reports a malformed list
     rack_names = _rack_names(bp, refs)
     groups, rack_idx, next_u, occupancy = _place(bp, types, rack_names, refs)
     by_name = {g.name: g.index for g in groups}
@@ -273,6 +296,13 @@ def expand(loaded: LoadedBlueprint, catalog: Catalog | None = None) -> ClusterPl
     for fi, fab in enumerate(bp.fabrics):
         path = ("fabrics", fi)
         ok = True
+        for key in ("su_nodes", "extra_endpoints", "leaf_uplinks", "spine_count"):
+            value = getattr(fab, key)
+            if value is not None and value > MAX_FABRIC_COUNT:
+                ok = False
+                refs.problems.append(Problem(path + (key,), f"fabric {fab.name}: {key} is {value:,}, more than "
+                                                            f"clusterctl plans (at most {MAX_FABRIC_COUNT:,})",
+                                             hint="check the value", code="BP003"))
         for key in ("switch", "spine_switch", "core_switch"):
             model = getattr(fab, key)
             if model is not None:
