@@ -97,7 +97,7 @@ def validate(
         v = validate_loaded(loaded, codes)
     except BlueprintError as exc:
         _report_unreadable(exc, format)
-        raise typer.Exit(EXIT_UNREADABLE)
+        raise typer.Exit(EXIT_UNREADABLE) from None
     diags = diag.from_findings(v.result.findings, loaded.source)
     worst = v.result.worst()
     threshold = None if fail_on is FailOn.never else Severity.parse(fail_on.value)
@@ -181,7 +181,7 @@ def catalog(
             cat = cat.with_entries(load_blueprint(blueprint).blueprint.catalog)
         except BlueprintError as exc:
             _report_unreadable(exc, Format.human)
-            raise typer.Exit(EXIT_UNREADABLE)
+            raise typer.Exit(EXIT_UNREADABLE) from None
     sections = SECTIONS
     if section is not None:
         if section not in SECTIONS:

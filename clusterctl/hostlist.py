@@ -114,6 +114,10 @@ def count(expr: str) -> int:
     return total
 
 
+def _fmt(n: int, width: int) -> str:
+    return str(n).zfill(width) if width else str(n)
+
+
 def compress(names: Iterable[str]) -> str:
     """The shortest Slurm host list of ``names``, keeping their order (consecutive runs merge)."""
     groups: list[tuple[str, int, list[tuple[int, int]]]] = []  # (prefix, width, [(lo, hi)])
@@ -140,11 +144,9 @@ def compress(names: Iterable[str]) -> str:
         if width < 0:
             out.append(prefix)
             continue
-        def fmt(n: int) -> str:
-            return str(n).zfill(width) if width else str(n)
         if len(rngs) == 1 and rngs[0][0] == rngs[0][1]:
-            out.append(prefix + fmt(rngs[0][0]))
+            out.append(prefix + _fmt(rngs[0][0], width))
             continue
-        body = ",".join(fmt(lo) if lo == hi else f"{fmt(lo)}-{fmt(hi)}" for lo, hi in rngs)
+        body = ",".join(_fmt(lo, width) if lo == hi else f"{_fmt(lo, width)}-{_fmt(hi, width)}" for lo, hi in rngs)
         out.append(f"{prefix}[{body}]")
     return ",".join(out)

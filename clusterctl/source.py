@@ -69,18 +69,25 @@ class _Builder:
         self.smap.values[path] = _mark(node)
         if isinstance(node, yaml.MappingNode):
             out: dict = {}
+            explicit = sum(1 for k, _ in node.value if k.tag != "tag:yaml.org,2002:merge")
             self._flatten_merge(node)
-            for knode, vnode in node.value:
+            merged = len(node.value) - explicit  # flatten_mapping puts merged (<<:) pairs first
+            from_merge: set = set()
+            for i, (knode, vnode) in enumerate(node.value):
                 key = self.build_scalar(knode)
                 if not isinstance(key, (str, int)) or isinstance(key, bool):
                     key = str(key)
-                if key in out:
+                if key in out and key not in from_merge:
                     first = self.smap.keys[path + (key,)]
                     self.problems.append(Problem(
                         path + (key,), f"duplicate key '{key}' (first defined at line {first.line})",
                         hint="remove one of the two; YAML would silently keep only the last", key=True, code="BP002",
                         position=_mark(knode)))
                     continue
+                if i < merged:
+                    from_merge.add(key)
+                else:
+                    from_merge.discard(key)  # an explicit key overrides a merged one, as YAML specifies
                 self.smap.keys[path + (key,)] = _mark(knode)
                 out[key] = self.build(vnode, path + (key,))
             return out
@@ -107,6 +114,9 @@ def load_yaml_text(text: str, file: str) -> tuple[object, SourceMap]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         pos = Position(mark.line + 1, mark.column + 1) if mark else Position(1, 1)
+        if pos.line > max(1, len(smap.lines)):  # "end of input" errors: point at the last line
+            last = max(1, len(smap.lines))
+            pos = Position(last, len(smap.line_text(last)) + 1)
         msg = exc.problem or str(exc)
         if exc.context:
             msg = f"{exc.context}: {msg}"

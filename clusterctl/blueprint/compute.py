@@ -25,7 +25,8 @@ class NodeType(StrictModel):
 class NodeGroup(StrictModel):
     """Nodes of one type with one naming pattern and placement."""
 
-    name: str
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,62}$")
+    """lower-case letters, digits and underscores: it becomes an Ansible group and a Slurm feature"""
     type: str
     """a key of node_types"""
     count: PositiveInt

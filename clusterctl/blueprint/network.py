@@ -21,7 +21,8 @@ class Attach(StrictModel):
 
 
 class _Fabric(StrictModel):
-    name: str
+    name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,31}$")
+    """lower-case letters, digits and dashes: switch names are derived from it (compute-leaf01)"""
     attach: list[Attach] = Field(min_length=1)
     topology: Literal["fat-tree"] = "fat-tree"
     tiers: Literal[1, 2, 3] = 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PositiveFloat
+from pydantic import Field, PositiveFloat, PositiveInt
 
 from clusterctl.blueprint.base import StrictModel
 
@@ -31,7 +31,7 @@ class Slurm(StrictModel):
     """slurmdbd host; default: the first controller"""
     partitions: list[Partition] = Field(min_length=1)
     topology: Literal["tree", "block", "yaml", "none"] = "tree"
-    block_sizes: list[int] = Field(default_factory=list)
+    block_sizes: list[PositiveInt] = Field(default_factory=list)
     """topology/block BlockSizes (Slurm >= 24.05): base block size in nodes, then power-of-two multiples"""
     gres_autodetect: Literal["nvml", "nvidia", "rsmi", "off"] = "nvml"
     """gres.conf AutoDetect: nvml (NVIDIA, Slurm built with NVML), nvidia (24.11+, no NVML needed), rsmi (AMD)"""

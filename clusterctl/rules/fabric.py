@@ -306,7 +306,7 @@ def single_tier(plan: ClusterPlan) -> Iterator[Hit]:
         if not fp.disconnected_leaves:
             continue
         leaf = fp.tier("leaf")
-        why = (f"one per rail of a rail-optimized fabric" if fp.rail_optimized else
+        why = ("one per rail of a rail-optimized fabric" if fp.rail_optimized else
                f"{fp.endpoints:,} endpoints at {fp.max_endpoints:,} per {leaf.model}")
         yield Hit(fp.path + ("tiers",),
                   f"fabric {fp.name} has tiers: 1 but {leaf.count} leaves ({why}): the leaves have no path to "

@@ -105,15 +105,14 @@ def _why(example: str) -> str:
 
 @rule("NAME002", "naming", Severity.ERROR, "invalid host name")
 def valid_hosts(plan: ClusterPlan) -> Iterator[Hit]:
-    """Host and switch names must be RFC 1123 labels: letters, digits and hyphens, no hyphen at either
+    """Host names must be RFC 1123 labels: letters, digits and hyphens, no hyphen at either
     end, at most 63 characters, no underscore and no dot (a dot makes the name an FQDN, which Slurm's
     NodeName and most provisioning tools treat differently from the short name). Upper-case letters are
     a warning: DNS is case-insensitive but Slurm compares node names case-sensitively, so ``GPU01`` in
-    one file and ``gpu01`` in another are two different nodes to Slurm and one to the resolver."""
+    one file and ``gpu01`` in another are two different nodes to Slurm and one to the resolver. Switch
+    names are derived from fabric names, which the schema already restricts to such labels."""
     targets: list[tuple[tuple, str, Iterable[str]]] = [
         (g.path + ("hostnames",), f"node group {g.name}", g.hosts) for g in plan.groups]
-    targets += [(("fabrics", fi, "name"), f"{role} switches of fabric {fname}", names)
-                for fi, fname, role, names in _switch_tiers(plan)]
     for path, what, names in targets:
         bad, n_bad, upper, n_upper = _bad_names(names)
         if n_bad:

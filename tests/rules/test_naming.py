@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
+from clusterctl.errors import BlueprintError
+
 import time
 
 from tests.helpers import hits, plan_of, shipped
@@ -88,12 +92,13 @@ def test_upper_case_is_a_warning():
     assert "2 name(s) of node group gpu have upper-case letters (GPU01, GPU02)" in h.message
 
 
-def test_invalid_switch_names_from_the_fabric_name():
+def test_fabric_names_that_would_make_invalid_switch_names_are_refused_at_load():
     data = lab()
     data["fabrics"][0]["name"] = "ib_fabric"
-    found = hits(data, "NAME002")
-    assert [h.path for h in found] == [("fabrics", 0, "name")]
-    assert "leaf switches of fabric ib_fabric" in found[0].message
+    with pytest.raises(BlueprintError) as exc:
+        hits(data, "NAME002")
+    (p,) = exc.value.problems
+    assert p.path == ("fabrics", 0, "name") and "ib_fabric" in p.message
 
 
 def test_count_differs_from_host_list():

@@ -1,0 +1,84 @@
+"""Loading: every problem located (line:col) and worded for people, all of them in one run."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterctl.blueprint.load import load_blueprint_text
+from clusterctl.errors import BlueprintError
+from clusterctl.plan import expand
+
+TEXT = """\
+name: lab
+sitee: {name: x}
+node_types: {dgx: {server: dgx-h100}}
+node_groups:
+  - {name: gpu, type: dgx, count: "4", hostnames: "gpu[01-04]"}
+  - {name: gpu2, type: dgx, hostnames: "gpu[05-08]"}
+fabrics:
+  - {name: f, kind: infinband, switch: qm9700, attach: [{group: gpu, nic_role: compute}]}
+  - {name: g, kind: roce, switch: sn5600, tiers: 4, mtux: 1, attach: [{group: gpu, nic_role: compute}]}
+slurm: {version: 24.05, controllers: h, partitions: [{name: p, groups: [gpu]}]}
+"""
+
+
+def problems(text: str):
+    with pytest.raises(BlueprintError) as exc:
+        expand(load_blueprint_text(text, "bp.yaml"))
+    err = exc.value
+    return [(p.position or err.source.locate(p.path, key=p.key), p.message, p.hint) for p in err.problems]
+
+
+def test_all_shape_problems_in_one_run_with_positions_and_hints():
+    got = {(pos.line, pos.col): (msg, hint) for pos, msg, hint in problems(TEXT)}
+    assert got[(2, 1)] == ("unknown key 'sitee' in (top level)", "did you mean 'site'?")
+    assert got[(5, 35)] == ("node_groups[0].count must be a whole number, got '4' (text)",
+                            "write the number without quotes")
+    assert got[(6, 5)][0] == "node_groups[1] needs the key 'count'"
+    assert got[(8, 21)] == ("fabrics[0].kind is 'infinband', expected one of infiniband, roce, ethernet",
+                            "did you mean 'infiniband'?")
+    assert got[(9, 53)] == ("unknown key 'mtux' in fabrics[1]", "did you mean 'mtu'?")
+    assert got[(9, 50)][0] == "fabrics[1].tiers is 4 (a number), expected one of 1, 2, 3"
+    assert got[(10, 18)] == ("slurm.version must be text, got 24.05 (a number)",
+                             'quote it: "24.05" (YAML reads 24.10 as the number 24.1)')
+
+
+def test_duplicate_keys_are_errors():
+    text = "name: a\nname: b\nnode_types: {}\nnode_groups: []\n"
+    ((pos, msg, hint),) = problems(text)
+    assert (pos.line, pos.col) == (2, 1)
+    assert msg == "duplicate key 'name' (first defined at line 1)"
+
+
+def test_yaml_syntax_error_is_located():
+    ((pos, msg, _),) = problems("name: a\nnode_types: [\n  b: c\n")
+    assert msg.startswith("not valid YAML") and pos.line == 3
+
+
+def test_unknown_references_are_collected_with_did_you_mean():
+    text = """\
+name: lab
+node_types: {dgx: {server: dgx-h10}, cpu: {server: cpu-1u}}
+node_groups:
+  - {name: gpu, type: dgxx, count: 1, hostnames: gpu01, racks: r9}
+racks: [{names: "r[1-2]", profile: gpuu}]
+rack_profiles: {gpu: {power_kw: 40}}
+"""
+    got = {msg: hint for _, msg, hint in problems(text)}
+    assert got["unknown server model 'dgx-h10'"].startswith("did you mean 'dgx-h100'?")
+    assert got["unknown node type 'dgxx'"] == "did you mean 'dgx'?"
+    assert got["unknown rack profile 'gpuu'"] == "did you mean 'gpu'?"
+    assert "unknown rack 'r9'" in got
+
+
+def test_yaml_merge_keys_work():
+    text = """\
+name: lab
+rack_profiles:
+  base: &base {power_kw: 40, units: 42}
+  big: {<<: *base, power_kw: 60}
+node_types: {cpu: {server: cpu-1u}}
+node_groups: [{name: cpu, type: cpu, count: 1, hostnames: c01}]
+"""
+    bp = load_blueprint_text(text).blueprint
+    assert bp.rack_profiles["big"].power_kw == 60 and bp.rack_profiles["big"].units == 42
