@@ -164,11 +164,11 @@ def test_cloud_clusters(name, provider, instance, nodes, gpus):
     bp = p.blueprint
     assert bp.site is None and not bp.racks and p.racks == ()
     assert bp.cloud.provider == provider and bp.cloud.placement_group and bp.cloud.reservation
-    gpu_groups = [g for g in p.groups if g.type.instance is not None]
+    gpu_groups = [g for g in p.groups if g.type.instance is not None and g.type.gpus]
     assert [(g.type.instance_name, g.count) for g in gpu_groups] == [(instance, nodes)]
     assert p.gpus == gpus
     heads = [g for g in p.groups if g.role == "head"]
-    assert heads and all(g.type.gpus == 0 for g in heads)
+    assert heads and all(g.type.gpus == 0 and g.type.instance is not None for g in heads)
     assert any(t.tier == "parallel" and t.checkpoint for t in bp.storage)
     assert bp.slurm is not None and bp.software is not None
 

@@ -28,8 +28,9 @@ def _summary(section: str, e) -> str:
                 f"{e.power_kw:g} kW, {e.height_u}U")
     if section == "instances":
         n = e.network
-        return (f"{e.provider}: {e.gpus.count} x {e.gpus.model}, {e.vcpus} vCPU, {e.memory_gb:g} GB, "
-                f"{n.gpu_nics} x {n.fabric} ({n.total_gbps:g} Gb/s)")
+        gpus = f"{e.gpus.count} x {e.gpus.model}, " if e.gpus else ""
+        return (f"{e.provider}: {gpus}{e.vcpus} vCPU, {e.memory_gb:g} GB, "
+                f"{f'{n.gpu_nics} x ' if n.gpu_nics else ''}{n.fabric} ({n.total_gbps:g} Gb/s)")
     return ""
 
 

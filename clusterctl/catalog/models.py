@@ -130,7 +130,8 @@ class InstanceNetwork(StrictModel):
 
 class CloudInstance(Entry):
     provider: Literal["aws", "gcp", "azure"]
-    gpus: GpuSlot
+    gpus: GpuSlot | None = None
+    """None for CPU instance types (head, login, controller VMs)"""
     vcpus: PositiveInt
     memory_gb: PositiveFloat
     network: InstanceNetwork

@@ -91,18 +91,18 @@ def _node_type(name: str, bp: Blueprint, cat: Catalog, refs: _Refs) -> NodeTypeP
     if not refs.need(nt.instance, cat.instances, path + ("instance",), "instance type", "clusterctl catalog instances"):
         return None
     inst = cat.instances[nt.instance]
-    acc = cat.accelerators.get(inst.gpus.model)
+    gpu_model = inst.gpus.model if inst.gpus else None
+    gpus = inst.gpus.count if inst.gpus else 0
     net = inst.network
     per_nic = net.total_gbps / net.gpu_nics if net.gpu_nics else net.total_gbps
     nics = (NicPlan("compute", net.fabric, net.gpu_nics, per_nic, (net.fabric,)),) if net.gpu_nics else ()
     threads = 2
     return NodeTypePlan(
         name=name, path=path, server=None, server_name=None, instance=inst, instance_name=nt.instance,
-        gpu_model=inst.gpus.model, accelerator=acc, gpus=inst.gpus.count, sockets=2,
-        cores_per_socket=max(1, inst.vcpus // (2 * threads)), threads_per_core=threads, memory_gb=inst.memory_gb,
-        power_kw=0.0, height_u=0, cooling="air", liquid_fraction=0.0, nics=nics,
-        nvlink_domain_gpus=inst.gpus.count if inst.gpus.count > 1 else None, rack_system=None,
-        features=tuple(nt.features))
+        gpu_model=gpu_model, accelerator=cat.accelerators.get(gpu_model) if gpu_model else None, gpus=gpus,
+        sockets=2, cores_per_socket=max(1, inst.vcpus // (2 * threads)), threads_per_core=threads,
+        memory_gb=inst.memory_gb, power_kw=0.0, height_u=0, cooling="air", liquid_fraction=0.0, nics=nics,
+        nvlink_domain_gpus=gpus if gpus > 1 else None, rack_system=None, features=tuple(nt.features))
 
 
 def _rack_names(bp: Blueprint, refs: _Refs) -> list[tuple[str, int]]:
@@ -126,14 +126,14 @@ def _place(bp: Blueprint, types: dict[str, NodeTypePlan], rack_names: list[tuple
         refs.need(g.type, bp.node_types, path + ("type",), "node type")
         hosts = refs.hostlist(g.hostnames, path + ("hostnames",))
         nt = types.get(g.type)
-        if hosts is None or nt is None:
-            continue
         racks: list[int] = []
         if g.racks is not None:
             names = refs.hostlist(g.racks, path + ("racks",)) or []
             for n in names:
                 if refs.need(n, rack_idx, path + ("racks",), "rack"):
                     racks.append(rack_idx[n])
+        if hosts is None or nt is None:
+            continue
         per_rack = g.per_rack or (-(-len(hosts) // len(racks)) if racks else 0)
         rack_of, u_of = [], []
         slot = 0

@@ -132,3 +132,14 @@ def test_gpu_capacity_without_reservation():
     assert str(h.severity) == "warning" and "8 × p5.48xlarge (64 GPUs)" in h.message
     data["node_groups"][0].update(count=1, hostnames="gpu01")
     assert hits(data, "CLOUD006") == []
+
+
+def test_cpu_instances_need_no_placement_group_or_reservation():
+    data = p5()
+    data["node_types"]["head"] = {"instance": "c7i.8xlarge"}
+    data["node_groups"][1].update(count=2, hostnames="head[01-02]")
+    data["cloud"]["placement_group"] = False
+    del data["cloud"]["reservation"]
+    data["node_groups"][0].update(count=1, hostnames="gpu01")  # leave the GPU group out of CLOUD002/006
+    for code in CODES:
+        assert hits(data, code) == [], code
