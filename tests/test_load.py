@@ -82,3 +82,38 @@ node_groups: [{name: cpu, type: cpu, count: 1, hostnames: c01}]
 """
     bp = load_blueprint_text(text).blueprint
     assert bp.rack_profiles["big"].power_kw == 60 and bp.rack_profiles["big"].units == 42
+
+
+def test_node_type_described_inline():
+    text = """\
+name: lab
+node_types:
+  box:
+    spec:
+      gpus: {model: h100-sxm, count: 4}
+      cpu: {sockets: 1, cores_per_socket: 32, threads_per_core: 2}
+      memory_gb: 1024
+      nics: [{model: cx7-400g, count: 4, role: compute}, {model: eth-1g-bmc, count: 1, role: bmc}]
+      power_kw: 5.6
+      height_u: 4
+node_groups: [{name: gpu, type: box, count: 2, hostnames: "g[1-2]"}]
+"""
+    plan = expand(load_blueprint_text(text))
+    nt = plan.node_types["box"]
+    assert (nt.gpus, nt.gpu_model, nt.power_kw, nt.server_name) == (4, "h100-sxm", 5.6, "box")
+    assert nt.nic_count("compute") == 4 and plan.gpus == 8
+
+
+def test_node_type_needs_exactly_one_source():
+    text = """\
+name: lab
+node_types: {box: {server: cpu-1u, instance: p5.48xlarge}}
+node_groups: [{name: gpu, type: box, count: 1, hostnames: g1}]
+"""
+    ((pos, msg, hint),) = problems(text)
+    assert msg == "node type 'box' needs exactly one of server:, spec: or instance:" and pos.line == 2
+    bad_nic = text.replace("{server: cpu-1u, instance: p5.48xlarge}",
+                           "{spec: {cpu: {sockets: 1, cores_per_socket: 8}, memory_gb: 64, power_kw: 0.3, "
+                           "height_u: 1, nics: [{model: cx7-40g, count: 1, role: compute}]}}")
+    ((pos, msg, hint),) = problems(bad_nic)
+    assert msg == "unknown NIC model (in server box) 'cx7-40g'" and hint.startswith("did you mean 'cx7-400g'?")

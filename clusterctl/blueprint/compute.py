@@ -7,15 +7,19 @@ from typing import Literal
 from pydantic import Field, PositiveInt
 
 from clusterctl.blueprint.base import StrictModel
+from clusterctl.catalog.models import Server
 
 NodeRole = Literal["compute", "head", "login", "storage", "service"]
 
 
 class NodeType(StrictModel):
-    """A kind of node: a catalog server (bare metal) or a cloud instance type."""
+    """A kind of node: a catalog server, a server described inline, or a cloud instance type (one of them)."""
 
     server: str | None = None
     """catalog server model (``clusterctl catalog servers``)"""
+    spec: Server | None = None
+    """the server described inline (same keys as a catalog server: gpus, cpu, memory_gb, nics, nvme,
+    power_kw, height_u, cooling); for hardware used once — shared models belong in ``catalog:``"""
     instance: str | None = None
     """catalog cloud instance type (``clusterctl catalog instances``)"""
     features: list[str] = Field(default_factory=list)

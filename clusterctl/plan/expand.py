@@ -61,28 +61,32 @@ class _Refs:
 def _node_type(name: str, bp: Blueprint, cat: Catalog, refs: _Refs) -> NodeTypePlan | None:
     nt = bp.node_types[name]
     path = ("node_types", name)
-    if (nt.server is None) == (nt.instance is None):
-        refs.problems.append(Problem(path, f"node type '{name}' needs exactly one of server: or instance:",
-                                     hint="server: names bare-metal hardware, instance: a cloud instance type",
-                                     key=True, code="BP003"))
+    if sum(x is not None for x in (nt.server, nt.spec, nt.instance)) != 1:
+        refs.problems.append(Problem(path, f"node type '{name}' needs exactly one of server:, spec: or instance:",
+                                     hint="server: names catalog hardware, spec: describes it inline, "
+                                          "instance: names a cloud instance type", key=True, code="BP003"))
         return None
-    if nt.server is not None:
-        if not refs.need(nt.server, cat.servers, path + ("server",), "server model", "clusterctl catalog servers"):
+    if nt.server is not None or nt.spec is not None:
+        if nt.spec is not None:
+            s, server_name = nt.spec, name
+        elif refs.need(nt.server, cat.servers, path + ("server",), "server model", "clusterctl catalog servers"):
+            s, server_name = cat.servers[nt.server], nt.server
+        else:
             return None
-        s = cat.servers[nt.server]
         gpu_model = s.gpus.model if s.gpus else None
         gpus = s.gpus.count if s.gpus else 0
+        where = path + (("spec", "nics") if nt.spec is not None else ("server",))
         nics = []
-        for k, slot in enumerate(s.nics):
-            if not refs.need(slot.model, cat.nics, path + ("server",), f"NIC model (in server {nt.server})"):
+        for slot in s.nics:
+            if not refs.need(slot.model, cat.nics, where, f"NIC model (in server {server_name})"):
                 continue
             nic = cat.nics[slot.model]
             nics.append(NicPlan(slot.role, slot.model, slot.count * nic.ports, nic.speed_gbps, tuple(nic.protocols)))
-        if gpu_model and not refs.need(gpu_model, cat.accelerators, path + ("server",),
-                                       f"accelerator (in server {nt.server})"):
+        if gpu_model and not refs.need(gpu_model, cat.accelerators, where[:-1] + ("gpus",) if nt.spec else where,
+                                       f"accelerator (in server {server_name})"):
             return None
         return NodeTypePlan(
-            name=name, path=path, server=s, server_name=nt.server, instance=None, instance_name=None,
+            name=name, path=path, server=s, server_name=server_name, instance=None, instance_name=None,
             gpu_model=gpu_model, accelerator=cat.accelerators.get(gpu_model) if gpu_model else None, gpus=gpus,
             sockets=s.cpu.sockets, cores_per_socket=s.cpu.cores_per_socket, threads_per_core=s.cpu.threads_per_core,
             memory_gb=s.memory_gb, power_kw=s.power_kw, height_u=s.height_u, cooling=s.cooling,
