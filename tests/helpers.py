@@ -15,11 +15,26 @@ from clusterctl.rules import run_rules
 
 REPO = Path(__file__).resolve().parent.parent
 BLUEPRINTS = REPO / "blueprints"
+BROKEN = Path("tests/blueprints/broken")
+"""broken blueprints, relative to the repository (the CLI prints paths as given)"""
 
 
 def shipped(name: str) -> dict:
     """A shipped blueprint as plain data (a fresh copy each call)."""
     return copy.deepcopy(yaml.safe_load((BLUEPRINTS / f"{name}.yaml").read_text()))
+
+
+def lab() -> dict:
+    """The two-node lab blueprint, the base most rule tests change one thing in."""
+    return shipped("lab-2node")
+
+
+def line_of(path: Path, text: str) -> int:
+    """The first non-comment line of ``path`` (relative to the repository) that contains ``text``."""
+    for n, line in enumerate((REPO / path).read_text().splitlines(), 1):
+        if text in line and not line.lstrip().startswith("#"):
+            return n
+    raise AssertionError(f"{text!r} is not in {path}")
 
 
 def to_yaml(data: dict) -> str:

@@ -2,19 +2,7 @@
 
 from __future__ import annotations
 
-from tests.helpers import hits, shipped
-
-CODES = ("ADDR001", "ADDR002", "ADDR003", "ADDR004")
-
-
-def lab():
-    return shipped("lab-2node")
-
-
-def test_lab_is_quiet():
-    data = lab()
-    for code in CODES:
-        assert hits(data, code) == []
+from tests.helpers import hits, lab
 
 
 def test_pool_too_small_gives_the_arithmetic():

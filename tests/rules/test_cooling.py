@@ -3,18 +3,11 @@ the original; and the broken example blueprints run through the real command lin
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from tests.helpers import REPO, cli, hits, plan_of, shipped
+from tests.helpers import BROKEN, cli, hits, lab, line_of, plan_of
 
 COOL = ("COOL001", "COOL002", "COOL003", "COOL004", "COOL005", "COOL006", "COOL007")
-BROKEN = Path("tests/blueprints/broken")
-
-
-def lab():
-    return shipped("lab-2node")
 
 
 def dlc():
@@ -140,16 +133,12 @@ def test_liquid_profile_without_cdu_and_idle_cdu():
     assert found["info"].path == ("cooling", "cdus", 0, "name") and "CDU cdu1 feeds no rack" in found["info"].message
 
 
-def _line_of(path: Path, text: str) -> int:
-    return next(n for n, line in enumerate((REPO / path).read_text().splitlines(), 1) if text in line)
-
-
 def test_broken_cdu_over_capacity_blueprint_fails_at_the_capacity_line():
     path = BROKEN / "cdu-over-capacity.yaml"
     r = cli("validate", str(path))
     assert r.returncode == 1, r.stderr
     assert "COOL001" in r.stderr
-    assert f"{path}:{_line_of(path, 'capacity_kw: 10')}:" in r.stderr
+    assert f"{path}:{line_of(path, 'capacity_kw: 10')}:" in r.stderr
     assert "15.3 kW of liquid heat" in r.stderr and "Traceback" not in r.stderr
 
 
@@ -158,7 +147,7 @@ def test_broken_rack_over_power_blueprint_fails_at_the_racks_line():
     r = cli("validate", str(path))
     assert r.returncode == 1, r.stderr
     assert "POWER001" in r.stderr
-    assert f"{path}:{_line_of(path, '- {names: lab01, profile: lab}')}:" in r.stderr
+    assert f"{path}:{line_of(path, '- {names: lab01, profile: lab}')}:" in r.stderr
     assert "of a 20.0 kW budget" in r.stderr
 
 

@@ -3,16 +3,9 @@ original; and the broken example blueprints run through the real command line.""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from tests.helpers import REPO, cli, hits, shipped
+from tests.helpers import BROKEN, cli, hits, lab, line_of
 
 FABRIC = tuple(f"FABRIC{n:03d}" for n in range(1, 12))
-BROKEN = Path("tests/blueprints/broken")
-
-
-def lab():
-    return shipped("lab-2node")
 
 
 def ib(data):
@@ -45,12 +38,6 @@ def superpod(nodes: int, tiers: int, **fabric):
             "fabrics": [{"name": "compute", "kind": "infiniband", "tiers": tiers, "rail_optimized": True,
                          "switch": "qm9700", "su_nodes": 32, "attach": [{"group": "dgx", "nic_role": "compute"}],
                          **fabric}]}
-
-
-def test_lab_is_quiet():
-    data = lab()
-    for code in FABRIC:
-        assert hits(data, code) == [], code
 
 
 # --- FABRIC001 port budget ------------------------------------------------------------------------------
@@ -294,17 +281,13 @@ def test_same_nics_on_two_fabrics():
 
 # --- broken blueprints through the command line ---------------------------------------------------------
 
-def _line_of(path: Path, text: str) -> int:
-    """The first line that is ``text`` (indentation aside): the comment on top names the same values."""
-    return next(n for n, line in enumerate((REPO / path).read_text().splitlines(), 1) if line.strip() == text)
-
 
 def test_broken_leaf_over_ports_blueprint_fails_at_the_su_nodes_line():
     path = BROKEN / "leaf-over-ports.yaml"
     r = cli("validate", str(path))
     assert r.returncode == 1, r.stderr
     assert "error[FABRIC001]" in r.stderr
-    assert f"{path}:{_line_of(path, 'su_nodes: 48')}:" in r.stderr
+    assert f"{path}:{line_of(path, 'su_nodes: 48')}:" in r.stderr
     assert "needs 48 downlinks + 48 uplinks = 96 ports of 64" in r.stderr and "Traceback" not in r.stderr
 
 
@@ -313,5 +296,5 @@ def test_broken_oversubscribed_blueprint_fails_at_the_oversubscription_line():
     r = cli("validate", str(path))
     assert r.returncode == 1, r.stderr
     assert "error[FABRIC002]" in r.stderr
-    assert f"{path}:{_line_of(path, 'oversubscription: 1.0')}:" in r.stderr
+    assert f"{path}:{line_of(path, 'oversubscription: 1.0')}:" in r.stderr
     assert "6,400 Gb/s down vs 8 × 400G = 3,200 Gb/s up" in r.stderr and "Traceback" not in r.stderr

@@ -2,17 +2,7 @@
 
 from __future__ import annotations
 
-from tests.helpers import hits, plan_of, shipped
-
-
-def lab():
-    return shipped("lab-2node")
-
-
-def test_lab_is_quiet():
-    data = lab()
-    for code in ("POWER001", "POWER002", "POWER003", "POWER004"):
-        assert hits(data, code) == []
+from tests.helpers import hits, lab, plan_of
 
 
 def test_rack_over_budget_names_the_rack_and_the_numbers():

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import hits, shipped
+from tests.helpers import hits, lab
 from tests.rules.test_nvlink import nvl72
 
 SPACE = ("SPACE001", "SPACE002", "SPACE003", "SPACE004")
-
-
-def lab():
-    return shipped("lab-2node")
 
 
 @pytest.mark.parametrize("make", [lab, nvl72], ids=["lab", "nvl72"])

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 from clusterctl.catalog import load_shipped_catalog
-from tests.helpers import hits, shipped
+from tests.helpers import hits, lab
 
 STORAGE = ("STORAGE001", "STORAGE002", "STORAGE003", "STORAGE004", "STORAGE005", "STORAGE006")
 LUSTRE = {"name": "lustre", "tier": "parallel", "mount": "/lustre", "capacity_tb": 100, "read_gb_per_s": 200,
           "write_gb_per_s": 100}
-
-
-def lab():
-    return shipped("lab-2node")
 
 
 def training(params_b: float = 70, **tier) -> dict:
