@@ -117,6 +117,55 @@ def validate(
     raise typer.Exit(EXIT_FINDINGS if failed else EXIT_OK)
 
 
+@app.command()
+def render(
+    blueprint: Annotated[Path, typer.Argument(help="blueprint YAML file")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="output directory (owned by clusterctl)")],
+    target: Annotated[Optional[list[str]], typer.Option("--target", "-t",
+                                                        help="target(s) to render (repeat): slurm, nccl, ansible, testinfra")] = None,
+    check: Annotated[bool, typer.Option(help="report drift against DIR and exit 1 if any; write nothing")] = False,
+    suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
+) -> None:
+    """Render the deployable files. A blueprint with error findings is refused and nothing is written."""
+    from clusterctl.targets import TARGETS, render_targets
+    from clusterctl.validate import validate_loaded
+    from clusterctl.write import OutputDirError, compare, write_tree
+
+    names = []
+    for t in target or []:
+        for name in t.split(","):
+            name = name.strip()
+            if name not in TARGETS:
+                raise _misuse(f"unknown target '{name}'", did_you_mean(name, TARGETS) or f"one of {', '.join(TARGETS)}")
+            names.append(name)
+    codes = _parse_suppress(suppress or [])
+    try:
+        loaded = load_blueprint(blueprint)
+        v = validate_loaded(loaded, codes)
+    except BlueprintError as exc:
+        _report_unreadable(exc, Format.human)
+        raise typer.Exit(EXIT_UNREADABLE) from None
+    if v.result.worst() is not None and v.result.worst() >= Severity.ERROR:
+        diags = [d for d in diag.from_findings(v.result.findings, loaded.source) if d.severity >= Severity.ERROR]
+        _err(diag.to_text(diags, f"{loaded.source.file}: not rendered: {len(diags)} error(s); "
+                                 f"fix them or suppress the rule with a reason"))
+        raise typer.Exit(EXIT_FINDINGS)
+    files = render_targets(v.plan, names or None)
+    if check:
+        result = compare(files, output)
+        for label, paths in (("changed", result.changed), ("missing", result.added), ("extra", result.removed)):
+            for p in paths:
+                _err(f"{label}: {output / p}")
+        _err(f"{output}: {'drift in ' + str(len(result.changed) + len(result.added) + len(result.removed)) + ' file(s)' if result.drift else 'up to date'} ({len(files)} files)")
+        raise typer.Exit(EXIT_FINDINGS if result.drift else EXIT_OK)
+    try:
+        result = write_tree(files, output, executable={p for p in files if p.endswith(".sh")})
+    except OutputDirError as exc:
+        raise _misuse(str(exc), "choose an empty or new directory, or one clusterctl rendered before") from None
+    _err(f"{output}: {len(files)} files ({len(result.added)} added, {len(result.changed)} changed, "
+         f"{len(result.removed)} removed, {len(result.unchanged)} unchanged)")
+
+
 @rules_app.command("list")
 def rules_list(
     format: Annotated[Format, typer.Option("--format", "-f")] = Format.human,

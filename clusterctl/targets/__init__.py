@@ -1,0 +1,35 @@
+"""Render targets: each turns a ClusterPlan into ``{relative path: text}``.
+
+A target module defines ``render(plan: ClusterPlan) -> dict[str, str]``. Targets never re-derive facts
+the plan holds and never do IO beyond reading templates and shipped roles; the writer
+(:mod:`clusterctl.write`) puts the files on disk.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+
+from clusterctl.plan.model import ClusterPlan
+
+TARGETS = ("slurm", "nccl", "ansible", "testinfra")
+"""in render order; ``--target`` selects a subset"""
+
+
+class UnknownTarget(ValueError):
+    pass
+
+
+def render_targets(plan: ClusterPlan, names: Iterable[str] | None = None) -> dict[str, str]:
+    """All files of the selected targets, keyed by their path relative to the output directory."""
+    selected = list(names) if names else list(TARGETS)
+    files: dict[str, str] = {}
+    for name in selected:
+        if name not in TARGETS:
+            raise UnknownTarget(name)
+        module = importlib.import_module(f"clusterctl.targets.{name}")
+        for path, text in module.render(plan).items():
+            if path in files and files[path] != text:
+                raise RuntimeError(f"targets disagree about {path}")
+            files[path] = text
+    return dict(sorted(files.items()))
