@@ -127,7 +127,7 @@ def render(
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
 ) -> None:
     """Render the deployable files. A blueprint with error findings is refused and nothing is written."""
-    from clusterctl.targets import TARGETS, render_targets
+    from clusterctl.targets import TARGETS, RenderError, render_targets
     from clusterctl.validate import validate_loaded
     from clusterctl.write import OutputDirError, compare, write_tree
 
@@ -150,7 +150,11 @@ def render(
         _err(diag.to_text(diags, f"{loaded.source.file}: not rendered: {len(diags)} error(s); "
                                  f"fix them or suppress the rule with a reason"))
         raise typer.Exit(EXIT_FINDINGS)
-    files = render_targets(v.plan, names or None)
+    try:
+        files = render_targets(v.plan, names or None)
+    except RenderError as exc:
+        raise _misuse(f"{loaded.source.file}: cannot render: {exc}",
+                      "this needs a rule that reports it at validate time: please report it") from None
     if check:
         result = compare(files, output)
         for label, paths in (("changed", result.changed), ("missing", result.added), ("extra", result.removed)):

@@ -16,8 +16,9 @@ from clusterctl.catalog.models import CatalogData
 class Blueprint(StrictModel):
     """One AI-training cluster: the top level of a blueprint file."""
 
-    name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")
-    """cluster name: lower case letters, digits and dashes (it becomes the Slurm ClusterName)"""
+    name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,39}$")
+    """cluster name: lower case letters, digits and dashes, at most 40 characters (it becomes the Slurm
+    ClusterName, which slurm.conf(5) limits to 40)"""
     description: str = ""
     site: Site | None = None
     """bare-metal site; absent for cloud-only clusters"""

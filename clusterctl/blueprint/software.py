@@ -24,7 +24,8 @@ class Slurm(StrictModel):
 
     version: str
     """Slurm release, e.g. "24.05" (quote it: YAML reads 24.10 as the number 24.1)"""
-    cluster_name: str | None = None
+    cluster_name: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_-]{0,39}$")
+    """Slurm ClusterName (at most 40 characters: slurm.conf(5)); default: the blueprint name"""
     controllers: str
     """host list of slurmctld hosts: first primary, the rest backups"""
     accounting_host: str | None = None
@@ -35,8 +36,8 @@ class Slurm(StrictModel):
     """topology/block BlockSizes (Slurm >= 24.05): base block size in nodes, then power-of-two multiples"""
     gres_autodetect: Literal["nvml", "nvidia", "rsmi", "off"] = "nvml"
     """gres.conf AutoDetect: nvml (NVIDIA, Slurm built with NVML), nvidia (24.11+, no NVML needed), rsmi (AMD)"""
-    memory_reserve_gb: PositiveFloat = 16.0
-    """memory kept back from RealMemory for the OS and daemons"""
+    memory_reserve_gb: PositiveFloat | None = None
+    """memory kept back from RealMemory for the OS and daemons; default 3 % of the node, at least 16 GB"""
 
 
 class Software(StrictModel):

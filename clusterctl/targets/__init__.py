@@ -20,6 +20,11 @@ class UnknownTarget(ValueError):
     pass
 
 
+class RenderError(ValueError):
+    """The plan cannot be written as valid configuration for a target (a rule should catch it first;
+    the CLI reports it as an unusable blueprint, exit 2, never a traceback)."""
+
+
 def render_targets(plan: ClusterPlan, names: Iterable[str] | None = None) -> dict[str, str]:
     """All files of the selected targets, keyed by their path relative to the output directory."""
     selected = list(names) if names else list(TARGETS)

@@ -1,9 +1,523 @@
-"""slurm target (being written)."""
+"""slurm target: slurm.conf, gres.conf, topology.conf (or topology.yaml), cgroup.conf, slurmdbd.conf.j2.
+
+Everything is shaped here, as ``Key=Value`` lines (:func:`clusterctl.targets.common.key_values`); the
+templates under ``templates/slurm/`` only loop over the lines and print them. What is rendered and why is
+in docs/slurm.md.
+
+Design points (each one a complaint about existing tools, see docs/slurm.md):
+
+- Nodes are host *ranges*: one ``NodeName`` line per node group and one ``gres.conf`` line per group and
+  socket, never one line per host; a 200,000-GPU cluster's slurm.conf is a few dozen lines.
+- gres.conf ``Cores=`` are *logical core indices* derived from the server's declared sockets (GPUs split
+  evenly over the sockets, every core of a socket listed together), never OS CPU ids.
+- topology.conf comes from the planned fabric: a rail-optimized scalable unit (SU) is *one* switch,
+  because its nodes share every rail leaf; a tree whose leaves are rails would tell Slurm that nodes of
+  one SU are far apart. NVLink domains (NVL72 racks) become topology/block blocks.
+- Every option is checked against the blueprint's ``slurm.version`` (:data:`FEATURES`); an option the
+  release does not have is left out (with a comment saying so), never emitted for slurmctld to reject.
+"""
 
 from __future__ import annotations
 
-from clusterctl.plan.model import ClusterPlan
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from clusterctl import hostlist
+from clusterctl.plan.model import ClusterPlan, FabricPlan, GroupPlan
+from clusterctl.rules.nvlink import multi_node
+from clusterctl.rules.slurm import AUTODETECT_NVIDIA, BLOCK_PLUGIN, BLOCK_SIZES, TOPOLOGY_YAML, parse_version
+from clusterctl.rules.software import vendor
+from clusterctl.targets import RenderError
+from clusterctl.targets.common import header, key_values, render_template
+
+Version = tuple[int, int]
+
+# --- version table -------------------------------------------------------------------------------------
+# The first release that has each option clusterctl emits conditionally. Options not listed here
+# (ClusterName, SlurmctldHost, AccountingStorage*, SelectType=select/cons_tres, GresTypes, TaskPlugin,
+# ProctrackType, JobAcctGatherType, PrologFlags=Alloc,Contain, MpiDefault=pmix, HealthCheck*, ResumeTimeout,
+# RebootProgram, topology/tree, gres.conf AutoDetect=nvml|rsmi|off, Constrain*) exist in every release
+# from MIN_VERSION on: slurm.conf(5), gres.conf(5) and cgroup.conf(5) of 22.05.8 (Debian bookworm's
+# slurm-wlm, the release the integration test runs) list all of them.
+
+MIN_VERSION: Version = (20, 2)
+"""oldest release rendered: select/cons_tres is 19.05 (NEWS, its 19.05 entries), gpu/rsmi and
+configless are 20.02 (NEWS 20.02.0pre1 "Add gpu/rsmi plugin to support AMD GPUs"; CONFIGLESS)"""
+
+CONFIGLESS: Version = (20, 2)
+"""SlurmctldParameters=enable_configless: configless Slurm is a 20.02 feature (NEWS 20.02.2 "configless - fix
+plugstack.conf handling for client commands"; slurm.conf(5) SlurmctldParameters)"""
+GRES_ENV_FLAGS: Version = (21, 8)
+"""gres.conf Flags=amd_gpu_env|nvidia_gpu_env (NEWS "Changes in Slurm 21.08.0": environment flags in
+gres.conf; gres.conf(5) of 22.05 Flags)"""
+CGROUP_PLUGIN: Version = (22, 5)
+"""cgroup.conf CgroupPlugin=cgroup/v1|cgroup/v2|autodetect with autodetect the default (cgroup.conf(5) of
+22.05; RELEASE_NOTES 22.05 "Added support for Cgroup Version 2"); 21.08 had cgroup/v1 only"""
+# From clusterctl.rules.slurm (the rules and the renderer share one set of facts):
+#   BLOCK_PLUGIN      23.11  topology/block (tag slurm-23-11-0-0rc1)
+#   BLOCK_SIZES       24.05  BlockSizes replaced BlockLevels (CHANGELOG/slurm-24.05.md)
+#   AUTODETECT_NVIDIA 24.11  gres.conf AutoDetect=nvidia (gres.conf(5); reference notes slurm-nccl.md sec. 6)
+#   TOPOLOGY_YAML     25.05  topology.yaml (CHANGELOG/slurm-25.05.md: "Add ability to configure multiple
+#                            topology plugins via the new topology.yaml"; topology.yaml(5): "Slurm will
+#                            first check for topology.yaml. If this file exists, topology.conf will be
+#                            ignored")
+FEATURES: dict[str, Version] = {
+    "SlurmctldParameters=enable_configless": CONFIGLESS,
+    "gres.conf Flags=amd_gpu_env": GRES_ENV_FLAGS,
+    "cgroup.conf CgroupPlugin=autodetect": CGROUP_PLUGIN,
+    "TopologyPlugin=topology/block": BLOCK_PLUGIN,
+    "topology.conf BlockSizes": BLOCK_SIZES,
+    "gres.conf AutoDetect=nvidia": AUTODETECT_NVIDIA,
+    "topology.yaml": TOPOLOGY_YAML,
+}
+"""option -> first Slurm release that has it (documented in docs/slurm.md)"""
+
+SWITCH_NAME_MAX = 64
+"""topology.conf(5): SwitchName "cannot be longer than 64 characters" """
+CLUSTER_NAME_MAX = 40
+"""slurm.conf(5) ClusterName: "must be 40 characters or less" (MySQL table-name limit)"""
+
+DEV_DIR = "/dev"
+"""where the GPU device nodes are: /dev/nvidiaN, /dev/dri/renderD(128+N)"""
+AMD_RENDER_MINOR = 128
+"""the first DRM render node (/dev/dri/renderD128) is the first AMD GPU"""
 
 
-def render(plan: ClusterPlan) -> dict[str, str]:
-    return {}
+class SlurmRenderError(RenderError):
+    """The plan cannot be written as valid Slurm configuration (the rules report these first)."""
+
+
+def _v(v: Version) -> str:
+    return f"{v[0]:02d}.{v[1]:02d}"
+
+
+# --- small helpers (exact-string tested) -------------------------------------------------------------
+
+def gres_type(model: str) -> str:
+    """The GRES type for an accelerator model: the part before the first ``-``, lower-case, with
+    characters other than letters, digits and ``_`` dropped (``h100-sxm`` -> ``h100``, ``mi300x`` ->
+    ``mi300x``). gres.conf(5) Type: with AutoDetect the type "should match or be a substring of the value
+    that is detected" (NVML's "NVIDIA H100 80GB HBM3" -> ``nvidia_h100_80gb_hbm3``), which ``h100``
+    is and ``h100-sxm`` is not."""
+    head = model.strip().lower().split("-", 1)[0]
+    return "".join(ch for ch in head if ch.isalnum() or ch == "_") or "gpu"
+
+
+def index_range(first: int, last: int) -> str:
+    """``0-51``, or ``7`` for a single index."""
+    return str(first) if first == last else f"{first}-{last}"
+
+
+def device_files(prefix: str, first: int, last: int) -> str:
+    """``/dev/nvidia[0-3]`` (a Slurm host-list style range), or ``/dev/nvidia0`` for one device."""
+    return f"{prefix}{first}" if first == last else f"{prefix}[{first}-{last}]"
+
+
+def gpus_by_socket(gpus: int, sockets: int) -> list[tuple[int, int, int]]:
+    """(socket, first GPU, last GPU): GPUs split evenly over the sockets in order (8 GPUs on 2 sockets:
+    0-3 on socket 0, 4-7 on socket 1), the layout of HGX/DGX/OAM baseboards and GB200 trays."""
+    out: list[tuple[int, int, int]] = []
+    sockets = max(1, sockets)
+    for gpu in range(gpus):
+        s = gpu * sockets // gpus
+        if out and out[-1][0] == s:
+            out[-1] = (s, out[-1][1], gpu)
+        else:
+            out.append((s, gpu, gpu))
+    return out
+
+
+def memory_reserve_gb(slurm, memory_gb: float) -> float:
+    """Memory kept back from RealMemory: the blueprint's figure, else 3 % of the node (at least 16 GB).
+
+    The kernel and firmware take 1-2 % of installed memory before Slurm sees any (a 2 TiB DGX reports
+    about 2,015 GiB); a RealMemory above what slurmd measures drains the node with "Low RealMemory"."""
+    if slurm.memory_reserve_gb is not None:
+        return slurm.memory_reserve_gb
+    return max(16.0, round(0.03 * memory_gb))
+
+
+def real_memory_mib(memory_gb: float, reserve_gb: float) -> int:
+    """slurm.conf RealMemory in MiB: the node's memory less what is kept for the OS and daemons."""
+    mib = int((memory_gb - reserve_gb) * 1024)
+    if mib <= 0:
+        raise SlurmRenderError(f"memory_reserve_gb {reserve_gb:g} leaves no memory of a {memory_gb:g} GB node")
+    return mib
+
+
+def _dedupe(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(i for i in items if i))
+
+
+# --- what the plan says, shaped for Slurm ------------------------------------------------------------
+
+def slurm_version(plan: ClusterPlan) -> Version:
+    slurm = plan.blueprint.slurm
+    v = parse_version(slurm.version)
+    if v is None:
+        raise SlurmRenderError(f"Slurm version '{slurm.version}' is not a Slurm release")
+    if v < MIN_VERSION:
+        raise SlurmRenderError(f"Slurm {_v(v)} is older than {_v(MIN_VERSION)}, the oldest release rendered")
+    return v
+
+
+def node_groups(plan: ClusterPlan) -> list[GroupPlan]:
+    """Groups that run slurmd: every group a partition names, and every compute group."""
+    named = {n for p in plan.blueprint.slurm.partitions for n in p.groups}
+    return [g for g in plan.groups if g.name in named or g.role == "compute"]
+
+
+def _is_amd(g: GroupPlan) -> bool:
+    return g.type.accelerator is not None and vendor(g.type.accelerator) == "AMD"
+
+
+def node_line(g: GroupPlan, reserve_gb: float) -> str:
+    t = g.type
+    return key_values([
+        ("NodeName", g.hostlist),
+        ("Sockets", t.sockets),
+        ("CoresPerSocket", t.cores_per_socket),
+        ("ThreadsPerCore", t.threads_per_core),
+        ("RealMemory", real_memory_mib(t.memory_gb, reserve_gb)),
+        ("Gres", f"gpu:{gres_type(t.gpu_model)}:{t.gpus}" if t.gpus and t.gpu_model else None),
+        ("Features", _dedupe([g.name, t.gpu_model or "", *t.features])),
+        ("State", "UNKNOWN"),
+    ])
+
+
+def partition_lines(plan: ClusterPlan) -> list[str]:
+    by_name = {g.name: g for g in plan.groups}
+    lines, default_done = [], False
+    for part in plan.blueprint.slurm.partitions:
+        groups = [by_name[n] for n in dict.fromkeys(part.groups) if n in by_name]
+        if not groups:
+            raise SlurmRenderError(f"partition {part.name} has no nodes (slurmctld refuses empty partitions)")
+        nodes = groups[0].hostlist if len(groups) == 1 else hostlist.compress(h for g in groups for h in g.hosts)
+        default = part.default and not default_done
+        default_done = default_done or default
+        lines.append(key_values([
+            ("PartitionName", part.name),
+            ("Nodes", nodes),
+            ("Default", "YES" if default else None),
+            ("MaxTime", part.max_time),
+            ("State", "UP"),
+        ]))
+    return lines
+
+
+def gres_lines(groups: Sequence[GroupPlan], version: Version, dev_dir: str = DEV_DIR) -> list[str]:
+    """One line per node group and socket: the GPUs of that socket with all the socket's cores.
+
+    Cores are logical indices (gres.conf(5) Cores: "a logical core index must be specified instead of the
+    physical core index ... Core 0 will be the first core on the first socket"): socket s has cores
+    s*C .. (s+1)*C-1 for C cores per socket, whatever the OS numbers its CPUs. Cloud instance types
+    declare no socket layout of their own (the plan assumes one), so their lines carry no Cores=."""
+    lines = []
+    dev = dev_dir.rstrip("/") or ""
+    for g in groups:
+        t = g.type
+        if not t.gpus or not t.gpu_model:
+            continue
+        amd = _is_amd(g)
+        if amd:
+            prefix, base = f"{dev}/dri/renderD", AMD_RENDER_MINOR
+        else:
+            prefix, base = f"{dev}/nvidia", 0
+        c = t.cores_per_socket
+        for socket, first, last in gpus_by_socket(t.gpus, t.sockets):
+            lines.append(key_values([
+                ("NodeName", g.hostlist),
+                ("Name", "gpu"),
+                ("Type", gres_type(t.gpu_model)),
+                ("File", device_files(prefix, base + first, base + last)),
+                ("Cores", index_range(socket * c, socket * c + c - 1) if t.server is not None else None),
+                ("Flags", "amd_gpu_env" if amd and version >= GRES_ENV_FLAGS else None),
+            ]))
+    return lines
+
+
+# --- topology -----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Switch:
+    name: str
+    nodes: str | None = None
+    switches: str | None = None
+
+    def line(self) -> str:
+        return key_values([("SwitchName", self.name), ("Switches", self.switches), ("Nodes", self.nodes)])
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    name: str
+    nodes: str
+
+    def line(self) -> str:
+        return key_values([("BlockName", self.name), ("Nodes", self.nodes)])
+
+
+def compute_fabric(plan: ClusterPlan, g: GroupPlan) -> FabricPlan | None:
+    """The first fabric the group is attached to with its compute NICs (the one jobs communicate over)."""
+    pos = next(i for i, x in enumerate(plan.groups) if x is g)
+    for f in plan.fabrics:
+        if (pos, "compute") in f.attached:
+            return f
+    return None
+
+
+def _width(n: int) -> int:
+    return len(str(n))
+
+
+def _check_switch(name: str) -> str:
+    if len(name) > SWITCH_NAME_MAX:
+        raise SlurmRenderError(f"switch name {name} is longer than {SWITCH_NAME_MAX} characters (topology.conf(5))")
+    return name
+
+
+def _fabric_switches(plan: ClusterPlan, f: FabricPlan, members: list[GroupPlan]) -> list[Switch]:
+    """Scalable units as the leaf level, then the spine (two tiers) or pods and core (three tiers).
+
+    A rail-optimized SU (or a non-rail SU spread over several leaves) is one switch named
+    ``<fabric>-su<N>``: every node of it reaches every other over one leaf hop on each rail. A non-rail SU
+    on one leaf is that leaf, by its planned name."""
+    attached = {plan.groups[gi].name for gi, role in f.attached if role == "compute"}
+    keep: set[str] | None = None
+    if attached - {g.name for g in members}:
+        keep = {h for g in members for h in g.hosts}  # attached hosts that are no slurm nodes (rare)
+    w = _width(len(f.sus))
+    su_names: list[str | None] = []
+    out: list[Switch] = []
+    for su in f.sus:
+        nodes = su.hostlist
+        if keep is not None:
+            nodes = hostlist.compress(h for h in hostlist.expand(su.hostlist) if h in keep) if su.hostlist else ""
+        if not nodes:
+            su_names.append(None)
+            continue
+        one_leaf = su.leaves and not f.rail_optimized and hostlist.count(su.leaves) == 1
+        name = _check_switch(su.leaves if one_leaf else f"{f.name}-su{str(su.index + 1).zfill(w)}")
+        su_names.append(name)
+        out.append(Switch(name, nodes=nodes))
+    named = [n for n in su_names if n]
+    if f.tiers_declared == 2 and named:
+        out.append(Switch(_check_switch(f"{f.name}-spine"), switches=hostlist.compress(named)))
+    elif f.tiers_declared >= 3 and named:
+        per_pod = max(1, f.leaves_per_pod // max(1, f.leaves_per_su))
+        pods = []
+        n_pods = -(-len(su_names) // per_pod)
+        pw = max(2, _width(n_pods))
+        for p in range(n_pods):
+            children = [n for n in su_names[p * per_pod:(p + 1) * per_pod] if n]
+            if children:
+                pod = _check_switch(f"{f.name}-pod{str(p + 1).zfill(pw)}")
+                pods.append(pod)
+                out.append(Switch(pod, switches=hostlist.compress(children)))
+        out.append(Switch(_check_switch(f"{f.name}-core"), switches=hostlist.compress(pods)))
+    return out
+
+
+def tree_switches(plan: ClusterPlan, groups: Sequence[GroupPlan]) -> list[Switch]:
+    """The switch tree of every compute fabric the slurm nodes are on. A node group on no compute fabric
+    is a switch of its own (topology/tree wants every node under a switch; jobs then never span it and the
+    other groups, which is right: it shares no fabric with them)."""
+    by_fabric: dict[int, list[GroupPlan]] = {}
+    alone: list[GroupPlan] = []
+    fabrics: dict[int, FabricPlan] = {}
+    for g in groups:
+        f = compute_fabric(plan, g)
+        if f is None:
+            alone.append(g)
+        else:
+            by_fabric.setdefault(f.index, []).append(g)
+            fabrics[f.index] = f
+    out: list[Switch] = []
+    for fi, members in by_fabric.items():
+        out.extend(_fabric_switches(plan, fabrics[fi], members))
+    for g in alone:
+        out.append(Switch(_check_switch(g.name), nodes=g.hostlist))
+    return out
+
+
+def nvlink_blocks(plan: ClusterPlan, groups: Sequence[GroupPlan]) -> list[Block]:
+    """One block per multi-node NVLink domain: the hosts of one NVL72 rack (18 trays), named after the rack
+    (``<rack>-<k>`` when a rack holds several domains, ``<group>-nvl<NN>`` for unplaced hosts). Node groups
+    without multi-node domains are one block each, so they stay schedulable under topology/block."""
+    domain_groups = {g.name for g in multi_node(plan)}
+    out: list[Block] = []
+    for g in groups:
+        if g.name not in domain_groups:
+            out.append(Block(g.name, g.hostlist))
+            continue
+        per = max(1, g.nvlink_domain_gpus // g.type.gpus)
+        by_rack: dict[int, list[str]] = {}
+        for host, r in zip(g.hosts, g.rack_index):
+            by_rack.setdefault(r, []).append(host)
+        unplaced = 0
+        for r, hosts in by_rack.items():
+            chunks = [hosts[i:i + per] for i in range(0, len(hosts), per)]
+            for k, chunk in enumerate(chunks):
+                if r >= 0:
+                    name = plan.racks[r].name if len(chunks) == 1 else f"{plan.racks[r].name}-{k + 1}"
+                else:
+                    unplaced += 1
+                    name = f"{g.name}-nvl{unplaced:02d}"
+                out.append(Block(name, hostlist.compress(chunk)))
+    return out
+
+
+# --- the files ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    comment: str
+    lines: tuple[str, ...]
+
+
+def _kv(key: str, value: object) -> str:
+    return key_values([(key, value)])
+
+
+def _topology_plugin(topology: str, version: Version) -> tuple[str | None, str]:
+    """(TopologyPlugin value or None, comment)."""
+    if topology == "tree":
+        return "topology/tree", "topology.conf: one switch per scalable unit of the compute fabric"
+    if topology == "block":
+        if version < BLOCK_PLUGIN:
+            return None, f"topology/block needs Slurm {_v(BLOCK_PLUGIN)}; not configured for {_v(version)}"
+        return "topology/block", "topology.conf: one block per NVLink domain"
+    if topology == "yaml":
+        if version < TOPOLOGY_YAML:
+            return None, f"topology.yaml needs Slurm {_v(TOPOLOGY_YAML)}; not configured for {_v(version)}"
+        return None, "topology.yaml (read instead of TopologyPlugin and topology.conf)"
+    return None, "no topology (topology: none)"
+
+
+def slurm_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan]) -> str:
+    slurm = plan.blueprint.slurm
+    name = (slurm.cluster_name or plan.blueprint.name).lower()
+    if len(name) > CLUSTER_NAME_MAX:
+        raise SlurmRenderError(f"ClusterName {name} is longer than {CLUSTER_NAME_MAX} characters (slurm.conf(5))")
+    controllers = hostlist.expand(slurm.controllers)
+    plugin, topo_comment = _topology_plugin(slurm.topology, version)
+    control = [_kv("ClusterName", name), *(_kv("SlurmctldHost", c) for c in controllers),
+               _kv("SlurmUser", "slurm"), _kv("AuthType", "auth/munge"),
+               _kv("StateSaveLocation", "/var/spool/slurmctld"), _kv("SlurmdSpoolDir", "/var/spool/slurmd")]
+    # no SlurmctldParameters=enable_configless: the Ansible roles install the rendered files on every node
+    # (one source of truth, reviewed in git); a slurmd with local files logs an error under configless
+    sections = [
+        Section(f"control: {len(controllers)} slurmctld host(s), the first is the primary", tuple(control)),
+        Section("accounting through slurmdbd; GPUs are a tracked resource", (
+            _kv("AccountingStorageType", "accounting_storage/slurmdbd"),
+            _kv("AccountingStorageHost", slurm.accounting_host or controllers[0]),
+            _kv("AccountingStorageTRES", "gres/gpu"),
+            _kv("JobAcctGatherType", "jobacct_gather/cgroup"),
+        )),
+        Section("scheduling: cores and memory are consumable, GPUs are GRES", (
+            _kv("SelectType", "select/cons_tres"),
+            _kv("SelectTypeParameters", "CR_Core_Memory"),
+            _kv("GresTypes", "gpu"),
+        )),
+        Section(topo_comment, (_kv("TopologyPlugin", plugin),) if plugin else ()),
+        Section("jobs run in cgroups (cgroup.conf), tasks bound to cores", (
+            _kv("ProctrackType", "proctrack/cgroup"),
+            _kv("TaskPlugin", "task/cgroup,task/affinity"),
+            _kv("PrologFlags", "Alloc,Contain"),
+            _kv("MpiDefault", "pmix"),
+        )),
+        Section("node health (NHC) and reboots", (
+            _kv("HealthCheckProgram", "/usr/sbin/nhc"),
+            _kv("HealthCheckInterval", 300),
+            _kv("HealthCheckNodeState", "ANY"),
+            _kv("RebootProgram", "/usr/sbin/reboot"),
+            _kv("ResumeTimeout", 900),
+        )),
+        Section("nodes: one line per node group", tuple(node_line(g, memory_reserve_gb(slurm, g.type.memory_gb)) for g in groups)),
+        Section("partitions", tuple(partition_lines(plan))),
+    ]
+    return render_template("slurm/slurm.conf.j2", header=header(plan), version=_v(version), sections=sections)
+
+
+def _autodetect(mode: str, version: Version) -> tuple[str | None, str]:
+    if mode == "nvidia" and version < AUTODETECT_NVIDIA:
+        return None, (f"AutoDetect=nvidia needs Slurm {_v(AUTODETECT_NVIDIA)}; not emitted for {_v(version)}: "
+                      "the lines below are the only source")
+    if mode == "off":
+        return "off", "no autodetection: the lines below are the only source"
+    return mode, "autodetected GPUs are checked against the lines below"
+
+
+def gres_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan], dev_dir: str) -> str:
+    mode, comment = _autodetect(plan.blueprint.slurm.gres_autodetect, version)
+    return render_template("slurm/gres.conf.j2", header=header(plan), comment=comment,
+                           autodetect=_kv("AutoDetect", mode) if mode else None,
+                           lines=gres_lines(groups, version, dev_dir))
+
+
+def topology_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan]) -> str:
+    slurm = plan.blueprint.slurm
+    if slurm.topology == "tree":
+        lines = [s.line() for s in tree_switches(plan, groups)]
+    else:
+        lines = [b.line() for b in nvlink_blocks(plan, groups)]
+        if slurm.block_sizes and version >= BLOCK_SIZES:
+            lines.append(_kv("BlockSizes", slurm.block_sizes))
+        elif slurm.block_sizes:
+            lines.append(f"# BlockSizes needs Slurm {_v(BLOCK_SIZES)}; not emitted for {_v(version)}")
+    return render_template("slurm/topology.conf.j2", header=header(plan), lines=lines)
+
+
+def topology_yaml(plan: ClusterPlan, groups: Sequence[GroupPlan]) -> str:
+    """topology.yaml(5): the compute-fabric tree, plus the NVLink blocks when there are multi-node
+    domains (then the block topology is the cluster default, as NVLINK004 asks)."""
+    slurm = plan.blueprint.slurm
+    switches = tree_switches(plan, groups)
+    has_domains = bool(multi_node(plan))
+    topologies = [{"name": "fabric", "default": not has_domains, "kind": "tree", "switches": switches}]
+    if has_domains:
+        topologies.append({"name": "nvlink", "default": True, "kind": "block",
+                           "block_sizes": list(slurm.block_sizes), "blocks": nvlink_blocks(plan, groups)})
+    return render_template("slurm/topology.yaml.j2", header=header(plan), topologies=topologies)
+
+
+def cgroup_conf(plan: ClusterPlan, version: Version) -> str:
+    lines = []
+    if version >= CGROUP_PLUGIN:
+        lines.append(_kv("CgroupPlugin", "autodetect"))
+    lines += [_kv("ConstrainCores", "yes"), _kv("ConstrainDevices", "yes"), _kv("ConstrainRAMSpace", "yes")]
+    return render_template("slurm/cgroup.conf.j2", header=header(plan), lines=lines)
+
+
+def slurmdbd_conf(plan: ClusterPlan) -> str:
+    slurm = plan.blueprint.slurm
+    dbd_host = slurm.accounting_host or hostlist.expand(slurm.controllers)[0]
+    lines = [_kv("AuthType", "auth/munge"), _kv("DbdHost", dbd_host), _kv("SlurmUser", "slurm"),
+             _kv("LogFile", "/var/log/slurm/slurmdbd.log"),
+             _kv("StorageType", "accounting_storage/mysql"), _kv("StorageHost", "localhost"),
+             _kv("StorageUser", "slurm"), _kv("StorageLoc", "slurm_acct_db")]
+    return render_template("slurm/slurmdbd.conf.j2.j2", header=header(plan), lines=lines,
+                           password_variable="slurmdbd_storage_pass")
+
+
+def render(plan: ClusterPlan, *, dev_dir: str = DEV_DIR) -> dict[str, str]:
+    """The slurm/ files of docs/render-layout.md; nothing when the blueprint has no ``slurm:`` section.
+
+    ``dev_dir`` is where gres.conf's ``File=`` device nodes live (``/dev`` on real nodes); the real-Slurm
+    integration test points it at stand-in device nodes it creates."""
+    slurm = plan.blueprint.slurm
+    if slurm is None:
+        return {}
+    version = slurm_version(plan)
+    groups = node_groups(plan)
+    files = {
+        "slurm/slurm.conf": slurm_conf(plan, version, groups),
+        "slurm/gres.conf": gres_conf(plan, version, groups, dev_dir),
+        "slurm/cgroup.conf": cgroup_conf(plan, version),
+        "slurm/slurmdbd.conf.j2": slurmdbd_conf(plan),
+    }
+    if slurm.topology in ("tree", "block") and _topology_plugin(slurm.topology, version)[0]:
+        files["slurm/topology.conf"] = topology_conf(plan, version, groups)
+    elif slurm.topology == "yaml" and version >= TOPOLOGY_YAML:
+        files["slurm/topology.yaml"] = topology_yaml(plan, groups)
+    return files
