@@ -133,9 +133,10 @@ software: {{os: ubuntu-24.04, driver: "570", cuda: "12.8", containers: enroot}}
 """
 
 
-def measure(path: Path) -> dict:
+def measure(path: Path, command: tuple[str, ...] = ("validate",)) -> dict:
+    """Wall time and peak RSS of one ``python -m clusterctl COMMAND... BLUEPRINT`` subprocess."""
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    cmd = [sys.executable, "-c", _WRAPPER, sys.executable, "-m", "clusterctl", "validate", str(path)]
+    cmd = [sys.executable, "-c", _WRAPPER, sys.executable, "-m", "clusterctl", command[0], str(path), *command[1:]]
     r = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=True)
     return json.loads(r.stdout)
 

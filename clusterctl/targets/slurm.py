@@ -427,7 +427,7 @@ def slurm_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan])
             _kv("MpiDefault", "pmix"),
         )),
         Section("node health (NHC) and reboots", (
-            _kv("HealthCheckProgram", "/usr/sbin/nhc"),
+            _kv("HealthCheckProgram", "/usr/local/sbin/node-health-check"),
             _kv("HealthCheckInterval", 300),
             _kv("HealthCheckNodeState", "ANY"),
             _kv("RebootProgram", "/usr/sbin/reboot"),

@@ -1,9 +1,65 @@
-"""testinfra target (being written)."""
+"""testinfra target: acceptance tests of the configured cluster, one file per node group.
+
+``tests/test_<group>.py`` checks what the roles installed (files equal to the rendered ones, packages,
+limits, fstab) and, under markers, what needs the real machine: ``hardware`` (GPU count, RDMA links),
+``services`` (daemons running), ``mounts`` (shared file systems mounted) and ``kernel`` (sysctl values
+loaded). Run them through the rendered inventory::
+
+    pytest --hosts=ansible://gpu --ansible-inventory=OUT/ansible/inventory.yml OUT/tests
+
+Expectations come from the plan; files are compared with the rendered ones at test time, so the tests
+follow whatever the slurm and nccl targets wrote.
+"""
 
 from __future__ import annotations
 
-from clusterctl.plan.model import ClusterPlan
+from clusterctl.plan.model import ClusterPlan, GroupPlan
+from clusterctl.targets import ansible
+from clusterctl.targets.common import environment, header
+
+SLURM_ROLES = ("compute", "head", "login")
+"""node roles in the Ansible group slurm_cluster (plus the controller and accounting hosts)"""
+
+
+def _group_context(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> dict:
+    controllers, accounting = ansible._slurm_hosts(plan)
+    hosts = set(g.hosts)
+    slurm = plan.blueprint.slurm is not None
+    ports, rate = ansible._rdma_nics(g)
+    mounts, expected, local = ansible.storage_mounts(plan, g)
+    n = nccl.get(g.name, {})
+    return {
+        "g": g,
+        "slurm": slurm and (g.role in SLURM_ROLES or bool(hosts & set(controllers + accounting))),
+        "controllers": slurm and bool(hosts & set(controllers)),
+        "accounting": slurm and bool(hosts & set(accounting)),
+        "slurmd": slurm and g.role == "compute",
+        "login": g.role == "login",
+        "node_health": g.role == "compute",
+        "gpus": g.type.gpus,
+        "rdma_ports": ports,
+        "rdma_rate": rate,
+        "nccl_conf": f"nccl/{n['nccl_conf_file']}" if n else None,
+        "nccl_path": n.get("nccl_conf_path", "/etc/nccl.conf"),
+        "nccl_env": f"nccl/{n['nccl_env_file']}" if "nccl_env_file" in n else None,
+        "mounts": mounts,
+        "expected_mounts": expected,
+        "local_dirs": local,
+    }
 
 
 def render(plan: ClusterPlan) -> dict[str, str]:
-    return {}
+    env = environment()
+    env.filters["py"] = repr
+    ctx = {"plan": plan, "header": header(plan).rstrip("\n"), "neigh": ansible._neigh_thresholds(plan),
+           "slurm_config_dir": ansible.SLURM_CONFIG_DIR, "default_health_check": ansible.NODE_HEALTH_SCRIPT,
+           "health_config": ansible.NODE_HEALTH_CONFIG, "sysctl_file": ansible.SYSCTL_FILE,
+           "limits_file": ansible.LIMITS_FILE, "hosts_marker": ansible.HOSTS_MARKER}
+    files = {"tests/conftest.py": env.get_template("testinfra/conftest.py.j2").render(**ctx)}
+    nccl = ansible.nccl_groups(plan)
+    tmpl = env.get_template("testinfra/test_group.py.j2")
+    for g in plan.groups:
+        files[f"tests/test_{g.name}.py"] = tmpl.render(**_group_context(plan, g, nccl), **ctx)
+    for path, text in files.items():  # a template slip fails the render, not the acceptance run
+        compile(text, path, "exec")
+    return dict(sorted(files.items()))

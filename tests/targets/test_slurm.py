@@ -121,7 +121,7 @@ def test_lab_slurm_conf():
         "TaskPlugin=task/cgroup,task/affinity",
         "PrologFlags=Alloc,Contain",
         "MpiDefault=pmix",
-        "HealthCheckProgram=/usr/sbin/nhc",
+        "HealthCheckProgram=/usr/local/sbin/node-health-check",
         "HealthCheckInterval=300",
         "HealthCheckNodeState=ANY",
         "RebootProgram=/usr/sbin/reboot",

@@ -1,0 +1,77 @@
+#!/bin/bash
+# Node health check installed by the clusterctl node_health role; Slurm runs it as HealthCheckProgram.
+# Checks the expectations in /etc/clusterctl/node-health.conf (rendered from the cluster plan): the GPU
+# count (nvidia-smi -L), ACTIVE RDMA ports at the expected rate (/sys/class/infiniband/*/ports/*) and mounts.
+# Usage: node-health-check [--no-drain] [--config FILE]
+# Exits 0 when healthy; otherwise prints every problem, drains the node in Slurm (unless --no-drain or
+# NODE_HEALTH_DRAIN=0) and exits 1.
+set -u
+
+config=/etc/clusterctl/node-health.conf
+drain_override=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --no-drain) drain_override=0 ;;
+    --config) shift; config="${1:?--config needs a file}" ;;
+    -h | --help) sed -n '2,7p' "$0"; exit 0 ;;
+    *) echo "node-health-check: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+NODE_HEALTH_GPU_COUNT=0
+NODE_HEALTH_RDMA_PORT_COUNT=0
+NODE_HEALTH_RDMA_RATE_GBPS=0
+NODE_HEALTH_MOUNTS=""
+NODE_HEALTH_DRAIN=0
+if [ -r "$config" ]; then
+  # shellcheck source=/dev/null
+  . "$config"
+fi
+[ -n "$drain_override" ] && NODE_HEALTH_DRAIN=$drain_override
+
+problems=()
+
+if [ "$NODE_HEALTH_GPU_COUNT" -gt 0 ]; then
+  if ! command -v nvidia-smi > /dev/null 2>&1; then
+    problems+=("nvidia-smi not found (expected $NODE_HEALTH_GPU_COUNT GPUs)")
+  else
+    gpus=$(timeout 60 nvidia-smi -L 2> /dev/null | grep -c '^GPU ')
+    if [ "$gpus" -ne "$NODE_HEALTH_GPU_COUNT" ]; then
+      problems+=("nvidia-smi lists $gpus GPUs, expected $NODE_HEALTH_GPU_COUNT")
+    fi
+  fi
+fi
+
+if [ "$NODE_HEALTH_RDMA_PORT_COUNT" -gt 0 ]; then
+  active=0
+  for port in /sys/class/infiniband/*/ports/*; do
+    [ -r "$port/state" ] || continue
+    grep -q ACTIVE "$port/state" || continue
+    # "400 Gb/sec (4X NDR)" -> 400
+    rate=$(sed -n 's/^\([0-9]*\).*/\1/p' "$port/rate" 2> /dev/null)
+    if [ "${rate:-0}" -ge "$NODE_HEALTH_RDMA_RATE_GBPS" ]; then
+      active=$((active + 1))
+    fi
+  done
+  if [ "$active" -lt "$NODE_HEALTH_RDMA_PORT_COUNT" ]; then
+    problems+=("$active RDMA ports ACTIVE at >= $NODE_HEALTH_RDMA_RATE_GBPS Gb/s, expected $NODE_HEALTH_RDMA_PORT_COUNT")
+  fi
+fi
+
+for mount in $NODE_HEALTH_MOUNTS; do
+  if ! timeout 10 mountpoint -q "$mount"; then
+    problems+=("$mount is not mounted")
+  fi
+done
+
+if [ ${#problems[@]} -eq 0 ]; then
+  exit 0
+fi
+printf 'node-health-check: %s\n' "${problems[@]}" >&2
+if [ "$NODE_HEALTH_DRAIN" = 1 ] && command -v scontrol > /dev/null 2>&1; then
+  reason="node-health: ${problems[0]}"
+  [ ${#problems[@]} -gt 1 ] && reason="$reason (+$((${#problems[@]} - 1)) more)"
+  scontrol update NodeName="${SLURMD_NODENAME:-$(hostname -s)}" State=DRAIN Reason="$reason" || true
+fi
+exit 1
