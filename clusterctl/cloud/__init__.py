@@ -1,0 +1,1 @@
+"""Pulumi component resources for cloud GPU clusters (AWS, GCP, Azure), built from a CloudSpec."""

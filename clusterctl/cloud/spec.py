@@ -1,0 +1,94 @@
+"""The cloud part of a ClusterPlan as plain data (``cluster.json`` in a rendered Pulumi project).
+
+The Pulumi program reads this file, not the blueprint: the project is self-contained, reviewable, and
+its behaviour is pinned by what clusterctl rendered. Component resources (``clusterctl.cloud.aws`` /
+``gcp`` / ``azure``) take a :class:`CloudSpec` and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+from clusterctl.plan.model import ClusterPlan
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    name: str
+    role: str
+    """compute, head, login, storage or service"""
+    instance_type: str
+    count: int
+    hostnames: tuple[str, ...]
+    gpus: int
+    gpu_model: str | None
+    accelerator_nics: int
+    """EFA devices / GPU NICs / IB HCAs of the instance type"""
+    network_fabric: str
+    """efa, tcpx, tcpxo, rdma-roce, infiniband or ethernet"""
+    network_gbps: float
+    placement: str
+    """placement construct the instance type needs: cluster-placement-group, compact-placement-policy,
+    proximity-placement-group or none"""
+    local_nvme_tb: float
+
+
+@dataclass(frozen=True)
+class StorageSpec:
+    name: str
+    tier: str
+    """parallel, nfs or object (local tiers are the instances' own disks)"""
+    mount: str
+    capacity_tb: float
+    read_gb_per_s: float
+    write_gb_per_s: float
+    checkpoint: bool
+
+
+@dataclass(frozen=True)
+class CloudSpec:
+    cluster: str
+    provider: str
+    region: str
+    zone: str | None
+    placement_group: bool
+    reservation: str | None
+    admin_cidr: str
+    groups: tuple[GroupSpec, ...]
+    storage: tuple[StorageSpec, ...]
+    tags: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> "CloudSpec":
+        d = json.loads(text)
+        d["groups"] = tuple(GroupSpec(**{**g, "hostnames": tuple(g["hostnames"])}) for g in d["groups"])
+        d["storage"] = tuple(StorageSpec(**s) for s in d["storage"])
+        return cls(**d)
+
+
+def cloud_spec(plan: ClusterPlan) -> CloudSpec | None:
+    """The spec of a plan with a ``cloud:`` section whose node types are cloud instances; None otherwise."""
+    cloud = plan.blueprint.cloud
+    if cloud is None:
+        return None
+    groups = []
+    for g in plan.groups:
+        inst = g.type.instance
+        if inst is None:
+            continue
+        groups.append(GroupSpec(
+            name=g.name, role=g.role, instance_type=g.type.instance_name, count=g.count, hostnames=g.hosts,
+            gpus=g.type.gpus, gpu_model=g.type.gpu_model, accelerator_nics=inst.network.gpu_nics,
+            network_fabric=inst.network.fabric, network_gbps=inst.network.total_gbps, placement=inst.placement,
+            local_nvme_tb=inst.local_nvme_tb))
+    storage = tuple(
+        StorageSpec(t.name, t.tier, t.mount, t.capacity_tb, t.read_gb_per_s, t.write_gb_per_s, t.checkpoint)
+        for t in plan.blueprint.storage if t.tier != "local")
+    return CloudSpec(cluster=plan.blueprint.name, provider=cloud.provider, region=cloud.region, zone=cloud.zone,
+                     placement_group=cloud.placement_group, reservation=cloud.reservation,
+                     admin_cidr=cloud.admin_cidr, groups=tuple(groups), storage=storage,
+                     tags={"clusterctl:cluster": plan.blueprint.name, "managed-by": "clusterctl"})
