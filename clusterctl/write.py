@@ -8,6 +8,8 @@
 - The output directory is owned by clusterctl: a manifest (``.clusterctl-manifest``) lists what was
   rendered. A non-empty directory without a manifest is refused, so a typo'd ``-o`` cannot replace a
   directory of someone else's files.
+- Files clusterctl did not render (a Pulumi venv and stack file, ``outputs.json``, a vault file next to
+  the playbook) are carried over into the new tree before the swap: a re-render never deletes them.
 """
 
 from __future__ import annotations
@@ -64,6 +66,25 @@ def _safe(path: str) -> str:
     return p.as_posix()
 
 
+def _carry_unmanaged(old: Path, new: Path, managed: set[str]) -> None:
+    """Move what clusterctl does not manage from ``old`` into ``new`` (whole subtrees where possible)."""
+    prefixes = {p.rsplit("/", i)[0] for p in managed for i in range(1, p.count("/") + 1)}
+
+    def visit(rel: str) -> None:
+        src = old / rel if rel else old
+        for entry in sorted(src.iterdir()):
+            r = f"{rel}/{entry.name}" if rel else entry.name
+            if r == MANIFEST or r in managed:
+                continue
+            if entry.is_dir() and not entry.is_symlink() and r in prefixes:
+                visit(r)  # holds rendered files: look inside
+            elif not (new / r).exists():
+                (new / r).parent.mkdir(parents=True, exist_ok=True)
+                entry.rename(new / r)
+
+    visit("")
+
+
 def compare(files: dict[str, str], out: Path) -> WriteResult:
     result = WriteResult()
     previous = _previous(out) or set()
@@ -103,6 +124,8 @@ def write_tree(files: dict[str, str], out: Path, *, executable: set[str] | None 
                 if path in executable:
                     dest.chmod(0o755)
         (tmp / MANIFEST).write_text(_manifest_text(files))
+        if out.is_dir():
+            _carry_unmanaged(out, tmp, (_previous(out) or set()) | set(files))
         # mkdtemp makes 0700 directories; give the tree ordinary permissions
         for root, dirs, _ in os.walk(tmp):
             for d in dirs:

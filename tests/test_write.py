@@ -66,3 +66,18 @@ def test_refuses_a_directory_it_does_not_own(tmp_path):
 def test_unsafe_paths_are_refused(tmp_path):
     with pytest.raises(ValueError):
         write_tree({"../escape": "x"}, tmp_path / "out")
+
+
+def test_files_clusterctl_did_not_render_survive_a_rerender(tmp_path):
+    out = tmp_path / "out"
+    write_tree(FILES | {"pulumi/Pulumi.yaml": "name: x\n"}, out)
+    (out / "pulumi" / "Pulumi.prod.yaml").write_text("config: {secure: v1:abc}\n")  # pulumi config set --secret
+    (out / "pulumi" / "venv" / "bin").mkdir(parents=True)
+    (out / "pulumi" / "venv" / "bin" / "python").write_text("#!")
+    (out / "outputs.json").write_text("{}")
+    r = write_tree(FILES | {"pulumi/Pulumi.yaml": "name: y\n"}, out)
+    assert r.changed == ["pulumi/Pulumi.yaml"]
+    assert (out / "pulumi" / "Pulumi.prod.yaml").read_text() == "config: {secure: v1:abc}\n"
+    assert (out / "pulumi" / "venv" / "bin" / "python").read_text() == "#!"
+    assert (out / "outputs.json").read_text() == "{}"
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]

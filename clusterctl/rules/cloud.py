@@ -167,3 +167,101 @@ def reservation(plan: ClusterPlan) -> Iterator[Hit]:
                   f"without a capacity reservation",
                   "reserve capacity (capacity reservation / Capacity Block / GCP reservation) and name it in "
                   "cloud.reservation", sev)
+
+
+ZONAL_RESERVATION_PROVIDERS = ("aws", "gcp")
+"""providers whose reservations hold one instance type in one zone (Azure capacity reservation groups hold
+reservations of several VM sizes and may be regional)"""
+
+
+@rule("CLOUD007", "cloud", Severity.ERROR, "reservation does not fit the node groups")
+def reservation_fit(plan: ClusterPlan) -> Iterator[Hit]:
+    """``cloud.reservation`` names one capacity reservation, and on AWS and GCP a reservation is for one
+    instance type in one zone:
+
+    - AWS On-Demand Capacity Reservations and Capacity Blocks are created for one ``InstanceType`` in one
+      ``AvailabilityZone`` (EC2 API CreateCapacityReservation: "reserve capacity for your Amazon EC2
+      instances in a specific Availability Zone"; an instance uses it only when "the instance attributes
+      match", EC2 User Guide, placement group rules and limitations); GCP reservations are "Compute Engine
+      zonal resources" and "to consume a reservation, a VM must have properties that exactly match that
+      reservation" (Compute Engine docs, reservations overview / create a reservation for a single project).
+    - So GPU node groups of two or more instance types cannot all launch into it: the others run
+      on demand, which for H100-class types at this size commonly fails with insufficient capacity after
+      part of the cluster is up (an error, on the ``cloud.reservation`` path, naming the types).
+    - Without ``cloud.zone`` the program chooses the zone, and the instances consume the zonal
+      reservation only if that happens to be the reservation's zone (an error on ``cloud.zone``).
+
+    A reservation with ``placement_group: false`` for multi-node EFA/RDMA types is CLOUD002's finding
+    (the placement group is missing whatever the reservation). Mixing instance types in one AWS cluster
+    placement group is not reported: AWS only *recommends* one type per group (a higher chance of
+    insufficient capacity), it does not refuse it."""
+    cloud = plan.blueprint.cloud
+    if cloud is None or not cloud.reservation or cloud.provider not in ZONAL_RESERVATION_PROVIDERS:
+        return
+    gpu_types: dict[str, list[str]] = {}
+    for g in plan.groups:
+        if g.type.instance is not None and g.type.gpus and g.type.instance.provider == cloud.provider:
+            gpu_types.setdefault(g.type.instance_name, []).append(f"{g.name} ({g.count:,})")
+    if len(gpu_types) > 1:
+        listed = "; ".join(f"{t}: {', '.join(gs)}" for t, gs in gpu_types.items())
+        first = next(iter(gpu_types))
+        yield Hit(("cloud", "reservation"),
+                  f"reservation {cloud.reservation} is for one instance type, but the GPU node groups use "
+                  f"{len(gpu_types)} ({listed}); on {cloud.provider} only one type can launch into it",
+                  f"use one GPU instance type (e.g. {first}) per blueprint, or a blueprint per reservation")
+    if gpu_types and cloud.zone is None:
+        yield Hit(("cloud", "zone"),
+                  f"reservation {cloud.reservation} is zonal, but cloud.zone is not set: the instances use it "
+                  f"only if they land in its zone",
+                  "set cloud.zone to the reservation's zone (the AZ name on AWS, e.g. "
+                  f"{_ZONE_EXAMPLE[cloud.provider].format(r=cloud.region)})")
+
+
+MANAGED_LUSTRE_MAX_MB_PER_TIB = {
+    "aws": ("FSx for Lustre PERSISTENT_2", 1000),
+    "gcp": ("Managed Lustre", 1000),
+    "azure": ("Azure Managed Lustre", 500),
+}
+"""provider -> (service, highest throughput tier in MB/s per TiB of capacity)"""
+TIB_PER_TB = 1e12 / 2**40
+LUSTRE_ROUNDING = 0.01
+"""capacities in blueprints are rounded (52.7 TB for 48 TiB): 1 % over the maximum is not reported"""
+
+
+@rule("CLOUD008", "cloud", Severity.ERROR, "storage bandwidth beyond the managed Lustre at that capacity")
+def managed_lustre_bandwidth(plan: ClusterPlan) -> Iterator[Hit]:
+    """A cloud's managed Lustre delivers throughput in proportion to its capacity, up to the fastest
+    tier's MB/s per TiB, so a Lustre tier's ``read_gb_per_s`` / ``write_gb_per_s`` must be at most
+    ``capacity`` (TiB) × that figure (1 GB/s = 1,000 MB/s; ``capacity_tb`` is decimal, 1 TB = 0.909 TiB):
+
+    - AWS FSx for Lustre PERSISTENT_2 (SSD): PerUnitStorageThroughput 125, 250, 500 or 1000 MB/s/TiB
+      (FSx for Lustre User Guide, "Managing throughput capacity"; FSx API CreateFileSystemLustreConfiguration).
+    - GCP Managed Lustre: performance tiers of 125, 250, 500 and 1000 MBps per TiB (Managed Lustre docs,
+      "Create a Managed Lustre instance" / "Performance tiers"; the 1000 tier's minimum is 9,000 GiB).
+    - Azure Managed Lustre: throughput SKUs AMLFS-Durable-Premium-40, -125, -250 and -500, i.e. at most
+      500 MB/s per TiB (Azure Managed Lustre docs, "Create an Azure Managed Lustre file system"; the
+      ND H100 v5 blueprint's AMLFS sizing, 128 TiB × 500 MB/s = 64 GB/s).
+
+    Faster needs more capacity (the program would otherwise provision less than the blueprint's figures,
+    and STORAGE001's checkpoint time is computed from them). Capacities rounded in the blueprint are
+    allowed 1 % over. Tiers of other file systems (WEKA, VAST on marketplace VMs) are not checked."""
+    cloud = plan.blueprint.cloud
+    if cloud is None or cloud.provider not in MANAGED_LUSTRE_MAX_MB_PER_TIB:
+        return
+    service, per_tib = MANAGED_LUSTRE_MAX_MB_PER_TIB[cloud.provider]
+    for i, t in enumerate(plan.blueprint.storage):
+        if t.tier != "parallel" or t.filesystem != "lustre":
+            continue
+        tib = t.capacity_tb * TIB_PER_TB
+        most = tib * per_tib / 1000  # GB/s
+        # one finding per tier: the larger of the two figures decides the capacity
+        key, label, want = max((("read_gb_per_s", "read", t.read_gb_per_s),
+                                ("write_gb_per_s", "write", t.write_gb_per_s)), key=lambda x: x[2])
+        if want <= most * (1 + LUSTRE_ROUNDING):
+            continue
+        need_tib = want * 1000 / per_tib
+        yield Hit(("storage", i, key),
+                  f"Lustre tier {t.name}: {want:g} GB/s {label} needs {need_tib:,.1f} TiB "
+                  f"({need_tib / TIB_PER_TB:,.1f} TB) of {service} at its fastest {per_tib:,} MB/s per TiB; "
+                  f"capacity_tb {t.capacity_tb:g} ({tib:,.1f} TiB) gives at most {most:,.1f} GB/s",
+                  f"raise capacity_tb to at least {need_tib / TIB_PER_TB:,.1f} or lower {key} to {most:,.1f}")

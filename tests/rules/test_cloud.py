@@ -6,7 +6,7 @@ import copy
 
 from tests.helpers import hits, shipped
 
-CODES = ("CLOUD001", "CLOUD002", "CLOUD003", "CLOUD004", "CLOUD005", "CLOUD006")
+CODES = ("CLOUD001", "CLOUD002", "CLOUD003", "CLOUD004", "CLOUD005", "CLOUD006", "CLOUD007", "CLOUD008")
 
 P5 = {
     "name": "p5-small",
@@ -143,3 +143,77 @@ def test_cpu_instances_need_no_placement_group_or_reservation():
     data["node_groups"][0].update(count=1, hostnames="gpu01")  # leave the GPU group out of CLOUD002/006
     for code in CODES:
         assert hits(data, code) == [], code
+
+
+def test_shipped_cloud_blueprints_are_quiet_on_the_new_rules():
+    for name in ("aws-p5", "gcp-a3-mega", "azure-nd-h100-v5"):
+        for code in ("CLOUD007", "CLOUD008"):
+            assert hits(shipped(name), code) == [], (name, code)
+
+
+def test_one_reservation_for_two_gpu_instance_types():
+    data = p5()
+    data["node_types"]["p4"] = {"instance": "p4d.24xlarge"}
+    data["node_groups"].append({"name": "a100", "type": "p4", "count": 2, "hostnames": "a100-[01-02]"})
+    found = hits(data, "CLOUD007")
+    (h,) = [f for f in found if f.code == "CLOUD007" and f.path == ("cloud", "reservation")]
+    assert str(h.severity) == "error"
+    assert ("reservation cr-0123 is for one instance type, but the GPU node groups use 2 "
+            "(p5.48xlarge: gpu (4); p4d.24xlarge: a100 (2)); on aws only one type can launch into it") in h.message
+
+
+def test_zonal_reservation_without_a_zone():
+    data = p5()
+    del data["cloud"]["zone"]
+    (h,) = hits(data, "CLOUD007")
+    assert h.code == "CLOUD007" and h.path == ("cloud", "zone")
+    assert "reservation cr-0123 is zonal, but cloud.zone is not set" in h.message and "us-east-1a" in h.hint
+    del data["cloud"]["reservation"]
+    assert hits(data, "CLOUD007") == []
+
+
+def test_azure_reservation_groups_hold_several_sizes():
+    data = shipped("azure-nd-h100-v5")
+    data["node_types"]["h200"] = {"instance": "Standard_ND96isr_H200_v5"}
+    data["node_groups"].append({"name": "h200", "type": "h200", "count": 2, "hostnames": "ndh200-[01-02]"})
+    assert hits(data, "CLOUD007") == []
+
+
+def fsx(**tier):
+    data = p5()
+    data["storage"] = [{"name": "fsx", "tier": "parallel", "filesystem": "lustre", "mount": "/fsx",
+                        "capacity_tb": 52.7, "read_gb_per_s": 48, "write_gb_per_s": 48, **tier}]
+    return data
+
+
+def test_fsx_bandwidth_beyond_1000_mb_per_tib():
+    assert hits(fsx(), "CLOUD008") == []  # 47.9 TiB at 1,000 MB/s: 48 GB/s within rounding
+    (h,) = hits(fsx(write_gb_per_s=60), "CLOUD008")
+    assert h.code == "CLOUD008" and str(h.severity) == "error" and h.path == ("storage", 0, "write_gb_per_s")
+    assert ("Lustre tier fsx: 60 GB/s write needs 60.0 TiB (66.0 TB) of FSx for Lustre PERSISTENT_2 at its fastest "
+            "1,000 MB/s per TiB; capacity_tb 52.7 (47.9 TiB) gives at most 47.9 GB/s") in h.message
+    assert "raise capacity_tb to at least 66.0 or lower write_gb_per_s to 47.9" in h.hint
+    (h,) = hits(fsx(read_gb_per_s=100, write_gb_per_s=60), "CLOUD008")  # one finding: the larger figure
+    assert h.path == ("storage", 0, "read_gb_per_s") and "100 GB/s read needs 100.0 TiB" in h.message
+
+
+def test_managed_lustre_maxima_of_gcp_and_azure():
+    data = shipped("gcp-a3-mega")  # 158.3 TB = 144 TiB: up to 144 GB/s at the 1000 MBps/TiB tier
+    data["storage"][0]["read_gb_per_s"] = 144
+    assert hits(data, "CLOUD008") == []
+    data["storage"][0]["read_gb_per_s"] = 200
+    (h,) = hits(data, "CLOUD008")
+    assert "of Managed Lustre at its fastest 1,000 MB/s per TiB" in h.message and "at most 144.0 GB/s" in h.message
+    data = shipped("azure-nd-h100-v5")  # 140.7 TB = 128 TiB x 500 MB/s = 64 GB/s
+    data["storage"][0]["write_gb_per_s"] = 80
+    (h,) = hits(data, "CLOUD008")
+    assert ("80 GB/s write needs 160.0 TiB (175.9 TB) of Azure Managed Lustre at its fastest 500 MB/s per TiB; "
+            "capacity_tb 140.7 (128.0 TiB) gives at most 64.0 GB/s") in h.message
+
+
+def test_other_file_systems_and_bare_metal_lustre_are_not_checked():
+    assert hits(fsx(filesystem="weka", write_gb_per_s=200), "CLOUD008") == []
+    data = fsx(write_gb_per_s=200)
+    del data["cloud"]
+    data["node_types"]["p5"] = {"server": "hgx-h100-8gpu"}
+    assert hits(data, "CLOUD008") == []
