@@ -267,6 +267,50 @@ def init(
     _err(f"wrote {output} from preset {preset}; next: clusterctl validate {output}")
 
 
+
+@app.command()
+def inventory(
+    blueprint: Annotated[Path, typer.Argument(help="blueprint YAML file")],
+    from_pulumi: Annotated[Path, typer.Option("--from-pulumi", help="`pulumi stack output --json --show-secrets` of the rendered project")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="the directory `clusterctl render` wrote (or a new one)")],
+    suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
+) -> None:
+    """Ansible inventory of a deployed cloud cluster: the render's groups plus each host's private address
+    from the Pulumi stack outputs (updates ansible/inventory.yml and hosts/hosts in DIR)."""
+    from clusterctl.cloud.inventory import OutputsError, cloud_nodes, read_outputs, write_inventory
+    from clusterctl.targets import RenderError
+    from clusterctl.validate import validate_loaded
+    from clusterctl.write import OutputDirError
+
+    codes = _parse_suppress(suppress or [])
+    try:
+        loaded = load_blueprint(blueprint)
+        v = validate_loaded(loaded, codes)
+    except BlueprintError as exc:
+        _report_unreadable(exc, Format.human)
+        raise typer.Exit(EXIT_UNREADABLE) from None
+    if v.result.worst() is not None and v.result.worst() >= Severity.ERROR:
+        diags = [d for d in diag.from_findings(v.result.findings, loaded.source) if d.severity >= Severity.ERROR]
+        _err(diag.to_text(diags, f"{loaded.source.file}: no inventory: {len(diags)} error(s); "
+                                 f"fix them or suppress the rule with a reason"))
+        raise typer.Exit(EXIT_FINDINGS)
+    try:
+        warnings: list[str] = []
+        nodes = cloud_nodes(v.plan, read_outputs(from_pulumi), from_pulumi, warnings)
+        result = write_inventory(v.plan, nodes, output, str(blueprint))
+    except OutputsError as exc:
+        raise _misuse(str(exc), exc.hint) from None
+    except OutputDirError as exc:
+        raise _misuse(str(exc)) from None
+    except RenderError as exc:
+        raise _misuse(f"{loaded.source.file}: cannot render: {exc}",
+                      "this needs a rule that reports it at validate time: please report it") from None
+    for w in warnings:
+        _err(f"warning: {w}")
+    _err(f"{output / 'ansible' / 'inventory.yml'}: {result.hosts} cloud hosts with ansible_host from {from_pulumi} "
+         f"({result.mode}; {len(result.changed)} file(s) changed); next: cd {output / 'ansible'} && "
+         f"ansible-playbook site.yml")
+
 def version_callback(value: bool) -> None:
     if value:
         _out(f"clusterctl {__version__}")

@@ -13,10 +13,16 @@ from clusterctl.cloud.spec import CloudSpec
 
 
 def build(spec: CloudSpec):
-    """Create the stack's resources for ``spec`` inside the running Pulumi program; returns the cluster
-    component (whose outputs the program exports)."""
+    """Create the stack's resources for ``spec`` inside the running Pulumi program and export the cluster
+    component's outputs as the stack outputs (``nodes`` among them, which ``clusterctl inventory`` reads).
+    Every provider's top-level component keeps them in ``.outputs``."""
+    import pulumi
+
     module = importlib.import_module(f"clusterctl.cloud.{spec.provider}")
-    return module.build(spec)
+    cluster = module.build(spec)
+    for key, value in sorted(cluster.outputs.items()):
+        pulumi.export(key, value)
+    return cluster
 
 
 def run(spec_file: str | Path = "cluster.json"):

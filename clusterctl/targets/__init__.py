@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from clusterctl.plan.model import ClusterPlan
 
-TARGETS = ("slurm", "nccl", "ansible", "testinfra")
+TARGETS = ("slurm", "nccl", "ansible", "testinfra", "pulumi")
 """in render order; ``--target`` selects a subset"""
 
 

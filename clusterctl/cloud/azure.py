@@ -1,0 +1,390 @@
+"""Azure components for a GPU training cluster, built from a :class:`CloudSpec` (pulumi-azure-native).
+
+``build(spec)`` returns a ``clusterctl:azure:Cluster`` component (it also owns the resource group) whose
+registered outputs include ``nodes`` ({hostname: {private_ip, group, role, instance_type}}). Children:
+
+- ``clusterctl:azure:Network``: one VNet with a compute, a head, an Azure Managed Lustre and an Azure
+  NetApp Files (delegated) subnet; an NSG on the compute and head subnets that admits SSH from
+  ``admin_cidr`` only and denies every other inbound flow from the Internet. The default address space
+  (10.20.0.0/16) stays clear of 172.16.0.0/16, which Azure reserves for the InfiniBand RDMA network.
+- ``clusterctl:azure:GpuNodeGroup``: a proximity placement group, an availability set in that group, and
+  one VM per hostname in both (Ubuntu-HPC image, accelerated networking, encryption at host, no public
+  IP). Azure documents that RDMA-capable VMs reach each other over InfiniBand only inside one scale set
+  (single placement group) or one availability set ("Set up InfiniBand", MicrosoftDocs azure-docs
+  articles/virtual-machines/setup-infiniband.md: "ensure that the VMs are in the same virtual machine
+  scale set or availability set"; up to 200 VMs per availability set). An availability set keeps one
+  named VM (and NIC with a static private IP) per hostname, which the ``nodes`` output needs.
+- ``clusterctl:azure:HeadNodes``: the CPU VMs (scheduler, login...); only ``login`` VMs get a public IP.
+- ``clusterctl:azure:Storage``: Azure Managed Lustre (``storagecache.AmlFilesystem``) for ``parallel``
+  tiers sized for capacity *and* bandwidth (:func:`amlfs_size`), Azure NetApp Files for ``nfs`` tiers
+  (:func:`anf_size`), and a checkpoint storage account (HTTPS only, TLS 1.2, no public blob access, no
+  shared keys, infrastructure encryption, VNet-only, blob versioning) with a private container.
+
+Stack configuration (``pulumi config set clusterctl:<key>``): ``sshPublicKey`` (required), ``adminUsername``,
+``adminCidr`` (overrides the blueprint's), ``vnetCidr``, ``storageAccountName``, ``gpuImage`` and
+``headImage`` (``publisher:offer:sku:version``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_azure_native as az
+
+from clusterctl.cloud.spec import CloudSpec, GroupSpec, StorageSpec
+
+PKG = "clusterctl:azure"
+TIB_PER_TB = 1e12 / 2**40
+# Ubuntu-HPC 22.04 from the Azure Marketplace (Azure/azhpc-images README: "Ubuntu-HPC 22.04
+# (microsoft-dsvm:ubuntu-hpc:2204:latest)") - InfiniBand, GPU driver, NCCL and HPC-X preinstalled.
+GPU_IMAGE = "microsoft-dsvm:ubuntu-hpc:2204:latest"
+HEAD_IMAGE = "Canonical:0001-com-ubuntu-server-jammy:22_04-lts-gen2:latest"
+AVAILABILITY_SET_MAX_VMS = 200
+# Azure Managed Lustre SKUs: (MB/s per TiB, minimum TiB, increment TiB); MicrosoftDocs azure-managed-lustre
+# create-file-system-portal.md "Throughput configurations" (40: 48/48, 125: 16/16, 250: 8/8, 500: 4/4;
+# 128 TiB maximum for the premium SKUs unless raised by support).
+AMLFS_SKUS = ((40, 48, 48), (125, 16, 16), (250, 8, 8), (500, 4, 4))
+# Azure NetApp Files service levels: MiB/s per TiB of capacity-pool quota (Standard 16, Premium 64, Ultra 128).
+ANF_LEVELS = (("Standard", 16), ("Premium", 64), ("Ultra", 128))
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+def tags(spec: CloudSpec, **extra: str) -> dict[str, str]:
+    return {**dict(sorted(spec.tags.items())), "cluster": spec.cluster, **extra}
+
+
+def image_reference(urn: str) -> dict:
+    publisher, offer, sku, version = urn.split(":")
+    return {"publisher": publisher, "offer": offer, "sku": sku, "version": version}
+
+
+def storage_account_name(cluster: str) -> str:
+    """3-24 lower-case letters and digits, globally unique (override with clusterctl:storageAccountName)."""
+    return (re.sub(r"[^a-z0-9]", "", cluster.lower())[:20] + "ckpt")[:24]
+
+
+@dataclass(frozen=True)
+class AmlfsSize:
+    per_unit_mbps: int
+    capacity_tib: int
+
+    @property
+    def sku(self) -> str:
+        return f"AMLFS-Durable-Premium-{self.per_unit_mbps}"
+
+    @property
+    def throughput_gb_per_s(self) -> float:
+        return self.capacity_tib * self.per_unit_mbps / 1000
+
+
+def _step_up(value: float, minimum: int, step: int) -> int:
+    return max(minimum, math.ceil(value / step - 1e-9) * step)
+
+
+def amlfs_size(capacity_tb: float, gb_per_s: float) -> AmlfsSize:
+    """The AMLFS SKU and size for a tier that needs ``capacity_tb`` and ``gb_per_s``: the lowest per-TiB
+    SKU whose bandwidth-driven size is within 10% of the data-driven size, else the 500 MB/s/TiB SKU
+    sized for the bandwidth; sizes round up to the SKU's increment."""
+    data_tib = capacity_tb * TIB_PER_TB
+    mbps = gb_per_s * 1000
+    for per_tib, minimum, step in AMLFS_SKUS:
+        bw_tib = mbps / per_tib
+        if bw_tib <= data_tib * 1.1:
+            return AmlfsSize(per_tib, _step_up(max(data_tib, bw_tib), minimum, step))
+    per_tib, minimum, step = AMLFS_SKUS[-1]
+    return AmlfsSize(per_tib, _step_up(max(data_tib, mbps / per_tib), minimum, step))
+
+
+def anf_size(capacity_tb: float, gb_per_s: float) -> tuple[str, int]:
+    """(service level, TiB) of an ANF capacity pool/volume meeting capacity and bandwidth (1 TiB steps)."""
+    data_tib = capacity_tb * TIB_PER_TB
+    mib_s = gb_per_s * 1e9 / 2**20
+    for level, per_tib in ANF_LEVELS:
+        if mib_s / per_tib <= data_tib * 1.1:
+            return level, _step_up(max(data_tib, mib_s / per_tib), 1, 1)
+    level, per_tib = ANF_LEVELS[-1]
+    return level, _step_up(max(data_tib, mib_s / per_tib), 1, 1)
+
+
+def is_gpu(group: GroupSpec) -> bool:
+    return group.gpus > 0
+
+
+@dataclass(frozen=True)
+class Settings:
+    admin_cidr: str
+    admin_username: str
+    ssh_public_key: str
+    vnet_cidr: str
+    storage_account: str
+    gpu_image: str
+    head_image: str
+
+    @classmethod
+    def load(cls, spec: CloudSpec) -> Settings:
+        c = pulumi.Config("clusterctl")
+        return cls(admin_cidr=c.get("adminCidr") or spec.admin_cidr,
+                   admin_username=c.get("adminUsername") or "azureuser",
+                   ssh_public_key=c.require("sshPublicKey"), vnet_cidr=c.get("vnetCidr") or "10.20.0.0/16",
+                   storage_account=c.get("storageAccountName") or storage_account_name(spec.cluster),
+                   gpu_image=c.get("gpuImage") or GPU_IMAGE, head_image=c.get("headImage") or HEAD_IMAGE)
+
+
+# ------------------------------------------------------------------------------------------- components
+
+class Network(pulumi.ComponentResource):
+    """VNet, subnets (compute, head, AMLFS, ANF) and the NSG."""
+
+    def __init__(self, name: str, spec: CloudSpec, settings: Settings, rg: az.resources.ResourceGroup,
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__(f"{PKG}:Network", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        vnet_net = ipaddress.ip_network(settings.vnet_cidr)
+        if vnet_net.overlaps(ipaddress.ip_network("172.16.0.0/16")):
+            raise ValueError(f"vnetCidr {vnet_net} overlaps 172.16.0.0/16, reserved for the InfiniBand RDMA network")
+        compute_cidr, rest = list(vnet_net.subnets(new_prefix=20))[:2]
+        head_cidr, amlfs_cidr, anf_cidr = list(rest.subnets(new_prefix=24))[:3]
+        self.cidrs = {"compute": compute_cidr, "head": head_cidr, "amlfs": amlfs_cidr, "anf": anf_cidr}
+
+        self.nsg = az.network.NetworkSecurityGroup(
+            f"{name}-nsg", resource_group_name=rg.name, location=rg.location, tags=tags(spec),
+            security_rules=[
+                {"name": "allow-ssh-admin", "priority": 100, "direction": "Inbound", "access": "Allow",
+                 "protocol": "Tcp", "source_address_prefix": settings.admin_cidr, "source_port_range": "*",
+                 "destination_address_prefix": "*", "destination_port_range": "22"},
+                {"name": "allow-vnet", "priority": 200, "direction": "Inbound", "access": "Allow",
+                 "protocol": "*", "source_address_prefix": "VirtualNetwork", "source_port_range": "*",
+                 "destination_address_prefix": "VirtualNetwork", "destination_port_range": "*"},
+                {"name": "deny-internet", "priority": 4000, "direction": "Inbound", "access": "Deny",
+                 "protocol": "*", "source_address_prefix": "Internet", "source_port_range": "*",
+                 "destination_address_prefix": "*", "destination_port_range": "*"},
+            ], opts=child)
+        self.vnet = az.network.VirtualNetwork(
+            f"{name}-vnet", resource_group_name=rg.name, location=rg.location, tags=tags(spec),
+            address_space={"address_prefixes": [settings.vnet_cidr]},
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["subnets"]))
+        storage_endpoint = [{"service": "Microsoft.Storage"}]
+        self.compute = az.network.Subnet(
+            f"{name}-compute", subnet_name="compute", resource_group_name=rg.name, virtual_network_name=self.vnet.name,
+            address_prefix=str(compute_cidr), network_security_group={"id": self.nsg.id},
+            service_endpoints=storage_endpoint, opts=child)
+        self.head = az.network.Subnet(
+            f"{name}-head", subnet_name="head", resource_group_name=rg.name, virtual_network_name=self.vnet.name,
+            address_prefix=str(head_cidr), network_security_group={"id": self.nsg.id},
+            service_endpoints=storage_endpoint, opts=pulumi.ResourceOptions(parent=self, depends_on=[self.compute]))
+        self.amlfs = az.network.Subnet(
+            f"{name}-amlfs", subnet_name="amlfs", resource_group_name=rg.name, virtual_network_name=self.vnet.name,
+            address_prefix=str(amlfs_cidr), opts=pulumi.ResourceOptions(parent=self, depends_on=[self.head]))
+        self.anf = az.network.Subnet(
+            f"{name}-anf", subnet_name="anf", resource_group_name=rg.name, virtual_network_name=self.vnet.name,
+            address_prefix=str(anf_cidr),
+            delegations=[{"name": "netapp", "service_name": "Microsoft.NetApp/volumes"}],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.amlfs]))
+        self.register_outputs({"vnet": self.vnet.name, "cidrs": {k: str(v) for k, v in self.cidrs.items()}})
+
+
+def _vm(name: str, spec: CloudSpec, settings: Settings, rg, group: GroupSpec, host: str, ip: str, subnet,
+        image: str, opts: pulumi.ResourceOptions, public_ip=None, **extra):
+    ipconf: dict = {"name": "ipconfig1", "primary": True, "subnet": {"id": subnet.id},
+                    "private_ip_allocation_method": "Static", "private_ip_address": ip}
+    if public_ip is not None:
+        ipconf["public_ip_address"] = {"id": public_ip.id}
+    nic = az.network.NetworkInterface(
+        f"{name}-nic", resource_group_name=rg.name, location=rg.location, enable_accelerated_networking=True,
+        ip_configurations=[ipconf], tags=tags(spec, group=group.name), opts=opts)
+    vm = az.compute.VirtualMachine(
+        name, vm_name=host, resource_group_name=rg.name, location=rg.location,
+        hardware_profile={"vm_size": group.instance_type},
+        network_profile={"network_interfaces": [{"id": nic.id, "primary": True, "delete_option": "Delete"}]},
+        os_profile={"computer_name": host, "admin_username": settings.admin_username,
+                    "linux_configuration": {
+                        "disable_password_authentication": True,
+                        "ssh": {"public_keys": [{"path": f"/home/{settings.admin_username}/.ssh/authorized_keys",
+                                                 "key_data": settings.ssh_public_key}]}}},
+        storage_profile={"image_reference": image_reference(image),
+                         "os_disk": {"create_option": "FromImage", "caching": "ReadWrite", "disk_size_gb": 256,
+                                     "delete_option": "Delete",
+                                     "managed_disk": {"storage_account_type": "Premium_LRS"}}},
+        security_profile={"encryption_at_host": True},
+        tags=tags(spec, group=group.name, role=group.role), opts=opts, **extra)
+    return nic, vm
+
+
+def _hosts(cidr: ipaddress.IPv4Network, offset: int):
+    """Static addresses from ``cidr``: Azure keeps the first four and the last address."""
+    hosts = list(cidr.hosts())[3 + offset:-1]
+    return iter(str(h) for h in hosts)
+
+
+class GpuNodeGroup(pulumi.ComponentResource):
+    """Proximity placement group + availability set + one IB-connected VM per hostname."""
+
+    def __init__(self, name: str, spec: CloudSpec, settings: Settings, rg, group: GroupSpec, network: Network,
+                 ips, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(f"{PKG}:GpuNodeGroup", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        if group.count > AVAILABILITY_SET_MAX_VMS:
+            raise ValueError(f"group {group.name}: {group.count} VMs, but an availability set (the InfiniBand "
+                             f"domain) holds at most {AVAILABILITY_SET_MAX_VMS}; split the group")
+        self.ppg = az.compute.ProximityPlacementGroup(
+            f"{name}-ppg", resource_group_name=rg.name, location=rg.location,
+            proximity_placement_group_type="Standard", intent={"vm_sizes": [group.instance_type]},
+            zones=[spec.zone] if spec.zone else None, tags=tags(spec, group=group.name), opts=child)
+        self.avset = az.compute.AvailabilitySet(
+            f"{name}-avset", resource_group_name=rg.name, location=rg.location, sku={"name": "Aligned"},
+            platform_fault_domain_count=1, platform_update_domain_count=1,
+            proximity_placement_group={"id": self.ppg.id}, tags=tags(spec, group=group.name), opts=child)
+        self.vms = {}
+        for host in group.hostnames:
+            self.vms[host] = _vm(f"{name}-{host}", spec, settings, rg, group, host, next(ips), network.compute,
+                                 settings.gpu_image, child, availability_set={"id": self.avset.id},
+                                 proximity_placement_group={"id": self.ppg.id})
+        self.register_outputs({"hosts": list(group.hostnames), "proximity_placement_group": self.ppg.id,
+                               "availability_set": self.avset.id})
+
+
+class HeadNodes(pulumi.ComponentResource):
+    """Scheduler, login and other CPU VMs in the head subnet; login VMs get a static public IP."""
+
+    def __init__(self, name: str, spec: CloudSpec, settings: Settings, rg, groups: list[GroupSpec],
+                 network: Network, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(f"{PKG}:HeadNodes", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        ips = _hosts(network.cidrs["head"], 0)
+        self.vms = {}
+        for group in groups:
+            for host in group.hostnames:
+                pip = None
+                if group.role == "login":
+                    pip = az.network.PublicIPAddress(
+                        f"{name}-{host}-pip", resource_group_name=rg.name, location=rg.location,
+                        sku={"name": "Standard"}, public_ip_allocation_method="Static",
+                        zones=[spec.zone] if spec.zone else None, tags=tags(spec, group=group.name), opts=child)
+                self.vms[host] = (group, *_vm(f"{name}-{host}", spec, settings, rg, group, host, next(ips),
+                                              network.head, settings.head_image, child, public_ip=pip,
+                                              zones=[spec.zone] if spec.zone else None))
+        self.register_outputs({"hosts": sorted(self.vms)})
+
+
+class Storage(pulumi.ComponentResource):
+    """AMLFS (parallel), Azure NetApp Files (nfs) and the checkpoint storage account."""
+
+    def __init__(self, name: str, spec: CloudSpec, settings: Settings, rg, network: Network,
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__(f"{PKG}:Storage", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.mounts: dict[str, dict] = {}
+        self._netapp = None
+        for t in spec.storage:
+            if t.tier == "parallel":
+                self.mounts[t.name] = self._amlfs(name, spec, rg, network, t, child)
+            elif t.tier == "nfs":
+                self.mounts[t.name] = self._anf(name, spec, rg, network, t, child)
+        self.account = az.storage.StorageAccount(
+            f"{name}-checkpoints", account_name=settings.storage_account, resource_group_name=rg.name,
+            location=rg.location, kind="StorageV2", sku={"name": "Standard_ZRS"}, access_tier="Hot",
+            enable_https_traffic_only=True, minimum_tls_version="TLS1_2", allow_blob_public_access=False,
+            allow_shared_key_access=False, public_network_access="Enabled",
+            encryption={"key_source": "Microsoft.Storage", "require_infrastructure_encryption": True,
+                        "services": {"blob": {"enabled": True, "key_type": "Account"},
+                                     "file": {"enabled": True, "key_type": "Account"}}},
+            network_rule_set={"default_action": "Deny", "bypass": "AzureServices",
+                              "ip_rules": [{"i_p_address_or_range": settings.admin_cidr, "action": "Allow"}],
+                              "virtual_network_rules": [{"virtual_network_resource_id": network.compute.id},
+                                                        {"virtual_network_resource_id": network.head.id}]},
+            tags=tags(spec, purpose="checkpoints"), opts=child)
+        self.blob_service = az.storage.BlobServiceProperties(
+            f"{name}-checkpoints-blob", account_name=self.account.name, resource_group_name=rg.name,
+            blob_services_name="default", is_versioning_enabled=True,
+            delete_retention_policy={"enabled": True, "days": 7},
+            container_delete_retention_policy={"enabled": True, "days": 7}, opts=child)
+        self.container = az.storage.BlobContainer(
+            f"{name}-checkpoints-container", account_name=self.account.name, resource_group_name=rg.name,
+            container_name="checkpoints", public_access="None",
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.blob_service]))
+        self.register_outputs({"mounts": self.mounts, "checkpoint_account": self.account.name,
+                               "checkpoint_container": self.container.name})
+
+    def _amlfs(self, name, spec, rg, network, t: StorageSpec, opts) -> dict:
+        size = amlfs_size(t.capacity_tb, max(t.read_gb_per_s, t.write_gb_per_s))
+        fs = az.storagecache.AmlFilesystem(
+            f"{name}-{t.name}", aml_filesystem_name=f"{spec.cluster}-{t.name}", resource_group_name=rg.name,
+            location=rg.location, sku={"name": size.sku}, storage_capacity_ti_b=float(size.capacity_tib),
+            filesystem_subnet=network.amlfs.id, zones=[spec.zone] if spec.zone else None,
+            maintenance_window={"day_of_week": "Sunday", "time_of_day_utc": "02:00"},
+            tags=tags(spec, storage=t.name), opts=opts)
+        return {"kind": "amlfs", "mount": t.mount, "sku": size.sku, "capacity_tib": size.capacity_tib,
+                "per_unit_mbps": size.per_unit_mbps, "throughput_gb_per_s": round(size.throughput_gb_per_s, 1),
+                "filesystem": fs.name}
+
+    def _anf(self, name, spec, rg, network, t: StorageSpec, opts) -> dict:
+        level, tib = anf_size(t.capacity_tb, max(t.read_gb_per_s, t.write_gb_per_s))
+        if self._netapp is None:
+            self._netapp = az.netapp.Account(f"{name}-netapp", resource_group_name=rg.name, location=rg.location,
+                                             tags=tags(spec), opts=opts)
+        pool = az.netapp.CapacityPool(
+            f"{name}-{t.name}-pool", account_name=self._netapp.name, resource_group_name=rg.name, location=rg.location,
+            service_level=level, size=tib * 2**40, qos_type="Auto", tags=tags(spec, storage=t.name), opts=opts)
+        volume = az.netapp.CapacityPoolVolume(
+            f"{name}-{t.name}", account_name=self._netapp.name, pool_name=pool.name, resource_group_name=rg.name,
+            location=rg.location, creation_token=re.sub(r"[^a-z0-9-]", "-", t.name.lower()),
+            service_level=level, usage_threshold=tib * 2**40, subnet_id=network.anf.id,
+            protocol_types=["NFSv4.1"], network_features="Standard",
+            export_policy={"rules": [{"rule_index": 1, "allowed_clients": str(network.cidrs["compute"]) + "," +
+                                      str(network.cidrs["head"]), "nfsv41": True, "nfsv3": False,
+                                      "unix_read_write": True, "unix_read_only": False, "has_root_access": True}]},
+            tags=tags(spec, storage=t.name), opts=opts)
+        return {"kind": "netapp", "mount": t.mount, "service_level": level, "capacity_tib": tib,
+                "volume": volume.name}
+
+
+class Cluster(pulumi.ComponentResource):
+    """Resource group, network, GPU node groups, head nodes and storage; outputs ``nodes``."""
+
+    def __init__(self, name: str, spec: CloudSpec, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(f"{PKG}:Cluster", name, None, opts)
+        settings = Settings.load(spec)
+        child = pulumi.ResourceOptions(parent=self)
+        self.rg = az.resources.ResourceGroup(f"{name}-rg", resource_group_name=f"{spec.cluster}-rg",
+                                             location=spec.region, tags=tags(spec), opts=child)
+        self.network = Network(f"{name}-network", spec, settings, self.rg, child)
+        ips = _hosts(self.network.cidrs["compute"], 0)
+        gpu_groups = [g for g in spec.groups if is_gpu(g)]
+        self.gpu_groups = [GpuNodeGroup(f"{name}-{g.name}", spec, settings, self.rg, g, self.network, ips, child)
+                           for g in gpu_groups]
+        others = [g for g in spec.groups if not is_gpu(g)]
+        self.head = HeadNodes(f"{name}-head", spec, settings, self.rg, others, self.network, child) if others else None
+        self.storage = Storage(f"{name}-storage", spec, settings, self.rg, self.network, child)
+
+        nodes: dict[str, pulumi.Output] = {}
+        for g, gg in zip(gpu_groups, self.gpu_groups):
+            for host, (nic, _vm_) in gg.vms.items():
+                nodes[host] = _node(nic, g)
+        if self.head is not None:
+            for host, (g, nic, _vm_) in self.head.vms.items():
+                nodes[host] = _node(nic, g)
+        self.nodes = pulumi.Output.all(**dict(sorted(nodes.items())))
+        self.outputs = {
+            "nodes": self.nodes,
+            "region": spec.region,
+            "resource_group": self.rg.name,
+            "storage": self.storage.mounts,
+            "checkpoint_account": self.storage.account.name,
+        }
+        self.register_outputs(self.outputs)
+
+
+def _node(nic: az.network.NetworkInterface, g: GroupSpec) -> pulumi.Output:
+    return nic.ip_configurations.apply(lambda cs: {
+        "private_ip": cs[0].private_ip_address if cs else None, "group": g.name, "role": g.role,
+        "instance_type": g.instance_type})
+
+
+def build(spec: CloudSpec) -> Cluster:
+    """Create the stack's Azure resources for ``spec``; returns the cluster component."""
+    return Cluster(spec.cluster, spec)

@@ -1,0 +1,76 @@
+"""pulumi target: a self-contained Pulumi project for blueprints with a ``cloud:`` section.
+
+    pulumi/Pulumi.yaml           project (python runtime) with project-level config defaults (region,
+                                 admin CIDR) and, as comments, the ``pulumi config set`` commands for the
+                                 secrets and per-stack settings. The stack file (Pulumi.<stack>.yaml) is NOT
+                                 rendered: ``pulumi config set --secret`` writes encrypted values into it,
+                                 so it belongs to the user and survives re-renders.
+    pulumi/__main__.py           three fixed lines: run clusterctl.cloud.program on cluster.json
+    pulumi/requirements.txt      clusterctl[cloud] pinned to the rendering version, the provider SDK
+    pulumi/cluster.json          CloudSpec.to_json(): everything the program builds from
+
+The program itself is real Python in :mod:`clusterctl.cloud`, never generated. Bare-metal blueprints
+render nothing.
+"""
+
+from __future__ import annotations
+
+import json
+
+from clusterctl import __version__
+from clusterctl.cloud.spec import CloudSpec, cloud_spec
+from clusterctl.plan.model import ClusterPlan
+from clusterctl.targets.common import header, render_template
+
+MAIN = 'from clusterctl.cloud.program import run\nrun("cluster.json")\n'
+"""the program: the same for every cluster (after the generated-file header)"""
+
+PROVIDERS = {
+    # provider: (region config key, provider SDK requirement, per-stack settings to set: (key, example))
+    "aws": ("aws:region", "pulumi-aws>=7,<8", (("clusterctl:keyName", "my-ec2-key-pair"),)),
+    "gcp": ("gcp:region", "pulumi-gcp>=7", (("gcp:project", "my-gcp-project"),)),
+    "azure": ("azure-native:location", "pulumi-azure-native>=2", (("clusterctl:sshPublicKey", '"$(cat ~/.ssh/id_ed25519.pub)"'),)),
+}
+
+SECRETS = (
+    ("clusterctl:mungeKey", '"$(dd if=/dev/urandom bs=1 count=1024 2>/dev/null | base64 -w0)"'),
+)
+"""(key, shell expression of the value) of every secret the programs require"""
+
+OPTIONAL = {
+    "aws": ("clusterctl:vpcId", "clusterctl:subnetIds", "clusterctl:vpcCidr", "clusterctl:amiId",
+            "clusterctl:capacityBlock", "clusterctl:publicHead", "clusterctl:rootVolumeGb"),
+}
+"""optional stack settings each provider's program reads, listed in a comment"""
+
+
+def _q(value: str) -> str:
+    """A YAML scalar that stays a string (JSON strings are YAML)."""
+    return json.dumps(value)
+
+
+def project_config(spec: CloudSpec) -> list[tuple[str, str]]:
+    """Project-level config defaults (a stack's own ``pulumi config set`` overrides them)."""
+    region_key = PROVIDERS[spec.provider][0]
+    return [(region_key, _q(spec.region)), ("clusterctl:adminCidr", _q(spec.admin_cidr))]
+
+
+def render(plan: ClusterPlan) -> dict[str, str]:
+    spec = cloud_spec(plan)
+    if spec is None:
+        return {}
+    if spec.provider not in PROVIDERS:
+        return {}
+    head = header(plan)
+    _, sdk, _ = PROVIDERS[spec.provider]
+    description = plan.blueprint.description or f"clusterctl cluster {spec.cluster}"
+    return {
+        "pulumi/Pulumi.yaml": render_template(
+            "pulumi/Pulumi.yaml.j2", header=head, provider=spec.provider, project=_q(spec.cluster),
+            description=_q(description), stack=spec.cluster, secrets=SECRETS, settings=PROVIDERS[spec.provider][2],
+            optional=OPTIONAL.get(spec.provider, ()), config=project_config(spec)),
+        "pulumi/__main__.py": head + MAIN,
+        "pulumi/requirements.txt": render_template("pulumi/requirements.txt.j2", header=head,
+                                                   version=__version__, sdks=[sdk]),
+        "pulumi/cluster.json": spec.to_json(),
+    }

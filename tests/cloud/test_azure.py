@@ -1,0 +1,165 @@
+"""clusterctl.cloud.azure under pulumi mocks: the azure-nd-h100-v5 blueprint."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+
+from clusterctl.cloud import azure
+from clusterctl.cloud.spec import cloud_spec
+from clusterctl.validate import validate_file
+from tests.cloud.mocks import run_program
+from tests.helpers import BLUEPRINTS
+
+VM = "azure-native:compute:VirtualMachine"
+NIC = "azure-native:network:NetworkInterface"
+CONFIG = {"clusterctl:sshPublicKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAItest ops@example"}
+
+
+@pytest.fixture(scope="module")
+def spec():
+    return cloud_spec(validate_file(BLUEPRINTS / "azure-nd-h100-v5.yaml").plan)
+
+
+@pytest.fixture(scope="module")
+def rec(spec):
+    return run_program(spec, config=CONFIG)
+
+
+def _vms(rec, size):
+    return [r for r in rec.of_type(VM) if r.inputs["hardwareProfile"]["vmSize"] == size]
+
+
+def test_components_and_type_tokens(rec):
+    assert rec.root.type == "clusterctl:azure:Cluster"
+    kinds = {r.type for r in rec.children(rec.root)}
+    assert {"clusterctl:azure:Network", "clusterctl:azure:GpuNodeGroup", "clusterctl:azure:HeadNodes",
+            "clusterctl:azure:Storage"} <= kinds
+    for r in rec.resources:
+        if r.custom:
+            assert r.parent_type.startswith("clusterctl:azure:"), (r.type, r.name)
+
+
+def test_vm_count_and_size_per_group(rec, spec):
+    for g in spec.groups:
+        found = [r for r in rec.of_type(VM) if r.inputs["tags"]["group"] == g.name]
+        assert len(found) == g.count
+        assert {r.inputs["hardwareProfile"]["vmSize"] for r in found} == {g.instance_type}
+        assert sorted(r.inputs["vmName"] for r in found) == sorted(g.hostnames)
+    assert len(_vms(rec, "Standard_ND96isr_H100_v5")) == 32
+    assert len(_vms(rec, "Standard_D32s_v5")) == 2
+
+
+def test_gpu_vms_share_one_ppg_and_one_availability_set(rec):
+    (ppg,) = rec.of_type("azure-native:compute:ProximityPlacementGroup")
+    (avset,) = rec.of_type("azure-native:compute:AvailabilitySet")
+    assert avset.inputs["proximityPlacementGroup"] == {"id": ppg.outputs["id"]}
+    assert avset.inputs["sku"] == {"name": "Aligned"}
+    assert ppg.inputs["intent"] == {"vmSizes": ["Standard_ND96isr_H100_v5"]}
+    for vm in _vms(rec, "Standard_ND96isr_H100_v5"):
+        assert vm.inputs["proximityPlacementGroup"] == {"id": ppg.outputs["id"]}
+        assert vm.inputs["availabilitySet"] == {"id": avset.outputs["id"]}
+        assert vm.inputs["storageProfile"]["imageReference"] == {
+            "publisher": "microsoft-dsvm", "offer": "ubuntu-hpc", "sku": "2204", "version": "latest"}
+
+
+def test_availability_set_limit():
+    assert azure.AVAILABILITY_SET_MAX_VMS == 200
+
+
+def test_accelerated_networking_and_no_public_ip_on_gpu_vms(rec):
+    nics = {r.outputs["id"]: r for r in rec.of_type(NIC)}
+    for vm in rec.of_type(VM):
+        (ref,) = vm.inputs["networkProfile"]["networkInterfaces"]
+        nic = nics[ref["id"]]
+        assert nic.inputs["enableAcceleratedNetworking"] is True
+        has_public = any("publicIPAddress" in c for c in nic.inputs["ipConfigurations"])
+        assert has_public == (vm.inputs["tags"]["role"] == "login"), vm.inputs["vmName"]
+
+
+def test_disks_encrypted_at_host_and_ssh_keys_only(rec):
+    for vm in rec.of_type(VM):
+        assert vm.inputs["securityProfile"]["encryptionAtHost"] is True
+        assert vm.inputs["storageProfile"]["osDisk"]["managedDisk"]["storageAccountType"] == "Premium_LRS"
+        linux = vm.inputs["osProfile"]["linuxConfiguration"]
+        assert linux["disablePasswordAuthentication"] is True
+        assert linux["ssh"]["publicKeys"][0]["keyData"] == CONFIG["clusterctl:sshPublicKey"]
+
+
+def test_nsg_only_ssh_from_admin_cidr(rec, spec):
+    (nsg,) = rec.of_type("azure-native:network:NetworkSecurityGroup")
+    allow_in = [r for r in nsg.inputs["securityRules"] if r["direction"] == "Inbound" and r["access"] == "Allow"]
+    for r in allow_in:
+        src = r["sourceAddressPrefix"]
+        assert src not in ("*", "0.0.0.0/0", "Internet", "Any")
+        if src != "VirtualNetwork":
+            assert src == spec.admin_cidr
+            assert (r["protocol"], r["destinationPortRange"]) == ("Tcp", "22")
+    assert any(r["access"] == "Deny" and r["sourceAddressPrefix"] == "Internet" for r in nsg.inputs["securityRules"])
+    subnets = {r.inputs["subnetName"]: r for r in rec.of_type("azure-native:network:Subnet")}
+    for name in ("compute", "head"):
+        assert subnets[name].inputs["networkSecurityGroup"] == {"id": nsg.outputs["id"]}
+
+
+def test_vnet_avoids_infiniband_range(rec):
+    (vnet,) = rec.of_type("azure-native:network:VirtualNetwork")
+    for prefix in vnet.inputs["addressSpace"]["addressPrefixes"]:
+        assert not ipaddress.ip_network(prefix).overlaps(ipaddress.ip_network("172.16.0.0/16"))
+
+
+def test_amlfs_throughput_meets_the_tier(rec, spec):
+    (tier,) = [t for t in spec.storage if t.tier == "parallel"]
+    (fs,) = rec.of_type("azure-native:storagecache:AmlFilesystem")
+    sku = fs.inputs["sku"]["name"]
+    per_tib = int(sku.rsplit("-", 1)[1])
+    tib = fs.inputs["storageCapacityTiB"]
+    assert tib * per_tib / 1000 >= max(tier.read_gb_per_s, tier.write_gb_per_s)
+    assert tib >= tier.capacity_tb * 1e12 / 2**40
+    assert (sku, tib) == ("AMLFS-Durable-Premium-500", 128)
+
+
+def test_amlfs_and_anf_size_rules():
+    assert azure.amlfs_size(140.7, 64) == azure.AmlfsSize(500, 128)
+    assert azure.amlfs_size(10, 64) == azure.AmlfsSize(500, 128)
+    assert azure.amlfs_size(500, 10) == azure.AmlfsSize(40, 480)
+    assert azure.anf_size(8, 1) == ("Ultra", 8)
+    assert azure.anf_size(8, 0.1) == ("Standard", 8)
+
+
+def test_checkpoint_storage_account_is_locked_down(rec):
+    (acct,) = rec.of_type("azure-native:storage:StorageAccount")
+    i = acct.inputs
+    assert i["enableHttpsTrafficOnly"] is True
+    assert i["minimumTlsVersion"] == "TLS1_2"
+    assert i["allowBlobPublicAccess"] is False
+    assert i["allowSharedKeyAccess"] is False
+    assert i["encryption"]["requireInfrastructureEncryption"] is True
+    assert i["networkRuleSet"]["defaultAction"] == "Deny"
+    (blob,) = rec.of_type("azure-native:storage:BlobServiceProperties")
+    assert blob.inputs["isVersioningEnabled"] is True
+    (container,) = rec.of_type("azure-native:storage:BlobContainer")
+    assert container.inputs["publicAccess"] == "None"
+
+
+def test_nfs_tier_on_netapp(rec, spec):
+    (vol,) = rec.of_type("azure-native:netapp:CapacityPoolVolume")
+    assert vol.inputs["protocolTypes"] == ["NFSv4.1"]
+    assert vol.inputs["usageThreshold"] >= 8 * 1e12
+
+
+def test_nodes_output_has_every_hostname(rec, spec):
+    nodes = rec.outputs["nodes"]
+    hosts = [h for g in spec.groups for h in g.hostnames]
+    assert sorted(nodes) == sorted(hosts)
+    ips = [nodes[h]["private_ip"] for h in hosts]
+    assert len(set(ips)) == len(ips)
+    for g in spec.groups:
+        for h in g.hostnames:
+            assert nodes[h]["group"] == g.name and nodes[h]["role"] == g.role
+            assert nodes[h]["instance_type"] == g.instance_type
+
+
+def test_ssh_public_key_is_required(spec):
+    with pytest.raises(Exception, match="sshPublicKey"):
+        run_program(spec)
