@@ -80,6 +80,25 @@ def _parse_suppress(codes: list[str]) -> dict[str, str]:
     return out
 
 
+def _validated_or_exit(blueprint: Path, suppress: list[str] | None, refusal: str):
+    """Load and validate for a command that produces files: unreadable -> exit 2, errors -> exit 1."""
+    from clusterctl.validate import validate_loaded
+
+    codes = _parse_suppress(suppress or [])
+    try:
+        loaded = load_blueprint(blueprint)
+        v = validate_loaded(loaded, codes)
+    except BlueprintError as exc:
+        _report_unreadable(exc, Format.human)
+        raise typer.Exit(EXIT_UNREADABLE) from None
+    if v.result.worst() is not None and v.result.worst() >= Severity.ERROR:
+        diags = [d for d in diag.from_findings(v.result.findings, loaded.source) if d.severity >= Severity.ERROR]
+        _err(diag.to_text(diags, f"{loaded.source.file}: {refusal}: {len(diags)} error(s); "
+                                 f"fix them or suppress the rule with a reason"))
+        raise typer.Exit(EXIT_FINDINGS)
+    return loaded, v
+
+
 @app.command()
 def validate(
     blueprint: Annotated[Path, typer.Argument(help="blueprint YAML file")],
@@ -128,7 +147,6 @@ def render(
 ) -> None:
     """Render the deployable files. A blueprint with error findings is refused and nothing is written."""
     from clusterctl.targets import TARGETS, RenderError, render_targets
-    from clusterctl.validate import validate_loaded
     from clusterctl.write import OutputDirError, compare, write_tree
 
     names = []
@@ -138,18 +156,7 @@ def render(
             if name not in TARGETS:
                 raise _misuse(f"unknown target '{name}'", did_you_mean(name, TARGETS) or f"one of {', '.join(TARGETS)}")
             names.append(name)
-    codes = _parse_suppress(suppress or [])
-    try:
-        loaded = load_blueprint(blueprint)
-        v = validate_loaded(loaded, codes)
-    except BlueprintError as exc:
-        _report_unreadable(exc, Format.human)
-        raise typer.Exit(EXIT_UNREADABLE) from None
-    if v.result.worst() is not None and v.result.worst() >= Severity.ERROR:
-        diags = [d for d in diag.from_findings(v.result.findings, loaded.source) if d.severity >= Severity.ERROR]
-        _err(diag.to_text(diags, f"{loaded.source.file}: not rendered: {len(diags)} error(s); "
-                                 f"fix them or suppress the rule with a reason"))
-        raise typer.Exit(EXIT_FINDINGS)
+    loaded, v = _validated_or_exit(blueprint, suppress, "not rendered")
     try:
         files = render_targets(v.plan, names or None)
     except RenderError as exc:
@@ -279,21 +286,9 @@ def inventory(
     from the Pulumi stack outputs (updates ansible/inventory.yml and hosts/hosts in DIR)."""
     from clusterctl.cloud.inventory import OutputsError, cloud_nodes, read_outputs, write_inventory
     from clusterctl.targets import RenderError
-    from clusterctl.validate import validate_loaded
     from clusterctl.write import OutputDirError
 
-    codes = _parse_suppress(suppress or [])
-    try:
-        loaded = load_blueprint(blueprint)
-        v = validate_loaded(loaded, codes)
-    except BlueprintError as exc:
-        _report_unreadable(exc, Format.human)
-        raise typer.Exit(EXIT_UNREADABLE) from None
-    if v.result.worst() is not None and v.result.worst() >= Severity.ERROR:
-        diags = [d for d in diag.from_findings(v.result.findings, loaded.source) if d.severity >= Severity.ERROR]
-        _err(diag.to_text(diags, f"{loaded.source.file}: no inventory: {len(diags)} error(s); "
-                                 f"fix them or suppress the rule with a reason"))
-        raise typer.Exit(EXIT_FINDINGS)
+    loaded, v = _validated_or_exit(blueprint, suppress, "no inventory")
     try:
         warnings: list[str] = []
         nodes = cloud_nodes(v.plan, read_outputs(from_pulumi), from_pulumi, warnings)
