@@ -12,6 +12,16 @@ from clusterctl.catalog.models import Server
 NodeRole = Literal["compute", "head", "login", "storage", "service"]
 
 
+class NcclNames(StrictModel):
+    """Device and interface names NCCL should use on this node type, when they differ from the defaults
+    clusterctl derives (docs/nccl.md): check with ``ibdev2netdev`` and ``ip link`` on one node."""
+
+    ib_hca: list[str] | None = None
+    """compute RDMA devices, e.g. [mlx5_0, mlx5_3]; becomes NCCL_IB_HCA==mlx5_0:1,mlx5_3:1"""
+    socket_ifname: str | None = None
+    """full NCCL_SOCKET_IFNAME value for bootstrap traffic, e.g. "=bond0" or "^lo,docker" """
+
+
 class NodeType(StrictModel):
     """A kind of node: a catalog server, a server described inline, or a cloud instance type (one of them)."""
 
@@ -24,6 +34,8 @@ class NodeType(StrictModel):
     """catalog cloud instance type (``clusterctl catalog instances``)"""
     features: list[str] = Field(default_factory=list)
     """extra Slurm node features"""
+    nccl: NcclNames | None = None
+    """override the RDMA device / interface names written to this node type's nccl.conf"""
 
 
 class NodeGroup(StrictModel):

@@ -7,7 +7,7 @@ field here; none of them re-derive facts from the blueprint.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from clusterctl.blueprint.model import Blueprint
 from clusterctl.catalog import Catalog
@@ -284,7 +284,6 @@ class ClusterPlan:
     addresses: tuple[AddressPool, ...]
     unplaced_switch_kw: float = 0.0
     """switches with no rack (no switch_racks given): counted in site power only"""
-    extras: dict = field(default_factory=dict)
 
     @property
     def gpus(self) -> int:

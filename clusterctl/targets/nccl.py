@@ -58,10 +58,6 @@ KNOWN_HCAS: dict[str, tuple[tuple[str, ...], str]] = {
 }
 """shipped servers whose compute RDMA device names are documented; others are derived (see docs/nccl.md)"""
 
-OVERRIDES_KEY = "nccl"
-"""``plan.extras[OVERRIDES_KEY][node_type]`` = {"ib_hca": [...], "socket_ifname": "=eth1"}: the hook a
-future blueprint key (``node_types.<name>.nccl``) feeds; nothing sets it yet"""
-
 ENV_PATH = "/etc/nccl-env.sh"
 """where the nccl role installs nccl/<node_type>.env.sh (its nccl_env_path default)"""
 
@@ -164,9 +160,13 @@ def _wrap(paragraphs: Sequence[str]) -> tuple[str, ...]:
 
 
 def overrides(plan: ClusterPlan, node_type: str) -> Mapping[str, object]:
-    """Per-node-type replacements for the documented defaults: ``ib_hca`` (device names, or a full
-    NCCL_IB_HCA value) and ``socket_ifname`` (a full NCCL_SOCKET_IFNAME value)."""
-    return (plan.extras.get(OVERRIDES_KEY) or {}).get(node_type) or {}
+    """Per-node-type replacements for the documented defaults, from the blueprint's
+    ``node_types.<name>.nccl``: ``ib_hca`` (device names, or a full NCCL_IB_HCA value) and
+    ``socket_ifname`` (a full NCCL_SOCKET_IFNAME value)."""
+    nt = plan.blueprint.node_types.get(node_type)
+    if nt is None or nt.nccl is None:
+        return {}
+    return {k: v for k, v in nt.nccl.model_dump().items() if v is not None}
 
 
 def nccl_version(plan: ClusterPlan) -> tuple[int, ...] | None:

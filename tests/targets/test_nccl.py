@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import shutil
 import subprocess
@@ -135,10 +134,9 @@ def test_gpu_node_type_without_compute_fabric_uses_sockets():
 
 
 def test_overrides_replace_the_assumed_names():
-    plan = plan_of(shipped("lab-2node"))
-    plan = dataclasses.replace(plan, extras={"nccl": {"hgx": {"ib_hca": ["mlx5_2", "mlx5_9"],
-                                                               "socket_ifname": "=eno1"}}})
-    s = settings(nccl.render(plan)["nccl/hgx.conf"])
+    data = shipped("lab-2node")
+    data["node_types"]["hgx"]["nccl"] = {"ib_hca": ["mlx5_2", "mlx5_9"], "socket_ifname": "=eno1"}
+    s = settings(nccl.render(plan_of(data))["nccl/hgx.conf"])
     assert s["NCCL_IB_HCA"] == "=mlx5_2:1,mlx5_9:1" and s["NCCL_SOCKET_IFNAME"] == "=eno1"
 
 
