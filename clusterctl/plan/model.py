@@ -298,6 +298,10 @@ class ClusterPlan:
         return sum(r.power_kw for r in self.racks) + self.unplaced_switch_kw + sum(
             g.unplaced * g.type.power_kw for g in self.groups if g.type.server is not None)
 
+    def rack_profile(self, rack: RackPlan):
+        """The blueprint's profile of ``rack`` (None only for a profile name that did not resolve)."""
+        return self.blueprint.rack_profiles.get(rack.profile_name)
+
     def group(self, name: str) -> GroupPlan | None:
         for g in self.groups:
             if g.name == name:

@@ -15,10 +15,6 @@ COOLANTS = {
 """Coolant properties for the flow check; sources in the docstring of :func:`cdu_flow`."""
 
 
-def _profile(plan: ClusterPlan, rack: RackPlan):
-    return plan.blueprint.rack_profiles.get(rack.profile_name)
-
-
 def rack_heat(rack: RackPlan, prof) -> tuple[float, float]:
     """(liquid kW, air kW) the rack rejects. A rack without a liquid loop (``liquid_kw`` 0) sends the heat of
     hybrid hardware to air too; only the cold-plate share of liquid-only hardware stays liquid (COOL005)."""
@@ -31,7 +27,7 @@ def cdu_loads(plan: ClusterPlan) -> dict[str, tuple[float, int]]:
     """CDU name -> (liquid kW of the racks it feeds, number of racks)."""
     loads = {c.name: (0.0, 0) for c in plan.blueprint.cooling.cdus}
     for rack in plan.racks:
-        prof = _profile(plan, rack)
+        prof = plan.rack_profile(rack)
         if prof is None or prof.cdu not in loads:
             continue
         kw, n = loads[prof.cdu]
@@ -84,7 +80,7 @@ def rack_liquid(plan: ClusterPlan) -> Iterator[Hit]:
     profile's ``liquid_kw``, what its cold-plate manifold or rear-door heat exchanger can remove. Racks
     without a liquid loop are left to COOL005."""
     for rack in plan.racks:
-        prof = _profile(plan, rack)
+        prof = plan.rack_profile(rack)
         if prof is None or prof.liquid_kw <= 0:
             continue
         liquid, _ = rack_heat(rack, prof)
@@ -102,7 +98,7 @@ def rack_air(plan: ClusterPlan) -> Iterator[Hit]:
     liquid loop counts as air. Profiles that declare neither ``air_kw`` nor ``liquid_kw`` are not checked
     (COOL007 warns about them)."""
     for rack in plan.racks:
-        prof = _profile(plan, rack)
+        prof = plan.rack_profile(rack)
         if prof is None or (prof.air_kw <= 0 and prof.liquid_kw <= 0):
             continue
         _, air = rack_heat(rack, prof)
@@ -121,7 +117,7 @@ def liquid_only_hardware(plan: ClusterPlan) -> Iterator[Hit]:
     NVL72, liquid-cooled switches) needs a rack profile with ``liquid_kw`` and a ``cdu``: without a loop
     its cold plates have nothing to reject heat to and it cannot run at all."""
     for rack in plan.racks:
-        prof = _profile(plan, rack)
+        prof = plan.rack_profile(rack)
         if prof is None or rack.liquid_only_kw <= 0 or (prof.liquid_kw > 0 and prof.cdu is not None):
             continue
         missing = " and ".join(m for m, bad in (("liquid_kw", prof.liquid_kw <= 0), ("cdu", prof.cdu is None))
@@ -142,7 +138,7 @@ def site_air(plan: ClusterPlan) -> Iterator[Hit]:
         return
     racks = 0.0
     for rack in plan.racks:
-        prof = _profile(plan, rack)
+        prof = plan.rack_profile(rack)
         racks += rack_heat(rack, prof)[1] if prof is not None else rack.air_heat_kw
     loose = sum(g.unplaced * g.type.power_kw * (1 - g.type.liquid_fraction)
                 for g in plan.groups if g.type.server is not None)

@@ -13,17 +13,13 @@ def breakdown(rack: RackPlan) -> str:
     return " + ".join(f"{i.count} × {i.label} at {i.kw_each:g} kW" for i in rack.items)
 
 
-def _profile(plan: ClusterPlan, rack: RackPlan):
-    return plan.blueprint.rack_profiles.get(rack.profile_name)
-
-
 @rule("POWER001", "power", Severity.ERROR, "rack power over budget")
 def rack_power_budget(plan: ClusterPlan) -> Iterator[Hit]:
     """Each rack's maximum draw (nodes at their maximum system power, switches, rack-system overhead)
     must fit the rack profile's ``power_kw``. Racks are budgeted at nameplate maximum, not typical, because
     synchronous training steps drive every GPU in the rack to its limit at the same moment."""
     for rack in plan.racks:
-        prof = _profile(plan, rack)
+        prof = plan.rack_profile(rack)
         if prof is None or rack.power_kw <= prof.power_kw + 1e-9:
             continue
         yield Hit(rack.path + ("profile",),
@@ -51,7 +47,7 @@ def rack_feed_capacity(plan: ClusterPlan) -> Iterator[Hit]:
     under NEC 210.20 for standard breakers), and training is a continuous load."""
     seen = set()
     for rack in plan.racks:
-        prof = _profile(plan, rack)
+        prof = plan.rack_profile(rack)
         if prof is None:
             continue
         usable, remaining = usable_feed_kw(prof)

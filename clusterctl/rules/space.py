@@ -25,7 +25,7 @@ def rack_units(plan: ClusterPlan) -> Iterator[Hit]:
     """The rack units of a rack's nodes and switches plus the profile's ``reserved_u`` (patch panels,
     cable management) must fit the profile's ``units``."""
     for rack in plan.racks:
-        prof = plan.blueprint.rack_profiles.get(rack.profile_name)
+        prof = plan.rack_profile(rack)
         if prof is None or rack.used_u <= prof.units:
             continue
         yield Hit(rack.path + ("profile",),
