@@ -1,0 +1,1 @@
+"""Performance reports: analytic estimates derived from cluster parameters."""
