@@ -177,6 +177,88 @@ def render(
          f"{len(result.removed)} removed, {len(result.unchanged)} unchanged)")
 
 
+class ReportFormat(str, Enum):
+    markdown = "markdown"
+    json = "json"
+
+
+@app.command()
+def report(
+    blueprint: Annotated[Path, typer.Argument(help="blueprint YAML file")],
+    output: Annotated[Optional[Path], typer.Option("-o", "--output",
+                                                   help="write report.md, report.json and pictures/ here")] = None,
+    fmt: Annotated[ReportFormat, typer.Option("--format", help="what to print when no -o is given")] = ReportFormat.markdown,
+    png: Annotated[bool, typer.Option("--png", help="also write PNG copies of the pictures (needs cairosvg)")] = False,
+    model: Annotated[Optional[str], typer.Option(help="model preset (see --list-models)")] = None,
+    list_models: Annotated[bool, typer.Option("--list-models", help="list model presets and exit")] = False,
+    params_b: Annotated[Optional[float], typer.Option(help="parameters in billions (simple form)")] = None,
+    layers: Annotated[Optional[int], typer.Option(help="model: layers")] = None,
+    hidden: Annotated[Optional[int], typer.Option(help="model: hidden size")] = None,
+    heads: Annotated[Optional[int], typer.Option(help="model: attention heads")] = None,
+    kv_heads: Annotated[Optional[int], typer.Option(help="model: KV heads (GQA)")] = None,
+    ffn_hidden: Annotated[Optional[int], typer.Option(help="model: MLP width")] = None,
+    vocab: Annotated[Optional[int], typer.Option(help="model: vocabulary")] = None,
+    seq_len: Annotated[Optional[int], typer.Option(help="model: sequence length")] = None,
+    global_batch: Annotated[Optional[int], typer.Option(help="sequences per step")] = None,
+    tp: Annotated[Optional[int], typer.Option(help="tensor parallel size")] = None,
+    pp: Annotated[Optional[int], typer.Option(help="pipeline parallel size")] = None,
+    dp: Annotated[Optional[int], typer.Option(help="data parallel size")] = None,
+    cp: Annotated[Optional[int], typer.Option(help="context parallel size")] = None,
+    ep: Annotated[Optional[int], typer.Option(help="expert parallel size")] = None,
+    micro_batch: Annotated[Optional[int], typer.Option(help="micro batch size")] = None,
+    virtual_stages: Annotated[Optional[int], typer.Option(help="interleaved pipeline chunks per stage")] = None,
+    recompute: Annotated[Optional[str], typer.Option(help="none | selective | full")] = None,
+    mfu: Annotated[Optional[float], typer.Option(help="MFU for the simple throughput form, e.g. 0.4")] = None,
+    gpus: Annotated[Optional[int], typer.Option(help="GPUs the training job uses (default: the whole GPU group)")] = None,
+    restart_min: Annotated[Optional[float], typer.Option(help="minutes from an interruption to training again")] = None,
+    checkpoint_interval_min: Annotated[Optional[float], typer.Option(help="minutes between checkpoints")] = None,
+    pue: Annotated[Optional[float], typer.Option(help="facility PUE (default: site.pue)")] = None,
+    ranks: Annotated[Optional[int], typer.Option(help="GPUs in the collective group to tabulate")] = None,
+    suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
+) -> None:
+    """The cluster's key figures: capacity, collectives, training estimate, storage, reliability, power, BOM."""
+    from clusterctl.report import document
+    from clusterctl.report.training import TrainingConfigError
+    from clusterctl.report.workload import presets
+    from clusterctl.write import OutputDirError
+
+    if list_models:
+        for name, entry in sorted(presets().items()):
+            _out(f"{name:16} {entry['layers']} layers, hidden {entry['hidden']}, {entry['heads']} heads, "
+                 f"seq {entry['seq_len']}  ({entry['source'][:80]})")
+        raise typer.Exit(EXIT_OK)
+    for name, value, low, high in (("--mfu", mfu, 0, 1), ("--pue", pue, 1, 5)):
+        if value is not None and not low < value <= high:
+            raise _misuse(f"{name} must be in ({low}, {high}], got {value}")
+    loaded, v = _validated_or_exit(blueprint, suppress, "not reported")
+    overrides = dict(model=model, params_b=params_b, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,
+                     ffn_hidden=ffn_hidden, vocab=vocab, seq_len=seq_len, global_batch=global_batch, tp=tp, pp=pp,
+                     dp=dp, cp=cp, ep=ep, micro_batch=micro_batch, virtual_stages=virtual_stages,
+                     recompute=recompute, mfu=mfu, gpus=gpus, restart_min=restart_min)
+    try:
+        rep = document.build(v.plan, overrides, checkpoint_interval_min=checkpoint_interval_min, pue=pue, ranks=ranks)
+    except TrainingConfigError as exc:
+        raise _misuse(f"{loaded.source.file}: cannot estimate training: {exc}",
+                      "change workload.training in the blueprint or the command-line option") from None
+    except ValueError as exc:  # pydantic range checks of command-line values
+        raise _misuse(f"{loaded.source.file}: {exc}".splitlines()[0]) from None
+    if output is None:
+        if png:
+            raise _misuse("--png needs -o DIR")
+        if fmt is ReportFormat.json:
+            _out(json.dumps(rep.to_json(), indent=2))
+        else:
+            _out(rep.to_markdown())
+        return
+    try:
+        files = document.write(rep, output, png=png)
+    except OutputDirError as exc:
+        raise _misuse(str(exc), "choose an empty or new directory, or one clusterctl wrote before") from None
+    except RuntimeError as exc:
+        raise _misuse(str(exc)) from None
+    _err(f"{output}: {len(files)} files (report.md, report.json, {len(files) - 2} pictures)")
+
+
 @rules_app.command("list")
 def rules_list(
     format: Annotated[Format, typer.Option("--format", "-f")] = Format.human,

@@ -40,10 +40,15 @@ class WriteResult:
         return bool(self.added or self.changed or self.removed)
 
 
-def _manifest_text(files: dict[str, str]) -> str:
+def _bytes(content: str | bytes) -> bytes:
+    """File content as bytes: text is UTF-8; pictures (PNG) come as bytes."""
+    return content if isinstance(content, bytes) else content.encode()
+
+
+def _manifest_text(files: dict[str, str | bytes]) -> str:
     lines = ["# files rendered by clusterctl into this directory: path sha256"]
     for path, text in sorted(files.items()):
-        lines.append(f"{path} {hashlib.sha256(text.encode()).hexdigest()}")
+        lines.append(f"{path} {hashlib.sha256(_bytes(text)).hexdigest()}")
     return "\n".join(lines) + "\n"
 
 
@@ -85,14 +90,14 @@ def _carry_unmanaged(old: Path, new: Path, managed: set[str]) -> None:
     visit("")
 
 
-def compare(files: dict[str, str], out: Path) -> WriteResult:
+def compare(files: dict[str, str | bytes], out: Path) -> WriteResult:
     result = WriteResult()
     previous = _previous(out) or set()
     for path, text in sorted(files.items()):
         target = out / _safe(path)
         if not target.is_file():
             result.added.append(path)
-        elif target.read_bytes() != text.encode():
+        elif target.read_bytes() != _bytes(text):
             result.changed.append(path)
         else:
             result.unchanged.append(path)
@@ -100,7 +105,7 @@ def compare(files: dict[str, str], out: Path) -> WriteResult:
     return result
 
 
-def write_tree(files: dict[str, str], out: Path, *, executable: set[str] | None = None) -> WriteResult:
+def write_tree(files: dict[str, str | bytes], out: Path, *, executable: set[str] | None = None) -> WriteResult:
     """Write ``files`` under ``out`` atomically (see module doc). Returns what changed."""
     out = Path(out)
     executable = executable or set()
@@ -120,7 +125,7 @@ def write_tree(files: dict[str, str], out: Path, *, executable: set[str] | None 
             if path in unchanged:
                 shutil.copy2(out / path, dest)  # same bytes, same timestamps
             else:
-                dest.write_bytes(text.encode())
+                dest.write_bytes(_bytes(text))
                 if path in executable:
                     dest.chmod(0o755)
         (tmp / MANIFEST).write_text(_manifest_text(files))

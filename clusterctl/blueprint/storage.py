@@ -7,6 +7,7 @@ from typing import Annotated, Literal, Union
 from pydantic import Field, PositiveFloat, PositiveInt
 
 from clusterctl.blueprint.base import StrictModel
+from clusterctl.blueprint.training import ModelSpec, TrainingSpec
 
 
 class _Tier(StrictModel):
@@ -70,3 +71,8 @@ class Workload(StrictModel):
     checkpoint_budget_s: PositiveFloat = 60.0
     """time the job may stall writing one checkpoint"""
     checkpoints_retained: PositiveInt = 3
+    model: str | ModelSpec | None = None
+    """the model's shape: a preset name (``clusterctl report --list-models``) or layers/hidden/heads/...;
+    when given, the report estimates step time, tokens/s and MFU from it"""
+    training: TrainingSpec | None = None
+    """batch and parallel layout for the training estimate"""

@@ -30,6 +30,10 @@ class Accelerator(Entry):
     """architecture family, e.g. ampere, hopper, blackwell, cdna3"""
     bf16_dense_tflops: PositiveFloat
     fp8_dense_tflops: PositiveFloat | None = None
+    bf16_mamf_tflops: PositiveFloat | None = None
+    """maximum achievable matmul FLOPS (BF16 GEMM, best shape, measured); the report's compute model
+    scales from this, not from the datasheet peak"""
+    fp8_mamf_tflops: PositiveFloat | None = None
     hbm_gb: PositiveFloat
     hbm_tb_per_s: PositiveFloat
     tdp_w: PositiveFloat

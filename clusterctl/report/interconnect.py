@@ -1,0 +1,266 @@
+"""The links a GPU's collectives run over, and NCCL-like collective times on them.
+
+``Interconnect`` describes one NVLink domain and the network it injects into:
+
+* scale-up: per-GPU NVLink bandwidth *one direction* (vendors quote the two directions summed: H100's
+  "900 GB/s" is 450 GB/s each way), the GPUs per NVLink domain, and whether NVLink SHARP (NVLS) exists;
+* scale-out: NICs per domain, the line rate of one NIC, the fabric's worst oversubscription.
+
+``collective()`` estimates one collective the way NCCL runs it (see docs/report.md for the derivation):
+
+* **ring** (AllReduce, AllGather, ReduceScatter): pipelined, so the time is the latency of its steps plus
+  the bytes over the bottleneck. Inside one domain the bottleneck is NVLink. Across domains every ring
+  enters and leaves each domain once, so a domain's NICs together carry ``factor x S`` and the bus
+  bandwidth is at most ``NICs x per-NIC bandwidth``; meanwhile each GPU forwards on NVLink for
+  ``(g-1)/g`` of the rings, which lifts the NVLink bound to ``B_nvlink x g/(g-1)``.
+* **tree / NVLS-tree** (AllReduce across domains): the same network bound, NVLS (where the hardware has
+  it) for the intra-domain reduction, and ``2 log2(k)`` network latency steps instead of ``2(n-1)``.
+  NCCL picks the faster algorithm per size; so does this model.
+* **all-to-all**: each rank sends ``S/n`` to every other rank; off-domain bytes share the domain's NICs,
+  on-domain bytes go over NVLink.
+* **send/recv**: one message over NVLink (same domain) or the GPU's share of the NICs.
+
+Efficiencies and latencies are the module constants below, each with where it comes from. Calibration
+is on principles: an efficiency per *link class* (NCCL's protocol overhead on NVLink, RDMA goodput on a
+NIC, NVSwitch reduction throughput for NVLS), never a per-test fudge. tests/report/test_interconnect.py
+checks the result against published nccl-tests measurements.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from clusterctl.report.collectives import (
+    ALL_GATHER,
+    ALL_REDUCE,
+    ALL_TO_ALL,
+    GB,
+    OPS,
+    REDUCE_SCATTER,
+    SEND_RECV,
+    CollectiveEstimate,
+    busbw_factor,
+)
+
+NVLINK_RING_EFFICIENCY = 0.80
+"""NCCL ring bus bandwidth / NVLink one-direction bandwidth. nccl-tests all_reduce_perf on 8 x H100 SXM
+reaches ~370 GB/s busbw without NVLS (NVIDIA/nccl-tests issues; 370/450 = 0.82) and ~230 GB/s on 8 x A100
+(230/300 = 0.77): NCCL's Simple protocol and chunking cost ~20 % of the wire."""
+
+NVLS_EFFICIENCY = 0.61
+"""NVLS AllReduce: each GPU sends its buffer to the NVSwitch once and reads the reduced result once, so the
+ideal algorithm bandwidth is the one-direction NVLink bandwidth; the NVSwitch's multimem reduction reaches
+~61 % of it on H100 (~480 GB/s busbw on 8 GPUs, NVIDIA/nccl-tests issues: 480 / (450 x 2 x 7/8))."""
+
+NIC_EFFICIENCY = {"rdma": 0.94, "tcp": 0.80}
+"""Goodput of one NIC under NCCL. RDMA (InfiniBand, RoCE, EFA): "For NDR @ 400Gbps you should see
+46-48GB/s per NIC" (NVIDIA/nccl-tests#290) = 0.92-0.96 of 50 GB/s; HDR: 24 GB/s of 25 (NVIDIA/nccl#412).
+TCP offload paths (GCP GPUDirect-TCPX/TCPXO): assumed 0.80, not calibrated here."""
+
+NVLINK_STEP_LATENCY_US = 1.0
+"""Per ring step inside an NVLink domain (NCCL LL/LL128 small-message latency on NVSwitch systems is a
+few microseconds for the whole 8-GPU ring) - an assumption, not calibrated."""
+
+NETWORK_STEP_LATENCY_US = {"infiniband": 4.0, "roce": 5.0, "ethernet": 5.0, "efa": 10.0, "tcp": 20.0}
+"""Per ring step across the network (NIC + switch hops + NCCL proxy) - assumptions, not calibrated."""
+
+TREE_OPS = (ALL_REDUCE,)
+
+
+@dataclass(frozen=True)
+class Interconnect:
+    """The links of one NVLink domain: what collectives of its GPUs run over."""
+
+    gpus_per_domain: int
+    nvlink_gb_per_s: float
+    """per GPU, one direction (0 when the GPUs have no scale-up link)"""
+    nvls: bool
+    """NVLink SHARP: in-switch reduction (NVSwitch gen 3+, Hopper and later)"""
+    nics_per_domain: int
+    """compute-fabric NICs of all nodes in the domain"""
+    nic_gb_per_s: float
+    """line rate of one NIC in GB/s (400 Gb/s = 50 GB/s)"""
+    nic_kind: str = "rdma"
+    """key of NIC_EFFICIENCY"""
+    network: str = "infiniband"
+    """key of NETWORK_STEP_LATENCY_US"""
+    oversubscription: float = 1.0
+    """worst down:up ratio of the compute fabric (bandwidth leaving a leaf is divided by it)"""
+    gpus_per_node: int = 8
+    """GPUs of one node (one host): its NICs are the send/recv share of a GPU"""
+
+    # --- effective bandwidths, GB/s -------------------------------------------------------------
+    @property
+    def nvlink_ring_gb_per_s(self) -> float:
+        return self.nvlink_gb_per_s * NVLINK_RING_EFFICIENCY
+
+    @property
+    def nic_effective_gb_per_s(self) -> float:
+        return self.nic_gb_per_s * NIC_EFFICIENCY[self.nic_kind] / max(1.0, self.oversubscription)
+
+    @property
+    def domain_network_gb_per_s(self) -> float:
+        return self.nics_per_domain * self.nic_effective_gb_per_s
+
+    @property
+    def per_gpu_network_gb_per_s(self) -> float:
+        return self.domain_network_gb_per_s / self.gpus_per_domain
+
+    @property
+    def network_latency_s(self) -> float:
+        return NETWORK_STEP_LATENCY_US[self.network] * 1e-6
+
+    @property
+    def nvlink_latency_s(self) -> float:
+        return NVLINK_STEP_LATENCY_US * 1e-6
+
+
+@dataclass(frozen=True)
+class Placement:
+    """How a group of ``ranks`` GPUs sits on the domains: ``per_domain`` of them in each domain, and the
+    fraction of the domain's NICs this group may use (1.0 when it runs alone; 1/8 for one of the eight
+    data-parallel groups of a TP=8 job that run at the same time)."""
+
+    ranks: int
+    per_domain: int
+    nic_share: float = 1.0
+
+    @property
+    def domains(self) -> int:
+        return -(-self.ranks // self.per_domain)
+
+
+def placement(ranks: int, ic: Interconnect, stride: int = 1) -> Placement:
+    """The placement of a group whose consecutive members are ``stride`` GPUs apart (Megatron's rank
+    order: a data-parallel group of a TP=8 job has stride 8). Members share a domain while the stride
+    fits in it; parallel groups of the same kind share the domain's NICs evenly."""
+    per_domain = max(1, min(ranks, ic.gpus_per_domain // max(1, stride)))
+    parallel = max(1, min(stride, ic.gpus_per_domain))
+    return Placement(ranks, per_domain, 1.0 / parallel if per_domain < ranks else 1.0)
+
+
+def _ring_busbw(ic: Interconnect, pl: Placement) -> float:
+    """Bottleneck bus bandwidth of a pipelined ring (GB/s)."""
+    g, k = pl.per_domain, pl.domains
+    if k == 1:
+        return ic.nvlink_ring_gb_per_s if g > 1 and ic.nvlink_gb_per_s > 0 else 0.0
+    net = ic.domain_network_gb_per_s * pl.nic_share
+    if g > 1 and ic.nvlink_gb_per_s > 0:
+        return min(ic.nvlink_ring_gb_per_s * g / (g - 1), net)
+    return net
+
+
+def _intra_busbw(ic: Interconnect, g: int, op: str) -> float:
+    """Bus bandwidth of the intra-domain phase (NVLS for AllReduce where available)."""
+    if g <= 1:
+        return math.inf
+    if op == ALL_REDUCE and ic.nvls:
+        return ic.nvlink_gb_per_s * NVLS_EFFICIENCY * 2 * (g - 1) / g
+    return ic.nvlink_ring_gb_per_s
+
+
+def _est(op: str, size: float, ranks: int, t: float, algo: str) -> tuple[CollectiveEstimate, str]:
+    if t > 0:
+        algbw = size / t / GB
+        return CollectiveEstimate(op, size, ranks, t, algbw, algbw * busbw_factor(op, ranks)), algo
+    return CollectiveEstimate(op, size, ranks, 0.0, 0.0, 0.0), algo
+
+
+def collective(op: str, size_bytes: float, ic: Interconnect, pl: Placement) -> tuple[CollectiveEstimate, str]:
+    """Estimated time and nccl-tests bandwidths of one collective, and the algorithm that won."""
+    if op not in OPS:
+        raise ValueError(f"unknown collective {op!r}; expected one of {', '.join(OPS)}")
+    n, g, k = pl.ranks, pl.per_domain, pl.domains
+    if n <= 1 or size_bytes <= 0:
+        return _est(op, size_bytes, n, 0.0, "none")
+    S = float(size_bytes)
+    a_nv, a_net = ic.nvlink_latency_s, ic.network_latency_s
+    step_latency = a_net if k > 1 else a_nv
+    if op == SEND_RECV:
+        if k == 1:
+            return _est(op, S, n, a_nv + S / (ic.nvlink_ring_gb_per_s * GB), "p2p-nvlink")
+        per_gpu = ic.nics_per_domain * ic.nic_effective_gb_per_s / ic.gpus_per_domain
+        return _est(op, S, n, a_net + S / (per_gpu * GB), "p2p-net")
+    if op == ALL_TO_ALL:
+        off = S * (n - g) / n
+        on = S * (g - 1) / n
+        net_per_gpu = ic.domain_network_gb_per_s * pl.nic_share / g
+        t_off = off / (net_per_gpu * GB) if off else 0.0
+        t_on = on / (ic.nvlink_ring_gb_per_s * GB) if on else 0.0
+        latency = (a_net if k > 1 else a_nv) * math.ceil(math.log2(n))
+        return _est(op, S, n, latency + max(t_off, t_on), "alltoall")
+    factor = busbw_factor(op, n)
+    steps = 2 * (n - 1) if op == ALL_REDUCE else n - 1
+    ring_bw = _ring_busbw(ic, pl)
+    best = _est(op, S, n, steps * step_latency + S * factor / (ring_bw * GB), "ring")
+    if op == ALL_REDUCE and (k > 1 or ic.nvls):
+        # two-level: intra-domain reduce-scatter (NVLS or ring), tree across domains, all-gather back;
+        # phases pipeline, so the slowest phase sets the bandwidth
+        intra = _intra_busbw(ic, g, op)
+        t_intra = S * factor / (intra * GB) if g > 1 else 0.0
+        t_net = S * factor / (ic.domain_network_gb_per_s * pl.nic_share * GB) if k > 1 else 0.0
+        latency = (2 * (g - 1) * a_nv if not ic.nvls else 2 * a_nv) if g > 1 else 0.0
+        latency += 2 * math.ceil(math.log2(k)) * a_net if k > 1 else 0.0
+        name = ("nvls" if ic.nvls and g > 1 else "") + ("tree" if k > 1 else "")
+        tree = _est(op, S, n, latency + max(t_intra, t_net), name.replace("nvlstree", "nvls-tree"))
+        if tree[0].time_s < best[0].time_s:
+            best = tree
+    return best
+
+
+def compute_group(plan):
+    """The GPU node group collectives are estimated for: the one with the most GPUs (first on a tie)."""
+    groups = [g for g in plan.groups if g.gpus > 0]
+    return max(groups, key=lambda g: g.gpus) if groups else None
+
+
+def interconnect_of(plan, group=None) -> Interconnect | None:
+    """The interconnect of ``group`` (default: ``compute_group(plan)``), or None without GPUs."""
+    group = group or compute_group(plan)
+    if group is None:
+        return None
+    nt = group.type
+    acc = nt.accelerator
+    gpn = nt.gpus
+    domain = group.nvlink_domain_gpus or nt.nvlink_domain_gpus or gpn
+    nodes_per_domain = max(1, domain // gpn)
+    nvlink = (acc.scaleup_gb_per_s or 0.0) / 2 if acc is not None else 0.0
+    nvls = bool(acc is not None and acc.generation in ("hopper", "blackwell") and domain >= 4 and nvlink > 0)
+    if nt.instance is not None:
+        net = nt.instance.network
+        nics = max(1, net.gpu_nics)
+        kind = "tcp" if net.fabric in ("tcpx", "tcpxo") else "rdma"
+        network = {"efa": "efa", "tcpx": "tcp", "tcpxo": "tcp", "rdma-roce": "roce"}.get(net.fabric, net.fabric)
+        return Interconnect(domain, nvlink, nvls, nics * nodes_per_domain, net.total_gbps / nics / 8, kind,
+                            network, 1.0, gpn)
+    nics = nt.nics_of("compute")
+    if not nics:
+        return Interconnect(domain, nvlink, nvls, 0, 0.0, "rdma", "ethernet", 1.0, gpn)
+    count = sum(n.count for n in nics)
+    speed = max(n.speed_gbps for n in nics)
+    fabric = next((f for f in plan.fabrics if (group.index, "compute") in f.attached), None)
+    kind = fabric.kind if fabric is not None else "ethernet"
+    over = fabric.oversubscription_achieved if fabric is not None else 1.0
+    if fabric is not None:
+        speed = min(speed, fabric.nic_gbps or speed)
+    return Interconnect(domain, nvlink, nvls, count * nodes_per_domain, speed / 8, "rdma", kind, over, gpn)
+
+
+def sweep(op: str, ic: Interconnect, pl: Placement, sizes: list[int]) -> list[tuple[CollectiveEstimate, str]]:
+    return [collective(op, s, ic, pl) for s in sizes]
+
+
+def message_sizes(lo: int = 8, hi: int = 16 * 2**30) -> list[int]:
+    """nccl-tests style sizes: powers of two from ``lo`` to ``hi`` bytes (``-b 8 -e 16G -f 2``)."""
+    out, s = [], lo
+    while s <= hi:
+        out.append(s)
+        s *= 2
+    return out
+
+
+__all__ = [
+    "ALL_GATHER", "ALL_REDUCE", "ALL_TO_ALL", "REDUCE_SCATTER", "SEND_RECV", "Interconnect", "Placement",
+    "collective", "message_sizes", "placement", "sweep",
+]

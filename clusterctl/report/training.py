@@ -1,0 +1,421 @@
+"""Training-step estimate for a transformer on this cluster: FLOPs, step time, tokens/s, MFU, memory.
+
+FLOPs are counted as Megatron-LM counts them (``num_floating_point_operations`` in
+megatron/training/training.py): per token, forward + backward = 3 x forward,
+
+    12 h^2 [ (1 + g/a + s/h) q/h  +  f/h x topk x (3/2 if SwiGLU)  ]  per layer,  +  6 h V  for the logits
+
+which for a GPT-3-shaped model is Narayanan et al. 2021's ``72 B s l h^2 (1 + s/6h + V/12lh)``. With full
+activation recomputation the layers run their forward twice; the *hardware* count is then Narayanan's
+``96 B s l h^2 (1 + s/6h + V/16lh)``. MFU uses the model count (no recomputation) against the datasheet
+peak; ``hardware TFLOP/s`` includes recomputation (what Narayanan et al. Table 1 reports).
+
+The step time is built bottom-up for one pipeline stage and one microbatch, then scheduled:
+
+* GEMMs run at the accelerator's measured maximum achievable matmul throughput (``bf16_mamf_tflops``
+  in the catalog) times a shape factor for the per-GPU matrix width ``h/tp`` and ``SUSTAINED_GEMM``;
+* attention scores run at ``FLASH_ATTENTION_EFFICIENCY`` of that (flash attention skips the masked
+  half of a causal score matrix; without it the full matrix is computed and softmax/dropout go through
+  HBM);
+* element-wise work (layer norms, residual adds, activations) moves its bytes through HBM at
+  ``HBM_EFFICIENCY``;
+* tensor-parallel all-reduces (or reduce-scatter/all-gather pairs with sequence parallelism) sit on the
+  critical path (Megatron-LM's default); context-parallel KV exchange hides behind attention compute;
+  expert-parallel all-to-all is exposed; pipeline sends are exposed once per microbatch;
+* 1F1B pipeline schedule: ``(m + (p-1)/v)`` microbatch slots of the slowest stage (the last one also
+  computes the logits);
+* the data-parallel gradient reduction overlaps with the backward pass of the last microbatch only;
+  the optimizer step is HBM-bound.
+
+The collective times come from clusterctl.report.interconnect on the planned NVLink domain and NICs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from clusterctl.report.collectives import ALL_REDUCE, ALL_TO_ALL, SEND_RECV
+from clusterctl.report.interconnect import Interconnect, collective, placement
+
+SUSTAINED_GEMM = 0.86
+"""Training GEMMs against the best-shape MAMF: sustained clocks under full-node power and thermal load,
+and GEMM tails/launch gaps between kernels. One constant for every accelerator."""
+
+GEMM_SHAPE_HALF = 128
+"""Shape factor ``d / (d + GEMM_SHAPE_HALF)`` for the per-GPU matrix width ``d = h/tp``: narrow matrices
+(small hidden sizes split over many GPUs) leave tensor cores idle at tile edges and waves."""
+
+FLASH_ATTENTION_EFFICIENCY = 0.6
+"""Attention-score FLOP rate relative to GEMMs (softmax, masking and the online rescale inside the
+flash-attention kernel; head dimension 128 kernels reach well below GEMM rates)."""
+
+UNFUSED_ATTENTION_EFFICIENCY = 0.7
+"""Batched score GEMMs without flash attention (s x s x d_head per head) relative to large GEMMs."""
+
+HBM_EFFICIENCY = 0.7
+"""Element-wise kernels: fraction of HBM bandwidth reached."""
+
+ELEMENTWISE_REPLICATED = 11
+"""Elements moved per token and layer in the forward pass by work that is replicated across tensor-
+parallel ranks unless sequence parallelism splits it: two layer norms (read h, write h) and two fused
+bias-dropout-residual adds (read 2h, write h, mask h/2)."""
+
+BYTES_BF16 = 2
+ADAM_BYTES_PER_PARAM_STEP = 30
+"""Adam step traffic per parameter: read fp32 param, m, v, grad; write fp32 param, m, v, bf16 param."""
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """A decoder-only transformer in Megatron-LM terms."""
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    vocab: int
+    seq_len: int
+    kv_heads: int | None = None
+    """query groups (GQA); default = heads"""
+    ffn_hidden: int | None = None
+    """default 4 x hidden"""
+    swiglu: bool = False
+    experts: int = 0
+    """routed experts per MoE layer (0 = dense)"""
+    topk: int = 1
+    moe_ffn_hidden: int | None = None
+    tied_embeddings: bool = True
+    head_dim: int | None = None
+    """default hidden / heads"""
+
+    @property
+    def q(self) -> int:
+        return self.heads * (self.head_dim or self.hidden // self.heads)
+
+    @property
+    def kv(self) -> int:
+        return (self.kv_heads or self.heads) * (self.head_dim or self.hidden // self.heads)
+
+    @property
+    def ffn(self) -> int:
+        return self.ffn_hidden or 4 * self.hidden
+
+    @property
+    def expert_ffn(self) -> int:
+        return self.moe_ffn_hidden or self.ffn
+
+    @property
+    def mlp_matrices(self) -> int:
+        return 3 if self.swiglu else 2
+
+    # --- parameters ----------------------------------------------------------------------------
+    @property
+    def attention_params(self) -> int:
+        return self.hidden * (self.q + 2 * self.kv) + self.q * self.hidden
+
+    @property
+    def mlp_params(self) -> int:
+        """all experts"""
+        if self.experts:
+            return self.experts * self.mlp_matrices * self.hidden * self.expert_ffn + self.hidden * self.experts
+        return self.mlp_matrices * self.hidden * self.ffn
+
+    @property
+    def embedding_params(self) -> int:
+        return self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
+
+    @property
+    def params(self) -> int:
+        return self.layers * (self.attention_params + self.mlp_params + 4 * self.hidden) + self.embedding_params
+
+    @property
+    def active_params(self) -> int:
+        if not self.experts:
+            return self.params
+        active_mlp = self.topk * self.mlp_matrices * self.hidden * self.expert_ffn
+        return self.layers * (self.attention_params + active_mlp + 4 * self.hidden) + self.embedding_params
+
+    # --- FLOPs per token (Megatron-LM, forward + backward) -------------------------------------------
+    @property
+    def dense_flops_per_token_layer(self) -> float:
+        mlp_width = self.expert_ffn * self.topk if self.experts else self.ffn
+        return 6.0 * (2 * self.hidden * self.q + 2 * self.hidden * self.kv) + 6.0 * self.mlp_matrices * self.hidden * mlp_width
+
+    @property
+    def attention_flops_per_token_layer(self) -> float:
+        return 12.0 * self.seq_len * self.q
+
+    @property
+    def logit_flops_per_token(self) -> float:
+        return 6.0 * self.hidden * self.vocab
+
+    @property
+    def flops_per_token(self) -> float:
+        return self.layers * (self.dense_flops_per_token_layer + self.attention_flops_per_token_layer) + \
+            self.logit_flops_per_token
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    """How the job is laid out and run (Megatron-LM options in brackets)."""
+
+    global_batch: int
+    """sequences per step"""
+    tp: int = 1
+    pp: int = 1
+    dp: int | None = None
+    """default: the GPUs left over, ``gpus / (tp pp cp)``"""
+    cp: int = 1
+    ep: int = 1
+    micro_batch: int = 1
+    virtual_stages: int = 1
+    """interleaved 1F1B model chunks per stage [--num-layers-per-virtual-pipeline-stage]"""
+    recompute: str = "none"
+    """none | selective | full [--recompute-granularity]"""
+    sequence_parallel: bool = True
+    flash_attention: bool = True
+    overlap_grad_reduce: bool = True
+    distributed_optimizer: bool = True
+    grad_bytes: int = 4
+    """bytes per gradient element in the data-parallel reduction (4: fp32 accumulation and reduce)"""
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    name: str
+    peak_tflops: float
+    mamf_tflops: float
+    mamf_source: str
+    hbm_gb: float
+    hbm_tb_per_s: float
+
+
+@dataclass(frozen=True)
+class TrainingEstimate:
+    model: ModelShape
+    par: Parallelism
+    gpus: int
+    dp: int
+    microbatches: int
+    step_s: float
+    tokens_per_s: float
+    model_tflops_per_gpu: float
+    hardware_tflops_per_gpu: float
+    mfu: float
+    breakdown_s: dict[str, float]
+    memory_gb: dict[str, float]
+    notes: tuple[str, ...] = ()
+    comm: dict[str, dict] = field(default_factory=dict)
+
+    @property
+    def fits_memory(self) -> bool:
+        return self.memory_gb["total"] <= self.memory_gb["hbm"]
+
+
+class TrainingConfigError(ValueError):
+    """The model and parallelism do not fit together (message says what to change)."""
+
+
+def check(model: ModelShape, par: Parallelism, gpus: int) -> int:
+    """Validate the layout; returns the data-parallel size."""
+    for name in ("tp", "pp", "cp", "ep", "micro_batch", "virtual_stages", "global_batch"):
+        v = getattr(par, name)
+        if not isinstance(v, int) or v < 1:
+            raise TrainingConfigError(f"{name} must be an integer >= 1, got {v!r}")
+    mp = par.tp * par.pp * par.cp
+    dp = par.dp if par.dp is not None else gpus // mp
+    if dp < 1 or mp * dp > gpus:
+        raise TrainingConfigError(
+            f"tp x pp x cp x dp = {par.tp} x {par.pp} x {par.cp} x {dp} = {mp * max(dp, 1):,} GPUs, but the "
+            f"cluster has {gpus:,}; lower a parallel size")
+    if model.heads % par.tp or (model.kv_heads or model.heads) % par.tp and (model.kv_heads or 0) >= par.tp:
+        raise TrainingConfigError(f"attention heads ({model.heads}) must divide by tp ({par.tp})")
+    if model.layers < par.pp * par.virtual_stages:
+        raise TrainingConfigError(
+            f"layers ({model.layers}) must be at least pp x virtual stages ({par.pp} x {par.virtual_stages})")
+    if par.global_batch % (dp * par.micro_batch):
+        raise TrainingConfigError(
+            f"global batch ({par.global_batch}) must be a multiple of dp x micro batch ({dp} x {par.micro_batch})")
+    if model.seq_len % par.cp:
+        raise TrainingConfigError(f"sequence length ({model.seq_len}) must divide by cp ({par.cp})")
+    if par.ep > 1 and (not model.experts or model.experts % par.ep or dp * par.cp % par.ep):
+        raise TrainingConfigError(f"ep ({par.ep}) needs an MoE model whose experts and dp x cp divide by it")
+    if par.recompute not in ("none", "selective", "full"):
+        raise TrainingConfigError(f"recompute must be none, selective or full, got {par.recompute!r}")
+    if par.virtual_stages > 1 and par.pp == 1:
+        raise TrainingConfigError("virtual_stages > 1 needs pp > 1")
+    return dp
+
+
+def gemm_rate(acc: Accelerator, model: ModelShape, tp: int) -> float:
+    """Sustained FLOP/s of the model's GEMMs on one GPU."""
+    d = model.hidden / tp
+    return acc.mamf_tflops * 1e12 * SUSTAINED_GEMM * d / (d + GEMM_SHAPE_HALF)
+
+
+def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, ic: Interconnect) -> TrainingEstimate:
+    dp = check(model, par, gpus)
+    used = par.tp * par.pp * par.cp * dp
+    m = par.global_batch // (dp * par.micro_batch)
+    tp, pp, cp, v = par.tp, par.pp, par.cp, par.virtual_stages
+    # the busiest stage sets the pace: uneven splits (Llama 3's 126 layers on 16 stages) round up
+    layers = math.ceil(model.layers / (pp * v)) * v
+    tokens = par.micro_batch * model.seq_len          # tokens of one microbatch
+    local_tokens = tokens / cp                         # tokens one GPU's layers see
+    full = par.recompute == "full"
+    rc_dense = 4 / 3 if full else 1.0
+    rc_attn = 4 / 3 if par.recompute in ("full", "selective") else 1.0
+
+    r_gemm = gemm_rate(acc, model, tp)
+    # GEMMs (fwd + bwd [+ recompute]) of one microbatch on one stage
+    t_gemm = layers * tokens * model.dense_flops_per_token_layer * rc_dense / (tp * cp) / r_gemm
+    if par.flash_attention:
+        t_attn = layers * tokens * model.attention_flops_per_token_layer * rc_attn * 0.5 / (tp * cp) / (
+            r_gemm * FLASH_ATTENTION_EFFICIENCY)
+    else:
+        t_attn = layers * tokens * model.attention_flops_per_token_layer * rc_attn / (tp * cp) / (
+            r_gemm * UNFUSED_ATTENTION_EFFICIENCY)
+    # element-wise HBM traffic
+    rep = ELEMENTWISE_REPLICATED * model.hidden / (tp if par.sequence_parallel else 1)
+    mlp_width = (model.expert_ffn * model.topk) if model.experts else model.ffn
+    part = ((3 if model.swiglu else 2) * mlp_width + 2 * (model.q + 2 * model.kv)) / tp
+    if not par.flash_attention:
+        part += 4.5 * model.heads * model.seq_len / tp / cp
+    passes = 4 if full else 3
+    t_mem = layers * local_tokens * (rep + part) * BYTES_BF16 * passes / (acc.hbm_tb_per_s * 1e12 * HBM_EFFICIENCY)
+    t_logit = tokens * model.logit_flops_per_token / (tp * cp) / r_gemm
+
+    comm: dict[str, dict] = {}
+    # tensor parallel: 2 all-reduce-equivalents per layer forward, 2 backward, 2 more when recomputing
+    t_tp = 0.0
+    if tp > 1:
+        size = local_tokens * model.hidden * BYTES_BF16
+        est, algo = collective(ALL_REDUCE, size, ic, placement(tp, ic, 1))
+        per_layer = 6 if full else 4
+        t_tp = layers * per_layer * est.time_s
+        comm["tp"] = {"op": "all_reduce", "ranks": tp, "bytes": size, "per_microbatch": int(layers * per_layer),
+                      "time_s": est.time_s, "busbw_gb_per_s": est.busbw_gb_per_s, "algorithm": algo}
+    # context parallel: ring exchange of K and V, hidden behind attention when it can be
+    t_cp = 0.0
+    if cp > 1:
+        size = 2 * local_tokens * model.kv * BYTES_BF16
+        est, algo = collective(SEND_RECV, size, ic, placement(2, ic, tp))
+        per_layer_comm = 3 * (cp - 1) * est.time_s            # forward once, backward twice
+        per_layer_attn = t_attn / layers
+        t_cp = layers * max(0.0, per_layer_comm - per_layer_attn)
+        comm["cp"] = {"op": "send_recv", "ranks": cp, "bytes": size, "time_s": est.time_s, "algorithm": algo}
+    # expert parallel: dispatch + combine all-to-all, forward and backward (+ recompute)
+    t_ep = 0.0
+    if par.ep > 1:
+        size = local_tokens * model.hidden * model.topk * BYTES_BF16
+        est, algo = collective(ALL_TO_ALL, size, ic, placement(par.ep, ic, tp * cp))
+        per_layer = 6 if full else 4
+        t_ep = layers * per_layer * est.time_s
+        comm["ep"] = {"op": "all_to_all", "ranks": par.ep, "bytes": size, "time_s": est.time_s, "algorithm": algo}
+    # pipeline: activations forward, gradients backward, scattered over the tp ranks
+    t_pp = 0.0
+    if pp > 1:
+        size = local_tokens * model.hidden * BYTES_BF16 / tp
+        est, algo = collective(SEND_RECV, size, ic, placement(2, ic, ic.gpus_per_domain))
+        t_pp = 2 * v * est.time_s
+        comm["pp"] = {"op": "send_recv", "ranks": 2, "bytes": size, "time_s": est.time_s, "algorithm": algo}
+
+    stage = t_gemm + t_attn + t_mem + t_tp + t_cp + t_ep + t_pp
+    last_stage = stage + t_logit
+    slot = last_stage
+    bubble_slots = (pp - 1) / v
+    t_pipeline = (m + bubble_slots) * slot
+
+    # data parallel gradient reduction (+ parameter all-gather with the distributed optimizer)
+    params_local = _params_per_gpu(model, par)
+    t_dp = 0.0
+    if dp > 1:
+        size = params_local * par.grad_bytes
+        est, algo = collective(ALL_REDUCE, size, ic, placement(dp * (1 if not model.experts else 1), ic, tp * cp))
+        t_dp = est.time_s
+        comm["dp"] = {"op": "reduce_scatter + all_gather" if par.distributed_optimizer else "all_reduce",
+                      "ranks": dp, "bytes": size, "time_s": est.time_s, "busbw_gb_per_s": est.busbw_gb_per_s,
+                      "algorithm": algo}
+    window = (2 / 3) * (stage - t_pp) if par.overlap_grad_reduce else 0.0
+    dp_exposed = max(0.0, t_dp - window)
+    opt_params = params_local / (dp if par.distributed_optimizer else 1)
+    t_opt = opt_params * ADAM_BYTES_PER_PARAM_STEP / (acc.hbm_tb_per_s * 1e12 * HBM_EFFICIENCY)
+
+    step = t_pipeline + dp_exposed + t_opt
+    tokens_step = par.global_batch * model.seq_len
+    model_flops = tokens_step * model.flops_per_token
+    layer_flops = model.layers * (model.dense_flops_per_token_layer * rc_dense
+                                  + model.attention_flops_per_token_layer * rc_attn)
+    hw_flops = tokens_step * (layer_flops + model.logit_flops_per_token)
+    breakdown = {
+        "compute": m * (t_gemm + t_attn + t_mem),
+        "logits (last stage)": m * t_logit,
+        "tp communication": m * t_tp,
+        "cp communication": m * t_cp,
+        "ep communication": m * t_ep,
+        "pp communication": m * t_pp,
+        "pipeline bubble": bubble_slots * slot,
+        "dp communication (exposed)": dp_exposed,
+        "optimizer": t_opt,
+    }
+    memory = _memory(model, par, dp, m, acc)
+    notes = []
+    if used < gpus:
+        notes.append(f"the layout uses {used:,} of {gpus:,} GPUs")
+    return TrainingEstimate(
+        model=model, par=replace(par, dp=dp), gpus=used, dp=dp, microbatches=m, step_s=step,
+        tokens_per_s=tokens_step / step,
+        model_tflops_per_gpu=model_flops / step / used / 1e12,
+        hardware_tflops_per_gpu=hw_flops / step / used / 1e12,
+        mfu=model_flops / step / used / (acc.peak_tflops * 1e12),
+        breakdown_s=breakdown, memory_gb=memory, notes=tuple(notes), comm=comm)
+
+
+def _params_per_gpu(model: ModelShape, par: Parallelism) -> float:
+    """Parameters one GPU holds (the first pipeline stage, which also holds the embedding)."""
+    dense_layer = model.attention_params + 4 * model.hidden
+    expert_layer = model.mlp_params if model.experts else 0
+    mlp_layer = 0 if model.experts else model.mlp_params
+    per_layer = (dense_layer + mlp_layer) / par.tp + expert_layer / (par.tp * par.ep)
+    return math.ceil(model.layers / par.pp) * per_layer + model.vocab * model.hidden / par.tp
+
+
+def _memory(model: ModelShape, par: Parallelism, dp: int, m: int, acc: Accelerator) -> dict[str, float]:
+    """Per-GPU memory of the first pipeline stage, GB (Korthikanti et al. 2022 activation counts)."""
+    p = _params_per_gpu(model, par)
+    weights = p * 2
+    grads = p * par.grad_bytes
+    optimizer = p * 12 / (dp * par.cp if par.distributed_optimizer else 1)
+    s, b, h, a = model.seq_len / par.cp, par.micro_batch, model.hidden, model.heads
+    t = par.tp
+    sp = t if par.sequence_parallel else 1
+    if par.recompute == "full":
+        per_layer = 2 * s * b * h / sp
+    else:
+        per_layer = s * b * h * (10 / sp + 24 / t)
+        if not par.flash_attention and par.recompute != "selective":
+            per_layer += 5 * a * s * s * b / t
+    in_flight = min(m, par.pp)
+    interleave = 1 + (par.pp - 1) / (par.pp * par.virtual_stages) if par.virtual_stages > 1 else 1
+    acts = per_layer * math.ceil(model.layers / par.pp) * in_flight * interleave
+    gb = 1e9
+    total = (weights + grads + optimizer + acts) / gb
+    return {"weights": weights / gb, "gradients": grads / gb, "optimizer": optimizer / gb,
+            "activations": acts / gb, "total": total, "hbm": acc.hbm_gb}
+
+
+def simple_throughput(flops_per_token: float, gpus: int, peak_tflops: float, mfu: float) -> float:
+    """The brief's simple form: tokens/s = GPUs x peak x MFU / FLOPs per token."""
+    if not 0 < mfu <= 1:
+        raise TrainingConfigError(f"mfu must be in (0, 1], got {mfu!r}")
+    return gpus * peak_tflops * 1e12 * mfu / flops_per_token
+
+
+def dense_flops_per_token(params: float) -> float:
+    """6 N FLOPs per token (forward + backward) when only the parameter count is known."""
+    return 6.0 * params
+
+
+__all__ = ["Accelerator", "ModelShape", "Parallelism", "TrainingConfigError", "TrainingEstimate", "check",
+           "dense_flops_per_token", "estimate", "gemm_rate", "simple_throughput"]

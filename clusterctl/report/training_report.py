@@ -1,0 +1,172 @@
+"""Report section: the training estimate (detailed model, or the simple MFU form)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from clusterctl.plan.model import ClusterPlan
+from clusterctl.report.interconnect import compute_group, interconnect_of
+from clusterctl.report.section import ReportContext, Section, fmt, md_table
+from clusterctl.report.training import (
+    FLASH_ATTENTION_EFFICIENCY,
+    GEMM_SHAPE_HALF,
+    HBM_EFFICIENCY,
+    SUSTAINED_GEMM,
+    TrainingConfigError,
+    TrainingEstimate,
+    dense_flops_per_token,
+    estimate,
+    simple_throughput,
+)
+from clusterctl.report.workload import Workload, accelerator_of, best_layout, parallelism, resolve
+
+
+@dataclass(frozen=True)
+class TrainingResult:
+    workload: Workload
+    estimate: TrainingEstimate | None
+    layouts_tried: int
+    simple_tokens_per_s: float | None
+    gpus: int
+    accelerator: str
+    peak_tflops: float
+    mamf_tflops: float
+    mamf_source: str
+    error: str | None = None
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        if self.estimate is not None:
+            return self.estimate.tokens_per_s
+        return self.simple_tokens_per_s
+
+
+def run(plan: ClusterPlan, overrides: dict | None = None) -> TrainingResult | None:
+    """Resolve the workload and estimate it; None when the cluster has no GPUs.
+
+    Raises TrainingConfigError for a workload that cannot be estimated as given (bad layout)."""
+    group = compute_group(plan)
+    ic = interconnect_of(plan, group)
+    if group is None or ic is None or group.type.accelerator is None:
+        return None
+    w = resolve(plan, overrides)
+    acc, key = accelerator_of(group)
+    gpus = w.training.gpus or group.gpus
+    if gpus > group.gpus:
+        raise TrainingConfigError(f"the job asks for {gpus:,} GPUs; the {group.name} group has {group.gpus:,}")
+    est, tried = None, 0
+    if w.model is not None:
+        t = w.training
+        if t.tp is not None and t.pp is not None and "recompute" in t.model_fields_set:
+            est = estimate(w.model, parallelism(t, w.model, t.tp, t.pp, gpus), gpus, acc, ic)
+            tried = 1
+        else:
+            est, tried = best_layout(w.model, t, gpus, acc, ic)
+            if est is None:
+                raise TrainingConfigError(
+                    f"no tensor/pipeline layout of {w.model.name} fits {gpus:,} GPUs with the given settings")
+    simple = None
+    if w.training.mfu is not None and w.params is not None:
+        fpt = w.model.flops_per_token if w.model is not None else dense_flops_per_token(w.params)
+        simple = simple_throughput(fpt, gpus, acc.peak_tflops, w.training.mfu)
+    return TrainingResult(w, est, tried, simple, gpus, key, acc.peak_tflops, acc.mamf_tflops, acc.mamf_source)
+
+
+def build(ctx: ReportContext) -> Section:
+    r: TrainingResult | None = ctx.extra.get("training")
+    if r is None:
+        return Section("training", "Training estimate", {"available": False},
+                       "No training estimate: the cluster has no GPU nodes.\n")
+    w = r.workload
+    md: list[str] = []
+    data: dict = {"available": r.estimate is not None or r.simple_tokens_per_s is not None,
+                  "gpus": r.gpus, "accelerator": r.accelerator,
+                  "peak_bf16_tflops": r.peak_tflops, "mamf_bf16_tflops": r.mamf_tflops,
+                  "mamf_source": r.mamf_source}
+    if w.model is None and r.simple_tokens_per_s is None:
+        md.append("No model is given: set `workload.model` (a preset or layers/hidden/heads/vocab/seq_len) or "
+                  "`workload.training.mfu`, or pass `--model PRESET` / `--mfu` to `clusterctl report`. "
+                  "Presets: `clusterctl report --list-models`.")
+        return Section("training", "Training estimate", data, "\n".join(md) + "\n")
+    if w.model is not None:
+        m = w.model
+        data["model"] = {"name": m.name, "source": w.model_source, "params": m.params,
+                         "active_params": m.active_params, "layers": m.layers, "hidden": m.hidden,
+                         "heads": m.heads, "kv_heads": m.kv_heads or m.heads, "ffn_hidden": m.ffn,
+                         "vocab": m.vocab, "seq_len": m.seq_len, "swiglu": m.swiglu, "experts": m.experts,
+                         "topk": m.topk, "flops_per_token": m.flops_per_token}
+        md.append(f"Model **{m.name}**: {fmt(m.params / 1e9)} B parameters"
+                  + (f" ({fmt(m.active_params / 1e9)} B active)" if m.experts else "")
+                  + f", {m.layers} layers, hidden {m.hidden:,}, {m.heads} heads"
+                  + (f" ({m.kv_heads} KV)" if m.kv_heads else "")
+                  + f", sequence {m.seq_len:,}, vocabulary {m.vocab:,}; {fmt(m.flops_per_token / 1e9)} GFLOP per token "
+                  f"(Megatron-LM count, forward + backward). Source: {w.model_source}.")
+        md.append("")
+    e = r.estimate
+    if e is not None:
+        p = e.par
+        data["layout"] = {"tp": p.tp, "pp": p.pp, "dp": e.dp, "cp": p.cp, "ep": p.ep, "micro_batch": p.micro_batch,
+                          "virtual_stages": p.virtual_stages, "global_batch": p.global_batch,
+                          "microbatches": e.microbatches, "recompute": p.recompute,
+                          "sequence_parallel": p.sequence_parallel, "flash_attention": p.flash_attention,
+                          "gpus_used": e.gpus, "chosen_by_search": r.layouts_tried > 1,
+                          "layouts_tried": r.layouts_tried}
+        data["step_s"] = e.step_s
+        data["tokens_per_s"] = e.tokens_per_s
+        data["model_tflops_per_gpu"] = e.model_tflops_per_gpu
+        data["hardware_tflops_per_gpu"] = e.hardware_tflops_per_gpu
+        data["mfu"] = e.mfu
+        data["breakdown_s"] = e.breakdown_s
+        data["memory_gb"] = e.memory_gb
+        data["fits_memory"] = e.fits_memory
+        data["communication"] = e.comm
+        data["assumptions"] = {"sustained_gemm_of_mamf": SUSTAINED_GEMM, "gemm_shape_half_width": GEMM_SHAPE_HALF,
+                               "flash_attention_of_gemm": FLASH_ATTENTION_EFFICIENCY, "hbm_efficiency": HBM_EFFICIENCY}
+        chosen = (f"chosen as the fastest of {r.layouts_tried} layouts that fit in HBM"
+                  if r.layouts_tried > 1 else "as given")
+        md.append(f"Layout ({chosen}): TP {p.tp} × PP {p.pp}"
+                  + (f" (interleaved ×{p.virtual_stages})" if p.virtual_stages > 1 else "")
+                  + f" × CP {p.cp} × DP {e.dp}" + (f", EP {p.ep}" if p.ep > 1 else "")
+                  + f" = {e.gpus:,} GPUs; global batch {p.global_batch:,} sequences "
+                  f"({fmt(p.global_batch * e.model.seq_len / 1e6)} M tokens), micro batch {p.micro_batch}, "
+                  f"{e.microbatches} microbatches per step; recompute {p.recompute}.")
+        md.append("")
+        md.append(md_table(["figure", "value"], [
+            ["step time", f"{fmt(e.step_s)} s"],
+            ["tokens per second (cluster)", f"{fmt(e.tokens_per_s)}"],
+            ["TFLOP/s per GPU (model FLOPs, Megatron-LM count)", fmt(e.model_tflops_per_gpu)],
+            ["TFLOP/s per GPU incl. recomputation (Narayanan et al. 2021 count)", fmt(e.hardware_tflops_per_gpu)],
+            ["MFU (model FLOPs / BF16 peak)", f"{e.mfu:.1%}"],
+        ], "lr"))
+        md.append("Where the step goes:")
+        md.append("")
+        md.append(md_table(["part", "seconds", "share"],
+                           [[k, fmt(v), f"{v / e.step_s:.1%}"] for k, v in e.breakdown_s.items() if v > 0], "lrr"))
+        mem = e.memory_gb
+        verdict = "fits" if e.fits_memory else "**does not fit** — more pipeline/tensor parallelism, full " \
+                                              "recomputation or a smaller micro batch is needed"
+        md.append(f"Memory per GPU (first pipeline stage): weights {fmt(mem['weights'])} GB, gradients "
+                  f"{fmt(mem['gradients'])} GB, optimizer {fmt(mem['optimizer'])} GB, activations "
+                  f"{fmt(mem['activations'])} GB = **{fmt(mem['total'])} GB** of {fmt(mem['hbm'])} GB HBM: {verdict}.")
+        md.append("")
+        md.append(f"Compute model: GEMMs at {SUSTAINED_GEMM:.0%} of the measured maximum achievable matmul rate "
+                  f"({fmt(r.mamf_tflops)} TFLOP/s BF16 for {r.accelerator}: {r.mamf_source}) with a shape factor "
+                  f"h/tp ÷ (h/tp + {GEMM_SHAPE_HALF}); flash attention at {FLASH_ATTENTION_EFFICIENCY:.0%} of that; "
+                  f"element-wise work at {HBM_EFFICIENCY:.0%} of HBM bandwidth; communication from the Collectives "
+                  "section's model on this interconnect. Derivation: docs/report.md.")
+        md.append("")
+        for n in e.notes:
+            md.append(f"Note: {n}.")
+    if r.simple_tokens_per_s is not None:
+        mfu = w.training.mfu
+        fpt = w.model.flops_per_token if w.model is not None else 6 * w.params
+        data["simple"] = {"mfu": mfu, "flops_per_token": fpt, "tokens_per_s": r.simple_tokens_per_s,
+                          "formula": "tokens/s = GPUs x peak x MFU / FLOPs per token"}
+        md.append(f"Simple form with the given MFU {mfu:.0%}: tokens/s = {r.gpus:,} GPUs × {fmt(r.peak_tflops)} "
+                  f"TFLOP/s × {mfu:.0%} / {fmt(fpt / 1e9)} GFLOP per token = **{fmt(r.simple_tokens_per_s)} tokens/s**"
+                  + (" (6 × parameters per token: no model shape given)" if w.model is None else "") + ".")
+        md.append("")
+    return Section("training", "Training estimate", data, "\n".join(md) + "\n")
+
+
+__all__ = ["TrainingConfigError", "TrainingResult", "build", "run"]

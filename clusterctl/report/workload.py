@@ -1,0 +1,177 @@
+"""From blueprint + command line to the model, the layout and the accelerator the estimate runs on."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, replace
+from typing import Any
+
+import yaml
+
+from clusterctl.blueprint.training import ModelSpec, TrainingSpec
+from clusterctl.plan.model import ClusterPlan, GroupPlan
+from clusterctl.report.interconnect import Interconnect
+from clusterctl.report.training import (
+    Accelerator,
+    ModelShape,
+    Parallelism,
+    TrainingConfigError,
+    TrainingEstimate,
+    estimate,
+)
+from pathlib import Path
+
+TOKENS_PER_STEP_DEFAULT = 4 * 2**20
+"""default global batch: ~4M tokens per step (GPT-3 175B used 3.2M, Llama 3 4M-16M)"""
+
+
+@functools.cache
+def presets() -> dict[str, dict[str, Any]]:
+    data = yaml.safe_load((Path(__file__).resolve().parent / "models.yaml").read_text())
+    return data["models"]
+
+
+def preset(name: str) -> tuple[ModelShape, str]:
+    table = presets()
+    if name not in table:
+        raise TrainingConfigError(f"unknown model preset {name!r}; presets: {', '.join(sorted(table))}")
+    entry = dict(table[name])
+    source = entry.pop("source")
+    return shape_of(name, ModelSpec(**entry)), source
+
+
+def shape_of(name: str, spec: ModelSpec) -> ModelShape:
+    return ModelShape(name=name, **spec.model_dump())
+
+
+def accelerator_of(group: GroupPlan) -> tuple[Accelerator, str]:
+    """The accelerator with its measured GEMM rate; second value: the catalog key."""
+    nt = group.type
+    acc = nt.accelerator
+    key = (nt.server.gpus.model if nt.server is not None and nt.server.gpus else
+           nt.instance.gpus.model if nt.instance is not None and nt.instance.gpus else nt.gpu_model or "?")
+    if acc.bf16_mamf_tflops is not None:
+        mamf, src = acc.bf16_mamf_tflops, acc.sources.get("bf16_mamf_tflops", "")
+    else:
+        mamf, src = acc.bf16_dense_tflops * 0.8, "[D] no measured MAMF in the catalog: 0.8 x datasheet peak assumed"
+    return Accelerator(key, acc.bf16_dense_tflops, mamf, src, acc.hbm_gb, acc.hbm_tb_per_s), key
+
+
+@dataclass(frozen=True)
+class Workload:
+    model: ModelShape | None
+    model_source: str
+    training: TrainingSpec
+    params: float | None
+    """parameter count the report uses (the model's, else workload.params_b)"""
+
+
+def resolve(plan: ClusterPlan, overrides: dict[str, Any] | None = None) -> Workload:
+    """Merge the blueprint's workload with command-line overrides (None values are ignored).
+
+    ``overrides`` keys: model (preset name), params_b, any ModelSpec field, any TrainingSpec field."""
+    o = {k: v for k, v in (overrides or {}).items() if v is not None}
+    w = plan.blueprint.workload
+    model: ModelShape | None = None
+    source = ""
+    bp_model = w.model if w is not None else None
+    name = o.pop("model", None)
+    if name is not None:
+        model, source = preset(name)
+    elif isinstance(bp_model, str):
+        model, source = preset(bp_model)
+    elif bp_model is not None:
+        model, source = shape_of("blueprint model", bp_model), "blueprint workload.model"
+    shape_keys = set(ModelSpec.model_fields)
+    shape_over = {k: o.pop(k) for k in list(o) if k in shape_keys}
+    if shape_over:
+        if model is None:
+            missing = [k for k in ("layers", "hidden", "heads", "vocab", "seq_len") if k not in shape_over]
+            if missing:
+                raise TrainingConfigError(
+                    f"a model given on the command line needs {', '.join('--' + m.replace('_', '-') for m in missing)}"
+                    " (or --model PRESET)")
+            model, source = shape_of("command-line model", ModelSpec(**shape_over)), "command line"
+        else:
+            model = replace(model, **shape_over)
+            source += " (changed on the command line: " + ", ".join(sorted(shape_over)) + ")"
+    params_b = o.pop("params_b", None)
+    base = w.training if (w is not None and w.training is not None) else TrainingSpec()
+    train_keys = set(TrainingSpec.model_fields)
+    training = base.model_copy(update={k: v for k, v in o.items() if k in train_keys})
+    TrainingSpec.model_validate(training.model_dump())  # re-check ranges of command-line values
+    unknown = set(o) - train_keys
+    if unknown:
+        raise TrainingConfigError(f"unknown workload option(s): {', '.join(sorted(unknown))}")
+    if model is not None:
+        params = float(model.params)
+    elif params_b is not None:
+        params = params_b * 1e9
+    elif w is not None:
+        params = w.params_b * 1e9
+    else:
+        params = None
+    return Workload(model, source, training, params)
+
+
+def default_global_batch(model: ModelShape, gpus: int) -> int:
+    """~4M tokens per step, or one sequence per 8 GPUs on clusters too large for that (Llama 3 405B ran
+    2,048 sequences of 8K tokens on 16,384 GPUs), so that data parallelism can use the whole cluster."""
+    return max(1, round(TOKENS_PER_STEP_DEFAULT / model.seq_len), gpus // 8)
+
+
+def parallelism(t: TrainingSpec, model: ModelShape, tp: int, pp: int, gpus: int) -> Parallelism:
+    batch = t.global_batch or default_global_batch(model, gpus)
+    return Parallelism(global_batch=batch, tp=tp, pp=pp, dp=t.dp, cp=t.cp, ep=t.ep, micro_batch=t.micro_batch,
+                       virtual_stages=t.virtual_stages, recompute=t.recompute,
+                       sequence_parallel=t.sequence_parallel, flash_attention=t.flash_attention,
+                       overlap_grad_reduce=t.overlap_grad_reduce, distributed_optimizer=t.distributed_optimizer)
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def best_layout(model: ModelShape, t: TrainingSpec, gpus: int, acc: Accelerator,
+                ic: Interconnect) -> tuple[TrainingEstimate | None, int]:
+    """The fastest layout that fits in HBM; returns (estimate, layouts tried).
+
+    Tries tp within one NVLink domain (dividing the heads), pp up to 64 (uneven stages allowed, as Llama
+    3 ran 126 layers on 16 stages) and 1, 2 or 4 interleaved chunks, unless the blueprint fixes them.
+    dp is what is left, capped so that dp x micro batch does not exceed the global batch; a layout may
+    then leave GPUs idle, and the fastest in tokens/s wins (that is the one using the cluster best).
+    Recomputation is tried selective and full unless the blueprint sets it. Without any layout that fits
+    in HBM, the one needing the least memory is returned and the report says it does not fit."""
+    best: TrainingEstimate | None = None
+    best_any: TrainingEstimate | None = None
+    tried = 0
+    tps = [x for x in (1, 2, 4, 8, 16, 32, 64, 72) if x <= ic.gpus_per_domain and model.heads % x == 0]
+    if t.tp is not None:
+        tps = [t.tp]
+    pps = [t.pp] if t.pp is not None else list(range(1, min(64, model.layers) + 1))
+    vs = [t.virtual_stages] if t.virtual_stages != 1 or (t.tp is not None and t.pp is not None) else [1, 2, 4]
+    recomputes = [t.recompute] if "recompute" in t.model_fields_set else ["selective", "full"]
+    for tp in tps:
+        for pp in pps:
+            mp = tp * pp * t.cp
+            if mp > gpus:
+                continue
+            base = parallelism(t, model, tp, pp, gpus)
+            dp = t.dp or min(gpus // mp, max(1, base.global_batch // base.micro_batch))
+            unit = dp * base.micro_batch
+            batch = max(unit, base.global_batch // unit * unit)
+            for v in vs:
+                if (v > 1 and pp == 1) or model.layers < pp * v:
+                    continue
+                for rc in recomputes:
+                    par = replace(base, global_batch=batch, dp=dp, virtual_stages=v, recompute=rc)
+                    try:
+                        e = estimate(model, par, gpus, acc, ic)
+                    except TrainingConfigError:
+                        continue
+                    tried += 1
+                    if best_any is None or e.memory_gb["total"] < best_any.memory_gb["total"]:
+                        best_any = e
+                    if e.fits_memory and (best is None or e.tokens_per_s > best.tokens_per_s):
+                        best = e
+    return best or best_any, tried
