@@ -1,0 +1,136 @@
+"""`clusterctl report` through the real command line: every shipped blueprint, outputs, errors."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import yaml
+
+from clusterctl.resources import shipped_blueprints
+from tests.helpers import BROKEN, cli, shipped, to_yaml
+
+SECTIONS = ["capacity", "collectives", "training", "storage", "reliability", "power", "bom"]
+SVG = "{http://www.w3.org/2000/svg}svg"
+
+
+@pytest.mark.parametrize("name", sorted(shipped_blueprints()))
+def test_every_shipped_blueprint_reports(name, tmp_path):
+    out = tmp_path / "r"
+    r = cli("report", f"blueprints/{name}.yaml", "-o", str(out), "--model", "llama3-70b")
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr
+    data = json.loads((out / "report.json").read_text())
+    assert [k for k in data if k in SECTIONS] == SECTIONS
+    assert data["cluster"] == name
+    md = (out / "report.md").read_text()
+    for title in ("## Capacity", "## Collectives", "## Training estimate", "## Bill of materials"):
+        assert title in md
+    assert data["training"]["available"] and data["training"]["tokens_per_s"] > 0
+    for fig in data["figures"]:
+        root = ET.fromstring((out / "pictures" / fig).read_text())
+        assert root.tag == SVG
+        assert f"pictures/{fig}" in md
+
+
+def test_report_is_deterministic(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        assert cli("report", "blueprints/gb200-nvl72-8rack.yaml", "-o", str(d)).returncode == 0
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    for f in files:
+        assert (a / f).read_bytes() == (b / f).read_bytes(), f
+
+
+def test_peak_bf16_is_exact_and_sourced(tmp_path):
+    # 1,024 H100 SXM at the catalog's 989 TFLOP/s dense = 1,012.7 PFLOP/s (the issue's example)
+    data = shipped("hgx-h200-roce-1024")
+    for nt in data["node_types"].values():
+        if nt.get("server") == "hgx-h200-8gpu":
+            nt["server"] = "hgx-h100-8gpu"
+    bp = tmp_path / "h100-1024.yaml"
+    bp.write_text(to_yaml(data))
+    r = cli("report", str(bp), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    peak = json.loads(r.stdout)["capacity"]["peak_bf16"]
+    assert json.loads(r.stdout)["capacity"]["gpus"] == 1024
+    assert peak["value"] == pytest.approx(1012.736)
+    assert peak["catalog"] == "accelerators.h100-sxm.bf16_dense_tflops"
+    assert "torchtitan" in peak["source"]
+
+
+def test_model_and_layout_from_the_command_line(tmp_path):
+    r = cli("report", "blueprints/dgx-h100-superpod-1su.yaml", "--format", "json", "--layers", "48",
+            "--hidden", "8192", "--heads", "64", "--vocab", "51200", "--seq-len", "2048", "--tp", "8", "--pp", "2",
+            "--recompute", "full", "--global-batch", "512")
+    assert r.returncode == 0, r.stderr
+    t = json.loads(r.stdout)["training"]
+    assert t["layout"]["tp"] == 8 and t["layout"]["pp"] == 2 and t["layout"]["dp"] == 16
+    assert t["layout"]["layouts_tried"] == 1
+    assert 0 < t["mfu"] < 1
+
+
+def test_simple_form_with_mfu():
+    r = cli("report", "blueprints/dgx-h100-superpod-1su.yaml", "--format", "json", "--params-b", "70", "--mfu", "0.4")
+    assert r.returncode == 0, r.stderr
+    simple = json.loads(r.stdout)["training"]["simple"]
+    # tokens/s = GPUs x peak x MFU / (6 x params) when no model shape is given
+    assert simple["tokens_per_s"] == pytest.approx(256 * 989e12 * 0.4 / (6 * 70e9))
+
+
+def test_workload_model_in_the_blueprint(tmp_path):
+    data = shipped("dgx-h100-superpod-1su")
+    data["workload"]["model"] = "llama3-8b"
+    data["workload"]["training"] = {"tp": 1, "pp": 1, "global_batch": 512, "recompute": "selective"}
+    bp = tmp_path / "bp.yaml"
+    bp.write_text(to_yaml(data))
+    r = cli("report", str(bp), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    t = json.loads(r.stdout)["training"]
+    assert t["model"]["name"] == "llama3-8b" and t["layout"]["dp"] == 256
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--model", "gpt5"], "unknown model preset"),
+    (["--model", "llama3-70b", "--tp", "3", "--pp", "1", "--recompute", "full"], "heads"),
+    (["--layers", "10"], "--hidden"),
+    (["--mfu", "2"], "--mfu"),
+    (["--png"], "-o"),
+])
+def test_bad_options_exit_2_with_a_reason(args, needle):
+    r = cli("report", "blueprints/dgx-h100-superpod-1su.yaml", *args)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert needle in r.stderr and "Traceback" not in r.stderr
+
+
+def test_blueprint_with_errors_is_not_reported(tmp_path):
+    broken = sorted(Path(BROKEN).glob("*.yaml"))[0]
+    out = tmp_path / "r"
+    r = cli("report", str(broken), "-o", str(out))
+    assert r.returncode == 1 and "not reported" in r.stderr
+    assert not out.exists()
+
+
+def test_bad_workload_in_blueprint_is_located(tmp_path):
+    data = shipped("lab-2node")
+    data.setdefault("workload", {"params_b": 7})["training"] = {"tp": "eight"}
+    bp = tmp_path / "bp.yaml"
+    bp.write_text(yaml.safe_dump(data, sort_keys=False))
+    r = cli("report", str(bp))
+    assert r.returncode == 2 and "workload.training.tp" in r.stderr
+
+
+def test_png_pictures(tmp_path):
+    out = tmp_path / "r"
+    r = cli("report", "blueprints/lab-2node.yaml", "-o", str(out), "--png")
+    assert r.returncode == 0, r.stderr
+    pngs = sorted(out.glob("pictures/*.png"))
+    assert pngs and all(p.read_bytes().startswith(b"\x89PNG") for p in pngs)
+
+
+def test_list_models():
+    r = cli("report", "blueprints/lab-2node.yaml", "--list-models")
+    assert r.returncode == 0 and "llama3-405b" in r.stdout and "gpt3-175b" in r.stdout
