@@ -236,10 +236,10 @@ def build(ctx: ReportContext) -> Section:
                      "liquid_load_kw": sum(r.liquid_heat_kw for r in served)})
 
     notes = [
-        "Cables: one per planned cable (a breakout cable counts once); links at <= "
-        f"{fmt(copper_max_gbps())} Gb/s are copper, faster ones counted as optical (upper bound).",
-        "Transceivers: switch end one per links-per-cage x breakout links; node end one per NIC port, or "
-        "one twin-port plug per two ports on servers with twin-port OSFP cages (DGX); copper links none.",
+        ("Cables: one per planned cable (a breakout cable counts once); links at <= "
+         f"{fmt(copper_max_gbps())} Gb/s are copper, faster ones counted as optical (upper bound)."),
+        ("Transceivers: switch end one per links-per-cage x breakout links; node end one per NIC port, or "
+         "one twin-port plug per two ports on servers with twin-port OSFP cages (DGX); copper links none."),
     ]
     if extras:
         notes.append("Extra endpoints (appliance ports) on the leaves: " + ", ".join(

@@ -65,7 +65,9 @@ few microseconds for the whole 8-GPU ring) - an assumption, not calibrated."""
 NETWORK_STEP_LATENCY_US = {"infiniband": 4.0, "roce": 5.0, "ethernet": 5.0, "efa": 10.0, "tcp": 20.0}
 """Per ring step across the network (NIC + switch hops + NCCL proxy) - assumptions, not calibrated."""
 
-TREE_OPS = (ALL_REDUCE,)
+LAUNCH_LATENCY_US = 5.0
+"""Fixed cost of any collective: kernel launch, NCCL's proxy hand-off and the final synchronisation
+(nccl-tests' smallest messages on one 8-GPU node take ~10 us) - an assumption, not calibrated."""
 
 
 @dataclass(frozen=True)
@@ -162,6 +164,7 @@ def _intra_busbw(ic: Interconnect, g: int, op: str) -> float:
 
 def _est(op: str, size: float, ranks: int, t: float, algo: str) -> tuple[CollectiveEstimate, str]:
     if t > 0:
+        t += LAUNCH_LATENCY_US * 1e-6
         algbw = size / t / GB
         return CollectiveEstimate(op, size, ranks, t, algbw, algbw * busbw_factor(op, ranks)), algo
     return CollectiveEstimate(op, size, ranks, 0.0, 0.0, 0.0), algo

@@ -43,10 +43,13 @@ _EPS = 1e-9
 
 
 def _pue(ctx: ReportContext) -> tuple[float | None, str]:
-    if ctx.pue is not None:
-        return ctx.pue, "report setting (pue)"
     site = ctx.plan.blueprint.site
-    if site is not None and "pue" in site.model_fields_set:
+    declared = site is not None and "pue" in site.model_fields_set
+    if ctx.pue is not None:
+        if site is not None and ctx.pue == site.pue:
+            return ctx.pue, "site.pue" if declared else f"site.pue default {site.pue:g} (not declared)"
+        return ctx.pue, "report setting (pue)"
+    if declared:
         return site.pue, "site.pue"
     if site is None:
         return None, "no site and no PUE given"

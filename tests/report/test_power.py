@@ -61,6 +61,9 @@ def test_no_pue_declared_reports_it_only():
     assert sec.data["pue"] is None and sec.data["facility_kw"] is None
     assert sec.data["it_kw"] == pytest.approx(2 * 10.2 + 0.8 + 1.72 + 0.3)
     assert "facility power is not reported" in sec.markdown
+    _, sec = section(shipped("lab-2node"), pue=1.3)  # the report passes the schema default on
+    assert sec.data["facility_kw"] == pytest.approx(sec.data["it_kw"] * 1.3)
+    assert sec.data["pue_source"] == "site.pue default 1.3 (not declared)"
 
 
 def test_flops_per_watt_and_gpu_share():

@@ -74,11 +74,15 @@ def test_model_and_layout_from_the_command_line(tmp_path):
 
 
 def test_simple_form_with_mfu():
-    r = cli("report", "blueprints/dgx-h100-superpod-1su.yaml", "--format", "json", "--params-b", "70", "--mfu", "0.4")
+    # lab-2node has no model shape: tokens/s = GPUs x peak x MFU / (6 x params)
+    r = cli("report", "blueprints/lab-2node.yaml", "--format", "json", "--params-b", "70", "--mfu", "0.4")
     assert r.returncode == 0, r.stderr
     simple = json.loads(r.stdout)["training"]["simple"]
-    # tokens/s = GPUs x peak x MFU / (6 x params) when no model shape is given
-    assert simple["tokens_per_s"] == pytest.approx(256 * 989e12 * 0.4 / (6 * 70e9))
+    assert simple["tokens_per_s"] == pytest.approx(16 * 989e12 * 0.4 / (6 * 70e9))
+    # with the blueprint's model the FLOPs per token are the model's (Megatron count, more than 6N)
+    r = cli("report", "blueprints/dgx-h100-superpod-1su.yaml", "--format", "json", "--mfu", "0.4")
+    t = json.loads(r.stdout)["training"]
+    assert t["simple"]["flops_per_token"] == t["model"]["flops_per_token"] > 6 * t["model"]["params"]
 
 
 def test_workload_model_in_the_blueprint(tmp_path):
@@ -101,7 +105,7 @@ def test_workload_model_in_the_blueprint(tmp_path):
     (["--png"], "-o"),
 ])
 def test_bad_options_exit_2_with_a_reason(args, needle):
-    r = cli("report", "blueprints/dgx-h100-superpod-1su.yaml", *args)
+    r = cli("report", "blueprints/lab-2node.yaml", *args)
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert needle in r.stderr and "Traceback" not in r.stderr
 

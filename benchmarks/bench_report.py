@@ -1,0 +1,58 @@
+"""Benchmark `clusterctl report` (all sections and pictures) on the synthetic 1k-200k GPU blueprints.
+
+Each size runs in a new subprocess (best wall time of --runs, peak RSS) with a Llama 3 405B training
+estimate (the layout search included) and writes report.md, report.json and the SVG pictures.
+Target from the issue: the 200,000-GPU report in under 3 s.
+
+    python benchmarks/bench_report.py
+    python benchmarks/bench_report.py --sizes 200000 --runs 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_validate import GPUS_PER_NODE, SIZES, blueprint, measure  # noqa: E402
+
+TARGET_S, TARGET_MB, TARGET_GPUS = 3.0, 1024, 200_000
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="GPU counts")
+    ap.add_argument("--runs", type=int, default=3, help="runs per size (best wall time is reported)")
+    args = ap.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="clusterctl-bench-report-"))
+    rows, ok = [], True
+    try:
+        for gpus in args.sizes:
+            bp = work / f"bench-{gpus}.yaml"
+            bp.write_text(blueprint(gpus))
+            runs = [measure(bp, ("report", "-o", str(work / f"out-{gpus}-{i}"), "--model", "llama3-405b"))
+                    for i in range(args.runs)]
+            if any(r["rc"] != 0 for r in runs):
+                ok = False
+                print(f"bench-{gpus}: report exited {runs[0]['rc']}\n{runs[0]['stderr']}", file=sys.stderr)
+                continue
+            out = work / f"out-{gpus}-0"
+            size_kb = sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) / 1024
+            best = min(runs, key=lambda r: r["wall"])
+            rows.append((gpus, -(-gpus // GPUS_PER_NODE), best["wall"], max(r["rss_mb"] for r in runs), size_kb))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"{'GPUs':>9} {'nodes':>7} {'wall s':>8} {'peak MB':>8} {'output KB':>10}")
+    for gpus, nodes, wall, rss, kb in rows:
+        print(f"{gpus:>9,} {nodes:>7,} {wall:>8.2f} {rss:>8.0f} {kb:>10.0f}")
+        if gpus >= TARGET_GPUS and (wall > TARGET_S or rss > TARGET_MB):
+            ok = False
+            print(f"  over target: {TARGET_S} s / {TARGET_MB} MB at {TARGET_GPUS:,} GPUs", file=sys.stderr)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
