@@ -24,3 +24,22 @@ def test_readme_commands_exist():
     assert "python3 -m pip install . && clusterctl validate blueprints/dgx-h100-superpod-1su.yaml" in readme
     assert "bash scripts/test" in readme
     assert (REPO / ".ci" / "run").read_text().strip().endswith("exec bash scripts/test")
+
+
+def test_example_report_is_current(tmp_path):
+    """docs/examples/report-dgx-h100-superpod-1su is what `clusterctl report` writes today (PNG copies are
+    not compared: their bytes depend on the Cairo version). Regenerate with:
+    clusterctl report blueprints/dgx-h100-superpod-1su.yaml -o docs/examples/report-dgx-h100-superpod-1su --png"""
+    from clusterctl.blueprint.load import load_blueprint
+    from clusterctl.plan import expand
+    from clusterctl.report import document
+
+    committed = REPO / "docs" / "examples" / "report-dgx-h100-superpod-1su"
+    rep = document.build(expand(load_blueprint(REPO / "blueprints" / "dgx-h100-superpod-1su.yaml")))
+    document.write(rep, tmp_path / "r")
+    fresh = sorted(p.relative_to(tmp_path / "r") for p in (tmp_path / "r").rglob("*")
+                   if p.suffix in (".md", ".json", ".svg"))
+    assert fresh == sorted(p.relative_to(committed) for p in committed.rglob("*") if p.suffix in (".md", ".json", ".svg"))
+    for rel in fresh:
+        assert (committed / rel).read_bytes() == (tmp_path / "r" / rel).read_bytes(), f"{rel} is stale: regenerate"
+    assert all((committed / f"{p.with_suffix('')}.png").is_file() for p in fresh if p.suffix == ".svg")
