@@ -34,6 +34,8 @@ class ModelSpec(StrictModel):
     """width of one expert's MLP; default ffn_hidden"""
     tied_embeddings: bool = True
     """input embedding and output layer share weights (GPT) or not (Llama)"""
+    head_dim: PositiveInt | None = None
+    """attention head dimension; default hidden / heads"""
 
 
 class TrainingSpec(StrictModel):

@@ -34,6 +34,13 @@ BYTES_PER_TOKEN = 2
 vocabulary below 65,536 ids (GPT-2's 50,257; Megatron-LM and nanoGPT ``.bin`` shards). Vocabularies above that
 (Llama 3's 128k) need uint32, 4 bytes per token: the need below then doubles."""
 
+def token_bytes(ctx: ReportContext) -> int:
+    """Bytes per stored token id: 2 (uint16) unless the training model's vocabulary needs uint32."""
+    training = ctx.extra.get("training")
+    model = training.workload.model if training is not None else None
+    return 4 if model is not None and model.vocab > 65536 else BYTES_PER_TOKEN
+
+
 BYTES_PER_PARAM_NOTE = ("bf16 weights 2 + fp32 master weights 4 + Adam moments m, v 4 + 4 = 14 bytes per "
                         "parameter")
 DEFAULT_RETAINED = 3
@@ -244,12 +251,13 @@ def build(ctx: ReportContext) -> Section:
     overhead = write_s / tau if (write_s is not None and tau) else None
 
     dt = data_tier(plan)
-    need = ctx.tokens_per_s * BYTES_PER_TOKEN / GB if ctx.tokens_per_s is not None else None
+    bytes_per_token = token_bytes(ctx)
+    need = ctx.tokens_per_s * bytes_per_token / GB if ctx.tokens_per_s is not None else None
     avail = tiers[dt[0]]["read_gb_per_s"] if dt else None
     data_loading = {
         "tier": dt[1].name if dt else None,
         "tokens_per_s": _r(ctx.tokens_per_s),
-        "bytes_per_token": BYTES_PER_TOKEN,
+        "bytes_per_token": bytes_per_token,
         "need_gb_per_s": _r(need),
         "available_gb_per_s": avail,
         "limited_by": tiers[dt[0]]["read_limited_by"] if dt else None,
@@ -339,7 +347,8 @@ def _markdown(data: dict, tiers: list[dict]) -> str:
                    f"(limited by {dl['limited_by']}).\n")
     else:
         share = _cell(dl["share"] * 100 if dl["share"] is not None else None, " %")
+        ids = "uint32" if dl["bytes_per_token"] == 4 else "uint16"
         out.append(f"Data loading: {fmt(dl['tokens_per_s'])} tokens/s × {dl['bytes_per_token']} bytes/token "
-                   f"(uint16 token ids) = {fmt(dl['need_gb_per_s'])} GB/s from **{dl['tier']}**, which delivers "
+                   f"({ids} token ids) = {fmt(dl['need_gb_per_s'])} GB/s from **{dl['tier']}**, which delivers "
                    f"{_cell(dl['available_gb_per_s'], ' GB/s')} to the GPU nodes (the need is {share} of it).\n")
     return "\n".join(out)

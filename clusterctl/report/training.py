@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from clusterctl.blueprint.training import ModelSpec
 from clusterctl.report.collectives import ALL_REDUCE, ALL_TO_ALL, SEND_RECV
 from clusterctl.report.interconnect import Interconnect, collective, placement
 
@@ -66,28 +67,10 @@ ADAM_BYTES_PER_PARAM_STEP = 30
 """Adam step traffic per parameter: read fp32 param, m, v, grad; write fp32 param, m, v, bf16 param."""
 
 
-@dataclass(frozen=True)
-class ModelShape:
-    """A decoder-only transformer in Megatron-LM terms."""
+class ModelShape(ModelSpec):
+    """A decoder-only transformer in Megatron-LM terms: the blueprint's ``workload.model`` with a name."""
 
     name: str
-    layers: int
-    hidden: int
-    heads: int
-    vocab: int
-    seq_len: int
-    kv_heads: int | None = None
-    """query groups (GQA); default = heads"""
-    ffn_hidden: int | None = None
-    """default 4 x hidden"""
-    swiglu: bool = False
-    experts: int = 0
-    """routed experts per MoE layer (0 = dense)"""
-    topk: int = 1
-    moe_ffn_hidden: int | None = None
-    tied_embeddings: bool = True
-    head_dim: int | None = None
-    """default hidden / heads"""
 
     @property
     def q(self) -> int:

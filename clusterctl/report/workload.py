@@ -93,7 +93,7 @@ def resolve(plan: ClusterPlan, overrides: dict[str, Any] | None = None) -> Workl
                     " (or --model PRESET)")
             model, source = shape_of("command-line model", ModelSpec(**shape_over)), "command line"
         else:
-            model = replace(model, **shape_over)
+            model = ModelShape.model_validate(model.model_dump() | shape_over)
             source += " (changed on the command line: " + ", ".join(sorted(shape_over)) + ")"
     params_b = o.pop("params_b", None)
     base = w.training if (w is not None and w.training is not None) else TrainingSpec()

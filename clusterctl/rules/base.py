@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from clusterctl.plan.model import ClusterPlan
 
 RULE_MODULES = ("power", "cooling", "space", "fabric", "nvlink", "storage", "addressing", "naming", "slurm",
-                "software", "cloud")
+                "software", "cloud", "workload")
 
 
 class Severity(enum.IntEnum):

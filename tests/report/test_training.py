@@ -47,7 +47,7 @@ NARAYANAN_TABLE_1 = [
 
 
 def narayanan_run(params_b, heads, hidden, layers, tp, pp, gpus, batch):
-    model = ModelShape(f"gpt-{params_b}b", layers, hidden, heads, 51200, 2048)
+    model = ModelShape(name=f"gpt-{params_b}b", layers=layers, hidden=hidden, heads=heads, vocab=51200, seq_len=2048)
     # 2021 Megatron-LM: full recomputation, no sequence parallelism / flash attention, gradient all-reduce
     # after the pipeline flush (not overlapped), fp16 gradients
     par = Parallelism(batch, tp=tp, pp=pp, micro_batch=1, recompute="full", sequence_parallel=False,

@@ -1,0 +1,135 @@
+"""Workload: the training job the blueprint is sized for must be runnable on it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from clusterctl.blueprint.load import did_you_mean
+from clusterctl.plan.model import ClusterPlan
+from clusterctl.rules.base import Hit, Severity, rule
+
+
+def _job(plan: ClusterPlan):
+    """(workload, model shape or None, training spec, compute group, interconnect), or None."""
+    from clusterctl.report.interconnect import compute_group, interconnect_of
+    from clusterctl.report.training import TrainingConfigError
+    from clusterctl.report.workload import preset, shape_of
+
+    w = plan.blueprint.workload
+    group = compute_group(plan)
+    if w is None or group is None or group.type.accelerator is None:
+        return None
+    model = None
+    if isinstance(w.model, str):
+        try:
+            model, _ = preset(w.model)
+        except TrainingConfigError:
+            model = None
+    elif w.model is not None:
+        model = shape_of("workload.model", w.model)
+    from clusterctl.blueprint.training import TrainingSpec
+    return w, model, w.training or TrainingSpec(), group, interconnect_of(plan, group)
+
+
+@rule("WORKLOAD001", "workload", Severity.ERROR, "unknown model preset")
+def unknown_preset(plan: ClusterPlan) -> Iterator[Hit]:
+    """``workload.model`` names a preset (``clusterctl report --list-models``) or gives the shape
+    (layers, hidden, heads, vocab, seq_len, ...). An unknown name would leave the report without a model."""
+    from clusterctl.report.workload import presets
+
+    w = plan.blueprint.workload
+    if w is not None and isinstance(w.model, str) and w.model not in presets():
+        yield Hit(("workload", "model"), f"unknown model preset '{w.model}'",
+                  did_you_mean(w.model, sorted(presets())) or f"one of {', '.join(sorted(presets()))}, "
+                  "or a mapping with layers, hidden, heads, vocab, seq_len")
+
+
+@rule("WORKLOAD002", "workload", Severity.ERROR, "training layout does not fit the cluster or the model")
+def layout(plan: ClusterPlan) -> Iterator[Hit]:
+    """The parallel layout in ``workload.training`` must multiply out to at most the GPUs of the largest
+    GPU group (tp x pp x cp x dp), split the attention heads evenly over tp, give every data-parallel
+    rank whole micro batches (global batch a multiple of dp x micro batch), use expert parallelism only
+    for an MoE model, and ask for no more GPUs than the group has. Checked only for the parts that are
+    given: the report chooses tp and pp itself when they are left out."""
+    from clusterctl.report.training import TrainingConfigError, check
+    from clusterctl.report.workload import parallelism
+
+    job = _job(plan)
+    if job is None or job[1] is None or plan.blueprint.workload.training is None:
+        return
+    w, model, t, group, _ = job
+    gpus = t.gpus or group.gpus
+    if gpus > group.gpus:
+        yield Hit(("workload", "training", "gpus"),
+                  f"the job asks for {gpus:,} GPUs; the {group.name} group has {group.gpus:,}",
+                  "lower workload.training.gpus or add nodes")
+        return
+    if t.tp is None or t.pp is None:
+        return
+    try:
+        check(model, parallelism(t, model, t.tp, t.pp, gpus), gpus)
+    except TrainingConfigError as exc:
+        yield Hit(("workload", "training"), f"{model.name}: {exc}",
+                  "change tp/pp/cp/dp/global_batch, or leave tp and pp out to let `clusterctl report` choose")
+
+
+@rule("WORKLOAD003", "workload", Severity.WARNING, "tensor parallelism spans more than one NVLink domain")
+def tp_beyond_nvlink(plan: ClusterPlan) -> Iterator[Hit]:
+    """Tensor parallelism all-reduces activations several times per layer on the critical path; across
+    the network instead of NVLink (tp larger than the NVLink domain: 8 on HGX, 72 on NVL72) it runs at a
+    fraction of the bandwidth and training slows badly. Megatron-LM practice keeps tp within a domain."""
+    job = _job(plan)
+    if job is None:
+        return
+    w, model, t, group, ic = job
+    if t.tp is not None and ic is not None and t.tp > ic.gpus_per_domain:
+        yield Hit(("workload", "training", "tp"),
+                  f"tp {t.tp} is larger than the NVLink domain of the {group.name} nodes ({ic.gpus_per_domain} GPUs): "
+                  f"tensor-parallel traffic would cross the network at {ic.per_gpu_network_gb_per_s:.0f} GB/s per "
+                  f"GPU instead of NVLink",
+                  f"use tp <= {ic.gpus_per_domain} and more pipeline or context parallelism")
+
+
+@rule("WORKLOAD004", "workload", Severity.WARNING, "model does not fit in GPU memory with this layout")
+def memory(plan: ClusterPlan) -> Iterator[Hit]:
+    """With tp, pp and recompute fixed in ``workload.training``, the first pipeline stage must hold its
+    bf16 weights, gradients, Adam state (sharded over data parallelism with the distributed optimizer)
+    and activations (Korthikanti et al. 2022) in HBM. An estimate: frameworks add buffers, fragmentation
+    and CUDA context on top, so a layout near the limit is at risk too."""
+    from clusterctl.report.training import TrainingConfigError, estimate
+    from clusterctl.report.workload import accelerator_of, parallelism
+
+    job = _job(plan)
+    if job is None or job[1] is None:
+        return
+    w, model, t, group, ic = job
+    if t.tp is None or t.pp is None or "recompute" not in t.model_fields_set:
+        return
+    gpus = min(t.gpus or group.gpus, group.gpus)
+    acc, _ = accelerator_of(group)
+    try:
+        e = estimate(model, parallelism(t, model, t.tp, t.pp, gpus), gpus, acc, ic)
+    except TrainingConfigError:
+        return  # WORKLOAD002 says why
+    if not e.fits_memory:
+        m = e.memory_gb
+        yield Hit(("workload", "training"),
+                  f"{model.name} with tp {t.tp} × pp {t.pp}, recompute {t.recompute}: ~{m['total']:.0f} GB per GPU "
+                  f"(weights {m['weights']:.0f}, gradients {m['gradients']:.0f}, optimizer {m['optimizer']:.0f}, "
+                  f"activations {m['activations']:.0f}) of {m['hbm']:.0f} GB HBM",
+                  "raise pp or tp, use recompute: full, or let `clusterctl report` search a layout (leave tp/pp out)")
+
+
+@rule("WORKLOAD005", "workload", Severity.WARNING, "params_b disagrees with the model's parameter count")
+def params_mismatch(plan: ClusterPlan) -> Iterator[Hit]:
+    """``workload.params_b`` sizes checkpoints (STORAGE001/002); when ``workload.model`` is given too, the
+    two should describe the same model. More than 10 % apart, one of them is wrong."""
+    job = _job(plan)
+    if job is None or job[1] is None:
+        return
+    w, model = job[0], job[1]
+    actual = model.params / 1e9
+    if abs(w.params_b / actual - 1) > 0.10:
+        yield Hit(("workload", "params_b"),
+                  f"params_b is {w.params_b:g} but {model.name} has {actual:.1f} B parameters",
+                  f"set params_b: {actual:.0f}")
