@@ -63,6 +63,9 @@ parallel ranks unless sequence parallelism splits it: two layer norms (read h, w
 bias-dropout-residual adds (read 2h, write h, mask h/2)."""
 
 BYTES_BF16 = 2
+USABLE_HBM = 0.9
+"""Share of HBM a layout may plan for: the CUDA context, NCCL buffers, the caching allocator's
+fragmentation and framework workspaces take the rest."""
 ADAM_BYTES_PER_PARAM_STEP = 30
 """Adam step traffic per parameter: read fp32 param, m, v, grad; write fp32 param, m, v, bf16 param."""
 
@@ -193,7 +196,7 @@ class TrainingEstimate:
 
     @property
     def fits_memory(self) -> bool:
-        return self.memory_gb["total"] <= self.memory_gb["hbm"]
+        return self.memory_gb["total"] <= self.memory_gb["hbm"] * USABLE_HBM
 
 
 class TrainingConfigError(ValueError):

@@ -13,6 +13,7 @@ from clusterctl.report.training import (
     HBM_EFFICIENCY,
     SUSTAINED_GEMM,
     TrainingConfigError,
+    USABLE_HBM,
     TrainingEstimate,
     dense_flops_per_token,
     estimate,
@@ -122,7 +123,7 @@ def build(ctx: ReportContext) -> Section:
         data["communication"] = e.comm
         data["assumptions"] = {"sustained_gemm_of_mamf": SUSTAINED_GEMM, "gemm_shape_half_width": GEMM_SHAPE_HALF,
                                "flash_attention_of_gemm": FLASH_ATTENTION_EFFICIENCY, "hbm_efficiency": HBM_EFFICIENCY}
-        chosen = (f"chosen as the fastest of {r.layouts_tried} layouts that fit in HBM"
+        chosen = (f"the fastest that fits in {USABLE_HBM:.0%} of HBM, of {r.layouts_tried:,} layouts tried"
                   if r.layouts_tried > 1 else "as given")
         md.append(f"Layout ({chosen}): TP {p.tp} × PP {p.pp}"
                   + (f" (interleaved ×{p.virtual_stages})" if p.virtual_stages > 1 else "")
@@ -147,7 +148,8 @@ def build(ctx: ReportContext) -> Section:
                                               "recomputation or a smaller micro batch is needed"
         md.append(f"Memory per GPU (first pipeline stage): weights {fmt(mem['weights'])} GB, gradients "
                   f"{fmt(mem['gradients'])} GB, optimizer {fmt(mem['optimizer'])} GB, activations "
-                  f"{fmt(mem['activations'])} GB = **{fmt(mem['total'])} GB** of {fmt(mem['hbm'])} GB HBM: {verdict}.")
+                  f"{fmt(mem['activations'])} GB = **{fmt(mem['total'])} GB** of {fmt(mem['hbm'])} GB HBM "
+                  f"({USABLE_HBM:.0%} usable): {verdict}.")
         md.append("")
         md.append(f"Compute model: GEMMs at {SUSTAINED_GEMM:.0%} of the measured maximum achievable matmul rate "
                   f"({fmt(r.mamf_tflops)} TFLOP/s BF16 for {r.accelerator}: {r.mamf_source}) with a shape factor "
