@@ -208,6 +208,7 @@ def report(
     micro_batch: Annotated[Optional[int], typer.Option(help="micro batch size")] = None,
     virtual_stages: Annotated[Optional[int], typer.Option(help="interleaved pipeline chunks per stage")] = None,
     recompute: Annotated[Optional[str], typer.Option(help="none | selective | full")] = None,
+    precision: Annotated[Optional[str], typer.Option(help="bf16 | fp8 (linear layers' GEMMs)")] = None,
     mfu: Annotated[Optional[float], typer.Option(help="MFU for the simple throughput form, e.g. 0.4")] = None,
     gpus: Annotated[Optional[int], typer.Option(help="GPUs the training job uses (default: the whole GPU group)")] = None,
     restart_min: Annotated[Optional[float], typer.Option(help="minutes from an interruption to training again")] = None,
@@ -234,7 +235,7 @@ def report(
     overrides = dict(model=model, params_b=params_b, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,
                      ffn_hidden=ffn_hidden, vocab=vocab, seq_len=seq_len, global_batch=global_batch, tp=tp, pp=pp,
                      dp=dp, cp=cp, ep=ep, micro_batch=micro_batch, virtual_stages=virtual_stages,
-                     recompute=recompute, mfu=mfu, gpus=gpus, restart_min=restart_min)
+                     recompute=recompute, precision=precision, mfu=mfu, gpus=gpus, restart_min=restart_min)
     try:
         rep = document.build(v.plan, overrides, checkpoint_interval_min=checkpoint_interval_min, pue=pue, ranks=ranks)
     except TrainingConfigError as exc:

@@ -54,6 +54,8 @@ class TrainingSpec(StrictModel):
     virtual_stages: PositiveInt = 1
     """interleaved pipeline chunks per stage"""
     recompute: Literal["none", "selective", "full"] = "selective"
+    precision: Literal["bf16", "fp8"] = "bf16"
+    """fp8: the transformer layers' linear GEMMs in FP8 (Transformer Engine); MFU stays against the BF16 peak"""
     sequence_parallel: bool = True
     flash_attention: bool = True
     overlap_grad_reduce: bool = True

@@ -165,6 +165,9 @@ class Parallelism:
     distributed_optimizer: bool = True
     grad_bytes: int = 4
     """bytes per gradient element in the data-parallel reduction (4: fp32 accumulation and reduce)"""
+    precision: str = "bf16"
+    """bf16 | fp8: FP8 runs the transformer layers' linear GEMMs in FP8 (Transformer Engine); attention,
+    the logits and everything element-wise stay in BF16"""
 
 
 @dataclass(frozen=True)
@@ -175,6 +178,8 @@ class Accelerator:
     mamf_source: str
     hbm_gb: float
     hbm_tb_per_s: float
+    fp8_mamf_tflops: float | None = None
+    fp8_peak_tflops: float | None = None
 
 
 @dataclass(frozen=True)
@@ -231,13 +236,25 @@ def check(model: ModelShape, par: Parallelism, gpus: int) -> int:
         raise TrainingConfigError(f"recompute must be none, selective or full, got {par.recompute!r}")
     if par.virtual_stages > 1 and par.pp == 1:
         raise TrainingConfigError("virtual_stages > 1 needs pp > 1")
+    if par.precision not in ("bf16", "fp8"):
+        raise TrainingConfigError(f"precision must be bf16 or fp8, got {par.precision!r}")
     return dp
 
 
-def gemm_rate(acc: Accelerator, model: ModelShape, tp: int) -> float:
+def gemm_rate(acc: Accelerator, model: ModelShape, tp: int, precision: str = "bf16") -> float:
     """Sustained FLOP/s of the model's GEMMs on one GPU."""
     d = model.hidden / tp
-    return acc.mamf_tflops * 1e12 * SUSTAINED_GEMM * d / (d + GEMM_SHAPE_HALF)
+    mamf = acc.mamf_tflops
+    if precision == "fp8":
+        if acc.fp8_mamf_tflops is None:
+            raise TrainingConfigError(f"{acc.name} has no FP8 matmul rate in the catalog: use precision bf16")
+        mamf = acc.fp8_mamf_tflops
+    return mamf * 1e12 * SUSTAINED_GEMM * d / (d + GEMM_SHAPE_HALF)
+
+
+FP8_CAST_BYTES = 3
+"""Quantising a GEMM input to FP8: read 2 bytes (BF16), write 1 byte, per element (Transformer Engine
+casts activations before each FP8 GEMM and the gradients in the backward pass)."""
 
 
 def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, ic: Interconnect) -> TrainingEstimate:
@@ -254,8 +271,9 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
     rc_attn = 4 / 3 if par.recompute in ("full", "selective") else 1.0
 
     r_gemm = gemm_rate(acc, model, tp)
+    r_linear = gemm_rate(acc, model, tp, par.precision)
     # GEMMs (fwd + bwd [+ recompute]) of one microbatch on one stage
-    t_gemm = layers * tokens * model.dense_flops_per_token_layer * rc_dense / (tp * cp) / r_gemm
+    t_gemm = layers * tokens * model.dense_flops_per_token_layer * rc_dense / (tp * cp) / r_linear
     if par.flash_attention:
         t_attn = layers * tokens * model.attention_flops_per_token_layer * rc_attn * 0.5 / (tp * cp) / (
             r_gemm * FLASH_ATTENTION_EFFICIENCY)
@@ -269,7 +287,10 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
     if not par.flash_attention:
         part += 4.5 * model.heads * model.seq_len / tp / cp
     passes = 4 if full else 3
-    t_mem = layers * local_tokens * (rep + part) * BYTES_BF16 * passes / (acc.hbm_tb_per_s * 1e12 * HBM_EFFICIENCY)
+    elem_bytes = (rep + part) * BYTES_BF16
+    if par.precision == "fp8":  # inputs of the four linear layers (qkv, proj, fc1, fc2) are cast to FP8
+        elem_bytes += (2 * model.hidden + model.q + mlp_width) / tp * FP8_CAST_BYTES
+    t_mem = layers * local_tokens * elem_bytes * passes / (acc.hbm_tb_per_s * 1e12 * HBM_EFFICIENCY)
     t_logit = tokens * model.logit_flops_per_token / (tp * cp) / r_gemm
 
     comm: dict[str, dict] = {}

@@ -55,6 +55,9 @@ def run(plan: ClusterPlan, overrides: dict | None = None) -> TrainingResult | No
     gpus = w.training.gpus or group.gpus
     if gpus > group.gpus:
         raise TrainingConfigError(f"the job asks for {gpus:,} GPUs; the {group.name} group has {group.gpus:,}")
+    if w.training.precision == "fp8" and acc.fp8_mamf_tflops is None:
+        raise TrainingConfigError(f"{key} has no FP8 matmul rate in the catalog (no FP8 tensor cores, or not "
+                                  "measured): use precision bf16")
     est, tried = None, 0
     if w.model is not None:
         t = w.training
@@ -110,6 +113,7 @@ def build(ctx: ReportContext) -> Section:
                           "virtual_stages": p.virtual_stages, "global_batch": p.global_batch,
                           "microbatches": e.microbatches, "recompute": p.recompute,
                           "sequence_parallel": p.sequence_parallel, "flash_attention": p.flash_attention,
+                          "precision": p.precision,
                           "gpus_used": e.gpus, "chosen_by_search": r.layouts_tried > 1,
                           "layouts_tried": r.layouts_tried}
         data["step_s"] = e.step_s
@@ -130,7 +134,8 @@ def build(ctx: ReportContext) -> Section:
                   + f" × CP {p.cp} × DP {e.dp}" + (f", EP {p.ep}" if p.ep > 1 else "")
                   + f" = {e.gpus:,} GPUs; global batch {p.global_batch:,} sequences "
                   f"({fmt(p.global_batch * e.model.seq_len / 1e6)} M tokens), micro batch {p.micro_batch}, "
-                  f"{e.microbatches} microbatches per step; recompute {p.recompute}.")
+                  f"{e.microbatches} microbatches per step; recompute {p.recompute}; "
+                  f"{'FP8 linear layers' if p.precision == 'fp8' else 'BF16'}.")
         md.append("")
         md.append(md_table(["figure", "value"], [
             ["step time", f"{fmt(e.step_s)} s"],

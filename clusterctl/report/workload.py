@@ -54,7 +54,8 @@ def accelerator_of(group: GroupPlan) -> tuple[Accelerator, str]:
         mamf, src = acc.bf16_mamf_tflops, acc.sources.get("bf16_mamf_tflops", "")
     else:
         mamf, src = acc.bf16_dense_tflops * 0.8, "[D] no measured MAMF in the catalog: 0.8 x datasheet peak assumed"
-    return Accelerator(key, acc.bf16_dense_tflops, mamf, src, acc.hbm_gb, acc.hbm_tb_per_s), key
+    return Accelerator(key, acc.bf16_dense_tflops, mamf, src, acc.hbm_gb, acc.hbm_tb_per_s,
+                       acc.fp8_mamf_tflops, acc.fp8_dense_tflops), key
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,8 @@ def parallelism(t: TrainingSpec, model: ModelShape, tp: int, pp: int, gpus: int)
     return Parallelism(global_batch=batch, tp=tp, pp=pp, dp=t.dp, cp=t.cp, ep=t.ep, micro_batch=t.micro_batch,
                        virtual_stages=t.virtual_stages, recompute=t.recompute,
                        sequence_parallel=t.sequence_parallel, flash_attention=t.flash_attention,
-                       overlap_grad_reduce=t.overlap_grad_reduce, distributed_optimizer=t.distributed_optimizer)
+                       overlap_grad_reduce=t.overlap_grad_reduce, distributed_optimizer=t.distributed_optimizer,
+                       precision=t.precision)
 
 
 def _divisors(n: int) -> list[int]:

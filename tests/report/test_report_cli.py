@@ -138,3 +138,15 @@ def test_png_pictures(tmp_path):
 def test_list_models():
     r = cli("report", "blueprints/lab-2node.yaml", "--list-models")
     assert r.returncode == 0 and "llama3-405b" in r.stdout and "gpt3-175b" in r.stdout
+
+
+def test_fp8_on_a_gpu_without_it_is_refused(tmp_path):
+    data = shipped("lab-2node")
+    for nt in data["node_types"].values():
+        if nt.get("server") == "hgx-h100-8gpu":
+            nt["server"] = "dgx-a100"
+    bp = tmp_path / "a100.yaml"
+    bp.write_text(to_yaml(data))
+    r = cli("report", str(bp), "--model", "llama3-8b", "--precision", "fp8")
+    assert r.returncode == 2 and "no FP8 matmul rate" in r.stderr, r.stderr
+    assert cli("report", str(bp), "--model", "llama3-8b", "--precision", "bf16").returncode == 0

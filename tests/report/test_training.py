@@ -22,7 +22,7 @@ from clusterctl.report.workload import preset
 
 # A100 SXM 80 GB: 312 TF BF16 peak, 271.2 TF MAMF (stas00/ml-engineering MAMF table), 2.039 TB/s HBM
 A100 = Accelerator("a100-sxm-80gb", 312, 271.2, "", 80, 2.039)
-H100 = Accelerator("h100-sxm", 989, 794.5, "", 80, 3.35)
+H100 = Accelerator("h100-sxm", 989, 794.5, "", 80, 3.35, fp8_mamf_tflops=1402.6, fp8_peak_tflops=1979)
 # Selene (Narayanan et al. 2021 section 5): DGX A100, NVLink3 (300 GB/s each way), 8 x 200 Gb/s HDR per node
 SELENE = Interconnect(8, 300, False, 8, 25)
 # H100 clusters of the Llama 3 paper: 8 x H100 per node, NVLink4 with NVSwitch, 8 x 400 Gb/s per node
@@ -148,3 +148,21 @@ def test_simple_form():
     assert simple_throughput(6 * 70e9, 1024, 989, 0.4) == pytest.approx(1024 * 989e12 * 0.4 / 420e9)
     with pytest.raises(TrainingConfigError):
         simple_throughput(1.0, 8, 989, 1.5)
+
+
+def test_fp8_speeds_up_the_linear_layers_only():
+    model, _ = preset("llama3-70b")
+    bf16 = estimate(model, Parallelism(512, tp=4, pp=4), 256, H100, H100_CLUSTER)
+    fp8 = estimate(model, Parallelism(512, tp=4, pp=4, precision="fp8"), 256, H100, H100_CLUSTER)
+    speedup = bf16.step_s / fp8.step_s
+    # faster, but less than the FP8/BF16 GEMM ratio (1402.6 / 794.5 = 1.77): attention, logits,
+    # element-wise work (now with FP8 casts) and communication do not speed up
+    assert 1.15 < speedup < 1402.6 / 794.5
+    assert fp8.breakdown_s["logits (last stage)"] == pytest.approx(bf16.breakdown_s["logits (last stage)"])
+    assert fp8.mfu == pytest.approx(fp8.model_tflops_per_gpu / 989)  # MFU stays against the BF16 peak
+
+
+def test_fp8_needs_an_fp8_rate():
+    model, _ = preset("llama3-8b")
+    with pytest.raises(TrainingConfigError, match="FP8"):
+        estimate(model, Parallelism(512, tp=1, pp=1, precision="fp8"), 32, A100, SELENE)
