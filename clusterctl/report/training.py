@@ -36,7 +36,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from clusterctl.blueprint.training import ModelSpec
-from clusterctl.report.collectives import ALL_REDUCE, ALL_TO_ALL, SEND_RECV
+from clusterctl.report.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, SEND_RECV
 from clusterctl.report.interconnect import Interconnect, collective, placement
 
 SUSTAINED_GEMM = 0.86
@@ -262,8 +262,9 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
     used = par.tp * par.pp * par.cp * dp
     m = par.global_batch // (dp * par.micro_batch)
     tp, pp, cp, v = par.tp, par.pp, par.cp, par.virtual_stages
-    # the busiest stage sets the pace: uneven splits (Llama 3's 126 layers on 16 stages) round up
-    layers = math.ceil(model.layers / (pp * v)) * v
+    # the busiest stage sets the pace: uneven splits (Llama 3's 126 layers on 16 stages) round up; its
+    # v interleaved chunks together hold ceil(L / pp) layers
+    layers = math.ceil(model.layers / pp)
     tokens = par.micro_batch * model.seq_len          # tokens of one microbatch
     local_tokens = tokens / cp                         # tokens one GPU's layers see
     full = par.recompute == "full"
@@ -306,7 +307,7 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
     # context parallel: ring exchange of K and V, hidden behind attention when it can be
     t_cp = 0.0
     if cp > 1:
-        size = 2 * local_tokens * model.kv * BYTES_BF16
+        size = 2 * local_tokens * model.kv / tp * BYTES_BF16  # this rank's K and V heads
         est, algo = collective(SEND_RECV, size, ic, placement(2, ic, tp))
         per_layer_comm = 3 * (cp - 1) * est.time_s            # forward once, backward twice
         per_layer_attn = t_attn / layers
@@ -334,18 +335,32 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
     bubble_slots = (pp - 1) / v
     t_pipeline = (m + bubble_slots) * slot
 
-    # data parallel gradient reduction (+ parameter all-gather with the distributed optimizer)
+    # data-parallel gradient reduction over the dp x cp ranks that hold the same weights. With the
+    # distributed optimizer: reduce-scatter of the gradients (grad_bytes) after the last microbatch's
+    # backward, all-gather of the updated bf16 weights before the next step's first forward; without it,
+    # one all-reduce of the gradients.
     params_local = _params_per_gpu(model, par)
-    t_dp = 0.0
-    if dp > 1:
-        size = params_local * par.grad_bytes
-        est, algo = collective(ALL_REDUCE, size, ic, placement(dp * (1 if not model.experts else 1), ic, tp * cp))
-        t_dp = est.time_s
-        comm["dp"] = {"op": "reduce_scatter + all_gather" if par.distributed_optimizer else "all_reduce",
-                      "ranks": dp, "bytes": size, "time_s": est.time_s, "busbw_gb_per_s": est.busbw_gb_per_s,
-                      "algorithm": algo}
-    window = (2 / 3) * (stage - t_pp) if par.overlap_grad_reduce else 0.0
-    dp_exposed = max(0.0, t_dp - window)
+    replicas = dp * cp
+    bwd_window = (2 / 3) * (stage - t_pp) if par.overlap_grad_reduce else 0.0
+    fwd_window = (1 / 3) * (stage - t_pp) if par.overlap_grad_reduce else 0.0
+    dp_exposed = t_dp = 0.0
+    if replicas > 1:
+        pl = placement(replicas, ic, tp)
+        grads = params_local * par.grad_bytes
+        if par.distributed_optimizer:
+            rs, algo = collective(REDUCE_SCATTER, grads, ic, pl)
+            ag, _ = collective(ALL_GATHER, params_local * BYTES_BF16, ic, pl)
+            t_dp = rs.time_s + ag.time_s
+            dp_exposed = max(0.0, rs.time_s - bwd_window) + max(0.0, ag.time_s - fwd_window)
+            comm["dp"] = {"op": "reduce_scatter + all_gather", "ranks": replicas, "bytes": grads,
+                          "param_bytes": params_local * BYTES_BF16, "time_s": t_dp,
+                          "busbw_gb_per_s": rs.busbw_gb_per_s, "algorithm": algo}
+        else:
+            ar, algo = collective(ALL_REDUCE, grads, ic, pl)
+            t_dp = ar.time_s
+            dp_exposed = max(0.0, t_dp - bwd_window)
+            comm["dp"] = {"op": "all_reduce", "ranks": replicas, "bytes": grads, "time_s": t_dp,
+                          "busbw_gb_per_s": ar.busbw_gb_per_s, "algorithm": algo}
     opt_params = params_local / (dp if par.distributed_optimizer else 1)
     t_opt = opt_params * ADAM_BYTES_PER_PARAM_STEP / (acc.hbm_tb_per_s * 1e12 * HBM_EFFICIENCY)
 
