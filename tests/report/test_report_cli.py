@@ -45,14 +45,20 @@ def test_report_is_deterministic(tmp_path):
         assert (a / f).read_bytes() == (b / f).read_bytes(), f
 
 
+def with_server(tmp_path: Path, blueprint: str, old: str, new: str) -> Path:
+    """A shipped blueprint with its ``old`` catalog server swapped for ``new``, written to a file."""
+    data = shipped(blueprint)
+    for nt in data["node_types"].values():
+        if nt.get("server") == old:
+            nt["server"] = new
+    bp = tmp_path / f"{blueprint}-{new}.yaml"
+    bp.write_text(to_yaml(data))
+    return bp
+
+
 def test_peak_bf16_is_exact_and_sourced(tmp_path):
     # 1,024 H100 SXM at the catalog's 989 TFLOP/s dense = 1,012.7 PFLOP/s (the issue's example)
-    data = shipped("hgx-h200-roce-1024")
-    for nt in data["node_types"].values():
-        if nt.get("server") == "hgx-h200-8gpu":
-            nt["server"] = "hgx-h100-8gpu"
-    bp = tmp_path / "h100-1024.yaml"
-    bp.write_text(to_yaml(data))
+    bp = with_server(tmp_path, "hgx-h200-roce-1024", "hgx-h200-8gpu", "hgx-h100-8gpu")
     r = cli("report", str(bp), "--format", "json")
     assert r.returncode == 0, r.stderr
     peak = json.loads(r.stdout)["capacity"]["peak_bf16"]
@@ -141,12 +147,7 @@ def test_list_models():
 
 
 def test_fp8_on_a_gpu_without_it_is_refused(tmp_path):
-    data = shipped("lab-2node")
-    for nt in data["node_types"].values():
-        if nt.get("server") == "hgx-h100-8gpu":
-            nt["server"] = "dgx-a100"
-    bp = tmp_path / "a100.yaml"
-    bp.write_text(to_yaml(data))
+    bp = with_server(tmp_path, "lab-2node", "hgx-h100-8gpu", "dgx-a100")
     r = cli("report", str(bp), "--model", "llama3-8b", "--precision", "fp8")
     assert r.returncode == 2 and "no FP8 matmul rate" in r.stderr, r.stderr
     assert cli("report", str(bp), "--model", "llama3-8b", "--precision", "bf16").returncode == 0
