@@ -218,6 +218,8 @@ def report(
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
 ) -> None:
     """The cluster's key figures: capacity, collectives, training estimate, storage, reliability, power, BOM."""
+    from pydantic import ValidationError
+
     from clusterctl.report import document
     from clusterctl.report.training import TrainingConfigError
     from clusterctl.report.workload import presets
@@ -241,8 +243,12 @@ def report(
     except TrainingConfigError as exc:
         raise _misuse(f"{loaded.source.file}: cannot estimate training: {exc}",
                       "change workload.training in the blueprint or the command-line option") from None
-    except ValueError as exc:  # pydantic range checks of command-line values
-        raise _misuse(f"{loaded.source.file}: {exc}".splitlines()[0]) from None
+    except ValidationError as exc:  # range checks of command-line values
+        first = exc.errors()[0]
+        option = "--" + str(first["loc"][-1]).replace("_", "-") if first["loc"] else "option"
+        raise _misuse(f"{option}: {first['msg']} (got {first.get('input')!r})",
+                      f"see clusterctl report --help; {len(exc.errors())} problem(s)" if len(exc.errors()) > 1
+                      else "see clusterctl report --help") from None
     if output is None:
         if png:
             raise _misuse("--png needs -o DIR")
