@@ -43,11 +43,19 @@ def groups_to_show(ic: Interconnect, gpus: int, ranks: int | None) -> list[tuple
     return out
 
 
-def sweep_series(ic: Interconnect, ranks: int, sizes: list[int] | None = None) -> dict[str, list[tuple[float, float]]]:
-    """busbw (GB/s) per op and size, for the chart."""
-    sizes = sizes or message_sizes(1 << 10, 1 << 34)
-    pl = placement(ranks, ic)
-    return {op: [(s, collective(op, s, ic, pl)[0].busbw_gb_per_s) for s in sizes] for op in OPS}
+CHART_MIN_BYTES = 1 << 10
+"""the bus-bandwidth charts start at 1 KiB (below it every op is latency-bound and near zero)"""
+
+
+def chart_series(section: Section) -> dict[str, dict[str, list[tuple[float, float]]]]:
+    """busbw (GB/s) per op and size for each group the section tabulates, keyed ``<ranks>-gpus``: the
+    pictures are drawn from the section's own figures, not a second sweep."""
+    if not section.data.get("available"):
+        return {}
+    return {f"{g['ranks']}-gpus": {op: [(p["bytes"], p["busbw_gb_per_s"]) for p in pts
+                                        if p["bytes"] >= CHART_MIN_BYTES]
+                                   for op, pts in g["ops"].items()}
+            for g in section.data["groups"]}
 
 
 def build(ctx: ReportContext) -> Section:
@@ -56,7 +64,7 @@ def build(ctx: ReportContext) -> Section:
     ic = interconnect_of(plan, group)
     if group is None or ic is None:
         return Section("collectives", "Collectives", {"available": False},
-                       "No GPU nodes in this blueprint: no collectives to estimate.\n")
+                       "No GPU nodes with a network in this blueprint: no collectives to estimate.\n")
     ranks_opt = ctx.extra.get("ranks")
     shown = groups_to_show(ic, group.gpus, ranks_opt)
     sizes = message_sizes(8, 1 << 34)
@@ -64,9 +72,12 @@ def build(ctx: ReportContext) -> Section:
     md = [
         f"Estimated for the **{group.name}** nodes ({group.gpus:,} GPUs): NVLink {fmt(ic.nvlink_gb_per_s)} GB/s per "
         f"GPU each way in domains of {ic.gpus_per_domain}, NVLS {'yes' if ic.nvls else 'no'}; "
-        f"{ic.nics_per_domain} × {fmt(ic.nic_gb_per_s * 8)} Gb/s NICs per domain ({ic.network}), fabric "
+        f"{fmt(ic.nics_per_domain)} × {fmt(ic.nic_gb_per_s * 8)} Gb/s NICs per domain ({ic.network}), fabric "
         f"oversubscription {fmt(ic.oversubscription)}:1.",
         "",
+        *(["The catalog has no scale-up (NVLink) bandwidth for this accelerator: every GPU is taken as its own "
+           "domain and reaches the others through the NICs, a pessimistic bound.", ""] if not ic.nvlink_gb_per_s
+          else []),
         "Conventions are nccl-tests': `S` is the total message size, algbw = S / time, busbw = algbw × "
         "2(n−1)/n for AllReduce and × (n−1)/n for AllGather, ReduceScatter and AllToAll; GB = 10⁹ bytes. "
         f"Model: NCCL ring at {NVLINK_RING_EFFICIENCY:.0%} of NVLink, NVLS at {NVLS_EFFICIENCY:.0%}, "
@@ -76,23 +87,16 @@ def build(ctx: ReportContext) -> Section:
     ]
     for label, n in shown:
         pl = placement(n, ic)
-        rows = []
-        per_op = {}
-        for op in OPS:
-            pts = []
-            for s in sizes:
-                est, algo = collective(op, s, ic, pl)
-                pts.append({"bytes": s, "time_us": round(est.time_s * 1e6, 3),
-                            "algbw_gb_per_s": round(est.algbw_gb_per_s, 3),
-                            "busbw_gb_per_s": round(est.busbw_gb_per_s, 3), "algorithm": algo})
-            per_op[op] = pts
-        for s in TABLE_SIZES:
-            row = [size_label(s)]
-            for op in OPS:
-                est, algo = collective(op, s, ic, pl)
-                row.append(f"{fmt(est.time_s * 1e6)} µs / {fmt(est.busbw_gb_per_s)}")
-            rows.append(row)
-        big = collective(ALL_REDUCE, 1 << 33, ic, pl)[0]
+        sweep = {op: {s: collective(op, s, ic, pl) for s in sizes} for op in OPS}
+        per_op = {op: [{"bytes": s, "time_us": round(est.time_s * 1e6, 3),
+                        "algbw_gb_per_s": round(est.algbw_gb_per_s, 3),
+                        "busbw_gb_per_s": round(est.busbw_gb_per_s, 3), "algorithm": algo}
+                       for s, (est, algo) in points.items()]
+                  for op, points in sweep.items()}
+        rows = [[size_label(s)] + [f"{fmt(sweep[op][s][0].time_s * 1e6)} µs / {fmt(sweep[op][s][0].busbw_gb_per_s)}"
+                                   for op in OPS]
+                for s in TABLE_SIZES]
+        big = sweep[ALL_REDUCE][1 << 33][0]
         per_nic = (big.busbw_gb_per_s / ic.nics_per_domain
                    if pl.domains > 1 and ic.nics_per_domain and pl.per_domain == ic.gpus_per_domain else None)
         data_groups.append({"label": label, "ranks": n, "domains": pl.domains, "per_domain": pl.per_domain,

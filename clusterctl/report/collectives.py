@@ -126,9 +126,10 @@ def ring_steps(op: str, ranks: int) -> int:
     return ranks - 1
 
 
-def _estimate(
+def estimate_from_time(
     op: str, size_bytes: float, ranks: int, time_s: float
 ) -> CollectiveEstimate:
+    """The nccl-tests bandwidths of a collective that took ``time_s``."""
     if time_s > 0:
         algbw = size_bytes / time_s / GB
         busbw = algbw * busbw_factor(op, ranks)
@@ -155,7 +156,7 @@ def ring_time(op: str, size_bytes: float, ranks: int, link: Link) -> float:
 
 def ring(op: str, size_bytes: float, ranks: int, link: Link) -> CollectiveEstimate:
     """Flat ring estimate over ``link`` (the bottleneck per-GPU link)."""
-    return _estimate(op, size_bytes, ranks, ring_time(op, size_bytes, ranks, link))
+    return estimate_from_time(op, size_bytes, ranks, ring_time(op, size_bytes, ranks, link))
 
 
 def hierarchical_time(
@@ -226,4 +227,4 @@ def hierarchical(
 ) -> CollectiveEstimate:
     """Hierarchical estimate; busbw uses the nccl-tests factor for all ``ranks``."""
     t = hierarchical_time(op, size_bytes, ranks, gpus_per_domain, nvlink, network)
-    return _estimate(op, size_bytes, ranks, t)
+    return estimate_from_time(op, size_bytes, ranks, t)

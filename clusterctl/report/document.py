@@ -21,7 +21,6 @@ from clusterctl.report import (
     storage,
     training_report,
 )
-from clusterctl.report.interconnect import compute_group, interconnect_of
 from clusterctl.report.section import ReportContext, Section
 
 SECTIONS = (capacity, collective_report, training_report, storage, reliability, power, bom)
@@ -94,13 +93,8 @@ def build(plan: ClusterPlan, overrides: dict[str, Any] | None = None, *, checkpo
     training = training_report.run(plan, overrides)
     ctx = context(plan, training, checkpoint_interval_min=checkpoint_interval_min, pue=pue, ranks=ranks)
     sections = tuple(mod.build(ctx) for mod in SECTIONS)
-    series: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    series = collective_report.chart_series(next(s for s in sections if s.key == "collectives"))
     svgs: dict[str, str] = {}
-    group = compute_group(plan)
-    ic = interconnect_of(plan, group)
-    if group is not None and ic is not None:
-        for label, n in collective_report.groups_to_show(ic, group.gpus, ranks):
-            series[f"{n}-gpus"] = collective_report.sweep_series(ic, n)
     if pictures:
         for name, svg in (("topology.svg", figures.topology_svg(plan)),
                           ("rack-elevations.svg", figures.rack_elevations_svg(plan)),

@@ -40,7 +40,10 @@ from clusterctl.report.collectives import (
     REDUCE_SCATTER,
     SEND_RECV,
     CollectiveEstimate,
+    Link,
     busbw_factor,
+    estimate_from_time,
+    ring_time,
 )
 
 NVLINK_RING_EFFICIENCY = 0.80
@@ -79,8 +82,8 @@ class Interconnect:
     """per GPU, one direction (0 when the GPUs have no scale-up link)"""
     nvls: bool
     """NVLink SHARP: in-switch reduction (NVSwitch gen 3+, Hopper and later)"""
-    nics_per_domain: int
-    """compute-fabric NICs of all nodes in the domain"""
+    nics_per_domain: float
+    """compute-fabric NICs of all nodes in the domain (a fraction when a NIC serves several one-GPU domains)"""
     nic_gb_per_s: float
     """line rate of one NIC in GB/s (400 Gb/s = 50 GB/s)"""
     nic_kind: str = "rdma"
@@ -89,8 +92,12 @@ class Interconnect:
     """key of NETWORK_STEP_LATENCY_US"""
     oversubscription: float = 1.0
     """worst down:up ratio of the compute fabric (bandwidth leaving a leaf is divided by it)"""
-    gpus_per_node: int = 8
-    """GPUs of one node (one host): its NICs are the send/recv share of a GPU"""
+
+    def __post_init__(self) -> None:
+        if self.gpus_per_domain > 1 and not self.nvlink_gb_per_s > 0:
+            raise ValueError("a domain of several GPUs needs a scale-up bandwidth > 0 (else use one-GPU domains)")
+        if not (self.nics_per_domain > 0 and self.nic_gb_per_s > 0):
+            raise ValueError("the domain needs at least one NIC with a line rate > 0")
 
     # --- effective bandwidths, GB/s -------------------------------------------------------------
     @property
@@ -145,29 +152,22 @@ def placement(ranks: int, ic: Interconnect, stride: int = 1) -> Placement:
 def _ring_busbw(ic: Interconnect, pl: Placement) -> float:
     """Bottleneck bus bandwidth of a pipelined ring (GB/s)."""
     g, k = pl.per_domain, pl.domains
-    if k == 1:
-        return ic.nvlink_ring_gb_per_s if g > 1 and ic.nvlink_gb_per_s > 0 else 0.0
+    if k == 1:  # several GPUs of one domain: NVLink (Interconnect guarantees it is there)
+        return ic.nvlink_ring_gb_per_s
     net = ic.domain_network_gb_per_s * pl.nic_share
-    if g > 1 and ic.nvlink_gb_per_s > 0:
-        return min(ic.nvlink_ring_gb_per_s * g / (g - 1), net)
-    return net
+    return min(ic.nvlink_ring_gb_per_s * g / (g - 1), net) if g > 1 else net
 
 
 def _intra_busbw(ic: Interconnect, g: int, op: str) -> float:
-    """Bus bandwidth of the intra-domain phase (NVLS for AllReduce where available)."""
-    if g <= 1:
-        return math.inf
+    """Bus bandwidth of the intra-domain phase of ``g`` > 1 GPUs (NVLS for AllReduce where available)."""
     if op == ALL_REDUCE and ic.nvls:
         return ic.nvlink_gb_per_s * NVLS_EFFICIENCY * 2 * (g - 1) / g
     return ic.nvlink_ring_gb_per_s
 
 
 def _est(op: str, size: float, ranks: int, t: float, algo: str) -> tuple[CollectiveEstimate, str]:
-    if t > 0:
-        t += LAUNCH_LATENCY_US * 1e-6
-        algbw = size / t / GB
-        return CollectiveEstimate(op, size, ranks, t, algbw, algbw * busbw_factor(op, ranks)), algo
-    return CollectiveEstimate(op, size, ranks, 0.0, 0.0, 0.0), algo
+    """The estimate of a collective whose transfer takes ``t`` (plus the launch cost when it moves data)."""
+    return estimate_from_time(op, size, ranks, t + LAUNCH_LATENCY_US * 1e-6 if t > 0 else 0.0), algo
 
 
 def collective(op: str, size_bytes: float, ic: Interconnect, pl: Placement) -> tuple[CollectiveEstimate, str]:
@@ -194,14 +194,11 @@ def collective(op: str, size_bytes: float, ic: Interconnect, pl: Placement) -> t
         latency = (a_net if k > 1 else a_nv) * math.ceil(math.log2(n))
         return _est(op, S, n, latency + max(t_off, t_on), "alltoall")
     factor = busbw_factor(op, n)
-    steps = 2 * (n - 1) if op == ALL_REDUCE else n - 1
-    ring_bw = _ring_busbw(ic, pl)
-    best = _est(op, S, n, steps * step_latency + S * factor / (ring_bw * GB), "ring")
+    best = _est(op, S, n, ring_time(op, S, n, Link(_ring_busbw(ic, pl), step_latency * 1e6)), "ring")
     if op == ALL_REDUCE and (k > 1 or ic.nvls):
         # two-level: intra-domain reduce-scatter (NVLS or ring), tree across domains, all-gather back;
         # phases pipeline, so the slowest phase sets the bandwidth
-        intra = _intra_busbw(ic, g, op)
-        t_intra = S * factor / (intra * GB) if g > 1 else 0.0
+        t_intra = S * factor / (_intra_busbw(ic, g, op) * GB) if g > 1 else 0.0
         t_net = S * factor / (ic.domain_network_gb_per_s * pl.nic_share * GB) if k > 1 else 0.0
         latency = (2 * (g - 1) * a_nv if not ic.nvls else 2 * a_nv) if g > 1 else 0.0
         latency += 2 * math.ceil(math.log2(k)) * a_net if k > 1 else 0.0
@@ -219,39 +216,47 @@ def compute_group(plan):
 
 
 def interconnect_of(plan, group=None) -> Interconnect | None:
-    """The interconnect of ``group`` (default: ``compute_group(plan)``), or None without GPUs."""
+    """The interconnect of ``group`` (default: ``compute_group(plan)``); None without GPUs or NICs.
+
+    Without a catalogued scale-up bandwidth (no NVLink figure) every GPU is its own domain and talks to
+    the others through the node's NICs - pessimistic, and said in the report. Without compute NICs, the
+    GPUs fall back to the other data NICs (in-band, storage) at TCP socket efficiency, as NCCL falls back
+    to sockets."""
     group = group or compute_group(plan)
     if group is None:
         return None
     nt = group.type
     acc = nt.accelerator
     gpn = nt.gpus
-    domain = group.nvlink_domain_gpus or nt.nvlink_domain_gpus or gpn
-    nodes_per_domain = max(1, domain // gpn)
     nvlink = (acc.scaleup_gb_per_s or 0.0) / 2 if acc is not None else 0.0
+    domain = (group.nvlink_domain_gpus or nt.nvlink_domain_gpus or gpn) if nvlink > 0 else 1
+
+    def per_domain(nics_per_node: int) -> float:  # the domain's share of its nodes' NICs
+        n = nics_per_node * domain / gpn
+        return int(n) if n == int(n) else n
+
     nvls = bool(acc is not None and acc.generation in ("hopper", "blackwell") and domain >= 4 and nvlink > 0)
     if nt.instance is not None:
         net = nt.instance.network
         nics = max(1, net.gpu_nics)
         kind = "tcp" if net.fabric in ("tcpx", "tcpxo") else "rdma"
         network = {"efa": "efa", "tcpx": "tcp", "tcpxo": "tcp", "rdma-roce": "roce"}.get(net.fabric, net.fabric)
-        return Interconnect(domain, nvlink, nvls, nics * nodes_per_domain, net.total_gbps / nics / 8, kind,
-                            network, 1.0, gpn)
-    nics = nt.nics_of("compute")
-    if not nics:
-        return Interconnect(domain, nvlink, nvls, 0, 0.0, "rdma", "ethernet", 1.0, gpn)
+        return Interconnect(domain, nvlink, nvls, per_domain(nics), net.total_gbps / nics / 8, kind,
+                            network, 1.0)
+    role, kind = "compute", "rdma"
+    if not nt.nics_of("compute"):
+        role, kind = next((r for r in ("inband", "storage") if nt.nics_of(r)), None), "tcp"
+        if role is None:
+            return None
+    nics = nt.nics_of(role)
     count = sum(n.count for n in nics)
     speed = max(n.speed_gbps for n in nics)
-    fabric = next((f for f in plan.fabrics if (group.index, "compute") in f.attached), None)
-    kind = fabric.kind if fabric is not None else "ethernet"
+    fabric = next((f for f in plan.fabrics if (group.index, role) in f.attached), None)
+    network = "tcp" if kind == "tcp" else fabric.kind if fabric is not None else "ethernet"
     over = fabric.oversubscription_achieved if fabric is not None else 1.0
     if fabric is not None:
         speed = min(speed, fabric.nic_gbps or speed)
-    return Interconnect(domain, nvlink, nvls, count * nodes_per_domain, speed / 8, "rdma", kind, over, gpn)
-
-
-def sweep(op: str, ic: Interconnect, pl: Placement, sizes: list[int]) -> list[tuple[CollectiveEstimate, str]]:
-    return [collective(op, s, ic, pl) for s in sizes]
+    return Interconnect(domain, nvlink, nvls, per_domain(count), speed / 8, kind, network, over)
 
 
 def message_sizes(lo: int = 8, hi: int = 16 * 2**30) -> list[int]:
@@ -265,5 +270,5 @@ def message_sizes(lo: int = 8, hi: int = 16 * 2**30) -> list[int]:
 
 __all__ = [
     "ALL_GATHER", "ALL_REDUCE", "ALL_TO_ALL", "REDUCE_SCATTER", "SEND_RECV", "Interconnect", "Placement",
-    "collective", "message_sizes", "placement", "sweep",
+    "collective", "message_sizes", "placement",
 ]

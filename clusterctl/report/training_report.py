@@ -43,7 +43,7 @@ class TrainingResult:
 
 
 def run(plan: ClusterPlan, overrides: dict | None = None) -> TrainingResult | None:
-    """Resolve the workload and estimate it; None when the cluster has no GPUs.
+    """Resolve the workload and estimate it; None when the cluster has no GPUs (or they have no NIC).
 
     Raises TrainingConfigError for a workload that cannot be estimated as given (bad layout)."""
     group = compute_group(plan)
@@ -80,7 +80,7 @@ def build(ctx: ReportContext) -> Section:
     r: TrainingResult | None = ctx.extra.get("training")
     if r is None:
         return Section("training", "Training estimate", {"available": False},
-                       "No training estimate: the cluster has no GPU nodes.\n")
+                       "No training estimate: the cluster has no GPU nodes with a network.\n")
     w = r.workload
     md: list[str] = []
     data: dict = {"available": r.estimate is not None or r.simple_tokens_per_s is not None,

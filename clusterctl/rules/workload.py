@@ -10,7 +10,8 @@ from clusterctl.rules.base import Hit, Severity, rule
 
 
 def _job(plan: ClusterPlan):
-    """(workload, model shape or None, training spec, compute group, interconnect), or None."""
+    """(workload, model shape or None, training spec, compute group, interconnect), or None without a
+    workload or GPU nodes with a network."""
     from clusterctl.report.interconnect import compute_group, interconnect_of
     from clusterctl.report.training import TrainingConfigError
     from clusterctl.report.workload import preset, shape_of
@@ -28,7 +29,8 @@ def _job(plan: ClusterPlan):
     elif w.model is not None:
         model = shape_of("workload.model", w.model)
     from clusterctl.blueprint.training import TrainingSpec
-    return w, model, w.training or TrainingSpec(), group, interconnect_of(plan, group)
+    ic = interconnect_of(plan, group)
+    return None if ic is None else (w, model, w.training or TrainingSpec(), group, ic)
 
 
 @rule("WORKLOAD001", "workload", Severity.ERROR, "unknown model preset")
@@ -82,7 +84,7 @@ def tp_beyond_nvlink(plan: ClusterPlan) -> Iterator[Hit]:
     if job is None:
         return
     w, model, t, group, ic = job
-    if t.tp is not None and ic is not None and t.tp > ic.gpus_per_domain:
+    if t.tp is not None and t.tp > ic.gpus_per_domain:
         yield Hit(("workload", "training", "tp"),
                   f"tp {t.tp} is larger than the NVLink domain of the {group.name} nodes ({ic.gpus_per_domain} GPUs): "
                   f"tensor-parallel traffic would cross the network at {ic.per_gpu_network_gb_per_s:.0f} GB/s per "

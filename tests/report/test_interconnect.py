@@ -114,3 +114,33 @@ def test_interconnect_from_shipped_blueprints():
     p5 = interconnect_of(plan_of(shipped("aws-p5")))
     assert p5.nics_per_domain * p5.nic_gb_per_s * 8 == pytest.approx(3200)  # 32 EFA, 3,200 Gbps
     assert p5.network == "efa"
+
+
+def test_accelerator_without_scale_up_figure_uses_one_gpu_domains():
+    # the catalog has no scale-up bandwidth for MI300X: each GPU is its own domain, a share of the NICs
+    data = shipped("lab-2node")
+    for nt in data["node_types"].values():
+        if nt.get("server") == "hgx-h100-8gpu":
+            nt["server"] = "mi300x-8gpu"
+    ic = interconnect_of(plan_of(data))
+    assert (ic.gpus_per_domain, ic.nvlink_gb_per_s, ic.nvls) == (1, 0.0, False)
+    assert ic.nics_per_domain * 8 == sum(n.count for n in plan_of(data).groups[0].type.nics_of("compute"))
+    est, algo = collective(ALL_REDUCE, LARGE, ic, placement(8, ic))
+    assert algo in ("ring", "tree") and est.busbw_gb_per_s > 0
+
+
+def test_without_compute_nics_collectives_fall_back_to_sockets_on_inband():
+    data = shipped("lab-2node")
+    spec_group = plan_of(data).groups[0]
+    nics = [{"model": n.model, "count": n.count, "role": n.role} for n in spec_group.type.nics if n.role != "compute"]
+    server = spec_group.type.server.model_dump(exclude={"nics", "sources", "description", "vendor"})
+    data["node_types"][spec_group.type.name] = {"spec": server | {"nics": nics}}
+    ic = interconnect_of(plan_of(data))
+    assert (ic.nic_kind, ic.network) == ("tcp", "tcp")
+
+
+def test_interconnect_refuses_impossible_links():
+    with pytest.raises(ValueError, match="scale-up"):
+        Interconnect(8, 0, False, 8, 50)
+    with pytest.raises(ValueError, match="NIC"):
+        Interconnect(8, 450, True, 0, 50)

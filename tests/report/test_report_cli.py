@@ -153,3 +153,10 @@ def test_fp8_on_a_gpu_without_it_is_refused(tmp_path):
     r = cli("report", str(bp), "--model", "llama3-8b", "--precision", "fp8")
     assert r.returncode == 2 and "no FP8 matmul rate" in r.stderr, r.stderr
     assert cli("report", str(bp), "--model", "llama3-8b", "--precision", "bf16").returncode == 0
+
+
+def test_gpu_without_scale_up_figure_reports(tmp_path):
+    bp = with_server(tmp_path, "lab-2node", "hgx-h100-8gpu", "mi300x-8gpu")
+    r = cli("report", str(bp), "--model", "llama3-8b", "--suppress", "SLURM004")
+    assert r.returncode == 0, r.stderr
+    assert "every GPU is taken as its own domain" in r.stdout
