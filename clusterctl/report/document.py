@@ -94,15 +94,7 @@ def build(plan: ClusterPlan, overrides: dict[str, Any] | None = None, *, checkpo
     ctx = context(plan, training, checkpoint_interval_min=checkpoint_interval_min, pue=pue, ranks=ranks)
     sections = tuple(mod.build(ctx) for mod in SECTIONS)
     series = collective_report.chart_series(next(s for s in sections if s.key == "collectives"))
-    svgs: dict[str, str] = {}
-    if pictures:
-        for name, svg in (("topology.svg", figures.topology_svg(plan)),
-                          ("rack-elevations.svg", figures.rack_elevations_svg(plan)),
-                          ("rack-power.svg", figures.rack_power_svg(plan))):
-            if svg is not None:
-                svgs[name] = svg
-        for key, s in series.items():
-            svgs[f"busbw-{key}.svg"] = figures.busbw_svg(s, f"{plan.blueprint.name}: bus bandwidth, {key.replace('-', ' ')}")
+    svgs = figures.pictures(plan, series) if pictures else {}
     return Report(plan.blueprint.name, sections, svgs, series)
 
 

@@ -466,9 +466,10 @@ def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "series"
 
 
-def write_figures(plan: ClusterPlan, busbw_series: dict[str, dict[str, list[tuple[float, float]]]] | None,
-                  out_dir: Path, png: bool) -> list[str]:
-    """Write the plan's figures (and ``.png`` twins when ``png``) into ``out_dir``; the file names, sorted."""
+def pictures(plan: ClusterPlan, busbw_series: dict[str, dict[str, list[tuple[float, float]]]] | None
+             ) -> dict[str, str]:
+    """Every picture of ``plan`` by file name (``topology.svg``, ..., ``busbw-<name>.svg`` per series;
+    names slug-safe and unique), leaving out those with nothing to draw."""
     figures: list[tuple[str, str | None]] = [
         ("topology", topology_svg(plan)),
         ("rack-elevations", rack_elevations_svg(plan)),
@@ -481,16 +482,21 @@ def write_figures(plan: ClusterPlan, busbw_series: dict[str, dict[str, list[tupl
         while stem in used:
             stem, k = f"{base}-{k}", k + 1
         used.add(stem)
-        figures.append((stem, busbw_svg(series, f"Bus bandwidth: {name}")))
+        title = f"{plan.blueprint.name}: bus bandwidth, {name.replace('-', ' ')}"
+        figures.append((stem, busbw_svg(series, title)))
+    return {f"{stem}.svg": svg for stem, svg in figures if svg is not None}
+
+
+def write_figures(plan: ClusterPlan, busbw_series: dict[str, dict[str, list[tuple[float, float]]]] | None,
+                  out_dir: Path, png: bool) -> list[str]:
+    """Write the plan's pictures (and ``.png`` twins when ``png``) into ``out_dir``; the file names, sorted."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for stem, svg in figures:
-        if svg is None:
-            continue
-        (out_dir / f"{stem}.svg").write_text(svg, encoding="utf-8")
-        written.append(f"{stem}.svg")
+    for name, svg in pictures(plan, busbw_series).items():
+        (out_dir / name).write_text(svg, encoding="utf-8")
+        written.append(name)
         if png:
-            (out_dir / f"{stem}.png").write_bytes(svg_to_png(svg))
-            written.append(f"{stem}.png")
+            (out_dir / f"{name[:-4]}.png").write_bytes(svg_to_png(svg))
+            written.append(f"{name[:-4]}.png")
     return sorted(written)

@@ -295,12 +295,12 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
     t_logit = tokens * model.logit_flops_per_token / (tp * cp) / r_gemm
 
     comm: dict[str, dict] = {}
-    # tensor parallel: 2 all-reduce-equivalents per layer forward, 2 backward, 2 more when recomputing
+    # tensor- and expert-parallel collectives: 2 per layer forward, 2 backward, 2 more when recomputing
+    per_layer = 6 if full else 4
     t_tp = 0.0
     if tp > 1:
         size = local_tokens * model.hidden * BYTES_BF16
         est, algo = collective(ALL_REDUCE, size, ic, placement(tp, ic, 1))
-        per_layer = 6 if full else 4
         t_tp = layers * per_layer * est.time_s
         comm["tp"] = {"op": "all_reduce", "ranks": tp, "bytes": size, "per_microbatch": int(layers * per_layer),
                       "time_s": est.time_s, "busbw_gb_per_s": est.busbw_gb_per_s, "algorithm": algo}
@@ -309,16 +309,13 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
     if cp > 1:
         size = 2 * local_tokens * model.kv / tp * BYTES_BF16  # this rank's K and V heads
         est, algo = collective(SEND_RECV, size, ic, placement(2, ic, tp))
-        per_layer_comm = 3 * (cp - 1) * est.time_s            # forward once, backward twice
-        per_layer_attn = t_attn / layers
-        t_cp = layers * max(0.0, per_layer_comm - per_layer_attn)
+        t_cp = max(0.0, layers * 3 * (cp - 1) * est.time_s - t_attn)  # forward once, backward twice
         comm["cp"] = {"op": "send_recv", "ranks": cp, "bytes": size, "time_s": est.time_s, "algorithm": algo}
     # expert parallel: dispatch + combine all-to-all, forward and backward (+ recompute)
     t_ep = 0.0
     if par.ep > 1:
         size = local_tokens * model.hidden * model.topk * BYTES_BF16
         est, algo = collective(ALL_TO_ALL, size, ic, placement(par.ep, ic, tp * cp))
-        per_layer = 6 if full else 4
         t_ep = layers * per_layer * est.time_s
         comm["ep"] = {"op": "all_to_all", "ranks": par.ep, "bytes": size, "time_s": est.time_s, "algorithm": algo}
     # pipeline: activations forward, gradients backward, scattered over the tp ranks
@@ -330,8 +327,7 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
         comm["pp"] = {"op": "send_recv", "ranks": 2, "bytes": size, "time_s": est.time_s, "algorithm": algo}
 
     stage = t_gemm + t_attn + t_mem + t_tp + t_cp + t_ep + t_pp
-    last_stage = stage + t_logit
-    slot = last_stage
+    slot = stage + t_logit  # one microbatch on the slowest stage: the last, which also computes the logits
     bubble_slots = (pp - 1) / v
     t_pipeline = (m + bubble_slots) * slot
 
@@ -361,7 +357,7 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
             dp_exposed = max(0.0, t_dp - bwd_window)
             comm["dp"] = {"op": "all_reduce", "ranks": replicas, "bytes": grads, "time_s": t_dp,
                           "busbw_gb_per_s": ar.busbw_gb_per_s, "algorithm": algo}
-    opt_params = params_local / (dp if par.distributed_optimizer else 1)
+    opt_params = params_local / (replicas if par.distributed_optimizer else 1)  # sharded as in _memory
     t_opt = opt_params * ADAM_BYTES_PER_PARAM_STEP / (acc.hbm_tb_per_s * 1e12 * HBM_EFFICIENCY)
 
     step = t_pipeline + dp_exposed + t_opt

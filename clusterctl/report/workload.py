@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -19,7 +20,6 @@ from clusterctl.report.training import (
     TrainingEstimate,
     estimate,
 )
-from pathlib import Path
 
 TOKENS_PER_STEP_DEFAULT = 4 * 2**20
 """default global batch: ~4M tokens per step (GPT-3 175B used 3.2M, Llama 3 4M-16M)"""
@@ -37,7 +37,7 @@ def preset(name: str) -> tuple[ModelShape, str]:
         raise TrainingConfigError(f"unknown model preset {name!r}; presets: {', '.join(sorted(table))}")
     entry = dict(table[name])
     source = entry.pop("source")
-    return shape_of(name, ModelSpec(**entry)), source
+    return ModelShape(name=name, **entry), source
 
 
 def shape_of(name: str, spec: ModelSpec) -> ModelShape:
@@ -46,10 +46,7 @@ def shape_of(name: str, spec: ModelSpec) -> ModelShape:
 
 def accelerator_of(group: GroupPlan) -> tuple[Accelerator, str]:
     """The accelerator with its measured GEMM rate; second value: the catalog key."""
-    nt = group.type
-    acc = nt.accelerator
-    key = (nt.server.gpus.model if nt.server is not None and nt.server.gpus else
-           nt.instance.gpus.model if nt.instance is not None and nt.instance.gpus else nt.gpu_model or "?")
+    acc, key = group.type.accelerator, group.type.gpu_model
     if acc.bf16_mamf_tflops is not None:
         mamf, src = acc.bf16_mamf_tflops, acc.sources.get("bf16_mamf_tflops", "")
     else:
@@ -98,12 +95,11 @@ def resolve(plan: ClusterPlan, overrides: dict[str, Any] | None = None) -> Workl
             source += " (changed on the command line: " + ", ".join(sorted(shape_over)) + ")"
     params_b = o.pop("params_b", None)
     base = w.training if (w is not None and w.training is not None) else TrainingSpec()
-    train_keys = set(TrainingSpec.model_fields)
-    training = base.model_copy(update={k: v for k, v in o.items() if k in train_keys})
-    TrainingSpec.model_validate(training.model_dump())  # re-check ranges of command-line values
-    unknown = set(o) - train_keys
+    unknown = set(o) - set(TrainingSpec.model_fields)
     if unknown:
         raise TrainingConfigError(f"unknown workload option(s): {', '.join(sorted(unknown))}")
+    # validated as a whole, so command-line values get the blueprint's range checks and count as set
+    training = TrainingSpec.model_validate(base.model_dump(exclude_unset=True) | o)
     if model is not None:
         params = float(model.params)
     elif params_b is not None:

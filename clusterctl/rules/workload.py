@@ -3,34 +3,47 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, NamedTuple
 
 from clusterctl.blueprint.load import did_you_mean
-from clusterctl.plan.model import ClusterPlan
+from clusterctl.blueprint.storage import Workload
+from clusterctl.blueprint.training import TrainingSpec
+from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.rules.base import Hit, Severity, rule
 
+if TYPE_CHECKING:  # the report imports the rules' plan types; import it lazily at run time
+    from clusterctl.report.interconnect import Interconnect
+    from clusterctl.report.training import ModelShape
 
-def _job(plan: ClusterPlan):
-    """(workload, model shape or None, training spec, compute group, interconnect), or None without a
-    workload or GPU nodes with a network."""
+
+class _Job(NamedTuple):
+    workload: Workload
+    """the blueprint's workload section"""
+    model: ModelShape | None
+    """None when the blueprint names no model or an unknown preset (WORKLOAD001)"""
+    training: TrainingSpec
+    group: GroupPlan
+    ic: Interconnect
+
+
+def _job(plan: ClusterPlan) -> _Job | None:
+    """The training job as the report resolves it, or None without a workload or GPU nodes with a network."""
     from clusterctl.report.interconnect import compute_group, interconnect_of
     from clusterctl.report.training import TrainingConfigError
-    from clusterctl.report.workload import preset, shape_of
+    from clusterctl.report.workload import resolve
 
     w = plan.blueprint.workload
     group = compute_group(plan)
     if w is None or group is None or group.type.accelerator is None:
         return None
-    model = None
-    if isinstance(w.model, str):
-        try:
-            model, _ = preset(w.model)
-        except TrainingConfigError:
-            model = None
-    elif w.model is not None:
-        model = shape_of("workload.model", w.model)
-    from clusterctl.blueprint.training import TrainingSpec
     ic = interconnect_of(plan, group)
-    return None if ic is None else (w, model, w.training or TrainingSpec(), group, ic)
+    if ic is None:
+        return None
+    try:
+        model = resolve(plan).model
+    except TrainingConfigError:  # an unknown preset: WORKLOAD001 says so
+        model = None
+    return _Job(w, model, w.training or TrainingSpec(), group, ic)
 
 
 @rule("WORKLOAD001", "workload", Severity.ERROR, "unknown model preset")
@@ -57,9 +70,9 @@ def layout(plan: ClusterPlan) -> Iterator[Hit]:
     from clusterctl.report.workload import parallelism
 
     job = _job(plan)
-    if job is None or job[1] is None or plan.blueprint.workload.training is None:
+    if job is None or job.model is None or plan.blueprint.workload.training is None:
         return
-    w, model, t, group, _ = job
+    model, t, group = job.model, job.training, job.group
     gpus = t.gpus or group.gpus
     if gpus > group.gpus:
         yield Hit(("workload", "training", "gpus"),
@@ -83,7 +96,7 @@ def tp_beyond_nvlink(plan: ClusterPlan) -> Iterator[Hit]:
     job = _job(plan)
     if job is None:
         return
-    w, model, t, group, ic = job
+    t, group, ic = job.training, job.group, job.ic
     if t.tp is not None and t.tp > ic.gpus_per_domain:
         yield Hit(("workload", "training", "tp"),
                   f"tp {t.tp} is larger than the NVLink domain of the {group.name} nodes ({ic.gpus_per_domain} GPUs): "
@@ -102,9 +115,9 @@ def memory(plan: ClusterPlan) -> Iterator[Hit]:
     from clusterctl.report.workload import accelerator_of, parallelism
 
     job = _job(plan)
-    if job is None or job[1] is None:
+    if job is None or job.model is None:
         return
-    w, model, t, group, ic = job
+    model, t, group, ic = job.model, job.training, job.group, job.ic
     if t.tp is None or t.pp is None or "recompute" not in t.model_fields_set:
         return
     gpus = min(t.gpus or group.gpus, group.gpus)
@@ -127,9 +140,9 @@ def params_mismatch(plan: ClusterPlan) -> Iterator[Hit]:
     """``workload.params_b`` sizes checkpoints (STORAGE001/002); when ``workload.model`` is given too, the
     two should describe the same model. More than 10 % apart, one of them is wrong."""
     job = _job(plan)
-    if job is None or job[1] is None:
+    if job is None or job.model is None:
         return
-    w, model = job[0], job[1]
+    w, model = job.workload, job.model
     actual = model.params / 1e9
     if abs(w.params_b / actual - 1) > 0.10:
         yield Hit(("workload", "params_b"),
