@@ -2,8 +2,8 @@
 
 The outputs file comes from a stack the user (or a CI job, or whoever can write the state) controls, and
 what it says ends up in ``ansible/inventory.yml`` and every node's ``/etc/hosts``. So before any of it is
-used it must be a regular file of at most :data:`MAX_OUTPUTS_BYTES`, UTF-8, one JSON object nested at most
-:data:`MAX_DEPTH` levels, with no duplicate keys (``json`` would silently keep the last one, so a second
+used it must be a regular file of at most :data:`MAX_OUTPUTS_BYTES`, UTF-8, one JSON object with at most
+:data:`MAX_CONTAINERS` objects and arrays nested at most :data:`MAX_DEPTH` levels, with no duplicate keys (``json`` would silently keep the last one, so a second
 ``"private_ip"`` could hide behind the first in review) and no ``NaN``/``Infinity``. Every refusal is an
 :class:`OutputsError` naming the file, what was expected and how to produce the right file.
 """
@@ -17,6 +17,10 @@ from pathlib import Path
 
 MAX_OUTPUTS_BYTES = 8 * 2**20
 """8 MiB: ``pulumi stack output --json`` takes ~150 bytes per node, so this holds ~50,000 nodes"""
+MAX_CONTAINERS = 100_000
+"""objects and arrays: one per node plus a few dozen; counted before parsing (a bracket inside a string counts
+too, which only errs on the safe side), because millions of tiny ``[]`` in 8 MiB would cost seconds and
+hundreds of MB to build"""
 MAX_DEPTH = 32
 """the programs' outputs nest 4 levels deep (``file_systems.<tier>.<key>``); 32 leaves room"""
 WRITE_HINT = "write it with: pulumi stack output --json --show-secrets > outputs.json"
@@ -37,12 +41,15 @@ class _Object(dict):
     duplicates: tuple[str, ...] = ()
 
 
-def _object(pairs: list[tuple[str, object]]) -> _Object:
-    obj = _Object(pairs)
-    if len(obj) != len(pairs):
-        seen: set[str] = set()
-        obj.duplicates = tuple(k for k, _ in pairs if k in seen or seen.add(k))
-    return obj
+def _object(pairs: list[tuple[str, object]]) -> dict:
+    """A plain dict, or an :class:`_Object` naming its duplicate keys (rare: only then pay for the subclass)."""
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    marked = _Object(pairs)
+    seen: set[str] = set()
+    marked.duplicates = tuple(k for k, _ in pairs if k in seen or seen.add(k))
+    return marked
 
 
 def _no_constant(name: str):
@@ -84,23 +91,39 @@ def _read_bytes(path: Path, limit: int) -> bytes:
     return data
 
 
-def _walk(data: object, limit: int = 5) -> tuple[int, list[str]]:
-    """(nesting depth, ``a.b: "key"`` for the first ``limit`` objects holding a key twice); iterative, so the
-    depth a RecursionError-free parse allows cannot overflow the stack here either."""
-    deepest = 0
-    found: list[str] = []
-    stack: list[tuple[str, int, object]] = [("", 1, data)]
+def _shape(data: object) -> tuple[int, bool]:
+    """(nesting depth, whether any object has a duplicate key). A stack of iterators: memory grows with the
+    depth, not with the width, so a list of millions of small values costs nothing here."""
+    deepest, duplicates = 0, False
+    stack = [iter((data,))]
     while stack:
-        where, depth, value = stack.pop()
-        if isinstance(value, dict):
-            deepest = max(deepest, depth)
-            if len(found) < limit:
-                found += [f"{where or '(top level)'}: {json.dumps(k)}" for k in getattr(value, "duplicates", ())]
-            stack += [(f"{where}.{k}" if where else k, depth + 1, v) for k, v in reversed(value.items())]
-        elif isinstance(value, list):
-            deepest = max(deepest, depth)
-            stack += [(f"{where}[{i}]", depth + 1, v) for i, v in reversed(list(enumerate(value)))]
-    return deepest, found[:limit]
+        for value in stack[-1]:
+            if isinstance(value, (dict, list)):
+                deepest = max(deepest, len(stack))
+                duplicates = duplicates or bool(getattr(value, "duplicates", ()))
+                stack.append(iter(value.values() if isinstance(value, dict) else value))
+                break
+        else:
+            stack.pop()
+    return deepest, duplicates
+
+
+def _duplicate_paths(value: object, where: str = "", found: list[str] | None = None, limit: int = 5) -> list[str]:
+    """``a.b: "key"`` for the first ``limit`` objects holding a key twice (recursive: depth is checked first)."""
+    found = [] if found is None else found
+    if isinstance(value, dict):
+        found += [f"{where or '(top level)'}: {json.dumps(k)}" for k in getattr(value, "duplicates", ())]
+        children = ((f"{where}.{k}" if where else k, v) for k, v in value.items())
+    elif isinstance(value, list):
+        children = ((f"{where}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return found
+    for path, child in children:
+        if len(found) >= limit:
+            break
+        if isinstance(child, (dict, list)):
+            _duplicate_paths(child, path, found, limit)
+    return found[:limit]
 
 
 def read_outputs(path: Path | str, max_bytes: int = MAX_OUTPUTS_BYTES) -> dict:
@@ -112,6 +135,11 @@ def read_outputs(path: Path | str, max_bytes: int = MAX_OUTPUTS_BYTES) -> dict:
     except UnicodeDecodeError as exc:
         line = raw[:exc.start].count(b"\n") + 1
         raise OutputsError(f"{path}:{line}: not UTF-8 text (byte {exc.start})", WRITE_HINT) from None
+    containers = text.count("{") + text.count("[")
+    if containers > MAX_CONTAINERS:
+        raise OutputsError(f"{path}: {containers:,} JSON objects/arrays, more than the {MAX_CONTAINERS:,} a stack's "
+                           f"outputs can have (one per node)", "pass the file `pulumi stack output --json` wrote, "
+                           "nothing else")
     too_deep = OutputsError(f"{path}: JSON nested more than {MAX_DEPTH} levels deep; a stack's outputs need 4",
                             "pass the file `pulumi stack output --json` wrote, nothing else")
     try:
@@ -127,9 +155,10 @@ def read_outputs(path: Path | str, max_bytes: int = MAX_OUTPUTS_BYTES) -> dict:
     if not isinstance(data, dict):
         raise OutputsError(f"{path}: expected a JSON object of stack outputs, got {type(data).__name__}",
                            "pass the output of `pulumi stack output --json --show-secrets`")
-    depth, duplicates = _walk(data)
+    depth, any_duplicate = _shape(data)
     if depth > MAX_DEPTH:
         raise too_deep
+    duplicates = _duplicate_paths(data) if any_duplicate else []
     if duplicates:
         raise OutputsError(f"{path}: duplicate JSON key(s), which a JSON reader would silently resolve to the last "
                            f"value: " + "; ".join(duplicates),

@@ -372,13 +372,22 @@ def test_outputs_must_be_a_regular_file(shared_render, tmp_path, kind):
 
 
 def test_nesting_depth_limit(shared_render, tmp_path):
-    refused(shared_render, write(tmp_path, "[" * 200_000, "bomb.json"), "nested more than 32 levels deep")
+    refused(shared_render, write(tmp_path, "[" * 50_000, "bomb.json"), "nested more than 32 levels deep")
     data = outputs()
     deep: object = "x"
     for _ in range(40):
         deep = [deep]
     data["extra"] = deep  # valid JSON, parseable, but deeper than any stack output
     refused(shared_render, write(tmp_path, data, "deep.json"), "nested more than 32 levels deep")
+
+
+def test_objects_and_arrays_are_counted_before_parsing(shared_render, tmp_path):
+    from clusterctl.cloud.outputs_file import MAX_CONTAINERS
+
+    # ~3 MB of empty arrays: within the size limit, but millions of objects to build
+    text = '{"nodes": {}, "x": [' + ",".join(["[]"] * (MAX_CONTAINERS * 10)) + "]}"
+    refused(shared_render, write(tmp_path, text), f"{MAX_CONTAINERS * 10 + 3:,} JSON objects/arrays, more than the "
+                                                  f"{MAX_CONTAINERS:,}")
 
 
 def test_not_utf8(shared_render, tmp_path):
