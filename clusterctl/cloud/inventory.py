@@ -112,13 +112,17 @@ def _node_problems(host: str, entry: object, group: str, plan: ClusterPlan,
     network = ipaddress.ip_network(pool.cidr) if pool is not None else None
     checked = check_address(ip, network, pool.name if pool is not None else "")
     if isinstance(checked, Refused):
-        hint = (f"the rendered Pulumi project puts the nodes in addressing.{pool.name} ({pool.cidr}); if the stack "
-                f"uses another range (clusterctl:vpcCidr, primaryCidr, vnetCidr or an existing VPC), set "
-                f"addressing.{pool.name}.cidr in the blueprint to it and render again") if pool is not None else \
-               "add an addressing pool with role: inband holding the cloud VPC's range to the blueprint"
         return None, problems + [_Problem(f"{where}.private_ip: {checked.problem}; expected {checked.expected}",
-                                          hint)]
+                                          _network_hint(pool))]
     return str(checked), problems
+
+
+def _network_hint(pool: AddressPool | None) -> str:
+    if pool is None:
+        return "add an addressing pool with role: inband holding the cloud VPC's range to the blueprint"
+    return (f"the rendered Pulumi project puts the nodes in addressing.{pool.name} ({pool.cidr}); if the stack uses "
+            f"another range (clusterctl:vpcCidr, primaryCidr, vnetCidr or an existing VPC), set "
+            f"addressing.{pool.name}.cidr in the blueprint to it and render again")
 
 
 def cloud_nodes(plan: ClusterPlan, outputs: dict, source: Path | str,

@@ -3,8 +3,9 @@
 The outputs file comes from a stack the user (or a CI job, or whoever can write the state) controls, and
 what it says ends up in ``ansible/inventory.yml`` and every node's ``/etc/hosts``. So before any of it is
 used it must be a regular file of at most :data:`MAX_OUTPUTS_BYTES`, UTF-8, one JSON object with at most
-:data:`MAX_CONTAINERS` objects and arrays nested at most :data:`MAX_DEPTH` levels, with no duplicate keys (``json`` would silently keep the last one, so a second
-``"private_ip"`` could hide behind the first in review) and no ``NaN``/``Infinity``. Every refusal is an
+:data:`MAX_CONTAINERS` objects and arrays nested at most :data:`MAX_DEPTH` levels, with no duplicate keys
+(``json`` would silently keep the last one, so a second ``"private_ip"`` could hide behind the first in
+review) and no ``NaN``/``Infinity``. Every refusal is an
 :class:`OutputsError` naming the file, what was expected and how to produce the right file.
 """
 
@@ -24,7 +25,6 @@ hundreds of MB to build"""
 MAX_DEPTH = 32
 """the programs' outputs nest 4 levels deep (``file_systems.<tier>.<key>``); 32 leaves room"""
 WRITE_HINT = "write it with: pulumi stack output --json --show-secrets > outputs.json"
-
 
 
 class OutputsError(ValueError):

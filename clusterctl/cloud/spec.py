@@ -110,10 +110,9 @@ def cloud_network(plan: ClusterPlan) -> AddressPool | None:
     the rendered Pulumi project makes it the VPC/VNet/primary subnet range, so that the addresses the cloud
     assigns are the ones ``clusterctl inventory`` accepts."""
     pools = inband_networks(plan)
-    cloud = {pools[g.name].name: pools[g.name] for g in plan.groups
-             if g.type.instance is not None and g.name in pools}
-    groups = [g for g in plan.groups if g.type.instance is not None]
-    if len(cloud) != 1 or not all(g.name in pools for g in groups):
+    cloud = [pools.get(g.name) for g in plan.groups if g.type.instance is not None]
+    names = {p.name for p in cloud if p is not None}
+    if None in cloud or len(names) != 1:
         return None
-    pool = next(iter(cloud.values()))
+    pool = cloud[0]
     return pool if pool.version == 4 else None
