@@ -19,15 +19,20 @@ registered outputs include ``nodes`` ({hostname: {private_ip, group, role, insta
   tiers sized for capacity *and* bandwidth (:func:`amlfs_size`), Azure NetApp Files for ``nfs`` tiers
   (:func:`anf_size`), and a checkpoint storage account (HTTPS only, TLS 1.2, no public blob access, no
   shared keys, infrastructure encryption, VNet-only, blob versioning) with a private container.
+- ``clusterctl:azure:MungeKey``: the ``mungeKey`` stack secret in a Key Vault (RBAC authorization, soft
+  delete, network default Deny except the compute/head subnets and ``admin_cidr``); the stack outputs name
+  the vault and the secret, never the value (as AWS's SSM SecureString parameter). The VMs have no managed
+  identity, so nothing is granted read access: the nodes get the key from Ansible (``vault_munge_key``).
 
 Stack configuration (``pulumi config set clusterctl:<key>``): ``sshPublicKey`` (required), ``adminUsername``,
-``adminCidr`` (overrides the blueprint's), ``vnetCidr``, ``storageAccountName``, ``gpuImage`` and
-``headImage`` (``publisher:offer:sku:version``).
+``adminCidr`` (overrides the blueprint's), ``vnetCidr``, ``storageAccountName``, ``keyVaultName``, ``gpuImage``
+and ``headImage`` (``publisher:offer:sku:version``); secret ``mungeKey`` (required).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import math
 import re
 from dataclasses import dataclass
@@ -61,6 +66,15 @@ def tags(spec: CloudSpec, **extra: str) -> dict[str, str]:
 def image_reference(urn: str) -> dict:
     publisher, offer, sku, version = urn.split(":")
     return {"publisher": publisher, "offer": offer, "sku": sku, "version": version}
+
+
+def key_vault_name(cluster: str) -> str:
+    """3-24 letters, digits and single hyphens, starting with a letter, globally unique (override with
+    clusterctl:keyVaultName)."""
+    base = re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9-]", "-", cluster.lower())).strip("-")
+    if not base or not base[0].isalpha():
+        base = "c" + base
+    return f"{base[:21].rstrip('-')}-kv"
 
 
 def storage_account_name(cluster: str) -> str:
@@ -115,6 +129,23 @@ def is_gpu(group: GroupSpec) -> bool:
     return group.gpus > 0
 
 
+SMALLEST_VNET = 22
+"""a /22 still gives a /23 compute subnet and /25 head, AMLFS and ANF subnets"""
+
+
+def vnet_layout(vnet: ipaddress.IPv4Network) -> dict[str, ipaddress.IPv4Network]:
+    """The subnets of a VNet: ``compute`` is the first /20 (or the first half of a smaller VNet); the next
+    block of that size is cut into ``head``, ``amlfs`` and ``anf`` subnets of /24 (smaller in a small VNet).
+    10.20.0.0/16 (the default) gives compute 10.20.0.0/20 and head/amlfs/anf 10.20.16-18.0/24; a blueprint's
+    /20 in-band pool gives a /21 and three /24s."""
+    if vnet.prefixlen > SMALLEST_VNET:
+        raise ValueError(f"vnetCidr {vnet} is smaller than a /{SMALLEST_VNET}, too small for the compute, head, "
+                         f"AMLFS and ANF subnets")
+    compute, rest = itertools.islice(vnet.subnets(new_prefix=max(vnet.prefixlen + 1, 20)), 2)
+    head, amlfs, anf = itertools.islice(rest.subnets(new_prefix=max(rest.prefixlen + 2, 24)), 3)
+    return {"compute": compute, "head": head, "amlfs": amlfs, "anf": anf}
+
+
 @dataclass(frozen=True)
 class Settings:
     admin_cidr: str
@@ -122,6 +153,7 @@ class Settings:
     ssh_public_key: str
     vnet_cidr: str
     storage_account: str
+    key_vault: str
     gpu_image: str
     head_image: str
 
@@ -132,6 +164,7 @@ class Settings:
                    admin_username=c.get("adminUsername") or "azureuser",
                    ssh_public_key=c.require("sshPublicKey"), vnet_cidr=c.get("vnetCidr") or "10.20.0.0/16",
                    storage_account=c.get("storageAccountName") or storage_account_name(spec.cluster),
+                   key_vault=c.get("keyVaultName") or key_vault_name(spec.cluster),
                    gpu_image=c.get("gpuImage") or GPU_IMAGE, head_image=c.get("headImage") or HEAD_IMAGE)
 
 
@@ -147,9 +180,7 @@ class Network(pulumi.ComponentResource):
         vnet_net = ipaddress.ip_network(settings.vnet_cidr)
         if vnet_net.overlaps(ipaddress.ip_network("172.16.0.0/16")):
             raise ValueError(f"vnetCidr {vnet_net} overlaps 172.16.0.0/16, reserved for the InfiniBand RDMA network")
-        compute_cidr, rest = list(vnet_net.subnets(new_prefix=20))[:2]
-        head_cidr, amlfs_cidr, anf_cidr = list(rest.subnets(new_prefix=24))[:3]
-        self.cidrs = {"compute": compute_cidr, "head": head_cidr, "amlfs": amlfs_cidr, "anf": anf_cidr}
+        self.cidrs = vnet_layout(vnet_net)
 
         self.nsg = az.network.NetworkSecurityGroup(
             f"{name}-nsg", resource_group_name=rg.name, location=rg.location, tags=tags(spec),
@@ -168,21 +199,21 @@ class Network(pulumi.ComponentResource):
             f"{name}-vnet", resource_group_name=rg.name, location=rg.location, tags=tags(spec),
             address_space={"address_prefixes": [settings.vnet_cidr]},
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=["subnets"]))
-        storage_endpoint = [{"service": "Microsoft.Storage"}]
+        storage_endpoint = [{"service": "Microsoft.Storage"}, {"service": "Microsoft.KeyVault"}]
         self.compute = az.network.Subnet(
             f"{name}-compute", subnet_name="compute", resource_group_name=rg.name, virtual_network_name=self.vnet.name,
-            address_prefix=str(compute_cidr), network_security_group={"id": self.nsg.id},
+            address_prefix=str(self.cidrs["compute"]), network_security_group={"id": self.nsg.id},
             service_endpoints=storage_endpoint, opts=child)
         self.head = az.network.Subnet(
             f"{name}-head", subnet_name="head", resource_group_name=rg.name, virtual_network_name=self.vnet.name,
-            address_prefix=str(head_cidr), network_security_group={"id": self.nsg.id},
+            address_prefix=str(self.cidrs["head"]), network_security_group={"id": self.nsg.id},
             service_endpoints=storage_endpoint, opts=pulumi.ResourceOptions(parent=self, depends_on=[self.compute]))
         self.amlfs = az.network.Subnet(
             f"{name}-amlfs", subnet_name="amlfs", resource_group_name=rg.name, virtual_network_name=self.vnet.name,
-            address_prefix=str(amlfs_cidr), opts=pulumi.ResourceOptions(parent=self, depends_on=[self.head]))
+            address_prefix=str(self.cidrs["amlfs"]), opts=pulumi.ResourceOptions(parent=self, depends_on=[self.head]))
         self.anf = az.network.Subnet(
             f"{name}-anf", subnet_name="anf", resource_group_name=rg.name, virtual_network_name=self.vnet.name,
-            address_prefix=str(anf_cidr),
+            address_prefix=str(self.cidrs["anf"]),
             delegations=[{"name": "netapp", "service_name": "Microsoft.NetApp/volumes"}],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.amlfs]))
         self.register_outputs({"vnet": self.vnet.name, "cidrs": {k: str(v) for k, v in self.cidrs.items()}})
@@ -343,8 +374,37 @@ class Storage(pulumi.ComponentResource):
                 "volume": volume.name}
 
 
+class MungeKey(pulumi.ComponentResource):
+    """The Slurm munge key (``clusterctl:mungeKey``, a stack secret) as a Key Vault secret. The vault uses
+    Azure RBAC (no access policies), soft delete, and admits the data plane only from the cluster's compute and
+    head subnets and ``admin_cidr``; the secret is written through the management plane, and its value stays a
+    secret Output (also in the provider's returned state)."""
+
+    def __init__(self, name: str, spec: CloudSpec, settings: Settings, rg, network: Network, value: pulumi.Output,
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__(f"{PKG}:MungeKey", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        tenant = az.authorization.get_client_config_output(opts=pulumi.InvokeOutputOptions(parent=self)).tenant_id
+        self.vault = az.keyvault.Vault(
+            f"{name}-vault", vault_name=settings.key_vault, resource_group_name=rg.name, location=rg.location,
+            properties={"tenant_id": tenant, "sku": {"family": "A", "name": "standard"},
+                        "enable_rbac_authorization": True, "enable_soft_delete": True,
+                        "soft_delete_retention_in_days": 7, "public_network_access": "Enabled",
+                        "network_acls": {"default_action": "Deny", "bypass": "AzureServices",
+                                         "ip_rules": [{"value": settings.admin_cidr}],
+                                         "virtual_network_rules": [{"id": network.compute.id},
+                                                                   {"id": network.head.id}]}},
+            tags=tags(spec, purpose="munge-key"), opts=child)
+        self.secret = az.keyvault.Secret(
+            f"{name}-secret", secret_name="munge-key", vault_name=self.vault.name, resource_group_name=rg.name,
+            properties={"value": value, "content_type": "Slurm munge key (base64)"},
+            tags=tags(spec, purpose="munge-key"),
+            opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["properties"]))
+        self.register_outputs({"vault": self.vault.name, "secret": self.secret.name})
+
+
 class Cluster(pulumi.ComponentResource):
-    """Resource group, network, GPU node groups, head nodes and storage; outputs ``nodes``."""
+    """Resource group, network, GPU node groups, head nodes, storage and the munge key; outputs ``nodes``."""
 
     def __init__(self, name: str, spec: CloudSpec, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PKG}:Cluster", name, None, opts)
@@ -360,6 +420,8 @@ class Cluster(pulumi.ComponentResource):
         others = [g for g in spec.groups if not is_gpu(g)]
         self.head = HeadNodes(f"{name}-head", spec, settings, self.rg, others, self.network, child) if others else None
         self.storage = Storage(f"{name}-storage", spec, settings, self.rg, self.network, child)
+        self.munge = MungeKey(f"{name}-munge-key", spec, settings, self.rg, self.network,
+                              pulumi.Config("clusterctl").require_secret("mungeKey"), child)
 
         nodes: dict[str, pulumi.Output] = {}
         for g, gg in zip(gpu_groups, self.gpu_groups):
@@ -375,6 +437,8 @@ class Cluster(pulumi.ComponentResource):
             "resource_group": self.rg.name,
             "storage": self.storage.mounts,
             "checkpoint_account": self.storage.account.name,
+            "key_vault": self.munge.vault.name,
+            "munge_key_secret": self.munge.secret.name,
         }
         self.register_outputs(self.outputs)
 

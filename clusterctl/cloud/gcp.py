@@ -20,12 +20,15 @@
 - ``clusterctl:gcp:Storage``: Filestore for ``nfs`` tiers, Managed Lustre (``gcp.lustre.Instance``) for
   ``parallel`` tiers sized for capacity *and* bandwidth (:func:`lustre_size`), and a GCS checkpoint bucket
   (uniform bucket-level access, public access prevention enforced, versioning).
+- ``clusterctl:gcp:MungeKey``: the ``mungeKey`` stack secret in Secret Manager (replicated only in the
+  cluster's region, CMEK with ``kmsKey``), readable by ``serviceAccount`` when one is set; the stack output
+  ``munge_key_secret`` is the secret's name, never its value (as AWS's SSM SecureString parameter).
 
 Stack configuration (``pulumi config set clusterctl:<key>``): ``adminCidr`` (overrides the blueprint's),
 ``sshPublicKey`` (added to instance metadata; without it OS Login is used), ``sshUser``, ``gpuImage``,
 ``headImage``, ``kmsKey`` (CMEK for boot disks, Lustre and the bucket), ``serviceAccount``,
-``primaryCidr``, ``serviceCidr``, ``gpuCidrBase``. ``gcp:project`` names the project in the RDMA
-network-profile URL.
+``primaryCidr``, ``serviceCidr``, ``gpuCidrBase``; secret ``mungeKey`` (required). ``gcp:project`` names the
+project in the RDMA network-profile URL.
 """
 
 from __future__ import annotations
@@ -375,8 +378,35 @@ class Storage(pulumi.ComponentResource):
                 "instance": inst.name}
 
 
+class MungeKey(pulumi.ComponentResource):
+    """The Slurm munge key (``clusterctl:mungeKey``, a stack secret) as a Secret Manager secret: one version
+    holding the value (a secret Output end to end), replicated only in the cluster's region (CMEK with
+    ``kmsKey``), and read access for the nodes' service account when ``serviceAccount`` is set."""
+
+    def __init__(self, name: str, spec: CloudSpec, settings: Settings, value: pulumi.Output,
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__(f"{PKG}:MungeKey", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        replica: dict = {"location": spec.region}
+        if settings.kms_key:
+            replica["customer_managed_encryption"] = {"kms_key_name": settings.kms_key}
+        self.secret = gcp.secretmanager.Secret(
+            f"{name}-secret", secret_id=resource_name(spec.cluster, "munge-key"),
+            replication={"user_managed": {"replicas": [replica]}}, labels=labels(spec, purpose="munge-key"),
+            opts=child)
+        self.version = gcp.secretmanager.SecretVersion(
+            f"{name}-version", secret=self.secret.id, secret_data=value,
+            opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["secret_data"]))
+        self.reader = None
+        if settings.service_account:
+            self.reader = gcp.secretmanager.SecretIamMember(
+                f"{name}-reader", secret_id=self.secret.id, role="roles/secretmanager.secretAccessor",
+                member=f"serviceAccount:{settings.service_account}", opts=child)
+        self.register_outputs({"secret": self.secret.secret_id})
+
+
 class Cluster(pulumi.ComponentResource):
-    """The whole cluster: network, GPU node groups, head nodes, storage; outputs ``nodes``."""
+    """The whole cluster: network, GPU node groups, head nodes, storage, munge key; outputs ``nodes``."""
 
     def __init__(self, name: str, spec: CloudSpec, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PKG}:Cluster", name, None, opts)
@@ -388,6 +418,8 @@ class Cluster(pulumi.ComponentResource):
         others = [g for g in spec.groups if not is_gpu(g)]
         self.head = HeadNodes(f"{name}-head", spec, settings, others, self.network, child) if others else None
         self.storage = Storage(f"{name}-storage", spec, settings, self.network, child)
+        self.munge = MungeKey(f"{name}-munge-key", spec, settings,
+                              pulumi.Config("clusterctl").require_secret("mungeKey"), child)
 
         nodes: dict[str, pulumi.Output] = {}
         groups = [(g, gg.instances) for g, gg in zip([g for g in spec.groups if is_gpu(g)], self.gpu_groups)]
@@ -404,6 +436,7 @@ class Cluster(pulumi.ComponentResource):
             "zone": spec.zone,
             "storage": self.storage.mounts,
             "checkpoint_bucket": self.storage.bucket.url,
+            "munge_key_secret": self.munge.secret.secret_id,
         }
         self.register_outputs(self.outputs)
 

@@ -31,6 +31,7 @@ import hashlib
 import ipaddress
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,23 +39,20 @@ from pathlib import Path
 import yaml
 
 from clusterctl import hostlist
-from clusterctl.plan.model import ClusterPlan
+from clusterctl.cloud.node_address import Refused, check_address, shown
+from clusterctl.cloud.outputs_file import OutputsError, read_outputs
+from clusterctl.cloud.spec import inband_networks
+from clusterctl.plan.model import AddressPool, ClusterPlan
 from clusterctl.write import MANIFEST, OutputDirError, write_tree
 
 INVENTORY = "ansible/inventory.yml"
 HOSTS = "hosts/hosts"
+__all__ = ["OutputsError", "read_outputs", "cloud_nodes", "write_inventory", "InventoryDirError"]
+
 CLOUD_FILES = (HOSTS, INVENTORY)
 PULUMI_SECRET = "[secret]"
 """what ``pulumi stack output --json`` prints for a secret output without ``--show-secrets``"""
 MAX_LISTED = 20
-
-
-class OutputsError(ValueError):
-    """The Pulumi outputs cannot be read or do not match the blueprint. ``str()`` is the located message."""
-
-    def __init__(self, message: str, hint: str = ""):
-        super().__init__(message)
-        self.hint = hint
 
 
 class InventoryDirError(OutputDirError):
@@ -69,49 +67,78 @@ class CloudNode:
     """node group in the blueprint"""
 
 
-def read_outputs(path: Path) -> dict:
-    """The JSON object of ``pulumi stack output --json --show-secrets``."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise OutputsError(f"{path}: cannot read the Pulumi outputs: {reason}",
-                           "write it with: pulumi stack output --json --show-secrets > outputs.json") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise OutputsError(f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}",
-                           "pass the output of `pulumi stack output --json --show-secrets`, not the text format") \
-            from None
-    if not isinstance(data, dict):
-        raise OutputsError(f"{path}: expected a JSON object of stack outputs, got {type(data).__name__}",
-                           "pass the output of `pulumi stack output --json --show-secrets`")
-    return data
-
-
 def cloud_hosts(plan: ClusterPlan) -> dict[str, str]:
     """host -> node group, for the plan's cloud node groups in plan order."""
     return {h: g.name for g in plan.groups if g.type.instance is not None for h in g.hosts}
 
 
+HOST_TEXT = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,252}")
+OUTPUT_KEY = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+
+
 def _listed(names: list[str]) -> str:
-    shown = hostlist.compress(names[:MAX_LISTED]) if names else ""
-    return shown + (f" and {len(names) - MAX_LISTED} more" if len(names) > MAX_LISTED else "")
+    """Host names from the outputs for a message: plain ones compressed, anything else quoted and escaped."""
+    plain = [n for n in names if HOST_TEXT.fullmatch(n)]
+    odd = [shown(n) for n in names if not HOST_TEXT.fullmatch(n)]
+    parts = ([hostlist.compress(plain[:MAX_LISTED])] if plain else []) + odd[:MAX_LISTED]
+    hidden = max(0, len(plain) - MAX_LISTED) + max(0, len(odd) - MAX_LISTED)
+    return ", ".join(parts) + (f" and {hidden} more" if hidden else "")
+
+
+@dataclass(frozen=True)
+class _Problem:
+    text: str
+    hint: str = ""
+
+
+def _node_problems(host: str, entry: object, group: str, plan: ClusterPlan,
+                   pool: AddressPool | None) -> tuple[str | None, list[_Problem]]:
+    """The checked private address of one host's entry in ``nodes``, and what is wrong with the entry."""
+    where = f"nodes.{host}"
+    if not isinstance(entry, dict):
+        return None, [_Problem(f"{where}: expected an object with private_ip, got {shown(entry)}")]
+    problems = []
+    g = plan.group(group)
+    for key, want in (("group", g.name), ("role", g.role), ("instance_type", g.type.instance_name)):
+        got = entry.get(key)
+        if got is not None and got != want:
+            problems.append(_Problem(f"{where}.{key}: {shown(got)} but the blueprint has {key} '{want}' for {host}"))
+    ip = entry.get("private_ip")
+    if ip == PULUMI_SECRET:
+        return None, problems + [_Problem(f"{where}.private_ip: a secret shown as '{PULUMI_SECRET}'",
+                                          "add --show-secrets: pulumi stack output --json --show-secrets")]
+    if ip is None:
+        return None, problems + [_Problem(f"{where}.private_ip: missing; expected the host's private address")]
+    network = ipaddress.ip_network(pool.cidr) if pool is not None else None
+    checked = check_address(ip, network, pool.name if pool is not None else "")
+    if isinstance(checked, Refused):
+        return None, problems + [_Problem(f"{where}.private_ip: {checked.problem}; expected {checked.expected}",
+                                          _network_hint(pool))]
+    return str(checked), problems
+
+
+def _network_hint(pool: AddressPool | None) -> str:
+    if pool is None:
+        return "add an addressing pool with role: inband holding the cloud VPC's range to the blueprint"
+    return (f"the rendered Pulumi project puts the nodes in addressing.{pool.name} ({pool.cidr}); if the stack uses "
+            f"another range (clusterctl:vpcCidr, primaryCidr, vnetCidr or an existing VPC), set "
+            f"addressing.{pool.name}.cidr in the blueprint to it and render again")
 
 
 def cloud_nodes(plan: ClusterPlan, outputs: dict, source: Path | str,
                 warnings: list[str] | None = None) -> list[CloudNode]:
     """The cloud hosts with their private addresses, in plan order; every problem is reported at once.
 
-    Addresses outside the blueprint's in-band network (``addressing``) are appended to ``warnings``, not
-    refused: the Pulumi program's VPC CIDR is a stack setting (AWS ``clusterctl:vpcCidr``) that may differ."""
+    Each address must be a plain IP address of an ordinary unicast kind in the host's in-band network
+    (:mod:`clusterctl.cloud.node_address`); anything else is an error, never a warning, because the address
+    is written into the inventory and /etc/hosts. ``warnings`` is kept for callers; nothing is a warning."""
     expected = cloud_hosts(plan)
     if not expected:
         raise OutputsError(f"blueprint '{plan.blueprint.name}' has no cloud node groups (instance types): "
                            f"there is nothing to take from {source}",
                            "clusterctl inventory is for blueprints with a cloud: section")
     if "nodes" not in outputs:
-        keys = ", ".join(sorted(outputs)) or "none"
+        keys = ", ".join(k if OUTPUT_KEY.fullmatch(k) else shown(k, 40) for k in sorted(outputs)[:20]) or "none"
         raise OutputsError(f"{source}: no 'nodes' output (outputs: {keys})",
                            "render the Pulumi project with this clusterctl and run `pulumi up` again: the program "
                            "exports nodes = {hostname: {private_ip, group, role, instance_type}}")
@@ -122,68 +149,39 @@ def cloud_nodes(plan: ClusterPlan, outputs: dict, source: Path | str,
     if not isinstance(nodes, dict):
         raise OutputsError(f"{source}: nodes: expected an object {{hostname: {{private_ip: ...}}}}, "
                            f"got {type(nodes).__name__}")
-    problems: list[str] = []
+    problems: list[_Problem] = []
     extra = [h for h in nodes if h not in expected]
     missing = [h for h in expected if h not in nodes]
     if extra:
-        problems.append(f"nodes: {len(extra)} host(s) that blueprint '{plan.blueprint.name}' does not have: "
-                        f"{_listed(extra)}")
+        problems.append(_Problem(f"nodes: {len(extra)} host(s) that blueprint '{plan.blueprint.name}' does not "
+                                 f"have: {_listed(extra)}; expected only the hosts of its cloud node groups"))
     if missing:
-        problems.append(f"nodes: {len(missing)} host(s) of blueprint '{plan.blueprint.name}' are missing: "
-                        f"{_listed(missing)}")
-    pools = {}
-    for p in plan.addresses:
-        if p.role == "inband":
-            for gi, _, _ in p.group_offsets:
-                pools.setdefault(gi, p)
-    group_index = {g.name: g.index for g in plan.groups}
+        problems.append(_Problem(f"nodes: {len(missing)} host(s) of blueprint '{plan.blueprint.name}' are missing: "
+                                 f"{_listed(missing)}"))
+    pools = inband_networks(plan)
     seen: dict[str, str] = {}
-    outside: list[str] = []
     out = []
     for host, group in expected.items():
         if host not in nodes:
             continue
-        entry = nodes[host]
-        where = f"nodes.{host}"
-        if not isinstance(entry, dict):
-            problems.append(f"{where}: expected an object with private_ip, got {type(entry).__name__}")
+        ip, found = _node_problems(host, nodes[host], group, plan, pools.get(group))
+        problems += found
+        if ip is None:
             continue
-        ip = entry.get("private_ip")
-        if ip == PULUMI_SECRET:
-            problems.append(f"{where}.private_ip: a secret shown as '{PULUMI_SECRET}' (add --show-secrets)")
-            continue
-        if not isinstance(ip, str) or not ip:
-            problems.append(f"{where}.private_ip: missing" if ip is None else
-                            f"{where}.private_ip: expected an address string, got {json.dumps(ip)}")
-            continue
-        try:
-            addr = ipaddress.ip_address(ip)
-        except ValueError:
-            problems.append(f"{where}.private_ip: '{ip}' is not an IP address")
-            continue
-        pool = pools.get(group_index[group])
-        if pool is not None and addr not in ipaddress.ip_network(pool.cidr):
-            outside.append(f"{where}.private_ip: {ip} is outside the blueprint's {pool.name} network {pool.cidr}")
         if ip in seen:
-            problems.append(f"{where}.private_ip: {ip} is also the address of {seen[ip]}")
+            problems.append(_Problem(f"nodes.{host}.private_ip: {ip} is also the address of {seen[ip]}; "
+                                     f"expected one address per host"))
         seen.setdefault(ip, host)
-        g = plan.group(group)
-        for key, want in (("group", g.name), ("role", g.role), ("instance_type", g.type.instance_name)):
-            got = entry.get(key)
-            if got is not None and got != want:
-                problems.append(f"{where}.{key}: '{got}' but the blueprint has {key} '{want}' for {host}")
         out.append(CloudNode(host, ip, group))
     if problems:
-        shown = problems[:MAX_LISTED] + ([f"... and {len(problems) - MAX_LISTED} more"]
-                                         if len(problems) > MAX_LISTED else [])
+        shown_problems = [p.text for p in problems[:MAX_LISTED]]
+        if len(problems) > MAX_LISTED:
+            shown_problems.append(f"... and {len(problems) - MAX_LISTED} more")
+        hints = list(dict.fromkeys(p.hint for p in problems if p.hint))
+        hints.append("pass the outputs of this blueprint's stack; after changing the blueprint, render and "
+                     "`pulumi up` again before taking the outputs; nothing was written")
         raise OutputsError(f"{source}: the Pulumi outputs do not match blueprint '{plan.blueprint.name}' "
-                           f"({len(problems)} problem(s)):\n  " + "\n  ".join(shown),
-                           "pass the outputs of this blueprint's stack; after changing the blueprint, render "
-                           "and `pulumi up` again before taking the outputs")
-    if outside and warnings is not None:
-        warnings.append(f"{source}: {len(outside)} address(es) outside the blueprint's network (the stack's VPC "
-                        f"CIDR differs from addressing:): " + "; ".join(outside[:3])
-                        + (f"; ... and {len(outside) - 3} more" if len(outside) > 3 else ""))
+                           f"({len(problems)} problem(s)):\n  " + "\n  ".join(shown_problems), "; ".join(hints))
     return out
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-from clusterctl.plan.model import ClusterPlan
+from clusterctl.plan.model import AddressPool, ClusterPlan
 
 
 @dataclass(frozen=True)
@@ -92,3 +92,27 @@ def cloud_spec(plan: ClusterPlan) -> CloudSpec | None:
                      placement_group=cloud.placement_group, reservation=cloud.reservation,
                      admin_cidr=cloud.admin_cidr, groups=tuple(groups), storage=storage,
                      tags={"clusterctl:cluster": plan.blueprint.name, "managed-by": "clusterctl"})
+
+
+def inband_networks(plan: ClusterPlan) -> dict[str, AddressPool]:
+    """node group -> the in-band address pool its hosts take an address from (for a cloud group: the range
+    its private addresses come from)."""
+    pools: dict[int, AddressPool] = {}
+    for p in plan.addresses:
+        if p.role == "inband":
+            for gi, _, _ in p.group_offsets:
+                pools.setdefault(gi, p)
+    return {g.name: pools[g.index] for g in plan.groups if g.index in pools}
+
+
+def cloud_network(plan: ClusterPlan) -> AddressPool | None:
+    """The one in-band pool every cloud node group takes its addresses from, if there is exactly one (IPv4):
+    the rendered Pulumi project makes it the VPC/VNet/primary subnet range, so that the addresses the cloud
+    assigns are the ones ``clusterctl inventory`` accepts."""
+    pools = inband_networks(plan)
+    cloud = [pools.get(g.name) for g in plan.groups if g.type.instance is not None]
+    names = {p.name for p in cloud if p is not None}
+    if None in cloud or len(names) != 1:
+        return None
+    pool = cloud[0]
+    return pool if pool.version == 4 else None

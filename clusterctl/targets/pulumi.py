@@ -1,8 +1,9 @@
 """pulumi target: a self-contained Pulumi project for blueprints with a ``cloud:`` section.
 
     pulumi/Pulumi.yaml           project (python runtime) with project-level config defaults (region,
-                                 admin CIDR) and, as comments, the ``pulumi config set`` commands for the
-                                 secrets and per-stack settings. The stack file (Pulumi.<stack>.yaml) is NOT
+                                 admin CIDR, the network range of the blueprint's in-band pool) and, as
+                                 comments, the ``pulumi config set`` commands for the secrets (read from a
+                                 file on stdin, never a command-line argument) and per-stack settings. The stack file (Pulumi.<stack>.yaml) is NOT
                                  rendered: ``pulumi config set --secret`` writes encrypted values into it,
                                  so it belongs to the user and survives re-renders.
     pulumi/__main__.py           three fixed lines: run clusterctl.cloud.program on cluster.json
@@ -18,7 +19,7 @@ from __future__ import annotations
 import json
 
 from clusterctl import __version__
-from clusterctl.cloud.spec import CloudSpec, cloud_spec
+from clusterctl.cloud.spec import CloudSpec, cloud_network, cloud_spec
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.targets.common import header, render_template
 
@@ -33,9 +34,15 @@ PROVIDERS = {
 }
 
 SECRETS = (
-    ("clusterctl:mungeKey", '"$(dd if=/dev/urandom bs=1 count=1024 2>/dev/null | base64 -w0)"'),
+    ("clusterctl:mungeKey", "../../secrets/munge.key.b64",
+     "dd if=/dev/urandom bs=1 count=1024 2>/dev/null | base64 -w0"),
 )
-"""(key, shell expression of the value) of every secret the programs require"""
+"""(key, file holding the value, command writing that file) of every secret the programs require. The value
+goes to ``pulumi config set --secret KEY < FILE``: Pulumi reads it from stdin when no value is on the command
+line (pulumi.com/docs/iac/cli/commands/pulumi_config_set), so it never appears in ``ps`` or shell history."""
+
+NETWORK_KEY = {"aws": "clusterctl:vpcCidr", "gcp": "clusterctl:primaryCidr", "azure": "clusterctl:vnetCidr"}
+"""the stack setting holding the range the nodes' private addresses come from (VPC, primary subnet, VNet)"""
 
 OPTIONAL = {
     "aws": ("clusterctl:vpcId", "clusterctl:subnetIds", "clusterctl:vpcCidr", "clusterctl:amiId",
@@ -49,10 +56,16 @@ def _q(value: str) -> str:
     return json.dumps(value)
 
 
-def project_config(spec: CloudSpec) -> list[tuple[str, str]]:
-    """Project-level config defaults (a stack's own ``pulumi config set`` overrides them)."""
+def project_config(spec: CloudSpec, plan: ClusterPlan) -> list[tuple[str, str]]:
+    """Project-level config defaults (a stack's own ``pulumi config set`` overrides them). The network range is
+    the blueprint's in-band pool, so the addresses the cloud assigns are the ones ``clusterctl inventory``
+    accepts (it refuses an address outside that pool)."""
     region_key = PROVIDERS[spec.provider][0]
-    return [(region_key, _q(spec.region)), ("clusterctl:adminCidr", _q(spec.admin_cidr))]
+    config = [(region_key, _q(spec.region)), ("clusterctl:adminCidr", _q(spec.admin_cidr))]
+    pool = cloud_network(plan)
+    if pool is not None:
+        config.append((NETWORK_KEY[spec.provider], _q(pool.cidr)))
+    return config
 
 
 def render(plan: ClusterPlan) -> dict[str, str]:
@@ -68,7 +81,7 @@ def render(plan: ClusterPlan) -> dict[str, str]:
         "pulumi/Pulumi.yaml": render_template(
             "pulumi/Pulumi.yaml.j2", header=head, provider=spec.provider, project=_q(spec.cluster),
             description=_q(description), stack=spec.cluster, secrets=SECRETS, settings=PROVIDERS[spec.provider][2],
-            optional=OPTIONAL.get(spec.provider, ()), config=project_config(spec)),
+            optional=OPTIONAL.get(spec.provider, ()), config=project_config(spec, plan)),
         "pulumi/__main__.py": head + MAIN,
         "pulumi/requirements.txt": render_template("pulumi/requirements.txt.j2", header=head,
                                                    version=__version__, sdks=[sdk]),

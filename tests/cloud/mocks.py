@@ -22,6 +22,7 @@ from pulumi.runtime import mocks as pmocks
 from pulumi.runtime import rpc
 
 ACCOUNT = "123456789012"
+TENANT = "72f988bf-0000-0000-0000-000000000000"
 
 
 @dataclass
@@ -118,7 +119,8 @@ class RecordingMocks(pulumi.runtime.Mocks):
                     nic.setdefault("networkIp", self._private_ip())
                 state["networkInterfaces"] = nics
         elif provider == "azure-native":
-            state.setdefault("name", inputs.get("name", args.name))
+            named = {"azure-native:keyvault:Vault": "vaultName", "azure-native:keyvault:Secret": "secretName"}
+            state.setdefault("name", inputs.get(named.get(typ, "name"), args.name))
             if typ == "azure-native:network:NetworkInterface":
                 configs = [dict(c) for c in inputs.get("ipConfigurations", [])] or [{}]
                 for c in configs:
@@ -145,6 +147,10 @@ class RecordingMocks(pulumi.runtime.Mocks):
         if token == "gcp:compute/getImage:getImage":
             return {"selfLink": "https://www.googleapis.com/compute/v1/projects/p/global/images/img",
                     "name": "img", "id": "img"}, []
+        if token == "azure-native:authorization:getClientConfig":
+            return {"tenantId": TENANT, "subscriptionId": "00000000-0000-0000-0000-000000000001",
+                    "clientId": "00000000-0000-0000-0000-000000000002",
+                    "objectId": "00000000-0000-0000-0000-000000000003"}, []
         if token == "gcp:compute/getZones:getZones":
             return {"names": ["us-central1-a", "us-central1-b"]}, []
         return {}, []

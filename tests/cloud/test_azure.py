@@ -9,12 +9,13 @@ import pytest
 from clusterctl.cloud import azure
 from clusterctl.cloud.spec import cloud_spec
 from clusterctl.validate import validate_file
-from tests.cloud.mocks import run_program
+from tests.cloud.mocks import TENANT, is_secret, reveal, run_program
 from tests.helpers import BLUEPRINTS
 
 VM = "azure-native:compute:VirtualMachine"
 NIC = "azure-native:network:NetworkInterface"
 CONFIG = {"clusterctl:sshPublicKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAItest ops@example"}
+SECRETS = {"clusterctl:mungeKey": "YXp1cmUtbXVuZ2Uta2V5LWZvci10ZXN0cy1vbmx5LTAxMjM0NTY3ODk="}
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +25,7 @@ def spec():
 
 @pytest.fixture(scope="module")
 def rec(spec):
-    return run_program(spec, config=CONFIG)
+    return run_program(spec, config=CONFIG, secrets=SECRETS)
 
 
 def _vms(rec, size):
@@ -162,4 +163,69 @@ def test_nodes_output_has_every_hostname(rec, spec):
 
 def test_ssh_public_key_is_required(spec):
     with pytest.raises(Exception, match="sshPublicKey"):
-        run_program(spec)
+        run_program(spec, secrets=SECRETS)
+
+
+def test_vnet_layout_fits_a_blueprint_pool():
+    layout = azure.vnet_layout(ipaddress.ip_network("10.2.0.0/20"))
+    assert {k: str(v) for k, v in layout.items()} == {"compute": "10.2.0.0/21", "head": "10.2.8.0/24",
+                                                      "amlfs": "10.2.9.0/24", "anf": "10.2.10.0/24"}
+    default = azure.vnet_layout(ipaddress.ip_network("10.20.0.0/16"))  # unchanged for existing stacks
+    assert {k: str(v) for k, v in default.items()} == {"compute": "10.20.0.0/20", "head": "10.20.16.0/24",
+                                                       "amlfs": "10.20.17.0/24", "anf": "10.20.18.0/24"}
+    with pytest.raises(ValueError, match="smaller than a /22"):
+        azure.vnet_layout(ipaddress.ip_network("10.2.0.0/23"))
+
+
+def test_rendered_vnet_puts_every_node_in_the_blueprints_pool(spec):
+    """With the rendered Pulumi.yaml's clusterctl:vnetCidr (the blueprint's addressing.vnet), the static
+    addresses are the ones clusterctl inventory accepts."""
+    rec = run_program(spec, config={**CONFIG, "clusterctl:vnetCidr": "10.2.0.0/20"}, secrets=SECRETS)
+    pool = ipaddress.ip_network("10.2.0.0/20")
+    ips = [ipaddress.ip_address(n["private_ip"]) for n in rec.outputs["nodes"].values()]
+    assert len(ips) == 34 and all(ip in pool for ip in ips)
+
+
+# --- munge key (issue 9, item 6): Key Vault, like AWS's SSM SecureString parameter
+
+VAULT = "azure-native:keyvault:Vault"
+SECRET = "azure-native:keyvault:Secret"
+
+
+def test_munge_key_in_key_vault(rec, spec):
+    (vault,) = rec.of_type(VAULT)
+    (secret,) = rec.of_type(SECRET)
+    assert vault.parent_type == secret.parent_type == "clusterctl:azure:MungeKey"
+    props = vault.inputs["properties"]
+    assert props["tenantId"] == TENANT and props["enableRbacAuthorization"] is True
+    assert "accessPolicies" not in props
+    assert props["networkAcls"]["defaultAction"] == "Deny"
+    assert props["networkAcls"]["ipRules"] == [{"value": spec.admin_cidr}]
+    assert vault.inputs["vaultName"] == "azure-nd-h100-v5-kv"
+    assert secret.inputs["vaultName"] == "azure-nd-h100-v5-kv" and secret.inputs["secretName"] == "munge-key"
+    assert is_secret(secret.inputs["properties"])
+    assert reveal(secret.inputs["properties"])["value"] == SECRETS["clusterctl:mungeKey"]
+    assert rec.outputs["key_vault"] == "azure-nd-h100-v5-kv" and rec.outputs["munge_key_secret"] == "munge-key"
+
+
+def test_key_vault_admits_the_cluster_subnets(rec):
+    (vault,) = rec.of_type(VAULT)
+    subnets = {r.outputs["id"]: r.inputs["subnetName"] for r in rec.of_type("azure-native:network:Subnet")}
+    rules = vault.inputs["properties"]["networkAcls"]["virtualNetworkRules"]
+    assert sorted(subnets[r["id"]] for r in rules) == ["compute", "head"]
+    for r in rec.of_type("azure-native:network:Subnet"):
+        if r.inputs["subnetName"] in ("compute", "head"):
+            assert {"service": "Microsoft.KeyVault"} in r.inputs["serviceEndpoints"]
+
+
+def test_munge_key_value_in_no_plain_output_or_input(rec):
+    key = SECRETS["clusterctl:mungeKey"]
+    assert key not in str(rec.outputs) and key not in str(rec.component_outputs)
+    for r in rec.resources:
+        plain = {k: v for k, v in r.inputs.items() if not is_secret(v)}
+        assert key not in str(plain), (r.type, r.name)
+
+
+def test_munge_key_is_required(spec):
+    with pytest.raises(Exception, match="mungeKey"):
+        run_program(spec, config=CONFIG)

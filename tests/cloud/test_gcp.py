@@ -9,7 +9,7 @@ import pytest
 from clusterctl.cloud import gcp
 from clusterctl.cloud.spec import cloud_spec
 from clusterctl.validate import validate_file
-from tests.cloud.mocks import run_program
+from tests.cloud.mocks import is_secret, reveal, run_program
 from tests.helpers import BLUEPRINTS, plan_of, shipped
 
 INSTANCE = "gcp:compute/instance:Instance"
@@ -17,6 +17,7 @@ NETWORK = "gcp:compute/network:Network"
 SUBNET = "gcp:compute/subnetwork:Subnetwork"
 FIREWALL = "gcp:compute/firewall:Firewall"
 CONFIG = {"gcp:project": "research-proj"}
+SECRETS = {"clusterctl:mungeKey": "Z2NwLW11bmdlLWtleS1mb3ItdGVzdHMtb25seS0wMTIzNDU2Nzg5"}
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +27,7 @@ def mega_spec():
 
 @pytest.fixture(scope="module")
 def mega(mega_spec):
-    return run_program(mega_spec, config=CONFIG)
+    return run_program(mega_spec, config=CONFIG, secrets=SECRETS)
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +39,7 @@ def ultra_spec():
 
 @pytest.fixture(scope="module")
 def ultra(ultra_spec):
-    return run_program(ultra_spec, config=CONFIG)
+    return run_program(ultra_spec, config=CONFIG, secrets=SECRETS)
 
 
 def _instances(rec, machine_type):
@@ -128,7 +129,7 @@ def test_no_ingress_from_anywhere_and_ssh_only_from_admin_cidr(mega, mega_spec):
 
 
 def test_admin_cidr_config_override(mega_spec):
-    rec = run_program(mega_spec, config={**CONFIG, "clusterctl:adminCidr": "203.0.113.7/32"})
+    rec = run_program(mega_spec, config={**CONFIG, "clusterctl:adminCidr": "203.0.113.7/32"}, secrets=SECRETS)
     ssh = [fw for fw in rec.of_type(FIREWALL) if fw.inputs["allows"] == [{"protocol": "tcp", "ports": ["22"]}]]
     assert ssh[0].inputs["sourceRanges"] == ["203.0.113.7/32"]
 
@@ -205,3 +206,49 @@ def test_a3_ultra_one_rdma_vpc_with_eight_subnets(ultra, ultra_spec):
         assert all(n["nicType"] == "GVNIC" for n in nics if n not in mrdma)
     # no VPC firewall rules on the RoCE network (it has its own implicit rules)
     assert all(fw.inputs["network"] != rdma[0].outputs["id"] for fw in ultra.of_type(FIREWALL))
+
+
+# --- munge key (issue 9, item 6): Secret Manager, like AWS's SSM SecureString parameter
+
+SECRET = "gcp:secretmanager/secret:Secret"
+VERSION = "gcp:secretmanager/secretVersion:SecretVersion"
+READER = "gcp:secretmanager/secretIamMember:SecretIamMember"
+
+
+def test_munge_key_in_secret_manager_replicated_in_the_region(mega, mega_spec):
+    (secret,) = mega.of_type(SECRET)
+    assert secret.parent_type == "clusterctl:gcp:MungeKey"
+    assert secret.inputs["secretId"] == "gcp-a3-mega-munge-key"
+    assert secret.inputs["replication"] == {"userManaged": {"replicas": [{"location": mega_spec.region}]}}
+    (version,) = mega.of_type(VERSION)
+    assert version.inputs["secret"] == secret.outputs["id"]
+    assert is_secret(version.inputs["secretData"])
+    assert reveal(version.inputs["secretData"]) == SECRETS["clusterctl:mungeKey"]
+    assert mega.outputs["munge_key_secret"] == "gcp-a3-mega-munge-key"
+    assert mega.of_type(READER) == []  # no serviceAccount: nobody is granted read access
+
+
+def test_munge_key_value_in_no_plain_output_or_input(mega):
+    key = SECRETS["clusterctl:mungeKey"]
+    assert key not in str(mega.outputs) and key not in str(mega.component_outputs)
+    for r in mega.resources:
+        plain = {k: v for k, v in r.inputs.items() if not is_secret(v)}
+        assert key not in str(plain), (r.type, r.name)
+
+
+def test_munge_key_readable_by_the_nodes_service_account_and_cmek(mega_spec):
+    sa = "nodes@research-proj.iam.gserviceaccount.com"
+    kms = "projects/research-proj/locations/us-central1/keyRings/r/cryptoKeys/k"
+    rec = run_program(mega_spec, config={**CONFIG, "clusterctl:serviceAccount": sa, "clusterctl:kmsKey": kms},
+                      secrets=SECRETS)
+    (secret,) = rec.of_type(SECRET)
+    (reader,) = rec.of_type(READER)
+    assert reader.inputs == {**reader.inputs, "secretId": secret.outputs["id"], "member": f"serviceAccount:{sa}",
+                             "role": "roles/secretmanager.secretAccessor"}
+    (replica,) = secret.inputs["replication"]["userManaged"]["replicas"]
+    assert replica["customerManagedEncryption"] == {"kmsKeyName": kms}
+
+
+def test_munge_key_is_required(mega_spec):
+    with pytest.raises(Exception, match="mungeKey"):
+        run_program(mega_spec, config=CONFIG)

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import cli
+import yaml
+
+from tests.helpers import REPO, cli
 
 BLUEPRINT = "blueprints/aws-p5.yaml"
 OUTPUTS = Path(__file__).resolve().parent / "data" / "aws-p5.outputs.json"
@@ -166,7 +168,7 @@ def test_bad_addresses_are_located(rendered, tmp_path):
     del data["nodes"]["gpu005"]["private_ip"]
     data["nodes"]["gpu006"]["group"] = "head"
     r = inventory(rendered, write(tmp_path, data))
-    assert_clean_error(r, "nodes.gpu002.private_ip: 'not-an-ip' is not an IP address",
+    assert_clean_error(r, "nodes.gpu002.private_ip: 'not-an-ip' is not a plain IP address",
                        "nodes.gpu004.private_ip: 10.100.0.59 is also the address of gpu003",
                        "nodes.gpu005.private_ip: missing",
                        "nodes.gpu006.group: 'head' but the blueprint has group 'gpu'")
@@ -197,11 +199,198 @@ def test_blueprint_without_cloud_groups(tmp_path):
     assert_clean_error(r, "has no cloud node groups")
 
 
-def test_address_outside_the_blueprints_network_warns(rendered, tmp_path):
-    data = outputs()
-    data["nodes"]["gpu001"]["private_ip"] = "10.0.0.5"  # a stack created with the default clusterctl:vpcCidr
-    r = inventory(rendered, write(tmp_path, data))
+# --- refusals (issue 9, item 5): exit 2, the outputs file and the host named, what was expected, a hint, and
+# nothing written. They share one render: a refusal must leave it byte for byte and timestamp for timestamp.
+
+
+@pytest.fixture(scope="module")
+def shared_render(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("shared") / "out"
+    r = cli("render", BLUEPRINT, "-o", str(out))
     assert r.returncode == 0, r.stderr
-    assert "warning:" in r.stderr
-    assert "nodes.gpu001.private_ip: 10.0.0.5 is outside the blueprint's vpc network 10.100.0.0/20" in r.stderr
-    assert '"gpu001": {ansible_host: "10.0.0.5"}' in (rendered / "ansible" / "inventory.yml").read_text()
+    return out
+
+
+def snapshot(out: Path) -> dict[str, tuple[bytes, int]]:
+    return {str(p.relative_to(out)): (p.read_bytes(), p.stat().st_mtime_ns)
+            for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def refused(out: Path, outputs_file: Path, *needles: str) -> str:
+    """Run inventory, assert a clean exit 2 naming the file and ``needles``, and that nothing changed."""
+    before = snapshot(out)
+    r = inventory(out, outputs_file)
+    assert_clean_error(r, str(outputs_file), *needles)
+    assert "hint:" in r.stderr, r.stderr
+    assert snapshot(out) == before, "a refused inventory changed the render directory"
+    return r.stderr
+
+
+def with_ip(tmp_path: Path, host: str, ip) -> Path:
+    data = outputs()
+    data["nodes"][host]["private_ip"] = ip
+    return write(tmp_path, data)
+
+
+NETWORK = "expected an address in the blueprint's vpc network 10.100.0.0/20"
+
+
+def test_ipv6_scope_id_with_a_newline_lands_nowhere(shared_render, tmp_path):
+    payload = "fe80::1%eth0\n10.100.0.99 evil"
+    err = refused(shared_render, with_ip(tmp_path, "gpu001", payload),
+                  'nodes.gpu001.private_ip: "fe80::1%eth0\\n10.100.0.99 evil" is not a plain IP address', NETWORK)
+    assert "\n10.100.0.99 evil" not in err  # escaped in the message too: no forged line on the terminal
+    assert not any(b"evil" in data for data, _ in snapshot(shared_render).values())
+
+
+def with_ips(tmp_path: Path, ips: list) -> tuple[Path, list[str]]:
+    """Outputs with the i-th case as the address of gpu00(i+1); returns the file and those hosts."""
+    data = outputs()
+    hosts = [f"gpu{i:03d}" for i in range(1, len(ips) + 1)]
+    for host, ip in zip(hosts, ips):
+        data["nodes"][host]["private_ip"] = ip
+    return write(tmp_path, data), hosts
+
+
+def test_only_the_plain_address_text_is_accepted(shared_render, tmp_path):
+    texts = ["fe80::1%eth0", " 10.100.0.5", "10.100.0.5\n", "10.100.0.5 # gpu", "10.100.0.5\x00", "10.100.0.5/20",
+             "010.100.0.5", "0x0a.100.0.5", ""]
+    path, hosts = with_ips(tmp_path, texts)
+    err = refused(shared_render, path, f"({len(texts)} problem(s))")
+    for host in hosts:
+        assert f"nodes.{host}.private_ip: " in err and NETWORK in err, host
+    assert err.count("is not a plain IP address") == 8 and err.count("is not an IP address") == 1
+
+
+def test_an_address_must_be_a_string(shared_render, tmp_path):
+    path, hosts = with_ips(tmp_path, [167772165, ["10.100.0.5"], {"ip": "10.100.0.5"}, True])
+    err = refused(shared_render, path, "(4 problem(s))")
+    for host in hosts:
+        assert f"nodes.{host}.private_ip: expected an address string" in err, host
+
+
+SPECIAL = [
+    ("127.0.0.1", "a loopback address"), ("::1", "a loopback address"),
+    ("169.254.169.254", "the instance metadata service (AWS, GCP, Azure)"),
+    ("fd00:ec2::254", "AWS's IPv6 instance metadata service"),
+    ("169.254.10.1", "a link-local address"), ("fe80::1", "a link-local address"),
+    ("224.0.0.251", "a multicast address"), ("ff02::1", "a multicast address"),
+    ("0.0.0.0", "the unspecified address"), ("::", "the unspecified address"),
+    ("255.255.255.255", "the broadcast address"), ("240.0.0.7", "a reserved address"),
+    ("::ffff:10.100.0.5", "an IPv4-mapped IPv6 address (write 10.100.0.5)"),
+]
+
+
+def test_special_addresses_are_refused(shared_render, tmp_path):
+    """Loopback, metadata, link-local, multicast, unspecified, broadcast, reserved: one host each."""
+    path, hosts = with_ips(tmp_path, [ip for ip, _ in SPECIAL])
+    err = refused(shared_render, path, f"({len(SPECIAL)} problem(s))")
+    for host, (ip, kind) in zip(hosts, SPECIAL):
+        assert f"nodes.{host}.private_ip: {ip} is {kind}, not a node's private address; {NETWORK}" in err, host
+
+
+OUTSIDE = [
+    ("10.0.0.5", "10.0.0.5 is outside the blueprint's vpc network 10.100.0.0/20"),  # the old default vpcCidr
+    ("8.8.8.8", "8.8.8.8 is outside the blueprint's vpc network 10.100.0.0/20"),  # public
+    ("2001:db8::5", "2001:db8::5 is outside the blueprint's vpc network 10.100.0.0/20"),
+    ("10.100.0.0", "10.100.0.0 is the network address of 10.100.0.0/20"),
+    ("10.100.15.255", "10.100.15.255 is the broadcast address of 10.100.0.0/20"),
+]
+
+
+def test_address_outside_the_blueprints_network_is_an_error(shared_render, tmp_path):
+    path, hosts = with_ips(tmp_path, [ip for ip, _ in OUTSIDE])
+    err = refused(shared_render, path, f"({len(OUTSIDE)} problem(s))")
+    for host, (_, problem) in zip(hosts, OUTSIDE):
+        assert f"nodes.{host}.private_ip: {problem}" in err, host
+    assert "clusterctl:vpcCidr" in err and "addressing.vpc" in err  # the hint says which setting to align
+    assert "warning" not in err
+
+
+def test_without_an_inband_pool_only_private_addresses(tmp_path):
+    data = yaml.safe_load((REPO / BLUEPRINT).read_text())
+    del data["addressing"]
+    blueprint = tmp_path / "aws-no-pool.yaml"
+    blueprint.write_text(yaml.safe_dump(data, sort_keys=False))
+    out = tmp_path / "out"
+    nodes = outputs()
+    nodes["nodes"]["gpu001"]["private_ip"] = "172.31.0.9"  # private, any range: accepted
+    ok = cli("inventory", str(blueprint), "--from-pulumi", str(write(tmp_path, nodes)), "-o", str(out))
+    assert ok.returncode == 0, ok.stderr
+    assert '"gpu001": {ansible_host: "172.31.0.9"}' in (out / "ansible" / "inventory.yml").read_text()
+    nodes["nodes"]["gpu001"]["private_ip"] = "8.8.8.8"
+    before = snapshot(out)
+    r = cli("inventory", str(blueprint), "--from-pulumi", str(write(tmp_path, nodes, "public.json")), "-o", str(out))
+    assert_clean_error(r, "nodes.gpu001.private_ip: 8.8.8.8 is not a private address",
+                       "expected a private address (RFC 1918 or RFC 4193)", "role: inband")
+    assert snapshot(out) == before
+
+
+def test_host_names_must_be_the_blueprints_and_odd_ones_are_escaped(shared_render, tmp_path):
+    data = outputs()
+    data["nodes"]["gpu001\n10.1.1.1 evil"] = data["nodes"]["gpu001"]
+    data["nodes"]["\x1b[2Jgpu999"] = data["nodes"]["gpu002"]
+    err = refused(shared_render, write(tmp_path, data), "2 host(s) that blueprint 'aws-p5' does not have",
+                  '"gpu001\\n10.1.1.1 evil"', '"\\u001b[2Jgpu999"', "expected only the hosts of its cloud node groups")
+    assert "\x1b" not in err and "\n10.1.1.1" not in err
+
+
+def test_duplicate_json_keys_are_refused(shared_render, tmp_path):
+    text = OUTPUTS.read_text().replace('"private_ip": "10.100.0.37",',
+                                       '"private_ip": "10.100.0.37",\n      "private_ip": "10.100.9.9",', 1)
+    assert text != OUTPUTS.read_text()
+    refused(shared_render, write(tmp_path, text), 'duplicate JSON key(s)', 'nodes.gpu001: "private_ip"',
+            "pulumi stack output --json")
+    top = '{"nodes": {}, ' + OUTPUTS.read_text().lstrip()[1:]  # a second, empty "nodes" before the real one
+    refused(shared_render, write(tmp_path, top, "top.json"), '(top level): "nodes"')
+
+
+def test_nan_and_infinity_are_not_json(shared_render, tmp_path):
+    text = OUTPUTS.read_text().replace('"capacity_gib": 50400', '"capacity_gib": NaN')
+    refused(shared_render, write(tmp_path, text), "NaN is not a JSON number")
+
+
+def test_outputs_file_size_limit(shared_render, tmp_path):
+    from clusterctl.cloud.outputs_file import MAX_OUTPUTS_BYTES
+
+    big = tmp_path / "big.json"
+    with big.open("w") as f:  # valid JSON (whitespace), one byte over the limit
+        f.write("{" + " " * (MAX_OUTPUTS_BYTES - 1) + "}")
+    refused(shared_render, big, f"{MAX_OUTPUTS_BYTES + 1:,} bytes, more than the {MAX_OUTPUTS_BYTES:,} bytes")
+
+
+@pytest.mark.parametrize("kind", ["directory", "named pipe", "character device"])
+def test_outputs_must_be_a_regular_file(shared_render, tmp_path, kind):
+    path = tmp_path / "special"
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "named pipe":
+        os.mkfifo(path)  # no writer: a blocking open or read would hang the command
+    else:
+        path = Path("/dev/zero")
+    refused(shared_render, path, f"must be a regular file, this is a {kind}")
+
+
+def test_nesting_depth_limit(shared_render, tmp_path):
+    refused(shared_render, write(tmp_path, "[" * 50_000, "bomb.json"), "nested more than 32 levels deep")
+    data = outputs()
+    deep: object = "x"
+    for _ in range(40):
+        deep = [deep]
+    data["extra"] = deep  # valid JSON, parseable, but deeper than any stack output
+    refused(shared_render, write(tmp_path, data, "deep.json"), "nested more than 32 levels deep")
+
+
+def test_objects_and_arrays_are_counted_before_parsing(shared_render, tmp_path):
+    from clusterctl.cloud.outputs_file import MAX_CONTAINERS
+
+    # ~3 MB of empty arrays: within the size limit, but millions of objects to build
+    text = '{"nodes": {}, "x": [' + ",".join(["[]"] * (MAX_CONTAINERS * 10)) + "]}"
+    refused(shared_render, write(tmp_path, text), f"{MAX_CONTAINERS * 10 + 3:,} JSON objects/arrays, more than the "
+                                                  f"{MAX_CONTAINERS:,}")
+
+
+def test_not_utf8(shared_render, tmp_path):
+    path = tmp_path / "latin1.json"
+    path.write_bytes(b'{"nodes": {}}\n{"x": "\xe9"}')
+    refused(shared_render, path, ":2: not UTF-8 text")

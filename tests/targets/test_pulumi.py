@@ -49,9 +49,38 @@ def test_files_rendered(name):
 def test_aws_project_config_defaults_and_per_stack_commands():
     text = files("aws-p5")["pulumi/Pulumi.yaml"]
     config = yaml.safe_load(text)["config"]
-    assert config == {"aws:region": {"value": "us-east-2"}, "clusterctl:adminCidr": {"value": "203.0.113.0/24"}}
+    assert config == {"aws:region": {"value": "us-east-2"}, "clusterctl:adminCidr": {"value": "203.0.113.0/24"},
+                      "clusterctl:vpcCidr": {"value": "10.100.0.0/20"}}
     assert "#   pulumi stack init aws-p5\n" in text
     assert "#   pulumi config set clusterctl:keyName my-ec2-key-pair\n" in text
+
+
+@pytest.mark.parametrize("name, key, cidr", [("aws-p5", "clusterctl:vpcCidr", "10.100.0.0/20"),
+                                             ("gcp-a3-mega", "clusterctl:primaryCidr", "10.128.0.0/20"),
+                                             ("azure-nd-h100-v5", "clusterctl:vnetCidr", "10.2.0.0/20")])
+def test_network_range_is_the_blueprints_inband_pool(name, key, cidr):
+    """The cloud assigns addresses from the range clusterctl inventory accepts (it refuses any other)."""
+    config = yaml.safe_load(files(name)["pulumi/Pulumi.yaml"])["config"]
+    assert config[key] == {"value": cidr}
+    assert cidr == next(p.cidr for p in plan(name).addresses if p.role == "inband")
+
+
+def test_no_network_range_without_an_inband_pool():
+    from tests.helpers import plan_of, shipped
+
+    data = shipped("aws-p5")
+    del data["addressing"]
+    config = yaml.safe_load(target.render(plan_of(data))["pulumi/Pulumi.yaml"])["config"]
+    assert "clusterctl:vpcCidr" not in config  # the program's default; inventory then wants private addresses
+
+
+@pytest.mark.parametrize("name", CLOUD)
+def test_secret_goes_in_on_stdin_from_a_file(name):
+    text = files(name)["pulumi/Pulumi.yaml"]
+    assert "#   pulumi config set --secret clusterctl:mungeKey < ../../secrets/munge.key.b64\n" in text
+    assert "(umask 077 && mkdir -p ../../secrets && dd if=/dev/urandom bs=1 count=1024 2>/dev/null | base64 -w0 " \
+           "> ../../secrets/munge.key.b64)" in text
+    assert '"$(' not in text.split("clusterctl:mungeKey", 1)[1].split("\n", 1)[0]
 
 
 @pytest.mark.parametrize("name", CLOUD)
