@@ -48,7 +48,7 @@ def test_a_failed_render_leaves_the_previous_output(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(write, "_manifest_text", boom)
-    with pytest.raises(OSError):
+    with pytest.raises(OutputDirError, match="disk full"):
         write_tree({"slurm/slurm.conf": "half\n"}, out)
     assert (out / "slurm/slurm.conf").read_text() == "ClusterName=lab\n"
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temporary directory left behind
