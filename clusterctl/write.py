@@ -7,13 +7,14 @@ Protocol (docs/render-layout.md, "How the writer changes the directory"):
 
 1. **Lock.** ``DIR/.clusterctl-lock`` is ``flock``-ed exclusively for the whole write (shared for
    ``--check``). The lock file lives inside ``DIR`` because ``DIR`` is never replaced, so every path that
-   reaches the directory (a symlink, a relative path) locks the same file. A second writer waits up to
+   reaches the directory (a symlink, a relative path) locks the same file; the holder unlinks it before
+   releasing it, so no lock file remains after a write. A second writer waits up to
    ``CLUSTERCTL_LOCK_TIMEOUT`` seconds (default 10) and then fails with the holder's pid (exit 2).
 2. **Recover.** A journal left by an interrupted writer is completed first: rolled back if it was still
    staging, rolled forward if it had committed (see 4).
 3. **Stage.** The journal (state ``staging``: the new manifest, the files to install, remove and chmod, the
    directories it will create) is written first; then each new or changed file goes to a temporary file
-   ``.<name>.clusterctl-new`` beside its destination, written, chmod-ed and fsync-ed. Nothing visible has
+   ``.<name>.clusterctl-new`` beside its destination, written and chmod-ed, then all flushed. Nothing visible has
    changed yet; an interruption here is rolled back (temporary files and created empty directories removed).
 4. **Commit and apply.** The journal is replaced by one in state ``apply`` (the commit point), then each
    temporary file is renamed over its destination, executable bits are fixed, files the previous render
@@ -437,41 +438,62 @@ def _holder(fd: int) -> str:
     return f"another clusterctl process (pid {pid})"
 
 
+def _open_locked(out: Path, exclusive: bool, deadline: float, seconds: float) -> int | None:
+    """An fd holding the lock on the lock file that ``out/.clusterctl-lock`` names *now*; None for a shared
+    lock when there is no lock file (no write in progress). A released lock file is unlinked by its holder,
+    so a waiter that got the lock on an unlinked file tries again on the current one."""
+    path = out / LOCK
+    flags = (os.O_RDWR | os.O_CREAT if exclusive else os.O_RDONLY) | os.O_NOFOLLOW | os.O_CLOEXEC
+    while True:
+        try:
+            fd = os.open(path, flags, FILE_MODE)
+        except FileNotFoundError:
+            if exclusive:
+                raise
+            return None
+        except OSError as exc:
+            raise OutputDirError(f"{path}: cannot open the lock file: {exc.strerror or exc}",
+                                 "it must be a regular file in a directory you can write") from None
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise OutputLockedError(
+                            f"{out}: {_holder(fd)} is writing this directory (waited {seconds:g} s)",
+                            f"wait for it to finish and run again, or set {LOCK_TIMEOUT_ENV} to wait longer"
+                        ) from None
+                    time.sleep(0.02)
+            try:
+                current = os.lstat(path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                current = False
+        except BaseException:
+            os.close(fd)
+            raise
+        if current:
+            return fd
+        os.close(fd)
+
+
 @contextmanager
 def _locked(out: Path, *, exclusive: bool, timeout: float | None) -> Iterator[None]:
-    """Hold ``out``'s lock. A shared lock (``--check``) is skipped when there is no lock file to take."""
+    """Hold ``out``'s lock: exclusive to write, shared to compare (skipped when no write is in progress).
+    The lock file exists only while a writer holds it (it names the writer's pid) or after one was killed."""
     seconds = _lock_timeout(timeout)
-    flags = (os.O_RDWR | os.O_CREAT if exclusive else os.O_RDONLY) | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        fd = os.open(out / LOCK, flags, FILE_MODE)
-    except FileNotFoundError:
-        if exclusive:
-            raise
+    fd = _open_locked(out, exclusive, time.monotonic() + seconds, seconds)
+    if fd is None:
         yield
         return
-    except OSError as exc:
-        raise OutputDirError(f"{out / LOCK}: cannot open the lock file: {exc.strerror or exc}",
-                             "it must be a regular file in a directory you can write") from None
     try:
-        deadline = time.monotonic() + seconds
-        while True:
-            try:
-                fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise OutputLockedError(
-                        f"{out}: {_holder(fd)} is writing this directory (waited {seconds:g} s)",
-                        f"wait for it to finish and run again, or set {LOCK_TIMEOUT_ENV} to wait longer") from None
-                time.sleep(0.02)
-        if exclusive:  # the holder's pid, for the message of a writer that gives up; emptied on release
+        if exclusive:  # the holder's pid, for the message of a writer that gives up
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        try:
-            yield
-        finally:
-            if exclusive:
-                os.ftruncate(fd, 0)
+        yield
+        if exclusive:
+            os.unlink(out / LOCK)  # while still holding it: a waiter then retries on a new file
     finally:
         os.close(fd)
 

@@ -340,7 +340,8 @@ def test_concurrent_writers_leave_one_complete_render(tmp_path):
 def test_a_second_writer_gives_up_with_the_holders_pid(tmp_path):
     out = tmp_path / "out"
     write_tree(FILES, out)
-    with open(out / LOCK, "r+") as held:
+    assert not (out / LOCK).exists()  # only while a write holds it
+    with open(out / LOCK, "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         held.write(f"{os.getpid()}\n")
         held.flush()
@@ -351,8 +352,8 @@ def test_a_second_writer_gives_up_with_the_holders_pid(tmp_path):
         with pytest.raises(OutputLockedError):  # --check does not read a directory being written either
             compare(FILES, out, lock_timeout=0.1)
     assert (out / "slurm/slurm.conf").read_text() == "ClusterName=lab\n"
-    write_tree(FILES | {"slurm/slurm.conf": "x\n"}, out, lock_timeout=0.3)  # free again
-    assert (out / LOCK).read_bytes() == b""  # a released lock names nobody, and renders stay byte-identical
+    write_tree(FILES | {"slurm/slurm.conf": "x\n"}, out, lock_timeout=0.3)  # free again (the stale file is reused)
+    assert not (out / LOCK).exists()  # removed by its holder on release: renders stay byte-identical
 
 
 # --- symlinks and modes ---------------------------------------------------------------------------------------
