@@ -492,9 +492,12 @@ def _locked(out: Path, *, exclusive: bool, timeout: float | None) -> Iterator[No
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield
-        if exclusive:
-            os.unlink(out / LOCK)  # while still holding it: a waiter then retries on a new file
     finally:
+        if exclusive:  # while still holding it: a waiter then retries on a new file
+            try:
+                os.unlink(out / LOCK)
+            except OSError:
+                pass
         os.close(fd)
 
 
@@ -611,6 +614,19 @@ def _legacy_leftovers(out: Path) -> list[str]:
                 found.add(str(parent / name))
     return [f"{d} was left by an interrupted render of an older clusterctl; it may hold files of yours "
             f"(check, then delete it)" for d in sorted(found)]
+
+
+def _sweep_staged(tree: _Tree, paths: set[str]) -> None:
+    """Remove staged files no journal accounts for (the journal is always written before them, so these
+    exist only if someone removed a journal by hand); only clusterctl's own names, never through a link."""
+    for rel in paths:
+        if tree.dir_state(_parent(rel)) == "dir":
+            staged = _staged(tree.out, rel)
+            try:
+                if not stat.S_ISDIR(os.lstat(staged).st_mode):
+                    os.unlink(staged)
+            except FileNotFoundError:
+                pass
 
 
 def _sealed_roots(paths: Iterable[str], sealed: Iterable[str]) -> list[str]:
@@ -745,6 +761,7 @@ def _write(files: dict[str, str | bytes], out: Path, executable: Iterable[str] |
                 raise OutputDirError(f"{out} has no {MANIFEST}: it is not a directory clusterctl rendered",
                                      "render into it first")
             tree = _Tree(out)
+            _sweep_staged(tree, set(data) | set(previous or {}))
             result, journal = _plan(out, data, execs, previous or {}, tree, partial)
             known = set(data) | set(previous or {})
             result.extra = _untracked(tree, _sealed_roots(data, sealed), known)

@@ -428,6 +428,7 @@ def test_a_user_file_where_the_render_now_writes_is_refused_not_overwritten(tmp_
     with pytest.raises(OutputDirError, match="was not written by clusterctl"):
         write_tree(FILES | {"pulumi/Pulumi.yaml": "name: rendered\n"}, out)
     assert (out / "pulumi" / "Pulumi.yaml").read_text() == "name: mine\n"
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "nccl", "pulumi", "slurm"]  # no lock, no journal
     write_tree(FILES | {"pulumi/Pulumi.yaml": "name: mine\n"}, out)  # the same bytes: adopted
 
 
@@ -505,3 +506,12 @@ def test_update_files_replaces_some_files_and_keeps_the_rest_of_the_manifest(tmp
     with pytest.raises(OutputDirError, match="has no .clusterctl-manifest") as exc:
         update_files(FILES, tmp_path / "fresh")
     assert exc.value.hint == "render into it first" and not (tmp_path / "fresh").exists()
+
+
+def test_staged_files_without_a_journal_are_swept(tmp_path):
+    out = tmp_path / "out"
+    write_tree(FILES, out)
+    orphan = out / "slurm" / f".slurm.conf{STAGED}"
+    orphan.write_text("half a file\n")
+    r = write_tree(FILES, out)
+    assert not orphan.exists() and r.unchanged == sorted(FILES)
