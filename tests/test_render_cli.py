@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
 
-from tests.helpers import BROKEN, cli, shipped, to_yaml
+from tests.helpers import BROKEN, REPO, cli, shipped, to_yaml
 
 LAB = "blueprints/lab-2node.yaml"
 
@@ -77,14 +82,6 @@ def test_refuses_to_replace_a_foreign_directory(tmp_path):
 
 
 # --- the writer as users meet it: locks, links, interrupted renders, what --check sees -------------------------
-
-import fcntl  # noqa: E402
-import stat  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-from tests.helpers import REPO  # noqa: E402
 
 AWS = "blueprints/aws-p5.yaml"
 

@@ -1,13 +1,21 @@
-"""The writer: atomic swap, unchanged files keep bytes and timestamps, drift detection, ownership."""
+"""The writer: never a user's file lost, complete old or new render after any interruption, one writer at a
+time, no link followed, unchanged files keep bytes and timestamps, drift detection, ownership."""
 
 from __future__ import annotations
 
+import fcntl
 import os
+import random
+import signal
+import stat
+import time
+from pathlib import Path
 
 import pytest
 
 from clusterctl import write
-from clusterctl.write import MANIFEST, OutputDirError, compare, write_tree
+from clusterctl.write import (JOURNAL, LOCK, MANIFEST, RENDER_SEALED, STAGED, OutputDirError, OutputLockedError,
+                              compare, recover, update_files, write_tree)
 
 FILES = {"slurm/slurm.conf": "ClusterName=lab\n", "nccl/nccl.conf": "NCCL_IB_HCA=mlx5\n"}
 
@@ -88,16 +96,6 @@ def test_files_clusterctl_did_not_render_survive_a_rerender(tmp_path):
 # A render owns the paths in its files dict; everything else under the output directory belongs to the user.
 # The tests below write version OLD over version NEW (and back) and interrupt the writer: at every mutating
 # system call in turn (exhaustive, deterministic), and at random instants (seeded) with SIGKILL and SIGINT.
-
-import fcntl  # noqa: E402
-import random  # noqa: E402
-import signal  # noqa: E402
-import stat  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-from clusterctl.write import (JOURNAL, LOCK, RENDER_SEALED, STAGED, OutputLockedError, recover,  # noqa: E402
-                              update_files)
 
 OLD = {
     "slurm/slurm.conf": "ClusterName=old\n", "slurm/gres.conf": "Name=gpu\n",
