@@ -9,8 +9,8 @@ VPC ids) are ignored here.
 
 Where it goes: ``DIR`` is the directory ``clusterctl render BLUEPRINT -o DIR`` wrote. Two files are
 replaced in place by the writer's protocol (``clusterctl.write.update_files``: under the directory's lock,
-journaled, each file atomically) together with their new checksums in the manifest; every other file, and everything clusterctl did not write (``DIR/pulumi``'s virtualenv and stack
-settings), is left alone:
+journaled, each file atomically) together with their new checksums in the manifest; every other file, and
+everything clusterctl did not write (``DIR/pulumi``'s virtualenv and stack settings), is left alone:
 
 - ``ansible/inventory.yml``: the same groups and host ranges as the bare-metal render, plus one line per
   cloud host under ``all.hosts`` with ``ansible_host: <private_ip>`` (cloud names are not in DNS as the
