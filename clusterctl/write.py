@@ -39,6 +39,7 @@ Other rules:
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import fnmatch
 import hashlib
 import json
@@ -51,8 +52,6 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import fcntl
 
 MANIFEST = ".clusterctl-manifest"
 LOCK = ".clusterctl-lock"
@@ -285,14 +284,17 @@ class _Journal:
 
     @classmethod
     def from_json(cls, text: str) -> "_Journal":
+        """Parse a journal read from disk; every path is checked again (never trust a path read from disk)."""
         raw = json.loads(text)
-        paths = lambda key: [_safe(p) for p in raw[key]]  # noqa: E731 - never trust a path read from disk
-        dirs = lambda key: [_safe(d) for d in raw[key]]  # noqa: E731
         if raw["state"] not in ("staging", "apply") or not isinstance(raw["manifest"], str):
             raise ValueError("unknown state")
+
+        def paths(key: str) -> list[str]:
+            return [_safe(p) for p in raw[key]]
+
         return cls(raw["state"], raw["manifest"], paths("install"),
                    {_safe(p): int(m) & 0o777 for p, m in raw["chmod"].items()},
-                   paths("remove"), dirs("mkdirs"), dirs("rmdirs"))
+                   paths("remove"), paths("mkdirs"), paths("rmdirs"))
 
     def is_empty(self) -> bool:
         return not (self.install or self.chmod or self.remove or self.mkdirs)

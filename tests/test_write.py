@@ -513,3 +513,15 @@ def test_staged_files_without_a_journal_are_swept(tmp_path):
     orphan.write_text("half a file\n")
     r = write_tree(FILES, out)
     assert not orphan.exists() and r.unchanged == sorted(FILES)
+
+
+def test_a_tampered_journal_is_refused_and_nothing_outside_is_touched(tmp_path):
+    out, victim = tmp_path / "out", tmp_path / "victim.txt"
+    victim.write_text("keep")
+    write_tree(FILES, out)
+    (out / JOURNAL).write_text('{"state": "apply", "manifest": "", "install": [], "chmod": {}, '
+                               '"remove": ["../victim.txt"], "mkdirs": [], "rmdirs": []}')
+    with pytest.raises(OutputDirError, match="not a journal clusterctl wrote") as exc:
+        write_tree(FILES, out)
+    assert "remove" in exc.value.hint and victim.read_text() == "keep"
+    assert compare(FILES, out).interrupted  # --check says so too
