@@ -147,7 +147,7 @@ def render(
 ) -> None:
     """Render the deployable files. A blueprint with error findings is refused and nothing is written."""
     from clusterctl.targets import TARGETS, RenderError, render_targets
-    from clusterctl.write import OutputDirError, compare, write_tree
+    from clusterctl.write import RENDER_SEALED, OutputDirError, compare, write_tree
 
     names = []
     for t in target or []:
@@ -162,19 +162,27 @@ def render(
     except RenderError as exc:
         raise _misuse(f"{loaded.source.file}: cannot render: {exc}",
                       "this needs a rule that reports it at validate time: please report it") from None
-    if check:
-        result = compare(files, output)
-        for label, paths in (("changed", result.changed), ("missing", result.added), ("extra", result.removed)):
-            for p in paths:
-                _err(f"{label}: {output / p}")
-        _err(f"{output}: {'drift in ' + str(len(result.changed) + len(result.added) + len(result.removed)) + ' file(s)' if result.drift else 'up to date'} ({len(files)} files)")
-        raise typer.Exit(EXIT_FINDINGS if result.drift else EXIT_OK)
+    executable = {p for p in files if p.endswith(".sh")}
     try:
-        result = write_tree(files, output, executable={p for p in files if p.endswith(".sh")})
+        if check:
+            result = compare(files, output, executable=executable, sealed=RENDER_SEALED)
+        else:
+            result = write_tree(files, output, executable=executable, sealed=RENDER_SEALED)
     except OutputDirError as exc:
-        raise _misuse(str(exc), "choose an empty or new directory, or one clusterctl rendered before") from None
+        raise _misuse(str(exc), exc.hint) from None
+    if check:
+        for line in result.drift_lines(output):
+            _err(line)
+        _err(f"{output}: {'drift in ' + str(result.drift_count) + ' file(s)' if result.drift else 'up to date'} ({len(files)} files)")
+        raise typer.Exit(EXIT_FINDINGS if result.drift else EXIT_OK)
+    for w in result.warnings + [f"{output / p}: not rendered, in a directory clusterctl renders (left in place)"
+                                for p in result.extra]:
+        _err(f"warning: {w}")
+    if result.recovered:
+        _err(f"{output}: completed an interrupted render first ({result.recovered})")
     _err(f"{output}: {len(files)} files ({len(result.added)} added, {len(result.changed)} changed, "
-         f"{len(result.removed)} removed, {len(result.unchanged)} unchanged)")
+         f"{len(result.removed)} removed, {len(result.unchanged)} unchanged"
+         + (f", {len(result.modes)} mode(s) fixed)" if result.modes else ")"))
 
 
 class ReportFormat(str, Enum):
@@ -260,7 +268,7 @@ def report(
     try:
         files = document.write(rep, output, png=png)
     except OutputDirError as exc:
-        raise _misuse(str(exc), "choose an empty or new directory, or one clusterctl wrote before") from None
+        raise _misuse(str(exc), exc.hint) from None
     except RuntimeError as exc:
         raise _misuse(str(exc)) from None
     _err(f"{output}: {len(files)} files (report.md, report.json, {len(files) - 2} pictures)")
@@ -385,7 +393,7 @@ def inventory(
     except OutputsError as exc:
         raise _misuse(str(exc), exc.hint) from None
     except OutputDirError as exc:
-        raise _misuse(str(exc)) from None
+        raise _misuse(str(exc), exc.hint) from None
     except RenderError as exc:
         raise _misuse(f"{loaded.source.file}: cannot render: {exc}",
                       "this needs a rule that reports it at validate time: please report it") from None

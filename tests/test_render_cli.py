@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
 
-from tests.helpers import BROKEN, cli, shipped, to_yaml
+from tests.helpers import BROKEN, REPO, cli, shipped, to_yaml
 
 LAB = "blueprints/lab-2node.yaml"
 
@@ -74,3 +79,116 @@ def test_refuses_to_replace_a_foreign_directory(tmp_path):
     (out / "notes.txt").write_text("keep me")
     r = cli("render", LAB, "-o", str(out))
     assert r.returncode == 2 and (out / "notes.txt").read_text() == "keep me"
+
+
+# --- the writer as users meet it: locks, links, interrupted renders, what --check sees -------------------------
+
+AWS = "blueprints/aws-p5.yaml"
+
+
+def _rendered(out: Path) -> dict[str, bytes]:
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*")
+            if p.is_file() and not p.is_symlink() and not p.name.startswith(".clusterctl-")}
+
+
+def test_a_render_waits_for_the_lock_then_exits_2_naming_the_holder(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    assert cli("render", LAB, "-o", str(out)).returncode == 0
+    monkeypatch.setenv("CLUSTERCTL_LOCK_TIMEOUT", "0.5")
+    with open(out / ".clusterctl-lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        held.write(f"{os.getpid()}\n")
+        held.flush()
+        r = cli("render", LAB, "-o", str(out), "--target", "slurm")
+        c = cli("render", LAB, "-o", str(out), "--check")
+    assert r.returncode == 2 and f"another clusterctl process (pid {os.getpid()}) is writing this directory" in r.stderr
+    assert "CLUSTERCTL_LOCK_TIMEOUT" in r.stderr and "Traceback" not in r.stderr
+    assert c.returncode == 2 and "is writing this directory" in c.stderr
+    assert (out / "ansible").is_dir()  # the refused render changed nothing
+    monkeypatch.setenv("CLUSTERCTL_LOCK_TIMEOUT", "soon")
+    r = cli("render", LAB, "-o", str(out))
+    assert r.returncode == 2 and "CLUSTERCTL_LOCK_TIMEOUT='soon': expected a number of seconds" in r.stderr
+
+
+def test_two_renders_of_one_directory_at_once_leave_one_complete_render(tmp_path):
+    """lab-2node and aws-p5 (with its Pulumi project) rendered into one directory at the same time."""
+    refs = {}
+    for name, bp in (("lab", LAB), ("aws", AWS)):
+        refs[name] = tmp_path / f"ref-{name}"
+        assert cli("render", bp, "-o", str(refs[name])).returncode == 0
+    out = tmp_path / "out"
+    assert cli("render", AWS, "-o", str(out)).returncode == 0
+    (out / "pulumi" / "Pulumi.prod.yaml").write_text("config: {secure: v1:abc}\n")
+    (out / "notes.txt").write_text("mine\n")
+    procs = [subprocess.Popen([sys.executable, "-m", "clusterctl", "render", bp, "-o", str(out)], cwd=REPO,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for bp in (LAB, AWS)]
+    results = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], results  # the later one waited for the lock
+    final = _rendered(out)
+    assert final.pop("pulumi/Pulumi.prod.yaml") == b"config: {secure: v1:abc}\n"
+    assert final.pop("notes.txt") == b"mine\n"
+    assert final in (_rendered(refs["lab"]), _rendered(refs["aws"]))
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_symlinked_output_directory_is_rendered_through_and_kept(tmp_path):
+    real, link = tmp_path / "real", tmp_path / "out"
+    real.mkdir()
+    link.symlink_to(real)
+    assert cli("render", LAB, "-o", str(link)).returncode == 0
+    assert cli("render", LAB, "-o", str(link), "--check").returncode == 0
+    assert link.is_symlink() and (real / "slurm" / "slurm.conf").is_file()
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "nowhere")
+    r = cli("render", LAB, "-o", str(dangling))
+    assert r.returncode == 2 and "which does not exist" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_check_reports_modes_untracked_files_and_a_missing_manifest(tmp_path):
+    out = tmp_path / "out"
+    assert cli("render", LAB, "-o", str(out)).returncode == 0
+    script = out / "ansible" / "roles" / "node_health" / "files" / "node-health-check.sh"
+    assert stat.S_IMODE(script.stat().st_mode) == 0o755
+    script.chmod(0o644)
+    (out / "slurm" / "plugstack.conf").write_text("added by hand\n")
+    (out / "ansible" / "group_vars" / "vault.yml").write_text("$ANSIBLE_VAULT;1.1;AES256\n")  # the operator's
+    r = cli("render", LAB, "-o", str(out), "--check")
+    assert r.returncode == 1
+    lines = sorted(line for line in r.stderr.splitlines() if ": " in line and not line.startswith(str(out)))
+    assert lines == [f"extra: {out / 'slurm' / 'plugstack.conf'} (not rendered, in a directory clusterctl renders)",
+                     f"mode: {script} (should be executable)"]
+    assert f"{out}: drift in 2 file(s)" in r.stderr
+    r = cli("render", LAB, "-o", str(out))
+    assert r.returncode == 0 and "1 mode(s) fixed" in r.stderr and "warning: " in r.stderr
+    assert stat.S_IMODE(script.stat().st_mode) == 0o755 and (out / "slurm" / "plugstack.conf").exists()
+    (out / "slurm" / "plugstack.conf").unlink()
+    assert cli("render", LAB, "-o", str(out), "--check").returncode == 0
+    (out / ".clusterctl-manifest").unlink()
+    r = cli("render", LAB, "-o", str(out), "--check")
+    assert r.returncode == 1 and f"missing: {out / '.clusterctl-manifest'}" in r.stderr
+
+
+def test_render_completes_an_interrupted_render_first(tmp_path):
+    import shutil
+    import signal
+
+    from clusterctl.blueprint.load import load_blueprint
+    from clusterctl.targets import render_targets
+    from clusterctl.validate import validate_loaded
+    from tests.test_write import _interrupted_child
+
+    out = tmp_path / "out"
+    assert cli("render", LAB, "-o", str(out), "--target", "slurm").returncode == 0
+    (out / "notes.txt").write_text("mine\n")
+    files = render_targets(validate_loaded(load_blueprint(REPO / LAB), {}).plan)
+    dry = tmp_path / "dry"
+    shutil.copytree(out, dry, symlinks=True)
+    steps = _interrupted_child(files, dry, -1, 0)  # how many mutating calls the whole write makes
+    _interrupted_child(files, out, steps - 50, signal.SIGKILL)  # killed half-way through installing files
+    assert (out / ".clusterctl-journal").exists()
+    r = cli("render", LAB, "-o", str(out), "--check")
+    assert r.returncode == 1 and f"interrupted: {out}" in r.stderr
+    r = cli("render", LAB, "-o", str(out))
+    assert r.returncode == 0 and "completed an interrupted render first (rolled forward)" in r.stderr
+    assert cli("render", LAB, "-o", str(out), "--check").returncode == 0
+    assert (out / "notes.txt").read_text() == "mine\n"

@@ -8,9 +8,9 @@ per host of the blueprint's cloud node groups. ``private_ip`` is required; ``gro
 VPC ids) are ignored here.
 
 Where it goes: ``DIR`` is the directory ``clusterctl render BLUEPRINT -o DIR`` wrote. Two files are
-replaced in place, each atomically (temporary file + rename), and the manifest is updated with their new
-checksums; every other file, and everything clusterctl did not write (``DIR/pulumi``'s virtualenv and stack
-settings), is left alone:
+replaced in place by the writer's protocol (``clusterctl.write.update_files``: under the directory's lock,
+journaled, each file atomically) together with their new checksums in the manifest; every other file, and
+everything clusterctl did not write (``DIR/pulumi``'s virtualenv and stack settings), is left alone:
 
 - ``ansible/inventory.yml``: the same groups and host ranges as the bare-metal render, plus one line per
   cloud host under ``all.hosts`` with ``ansible_host: <private_ip>`` (cloud names are not in DNS as the
@@ -27,12 +27,9 @@ run ``clusterctl inventory`` after every render.
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,7 +40,7 @@ from clusterctl.cloud.node_address import Refused, check_address, shown
 from clusterctl.cloud.outputs_file import OutputsError, read_outputs
 from clusterctl.cloud.spec import inband_networks
 from clusterctl.plan.model import AddressPool, ClusterPlan
-from clusterctl.write import MANIFEST, OutputDirError, write_tree
+from clusterctl.write import MANIFEST, OutputDirError, update_files, write_tree
 
 INVENTORY = "ansible/inventory.yml"
 HOSTS = "hosts/hosts"
@@ -226,18 +223,6 @@ def _manifest_paths(out: Path) -> list[str] | None:
     return [line.rsplit(" ", 1)[0] for line in manifest.read_text().splitlines() if line and not line.startswith("#")]
 
 
-def _replace(path: Path, data: bytes, mode: int = 0o644) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 @dataclass
 class InventoryResult:
     mode: str
@@ -280,22 +265,6 @@ def write_inventory(plan: ClusterPlan, nodes: list[CloudNode], out: Path, bluepr
         raise InventoryDirError(f"{out} is not the current render of blueprint '{plan.blueprint.name}' "
                                 f"({len(stale)} ansible file(s) differ: {shown}); {render_hint}")
     new = cloud_files(plan, nodes, rendered)
-    changed = []
-    for path in CLOUD_FILES:
-        data = new[path].encode()
-        target = out / path
-        if target.is_file() and target.read_bytes() == data:
-            continue  # same bytes, same timestamp
-        _replace(target, data)
-        changed.append(path)
-    manifest = out / MANIFEST
-    lines = manifest.read_text().splitlines()
-    for i, line in enumerate(lines):
-        if line and not line.startswith("#"):
-            path = line.rsplit(" ", 1)[0]
-            if path in new:
-                lines[i] = f"{path} {hashlib.sha256(new[path].encode()).hexdigest()}"
-    text = "\n".join(lines) + "\n"
-    if manifest.read_text() != text:
-        _replace(manifest, text.encode())
-    return InventoryResult("updated", changed, len(nodes))
+    # the writer's lock and journal: same bytes keep their timestamps, the manifest gets the new checksums
+    result = update_files({path: new[path] for path in CLOUD_FILES}, out)
+    return InventoryResult("updated", sorted(result.added + result.changed), len(nodes))
