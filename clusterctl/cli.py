@@ -16,7 +16,8 @@ from typing import Annotated, Optional
 import typer
 
 from clusterctl import __version__
-from clusterctl.blueprint.load import did_you_mean, load_blueprint
+from clusterctl.blueprint.load import did_you_mean
+from clusterctl.intake import load_blueprint
 from clusterctl.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNREADABLE, BlueprintError
 from clusterctl.output import diagnostics as diag
 from clusterctl.rules import Severity, all_rules
@@ -402,8 +403,19 @@ def version_callback(value: bool) -> None:
 
 
 @app.callback()
-def _root(version: Annotated[bool, typer.Option("--version", callback=version_callback, is_eager=True)] = False):
+def _root(version: Annotated[bool, typer.Option("--version", callback=version_callback, is_eager=True)] = False,
+          max_input_size: Annotated[Optional[str], typer.Option(
+              "--max-input-size", envvar="CLUSTERCTL_MAX_INPUT_SIZE", metavar="SIZE",
+              help="largest blueprint file accepted, e.g. 16MiB (default 4MiB); also raises the YAML value "
+                   "count limit")] = None):
     """clusterctl: validate, render and report AI-training GPU clusters from one blueprint."""
+    from clusterctl import limits
+
+    if max_input_size is not None:
+        try:
+            limits.configure(limits.parse_size(max_input_size))
+        except ValueError as exc:
+            raise _misuse(f"--max-input-size: {exc}") from None
 
 
 def main() -> None:
