@@ -20,6 +20,7 @@ from clusterctl.blueprint.load import did_you_mean
 from clusterctl.intake import load_blueprint
 from clusterctl.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNREADABLE, BlueprintError
 from clusterctl.output import diagnostics as diag
+from clusterctl.output import finite_json
 from clusterctl.rules import Severity, all_rules
 
 EXIT_INTERNAL = 3
@@ -254,7 +255,7 @@ def report(
         if png:
             raise _misuse("--png needs -o DIR")
         if fmt is ReportFormat.json:
-            _out(json.dumps(rep.to_json(), indent=2))
+            _out(finite_json.dumps(rep.to_json(), indent=2))
         else:
             _out(rep.to_markdown())
         return

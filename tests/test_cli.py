@@ -319,3 +319,16 @@ def cli_env(env: dict, *args: str):
 
     return subprocess.run([sys.executable, "-m", "clusterctl", *args], cwd=REPO, capture_output=True, text=True,
                           env=env, timeout=120)
+
+
+def test_json_never_contains_infinity_or_nan():
+    from clusterctl.output import finite_json
+    from clusterctl.output.diagnostics import to_json
+
+    inf, nan = float("inf"), float("nan")
+    text = finite_json.dumps({"a": inf, "b": [nan, 1.5, -inf], "c": {"d": (inf, 2)}, "e": "inf"})
+    assert json.loads(text) == {"a": None, "b": [None, 1.5, None], "c": {"d": [None, 2]}, "e": "inf"}
+    assert "Infinity" not in text and "NaN" not in text
+    doc = to_json([], "bp.yaml", "valid", {"cluster": {"pue": nan, "power_kw": inf}})
+    assert json.loads(doc)["cluster"] == {"pue": None, "power_kw": None}
+    json.loads(doc, parse_constant=lambda c: (_ for _ in ()).throw(AssertionError(c)))  # strict JSON

@@ -6,13 +6,13 @@ Rules and the loader speak in paths (``node_groups[1].count``); this is the only
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from clusterctl import __version__
 from clusterctl.blueprint.load import format_path
 from clusterctl.errors import Problem
+from clusterctl.output import finite_json
 from clusterctl.rules.base import Finding, Rule, Severity
 from clusterctl.source import SourceMap
 
@@ -180,7 +180,7 @@ def to_json(diags: Sequence[Diagnostic], file: str, status: str, extra: dict | N
            "findings": [d.as_dict() for d in diags]}
     if extra:
         doc.update(extra)
-    return json.dumps(doc, indent=2, sort_keys=False) + "\n"
+    return finite_json.dumps(doc, indent=2, sort_keys=False) + "\n"
 
 
 # --- SARIF 2.1.0 -----------------------------------------------------------------------------------------
@@ -229,4 +229,4 @@ def to_sarif(diags: Sequence[Diagnostic], rules: Sequence[Rule]) -> str:
             "results": results,
         }],
     }
-    return json.dumps(doc, indent=2) + "\n"
+    return finite_json.dumps(doc, indent=2) + "\n"
