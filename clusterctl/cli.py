@@ -412,11 +412,10 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=version_ca
     """clusterctl: validate, render and report AI-training GPU clusters from one blueprint."""
     from clusterctl import limits
 
-    if max_input_size is not None:
-        try:
-            limits.configure(limits.parse_size(max_input_size))
-        except ValueError as exc:
-            raise _misuse(f"--max-input-size: {exc}") from None
+    try:
+        limits.configure(None if max_input_size is None else limits.parse_size(max_input_size))
+    except ValueError as exc:
+        raise _misuse(f"--max-input-size: {exc}") from None
 
 
 def main() -> None:

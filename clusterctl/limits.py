@@ -55,10 +55,11 @@ def parse_size(text: str) -> int:
 _configured: InputLimits | None = None
 
 
-def configure(max_bytes: int) -> None:
-    """Set the limits for this process (the command line's ``--max-input-size``)."""
+def configure(max_bytes: int | None) -> None:
+    """Set the limits for this process (the command line's ``--max-input-size``); None goes back to the
+    environment variable and the defaults (each command-line run sets it, so in-process runs do not leak)."""
     global _configured
-    _configured = InputLimits(max_bytes=max_bytes)
+    _configured = None if max_bytes is None else InputLimits(max_bytes=max_bytes)
 
 
 def input_limits() -> InputLimits:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from clusterctl.source import Position
 
@@ -332,3 +333,25 @@ def test_json_never_contains_infinity_or_nan():
     doc = to_json([], "bp.yaml", "valid", {"cluster": {"pue": nan, "power_kw": inf}})
     assert json.loads(doc)["cluster"] == {"pue": None, "power_kw": None}
     json.loads(doc, parse_constant=lambda c: (_ for _ in ()).throw(AssertionError(c)))  # strict JSON
+
+
+def test_text_output_is_bounded_in_all():
+    """200 rules firing, and 5,000 locations with 5 repeats each: at most 100 blocks and a few counting lines."""
+    from clusterctl.output.diagnostics import from_findings, to_text
+    from clusterctl.rules.base import Finding, Severity
+    from clusterctl.source import SourceMap
+
+    smap = SourceMap("bp.yaml", ["x" * 10_000] * 5000)
+    smap.values.update({("x", i): Position(i + 1, 5000) for i in range(5000)})
+    many_rules = [Finding(f"R{i:03d}", Severity.ERROR, ("x", i), "m" * 5000, title="t") for i in range(200)]
+    text = to_text(from_findings(many_rules, smap), "summary")
+    assert text.count("error[R") == 100 and "... and 100 more diagnostic(s) not shown" in text
+    assert len(text) < 100 * 1_200  # messages cut at 400 characters, source lines at 120 around the caret
+    assert "m" * 400 + "... (4,600 more characters)" in text
+    repeats = [Finding("NET001", Severity.ERROR, ("x", i), "m", title="t") for i in range(5000) for _ in range(5)]
+    text = to_text(from_findings(repeats, smap), "summary")
+    assert text.count("error[NET001]") == 25 and len(text.splitlines()) < 25 * 8 + 30
+    # 8 locations shown 3 times and a 9th once; the rest is counted, once per shown location and once in all
+    counted = [int(n.replace(",", "")) for n in re.findall(r"^\.\.\. and ([\d,]+) more", text, re.MULTILINE)]
+    assert sum(counted) == 25_000 - 25 and len(counted) == 10
+    assert "... and 24,957 more NET001 diagnostic(s) of this kind not shown" in text

@@ -99,14 +99,18 @@ def to_text(diags: Sequence[Diagnostic], summary: str, show_suppressed: bool = F
     hidden: dict[tuple, int] = {}
     per_code: dict[str, int] = {}
     over_code: dict[str, int] = {}
+    printed: set[tuple] = set()
     blocks = over_total = 0
     for d in diags:
         if d.suppressed is not None and not show_suppressed:
             continue
         key = (d.code, d.line, d.col)
         shown[key] = shown.get(key, 0) + 1
+        if shown[key] > COLLAPSE_AFTER and key in printed:
+            hidden[key] = hidden.get(key, 0) + 1  # one line per printed location: at most MAX_BLOCKS lines
+            continue
         if shown[key] > COLLAPSE_AFTER:
-            hidden[key] = hidden.get(key, 0) + 1
+            over_code[d.code] = over_code.get(d.code, 0) + 1
             continue
         if per_code.get(d.code, 0) >= MAX_PER_CODE:
             over_code[d.code] = over_code.get(d.code, 0) + 1
@@ -116,6 +120,7 @@ def to_text(diags: Sequence[Diagnostic], summary: str, show_suppressed: bool = F
             continue
         per_code[d.code] = per_code.get(d.code, 0) + 1
         blocks += 1
+        printed.add(key)
         lines.extend(_block(d))
         if shown[key] == COLLAPSE_AFTER:
             lines.append(f"   = (more {d.code} findings at this line are counted below)")
