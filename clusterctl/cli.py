@@ -342,8 +342,8 @@ def catalog(
     if format is Format.human:
         _out(catalog_table(cat, sections))
     else:
-        _out(json.dumps({s: {n: e.model_dump(mode="json") for n, e in sorted(cat.section(s).items())}
-                         for s in sections}, indent=2))
+        _out(finite_json.dumps({s: {n: e.model_dump(mode="json") for n, e in sorted(cat.section(s).items())}
+                                for s in sections}, indent=2))
 
 
 @app.command()
