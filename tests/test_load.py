@@ -175,3 +175,25 @@ def test_size_parsing():
     for bad in ("", "lots", "-1M", "10Q", "999"):
         with pytest.raises(ValueError):
             parse_size(bad)
+
+
+@pytest.mark.parametrize("parser", ["CSafeLoader", "SafeLoader"])
+def test_limits_hold_with_libyaml_and_the_pure_python_parser(monkeypatch, parser):
+    import yaml
+
+    import clusterctl.source as source
+    from tests.helpers import REPO
+
+    if not hasattr(yaml, parser):
+        pytest.fail(f"PyYAML here has no {parser}")  # CI's PyYAML is built with libyaml; say so if not
+    monkeypatch.setattr(source, "_PARSER", getattr(yaml, parser))
+    lab = (REPO / "blueprints" / "lab-2node.yaml").read_text()
+    assert source.load_yaml_text(lab, "lab.yaml")[0] == yaml.safe_load(lab)
+    bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 9))
+    for text, code, line in ((bomb, "BP007", 6), ("n: " + "[" * 10_000 + "]" * 10_000 + "\n", "BP007", 1),
+                             ("a: &a {b: *a}\n", "BP001", 1)):
+        with pytest.raises(BlueprintError) as exc:
+            source.load_yaml_text(text, "bad.yaml")
+        (p,) = exc.value.problems
+        assert (p.code, p.position.line) == (code, line)
