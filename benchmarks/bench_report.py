@@ -19,7 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_validate import GPUS_PER_NODE, SIZES, blueprint, measure  # noqa: E402
 
-TARGET_S, TARGET_MB, TARGET_GPUS = 3.0, 1024, 200_000
+TARGETS = {200_000: (3.0, 1024), 700_000: (5.0, 500)}
+"""GPUs -> (seconds, MB): the report's original target, and issue 9's at the largest valid synthetic size"""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,15 +43,16 @@ def main(argv: list[str] | None = None) -> int:
             out = work / f"out-{gpus}-0"
             size_kb = sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) / 1024
             best = min(runs, key=lambda r: r["wall"])
-            rows.append((gpus, -(-gpus // GPUS_PER_NODE), best["wall"], max(r["rss_mb"] for r in runs), size_kb))
+            rows.append((gpus, -(-gpus // GPUS_PER_NODE), best["wall"], max(r["rss_mb"] for r in runs), size_kb,
+                         min(r["cpu"] for r in runs)))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"{'GPUs':>9} {'nodes':>7} {'wall s':>8} {'peak MB':>8} {'output KB':>10}")
-    for gpus, nodes, wall, rss, kb in rows:
-        print(f"{gpus:>9,} {nodes:>7,} {wall:>8.2f} {rss:>8.0f} {kb:>10.0f}")
-        if gpus >= TARGET_GPUS and (wall > TARGET_S or rss > TARGET_MB):
+    print(f"{'GPUs':>9} {'nodes':>7} {'wall s':>8} {'CPU s':>7} {'peak MB':>8} {'output KB':>10}")
+    for gpus, nodes, wall, rss, kb, cpu in rows:
+        print(f"{gpus:>9,} {nodes:>7,} {wall:>8.2f} {cpu:>7.2f} {rss:>8.0f} {kb:>10.0f}")
+        if gpus in TARGETS and (wall > TARGETS[gpus][0] or rss > TARGETS[gpus][1]):
             ok = False
-            print(f"  over target: {TARGET_S} s / {TARGET_MB} MB at {TARGET_GPUS:,} GPUs", file=sys.stderr)
+            print(f"  over target: {TARGETS[gpus][0]} s / {TARGETS[gpus][1]} MB at {gpus:,} GPUs", file=sys.stderr)
     return 0 if ok else 1
 
 

@@ -16,9 +16,11 @@ from typing import Annotated, Optional
 import typer
 
 from clusterctl import __version__
-from clusterctl.blueprint.load import did_you_mean, load_blueprint
+from clusterctl.blueprint.load import did_you_mean
 from clusterctl.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNREADABLE, BlueprintError
+from clusterctl.intake import load_blueprint
 from clusterctl.output import diagnostics as diag
+from clusterctl.output import finite_json
 from clusterctl.rules import Severity, all_rules
 
 EXIT_INTERNAL = 3
@@ -261,7 +263,7 @@ def report(
         if png:
             raise _misuse("--png needs -o DIR")
         if fmt is ReportFormat.json:
-            _out(json.dumps(rep.to_json(), indent=2))
+            _out(finite_json.dumps(rep.to_json(), indent=2))
         else:
             _out(rep.to_markdown())
         return
@@ -348,8 +350,8 @@ def catalog(
     if format is Format.human:
         _out(catalog_table(cat, sections))
     else:
-        _out(json.dumps({s: {n: e.model_dump(mode="json") for n, e in sorted(cat.section(s).items())}
-                         for s in sections}, indent=2))
+        _out(finite_json.dumps({s: {n: e.model_dump(mode="json") for n, e in sorted(cat.section(s).items())}
+                                for s in sections}, indent=2))
 
 
 @app.command()
@@ -410,8 +412,18 @@ def version_callback(value: bool) -> None:
 
 
 @app.callback()
-def _root(version: Annotated[bool, typer.Option("--version", callback=version_callback, is_eager=True)] = False):
+def _root(version: Annotated[bool, typer.Option("--version", callback=version_callback, is_eager=True)] = False,
+          max_input_size: Annotated[Optional[str], typer.Option(
+              "--max-input-size", envvar="CLUSTERCTL_MAX_INPUT_SIZE", metavar="SIZE",
+              help="largest blueprint file accepted, e.g. 16MiB (default 4MiB); also raises the YAML value "
+                   "count limit")] = None):
     """clusterctl: validate, render and report AI-training GPU clusters from one blueprint."""
+    from clusterctl import limits
+
+    try:
+        limits.configure(None if max_input_size is None else limits.parse_size(max_input_size))
+    except ValueError as exc:
+        raise _misuse(f"--max-input-size: {exc}") from None
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """Errors that stop clusterctl before rules can run, and the documented exit codes.
 
-Problems that make a blueprint unreadable carry codes of their own (BP001-BP006) so that machine
+Problems that make a blueprint unreadable carry codes of their own (BP001-BP007) so that machine
 formats can tell them apart from rule findings."""
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ class Problem:
     hint: str = ""
     code: str = "BP003"
     """BP001 YAML syntax, BP002 duplicate key, BP003 shape (schema), BP004 unknown reference,
-    BP005 bad host list, BP006 unreadable file"""
+    BP005 bad host list, BP006 unreadable file (missing, not a regular file, over the size limit),
+    BP007 over an input limit (nesting depth, YAML values after alias expansion)"""
     key: bool = False  # locate the key rather than the value (unknown / duplicate keys)
     position: "Position | None" = None  # explicit position (YAML syntax errors)
 

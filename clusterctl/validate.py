@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusterctl.blueprint.load import LoadedBlueprint, load_blueprint
+from clusterctl.blueprint.load import LoadedBlueprint
 from clusterctl.catalog import Catalog
+from clusterctl.intake import load_blueprint
 from clusterctl.plan import ClusterPlan, expand
 from clusterctl.rules import RunResult, run_rules
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
+
+from clusterctl.source import Position
 
 from tests.helpers import REPO, cli, plan_of, shipped, to_yaml
 
@@ -145,3 +148,223 @@ def test_init_from_preset(tmp_path):
     r = cli("init", "lab-2node", "-o", str(out))
     assert r.returncode == 0 and out.read_text() == (REPO / LAB).read_text()
     assert cli("init", "lab-2node", "-o", str(out)).returncode == 2
+
+
+# --- bounded input: every bad input of issue 9 ends in exit 2 at FILE:LINE, never a hang or exit 3 ------------
+
+LAB_TEXT = (REPO / LAB).read_text()
+
+
+def alias_bomb() -> str:
+    """The 400-byte "billion laughs": nine levels of nine aliases, 9**9 strings once expanded."""
+    lines = ['a0: &a0 ["x","x","x","x","x","x","x","x","x"]']
+    lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 9)]
+    return "\n".join(lines) + "\n"
+
+
+def refused(r, location: str, code: str) -> None:
+    """Exit 2, the problem at ``location`` (FILE:LINE:COL), its code, and no traceback."""
+    assert r.returncode == 2, (r.returncode, r.stderr[-2000:])
+    assert f"--> {location}" in r.stderr and f"error[{code}]" in r.stderr, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+
+
+def test_alias_bomb_is_refused_at_the_alias_before_expansion(tmp_path):
+    text = alias_bomb()
+    assert len(text) < 420
+    path = write(tmp_path, text)
+    r = cli("validate", path)
+    # a5 would be 9**5 + ... values: the first alias that takes the document past the value limit
+    refused(r, f"{path}:6:10", "BP007")
+    assert "more than 104,857 YAML values (aliases expanded)" in r.stderr
+
+
+def test_merge_key_bomb_is_refused(tmp_path):
+    lines = ["m0: &m0 {k: 1}"] + [f"m{i}: &m{i} {{<<: [" + ",".join([f"*m{i - 1}"] * 9) + "]}" for i in range(1, 12)]
+    path = write(tmp_path, "\n".join(lines) + "\n")
+    r = cli("validate", path)
+    assert r.returncode == 2 and f"{path}:6:" in r.stderr and "error[BP007]" in r.stderr, r.stderr[-1500:]
+
+
+def test_cyclic_alias_is_refused(tmp_path):
+    path = write(tmp_path, "name: x\nloop: &a [1, *a]\n")
+    r = cli("validate", path)
+    refused(r, f"{path}:2:14", "BP001")
+    assert "alias *a refers to the list or mapping that contains it" in r.stderr
+
+
+def test_deep_nesting_is_refused_without_crashing_the_parser(tmp_path):
+    # 100,000 levels crash PyYAML's recursive composers (libyaml's with SIGSEGV); the limit is 64
+    path = write(tmp_path, "name: x\nn: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    r = cli("validate", path)
+    refused(r, f"{path}:2:67", "BP007")  # "n: " then the 65th "["
+    assert "nests deeper than 64 levels" in r.stderr
+    assert len(r.stderr) < 5_000  # the 200,000-character line is shown as an excerpt around the caret
+
+
+def test_deep_alias_nesting_is_refused(tmp_path):
+    deep = "[" * 40 + "]" * 40
+    path = write(tmp_path, f"name: x\na: &a {deep}\nb: [[[[[[[[[[[[[[[[[[[[[[[[[[[[*a]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n")
+    r = cli("validate", path)
+    refused(r, f"{path}:3:32", "BP007")
+    assert "alias *a nests deeper than 64 levels" in r.stderr
+
+
+def test_50_mb_of_unknown_keys_is_refused_by_the_size_limit(tmp_path):
+    path = tmp_path / "big.yaml"
+    line = "".join(f"unknown_key_{i:07d}: 1\n" for i in range(1000))
+    with path.open("w") as f:
+        f.write("name: big\n")
+        while f.tell() < 50 * 1024 * 1024:
+            f.write(line)
+    r = cli("validate", str(path))
+    refused(r, f"{path}:1:1", "BP006")
+    assert "larger than the input limit of 4,194,304 bytes" in r.stderr and "--max-input-size" in r.stderr
+    assert len(r.stderr) < 2_000
+
+
+def test_4_mb_of_unknown_keys_is_refused_with_bounded_output(tmp_path):
+    path = tmp_path / "unknown.yaml"
+    with path.open("w") as f:
+        f.write(LAB_TEXT)
+        i = 0
+        while f.tell() < 4_000_000:
+            f.write(f"k{i}: 1\n")
+            i += 1
+    r = cli("validate", str(path))
+    # "k: 1" is two values: the value limit (size limit / 40) stops the parse long before the end of the file
+    first = LAB_TEXT.count("\n")
+    assert r.returncode == 2 and "error[BP007]" in r.stderr and f"{path}:" in r.stderr
+    line = int(r.stderr.split(f"{path}:")[1].split(":")[0])
+    assert first < line < first + 104_857 // 2
+    assert len(r.stderr) < 2_000
+
+
+def test_unknown_keys_under_the_value_limit_print_at_most_20_of_a_kind(tmp_path):
+    extra = "".join(f"k{i}: 1\n" for i in range(3000))
+    path = write(tmp_path, LAB_TEXT + extra)
+    r = cli("validate", path)
+    assert r.returncode == 2
+    assert r.stderr.count("error[BP003]") == 21, r.stderr[-3000:]
+    assert "... and 2,980 more problems of this kind (unknown key), the first here" in r.stderr
+    assert len(r.stderr) < 30_000
+    first = LAB_TEXT.count("\n") + 1
+    assert f"{path}:{first}:1" in r.stderr  # the first unknown key, located
+
+
+def test_text_output_shows_at_most_25_findings_of_one_rule(tmp_path):
+    from clusterctl.output.diagnostics import from_findings, to_text
+    from clusterctl.rules.base import Finding, Severity
+    from clusterctl.source import SourceMap
+
+    smap = SourceMap("bp.yaml", [f"line {i}" for i in range(1, 101)])
+    smap.values.update({("x", i): Position(i + 1, 1) for i in range(100)})
+    findings = [Finding("NET001", Severity.ERROR, ("x", i), f"m{i}", title="t") for i in range(100)]
+    text = to_text(from_findings(findings, smap), "summary")
+    assert text.count("error[NET001]") == 25
+    assert "... and 75 more NET001 diagnostic(s) of this kind not shown (use --format json for all)" in text
+
+
+def test_unknown_keys_in_json_are_summarised_past_the_cap(tmp_path):
+    extra = "".join(f"k{i}: 1\n" for i in range(3000))
+    r = cli("validate", "--format", "json", write(tmp_path, LAB_TEXT + extra))
+    assert r.returncode == 2
+    findings = json.loads(r.stdout)["findings"]
+    assert len(findings) == 21
+    assert findings[-1]["message"].startswith("... and 2,980 more problems of this kind")
+
+
+def test_dev_zero_is_refused_without_reading_it():
+    r = cli("validate", "/dev/zero")
+    refused(r, "/dev/zero:1:1", "BP006")
+    assert "is a character device, not a regular file" in r.stderr
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
+    import os
+
+    fifo = tmp_path / "bp.yaml"
+    os.mkfifo(fifo)
+    r = cli("validate", str(fifo))  # would block in open() forever without O_NONBLOCK
+    refused(r, f"{fifo}:1:1", "BP006")
+    assert "is a pipe (FIFO), not a regular file" in r.stderr
+
+
+def test_a_directory_is_refused(tmp_path):
+    r = cli("validate", str(tmp_path))
+    refused(r, f"{tmp_path}:1:1", "BP006")
+    assert "is a directory, not a regular file" in r.stderr
+
+
+def test_max_input_size_option_and_env_var_raise_the_limit(tmp_path):
+    path = write(tmp_path, LAB_TEXT + "# padding\n" * 1000)  # ~11 KB
+    small = cli("--max-input-size", "5KB", "validate", path)
+    refused(small, f"{path}:1:1", "BP006")
+    assert "larger than the input limit of 5,000 bytes" in small.stderr
+    assert cli("--max-input-size", "16MiB", "validate", path).returncode == 0
+    env = subprocess_env(CLUSTERCTL_MAX_INPUT_SIZE="5KB")
+    assert cli_env(env, "validate", path).returncode == 2
+    bad = cli("--max-input-size", "lots", "validate", path)
+    assert bad.returncode == 2 and "--max-input-size: 'lots' is not a size" in bad.stderr
+
+
+def subprocess_env(**extra: str) -> dict:
+    import os
+
+    return dict(os.environ, **extra)
+
+
+def cli_env(env: dict, *args: str):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "clusterctl", *args], cwd=REPO, capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+def test_json_never_contains_infinity_or_nan():
+    from clusterctl.output import finite_json
+    from clusterctl.output.diagnostics import to_json
+
+    inf, nan = float("inf"), float("nan")
+    text = finite_json.dumps({"a": inf, "b": [nan, 1.5, -inf], "c": {"d": (inf, 2)}, "e": "inf"})
+    assert json.loads(text) == {"a": None, "b": [None, 1.5, None], "c": {"d": [None, 2]}, "e": "inf"}
+    assert "Infinity" not in text and "NaN" not in text
+    doc = to_json([], "bp.yaml", "valid", {"cluster": {"pue": nan, "power_kw": inf}})
+    assert json.loads(doc)["cluster"] == {"pue": None, "power_kw": None}
+    json.loads(doc, parse_constant=lambda c: (_ for _ in ()).throw(AssertionError(c)))  # strict JSON
+
+
+def test_text_output_is_bounded_in_all():
+    """200 rules firing, and 5,000 locations with 5 repeats each: at most 100 blocks and a few counting lines."""
+    from clusterctl.output.diagnostics import from_findings, to_text
+    from clusterctl.rules.base import Finding, Severity
+    from clusterctl.source import SourceMap
+
+    smap = SourceMap("bp.yaml", ["x" * 10_000] * 5000)
+    smap.values.update({("x", i): Position(i + 1, 5000) for i in range(5000)})
+    many_rules = [Finding(f"R{i:03d}", Severity.ERROR, ("x", i), "m" * 5000, title="t") for i in range(200)]
+    text = to_text(from_findings(many_rules, smap), "summary")
+    assert text.count("error[R") == 100 and "... and 100 more diagnostic(s) not shown" in text
+    assert len(text) < 100 * 1_200  # messages cut at 400 characters, source lines at 120 around the caret
+    assert "m" * 400 + "... (4,600 more characters)" in text
+    repeats = [Finding("NET001", Severity.ERROR, ("x", i), "m", title="t") for i in range(5000) for _ in range(5)]
+    text = to_text(from_findings(repeats, smap), "summary")
+    assert text.count("error[NET001]") == 25 and len(text.splitlines()) < 25 * 8 + 30
+    # 8 locations shown 3 times and a 9th once; the rest is counted, once per shown location and once in all
+    counted = [int(n.replace(",", "")) for n in re.findall(r"^\.\.\. and ([\d,]+) more", text, re.MULTILINE)]
+    assert sum(counted) == 25_000 - 25 and len(counted) == 10
+    assert "... and 24,957 more NET001 diagnostic(s) of this kind not shown" in text
+
+
+def test_catalog_json_writes_a_non_finite_number_as_null(tmp_path):
+    # the model's finite-number check is the real guard; the JSON writer must not emit Infinity either way
+    data = shipped("lab-2node")
+    data["catalog"] = {"servers": {"box": dict(plan_of(shipped("lab-2node")).catalog.servers["cpu-1u"]
+                                               .model_dump(mode="json"), power_kw=float("inf"))}}
+    r = cli("catalog", "servers", "--format", "json", "--blueprint", write(tmp_path, to_yaml(data)))
+    if r.returncode == 0:  # .inf accepted by the model: it must come out as null
+        doc = json.loads(r.stdout, parse_constant=lambda c: (_ for _ in ()).throw(AssertionError(c)))
+        assert doc["servers"]["box"]["power_kw"] is None
+    else:  # refused by the model: a located exit 2
+        assert r.returncode == 2 and "power_kw" in r.stderr and "Traceback" not in r.stderr

@@ -223,3 +223,45 @@ def test_subprocess_sample(tmp_path, name, mutate, expect):
 def test_fabric_name_that_is_no_host_name():
     # ('fabrics', 3, 'name') = 'Ò' made expand re-parse the rack leaves' names and exit 3 (HostlistError)
     check(TEXTS["dgx-h100-superpod-4su"].replace("  - name: oob\n", "  - name: Ò\n", 1), "fabric named 'Ò'")
+
+
+# --- hostile YAML structure: anchors, aliases, merge keys, tags, nesting (issue 9, bounded input) ------------------
+
+_leaves = st.sampled_from(["x", "1", "-2.5", ".inf", "-.inf", ".nan", "~", "''", '"q\\n"', "2001-13-45", "0x1F",
+                           "!!python/object:os.system x", "!!binary AAAA", "!!str 5", "!!int x", "*a", "*b", "*m",
+                           "&a x", "&b [*a, *a, *a]", "&m {k: 1}", "<<", "?", "y" * 300])
+
+
+def _flow(children: list[str], mapping: bool, anchor: str) -> str:
+    if mapping:
+        body = ", ".join(f"{'<<' if i % 3 == 2 else 'k' + str(i)}: {c}" for i, c in enumerate(children))
+        return f"{anchor}{{{body}}}"
+    return f"{anchor}[{', '.join(children)}]"
+
+
+_nodes = st.recursive(
+    _leaves,
+    lambda inner: st.builds(_flow, st.lists(inner, max_size=5), st.booleans(),
+                            st.sampled_from(["", "", "&a ", "&b ", "&m ", "&c "])),
+    max_leaves=30)
+
+
+@settings(FUZZ, max_examples=40)
+@given(name=names, nodes=st.lists(_nodes, min_size=1, max_size=4),
+       depth=st.sampled_from([0, 0, 10, 63, 64, 65, 500]), where=st.floats(min_value=0.0, max_value=0.999))
+def test_hostile_yaml_structure_is_answered_within_bounds(name, nodes, depth, where):
+    """Aliases (also of unfinished anchors), merge keys of anything, explicit tags and deep nesting spliced
+    into a shipped blueprint: exit 0, 1 or 2 with a location, never exit 3, and bounded output."""
+    lines = TEXTS[name].splitlines(keepends=True)
+    at = int(len(lines) * where)
+    extra = "".join(f"x_fuzz_{i}: {'[' * depth}{node}{']' * depth}\n" for i, node in enumerate(nodes))
+    text = "".join(lines[:at]) + extra + "".join(lines[at:])
+    path = WORKDIR / "mutant.yaml"
+    path.write_text(text, encoding="utf-8")
+    code, output = run_validate(path)
+    context = f"exit {code}\n{output[-3000:]}\n--- input:\n{extra[:3000]}"
+    assert code in (0, 1, 2), context
+    assert "Traceback" not in output and "internal error" not in output, context
+    if code in (1, 2):
+        assert re.search(re.escape(str(path)) + r":\d+:\d+", output), context
+    assert len(output) < 200_000, context

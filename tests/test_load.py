@@ -117,3 +117,83 @@ node_groups: [{name: gpu, type: box, count: 1, hostnames: g1}]
                            "height_u: 1, nics: [{model: cx7-40g, count: 1, role: compute}]}}")
     ((pos, msg, hint),) = problems(bad_nic)
     assert msg == "unknown NIC model (in server box) 'cx7-40g'" and hint.startswith("did you mean 'cx7-400g'?")
+
+
+def test_our_composer_reads_every_shipped_yaml_file_as_pyyaml_does():
+    """The bounded, non-recursive composer is a drop-in: same data for blueprints, catalog and test files."""
+    import yaml
+
+    from clusterctl.source import load_yaml_text
+    from tests.helpers import REPO
+
+    files = [*(REPO / "blueprints").glob("*.yaml"), *(REPO / "clusterctl" / "catalog").glob("*.yaml"),
+             *(REPO / "tests" / "blueprints").rglob("*.yaml")]
+    assert len(files) >= 19
+    for f in files:
+        text = f.read_text()
+        try:
+            expected = yaml.safe_load(text)
+        except yaml.YAMLError:
+            continue
+        try:
+            data, _ = load_yaml_text(text, str(f))
+        except BlueprintError as exc:  # only our duplicate-key check may refuse what PyYAML reads
+            assert all(p.code == "BP002" for p in exc.problems), (f, exc)
+            continue
+        assert data == expected, f
+
+
+def test_an_aliased_mapping_with_merge_keys_can_be_used_twice():
+    """flatten_mapping rewrites the node in place; the second use must not see its merged keys as duplicates."""
+    from clusterctl.source import load_yaml_text
+
+    text = "base: &b {a: 1, c: 3}\nx: &x {<<: *b, a: 2}\ny: [*x, *x]\n"
+    data, _ = load_yaml_text(text, "m.yaml")
+    assert data["y"] == [{"a": 2, "c": 3}, {"a": 2, "c": 3}] == [data["x"]] * 2
+
+
+def test_limits_are_counted_after_alias_expansion():
+    from clusterctl.limits import InputLimits
+    from clusterctl.source import load_yaml_text
+
+    text = "a: &a [1, 2, 3, 4, 5, 6, 7, 8, 9]\nb: [*a, *a, *a]\n"
+    data, _ = load_yaml_text(text, "ok.yaml", InputLimits(max_bytes=10**9))
+    assert len(data["b"]) == 3
+    tight = InputLimits(max_bytes=1000)  # 10,000 values at least
+    load_yaml_text("a: &a [" + ", ".join(["1"] * 1000) + "]\nb: [" + ", ".join(["*a"] * 8) + "]\n", "ok", tight)
+    with pytest.raises(BlueprintError) as exc:
+        load_yaml_text("a: &a [" + ", ".join(["1"] * 1000) + "]\nb: [" + ", ".join(["*a"] * 10) + "]\n", "x", tight)
+    (p,) = exc.value.problems
+    assert p.code == "BP007" and p.position.line == 2 and "more than 10,000 YAML values" in p.message
+
+
+def test_size_parsing():
+    from clusterctl.limits import parse_size
+
+    assert parse_size("4MiB") == 4 * 1024**2 and parse_size("64M") == 64_000_000 and parse_size("5000") == 5000
+    assert parse_size("2 gib") == 2 * 1024**3
+    for bad in ("", "lots", "-1M", "10Q", "999"):
+        with pytest.raises(ValueError):
+            parse_size(bad)
+
+
+@pytest.mark.parametrize("parser", ["CSafeLoader", "SafeLoader"])
+def test_limits_hold_with_libyaml_and_the_pure_python_parser(monkeypatch, parser):
+    import yaml
+
+    import clusterctl.source as source
+    from tests.helpers import REPO
+
+    if not hasattr(yaml, parser):
+        pytest.fail(f"PyYAML here has no {parser}")  # CI's PyYAML is built with libyaml; say so if not
+    monkeypatch.setattr(source, "_PARSER", getattr(yaml, parser))
+    lab = (REPO / "blueprints" / "lab-2node.yaml").read_text()
+    assert source.load_yaml_text(lab, "lab.yaml")[0] == yaml.safe_load(lab)
+    bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 9))
+    for text, code, line in ((bomb, "BP007", 6), ("n: " + "[" * 10_000 + "]" * 10_000 + "\n", "BP007", 1),
+                             ("a: &a {b: *a}\n", "BP001", 1)):
+        with pytest.raises(BlueprintError) as exc:
+            source.load_yaml_text(text, "bad.yaml")
+        (p,) = exc.value.problems
+        assert (p.code, p.position.line) == (code, line)

@@ -6,18 +6,28 @@ Rules and the loader speak in paths (``node_groups[1].count``); this is the only
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from clusterctl import __version__
 from clusterctl.blueprint.load import format_path
 from clusterctl.errors import Problem
+from clusterctl.output import finite_json
 from clusterctl.rules.base import Finding, Rule, Severity
 from clusterctl.source import SourceMap
 
 COLLAPSE_AFTER = 3
 """in text output, findings of one rule at one location beyond this many are summarised in one line"""
+MAX_PER_CODE = 25
+"""in text output, at most this many diagnostics of one code (a rule, or a kind of load problem); the rest are
+counted. Above the loader's 20 problems per kind plus its summary line (clusterctl/intake.py), so that
+summary is shown when one kind of problem repeats"""
+MAX_BLOCKS = 100
+"""in text output, at most this many diagnostics in all: with the limits below, a few hundred KB at most"""
+MAX_TEXT = 400
+"""characters of a message or hint kept in every format (messages quote values, which can be megabytes)"""
+SOURCE_WIDTH = 120
+"""characters of the source line shown around the caret"""
 
 LOAD_TITLES = {
     "BP001": "blueprint is not valid YAML",
@@ -26,6 +36,7 @@ LOAD_TITLES = {
     "BP004": "unknown reference",
     "BP005": "bad host list",
     "BP006": "blueprint cannot be read",
+    "BP007": "blueprint exceeds an input limit",
 }
 
 
@@ -52,12 +63,19 @@ class Diagnostic:
         return out
 
 
+def clip(text: str, limit: int = MAX_TEXT) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit:,} more characters)"
+
+
 def from_findings(findings: Iterable[Finding], source: SourceMap) -> list[Diagnostic]:
     out = []
     for f in findings:
         pos = source.locate(f.path)
-        out.append(Diagnostic(f.code, f.severity, f.title, f.message, f.hint, f.path, source.file, pos.line,
-                              pos.col, source.line_text(pos.line), f.suppressed))
+        out.append(Diagnostic(f.code, f.severity, f.title, clip(f.message), clip(f.hint), f.path, source.file,
+                              pos.line, pos.col, source.line_text(pos.line), f.suppressed))
     return sorted(out, key=lambda d: (-d.severity, d.line, d.col, d.code))
 
 
@@ -65,32 +83,65 @@ def from_problems(problems: Iterable[Problem], source: SourceMap) -> list[Diagno
     out = []
     for p in problems:
         pos = p.position or source.locate(p.path, key=p.key)
-        out.append(Diagnostic(p.code, Severity.ERROR, LOAD_TITLES.get(p.code, "blueprint problem"), p.message,
-                              p.hint, p.path, source.file, pos.line, pos.col, source.line_text(pos.line)))
+        out.append(Diagnostic(p.code, Severity.ERROR, LOAD_TITLES.get(p.code, "blueprint problem"), clip(p.message),
+                              clip(p.hint), p.path, source.file, pos.line, pos.col, source.line_text(pos.line)))
     return sorted(out, key=lambda d: (d.line, d.col, d.code))
 
 
 # --- text ----------------------------------------------------------------------------------------------
 
 def to_text(diags: Sequence[Diagnostic], summary: str, show_suppressed: bool = False) -> str:
+    """Diagnostics as text, bounded: repeats at one location collapse after COLLAPSE_AFTER, each code shows
+    at most MAX_PER_CODE and the whole at most MAX_BLOCKS; what is left out is counted, never dropped
+    silently (JSON and SARIF keep every finding)."""
     lines: list[str] = []
     shown: dict[tuple, int] = {}
     hidden: dict[tuple, int] = {}
+    per_code: dict[str, int] = {}
+    over_code: dict[str, int] = {}
+    printed: set[tuple] = set()
+    blocks = over_total = 0
     for d in diags:
         if d.suppressed is not None and not show_suppressed:
             continue
         key = (d.code, d.line, d.col)
         shown[key] = shown.get(key, 0) + 1
-        if shown[key] > COLLAPSE_AFTER:
-            hidden[key] = hidden.get(key, 0) + 1
+        if shown[key] > COLLAPSE_AFTER and key in printed:
+            hidden[key] = hidden.get(key, 0) + 1  # one line per printed location: at most MAX_BLOCKS lines
             continue
+        if shown[key] > COLLAPSE_AFTER:
+            over_code[d.code] = over_code.get(d.code, 0) + 1
+            continue
+        if per_code.get(d.code, 0) >= MAX_PER_CODE:
+            over_code[d.code] = over_code.get(d.code, 0) + 1
+            continue
+        if blocks >= MAX_BLOCKS:
+            over_total += 1
+            continue
+        per_code[d.code] = per_code.get(d.code, 0) + 1
+        blocks += 1
+        printed.add(key)
         lines.extend(_block(d))
         if shown[key] == COLLAPSE_AFTER:
             lines.append(f"   = (more {d.code} findings at this line are counted below)")
     for (code, line, col), n in hidden.items():
         lines.append(f"... and {n} more {code} finding(s) at line {line}:{col} (use --format json for all)")
+    for code, n in over_code.items():
+        lines.append(f"... and {n:,} more {code} diagnostic(s) of this kind not shown (use --format json for all)")
+    if over_total:
+        lines.append(f"... and {over_total:,} more diagnostic(s) not shown (use --format json for all)")
     lines.append(summary)
     return "\n".join(lines) + "\n"
+
+
+def _excerpt(line: str, col: int) -> tuple[str, int]:
+    """At most SOURCE_WIDTH characters of ``line`` around ``col``, and the caret's column in them."""
+    if len(line) <= SOURCE_WIDTH:
+        return line, col
+    start = max(0, min(col - 1 - SOURCE_WIDTH // 2, len(line) - SOURCE_WIDTH))
+    head = "..." if start else ""
+    tail = "..." if start + SOURCE_WIDTH < len(line) else ""
+    return head + line[start:start + SOURCE_WIDTH] + tail, col - start + len(head)
 
 
 def _block(d: Diagnostic) -> list[str]:
@@ -99,9 +150,10 @@ def _block(d: Diagnostic) -> list[str]:
     out = [f"{d.severity}[{d.code}]: {d.title}{sup}",
            f"{' ' * width}--> {d.file}:{d.line}:{d.col}"]
     if d.source_line:
+        text, col = _excerpt(d.source_line, d.col)
         out.append(f"{' ' * width} |")
-        out.append(f"{d.line} | {d.source_line}")
-        out.append(f"{' ' * width} | {' ' * (d.col - 1)}^")
+        out.append(f"{d.line} | {text}")
+        out.append(f"{' ' * width} | {' ' * (col - 1)}^")
     out.append(f"{' ' * width} = {d.message}")
     if d.hint:
         out.append(f"{' ' * width} = hint: {d.hint}")
@@ -133,7 +185,7 @@ def to_json(diags: Sequence[Diagnostic], file: str, status: str, extra: dict | N
            "findings": [d.as_dict() for d in diags]}
     if extra:
         doc.update(extra)
-    return json.dumps(doc, indent=2, sort_keys=False) + "\n"
+    return finite_json.dumps(doc, indent=2, sort_keys=False) + "\n"
 
 
 # --- SARIF 2.1.0 -----------------------------------------------------------------------------------------
@@ -182,4 +234,4 @@ def to_sarif(diags: Sequence[Diagnostic], rules: Sequence[Rule]) -> str:
             "results": results,
         }],
     }
-    return json.dumps(doc, indent=2) + "\n"
+    return finite_json.dumps(doc, indent=2) + "\n"

@@ -6,11 +6,11 @@ and storage (data-loading bandwidth) use its tokens/s.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from clusterctl.output import finite_json
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.report import (
     bom,
@@ -105,7 +105,7 @@ def write(report: Report, out_dir: Path, png: bool = False) -> list[str]:
 
     files: dict[str, bytes] = {
         "report.md": report.to_markdown("pictures").encode(),
-        "report.json": (json.dumps(report.to_json(), indent=2, sort_keys=False, allow_nan=False) + "\n").encode(),
+        "report.json": (finite_json.dumps(report.to_json(), indent=2, sort_keys=False) + "\n").encode(),
     }
     for name, svg in report.figures.items():
         files[f"pictures/{name}"] = svg.encode()

@@ -1,0 +1,77 @@
+"""How much input clusterctl accepts: the bounds that keep every command fast and small, whatever it is fed.
+
+A blueprint describes a cluster with host ranges (``gpu[00001-87500]``), so even the largest valid design is
+a few tens of KB. The limits are far above that and far below what could make a command run for minutes or
+use gigabytes: a 4 MiB file, 64 levels of nesting, and a number of YAML values (after expanding aliases) that
+scales with the size limit, so one option (``--max-input-size`` or ``CLUSTERCTL_MAX_INPUT_SIZE``) raises all
+of them together.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+ENV_VAR = "CLUSTERCTL_MAX_INPUT_SIZE"
+DEFAULT_MAX_BYTES = 4 * 1024 * 1024
+BYTES_PER_VALUE = 40
+"""one YAML value (scalar, list or mapping) per this many bytes of the size limit: ``k: 1`` is 5 bytes and
+two values, so a file of tiny keys is stopped by the value count before the size limit; real blueprints use
+a few hundred values"""
+MAX_DEPTH = 64
+"""nesting depth (lists and mappings, aliases expanded); the deepest shipped blueprint uses 6"""
+MIN_VALUES = 10_000
+MIN_BYTES = 1000
+
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2, "mib": 1024**2,
+          "g": 1000**3, "gb": 1000**3, "gib": 1024**3}
+
+
+@dataclass(frozen=True, slots=True)
+class InputLimits:
+    """The bounds applied to one input file."""
+
+    max_bytes: int = DEFAULT_MAX_BYTES
+    max_depth: int = MAX_DEPTH
+
+    @property
+    def max_values(self) -> int:
+        """YAML values allowed after alias expansion; grows with the size limit."""
+        return max(MIN_VALUES, self.max_bytes // BYTES_PER_VALUE)
+
+
+def parse_size(text: str) -> int:
+    """``4MiB``, ``64M``, ``1000000`` -> bytes; raises ValueError with a sentence for anything else."""
+    m = re.fullmatch(r"\s*(\d{1,15})\s*([kmg]i?b?|b)?\s*", text, re.IGNORECASE)
+    if not m:
+        raise ValueError(f"'{text}' is not a size (write e.g. 4MiB, 64M or 1000000)")
+    value = int(m.group(1)) * _UNITS[(m.group(2) or "").lower()]
+    if value < MIN_BYTES:
+        raise ValueError(f"'{text}' is below the smallest input limit, {MIN_BYTES} bytes")
+    return value
+
+
+_configured: InputLimits | None = None
+
+
+def configure(max_bytes: int | None) -> None:
+    """Set the limits for this process (the command line's ``--max-input-size``); None goes back to the
+    environment variable and the defaults (each command-line run sets it, so in-process runs do not leak)."""
+    global _configured
+    _configured = None if max_bytes is None else InputLimits(max_bytes=max_bytes)
+
+
+def input_limits() -> InputLimits:
+    """The limits in force: ``configure()`` first, then the environment variable, then the defaults.
+
+    An unparsable environment value is ignored here (the command line reports it as misuse)."""
+    if _configured is not None:
+        return _configured
+    raw = os.environ.get(ENV_VAR)
+    if raw:
+        try:
+            return InputLimits(max_bytes=parse_size(raw))
+        except ValueError:
+            pass
+    return InputLimits()
