@@ -522,32 +522,38 @@ def _rename_addressing(data: dict) -> None:
     data["addressing"] = {("in\nband" if k == "inband" else k): v for k, v in data["addressing"].items()}
 
 
-ISSUE_CASES = {
-    "mount-command": (lambda d: d["storage"][1].update(mount="/raid $(touch /tmp/pwned)"), "storage[1].mount",
-                      "mount:"),
+ISSUE_CASES = {  # name: (change to the lab blueprint, field named in the message, why, text on the located line)
+    "mount-command": (lambda d: d["storage"][1].update(mount="/raid$(touch /tmp/pwned)"), "storage[1].mount",
+                      "an absolute path may not contain '$'", "mount:"),
     "export-jinja": (lambda d: d["storage"][0].update(export="head01:/export/{{ lookup('pipe', 'id') }}"),
-                     "storage[0].export", "export:"),
+                     "storage[0].export", "an NFS export may not contain '{'", "export:"),
     "max-time-newline": (lambda d: d["slurm"]["partitions"][0].update(max_time="1:00:00\nProlog=/tmp/x"),
-                         "slurm.partitions[0].max_time", "max_time:"),
+                         "slurm.partitions[0].max_time", "a Slurm time may not contain a line break", "max_time:"),
     "feature-newline": (lambda d: d["node_types"]["hgx"].update(features=["h100\nPartitionName=evil Nodes=ALL"]),
-                        "node_types.hgx.features[0]", "h100"),
+                        "node_types.hgx.features[0]", "a Slurm feature may not contain a line break", "h100"),
     "socket-ifname-newline": (lambda d: _nccl(d, socket_ifname="=bond0\nNCCL_NET_PLUGIN=/tmp/x.so"),
-                              "node_types.hgx.nccl.socket_ifname", "socket_ifname:"),
+                              "node_types.hgx.nccl.socket_ifname",
+                              "an NCCL_SOCKET_IFNAME value may not contain a line break", "socket_ifname:"),
     "hca-newline": (lambda d: _nccl(d, ib_hca=["mlx5_0\nNCCL_NET_PLUGIN=/tmp/x.so"]),
-                    "node_types.hgx.nccl.ib_hca[0]", "mlx5_0"),
-    "addressing-key-newline": (_rename_addressing, "addressing has the key", "in"),
-    "mount-quote": (lambda d: d["storage"][1].update(mount="/raid'\nimport os  #"), "storage[1].mount", "mount:"),
+                    "node_types.hgx.nccl.ib_hca[0]", "an HCA name may not contain a line break", "mlx5_0"),
+    "addressing-key-newline": (_rename_addressing, "addressing has the key 'in\\nband'",
+                               "a name may not contain a line break", "in"),
+    "mount-quote": (lambda d: d["storage"][1].update(mount="/raid'+__import__('os').system('id')+'"),
+                    "storage[1].mount", "an absolute path may not contain a quote", "mount:"),
     "rack-units-huge": (lambda d: d["rack_profiles"]["lab"].update(units=10_000_000),
-                        "rack_profiles.lab.units", "units:"),
-    "float-inf": (lambda d: d["site"].update(it_power_kw=float("inf")), "site.it_power_kw", "it_power_kw:"),
+                        "rack_profiles.lab.units", "less than or equal to 60", "units:"),
+    "float-inf": (lambda d: d["site"].update(it_power_kw=float("inf")), "site.it_power_kw",
+                  "a number must be finite", "it_power_kw:"),
     "float-nan": (lambda d: d["storage"][0].update(capacity_tb=float("nan")), "storage[0].capacity_tb",
-                  "capacity_tb:"),
+                  "a number must be finite", "capacity_tb:"),
 }
 
 
 @pytest.mark.parametrize("case", sorted(ISSUE_CASES))
 def test_issue_cases_are_refused_with_file_line_and_field(case, tmp_path):
-    change, field, line_text = ISSUE_CASES[case]
+    """Each blueprint the issue showed to be dangerous (or to hang `report`): `validate` exits 2, points
+    at FILE:LINE:COL of the value, names the field and says why."""
+    change, field, why, line_text = ISSUE_CASES[case]
     data = shipped("lab-2node")
     change(data)
     path = tmp_path / "bp.yaml"
@@ -555,7 +561,7 @@ def test_issue_cases_are_refused_with_file_line_and_field(case, tmp_path):
     proc = cli("validate", str(path))
     out = proc.stdout + proc.stderr
     assert proc.returncode == 2, out
-    assert field in out, out
+    assert field in out and why in out, out
     where = re.search(rf"--> {re.escape(str(path))}:(\d+):(\d+)", out)
     assert where, out
     assert line_text in path.read_text().splitlines()[int(where.group(1)) - 1], out
