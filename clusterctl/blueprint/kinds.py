@@ -72,17 +72,18 @@ class Kind:
             return f"{self.noun} has at most {self.max_length:,} characters, this one has {len(value):,}"
         if len(value) < self.min_length:
             return f"{self.noun} cannot be empty"
+        shape_ok = _compiled(self.pattern).fullmatch(value) is not None
+        if shape_ok and (self.chars is not None or value.isprintable()):  # the common case: one C-level match
+            return self.check(value) if self.check else None
         if self.chars is not None:
-            bad = re.search(f"[^{self.chars}]", value)
+            bad = _compiled(f"[^{self.chars}]").search(value)
             if bad:
                 return f"{self.noun} may not contain {char_name(bad.group())}"
         else:
             for ch in value:
                 if not ch.isprintable():
                     return f"{self.noun} may not contain {char_name(ch)}"
-        if not _compiled(self.pattern).fullmatch(value):
-            return f"{self.noun} {self.shape}"
-        return self.check(value) if self.check else None
+        return f"{self.noun} {self.shape}"
 
     def _validate(self, value: str) -> str:
         reason = self.explain(value)

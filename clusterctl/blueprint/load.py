@@ -235,8 +235,9 @@ def _problem(err: dict) -> Problem:
         return Problem(path, f"{where} must be {expected}, got {_describe(value)}", hint=hint)
     if etype in ("greater_than", "greater_than_equal", "less_than", "less_than_equal", "multiple_of"):
         hint = ""
-        if etype.startswith("less_than"):
-            hint = "the bound is far above any cluster built: check the unit and the number of zeros"
+        bound = ctx.get("le", ctx.get("lt"))
+        if isinstance(value, (int, float)) and isinstance(bound, (int, float)) and value > 10 * bound > 0:
+            hint = "far over the bound, which is above any hardware built: check the unit and the number of zeros"
         return Problem(path, f"{where} is {_describe(value)}: {err['msg'].lower()}", hint=hint)
     if etype == "finite_number":
         return Problem(path, f"{where} is {_describe(value)}: a number must be finite",
