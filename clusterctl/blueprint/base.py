@@ -7,7 +7,8 @@ from pydantic import BaseModel, ConfigDict
 
 class StrictModel(BaseModel):
     """Unknown keys are errors (a typo is never a silent default); instances are frozen; no coercion
-    of strings to numbers (``count: "4"`` is a mistake worth reporting, not guessing)."""
+    of strings to numbers (``count: "4"`` is a mistake worth reporting, not guessing); no ``.inf`` or
+    ``.nan`` in any number (they pass every ``gt``/``le`` test or none, and crash the report later)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=False,
-                              use_attribute_docstrings=True)
+                              use_attribute_docstrings=True, allow_inf_nan=False)

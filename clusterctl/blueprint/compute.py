@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PositiveInt
+from pydantic import Field
 
 from clusterctl.blueprint.base import StrictModel
+from clusterctl.blueprint.kinds import (GroupName, HcaName, HostList, Identifier, NcclSocketIfname,
+                                        SlurmFeature)
 from clusterctl.catalog.models import Server
 
 NodeRole = Literal["compute", "head", "login", "storage", "service"]
@@ -16,23 +18,23 @@ class NcclNames(StrictModel):
     """Device and interface names NCCL should use on this node type, when they differ from the defaults
     clusterctl derives (docs/nccl.md): check with ``ibdev2netdev`` and ``ip link`` on one node."""
 
-    ib_hca: list[str] | None = None
+    ib_hca: list[HcaName] | None = Field(default=None, max_length=64)
     """compute RDMA devices, e.g. [mlx5_0, mlx5_3]; becomes NCCL_IB_HCA==mlx5_0:1,mlx5_3:1"""
-    socket_ifname: str | None = None
+    socket_ifname: NcclSocketIfname | None = None
     """full NCCL_SOCKET_IFNAME value for bootstrap traffic, e.g. "=bond0" or "^lo,docker" """
 
 
 class NodeType(StrictModel):
     """A kind of node: a catalog server, a server described inline, or a cloud instance type (one of them)."""
 
-    server: str | None = None
+    server: Identifier | None = None
     """catalog server model (``clusterctl catalog servers``)"""
     spec: Server | None = None
     """the server described inline (same keys as a catalog server: gpus, cpu, memory_gb, nics, nvme,
     power_kw, height_u, cooling); for hardware used once — shared models belong in ``catalog:``"""
-    instance: str | None = None
+    instance: Identifier | None = None
     """catalog cloud instance type (``clusterctl catalog instances``)"""
-    features: list[str] = Field(default_factory=list)
+    features: list[SlurmFeature] = Field(default_factory=list, max_length=64)
     """extra Slurm node features"""
     nccl: NcclNames | None = None
     """override the RDMA device / interface names written to this node type's nccl.conf"""
@@ -41,18 +43,18 @@ class NodeType(StrictModel):
 class NodeGroup(StrictModel):
     """Nodes of one type with one naming pattern and placement."""
 
-    name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,62}$")
+    name: GroupName
     """lower-case letters, digits and underscores: it becomes an Ansible group and a Slurm feature"""
-    type: str
+    type: Identifier
     """a key of node_types"""
-    count: PositiveInt
-    hostnames: str
+    count: int = Field(gt=0, le=1_000_000)  # 8M GPUs: an order of magnitude over the largest cluster built
+    hostnames: HostList
     """host list with exactly ``count`` names, e.g. gpu[0001-0128]"""
     role: NodeRole = "compute"
     """compute nodes run jobs; head nodes run slurmctld; login, storage and service nodes support them"""
-    racks: str | None = None
+    racks: HostList | None = None
     """host list of rack names the group is placed in (bare metal)"""
-    per_rack: PositiveInt | None = None
+    per_rack: int | None = Field(default=None, gt=0, le=256)  # blades / sleds: a 60U rack of 1/4-U nodes
     """nodes per rack; default: as many as fit the racks' space evenly"""
-    nvlink_domain_gpus: PositiveInt | None = None
+    nvlink_domain_gpus: int | None = Field(default=None, gt=0, le=100_000)  # NVL576 is 576; scale-up domains are racks, not halls
     """GPUs per NVLink domain; default from the server (8 on HGX, 72 on NVL72)"""

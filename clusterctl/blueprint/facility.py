@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PositiveFloat, PositiveInt
+from pydantic import Field
 
 from clusterctl.blueprint.base import StrictModel
+from clusterctl.blueprint.kinds import HostList, Identifier
 
 
 class Site(StrictModel):
     """The data centre (hall) the cluster lives in."""
 
-    name: str
-    it_power_kw: PositiveFloat
+    name: Identifier
+    it_power_kw: float = Field(gt=0, le=10_000_000)  # 10 GW: ten times the largest campus announced
     """IT power the site can deliver to this cluster (after UPS), kW"""
-    air_cooling_kw: PositiveFloat | None = None
+    air_cooling_kw: float | None = Field(default=None, gt=0, le=10_000_000)  # as it_power_kw
     """room air-side heat removal capacity (CRAH/CRAC), kW; unchecked when absent"""
     pue: float = Field(default=1.3, ge=1.0, le=3.0)
     """power usage effectiveness, used for facility power estimates"""
@@ -24,10 +25,10 @@ class Site(StrictModel):
 class Cdu(StrictModel):
     """A coolant distribution unit feeding the liquid loop of some racks."""
 
-    name: str
-    capacity_kw: PositiveFloat
+    name: Identifier
+    capacity_kw: float = Field(gt=0, le=100_000)  # 100 MW: far above any single CDU (~2 MW today)
     """heat the CDU can move from the secondary loop to facility water, kW"""
-    flow_lpm: PositiveFloat
+    flow_lpm: float = Field(gt=0, le=1_000_000)  # 1,000 m3/min: far above any CDU pump
     """maximum secondary-loop coolant flow, litres per minute"""
     supply_c: float = Field(ge=5, le=60)
     """secondary-loop supply temperature, deg C"""
@@ -46,36 +47,36 @@ class Cooling(StrictModel):
 class RackProfile(StrictModel):
     """Power, space and heat budget shared by a set of racks."""
 
-    power_kw: PositiveFloat
+    power_kw: float = Field(gt=0, le=10_000)  # 10 MW per rack: 10x the densest rack on any roadmap
     """contracted IT power budget of the rack, kW"""
-    feeds: PositiveInt = 2
+    feeds: int = Field(default=2, gt=0, le=64)  # PDUs / busway taps: a rack has a handful
     """power feeds (PDUs / busway taps) into the rack"""
-    feed_kw: PositiveFloat | None = None
+    feed_kw: float | None = Field(default=None, gt=0, le=10_000)  # as power_kw
     """capacity of one feed, kW; defaults to power_kw (each feed can carry the whole rack)"""
     redundancy: Literal["N", "N+1", "2N"] = "2N"
     """2N: either half of the feeds carries the rack; N+1: any one feed may fail; N: none may"""
     continuous_load_factor: float = Field(default=0.8, gt=0, le=1.0)
     """share of breaker/feed rating usable for continuous load (NEC 80 % rule; 1.0 for 100 %-rated gear)"""
-    units: PositiveInt = 48
+    units: int = Field(default=48, gt=0, le=60)  # the tallest standard racks are 58U
     """usable rack units"""
-    reserved_u: int = Field(default=0, ge=0)
+    reserved_u: int = Field(default=0, ge=0, le=60)  # as units
     """units kept free for patch panels, PDUs or cable management"""
-    liquid_kw: float = Field(default=0.0, ge=0)
+    liquid_kw: float = Field(default=0.0, ge=0, le=10_000)  # as power_kw
     """heat the rack's liquid loop (cold plates / rear door) can remove, kW"""
-    air_kw: float = Field(default=0.0, ge=0)
+    air_kw: float = Field(default=0.0, ge=0, le=10_000)  # as power_kw
     """heat the rack can reject to room air, kW"""
-    cdu: str | None = None
+    cdu: Identifier | None = None
     """CDU feeding this rack's liquid loop"""
-    system: str | None = None
+    system: Identifier | None = None
     """rack-scale system from the catalog (e.g. gb200-nvl72) that this rack is"""
 
 
 class RackRange(StrictModel):
     """A range of racks sharing one profile."""
 
-    names: str
+    names: HostList
     """rack names as a host list, e.g. r[01-32]"""
-    profile: str
+    profile: Identifier
     """a key of rack_profiles"""
-    row: str | None = None
+    row: Identifier | None = None
     """data-hall row, for people and reports"""

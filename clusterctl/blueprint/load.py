@@ -8,8 +8,9 @@ import typing
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Tag, ValidationError
 
+from clusterctl.blueprint.kinds import KIND_ERROR
 from clusterctl.blueprint.model import Blueprint
 from clusterctl.errors import BlueprintError, Problem
 from clusterctl.source import SourceMap, load_yaml_file, load_yaml_text
@@ -60,8 +61,20 @@ def _unwrap(annotation):
                 continue
             if models and len(models) == len(args):
                 return "union", models
+            tagged = dict(_explicit_tag(a) for a in args)
+            if None not in tagged:
+                return "union", tagged
             return None, None
         return annotation, None
+
+
+def _explicit_tag(annotation) -> tuple[str | None, object]:
+    """(tag, member) of a member of a union with a callable discriminator (``Annotated[X, Tag("t")]``)."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        for meta in typing.get_args(annotation)[1:]:
+            if isinstance(meta, Tag):
+                return meta.tag, typing.get_args(annotation)[0]
+    return None, annotation
 
 
 def _tag_of(model: type[BaseModel]) -> str | None:
@@ -95,9 +108,10 @@ def walk(loc: tuple, root: type[BaseModel] = Blueprint) -> tuple[tuple, type[Bas
             i += 1
             continue
         if ann == "union":
-            tagged = {_tag_of(m): m for m in members}
+            tagged = members if isinstance(members, dict) else {_tag_of(m): m for m in members}
             if part in tagged:
-                current = (tagged[part], None)
+                current = _unwrap(tagged[part])
+                current = current if current[0] != "union" else ("union", current[1])
                 i += 1
                 continue
             return tuple(path + list(loc[i:])), None
@@ -123,11 +137,24 @@ _TYPE_WORDS = {
 }
 
 
+SHOWN_CHARS = 60
+"""longest text quoted in a message: a 50 MB value is reported, not printed"""
+
+
+def shown_text(value: str) -> str:
+    """``value`` as it can be printed in one line of a terminal: control and other non-printable
+    characters escaped (a raw newline would fake a second message, an escape sequence would drive the
+    terminal), long values cut with their length."""
+    cut = value[:SHOWN_CHARS]
+    safe = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in cut)
+    return f"'{safe}...' ({len(value):,} characters of text)" if len(value) > SHOWN_CHARS else f"'{safe}' (text)"
+
+
 def _describe(value: object) -> str:
     if isinstance(value, bool):
         return f"{str(value).lower()} (true/false)"
     if isinstance(value, str):
-        return f"'{value}' (text)"
+        return shown_text(value)
     if isinstance(value, (int, float)):
         return f"{value} (a number)"
     if isinstance(value, list):
@@ -139,11 +166,32 @@ def _describe(value: object) -> str:
     return repr(value)
 
 
+def _kind_problem(path: tuple, value: object, ctx: dict, *, key: bool) -> Problem:
+    """A value (or a mapping key) that is not of its field's kind: what is wrong with it and what the
+    kind allows, e.g. "storage[1].mount is '/data $(reboot)' (text): an absolute path may not contain
+    a space"."""
+    reason, hint = ctx.get("reason", "not allowed here"), f"allowed: {ctx.get('allowed', '')}"
+    if ctx.get("example"):
+        hint += f"; e.g. {ctx['example']}"
+    if key:
+        return Problem(path, f"{format_path(path[:-1])} has the key {_describe(value)}: {reason}", hint=hint, key=True)
+    return Problem(path, f"{format_path(path)} is {_describe(value)}: {reason}", hint=hint)
+
+
 def _problem(err: dict) -> Problem:
     etype = err["type"]
     loc = tuple(err["loc"])
     ctx = err.get("ctx") or {}
     value = err.get("input")
+    if loc and loc[-1] == "[key]":  # a mapping key: locate the key itself, name the mapping
+        path, _ = walk(loc[:-1])
+        if etype == KIND_ERROR:
+            return _kind_problem(path, value, ctx, key=True)
+        return Problem(path, f"{format_path(path[:-1])} has the key {_describe(value)}: {err['msg'].lower()}",
+                       hint="write names as text: letters, digits, '.', '_' and '-'", key=True)
+    if etype == KIND_ERROR:
+        path, _ = walk(loc)
+        return _kind_problem(path, value, ctx, key=False)
     if etype == "extra_forbidden":
         path, _ = walk(loc[:-1])
         _, parent = walk(loc[:-1])
@@ -186,7 +234,14 @@ def _problem(err: dict) -> Problem:
             hint = "write true or false without quotes"
         return Problem(path, f"{where} must be {expected}, got {_describe(value)}", hint=hint)
     if etype in ("greater_than", "greater_than_equal", "less_than", "less_than_equal", "multiple_of"):
-        return Problem(path, f"{where} is {_describe(value)}: {err['msg'].lower()}")
+        hint = ""
+        bound = ctx.get("le", ctx.get("lt"))
+        if isinstance(value, (int, float)) and isinstance(bound, (int, float)) and value > 10 * bound > 0:
+            hint = "far over the bound, which is above any hardware built: check the unit and the number of zeros"
+        return Problem(path, f"{where} is {_describe(value)}: {err['msg'].lower()}", hint=hint)
+    if etype == "finite_number":
+        return Problem(path, f"{where} is {_describe(value)}: a number must be finite",
+                       hint=".inf and .nan are not quantities: write the number")
     if etype in ("too_short", "too_long"):
         return Problem(path, f"{where}: {err['msg'].lower()}")
     if etype == "string_pattern_mismatch":

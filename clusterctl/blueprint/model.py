@@ -7,6 +7,7 @@ from pydantic import Field
 from clusterctl.blueprint.base import StrictModel
 from clusterctl.blueprint.compute import NodeGroup, NodeType
 from clusterctl.blueprint.facility import Cooling, RackProfile, RackRange, Site
+from clusterctl.blueprint.kinds import ClusterName, FreeText, Identifier
 from clusterctl.blueprint.network import Fabric, Network
 from clusterctl.blueprint.software import Cloud, Slurm, Software, Validation
 from clusterctl.blueprint.storage import StorageTier, Workload
@@ -16,23 +17,23 @@ from clusterctl.catalog.models import CatalogData
 class Blueprint(StrictModel):
     """One AI-training cluster: the top level of a blueprint file."""
 
-    name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,39}$")
+    name: ClusterName
     """cluster name: lower case letters, digits and dashes, at most 40 characters (it becomes the Slurm
     ClusterName, which slurm.conf(5) limits to 40)"""
-    description: str = ""
+    description: FreeText = ""
     site: Site | None = None
     """bare-metal site; absent for cloud-only clusters"""
     cooling: Cooling = Field(default_factory=Cooling)
-    rack_profiles: dict[str, RackProfile] = Field(default_factory=dict)
+    rack_profiles: dict[Identifier, RackProfile] = Field(default_factory=dict)
     racks: list[RackRange] = Field(default_factory=list)
     catalog: CatalogData = Field(default_factory=CatalogData)
     """hardware not shipped in the catalog, same shape as the catalog files"""
-    node_types: dict[str, NodeType] = Field(min_length=1)
+    node_types: dict[Identifier, NodeType] = Field(min_length=1)
     node_groups: list[NodeGroup] = Field(min_length=1)
     fabrics: list[Fabric] = Field(default_factory=list)
     storage: list[StorageTier] = Field(default_factory=list)
     workload: Workload | None = None
-    addressing: dict[str, Network] = Field(default_factory=dict)
+    addressing: dict[Identifier, Network] = Field(default_factory=dict)
     slurm: Slurm | None = None
     software: Software | None = None
     cloud: Cloud | None = None

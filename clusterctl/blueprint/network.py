@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import Field, PositiveFloat, PositiveInt
+from pydantic import Field
 
 from clusterctl.blueprint.base import StrictModel
+from clusterctl.blueprint.kinds import Cidr, FabricName, HostList, Identifier
 
 NicRole = Literal["compute", "storage", "inband", "bmc", "mgmt"]
 
@@ -14,16 +15,16 @@ NicRole = Literal["compute", "storage", "inband", "bmc", "mgmt"]
 class Attach(StrictModel):
     """Which NICs of which node group are cabled to a fabric."""
 
-    group: str
+    group: Identifier
     """node group name, or ``all``"""
     nic_role: NicRole
     """the role of the NICs (as the server declares them) that are cabled to this fabric"""
 
 
 class _Fabric(StrictModel):
-    name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,31}$")
+    name: FabricName
     """lower-case letters, digits and dashes: switch names are derived from it (compute-leaf01)"""
-    attach: list[Attach] = Field(min_length=1)
+    attach: list[Attach] = Field(min_length=1, max_length=1024)
     topology: Literal["fat-tree"] = "fat-tree"
     tiers: Literal[1, 2, 3] = 2
     """switch tiers: 1 = leaves only, 2 = leaf/spine, 3 = leaf/spine/core"""
@@ -31,23 +32,23 @@ class _Fabric(StrictModel):
     """each of a node's compute NICs goes to its own rail leaf (DGX SuperPOD style)"""
     oversubscription: float = Field(default=1.0, ge=1.0, le=16.0)
     """declared leaf down:up bandwidth ratio (1.0 = non-blocking)"""
-    switch: str
+    switch: Identifier
     """catalog switch model for every tier unless overridden"""
-    spine_switch: str | None = None
-    core_switch: str | None = None
-    link_gbps: PositiveFloat | None = None
+    spine_switch: Identifier | None = None
+    core_switch: Identifier | None = None
+    link_gbps: float | None = Field(default=None, gt=0, le=100_000)  # 100 Tb/s: 60x today's fastest port
     """node link speed (NIC to leaf); default: the attached NICs' speed. Switch-to-switch links run at the switches' native port speed"""
-    su_nodes: PositiveInt | None = None
+    su_nodes: int | None = Field(default=None, gt=0, le=1_000_000)  # as node_groups[].count
     """nodes per scalable unit; default: as many as one leaf's downlinks take"""
     su_by: Literal["nodes", "rack"] = "nodes"
     """``rack``: every rack is its own unit with top-of-rack leaves placed in it (management networks)"""
-    extra_endpoints: int = Field(default=0, ge=0)
+    extra_endpoints: int = Field(default=0, ge=0, le=1_000_000)  # as node_groups[].count
     """cabled non-node endpoints on the leaves (UFM appliances, storage gateways), spread over the leaves"""
-    leaf_uplinks: PositiveInt | None = None
+    leaf_uplinks: int | None = Field(default=None, gt=0, le=4096)  # a switch has at most 4,096 ports
     """uplinks per leaf as built; default: enough for the declared oversubscription"""
-    spine_count: PositiveInt | None = None
+    spine_count: int | None = Field(default=None, gt=0, le=100_000)  # far above any fat tree built
     """spine switches as built (2 tiers: in total; 3 tiers: per pod); default: enough for the uplinks"""
-    switch_racks: str | None = None
+    switch_racks: HostList | None = None
     """host list of racks that hold this fabric's switches (leaves of ``su_by: nodes``, spines, cores)"""
 
 
@@ -82,9 +83,9 @@ Fabric = Annotated[Union[InfinibandFabric, RoceFabric, EthernetFabric], Field(di
 class Network(StrictModel):
     """An IP address pool for one NIC role."""
 
-    cidr: str
+    cidr: Cidr
     """IPv4 or IPv6 prefix, e.g. 10.10.0.0/16"""
     role: NicRole
     """NIC role whose ports take addresses here (switch management ports go on role mgmt)"""
-    reserved: int = Field(default=16, ge=0)
+    reserved: int = Field(default=16, ge=0, le=16_777_216)  # a /8 of IPv4 gateways and VIPs
     """addresses kept for gateways, VIPs and DHCP pools"""

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import Field, PositiveFloat, PositiveInt
+from pydantic import Discriminator, Field, Tag
 
 from clusterctl.blueprint.base import StrictModel
+from clusterctl.blueprint.kinds import AbsolutePath, Endpoint, Identifier, MountSource, NfsExport
 from clusterctl.blueprint.training import ModelSpec, TrainingSpec
 
 
 class _Tier(StrictModel):
-    name: str
-    mount: str
+    name: Identifier
+    mount: AbsolutePath
     """mount point on the nodes"""
     checkpoint: bool = False
     """checkpoints are written here (default: the first parallel tier)"""
@@ -26,10 +27,10 @@ class LocalTier(_Tier):
 
 
 class _SharedTier(_Tier):
-    capacity_tb: PositiveFloat
-    read_gb_per_s: PositiveFloat
+    capacity_tb: float = Field(gt=0, le=10_000_000)  # 10 EB: above any file system deployed
+    read_gb_per_s: float = Field(gt=0, le=10_000_000)  # 10 PB/s: far above any file system deployed
     """aggregate read bandwidth, GB/s (bytes, not bits)"""
-    write_gb_per_s: PositiveFloat
+    write_gb_per_s: float = Field(gt=0, le=10_000_000)  # as read_gb_per_s
     """aggregate write bandwidth, GB/s"""
 
 
@@ -37,7 +38,7 @@ class NfsTier(_SharedTier):
     """An NFS export (home directories, software)."""
 
     tier: Literal["nfs"]
-    export: str
+    export: NfsExport
     """server:/path"""
 
 
@@ -46,7 +47,7 @@ class ParallelTier(_SharedTier):
 
     tier: Literal["parallel"]
     filesystem: Literal["lustre", "gpfs", "weka", "vast", "beegfs", "daos"] = "lustre"
-    servers: str | None = None
+    servers: MountSource | None = None
     """MGS/MDS/OSS host list or management endpoint"""
 
 
@@ -54,8 +55,17 @@ class ObjectTier(_SharedTier):
     """An S3-compatible object store (datasets, checkpoint archive)."""
 
     tier: Literal["object"]
-    endpoint: str
+    endpoint: Endpoint
 
+
+def _model_form(value: object) -> str:
+    """``workload.model`` is a preset name (text) or the model's shape (a mapping): decided by the YAML
+    type, so an error speaks about the one form the user wrote."""
+    return "shape" if isinstance(value, dict) else "preset"
+
+
+ModelChoice = Annotated[Union[Annotated[Identifier, Tag("preset")], Annotated[ModelSpec, Tag("shape")]],
+                        Discriminator(_model_form)]
 
 StorageTier = Annotated[Union[LocalTier, NfsTier, ParallelTier, ObjectTier], Field(discriminator="tier")]
 
@@ -63,15 +73,15 @@ StorageTier = Annotated[Union[LocalTier, NfsTier, ParallelTier, ObjectTier], Fie
 class Workload(StrictModel):
     """What the cluster is for, as far as sizing checks need it."""
 
-    params_b: PositiveFloat
+    params_b: float = Field(gt=0, le=1_000_000)  # a quadrillion parameters
     """model parameters, billions"""
-    checkpoint_bytes_per_param: PositiveFloat = 14.0
+    checkpoint_bytes_per_param: float = Field(default=14.0, gt=0, le=1024)  # 14 is Adam in mixed precision
     """bf16 weights (2) + fp32 master weights (4) + Adam moments (8) = 14 bytes"""
-    checkpoint_every_min: PositiveFloat = 30.0
-    checkpoint_budget_s: PositiveFloat = 60.0
+    checkpoint_every_min: float = Field(default=30.0, gt=0, le=525_600)  # a year
+    checkpoint_budget_s: float = Field(default=60.0, gt=0, le=31_536_000)  # a year
     """time the job may stall writing one checkpoint"""
-    checkpoints_retained: PositiveInt = 3
-    model: str | ModelSpec | None = None
+    checkpoints_retained: int = Field(default=3, gt=0, le=100_000)
+    model: ModelChoice | None = None
     """the model's shape: a preset name (``clusterctl report --list-models``) or layers/hidden/heads/...;
     when given, the report estimates step time, tokens/s and MFU from it"""
     training: TrainingSpec | None = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PositiveFloat, PositiveInt
+from pydantic import Field
 
 from clusterctl.blueprint.base import StrictModel
 
@@ -12,46 +12,46 @@ from clusterctl.blueprint.base import StrictModel
 class ModelSpec(StrictModel):
     """A decoder-only transformer, in Megatron-LM's terms."""
 
-    layers: PositiveInt
-    hidden: PositiveInt
+    layers: int = Field(gt=0, le=10_000)  # ten times the deepest transformer trained
+    hidden: int = Field(gt=0, le=1_000_000)  # forty times the widest
     """hidden size (d_model)"""
-    heads: PositiveInt
+    heads: int = Field(gt=0, le=100_000)
     """attention heads"""
-    vocab: PositiveInt
+    vocab: int = Field(gt=0, le=100_000_000)
     """vocabulary size (padded, as the embedding has it)"""
-    seq_len: PositiveInt
-    kv_heads: PositiveInt | None = None
+    seq_len: int = Field(gt=0, le=1_000_000_000)  # a billion tokens of context
+    kv_heads: int | None = Field(default=None, gt=0, le=100_000)
     """query groups for grouped-query attention; default: heads"""
-    ffn_hidden: PositiveInt | None = None
+    ffn_hidden: int | None = Field(default=None, gt=0, le=10_000_000)
     """MLP width; default 4 x hidden"""
     swiglu: bool = False
     """gated MLP with three matrices (Llama) instead of two (GPT)"""
-    experts: int = Field(default=0, ge=0)
+    experts: int = Field(default=0, ge=0, le=1_000_000)
     """routed experts per MoE layer (0 for a dense model)"""
-    topk: PositiveInt = 1
+    topk: int = Field(default=1, gt=0, le=100_000)
     """experts each token is routed to"""
-    moe_ffn_hidden: PositiveInt | None = None
+    moe_ffn_hidden: int | None = Field(default=None, gt=0, le=10_000_000)
     """width of one expert's MLP; default ffn_hidden"""
     tied_embeddings: bool = True
     """input embedding and output layer share weights (GPT) or not (Llama)"""
-    head_dim: PositiveInt | None = None
+    head_dim: int | None = Field(default=None, gt=0, le=100_000)
     """attention head dimension; default hidden / heads"""
 
 
 class TrainingSpec(StrictModel):
     """How the model is trained: batch, parallel layout and the switches that change step time."""
 
-    global_batch: PositiveInt | None = None
+    global_batch: int | None = Field(default=None, gt=0, le=1_000_000_000)
     """sequences per optimizer step; default: enough for ~4M tokens"""
-    tp: PositiveInt | None = None
+    tp: int | None = Field(default=None, gt=0, le=100_000_000)  # parallel sizes: at most the GPUs of the largest cluster
     """tensor parallel size; leave tp/pp/cp unset to let the report pick the fastest layout that fits"""
-    pp: PositiveInt | None = None
-    cp: PositiveInt = 1
-    ep: PositiveInt = 1
-    dp: PositiveInt | None = None
+    pp: int | None = Field(default=None, gt=0, le=100_000_000)
+    cp: int = Field(default=1, gt=0, le=100_000_000)
+    ep: int = Field(default=1, gt=0, le=100_000_000)
+    dp: int | None = Field(default=None, gt=0, le=100_000_000)
     """default: the GPUs left over"""
-    micro_batch: PositiveInt = 1
-    virtual_stages: PositiveInt = 1
+    micro_batch: int = Field(default=1, gt=0, le=1_000_000)
+    virtual_stages: int = Field(default=1, gt=0, le=100_000)
     """interleaved pipeline chunks per stage"""
     recompute: Literal["none", "selective", "full"] = "selective"
     precision: Literal["bf16", "fp8"] = "bf16"
@@ -60,9 +60,9 @@ class TrainingSpec(StrictModel):
     flash_attention: bool = True
     overlap_grad_reduce: bool = True
     distributed_optimizer: bool = True
-    mfu: PositiveFloat | None = Field(default=None, le=1)
+    mfu: float | None = Field(default=None, gt=0, le=1)
     """model FLOPs utilisation to use for the simple throughput form (batch x seq x MFU x peak / FLOPs)"""
-    restart_min: PositiveFloat = 10.0
+    restart_min: float = Field(default=10.0, gt=0, le=525_600)  # a year
     """minutes from an interruption to training again (reschedule, load the checkpoint, warm up)"""
-    gpus: PositiveInt | None = None
+    gpus: int | None = Field(default=None, gt=0, le=100_000_000)  # count x GPUs per server of the largest valid blueprint
     """GPUs the job uses; default all GPUs of the largest GPU node group"""

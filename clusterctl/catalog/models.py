@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PositiveFloat, PositiveInt
+from pydantic import Field
 
 from clusterctl.blueprint.base import StrictModel
+from clusterctl.blueprint.kinds import CloudRegion, FreeText, Identifier
 
 Cooling = Literal["air", "liquid", "hybrid"]
 NicRole = Literal["compute", "storage", "inband", "bmc", "mgmt"]
@@ -19,128 +20,128 @@ Protocol = Literal["infiniband", "ethernet", "efa", "nvlink"]
 
 
 class Entry(StrictModel):
-    description: str = ""
-    vendor: str = ""
-    sources: dict[str, str] = Field(default_factory=dict)
+    description: FreeText = ""
+    vendor: FreeText = ""
+    sources: dict[Identifier, FreeText] = Field(default_factory=dict)
     """figure name -> where it comes from"""
 
 
 class Accelerator(Entry):
-    generation: str
+    generation: Identifier
     """architecture family, e.g. ampere, hopper, blackwell, cdna3"""
-    bf16_dense_tflops: PositiveFloat
-    fp8_dense_tflops: PositiveFloat | None = None
-    bf16_mamf_tflops: PositiveFloat | None = None
+    bf16_dense_tflops: float = Field(gt=0, le=1_000_000)  # 1 EFLOPS per device: 400x a B200
+    fp8_dense_tflops: float | None = Field(default=None, gt=0, le=1_000_000)
+    bf16_mamf_tflops: float | None = Field(default=None, gt=0, le=1_000_000)
     """maximum achievable matmul FLOPS (BF16 GEMM, best shape, measured); the report's compute model
     scales from this, not from the datasheet peak"""
-    fp8_mamf_tflops: PositiveFloat | None = None
-    hbm_gb: PositiveFloat
-    hbm_tb_per_s: PositiveFloat
-    tdp_w: PositiveFloat
-    scaleup_gb_per_s: PositiveFloat | None = None
+    fp8_mamf_tflops: float | None = Field(default=None, gt=0, le=1_000_000)
+    hbm_gb: float = Field(gt=0, le=1_000_000)  # 1 PB of HBM per device
+    hbm_tb_per_s: float = Field(gt=0, le=10_000)
+    tdp_w: float = Field(gt=0, le=100_000)  # 100 kW per device
+    scaleup_gb_per_s: float | None = Field(default=None, gt=0, le=1_000_000)
     """scale-up (NVLink / Infinity Fabric) bandwidth per device, one direction sum as vendors quote it"""
-    scaleup_domain_max: PositiveInt = 8
-    min_driver_branch: PositiveInt | None = None
+    scaleup_domain_max: int = Field(default=8, gt=0, le=100_000)  # NVL576 is 576
+    min_driver_branch: int | None = Field(default=None, gt=0, le=100_000)
     """oldest datacenter driver branch that supports the device (NVIDIA R-branch number)"""
 
 
 class Nic(Entry):
-    ports: PositiveInt = 1
-    speed_gbps: PositiveFloat
+    ports: int = Field(default=1, gt=0, le=64)  # ports on one NIC card
+    speed_gbps: float = Field(gt=0, le=100_000)  # 100 Tb/s: 60x today's fastest port
     """per port"""
-    protocols: list[Protocol]
-    power_w: PositiveFloat | None = None
+    protocols: list[Protocol] = Field(max_length=8)
+    power_w: float | None = Field(default=None, gt=0, le=10_000)
 
 
 class PortMode(StrictModel):
-    speed_gbps: PositiveFloat
-    ports: PositiveInt
+    speed_gbps: float = Field(gt=0, le=100_000)  # as Nic.speed_gbps
+    ports: int = Field(gt=0, le=4096)  # logical ports of one switch: 4x today's largest radix
 
 
 class Switch(Entry):
-    protocols: list[Protocol]
-    port_modes: list[PortMode] = Field(min_length=1)
+    protocols: list[Protocol] = Field(max_length=8)
+    port_modes: list[PortMode] = Field(min_length=1, max_length=64)
     """logical port count at each supported speed; the first is the native speed (cage count x lanes)"""
     uplinks: PortMode | None = None
     """dedicated uplink ports at another speed (management switches: 48 x 1G access + 4 x 100G up)"""
-    power_w: PositiveFloat
+    power_w: float = Field(gt=0, le=1_000_000)  # 1 MW per switch
     """maximum (typical with optics where only that is published)"""
-    height_u: PositiveInt
+    height_u: int = Field(gt=0, le=60)  # fits a rack
     cooling: Cooling = "air"
 
 
 class NicSlot(StrictModel):
-    model: str
-    count: PositiveInt
+    model: Identifier
+    count: int = Field(gt=0, le=256)  # NIC cards in one server
     role: NicRole
 
 
 class GpuSlot(StrictModel):
-    model: str
-    count: PositiveInt
+    model: Identifier
+    count: int = Field(gt=0, le=1024)  # GPUs per server
 
 
 class Cpu(StrictModel):
-    model: str = ""
-    sockets: PositiveInt
-    cores_per_socket: PositiveInt
-    threads_per_core: PositiveInt = 1
+    model: FreeText = ""
+    sockets: int = Field(gt=0, le=64)
+    cores_per_socket: int = Field(gt=0, le=4096)
+    threads_per_core: int = Field(default=1, gt=0, le=16)
 
 
 class Nvme(StrictModel):
-    count: int = Field(ge=0)
-    size_tb: float = Field(ge=0)
-    read_gb_per_s: float = Field(default=0, ge=0)
+    count: int = Field(ge=0, le=1024)  # drives in one server
+    size_tb: float = Field(ge=0, le=10_000)  # per drive
+    read_gb_per_s: float = Field(default=0, ge=0, le=100_000)
     """aggregate local read bandwidth, GB/s"""
-    write_gb_per_s: float = Field(default=0, ge=0)
+    write_gb_per_s: float = Field(default=0, ge=0, le=100_000)
 
 
 class Server(Entry):
     gpus: GpuSlot | None = None
     cpu: Cpu
-    memory_gb: PositiveFloat
-    nics: list[NicSlot] = Field(default_factory=list)
+    memory_gb: float = Field(gt=0, le=1_000_000)  # 1 PB in one server
+    nics: list[NicSlot] = Field(default_factory=list, max_length=64)
     nvme: Nvme | None = None
-    power_kw: PositiveFloat
+    power_kw: float = Field(gt=0, le=10_000)  # as a rack's power_kw
     """maximum system power"""
-    height_u: PositiveInt
+    height_u: int = Field(gt=0, le=60)  # fits a rack
     cooling: Cooling = "air"
     liquid_fraction: float = Field(default=0.0, ge=0, le=1)
     """share of the heat that leaves through the liquid loop (0 for air, ~0.8-0.9 for DLC trays)"""
-    nvlink_domain_gpus: PositiveInt | None = None
+    nvlink_domain_gpus: int | None = Field(default=None, gt=0, le=100_000)  # NVL576 is 576
     """GPUs that share one NVLink/NVSwitch domain (8 on HGX, 72 on NVL72 racks)"""
-    rack_system: str | None = None
+    rack_system: Identifier | None = None
     """rack-scale system the server is a tray of (e.g. gb200-nvl72)"""
 
 
 class RackSystem(Entry):
     """A rack sold as one system (NVL72): compute trays plus switch trays and power shelves."""
 
-    compute_tray: str
-    compute_trays: PositiveInt
-    nvlink_switch_trays: int = Field(ge=0)
-    power_kw: PositiveFloat
+    compute_tray: Identifier
+    compute_trays: int = Field(gt=0, le=256)  # trays in one rack
+    nvlink_switch_trays: int = Field(ge=0, le=256)
+    power_kw: float = Field(gt=0, le=10_000)  # as a rack's power_kw
     """whole rack, maximum"""
     liquid_fraction: float = Field(ge=0, le=1)
-    height_u: PositiveInt
+    height_u: int = Field(gt=0, le=60)  # fits a rack
 
 
 class InstanceNetwork(StrictModel):
     fabric: Literal["efa", "tcpx", "tcpxo", "rdma-roce", "infiniband", "ethernet"]
-    gpu_nics: int = Field(ge=0)
+    gpu_nics: int = Field(ge=0, le=1024)
     """accelerator-network interfaces (EFA devices, GPU NICs, IB HCAs)"""
-    total_gbps: PositiveFloat
+    total_gbps: float = Field(gt=0, le=1_000_000)  # 1 Pb/s per instance
 
 
 class CloudInstance(Entry):
     provider: Literal["aws", "gcp", "azure"]
     gpus: GpuSlot | None = None
     """None for CPU instance types (head, login, controller VMs)"""
-    vcpus: PositiveInt
-    memory_gb: PositiveFloat
+    vcpus: int = Field(gt=0, le=100_000)
+    memory_gb: float = Field(gt=0, le=1_000_000)  # as Server.memory_gb
     network: InstanceNetwork
-    local_nvme_tb: float = Field(default=0, ge=0)
-    regions: list[str] = Field(default_factory=list)
+    local_nvme_tb: float = Field(default=0, ge=0, le=10_000)
+    regions: list[CloudRegion] = Field(default_factory=list, max_length=1024)
     """regions where the type is offered (as documented when the entry was written)"""
     placement: Literal["cluster-placement-group", "compact-placement-policy", "proximity-placement-group",
                        "none"] = "none"
@@ -150,9 +151,9 @@ class CloudInstance(Entry):
 class CatalogData(StrictModel):
     """The shape of a catalog file and of a blueprint's ``catalog:`` section."""
 
-    accelerators: dict[str, Accelerator] = Field(default_factory=dict)
-    nics: dict[str, Nic] = Field(default_factory=dict)
-    switches: dict[str, Switch] = Field(default_factory=dict)
-    servers: dict[str, Server] = Field(default_factory=dict)
-    rack_systems: dict[str, RackSystem] = Field(default_factory=dict)
-    instances: dict[str, CloudInstance] = Field(default_factory=dict)
+    accelerators: dict[Identifier, Accelerator] = Field(default_factory=dict)
+    nics: dict[Identifier, Nic] = Field(default_factory=dict)
+    switches: dict[Identifier, Switch] = Field(default_factory=dict)
+    servers: dict[Identifier, Server] = Field(default_factory=dict)
+    rack_systems: dict[Identifier, RackSystem] = Field(default_factory=dict)
+    instances: dict[Identifier, CloudInstance] = Field(default_factory=dict)

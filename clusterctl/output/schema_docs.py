@@ -7,6 +7,7 @@ import typing
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from clusterctl.blueprint.kinds import ALL_KINDS, Kind
 from clusterctl.blueprint.model import Blueprint
 
 
@@ -14,7 +15,8 @@ def _type_name(ann) -> str:
     origin = typing.get_origin(ann)
     args = typing.get_args(ann)
     if origin is typing.Annotated:
-        return _type_name(args[0])
+        kind = next((m for m in args[1:] if isinstance(m, Kind)), None)
+        return f"[{kind.name}](#{kind.name.lower()})" if kind else _type_name(args[0])
     if origin is typing.Literal:
         return " \\| ".join(f"`{a}`" for a in args)
     if origin in (typing.Union, __import__("types").UnionType):
@@ -69,6 +71,21 @@ def blueprint_markdown() -> str:
             else:
                 default = f"`{f.default}`"
             desc = (f.description or "").replace("\n", " ").replace("|", "\\|")
-            lines.append(f"| `{name}` | {_type_name(f.annotation)} | {default} | {desc} |")
+            kind = next((m for m in f.metadata if isinstance(m, Kind)), None)  # pydantic moves Annotated[str, K] here
+            type_name = f"[{kind.name}](#{kind.name.lower()})" if kind else _type_name(f.annotation)
+            lines.append(f"| `{name}` | {type_name} | {default} | {desc} |")
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines + _kinds_markdown())
+
+
+def _kinds_markdown() -> list[str]:
+    """The string kinds: what each allows. Every string of a blueprint has one (docs/security.md)."""
+    lines = ["# String kinds", "",
+             "Every string is checked when the blueprint is loaded; a value outside its kind is an error (exit 2) "
+             "that names the field and says what is allowed. No kind but FreeText admits whitespace, quotes, `$`, "
+             "backticks, `{`, `;`, `&`, `|`, `<`, `>`, `\\` or control characters, and none starts with `-`.", ""]
+    for kind in ALL_KINDS:
+        allowed = kind.allowed.replace("|", "\\|")
+        lines += [f"## {kind.name}", "", f"{allowed[0].upper()}{allowed[1:]}; at most {kind.max_length:,} characters, "
+                  f"e.g. `{kind.example}`.", ""]
+    return lines

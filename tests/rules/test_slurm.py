@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from clusterctl.errors import BlueprintError
 from clusterctl.rules.slurm import parse_version
 from tests.helpers import hits, lab
 
@@ -174,9 +175,11 @@ def test_partition_names():
     data["slurm"]["partitions"].append({"name": "gpu", "groups": ["gpu"]})
     (h,) = hits(data, "SLURM007")
     assert h.path == ("slurm", "partitions", 1, "name") and "'gpu' is used twice" in h.message
-    data["slurm"]["partitions"][1]["name"] = "big gpu"
-    (h,) = hits(data, "SLURM007")
-    assert "whitespace" in h.message
+    data["slurm"]["partitions"][1]["name"] = "big gpu"  # refused when loaded (an Identifier), before the rule
+    with pytest.raises(BlueprintError) as exc:
+        hits(data, "SLURM007")
+    (p,) = exc.value.problems
+    assert p.path == ("slurm", "partitions", 1, "name") and "a name may not contain a space" in p.message
     data["slurm"]["partitions"][1]["name"] = "Default"
     (h,) = hits(data, "SLURM007")
     assert "PartitionName=DEFAULT record" in h.message

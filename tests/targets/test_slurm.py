@@ -431,7 +431,7 @@ def test_a_cluster_name_slurm_refuses_is_refused_when_the_blueprint_is_read():
     # limits both (switch names cannot overflow: fabric names have at most 32 characters)
     data = lab()
     data["name"] = "a-cluster-name-that-is-longer-than-forty-characters"
-    with pytest.raises(BlueprintError, match="does not match"):
+    with pytest.raises(BlueprintError, match="a cluster name has at most 40 characters"):
         render(data)
     data = lab()
     data["slurm"]["cluster_name"] = "short"

@@ -1,0 +1,288 @@
+"""Typed strings: every blueprint and catalog string has a declared *kind*, checked when it is loaded.
+
+A blueprint arrives through a pull request; a reviewer reads a mount path or a partition time, not the
+shell, Jinja, Slurm or YAML it becomes. So no string is "just text": each field is annotated with one of
+the kinds below, which says which characters and which shape the field may have. Every kind except
+:data:`FreeText` is built from characters that mean nothing in any output language clusterctl writes
+(no whitespace, quotes, ``$``, backticks, ``#``, ``=`` outside its shape, ``{``, ``;``, ``&``, ``|``,
+``<>``, ``\\``, control characters) and none may start with ``-`` (no option injection). Free text
+(descriptions, reasons, vendors, sources) stays free but must be one printable line; the targets escape
+it where it is written.
+
+A kind is a pydantic annotation (``Annotated[str, KIND]``): the check runs after pydantic's own strict
+``str`` check, raises a ``clusterctl_kind`` error carrying the reason and what is allowed (the loader
+turns it into a located exit-2 message), and the JSON Schema carries the kind's pattern and length so
+editors flag the same values.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic_core import PydanticCustomError, core_schema
+
+#: the pydantic error type of a failed kind check (load.py words it)
+KIND_ERROR = "clusterctl_kind"
+
+_CHAR_NAMES = {" ": "a space", "\n": "a line break", "\r": "a carriage return", "\t": "a tab",
+               "'": "a quote (')", '"': 'a double quote (")', "`": "a backtick", "\\": "a backslash"}
+
+
+def char_name(ch: str) -> str:
+    """A character as a person reads it in an error message; control characters never printed raw
+    (a terminal escape in an error message is itself an injection)."""
+    if ch in _CHAR_NAMES:
+        return _CHAR_NAMES[ch]
+    if not ch.isprintable():
+        name = unicodedata.name(ch, "")
+        return f"the control character U+{ord(ch):04X}" + (f" ({name.lower()})" if name else "")
+    return f"'{ch}'"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of string. ``chars`` (a regex character-class body) lists every character the kind may
+    contain, so the first one outside it can be named; ``pattern`` is the whole shape, written in the
+    regex dialect both Python and JSON Schema (ECMA-262) read; ``check`` is an optional semantic test
+    (a CIDR must parse) returning the reason a value is wrong."""
+
+    name: str
+    noun: str
+    """'an absolute path': the subject of error messages"""
+    allowed: str
+    """what is allowed, in words: the hint of every error of this kind"""
+    example: str
+    pattern: str
+    max_length: int
+    shape: str
+    """why a value made of allowed characters is still wrong (its pattern failed)"""
+    chars: str | None = None
+    check: Callable[[str], str | None] | None = None
+    min_length: int = 1
+
+    def explain(self, value: str) -> str | None:
+        """Why ``value`` is not of this kind, or None when it is."""
+        if len(value) > self.max_length:
+            return f"{self.noun} has at most {self.max_length:,} characters, this one has {len(value):,}"
+        if len(value) < self.min_length:
+            return f"{self.noun} cannot be empty"
+        shape_ok = _compiled(self.pattern).fullmatch(value) is not None
+        if shape_ok and (self.chars is not None or value.isprintable()):  # the common case: one C-level match
+            return self.check(value) if self.check else None
+        if self.chars is not None:
+            bad = _compiled(f"[^{self.chars}]").search(value)
+            if bad:
+                return f"{self.noun} may not contain {char_name(bad.group())}"
+        else:
+            for ch in value:
+                if not ch.isprintable():
+                    return f"{self.noun} may not contain {char_name(ch)}"
+        return f"{self.noun} {self.shape}"
+
+    def _validate(self, value: str) -> str:
+        reason = self.explain(value)
+        if reason is not None:
+            raise PydanticCustomError(KIND_ERROR, "{reason}", {"kind": self.name, "reason": reason,
+                                                               "allowed": self.allowed, "example": self.example})
+        return value
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(self._validate, handler(source))
+
+    def __get_pydantic_json_schema__(self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler) -> dict:
+        out = handler(schema)
+        out.update(pattern=self.pattern, maxLength=self.max_length, minLength=self.min_length)
+        return out
+
+
+_PATTERNS: dict[str, re.Pattern] = {}
+
+
+def _compiled(pattern: str) -> re.Pattern:
+    if pattern not in _PATTERNS:
+        _PATTERNS[pattern] = re.compile(pattern)
+    return _PATTERNS[pattern]
+
+
+# --- semantic checks -------------------------------------------------------------------------------------
+
+def _cidr(value: str) -> str | None:
+    try:
+        ipaddress.ip_network(value, strict=False)
+    except ValueError as exc:
+        return f"a network prefix must parse as IPv4 or IPv6: {exc}"
+    return None
+
+
+def _no_dot_segments(value: str) -> str | None:
+    parts = value.split("/")
+    if any(p in (".", "..") for p in parts):
+        return "a path may not contain '.' or '..' segments: write the path it resolves to"
+    return None
+
+
+def _nfs_export(value: str) -> str | None:
+    return _no_dot_segments(value.split(":", 1)[1]) if ":/" in value else None
+
+
+# --- the kinds -------------------------------------------------------------------------------------------
+
+_NAME_START = "starts with a letter or digit"
+
+FREE_TEXT = Kind(
+    "FreeText", "free text", "one line of printable text (no line breaks or control characters)",
+    "Two HGX H100 nodes in one rack", r"^[^\u0000-\u001f\u007f-\u009f]*$", 4000,
+    "must be one line of printable text", min_length=0)
+
+IDENTIFIER = Kind(
+    "Identifier", "a name", "a name: letters, digits, '.', '_' and '-', starting with a letter or digit, "
+    "at most 64 characters", "gpu-nodes", r"^[A-Za-z0-9][A-Za-z0-9._-]*$", 64, _NAME_START, r"A-Za-z0-9._-")
+
+CLUSTER_NAME = Kind(
+    "ClusterName", "a cluster name", "lower-case letters, digits and dashes, starting with a letter, at most "
+    "40 characters (it becomes the Slurm ClusterName)", "lab-2node", r"^[a-z][a-z0-9-]*$", 40,
+    "starts with a lower-case letter", r"a-z0-9-")
+
+SLURM_CLUSTER_NAME = Kind(
+    "SlurmClusterName", "a Slurm cluster name", "lower-case letters, digits, '_' and '-', starting with a "
+    "letter, at most 40 characters (slurm.conf(5))", "lab_2node", r"^[a-z][a-z0-9_-]*$", 40,
+    "starts with a lower-case letter", r"a-z0-9_-")
+
+GROUP_NAME = Kind(
+    "GroupName", "a node group name", "lower-case letters, digits and '_', starting with a letter, at most 63 "
+    "characters (it becomes an Ansible group and a Slurm feature)", "gpu", r"^[a-z][a-z0-9_]*$", 63,
+    "starts with a lower-case letter", r"a-z0-9_")
+
+FABRIC_NAME = Kind(
+    "FabricName", "a fabric name", "lower-case letters, digits and dashes, starting with a letter, at most 32 "
+    "characters (switch names are derived from it: compute-leaf01)", "compute", r"^[a-z][a-z0-9-]*$", 32,
+    "starts with a lower-case letter", r"a-z0-9-")
+
+HOST_NAME = Kind(
+    "HostName", "a host name", "a host name: RFC 1123 labels (letters, digits, '-') joined by dots",
+    "head01", r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$", 253, _NAME_START, r"A-Za-z0-9_.-")
+
+HOST_LIST = Kind(
+    "HostList", "a host list", "a host list: names of letters, digits, '.', '_' and '-' with numeric ranges "
+    "in brackets, joined by commas", "gpu[0001-0128],head01",
+    r"^[A-Za-z0-9_\[][A-Za-z0-9._\[\]-]*(,[A-Za-z0-9_\[][A-Za-z0-9._\[\]-]*)*$", 10_000,
+    "is comma-separated names, each starting with a letter, digit or '['", r"A-Za-z0-9._,\[\]-")
+
+_PATH_CHARS = r"A-Za-z0-9._+@~/-"
+ABSOLUTE_PATH = Kind(
+    "AbsolutePath", "an absolute path", "an absolute POSIX path: '/' then letters, digits and . _ - + @ ~ /",
+    "/mnt/data", rf"^/[{_PATH_CHARS}]*$", 4095, "starts with '/'", _PATH_CHARS, _no_dot_segments)
+
+NFS_EXPORT = Kind(
+    "NfsExport", "an NFS export", "server:/path, the server a host name, an IPv4 address or [an IPv6 address], "
+    "the path absolute", "nas01:/export/home",
+    rf"^([A-Za-z0-9_][A-Za-z0-9_.-]*|\[[0-9A-Fa-f:.]+\]):/[{_PATH_CHARS}]*$", 4095,
+    "is server:/path", r"A-Za-z0-9._+@~/:\[\]-", _nfs_export)
+
+MOUNT_SOURCE = Kind(
+    "MountSource", "a file system source", "a host list, a management endpoint, or a Lustre/WEKA/VAST source "
+    "(mgs@tcp:/fsname, backend1,backend2/fs, vip:/path): letters, digits and . _ - @ : , / [ ]",
+    "10.2.0.4@tcp:/lustrefs", r"^[A-Za-z0-9_\[][A-Za-z0-9._@:,/\[\]-]*$", 4095,
+    "starts with a letter, a digit or '['", r"A-Za-z0-9._@:,/\[\]-")
+
+ENDPOINT = Kind(
+    "Endpoint", "an endpoint", "an http(s) URL or host[:port] without credentials, query or fragment",
+    "https://s3.example.com",
+    r"^(https?://)?([A-Za-z0-9_][A-Za-z0-9_.-]*|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]*)?$",
+    2048, "is [http(s)://]host[:port][/path]", r"A-Za-z0-9._~:/\[\]-")
+
+SLURM_TIME = Kind(
+    "SlurmTime", "a Slurm time", "minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, UNLIMITED or INFINITE "
+    "(slurm.conf(5) MaxTime)", "7-00:00:00",
+    r"^(UNLIMITED|INFINITE|unlimited|infinite|[0-9]{1,9}(:[0-9]{1,9}){0,2}|[0-9]{1,6}-[0-9]{1,2}(:[0-9]{1,2}){0,2})$",
+    32, "is minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, UNLIMITED or INFINITE", r"A-Za-z0-9:-")
+
+SLURM_FEATURE = Kind(
+    "SlurmFeature", "a Slurm feature", "letters, digits, '.', '_' and '-', starting with a letter or digit "
+    "(no operators of --constraint: & | , * [ ] ( ))", "h100", r"^[A-Za-z0-9_][A-Za-z0-9._-]*$", 64,
+    _NAME_START, r"A-Za-z0-9._-")
+
+_IFNAME = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}"
+INTERFACE_NAME = Kind(
+    "InterfaceName", "an interface name", "a Linux interface name: 1-15 letters, digits, '.', '_', '-'",
+    "bond0", rf"^{_IFNAME}$", 15, _NAME_START, r"A-Za-z0-9_.-")
+
+NCCL_SOCKET_IFNAME = Kind(
+    "NcclSocketIfname", "an NCCL_SOCKET_IFNAME value", "interface names or prefixes (1-15 letters, digits, "
+    "'.', '_', '-') joined by commas, optionally after '^' (exclude), '=' (exact) or '^='", "=bond0",
+    rf"^(\^=?|=)?{_IFNAME}(,{_IFNAME})*$", 256,
+    "is an optional ^ or = and then interface names (at most 15 characters each) joined by commas",
+    r"A-Za-z0-9_.,^=-")
+
+HCA_NAME = Kind(
+    "HcaName", "an HCA name", "an RDMA device name (letters, digits, '.', '_', '-'), optionally ':port'",
+    "mlx5_0", r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}(:[0-9]{1,3})?$", 68, "is a device name, optionally :port",
+    r"A-Za-z0-9_.:-")
+
+VERSION = Kind(
+    "Version", "a version", "a package version: letters, digits, '.', '-', '+', '~', starting with a letter "
+    "or digit", "550.90.07", r"^[A-Za-z0-9][A-Za-z0-9.+~-]*$", 64, _NAME_START, r"A-Za-z0-9.+~-")
+
+SLURM_VERSION = Kind(
+    "SlurmVersion", "a Slurm version", "a Slurm release as major.minor (quoted: \"24.05\"), optionally .micro",
+    "24.05", r"^[0-9]{1,4}\.[0-9]{1,2}(\.[0-9]{1,4})?$", 16, "is major.minor such as \"24.05\"", r"0-9.")
+
+CIDR = Kind(
+    "Cidr", "a network prefix", "an IPv4 or IPv6 prefix such as 10.10.0.0/16 or fd00:10::/64",
+    "10.10.0.0/16", r"^[0-9A-Fa-f.:]+(/[0-9]{1,3})?$", 64, "is an address and a prefix length",
+    r"0-9A-Fa-f.:/", _cidr)
+
+CLOUD_REGION = Kind(
+    "CloudRegion", "a cloud region", "lower-case letters, digits and dashes, starting with a letter "
+    "(us-east-2, us-central1, eastus)", "us-east-2", r"^[a-z][a-z0-9-]*$", 64, "starts with a lower-case letter",
+    r"a-z0-9-")
+
+CLOUD_ZONE = Kind(
+    "CloudZone", "a cloud zone", "lower-case letters, digits and dashes (us-east-2a, us-central1-a, 1)",
+    "us-east-2a", r"^[a-z0-9][a-z0-9-]*$", 64, "starts with a lower-case letter or digit", r"a-z0-9-")
+
+RESERVATION = Kind(
+    "Reservation", "a reservation name", "a reservation id or name: letters, digits, '.', '_', '-' and '/' "
+    "(a GCP shared reservation path)", "cr-0a1b2c3d4e5f60718", r"^[A-Za-z0-9][A-Za-z0-9._/-]*$", 256,
+    _NAME_START, r"A-Za-z0-9._/-")
+
+OS_NAME = Kind(
+    "OsName", "an OS identifier", "distribution and release in lower case, e.g. ubuntu-22.04 or debian-12",
+    "ubuntu-22.04", r"^[a-z][a-z0-9._-]*$", 32, "starts with a lower-case letter", r"a-z0-9._-")
+
+FreeText = Annotated[str, FREE_TEXT]
+Identifier = Annotated[str, IDENTIFIER]
+ClusterName = Annotated[str, CLUSTER_NAME]
+SlurmClusterName = Annotated[str, SLURM_CLUSTER_NAME]
+GroupName = Annotated[str, GROUP_NAME]
+FabricName = Annotated[str, FABRIC_NAME]
+HostName = Annotated[str, HOST_NAME]
+HostList = Annotated[str, HOST_LIST]
+AbsolutePath = Annotated[str, ABSOLUTE_PATH]
+NfsExport = Annotated[str, NFS_EXPORT]
+MountSource = Annotated[str, MOUNT_SOURCE]
+Endpoint = Annotated[str, ENDPOINT]
+SlurmTime = Annotated[str, SLURM_TIME]
+SlurmFeature = Annotated[str, SLURM_FEATURE]
+InterfaceName = Annotated[str, INTERFACE_NAME]
+NcclSocketIfname = Annotated[str, NCCL_SOCKET_IFNAME]
+HcaName = Annotated[str, HCA_NAME]
+Version = Annotated[str, VERSION]
+SlurmVersion = Annotated[str, SLURM_VERSION]
+Cidr = Annotated[str, CIDR]
+CloudRegion = Annotated[str, CLOUD_REGION]
+CloudZone = Annotated[str, CLOUD_ZONE]
+Reservation = Annotated[str, RESERVATION]
+OsName = Annotated[str, OS_NAME]
+
+ALL_KINDS: tuple[Kind, ...] = (
+    FREE_TEXT, IDENTIFIER, CLUSTER_NAME, SLURM_CLUSTER_NAME, GROUP_NAME, FABRIC_NAME, HOST_NAME, HOST_LIST,
+    ABSOLUTE_PATH, NFS_EXPORT, MOUNT_SOURCE, ENDPOINT, SLURM_TIME, SLURM_FEATURE, INTERFACE_NAME,
+    NCCL_SOCKET_IFNAME, HCA_NAME, VERSION, SLURM_VERSION, CIDR, CLOUD_REGION, CLOUD_ZONE, RESERVATION, OS_NAME)
+"""every kind, for documentation and for the tests that check each one refuses the injection payloads"""
