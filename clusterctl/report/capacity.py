@@ -70,8 +70,15 @@ class Sources:
         if not self._refs:
             return ""
         lines = ["Sources:", ""]
-        lines += [f"{n}. `{key}`: {text}" for key, (n, text) in self._refs.items()]
+        lines += [f"{n}. `{key}`: {markdown_text(text)}" for key, (n, text) in self._refs.items()]
         return "\n".join(lines) + "\n"
+
+
+def markdown_text(text: str) -> str:
+    """Catalog free text (a ``sources`` line, which a blueprint's own ``catalog:`` may set) as Markdown prose:
+    the kinds keep it to one printable line; ``<`` is written as an entity so the text cannot open an HTML tag
+    in a Markdown viewer (docs/security.md)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;")
 
 
 def catalog_source(plan: ClusterPlan, section: str, name: str, field: str) -> str:

@@ -144,3 +144,13 @@ def test_every_shipped_blueprint_builds(name):
     assert sec.key == "capacity" and sec.markdown.endswith("\n")
     assert json.loads(json.dumps(sec.data)) == sec.data
     assert list(sec.data) == list(section(shipped(name)).data)  # fixed key order
+
+
+def test_a_catalog_source_cannot_open_an_html_tag_in_the_report():
+    from clusterctl.report.capacity import Sources
+
+    s = Sources()
+    s.ref("accelerators.x.tdp_w", "[P] vendor <img src=x onerror=alert(1)> & co")
+    text = s.markdown()
+    assert "<img" not in text
+    assert "&lt;img src=x onerror=alert(1)> &amp; co" in text
