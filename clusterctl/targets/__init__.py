@@ -22,7 +22,10 @@ class UnknownTarget(ValueError):
 
 class RenderError(ValueError):
     """The plan cannot be written as valid configuration for a target (a rule should catch it first;
-    the CLI reports it as an unusable blueprint, exit 2, never a traceback)."""
+    the CLI reports it as an unusable blueprint, exit 2, never a traceback). ``hint`` says what to change
+    when the error is about the blueprint's own text rather than a missing rule."""
+
+    hint: str | None = None
 
 
 def render_targets(plan: ClusterPlan, names: Iterable[str] | None = None) -> dict[str, str]:
