@@ -28,7 +28,7 @@ from clusterctl.rules.nvlink import multi_node
 from clusterctl.rules.slurm import AUTODETECT_NVIDIA, BLOCK_PLUGIN, BLOCK_SIZES, TOPOLOGY_YAML, parse_version
 from clusterctl.rules.software import vendor
 from clusterctl.targets import RenderError
-from clusterctl.targets.common import header, key_values, render_template
+from clusterctl.targets.common import conf_value, header, jinja_literal, key_values, render_template
 
 Version = tuple[int, int]
 
@@ -182,7 +182,7 @@ def node_line(g: GroupPlan, reserve_gb: float) -> str:
         ("Gres", f"gpu:{gres_type(t.gpu_model)}:{t.gpus}" if t.gpus and t.gpu_model else None),
         ("Features", _dedupe([g.name, t.gpu_model or "", *t.features])),
         ("State", "UNKNOWN"),
-    ])
+    ], f"node group {g.name}")
 
 
 def partition_lines(plan: ClusterPlan) -> list[str]:
@@ -201,7 +201,7 @@ def partition_lines(plan: ClusterPlan) -> list[str]:
             ("Default", "YES" if default else None),
             ("MaxTime", part.max_time),
             ("State", "UP"),
-        ]))
+        ], f"partition {part.name}"))
     return lines
 
 
@@ -232,7 +232,7 @@ def gres_lines(groups: Sequence[GroupPlan], version: Version, dev_dir: str = DEV
                 ("File", device_files(prefix, base + first, base + last)),
                 ("Cores", index_range(socket * c, socket * c + c - 1) if t.server is not None else None),
                 ("Flags", "amd_gpu_env" if amd and version >= GRES_ENV_FLAGS else None),
-            ]))
+            ], f"gres.conf line of node group {g.name}"))
     return lines
 
 
@@ -245,7 +245,8 @@ class Switch:
     switches: str | None = None
 
     def line(self) -> str:
-        return key_values([("SwitchName", self.name), ("Switches", self.switches), ("Nodes", self.nodes)])
+        return key_values([("SwitchName", self.name), ("Switches", self.switches), ("Nodes", self.nodes)],
+                          "topology switch")
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +255,7 @@ class Block:
     nodes: str
 
     def line(self) -> str:
-        return key_values([("BlockName", self.name), ("Nodes", self.nodes)])
+        return key_values([("BlockName", self.name), ("Nodes", self.nodes)], "topology block")
 
 
 def compute_fabric(plan: ClusterPlan, g: GroupPlan) -> FabricPlan | None:
@@ -473,11 +474,15 @@ def topology_yaml(plan: ClusterPlan, groups: Sequence[GroupPlan]) -> str:
     domains (then the block topology is the cluster default, as NVLINK004 asks)."""
     slurm = plan.blueprint.slurm
     switches = tree_switches(plan, groups)
+    for sw in switches:  # the same values as topology.conf: Slurm parses them as names and host lists
+        sw.line()
     has_domains = bool(multi_node(plan))
     topologies = [{"name": "fabric", "default": not has_domains, "kind": "tree", "switches": switches}]
     if has_domains:
         topologies.append({"name": "nvlink", "default": True, "kind": "block",
                            "block_sizes": list(slurm.block_sizes), "blocks": nvlink_blocks(plan, groups)})
+    for b in topologies[-1].get("blocks", ()):
+        b.line()
     return render_template("slurm/topology.yaml.j2", header=header(plan), topologies=topologies)
 
 
@@ -496,8 +501,9 @@ def slurmdbd_conf(plan: ClusterPlan) -> str:
              _kv("LogFile", "/var/log/slurm/slurmdbd.log"),
              _kv("StorageType", "accounting_storage/mysql"), _kv("StorageHost", "localhost"),
              _kv("StorageUser", "slurm"), _kv("StorageLoc", "slurm_acct_db")]
-    return render_template("slurm/slurmdbd.conf.j2.j2", header=header(plan), lines=lines,
-                           password_variable="slurmdbd_storage_pass")
+    # an Ansible template: no text from the blueprint may open a Jinja delimiter
+    return render_template("slurm/slurmdbd.conf.j2.j2", header=jinja_literal(header(plan)),
+                           lines=[jinja_literal(line) for line in lines], password_variable="slurmdbd_storage_pass")
 
 
 def render(plan: ClusterPlan, *, dev_dir: str = DEV_DIR) -> dict[str, str]:
