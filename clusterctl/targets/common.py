@@ -33,6 +33,8 @@ def _shown(value: str) -> str:
 
 
 _WHITESPACE = re.compile(r"\s")
+_PLAIN = re.compile(r'[!$-<>-~]*')
+"""printable ASCII without space, '"', '#' and '=' (0x21, 0x24-0x3c, 0x3e-0x7e): nothing to refuse"""
 
 
 def conf_value(value: object, what: str, *, spaces: bool = False, equals: bool = False,
@@ -43,6 +45,8 @@ def conf_value(value: object, what: str, *, spaces: bool = False, equals: bool =
     comment in slurm.conf and /etc/hosts) and ``"`` (slurm.conf's only quoting). Unless allowed: whitespace
     (ends the value) and ``=`` (starts another key). ``extra`` lists further characters to refuse."""
     text = str(value)
+    if not extra and _PLAIN.fullmatch(text):  # the usual case, one regex: printable ASCII, no space # " =
+        return text
     bad = [ch for ch in text if not ch.isprintable() and not (spaces and ch == " ")]
     bad += [ch for ch in '#"' + extra if ch in text]
     if not spaces:

@@ -80,8 +80,48 @@ def comment_lines(comments: Iterable[str]) -> str:
     return "".join(f"# {comment(c)}\n" if c else "#\n" for c in comments)
 
 
+_STR, _MAP, _SEQ = "tag:yaml.org,2002:str", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+_NULL, _BOOL, _INT, _FLOAT = ("tag:yaml.org,2002:null", "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int",
+                              "tag:yaml.org,2002:float")
+
+
+def _float(value: float) -> str:
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"{value} is not a number an output may hold")
+    text = repr(value).lower()
+    return text.replace("e", ".0e", 1) if "." not in text and "e" in text else text
+
+
+def node(value: object) -> yaml.Node:
+    """The YAML node of ``value``, as PyYAML's SafeRepresenter with the representers above would build it
+    (without its per-object alias bookkeeping: an inventory of 87,500 nodes is 140,000 scalars)."""
+    if isinstance(value, str):
+        if isinstance(value, Unsafe):
+            return yaml.ScalarNode(UNSAFE_TAG, str(value), style='"')
+        return yaml.ScalarNode(_STR, value)
+    if isinstance(value, Mapping):
+        return yaml.MappingNode(_MAP, [(node(k), node(v)) for k, v in value.items()],
+                                flow_style=isinstance(value, FlowMap))
+    if isinstance(value, (list, tuple)):
+        return yaml.SequenceNode(_SEQ, [node(v) for v in value], flow_style=isinstance(value, Flow))
+    if value is None:
+        return yaml.ScalarNode(_NULL, "")
+    if isinstance(value, bool):
+        return yaml.ScalarNode(_BOOL, "true" if value else "false")
+    if isinstance(value, int):
+        return yaml.ScalarNode(_INT, str(value))
+    if isinstance(value, float):
+        return yaml.ScalarNode(_FLOAT, _float(value))
+    raise TypeError(f"cannot write a {type(value).__name__} as YAML")
+
+
 def body(data: object, *, dumper: type = Dumper) -> str:
     """``data`` as block YAML, keys in insertion order, without a document marker."""
+    return yaml.serialize(node(data), Dumper=dumper, width=WIDTH, allow_unicode=True)
+
+
+def represented(data: object, *, dumper: type = Dumper) -> str:
+    """The same through PyYAML's own representer (the reference :func:`node` is tested against)."""
     return yaml.dump(data, Dumper=dumper, sort_keys=False, default_flow_style=False, width=WIDTH,
                      allow_unicode=True)
 

@@ -55,3 +55,17 @@ def test_c_and_pure_python_emitters_write_the_same_text():
             "templates": ["{{ playbook_dir }}/..", "{{ vault_munge_key | default('') }}"]}
     assert yamlout.Dumper.__mro__[1] is yaml.CSafeDumper
     assert yamlout.dump(data) == yamlout.dump(data, dumper=yamlout.PureDumper)
+
+
+def test_node_builder_writes_what_pyyaml_s_representer_writes():
+    data = {"s": "x", "u": Unsafe("{{ y }}"), "n": None, "t": True, "f": False, "i": 12, "fl": 1.5, "e": 1e20,
+            "neg": -3, "flow": Flow([1, "a", Unsafe("b")]), "fm": [FlowMap(a=1, b=Unsafe("c"))], "empty": [],
+            "emptymap": {}, "nested": {"k": [{"a": None}]}, "quoted": ["1e3", "true", "null", "0x10", ""]}
+    for dumper in (yamlout.Dumper, yamlout.PureDumper):
+        assert yamlout.body(data, dumper=dumper) == yamlout.represented(data, dumper=dumper)
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("nan"), object()])
+def test_values_an_output_cannot_hold_are_refused(bad):
+    with pytest.raises((ValueError, TypeError)):
+        yamlout.body({"k": bad})
