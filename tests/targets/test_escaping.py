@@ -215,3 +215,36 @@ def test_cli_maps_a_refused_value_to_exit_2(tmp_path, monkeypatch):
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr and "max_time" in result.stderr.replace("MaxTime", "max_time")
     assert not (tmp_path / "out" / "slurm" / "slurm.conf").exists()
+
+
+def test_an_addressing_key_with_a_newline_stays_in_its_hosts_comment():
+    """issue 9: a newline in an ``addressing`` key added a line to /etc/hosts (the pool name is in a comment)."""
+    import dataclasses
+
+    plan = lab_plan_with(("name",), "lab-2node")
+    evil = "inband\n6.6.6.6 head01"
+    plan = dataclasses.replace(plan, addresses=tuple(
+        dataclasses.replace(p, name=evil) if p.role == "inband" else p for p in plan.addresses))
+    clean = ansible.hosts_file(lab_plan_with(("name",), "lab-2node"))
+    text = ansible.hosts_file(plan)
+
+    def entries(hosts: str) -> list[str]:
+        return [line for line in hosts.splitlines() if not line.startswith("#")]
+
+    assert entries(text) == entries(clean) and not any("6.6.6.6" in e for e in entries(text))
+    assert "inband\\n6.6.6.6 head01" in text  # shown, escaped, in the comment
+
+
+def test_a_quote_in_a_mount_path_is_python_data_in_the_acceptance_tests():
+    """issue 9: a quote in a mount path became Python in the rendered testinfra tests."""
+    mount = "/data'); import os; os.system('id'); ('"
+    plan = lab_plan_with(("storage", 0, "mount"), mount.replace(" ", ""))
+    text = render_targets(plan, ["testinfra"])["tests/test_gpu.py"]
+    tree = ast.parse(text)
+    assert not any(isinstance(n, ast.Import) for n in ast.walk(tree) if getattr(n, "names", [None])[0]
+                   and n.names[0].name == "os")
+    values = {n.targets[0].id: ast.literal_eval(n.value) for n in tree.body
+              if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) and n.targets[0].id in
+              ("FSTAB", "HEALTH_MOUNTS")}
+    assert values["HEALTH_MOUNTS"] == [mount.replace(" ", "")]
+    assert values["FSTAB"][0][1] == mount.replace(" ", "")
