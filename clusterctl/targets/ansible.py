@@ -18,7 +18,8 @@ from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.resources import data_dir
 from clusterctl.targets import RenderError
 from clusterctl.targets.common import conf_value, environment, header, path_part
-from clusterctl.targets.yamlout import Flow, FlowMap, Unsafe, body, comment, comment_lines, dump, unsafe
+from clusterctl.targets.yamlout import (Flow, FlowMap, PureDumper, Unsafe, body, comment, comment_lines, dump,
+                                        unsafe)
 
 ROLE_GROUPS = ("compute", "head", "login", "storage", "service")
 """inventory groups by node role, in this order"""
@@ -436,7 +437,7 @@ def yaml_file(plan: ClusterPlan, comments: Sequence[str], sections: Iterable[Sec
     parts = [comment_lines([_head(plan), *comments]), "---\n"]
     for notes, data in sections:
         if data:
-            parts += [comment_lines(notes), body(data)]
+            parts += [comment_lines(notes), body(data, dumper=PureDumper)]
     return "".join(parts)
 
 
@@ -600,7 +601,7 @@ def site_file(plan: ClusterPlan, site_plays: Sequence[Play]) -> str:
         text = Unsafe if play.named_by_blueprint else str
         data = [{"name": text(play.name), "hosts": text(play.hosts), "become": True,
                  "roles": [{"role": r, "tags": Flow([r])} for r in play.roles]}]
-        parts += ["\n" if k else "", comment_lines(notes), body(data)]
+        parts += ["\n" if k else "", comment_lines(notes), body(data, dumper=PureDumper)]
     return "".join(parts)
 
 

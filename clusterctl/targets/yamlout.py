@@ -8,10 +8,12 @@ in :class:`Unsafe` and written with the ``!unsafe`` tag, which ansible-core (2.x
 role as those characters. Strings that *are* templates (``{{ playbook_dir }}/..``, vault references) are
 plain ``str`` and are written untagged: the choice is explicit at the place the data is built.
 
-libyaml's C emitter (``CSafeDumper``) is used where PyYAML was built with it and the pure-Python
-``SafeDumper`` otherwise. The two choose different quoting for some strings in flow collections, so
-:class:`Unsafe` strings are always double-quoted (a style both honour for every string): then they write the
-same bytes for the same data (tests/targets/test_yamlout.py) and golden files hold on either.
+libyaml's C emitter (``CSafeDumper``) writes the inventory (87,500 nodes: 1.3 MB of mappings) where PyYAML
+was built with it; the pure-Python emitter writes the small files whose sequences ansible-lint wants
+indented (libyaml cannot indent a sequence inside a mapping), and the inventory where libyaml is missing.
+The two choose different quoting for some strings in flow collections, so :class:`Unsafe` strings are always
+double-quoted (a style both honour for every string): for mappings they write the same bytes for the same
+data (tests/targets/test_yamlout.py), so golden files hold on either.
 """
 
 from __future__ import annotations
@@ -53,7 +55,10 @@ def _null(dumper: yaml.SafeDumper, _value: None) -> yaml.ScalarNode:
 
 def _make_dumper(base: type) -> type:
     class Dumper(base):  # type: ignore[misc, valid-type]
-        pass
+        def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+            """Sequences inside mappings indented (``key:\n  - item``), as yamllint and ansible-lint want
+            (pure-Python emitter only: libyaml always writes them indentless)."""
+            return super().increase_indent(flow, False)
 
     Dumper.add_representer(Unsafe, lambda d, v: d.represent_scalar(UNSAFE_TAG, str(v), style='"'))
     Dumper.add_representer(Flow, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=True))
@@ -62,9 +67,11 @@ def _make_dumper(base: type) -> type:
     return Dumper
 
 
-Dumper = _make_dumper(_BaseDumper)
 PureDumper = _make_dumper(yaml.SafeDumper)
-"""the pure-Python emitter with the same representers (the fallback, and the reference in tests)"""
+"""the pure-Python emitter: block sequences inside mappings indented. For files that hold such sequences and
+that ansible-lint reads (group_vars, site.yml: small)"""
+Dumper = _make_dumper(_BaseDumper) if _BaseDumper is not yaml.SafeDumper else PureDumper
+"""libyaml's C emitter where PyYAML has it: for the large file that holds mappings only (the inventory)"""
 
 
 def comment(text: str) -> str:

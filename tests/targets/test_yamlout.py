@@ -50,11 +50,16 @@ def test_plain_safe_load_refuses_the_tag_so_nothing_reads_it_silently_as_a_templ
 @pytest.mark.skipif(not hasattr(yaml, "CSafeDumper"), reason="PyYAML built without libyaml")
 def test_c_and_pure_python_emitters_write_the_same_text():
     data = {"all": {"children": {"gpu": {"hosts": {"gpu[01:02]": None}}}},
-            "vars": [FlowMap(name=Unsafe(p), n=1) for p in PAYLOADS], "flow": Flow([Unsafe(p) for p in PAYLOADS]),
-            "block": [Unsafe(p) for p in PAYLOADS], "keys": {p: None for p in PAYLOADS if p.isprintable() and p},  # inventory keys: printable (guarded)
-            "templates": ["{{ playbook_dir }}/..", "{{ vault_munge_key | default('') }}"]}
+            "vars": {"m": FlowMap(name=Unsafe(PAYLOADS[0]), n=1)}, "flow": Flow([Unsafe(p) for p in PAYLOADS]),
+            "unsafe": {f"k{i}": Unsafe(p) for i, p in enumerate(PAYLOADS)},
+            "keys": {p: None for p in PAYLOADS if p.isprintable() and p},  # inventory keys: printable (guarded)
+            "templates": {"a": "{{ playbook_dir }}/..", "b": "{{ vault_munge_key | default('') }}"}}
     assert yamlout.Dumper.__mro__[1] is yaml.CSafeDumper
     assert yamlout.dump(data) == yamlout.dump(data, dumper=yamlout.PureDumper)
+
+
+def test_pure_emitter_indents_sequences_inside_mappings():
+    assert yamlout.body({"k": [1, {"a": [2]}]}, dumper=yamlout.PureDumper) == "k:\n  - 1\n  - a:\n      - 2\n"
 
 
 def test_node_builder_writes_what_pyyaml_s_representer_writes():
