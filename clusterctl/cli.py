@@ -160,8 +160,12 @@ def render(
     try:
         files = render_targets(v.plan, names or None)
     except RenderError as exc:
-        raise _misuse(f"{loaded.source.file}: cannot render: {exc}",
-                      "this needs a rule that reports it at validate time: please report it") from None
+        where = loaded.source.file
+        if exc.path:
+            pos = loaded.source.locate(exc.path)
+            where = f"{where}:{pos.line}:{pos.col}"
+        raise _misuse(f"{where}: cannot render: {exc}",
+                      exc.hint or "this needs a rule that reports it at validate time: please report it") from None
     if check:
         result = compare(files, output)
         for label, paths in (("changed", result.changed), ("missing", result.added), ("extra", result.removed)):

@@ -26,6 +26,9 @@ class RenderError(ValueError):
     when the error is about the blueprint's own text rather than a missing rule."""
 
     hint: str | None = None
+    path: tuple = ()
+    """where in the blueprint the offending value is (``("slurm", "partitions", 0)``), when known: the CLI
+    prints it as FILE:LINE:COL"""
 
 
 def render_targets(plan: ClusterPlan, names: Iterable[str] | None = None) -> dict[str, str]:

@@ -17,7 +17,7 @@ from clusterctl import hostlist
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.resources import data_dir
 from clusterctl.targets import RenderError
-from clusterctl.targets.common import conf_value, environment, header, path_part
+from clusterctl.targets.common import at, conf_value, environment, header, path_part
 from clusterctl.targets.yamlout import (Flow, FlowMap, PureDumper, Unsafe, body, comment, comment_lines, dump,
                                         unsafe)
 
@@ -237,8 +237,9 @@ def hosts_file(plan: ClusterPlan) -> str:
         lines.append(f"# node group {comment(g.name)}: in-band addresses from pool {comment(pool.name)} "
                      f"({comment(pool.cidr)})")
         what = f"host name in node group {g.name}"
-        lines.extend(f"{address} {conf_value(host, what)}"
-                     for address, host in zip(group_addresses(plan, g) or (), g.hosts))
+        with at((*g.path, "hostnames")):
+            lines.extend(f"{address} {conf_value(host, what)}"
+                         for address, host in zip(group_addresses(plan, g) or (), g.hosts))
     mgmt = next((p for p in plan.addresses if p.role == "mgmt" and p.switch_offset >= 0), None)
     if mgmt is not None:
         lines.append(f"# switches: management addresses from pool {comment(mgmt.name)} ({comment(mgmt.cidr)})")
@@ -307,11 +308,15 @@ def storage_mounts(plan: ClusterPlan, g: GroupPlan) -> tuple[list[dict], list[st
             mounts.append({"name": t.name, "path": t.mount, "src": f"{t.servers}/{t.name}", "fstype": "wekafs"})
         elif t.filesystem == "vast" and t.servers:
             mounts.append({"name": t.name, "path": t.mount, "src": f"{t.servers}:/{t.name}", "fstype": "nfs"})
+    tiers = {t.name: i for i, t in enumerate(plan.blueprint.storage)}
     for m in mounts:  # fstab fields: one word each, no '#', no control characters
-        for key in ("path", "src"):
-            conf_value(m[key], f"storage tier {m['name']} {'mount' if key == 'path' else 'source'}")
+        with at(("storage", tiers.get(m["name"], 0))):
+            for key in ("path", "src"):
+                conf_value(m[key], f"storage tier {m['name']} {'mount' if key == 'path' else 'source'}")
+    mounts_of = {t.mount: i for i, t in enumerate(plan.blueprint.storage)}
     for path in expected + local:
-        conf_value(path, "storage mount point")
+        with at(("storage", mounts_of.get(path, 0), "mount")):
+            conf_value(path, "storage mount point")
     return mounts, expected, local
 
 
@@ -612,11 +617,12 @@ def render(plan: ClusterPlan) -> dict[str, str]:
     site_plays = plays(plan, available)
     controllers, accounting = _slurm_hosts(plan)
     nccl = nccl_groups(plan)
+    with at(("name",)):
+        facts_dir = conf_value(path_part(bp.name, "blueprint name"), "blueprint name", extra="%;")
     files = {
         "hosts/hosts": hosts_file(plan),
         "ansible/ansible.cfg": env.get_template("ansible/ansible.cfg.j2").render(
-            header=header(plan).rstrip("\n"),
-            facts_dir=conf_value(path_part(bp.name, "blueprint name"), "blueprint name", extra="%;")),
+            header=header(plan).rstrip("\n"), facts_dir=facts_dir),
         "ansible/inventory.yml": inventory_file(plan),
         "ansible/group_vars/all.yml": all_vars_file(plan, controllers, accounting),
         "ansible/site.yml": site_file(plan, site_plays),

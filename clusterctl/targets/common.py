@@ -10,7 +10,8 @@ an error naming the field; it never reaches a line of the file.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 
 import jinja2
 
@@ -61,6 +62,17 @@ def conf_value(value: object, what: str, *, spaces: bool = False, equals: bool =
             f"write {what} without control characters, '#', quotes"
             + ("" if spaces else ", spaces") + ("" if equals else ", '='") + (f", {extra!r}" if extra else ""))
     return text
+
+
+@contextmanager
+def at(path: tuple) -> Iterator[None]:
+    """Attach ``path`` (a place in the blueprint) to a refusal raised inside, unless it has a closer one."""
+    try:
+        yield
+    except ConfigValueError as exc:
+        if not exc.path:
+            exc.path = tuple(path)
+        raise
 
 
 def path_part(name: str, what: str) -> str:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from clusterctl.plan.model import ClusterPlan, FabricPlan, GroupPlan, NodeTypePlan
 from clusterctl.rules.software import vendor as accelerator_vendor
-from clusterctl.targets.common import conf_value, header, path_part, render_template
+from clusterctl.targets.common import at, conf_value, header, path_part, render_template
 from clusterctl.targets.yamlout import comment
 
 # --- documented defaults (docs/nccl.md explains each) ------------------------------------------------
@@ -122,10 +122,12 @@ def render(plan: ClusterPlan) -> dict[str, str]:
         # Older NCCL parsers do not skip '#' lines: a comment holding '=' would become a variable.
         preamble = [_conf_comment(line) for line in preamble]  # user-chosen names
         file = path_part(name, "node type name")
+        with at(("node_types", name, "nccl")):
+            checked = [Setting(_wrap([_conf_comment(" ".join(s.why))]), s.key, _setting_value(s, name))
+                       for s in settings]
         files[f"nccl/{file}.conf"] = render_template(
             "nccl/nccl.conf.j2", header=_conf_comment(header(plan).rstrip("\n")) + "\n", preamble=_wrap(preamble),
-            settings=[Setting(_wrap([_conf_comment(" ".join(s.why))]), s.key, _setting_value(s, name))
-                      for s in settings])
+            settings=checked)
         if steps:
             files[f"nccl/{file}.env.sh"] = render_template(
                 "nccl/env.sh.j2", header=header(plan), preamble=_wrap([comment(p) for p in _env_preamble(nt)]),

@@ -23,12 +23,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from clusterctl import hostlist
+from clusterctl.blueprint.software import Partition
 from clusterctl.plan.model import ClusterPlan, FabricPlan, GroupPlan
 from clusterctl.rules.nvlink import multi_node
 from clusterctl.rules.slurm import AUTODETECT_NVIDIA, BLOCK_PLUGIN, BLOCK_SIZES, TOPOLOGY_YAML, parse_version
 from clusterctl.rules.software import vendor
 from clusterctl.targets import RenderError
-from clusterctl.targets.common import conf_value, header, jinja_literal, key_values, render_template
+from clusterctl.targets.common import at, conf_value, header, jinja_literal, key_values, render_template
 
 Version = tuple[int, int]
 
@@ -173,6 +174,15 @@ def _is_amd(g: GroupPlan) -> bool:
 
 def node_line(g: GroupPlan, reserve_gb: float) -> str:
     t = g.type
+    with at(("node_types", t.name, "features")):
+        for feature in t.features:
+            conf_value(feature, f"node type {t.name} feature", extra=",")
+    with at(g.path):
+        return _node_line(g, reserve_gb)
+
+
+def _node_line(g: GroupPlan, reserve_gb: float) -> str:
+    t = g.type
     return key_values([
         ("NodeName", g.hostlist),
         ("Sockets", t.sockets),
@@ -188,21 +198,26 @@ def node_line(g: GroupPlan, reserve_gb: float) -> str:
 def partition_lines(plan: ClusterPlan) -> list[str]:
     by_name = {g.name: g for g in plan.groups}
     lines, default_done = [], False
-    for part in plan.blueprint.slurm.partitions:
+    for i, part in enumerate(plan.blueprint.slurm.partitions):
         groups = [by_name[n] for n in dict.fromkeys(part.groups) if n in by_name]
         if not groups:
             raise SlurmRenderError(f"partition {part.name} has no nodes (slurmctld refuses empty partitions)")
         nodes = groups[0].hostlist if len(groups) == 1 else hostlist.compress(h for g in groups for h in g.hosts)
         default = part.default and not default_done
         default_done = default_done or default
-        lines.append(key_values([
-            ("PartitionName", part.name),
-            ("Nodes", nodes),
-            ("Default", "YES" if default else None),
-            ("MaxTime", part.max_time),
-            ("State", "UP"),
-        ], f"partition {part.name}"))
+        with at(("slurm", "partitions", i)):
+            lines.append(_partition_line(part, nodes, default))
     return lines
+
+
+def _partition_line(part: Partition, nodes: str, default: bool) -> str:
+    return key_values([
+        ("PartitionName", part.name),
+        ("Nodes", nodes),
+        ("Default", "YES" if default else None),
+        ("MaxTime", part.max_time),
+        ("State", "UP"),
+    ], f"partition {part.name}")
 
 
 def gres_lines(groups: Sequence[GroupPlan], version: Version, dev_dir: str = DEV_DIR) -> list[str]:
@@ -398,6 +413,8 @@ def _topology_plugin(topology: str, version: Version) -> tuple[str | None, str]:
 def slurm_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan]) -> str:
     slurm = plan.blueprint.slurm
     name = (slurm.cluster_name or plan.blueprint.name).lower()
+    with at(("slurm", "cluster_name") if slurm.cluster_name else ("name",)):
+        conf_value(name, "ClusterName")
     if len(name) > CLUSTER_NAME_MAX:
         raise SlurmRenderError(f"ClusterName {name} is longer than {CLUSTER_NAME_MAX} characters (slurm.conf(5))")
     controllers = hostlist.expand(slurm.controllers)

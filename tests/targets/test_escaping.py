@@ -49,7 +49,7 @@ FIELDS = {
     "nfs mount": (("storage", 0, "mount"), r"storage tier home mount"),
     "storage name": (("storage", 0, "name"), None),
     "local mount": (("storage", 1, "mount"), r"storage mount point"),
-    "node features": (("node_types", "hgx", "features"), r"node group gpu Features"),
+    "node features": (("node_types", "hgx", "features"), r"node type hgx feature"),
     "socket ifname": (("node_types", "hgx", "nccl"), r"NCCL_SOCKET_IFNAME of node type hgx"),
     "ib hca": (("node_types", "hgx", "nccl"), r"NCCL_IB_HCA of node type hgx"),
 }
@@ -214,7 +214,28 @@ def test_cli_maps_a_refused_value_to_exit_2(tmp_path, monkeypatch):
     result = cli("render", str(bp), "-o", str(tmp_path / "out"))
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr and "max_time" in result.stderr.replace("MaxTime", "max_time")
+    assert f"{bp}:" in result.stderr  # located in the blueprint
     assert not (tmp_path / "out" / "slurm" / "slurm.conf").exists()
+
+
+def test_refusals_carry_the_blueprint_path(tmp_path):
+    """The targets' own refusal (whatever the model accepts) names the field and its place: the CLI prints
+    FILE:LINE:COL from ``path``."""
+    cases = {
+        ("slurm", "partitions", 0, "max_time"): ("slurm", "partitions", 0),
+        ("storage", 0, "mount"): ("storage", 0),
+        ("slurm", "cluster_name"): ("slurm", "cluster_name"),
+        ("node_types", "hgx", "features"): ("node_types", "hgx", "features"),
+    }
+    for field, where in cases.items():
+        value = ["ok", "a\nb"] if field[-1] == "features" else ("/x\ny" if field[-1] == "mount" else "a\nb")
+        with pytest.raises(ConfigValueError) as info:
+            render_targets(lab_plan_with(field, value))
+        assert info.value.path == where, field
+    plan = lab_plan_with(("node_types", "hgx", "nccl"), NcclNames.model_construct(ib_hca=None, socket_ifname="a\nb"))
+    with pytest.raises(ConfigValueError) as info:
+        render_targets(plan, ["nccl"])
+    assert info.value.path == ("node_types", "hgx", "nccl")
 
 
 def test_an_addressing_key_with_a_newline_stays_in_its_hosts_comment():
