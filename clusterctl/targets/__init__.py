@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable
 
+from clusterctl.hostlist import HostlistError
 from clusterctl.plan.model import ClusterPlan
 
 TARGETS = ("slurm", "nccl", "ansible", "testinfra", "pulumi")
@@ -39,7 +40,11 @@ def render_targets(plan: ClusterPlan, names: Iterable[str] | None = None) -> dic
         if name not in TARGETS:
             raise UnknownTarget(name)
         module = importlib.import_module(f"clusterctl.targets.{name}")
-        for path, text in module.render(plan).items():
+        try:
+            rendered = module.render(plan)
+        except HostlistError as exc:  # a name the model let through that no host list can hold
+            raise RenderError(f"{name} target: {exc}") from None
+        for path, text in rendered.items():
             if path in files and files[path] != text:
                 raise RuntimeError(f"targets disagree about {path}")
             files[path] = text

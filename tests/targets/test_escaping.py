@@ -138,7 +138,7 @@ def test_payload_is_refused_naming_the_field_or_stays_data(field, payload, basel
         if expected is None:  # a file named after the payload (a partition's name is no file name) or a role
             continue
         got = shape(path, text)
-        if isinstance(expected, dict):  # YAML: no key added anywhere (derived keys may drop out, e.g. a
+        if path.endswith((".yml", ".yaml")):  # YAML: no key added anywhere (derived keys may drop out, e.g. a
             assert _key_paths(got) <= _key_paths(expected), (field, payload, path)  # driver branch)
         else:
             assert got == expected, (field, payload, path)
