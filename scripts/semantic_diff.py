@@ -1,6 +1,6 @@
 """Compare this checkout's render of every shipped blueprint with the golden files of a git revision, as data.
 
-    python3 scripts/semantic_diff.py [REV]      (REV defaults to HEAD: the goldens before regeneration)
+    python3 scripts/semantic_diff.py [REV]      (REV: a commit whose goldens are the "before"; default HEAD)
 
 A change of layout (YAML quoting, comments, indentation) is not a difference; a change of meaning is:
 

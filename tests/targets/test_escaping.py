@@ -269,3 +269,14 @@ def test_a_quote_in_a_mount_path_is_python_data_in_the_acceptance_tests():
               ("FSTAB", "HEALTH_MOUNTS")}
     assert values["HEALTH_MOUNTS"] == [mount.replace(" ", "")]
     assert values["FSTAB"][0][1] == mount.replace(" ", "")
+
+
+@pytest.mark.parametrize("name", ["gpu01:22", "gpu[01:02],evil", "a b", "x\ny", "[1:2]", "g*"])
+def test_inventory_refuses_host_names_ansible_would_read_as_patterns(name):
+    with pytest.raises(ansible.InventoryError):
+        ansible._inventory_name(name, "host")
+
+
+def test_inventory_keeps_ranges_and_plain_names():
+    for name in ("gpu[0001:0128]", "head01", "ndv5-[001:002]", "n.example"):
+        assert ansible._inventory_name(name, "host") == name
