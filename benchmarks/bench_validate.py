@@ -34,27 +34,30 @@ NODE_KW = 14.3
 SWITCHES_PER_NET_RACK = 8
 Q3400_PORTS = 144
 
-# Runs in a fresh interpreter: times one validate subprocess and reports that child's peak RSS.
+# Runs in a fresh interpreter: times one validate subprocess and reports that child's peak RSS and CPU
+# time (user + system: what the wall time would be on an otherwise idle machine, the command is one thread).
 # ru_maxrss is in KiB on Linux (bytes on macOS).
 _WRAPPER = r"""
 import json, resource, subprocess, sys, time
 t0 = time.perf_counter()
 r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 wall = time.perf_counter() - t0
-u = resource.getrusage(resource.RUSAGE_CHILDREN)
-rss_mb = u.ru_maxrss / (1024 * 1024) if sys.platform == "darwin" else u.ru_maxrss / 1024
-print(json.dumps({"wall": wall, "cpu": u.ru_utime + u.ru_stime, "rss_mb": rss_mb, "rc": r.returncode,
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+rss = usage.ru_maxrss
+rss_mb = rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
+print(json.dumps({"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mb": rss_mb, "rc": r.returncode,
                   "stderr": r.stderr[-2000:]}))
 """
 
 
-def host_pools(nodes: int) -> str:
-    """The per-host address pools: /16 each up to 65,000 nodes, /13 each above (700k GPUs = 87,500 nodes)."""
-    if nodes <= 65_000:
+def _host_pools(nodes: int) -> str:
+    """The in-band, BMC and management pools: /16 each while the nodes fit (up to 200,000 GPUs), /13 each
+    beyond (87,500 nodes at 700,000 GPUs)."""
+    if nodes < 60_000:
         cidrs = ("10.16.0.0/16", "10.17.0.0/16", "10.18.0.0/16")
     else:
         cidrs = ("10.16.0.0/13", "10.24.0.0/13", "10.32.0.0/13")
-    return "\n".join(f"  {name}: {{cidr: {cidr}, role: {name}}}" for name, cidr in zip(("inband", "bmc", "mgmt"), cidrs))
+    return "".join(f"  {role}: {{cidr: {cidr}, role: {role}}}\n" for role, cidr in zip(("inband", "bmc", "mgmt"), cidrs))
 
 
 def blueprint(gpus: int) -> str:
@@ -132,8 +135,7 @@ storage:
 workload: {{params_b: 70, checkpoint_every_min: 30, checkpoint_budget_s: 60}}
 addressing:
   rdma: {{cidr: 10.0.0.0/12, role: compute}}
-{host_pools(nodes)}
-slurm:
+{_host_pools(nodes)}slurm:
   version: "24.11"
   controllers: "head[01-02]"
   partitions: [{{name: batch, groups: [gpu], default: true}}]

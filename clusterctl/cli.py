@@ -162,8 +162,12 @@ def render(
     try:
         files = render_targets(v.plan, names or None)
     except RenderError as exc:
-        raise _misuse(f"{loaded.source.file}: cannot render: {exc}",
-                      "this needs a rule that reports it at validate time: please report it") from None
+        where = loaded.source.file
+        if exc.path:
+            pos = loaded.source.locate(exc.path)
+            where = f"{where}:{pos.line}:{pos.col}"
+        raise _misuse(f"{where}: cannot render: {exc}",
+                      exc.hint or "this needs a rule that reports it at validate time: please report it") from None
     executable = {p for p in files if p.endswith(".sh")}
     try:
         if check:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable
 
+from clusterctl.hostlist import HostlistError
 from clusterctl.plan.model import ClusterPlan
 
 TARGETS = ("slurm", "nccl", "ansible", "testinfra", "pulumi")
@@ -22,7 +23,13 @@ class UnknownTarget(ValueError):
 
 class RenderError(ValueError):
     """The plan cannot be written as valid configuration for a target (a rule should catch it first;
-    the CLI reports it as an unusable blueprint, exit 2, never a traceback)."""
+    the CLI reports it as an unusable blueprint, exit 2, never a traceback). ``hint`` says what to change
+    when the error is about the blueprint's own text rather than a missing rule."""
+
+    hint: str | None = None
+    path: tuple = ()
+    """where in the blueprint the offending value is (``("slurm", "partitions", 0)``), when known: the CLI
+    prints it as FILE:LINE:COL"""
 
 
 def render_targets(plan: ClusterPlan, names: Iterable[str] | None = None) -> dict[str, str]:
@@ -33,7 +40,11 @@ def render_targets(plan: ClusterPlan, names: Iterable[str] | None = None) -> dic
         if name not in TARGETS:
             raise UnknownTarget(name)
         module = importlib.import_module(f"clusterctl.targets.{name}")
-        for path, text in module.render(plan).items():
+        try:
+            rendered = module.render(plan)
+        except HostlistError as exc:  # a name the model let through that no host list can hold
+            raise RenderError(f"{name} target: {exc}") from None
+        for path, text in rendered.items():
             if path in files and files[path] != text:
                 raise RuntimeError(f"targets disagree about {path}")
             files[path] = text

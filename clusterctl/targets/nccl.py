@@ -20,13 +20,15 @@ names) are documented defaults that a per-node-type override replaces (:func:`ov
 from __future__ import annotations
 
 import re
+import shlex
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from clusterctl.plan.model import ClusterPlan, FabricPlan, GroupPlan, NodeTypePlan
 from clusterctl.rules.software import vendor as accelerator_vendor
-from clusterctl.targets.common import header, render_template
+from clusterctl.targets.common import at, conf_value, header, path_part, render_template
+from clusterctl.targets.yamlout import comment
 
 # --- documented defaults (docs/nccl.md explains each) ------------------------------------------------
 
@@ -118,18 +120,37 @@ def render(plan: ClusterPlan) -> dict[str, str]:
             continue
         preamble, settings, steps = _node_type(plan, nt, groups)
         # Older NCCL parsers do not skip '#' lines: a comment holding '=' would become a variable.
-        preamble = [line.replace("=", "-") for line in preamble]  # user-chosen names
-        for why in (line for st in settings for line in st.why):
-            if "=" in why:
-                raise ValueError(f"nccl.conf comment contains '=': {why}")
-        files[f"nccl/{name}.conf"] = render_template(
-            "nccl/nccl.conf.j2", header=header(plan), preamble=_wrap(preamble),
-            settings=[Setting(_wrap([" ".join(s.why)]), s.key, s.value) for s in settings])
+        preamble = [_conf_comment(line) for line in preamble]  # user-chosen names
+        file = path_part(name, "node type name")
+        with at(("node_types", name, "nccl")):
+            checked = [Setting(_wrap([_conf_comment(" ".join(s.why))]), s.key, _setting_value(s, name))
+                       for s in settings]
+        files[f"nccl/{file}.conf"] = render_template(
+            "nccl/nccl.conf.j2", header=_conf_comment(header(plan).rstrip("\n")) + "\n", preamble=_wrap(preamble),
+            settings=checked)
         if steps:
-            files[f"nccl/{name}.env.sh"] = render_template(
-                "nccl/env.sh.j2", header=header(plan), preamble=_wrap(_env_preamble(nt)),
-                steps=[ShellStep(_wrap([" ".join(s.why)]), s.code) for s in steps])
+            files[f"nccl/{file}.env.sh"] = render_template(
+                "nccl/env.sh.j2", header=header(plan), preamble=_wrap([comment(p) for p in _env_preamble(nt)]),
+                steps=[ShellStep(_wrap([comment(" ".join(s.why))]), s.code) for s in steps])
     return files
+
+
+def _conf_comment(line: str) -> str:
+    """A comment line of nccl.conf: on one line, and without '=' (NCCL before 2.x does not skip comments, so
+    ``# a=b`` would set the variable ``# a``)."""
+    return comment(line).replace("=", "-")
+
+
+def _setting_value(s: Setting, node_type: str) -> str:
+    """NCCL reads ``KEY=VALUE`` up to the end of the line and takes everything after the first '=': a value
+    must not hold a line break, '#', a quote or whitespace (interface and device lists never do); '=' is
+    allowed (``NCCL_IB_HCA==mlx5_0:1`` is an exact-match list)."""
+    return conf_value(s.value, f"{s.key} of node type {node_type}", equals=True) if s.key else s.value
+
+
+def _export(name: str, value: str) -> str:
+    """``export NAME=value`` with the value quoted for the shell (``shlex.quote``)."""
+    return f"export {name}={shlex.quote(value)}"
 
 
 def group_files(plan: ClusterPlan) -> dict[str, tuple[str, ...]]:
@@ -541,9 +562,9 @@ def _gcp_steps(nt: NodeTypePlan, fabric: str) -> list[ShellStep]:
                 "fi",
                 "unset _gib")),
             ShellStep(("Select the gIB network plugin, as cluster-toolkit's run scripts do after the profile.",),
-                      ("export NCCL_NET=gIB",)),
+                      (_export("NCCL_NET", "gIB"),)),
             ShellStep(("Interface names of the VM's two gVNICs for bootstrap traffic (cluster-toolkit Slurm images).",),
-                      (f"export NCCL_SOCKET_IFNAME={','.join(GIB_SOCKET_IFNAMES)}",)),
+                      (_export("NCCL_SOCKET_IFNAME", ",".join(GIB_SOCKET_IFNAMES)),)),
         ]
     profile = f"{TCPXO_LIB}/nccl-env-profile.sh"
     steps = [ShellStep((
@@ -558,7 +579,7 @@ def _gcp_steps(nt: NodeTypePlan, fabric: str) -> list[ShellStep]:
                "Slurm images; GKE names them eth0..eth8)."]
         if len(names) != gpu_nics:
             why.append(f"WARNING: the catalog lists {gpu_nics} GPU NICs, the names {len(names)}.")
-        ifname = [f"export NCCL_FASTRAK_IFNAME={','.join(names)}"]
+        ifname = [_export("NCCL_FASTRAK_IFNAME", ",".join(names))]
     else:
         why = ["A3 High: cluster-toolkit now runs GPUDirect over the same TCPXO (FasTrak) stack; the legacy TCPX",
                "plugin had no vendor profile (its scripts hard-coded ~20 values), so it is not rendered.",
@@ -575,10 +596,10 @@ def _gcp_steps(nt: NodeTypePlan, fabric: str) -> list[ShellStep]:
             "unset _ifs _k _bdf _n",
         ]
     steps.append(ShellStep(tuple(why), (
-        f"export NCCL_FASTRAK_CTRL_DEV={TCPXO_CTRL}",
+        _export("NCCL_FASTRAK_CTRL_DEV", TCPXO_CTRL),
         *ifname,
-        f"export NCCL_SOCKET_IFNAME={TCPXO_CTRL}",
-        "export NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY=/dev/aperture_devices")))
+        _export("NCCL_SOCKET_IFNAME", TCPXO_CTRL),
+        _export("NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY", "/dev/aperture_devices"))))
     steps.append(ShellStep((
         "The plugin libraries must be on the loader path (and the directory and /dev/aperture_devices mounted",
         "into containers)."), (f"export LD_LIBRARY_PATH=\"{TCPXO_LIB}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}\"",)))

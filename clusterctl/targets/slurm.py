@@ -23,12 +23,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from clusterctl import hostlist
+from clusterctl.blueprint.software import Partition
 from clusterctl.plan.model import ClusterPlan, FabricPlan, GroupPlan
 from clusterctl.rules.nvlink import multi_node
 from clusterctl.rules.slurm import AUTODETECT_NVIDIA, BLOCK_PLUGIN, BLOCK_SIZES, TOPOLOGY_YAML, parse_version
 from clusterctl.rules.software import vendor
 from clusterctl.targets import RenderError
-from clusterctl.targets.common import header, key_values, render_template
+from clusterctl.targets.common import at, conf_value, header, jinja_literal, key_values, render_template
 
 Version = tuple[int, int]
 
@@ -173,6 +174,15 @@ def _is_amd(g: GroupPlan) -> bool:
 
 def node_line(g: GroupPlan, reserve_gb: float) -> str:
     t = g.type
+    with at(("node_types", t.name, "features")):
+        for feature in t.features:
+            conf_value(feature, f"node type {t.name} feature", extra=",")
+    with at(g.path):
+        return _node_line(g, reserve_gb)
+
+
+def _node_line(g: GroupPlan, reserve_gb: float) -> str:
+    t = g.type
     return key_values([
         ("NodeName", g.hostlist),
         ("Sockets", t.sockets),
@@ -182,27 +192,32 @@ def node_line(g: GroupPlan, reserve_gb: float) -> str:
         ("Gres", f"gpu:{gres_type(t.gpu_model)}:{t.gpus}" if t.gpus and t.gpu_model else None),
         ("Features", _dedupe([g.name, t.gpu_model or "", *t.features])),
         ("State", "UNKNOWN"),
-    ])
+    ], f"node group {g.name}")
 
 
 def partition_lines(plan: ClusterPlan) -> list[str]:
     by_name = {g.name: g for g in plan.groups}
     lines, default_done = [], False
-    for part in plan.blueprint.slurm.partitions:
+    for i, part in enumerate(plan.blueprint.slurm.partitions):
         groups = [by_name[n] for n in dict.fromkeys(part.groups) if n in by_name]
         if not groups:
             raise SlurmRenderError(f"partition {part.name} has no nodes (slurmctld refuses empty partitions)")
         nodes = groups[0].hostlist if len(groups) == 1 else hostlist.compress(h for g in groups for h in g.hosts)
         default = part.default and not default_done
         default_done = default_done or default
-        lines.append(key_values([
-            ("PartitionName", part.name),
-            ("Nodes", nodes),
-            ("Default", "YES" if default else None),
-            ("MaxTime", part.max_time),
-            ("State", "UP"),
-        ]))
+        with at(("slurm", "partitions", i)):
+            lines.append(_partition_line(part, nodes, default))
     return lines
+
+
+def _partition_line(part: Partition, nodes: str, default: bool) -> str:
+    return key_values([
+        ("PartitionName", part.name),
+        ("Nodes", nodes),
+        ("Default", "YES" if default else None),
+        ("MaxTime", part.max_time),
+        ("State", "UP"),
+    ], f"partition {part.name}")
 
 
 def gres_lines(groups: Sequence[GroupPlan], version: Version, dev_dir: str = DEV_DIR) -> list[str]:
@@ -232,7 +247,7 @@ def gres_lines(groups: Sequence[GroupPlan], version: Version, dev_dir: str = DEV
                 ("File", device_files(prefix, base + first, base + last)),
                 ("Cores", index_range(socket * c, socket * c + c - 1) if t.server is not None else None),
                 ("Flags", "amd_gpu_env" if amd and version >= GRES_ENV_FLAGS else None),
-            ]))
+            ], f"gres.conf line of node group {g.name}"))
     return lines
 
 
@@ -245,7 +260,8 @@ class Switch:
     switches: str | None = None
 
     def line(self) -> str:
-        return key_values([("SwitchName", self.name), ("Switches", self.switches), ("Nodes", self.nodes)])
+        return key_values([("SwitchName", self.name), ("Switches", self.switches), ("Nodes", self.nodes)],
+                          "topology switch")
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +270,7 @@ class Block:
     nodes: str
 
     def line(self) -> str:
-        return key_values([("BlockName", self.name), ("Nodes", self.nodes)])
+        return key_values([("BlockName", self.name), ("Nodes", self.nodes)], "topology block")
 
 
 def compute_fabric(plan: ClusterPlan, g: GroupPlan) -> FabricPlan | None:
@@ -397,6 +413,8 @@ def _topology_plugin(topology: str, version: Version) -> tuple[str | None, str]:
 def slurm_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan]) -> str:
     slurm = plan.blueprint.slurm
     name = (slurm.cluster_name or plan.blueprint.name).lower()
+    with at(("slurm", "cluster_name") if slurm.cluster_name else ("name",)):
+        conf_value(name, "ClusterName")
     if len(name) > CLUSTER_NAME_MAX:
         raise SlurmRenderError(f"ClusterName {name} is longer than {CLUSTER_NAME_MAX} characters (slurm.conf(5))")
     controllers = hostlist.expand(slurm.controllers)
@@ -473,11 +491,15 @@ def topology_yaml(plan: ClusterPlan, groups: Sequence[GroupPlan]) -> str:
     domains (then the block topology is the cluster default, as NVLINK004 asks)."""
     slurm = plan.blueprint.slurm
     switches = tree_switches(plan, groups)
+    for sw in switches:  # the same values as topology.conf: Slurm parses them as names and host lists
+        sw.line()
     has_domains = bool(multi_node(plan))
     topologies = [{"name": "fabric", "default": not has_domains, "kind": "tree", "switches": switches}]
     if has_domains:
         topologies.append({"name": "nvlink", "default": True, "kind": "block",
                            "block_sizes": list(slurm.block_sizes), "blocks": nvlink_blocks(plan, groups)})
+    for b in topologies[-1].get("blocks", ()):
+        b.line()
     return render_template("slurm/topology.yaml.j2", header=header(plan), topologies=topologies)
 
 
@@ -496,8 +518,9 @@ def slurmdbd_conf(plan: ClusterPlan) -> str:
              _kv("LogFile", "/var/log/slurm/slurmdbd.log"),
              _kv("StorageType", "accounting_storage/mysql"), _kv("StorageHost", "localhost"),
              _kv("StorageUser", "slurm"), _kv("StorageLoc", "slurm_acct_db")]
-    return render_template("slurm/slurmdbd.conf.j2.j2", header=header(plan), lines=lines,
-                           password_variable="slurmdbd_storage_pass")
+    # an Ansible template: no text from the blueprint may open a Jinja delimiter
+    return render_template("slurm/slurmdbd.conf.j2.j2", header=jinja_literal(header(plan)),
+                           lines=[jinja_literal(line) for line in lines], password_variable="slurmdbd_storage_pass")
 
 
 def render(plan: ClusterPlan, *, dev_dir: str = DEV_DIR) -> dict[str, str]:

@@ -13,9 +13,11 @@ follow whatever the slurm and nccl targets wrote.
 
 from __future__ import annotations
 
+import json
+
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.targets import ansible
-from clusterctl.targets.common import environment, header
+from clusterctl.targets.common import environment, header, path_part
 
 SLURM_ROLES = ("compute", "head", "login")
 """node roles in the Ansible group slurm_cluster (plus the controller and accounting hosts)"""
@@ -48,9 +50,16 @@ def _group_context(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> di
     }
 
 
+def docstring_text(text: object) -> str:
+    """Text to place between triple quotes: every quote, backslash and control character escaped (the JSON
+    escapes are Python escapes too), so a name can never end the docstring and start code."""
+    return json.dumps(str(text))[1:-1]
+
+
 def render(plan: ClusterPlan) -> dict[str, str]:
     env = environment()
     env.filters["py"] = repr
+    env.filters["doc"] = docstring_text
     ctx = {"plan": plan, "header": header(plan).rstrip("\n"), "neigh": ansible._neigh_thresholds(plan),
            "slurm_config_dir": ansible.SLURM_CONFIG_DIR, "default_health_check": ansible.NODE_HEALTH_SCRIPT,
            "health_config": ansible.NODE_HEALTH_CONFIG, "sysctl_file": ansible.SYSCTL_FILE,
@@ -59,7 +68,7 @@ def render(plan: ClusterPlan) -> dict[str, str]:
     nccl = ansible.nccl_groups(plan)
     tmpl = env.get_template("testinfra/test_group.py.j2")
     for g in plan.groups:
-        files[f"tests/test_{g.name}.py"] = tmpl.render(**_group_context(plan, g, nccl), **ctx)
+        files[f"tests/test_{path_part(g.name, 'node group name')}.py"] = tmpl.render(**_group_context(plan, g, nccl), **ctx)
     for path, text in files.items():  # a template slip fails the render, not the acceptance run
         compile(text, path, "exec")
     return dict(sorted(files.items()))

@@ -11,7 +11,7 @@ import yaml
 from clusterctl.blueprint.load import load_blueprint
 from clusterctl.plan import expand
 from clusterctl.resources import data_dir
-from clusterctl.targets import ansible, render_targets
+from clusterctl.targets import ansible, render_targets, yamlout
 from tests.helpers import BLUEPRINTS, lab, plan_of
 
 SHIPPED = sorted(p.stem for p in BLUEPRINTS.glob("*.yaml"))
@@ -64,7 +64,7 @@ def test_group_names_are_identifiers():
 # --- inventory
 
 def test_lab_inventory_is_exact(lab_files):
-    inv = yaml.safe_load(lab_files["ansible/inventory.yml"])
+    inv = yamlout.load(lab_files["ansible/inventory.yml"])
     assert inv == {"all": {"children": {
         "gpu": {"hosts": {"gpu[01:02]": None}},
         "head": {"hosts": {"head01": None}},
@@ -81,7 +81,7 @@ def test_lab_inventory_is_exact(lab_files):
 
 def test_superpod_inventory_uses_ranges(pod_files):
     text = pod_files["ansible/inventory.yml"]
-    groups = yaml.safe_load(text)["all"]["children"]
+    groups = yamlout.load(text)["all"]["children"]
     assert groups["dgx"] == {"hosts": {"dgx[001:127]": None}}
     assert groups["head"] == {"hosts": {"head[01:02]": None}}
     assert groups["login"] == {"hosts": {"login[01:02]": None}}
@@ -108,13 +108,13 @@ def test_superpod_inventory_uses_ranges(pod_files):
 
 def test_frontier_inventory_stays_small():
     text = files_of("frontier-3tier-100k")["ansible/inventory.yml"]
-    groups = yaml.safe_load(text)["all"]["children"]
+    groups = yamlout.load(text)["all"]["children"]
     assert groups["gpu"] == {"hosts": {"gpu[00001:13312]": None}}
     assert len(text.splitlines()) < 20_000  # ~3,700 racks and 208 scalable units, never one line per host
 
 
 def test_node_group_named_after_its_role_is_the_role_group():
-    inv = yaml.safe_load(files_of("lab-2node")["ansible/inventory.yml"])["all"]["children"]
+    inv = yamlout.load(files_of("lab-2node")["ansible/inventory.yml"])["all"]["children"]
     assert inv["head"] == {"hosts": {"head01": None}}  # group 'head' (role head) is also the role group
 
 
@@ -128,7 +128,7 @@ def test_node_group_named_after_another_role_is_refused():
 # --- group_vars
 
 def test_all_yml_holds_render_dir_versions_and_vault_references(lab_files):
-    all_yml = yaml.safe_load(lab_files["ansible/group_vars/all.yml"])
+    all_yml = yamlout.load(lab_files["ansible/group_vars/all.yml"])
     assert all_yml["clusterctl_render_dir"] == "{{ playbook_dir }}/.."
     assert all_yml["clusterctl_slurm_version"] == "24.05"
     assert all_yml["clusterctl_slurm_controllers"] == ["head01"]
@@ -139,7 +139,7 @@ def test_all_yml_holds_render_dir_versions_and_vault_references(lab_files):
 
 
 def test_gpu_group_vars_are_the_plan(lab_files):
-    gv = yaml.safe_load(lab_files["ansible/group_vars/gpu.yml"])
+    gv = yamlout.load(lab_files["ansible/group_vars/gpu.yml"])
     assert gv == {
         "clusterctl_node_group": "gpu", "clusterctl_node_role": "compute", "clusterctl_node_type": "hgx",
         "nccl_conf_file": "hgx.conf",
@@ -150,35 +150,35 @@ def test_gpu_group_vars_are_the_plan(lab_files):
         "storage_clients_lustre_install": False,
         "storage_clients_local_dirs": ["/raid"],
     }
-    head = yaml.safe_load(lab_files["ansible/group_vars/head.yml"])
+    head = yamlout.load(lab_files["ansible/group_vars/head.yml"])
     assert "nccl_conf_file" not in head and "storage_clients_mounts" not in head
 
 
 def test_software_pins_reach_the_hardware_roles(pod_files):
-    all_yml = yaml.safe_load(pod_files["ansible/group_vars/all.yml"])
+    all_yml = yamlout.load(pod_files["ansible/group_vars/all.yml"])
     assert (all_yml["nvidia_driver_branch"], all_yml["doca_ofed_version"], all_yml["dcgm_cuda_major"]) == \
         ("550", "2.7.0", 12)
 
 
 def test_nvl72_racks_are_imex_domains_with_rendered_peers():
     files = files_of("gb200-nvl72-8rack")
-    inv = yaml.safe_load(files["ansible/inventory.yml"])["all"]["children"]
+    inv = yamlout.load(files["ansible/inventory.yml"])["all"]["children"]
     domains = {k: v for k, v in inv.items() if k.startswith("nvlink_")}
     assert len(domains) == 8 and domains["nvlink_gb200_1"] == {"hosts": {"gb[001:018]": None}}
-    gv = yaml.safe_load(files["ansible/group_vars/gb200.yml"])
+    gv = yamlout.load(files["ansible/group_vars/gb200.yml"])
     assert gv["nvidia_driver_imex"] is True and gv["nvidia_driver_fabric_manager"] is False
-    peers = yaml.safe_load(files["ansible/group_vars/nvlink_gb200_2.yml"])["nvidia_driver_imex_peers"]
+    peers = yamlout.load(files["ansible/group_vars/nvlink_gb200_2.yml"])["nvidia_driver_imex_peers"]
     hosts = dict(line.split()[::-1] for line in files["hosts/hosts"].splitlines() if not line.startswith("#"))
     assert peers == [hosts[f"gb{n:03d}"] for n in range(19, 37)]
 
 
 def test_superpod_group_vars_mount_lustre(pod_files):
-    gv = yaml.safe_load(pod_files["ansible/group_vars/dgx.yml"])
+    gv = yamlout.load(pod_files["ansible/group_vars/dgx.yml"])
     assert gv["storage_clients_mounts"][0] == {"name": "lustre", "path": "/lustre", "src": "stor-mgmt.dc1:/lustre",
                                                "fstype": "lustre"}
     assert gv["storage_clients_lustre_install"] is True
     assert gv["node_health_mounts"] == ["/lustre", "/home"]
-    login = yaml.safe_load(pod_files["ansible/group_vars/login.yml"])
+    login = yamlout.load(pod_files["ansible/group_vars/login.yml"])
     assert [m["path"] for m in login["storage_clients_mounts"]] == ["/lustre", "/home"]
     assert login["storage_clients_local_dirs"] == []  # node-local NVMe tiers are for compute nodes
 
@@ -193,7 +193,7 @@ def test_group_vars_hold_no_plain_secret(name):
     for path, text in files.items():
         if not path.startswith("ansible/group_vars/"):
             continue
-        data = yaml.safe_load(text) or {}
+        data = yamlout.load(text) or {}
         for key, value in data.items():
             if SECRET_KEY.search(key):
                 assert isinstance(value, str) and VAULT_REF.match(value), f"{path}: {key} is not a vault reference"
@@ -206,7 +206,7 @@ def test_group_vars_hold_no_plain_secret(name):
 # --- site.yml
 
 def test_lab_site_yml_plays(lab_files):
-    site = yaml.safe_load(lab_files["ansible/site.yml"])
+    site = yamlout.load(lab_files["ansible/site.yml"])
     plays = [(p["hosts"], [r["role"] for r in p["roles"]]) for p in site]
     hardware = [r for r in ansible.HARDWARE_ROLES if (ROLES / r / "tasks" / "main.yml").is_file()]
     assert plays == [
@@ -223,7 +223,7 @@ def test_lab_site_yml_plays(lab_files):
 
 
 def test_site_yml_lists_only_copied_roles(pod_files):
-    site = yaml.safe_load(pod_files["ansible/site.yml"])
+    site = yamlout.load(pod_files["ansible/site.yml"])
     used = {r["role"] for p in site for r in p["roles"]}
     copied = {p.split("/")[2] for p in pod_files if p.startswith("ansible/roles/")}
     assert used == copied
@@ -232,7 +232,7 @@ def test_site_yml_lists_only_copied_roles(pod_files):
 
 
 def test_cloud_gpu_groups_get_no_doca_without_infiniband():
-    gcp = yaml.safe_load(files_of("gcp-a3-mega")["ansible/site.yml"])
+    gcp = yamlout.load(files_of("gcp-a3-mega")["ansible/site.yml"])
     gpu_play = next(p for p in gcp if p["hosts"] == "a3mega")
     assert "doca_ofed" not in [r["role"] for r in gpu_play["roles"]]
     assert "nccl" in [r["role"] for r in gpu_play["roles"]]
@@ -248,7 +248,7 @@ def test_nccl_files_named_in_group_vars_are_rendered():
         files = render_targets(plan(name))
         for path, text in files.items():
             if path.startswith("ansible/group_vars/") and path != "ansible/group_vars/all.yml":
-                gv = yaml.safe_load(text)
+                gv = yamlout.load(text)
                 for key in ("nccl_conf_file", "nccl_env_file"):
                     if key in gv:
                         assert f"nccl/{gv[key]}" in files, f"{name}: {path} names nccl/{gv[key]}"
@@ -303,7 +303,7 @@ def test_output_is_deterministic_and_headed(name):
         if not path.startswith("ansible/roles/"):
             assert text.startswith(f"# generated by clusterctl from blueprint '{name}'; do not edit\n"), path
             if path.endswith(".yml"):
-                yaml.safe_load(text)
+                yamlout.load(text)
 
 
 def test_roles_are_byte_identical_copies(pod_files):

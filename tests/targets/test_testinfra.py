@@ -93,7 +93,7 @@ def test_superpod_login_and_dgx():
     assert "test_slurm_commands_are_installed" in login and "test_gpu_count" not in login
     dgx = files["tests/test_dgx.py"]
     assert "('stor-mgmt.dc1:/lustre', '/lustre', 'lustre')" in dgx
-    assert "NODE_HEALTH_MOUNTS=\"/lustre /home\"" in dgx
+    assert "HEALTH_MOUNTS = ['/lustre', '/home']" in dgx
 
 
 def test_cloud_tcpxo_has_no_rdma_link_test():

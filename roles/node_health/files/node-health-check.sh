@@ -22,7 +22,7 @@ done
 NODE_HEALTH_GPU_COUNT=0
 NODE_HEALTH_RDMA_PORT_COUNT=0
 NODE_HEALTH_RDMA_RATE_GBPS=0
-NODE_HEALTH_MOUNTS=""
+NODE_HEALTH_MOUNTS=()
 NODE_HEALTH_DRAIN=0
 if [ -r "$config" ]; then
   # shellcheck source=/dev/null
@@ -59,8 +59,9 @@ if [ "$NODE_HEALTH_RDMA_PORT_COUNT" -gt 0 ]; then
   fi
 fi
 
-for mount in $NODE_HEALTH_MOUNTS; do
-  if ! timeout 10 mountpoint -q "$mount"; then
+# an array: a mount point is one word whatever it holds (no splitting, no globbing)
+for mount in ${NODE_HEALTH_MOUNTS[@]+"${NODE_HEALTH_MOUNTS[@]}"}; do
+  if ! timeout 10 mountpoint -q -- "$mount"; then
     problems+=("$mount is not mounted")
   fi
 done

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 
 NODE_GROUP = 'dgx'
@@ -13,6 +15,8 @@ SYSCTL_FILE = '/etc/sysctl.d/90-clusterctl.conf'
 LIMITS_FILE = '/etc/security/limits.d/90-clusterctl.conf'
 HEALTH_CONFIG = '/etc/clusterctl/node-health.conf'
 NEIGH_GC_THRESH = [4096, 8192, 16384]
+HEALTH_EXPECTED = {'NODE_HEALTH_GPU_COUNT': 8, 'NODE_HEALTH_RDMA_PORT_COUNT': 8, 'NODE_HEALTH_RDMA_RATE_GBPS': 400}
+HEALTH_MOUNTS = ['/lustre', '/home']
 
 
 # --- common: /etc/hosts, kernel parameters, limits, chrony
@@ -119,10 +123,9 @@ def test_health_check_is_installed(host, health_check_program):
 
 def test_health_check_expectations(host):
     text = host.file(HEALTH_CONFIG).content_string
-    assert "NODE_HEALTH_GPU_COUNT=8\n" in text
-    assert "NODE_HEALTH_RDMA_PORT_COUNT=8\n" in text
-    assert "NODE_HEALTH_RDMA_RATE_GBPS=400\n" in text
-    assert 'NODE_HEALTH_MOUNTS="/lustre /home"\n' in text
+    for name, value in HEALTH_EXPECTED.items():
+        assert f"{name}={value}\n" in text
+    assert f"NODE_HEALTH_MOUNTS=({' '.join(shlex.quote(m) for m in HEALTH_MOUNTS)})\n" in text
 
 
 @pytest.mark.hardware

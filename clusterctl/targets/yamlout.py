@@ -1,0 +1,167 @@
+"""YAML outputs built as data and written by PyYAML's emitter, never by text templates.
+
+A text template pastes a string between quotes and hopes it holds no quote, newline or ``{{``; the emitter
+quotes every scalar for YAML by construction. Ansible adds a second language on top of YAML: every string it
+reads from group_vars or a play is a Jinja template. A value that came from the blueprint is therefore wrapped
+in :class:`Unsafe` and written with the ``!unsafe`` tag, which ansible-core (2.x, including the data-tagging
+2.19) reads as "data, never templated": a storage export holding ``{{ lookup('pipe', ...) }}`` reaches the
+role as those characters. Strings that *are* templates (``{{ playbook_dir }}/..``, vault references) are
+plain ``str`` and are written untagged: the choice is explicit at the place the data is built.
+
+libyaml's C emitter (``CSafeDumper``) writes the inventory (87,500 nodes: 1.3 MB of mappings) where PyYAML
+was built with it; the pure-Python emitter writes the small files whose sequences ansible-lint wants
+indented (libyaml cannot indent a sequence inside a mapping), and the inventory where libyaml is missing.
+The two choose different quoting for some strings in flow collections, so :class:`Unsafe` strings are always
+double-quoted (a style both honour for every string): for mappings they write the same bytes for the same
+data (tests/targets/test_yamlout.py), so golden files hold on either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import yaml
+
+UNSAFE_TAG = "!unsafe"
+WIDTH = 120
+"""line width of the emitted YAML: fixed, so output is byte-identical across machines"""
+
+_BaseDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class Unsafe(str):
+    """A string from the blueprint: written as ``!unsafe`` so Ansible never evaluates it as a template."""
+
+    __slots__ = ()
+
+
+class Flow(list):
+    """A short sequence written on one line (``[a, b]``), as the hand-written files have it."""
+
+    __slots__ = ()
+
+
+class FlowMap(dict):
+    """A small mapping written on one line (``{name: home, path: /home}``)."""
+
+    __slots__ = ()
+
+
+def _null(dumper: yaml.SafeDumper, _value: None) -> yaml.ScalarNode:
+    """``key:`` rather than ``key: null`` (inventory hosts and children are keys without a value)."""
+    return dumper.represent_scalar("tag:yaml.org,2002:null", "")
+
+
+def _make_dumper(base: type) -> type:
+    class Dumper(base):  # type: ignore[misc, valid-type]
+        def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+            """Sequences inside mappings indented (``key:\n  - item``), as yamllint and ansible-lint want
+            (pure-Python emitter only: libyaml always writes them indentless)."""
+            return super().increase_indent(flow, False)
+
+    Dumper.add_representer(Unsafe, lambda d, v: d.represent_scalar(UNSAFE_TAG, str(v), style='"'))
+    Dumper.add_representer(Flow, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=True))
+    Dumper.add_representer(FlowMap, lambda d, v: d.represent_mapping("tag:yaml.org,2002:map", v, flow_style=True))
+    Dumper.add_representer(type(None), _null)
+    return Dumper
+
+
+PureDumper = _make_dumper(yaml.SafeDumper)
+"""the pure-Python emitter: block sequences inside mappings indented. For files that hold such sequences and
+that ansible-lint reads (group_vars, site.yml: small)"""
+Dumper = _make_dumper(_BaseDumper) if _BaseDumper is not yaml.SafeDumper else PureDumper
+"""libyaml's C emitter where PyYAML has it: for the large file that holds mappings only (the inventory)"""
+
+
+def comment(text: str) -> str:
+    """Text that stays on one comment line: control characters (newline, CR, tab, ...) become escapes, so
+    a blueprint string shown in a comment can never end the comment and start a line of syntax."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
+def comment_lines(comments: Iterable[str]) -> str:
+    """``# text`` lines (``#`` alone for an empty one), each kept on its line by :func:`comment`."""
+    return "".join(f"# {comment(c)}\n" if c else "#\n" for c in comments)
+
+
+_STR, _MAP, _SEQ = "tag:yaml.org,2002:str", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+_NULL, _BOOL, _INT, _FLOAT = ("tag:yaml.org,2002:null", "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int",
+                              "tag:yaml.org,2002:float")
+
+
+def _float(value: float) -> str:
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"{value} is not a number an output may hold")
+    text = repr(value).lower()
+    return text.replace("e", ".0e", 1) if "." not in text and "e" in text else text
+
+
+def node(value: object) -> yaml.Node:
+    """The YAML node of ``value``, as PyYAML's SafeRepresenter with the representers above would build it
+    (without its per-object alias bookkeeping: an inventory of 87,500 nodes is 140,000 scalars)."""
+    if isinstance(value, str):
+        if isinstance(value, Unsafe):
+            return yaml.ScalarNode(UNSAFE_TAG, str(value), style='"')
+        return yaml.ScalarNode(_STR, value)
+    if isinstance(value, Mapping):
+        return yaml.MappingNode(_MAP, [(node(k), node(v)) for k, v in value.items()],
+                                flow_style=isinstance(value, FlowMap))
+    if isinstance(value, (list, tuple)):
+        return yaml.SequenceNode(_SEQ, [node(v) for v in value], flow_style=isinstance(value, Flow))
+    if value is None:
+        return yaml.ScalarNode(_NULL, "")
+    if isinstance(value, bool):
+        return yaml.ScalarNode(_BOOL, "true" if value else "false")
+    if isinstance(value, int):
+        return yaml.ScalarNode(_INT, str(value))
+    if isinstance(value, float):
+        return yaml.ScalarNode(_FLOAT, _float(value))
+    raise TypeError(f"cannot write a {type(value).__name__} as YAML")
+
+
+def body(data: object, *, dumper: type = Dumper) -> str:
+    """``data`` as block YAML, keys in insertion order, without a document marker."""
+    return yaml.serialize(node(data), Dumper=dumper, width=WIDTH, allow_unicode=True)
+
+
+def represented(data: object, *, dumper: type = Dumper) -> str:
+    """The same through PyYAML's own representer (the reference :func:`node` is tested against)."""
+    return yaml.dump(data, Dumper=dumper, sort_keys=False, default_flow_style=False, width=WIDTH,
+                     allow_unicode=True)
+
+
+def dump(data: object, comments: Iterable[str] = (), *, dumper: type = Dumper) -> str:
+    """``# comment`` lines, then ``---`` and the data as block YAML."""
+    return comment_lines(comments) + "---\n" + body(data, dumper=dumper)
+
+
+def unsafe(value: object) -> object:
+    """Every string inside ``value`` (recursively, mapping keys excepted) as :class:`Unsafe`; flow and
+    plain containers keep their kind. Numbers, booleans and None are data already."""
+    if isinstance(value, Unsafe):
+        return value
+    if isinstance(value, str):
+        return Unsafe(value)
+    if isinstance(value, FlowMap):
+        return FlowMap((k, unsafe(v)) for k, v in value.items())
+    if isinstance(value, Mapping):
+        return {k: unsafe(v) for k, v in value.items()}
+    if isinstance(value, Flow):
+        return Flow(unsafe(v) for v in value)
+    if isinstance(value, (list, tuple)):
+        return [unsafe(v) for v in value]
+    return value
+
+
+class Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """Reads what :func:`dump` wrote back as plain data: ``!unsafe`` scalars become ``str``."""
+
+
+Loader.add_constructor(UNSAFE_TAG, lambda loader, node: loader.construct_scalar(node))
+
+
+def load(text: str) -> object:
+    return yaml.load(text, Loader=Loader)  # noqa: S506 - a SafeLoader subclass with one string tag

@@ -1,0 +1,76 @@
+"""The YAML emitter: quoting by construction, !unsafe for blueprint strings, C and pure-Python agree."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from clusterctl.targets import yamlout
+from clusterctl.targets.yamlout import Flow, FlowMap, Unsafe
+
+PAYLOADS = ["a\nb: injected", "x # not a comment", "k=v", "'quote\"", "$(touch /tmp/x)", "`id`",
+            "{{ lookup('pipe', 'id') }}", "{% raw %}", "- item", "&anchor", "*alias", "!!python/object", "null",
+            "true", "0x10", "1e3", "", " lead", "trail ", "tab\there", "\r", "\x00nul", "unicode \u2028 sep",
+            "---", "...", "@at", "%TAG", "[flow]", "{map: 1}", "a: b", "#start"]
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_every_payload_reads_back_as_the_same_string(payload):
+    data = {"key": Unsafe(payload), "list": Flow([Unsafe(payload)]), "map": [FlowMap(k=Unsafe(payload))],
+            payload or "empty": None}
+    text = yamlout.dump(data, ["comment with " + payload])
+    assert yamlout.load(text) == {"key": payload, "list": [payload], "map": [{"k": payload}], payload or "empty": None}
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_comments_stay_on_their_line(payload):
+    text = yamlout.comment_lines([payload, "next"])
+    assert text.count("\n") == 2 and all(line.startswith("#") for line in text.splitlines())
+
+
+def test_blueprint_strings_are_tagged_unsafe_and_templates_are_not():
+    text = yamlout.dump({"mine": "{{ playbook_dir }}", "theirs": Unsafe("{{ x }}"), "n": 3})
+    assert "mine: '{{ playbook_dir }}'" in text
+    assert 'theirs: !unsafe "{{ x }}"' in text
+    assert "n: 3" in text
+
+
+def test_unsafe_walks_containers_and_leaves_numbers():
+    value = yamlout.unsafe({"a": ["x", 1, True, None], "b": Flow(["y"]), "c": FlowMap(z="w")})
+    assert isinstance(value["a"][0], Unsafe) and value["a"][1:] == [1, True, None]
+    assert isinstance(value["b"], Flow) and isinstance(value["b"][0], Unsafe)
+    assert isinstance(value["c"], FlowMap) and isinstance(value["c"]["z"], Unsafe)
+
+
+def test_plain_safe_load_refuses_the_tag_so_nothing_reads_it_silently_as_a_template():
+    with pytest.raises(yaml.constructor.ConstructorError):
+        yaml.safe_load(yamlout.dump({"k": Unsafe("v")}))
+
+
+@pytest.mark.skipif(not hasattr(yaml, "CSafeDumper"), reason="PyYAML built without libyaml")
+def test_c_and_pure_python_emitters_write_the_same_text():
+    data = {"all": {"children": {"gpu": {"hosts": {"gpu[01:02]": None}}}},
+            "vars": {"m": FlowMap(name=Unsafe(PAYLOADS[0]), n=1)}, "flow": Flow([Unsafe(p) for p in PAYLOADS]),
+            "unsafe": {f"k{i}": Unsafe(p) for i, p in enumerate(PAYLOADS)},
+            "keys": {p: None for p in PAYLOADS if p.isprintable() and p},  # inventory keys: printable (guarded)
+            "templates": {"a": "{{ playbook_dir }}/..", "b": "{{ vault_munge_key | default('') }}"}}
+    assert yamlout.Dumper.__mro__[1] is yaml.CSafeDumper
+    assert yamlout.dump(data) == yamlout.dump(data, dumper=yamlout.PureDumper)
+
+
+def test_pure_emitter_indents_sequences_inside_mappings():
+    assert yamlout.body({"k": [1, {"a": [2]}]}, dumper=yamlout.PureDumper) == "k:\n  - 1\n  - a:\n      - 2\n"
+
+
+def test_node_builder_writes_what_pyyaml_s_representer_writes():
+    data = {"s": "x", "u": Unsafe("{{ y }}"), "n": None, "t": True, "f": False, "i": 12, "fl": 1.5, "e": 1e20,
+            "neg": -3, "flow": Flow([1, "a", Unsafe("b")]), "fm": [FlowMap(a=1, b=Unsafe("c"))], "empty": [],
+            "emptymap": {}, "nested": {"k": [{"a": None}]}, "quoted": ["1e3", "true", "null", "0x10", ""]}
+    for dumper in (yamlout.Dumper, yamlout.PureDumper):
+        assert yamlout.body(data, dumper=dumper) == yamlout.represented(data, dumper=dumper)
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("nan"), object()])
+def test_values_an_output_cannot_hold_are_refused(bad):
+    with pytest.raises((ValueError, TypeError)):
+        yamlout.body({"k": bad})
