@@ -3,9 +3,10 @@
 A text template pastes a string between quotes and hopes it holds no quote, newline or ``{{``; the emitter
 quotes every scalar for YAML by construction. Ansible adds a second language on top of YAML: every string it
 reads from group_vars or a play is a Jinja template. A value that came from the blueprint is therefore wrapped
-in :class:`Unsafe` and written with the ``!unsafe`` tag, which ansible-core (2.x, including the data-tagging
-2.19) reads as "data, never templated": a storage export holding ``{{ lookup('pipe', ...) }}`` reaches the
-role as those characters. Strings that *are* templates (``{{ playbook_dir }}/..``, vault references) are
+in :class:`Unsafe` and, when it holds a ``{`` (what every Jinja construct starts with), written with the
+``!unsafe`` tag, which ansible-core (2.x, including the data-tagging 2.19) reads as "data, never templated": a
+storage export holding ``{{ lookup('pipe', ...) }}`` reaches the role as those characters. Other blueprint
+strings are written as double-quoted strings (see :func:`unsafe_tag` for why they are not tagged). Strings that *are* templates (``{{ playbook_dir }}/..``, vault references) are
 plain ``str`` and are written untagged: the choice is explicit at the place the data is built.
 
 libyaml's C emitter (``CSafeDumper``) writes the inventory (87,500 nodes: 1.3 MB of mappings) where PyYAML
@@ -23,8 +24,9 @@ from collections.abc import Iterable, Mapping
 import yaml
 
 UNSAFE_TAG = "!unsafe"
-WIDTH = 120
-"""line width of the emitted YAML: fixed, so output is byte-identical across machines"""
+WIDTH = 1 << 20
+"""line width of the emitted YAML: no folding at all, so output is byte-identical across machines and between
+libyaml's and the pure-Python emitter (they fold long double-quoted scalars at different places)"""
 
 _BaseDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -34,6 +36,16 @@ class Unsafe(str):
     """A string from the blueprint: written as ``!unsafe`` so Ansible never evaluates it as a template."""
 
     __slots__ = ()
+
+
+def unsafe_tag(value: str) -> str:
+    """``!unsafe`` where the string could start a Jinja construct (it holds a ``{``: ``{{``, ``{%``, ``{#``),
+    otherwise the plain string tag. Ansible templates only strings that contain a template start, so a
+    string without ``{`` is data either way; and ansible-core 2.19 resolves the *value* of an ``!unsafe``
+    scalar with YAML's implicit types, ignoring its quotes (``!unsafe "12.10"`` arrives as the float 12.1,
+    ``!unsafe "550"`` as an int), so tagging a version string would change it. Found by the rehearsal's
+    converge (issue 10); held by tests/integration/test_ansible_payloads.py."""
+    return UNSAFE_TAG if "{" in value else _STR
 
 
 class Flow(list):
@@ -60,7 +72,7 @@ def _make_dumper(base: type) -> type:
             (pure-Python emitter only: libyaml always writes them indentless)."""
             return super().increase_indent(flow, False)
 
-    Dumper.add_representer(Unsafe, lambda d, v: d.represent_scalar(UNSAFE_TAG, str(v), style='"'))
+    Dumper.add_representer(Unsafe, lambda d, v: d.represent_scalar(unsafe_tag(v), str(v), style='"'))
     Dumper.add_representer(Flow, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=True))
     Dumper.add_representer(FlowMap, lambda d, v: d.represent_mapping("tag:yaml.org,2002:map", v, flow_style=True))
     Dumper.add_representer(type(None), _null)
@@ -104,7 +116,7 @@ def node(value: object) -> yaml.Node:
     (without its per-object alias bookkeeping: an inventory of 87,500 nodes is 140,000 scalars)."""
     if isinstance(value, str):
         if isinstance(value, Unsafe):
-            return yaml.ScalarNode(UNSAFE_TAG, str(value), style='"')
+            return yaml.ScalarNode(unsafe_tag(value), str(value), style='"')
         return yaml.ScalarNode(_STR, value)
     if isinstance(value, Mapping):
         return yaml.MappingNode(_MAP, [(node(k), node(v)) for k, v in value.items()],

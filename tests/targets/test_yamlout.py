@@ -44,7 +44,7 @@ def test_unsafe_walks_containers_and_leaves_numbers():
 
 def test_plain_safe_load_refuses_the_tag_so_nothing_reads_it_silently_as_a_template():
     with pytest.raises(yaml.constructor.ConstructorError):
-        yaml.safe_load(yamlout.dump({"k": Unsafe("v")}))
+        yaml.safe_load(yamlout.dump({"k": Unsafe("{{ v }}")}))
 
 
 @pytest.mark.skipif(not hasattr(yaml, "CSafeDumper"), reason="PyYAML built without libyaml")
@@ -74,3 +74,15 @@ def test_node_builder_writes_what_pyyaml_s_representer_writes():
 def test_values_an_output_cannot_hold_are_refused(bad):
     with pytest.raises((ValueError, TypeError)):
         yamlout.body({"k": bad})
+
+
+def test_only_strings_that_could_start_jinja_are_tagged_unsafe():
+    """ansible-core 2.19 resolves an !unsafe scalar's value with YAML's implicit types (!unsafe "12.10" is the
+    float 12.1): strings without '{' are written as plain quoted strings, which every YAML reader keeps."""
+    from clusterctl.targets.yamlout import Unsafe, dump
+
+    text = dump({"cuda": Unsafe("12.10"), "driver": Unsafe("550"), "export": Unsafe("h:/x{{ lookup('pipe','id') }}")})
+    assert 'cuda: "12.10"\n' in text and 'driver: "550"\n' in text
+    assert "export: !unsafe \"h:/x{{ lookup('pipe','id') }}\"" in text
+    import yaml
+    assert yaml.safe_load(text.replace("!unsafe ", ""))["cuda"] == "12.10"
