@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from clusterctl import hostlist
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.resources import data_dir
+from clusterctl.rules.slurm import parse_version
 from clusterctl.targets import RenderError
 from clusterctl.targets.common import at, conf_value, environment, header, path_part
 from clusterctl.targets.yamlout import (Flow, FlowMap, PureDumper, Unsafe, body, comment, comment_lines, dump,
@@ -23,8 +24,9 @@ from clusterctl.targets.yamlout import (Flow, FlowMap, PureDumper, Unsafe, body,
 
 ROLE_GROUPS = ("compute", "head", "login", "storage", "service")
 """inventory groups by node role, in this order"""
-CONTRACT_ROLES = ("common", "munge", "slurm_controller", "slurm_compute", "slurm_login", "slurmdbd", "nccl",
-                  "storage_clients", "node_health", "nvidia_driver", "doca_ofed", "dcgm", "enroot_pyxis")
+CONTRACT_ROLES = ("slurm_preflight", "common", "munge", "slurm_controller", "slurm_compute", "slurm_login",
+                  "slurmdbd", "nccl", "storage_clients", "node_health", "nvidia_driver", "doca_ofed", "dcgm",
+                  "enroot_pyxis")
 """every role docs/render-layout.md names"""
 HARDWARE_ROLES = ("doca_ofed", "nvidia_driver", "dcgm", "enroot_pyxis")
 """GPU node roles, in the order they are applied (DOCA-OFED before the driver: nvidia-peermem needs both)"""
@@ -343,12 +345,19 @@ class Play:
     missing: list[str] = field(default_factory=list)
     named_by_blueprint: bool = False
     """name and hosts hold a node group's name: written !unsafe"""
+    guard: bool = False
+    """a preflight play: no fact gathering, any failure stops the whole playbook, runs whatever --tags say"""
 
 
 def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
     """site.yml: one play per role group; hardware roles per GPU node group (only those shipped in roles/)."""
-    out = [Play("Base configuration of every node", "all", ["common"])]
     slurm = plan.blueprint.slurm is not None
+    out = []
+    if slurm:  # first: a host with another Slurm release stops the playbook before anything is touched
+        out.append(Play("Slurm release preflight, before any package or daemon is touched", "slurm_cluster",
+                        ["slurm_preflight"], comment="stops every host when one runs (or would install) another "
+                        "Slurm release than slurm.conf was rendered for", guard=True))
+    out.append(Play("Base configuration of every node", "all", ["common"]))
     if slurm:
         out.append(Play("MUNGE authentication on every Slurm node", "slurm_cluster", ["munge"]))
     nccl = nccl_groups(plan)
@@ -518,8 +527,10 @@ def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Seq
     sections.append((["hardware roles: what software: pins (driver branch, DOCA-Host release, CUDA major for DCGM)"],
                      unsafe(software_vars(plan))))
     if bp.slurm:
-        sections.append((["Slurm: the configuration files are rendered in <dir>/slurm/ and copied as they are"],
-                         unsafe({"clusterctl_slurm_version": bp.slurm.version,
+        sections.append((["Slurm: the configuration files are rendered in <dir>/slurm/ and copied as they are;",
+                          "slurm_version is the release they are for (the slurm_preflight play checks every host)"],
+                         unsafe({"slurm_version": _release(bp.slurm.version),
+                                 "clusterctl_slurm_version": bp.slurm.version,
                                  "clusterctl_slurm_cluster_name": bp.slurm.cluster_name or bp.name,
                                  "clusterctl_slurm_controllers": Flow(controllers),
                                  "clusterctl_slurm_accounting_host": accounting[0]})))
@@ -531,6 +542,13 @@ def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Seq
     return yaml_file(plan, [f"Variables for every host of cluster {bp.name}. Role variables are documented in "
                             "each role's", "defaults/main.yml and meta/argument_specs.yml.", "", *ALL_COMMENTS],
                      sections)
+
+
+def _release(version: str) -> str:
+    """major.minor of a Slurm version ("24.05.3" -> "24.05"): what slurm.conf was rendered for, and what the
+    slurm_preflight role compares with the installed release."""
+    v = parse_version(version)
+    return f"{v[0]:02d}.{v[1]:02d}" if v else version
 
 
 def group_vars_file(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> str:
@@ -604,8 +622,12 @@ def site_file(plan: ClusterPlan, site_plays: Sequence[Play]) -> str:
         notes = [n for n in (play.comment, f"not shipped in roles/ when this was rendered, so not applied: "
                                            f"{', '.join(play.missing)}" if play.missing else "") if n]
         text = Unsafe if play.named_by_blueprint else str
-        data = [{"name": text(play.name), "hosts": text(play.hosts), "become": True,
-                 "roles": [{"role": r, "tags": Flow([r])} for r in play.roles]}]
+        entry: dict[str, object] = {"name": text(play.name), "hosts": text(play.hosts), "become": True}
+        if play.guard:  # 'always': the guard runs under --tags slurm_compute too (rolling changes)
+            entry.update({"gather_facts": False, "any_errors_fatal": True})
+        tags = (lambda r: Flow([r, "always"])) if play.guard else (lambda r: Flow([r]))
+        entry["roles"] = [{"role": r, "tags": tags(r)} for r in play.roles]
+        data = [entry]
         parts += ["\n" if k else "", comment_lines(notes), body(data, dumper=PureDumper)]
     return "".join(parts)
 
