@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from clusterctl import hostlist
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.resources import data_dir
-from clusterctl.rules.slurm import parse_version
+from clusterctl.rules.slurm import parse_version, state_tier
 from clusterctl.targets import RenderError
 from clusterctl.targets.common import at, conf_value, environment, header, path_part
 from clusterctl.targets.yamlout import (Flow, FlowMap, PureDumper, Unsafe, body, comment, comment_lines, dump,
@@ -107,6 +107,8 @@ def _slurm_hosts(plan: ClusterPlan) -> tuple[list[str], list[str]]:
         return [], []
     controllers = hostlist.expand(s.controllers)
     accounting = [s.accounting_host] if s.accounting_host else controllers[:1]
+    if s.accounting_backup_host and s.accounting_backup_host not in accounting:
+        accounting.append(s.accounting_backup_host)  # the backup slurmdbd: the same role, the same file
     return controllers, accounting
 
 
@@ -288,12 +290,27 @@ def nccl_groups(plan: ClusterPlan) -> dict[str, dict]:
     return out
 
 
+def state_mount_tiers(plan: ClusterPlan, g: GroupPlan) -> set[str]:
+    """Names of the tiers a group that mounts no storage for its role must still mount: the shared tier holding
+    StateSaveLocation, on groups with a Slurm controller (slurm.conf(5): the directory every controller reads
+    and writes)."""
+    found = state_tier(plan)
+    if found is None or g.role in MOUNTED_ROLES:
+        return set()
+    controllers, _ = _slurm_hosts(plan)
+    return {found[1].name} if set(controllers) & set(g.hosts) else set()
+
+
 def storage_mounts(plan: ClusterPlan, g: GroupPlan) -> tuple[list[dict], list[str], list[str]]:
-    """(mounts the storage_clients role manages, shared mount points expected, local directories)."""
-    if g.role not in MOUNTED_ROLES:
+    """(mounts the storage_clients role manages, shared mount points expected, local directories): every shared
+    tier on compute and login groups; on a controller's group only the tier holding StateSaveLocation."""
+    only = state_mount_tiers(plan, g)
+    if g.role not in MOUNTED_ROLES and not only:
         return [], [], []
     mounts, expected, local = [], [], []
     for t in plan.blueprint.storage:
+        if only and t.name not in only:
+            continue
         if t.tier == "local":
             if g.role == "compute":
                 local.append(t.mount)
@@ -379,7 +396,11 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
                             missing=[r for r in wanted if r not in available], named_by_blueprint=True))
     if slurm:
         out.append(Play("Slurm accounting daemon", "slurm_accounting", ["slurmdbd"]))
-        out.append(Play("Slurm controllers", "slurm_controllers", ["slurm_controller"]))
+        shared_state = any(storage_mounts(plan, g)[0] for g in plan.groups if state_mount_tiers(plan, g))
+        out.append(Play("Slurm controllers", "slurm_controllers",
+                        (["storage_clients"] if shared_state else []) + ["slurm_controller"],
+                        comment="StateSaveLocation is on shared storage: mounted before slurmctld's state directory "
+                                "is created" if shared_state else ""))
     roles_present = {g.role for g in plan.groups}
     if "compute" in roles_present:
         out.append(Play("Compute nodes", "compute",
@@ -580,9 +601,11 @@ def group_vars_file(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> s
                          {"node_health_rdma_port_count": ports, "node_health_rdma_rate_gbps": rate}))
         sections.append((["node_health: shared file systems that must be mounted"],
                          {"node_health_mounts": unsafe(Flow(expected))}))
-    if g.role in MOUNTED_ROLES:
-        sections.append((["storage_clients: shared storage tiers mounted on this group (fstab entries, mounted "
-                          "at once)"], {"storage_clients_mounts": unsafe([FlowMap(m) for m in mounts])}))
+    if g.role in MOUNTED_ROLES or mounts:
+        what = ("shared storage tiers mounted on this group" if g.role in MOUNTED_ROLES else
+                "the tier holding StateSaveLocation, on the controllers")
+        sections.append(([f"storage_clients: {what} (fstab entries, mounted at once)"],
+                         {"storage_clients_mounts": unsafe([FlowMap(m) for m in mounts])}))
         lustre = any(m["fstype"] == "lustre" for m in mounts)
         sections.append((["storage_clients: a Lustre tier is mounted here; set false where the image already has "
                           "the client"] if lustre else [], {"storage_clients_lustre_install": lustre}))

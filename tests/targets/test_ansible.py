@@ -440,3 +440,51 @@ def test_node_health_script_checks_gpus_links_and_mounts():
     for needle in ("nvidia-smi -L", "/sys/class/infiniband/*/ports/*", "mountpoint -q", "State=DRAIN"):
         assert needle in text
     assert Path(ROLES / "node_health/files/node-health-check.sh").stat().st_mode & 0o111
+
+
+# --- controller HA: StateSaveLocation on shared storage, backup slurmdbd
+
+@pytest.fixture(scope="module")
+def ha_files():
+    return files_of("lab-ha")
+
+
+def test_ha_controllers_mount_the_state_tier_before_slurmctld(ha_files):
+    site = yamlout.load(ha_files["ansible/site.yml"])
+    ctl = next(p for p in site if p["hosts"] == "slurm_controllers")
+    assert [r["role"] for r in ctl["roles"]] == ["storage_clients", "slurm_controller"]
+    head = yamlout.load(ha_files["ansible/group_vars/head.yml"])
+    # only the tier holding StateSaveLocation, not home: head nodes mount nothing else for their role
+    assert head["storage_clients_mounts"] == [{"name": "shared", "path": "/shared", "src": "nas01:/export/shared",
+                                               "fstype": "nfs"}]
+    assert head["storage_clients_lustre_install"] is False and head["storage_clients_local_dirs"] == []
+    assert "node_health_mounts" not in head
+    login = yamlout.load(ha_files["ansible/group_vars/login.yml"])
+    assert [m["path"] for m in login["storage_clients_mounts"]] == ["/home", "/shared"]
+
+
+def test_ha_backup_slurmdbd_is_in_the_accounting_group(ha_files):
+    inv = yamlout.load(ha_files["ansible/inventory.yml"])["all"]["children"]
+    assert inv["slurm_accounting"] == {"hosts": {"head[01:02]": None}}
+    assert inv["slurm_controllers"] == {"hosts": {"head[01:02]": None}}
+    all_yml = yamlout.load(ha_files["ansible/group_vars/all.yml"])
+    assert all_yml["clusterctl_slurm_accounting_host"] == "head01"
+
+
+def test_controllers_mount_nothing_when_state_is_local(lab_files):
+    site = yamlout.load(lab_files["ansible/site.yml"])
+    ctl = next(p for p in site if p["hosts"] == "slurm_controllers")
+    assert [r["role"] for r in ctl["roles"]] == ["slurm_controller"]
+    assert "storage_clients_mounts" not in yamlout.load(lab_files["ansible/group_vars/head.yml"])
+
+
+def test_controller_on_a_login_group_keeps_every_mount():
+    data = lab()
+    data["node_groups"][1]["role"] = "login"  # head01 is a login node and the only controller
+    data["node_groups"][1]["name"] = "login"
+    data["storage"].insert(0, {"name": "shared", "tier": "nfs", "export": "nas01:/export/shared",
+                               "mount": "/shared", "capacity_tb": 1, "read_gb_per_s": 1, "write_gb_per_s": 1})
+    data["slurm"]["state_save_location"] = "/shared/state"
+    files = ansible.render(plan_of(data))
+    login = yamlout.load(files["ansible/group_vars/login.yml"])
+    assert [m["path"] for m in login["storage_clients_mounts"]] == ["/shared", "/home"]
