@@ -550,11 +550,11 @@ def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Seq
     if bp.slurm:
         sections.append((["Slurm: the configuration files are rendered in <dir>/slurm/ and copied as they are;",
                           "slurm_version is the release they are for (the slurm_preflight play checks every host)"],
-                         unsafe({"slurm_version": _release(bp.slurm.version),
+                         {"slurm_version": _release(bp.slurm.version), **unsafe({
                                  "clusterctl_slurm_version": bp.slurm.version,
                                  "clusterctl_slurm_cluster_name": bp.slurm.cluster_name or bp.name,
                                  "clusterctl_slurm_controllers": Flow(controllers),
-                                 "clusterctl_slurm_accounting_host": accounting[0]})))
+                                 "clusterctl_slurm_accounting_host": accounting[0]})}))
     sections.append(([f"common role: neighbour (ARP/ND) tables sized for {plan.nodes} nodes and their switches"],
                      {"common_sysctl_neigh_gc_thresh": Flow(_neigh_thresholds(plan))}))
     if bp.slurm:
@@ -567,9 +567,10 @@ def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Seq
 
 def _release(version: str) -> str:
     """major.minor of a Slurm version ("24.05.3" -> "24.05"): what slurm.conf was rendered for, and what the
-    slurm_preflight role compares with the installed release."""
+    slurm_preflight role compares with the installed release. A plain string (digits and a dot, nothing to
+    template): ansible-core 2.19 reads ``!unsafe "24.05"`` as the float 24.05; anything else stays !unsafe."""
     v = parse_version(version)
-    return f"{v[0]:02d}.{v[1]:02d}" if v else version
+    return f"{v[0]:02d}.{v[1]:02d}" if v else Unsafe(version)
 
 
 def group_vars_file(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> str:

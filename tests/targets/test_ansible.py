@@ -241,6 +241,8 @@ def test_all_yml_slurm_version_is_the_rendered_release(version, release):
     data["slurm"]["version"] = version
     files = ansible.render(plan_of(data))
     assert yamlout.load(files["ansible/group_vars/all.yml"])["slurm_version"] == release
+    # untagged: ansible-core 2.19 reads `!unsafe "24.05"` as the float 24.05, which the preflight would compare
+    assert f"\nslurm_version: '{release}'\n" in files["ansible/group_vars/all.yml"]
     assert f"# for Slurm {release}:" in render_targets(plan_of(data), ["slurm"])["slurm/slurm.conf"]
 
 
