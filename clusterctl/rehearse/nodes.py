@@ -37,7 +37,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusterctl.rehearse import RehearsalError, probe
-from clusterctl.rehearse.state import NodeRecord, Proc, State, alive, load, proc_of, save, state_dir
+from clusterctl.rehearse.state import (
+    NodeRecord,
+    Proc,
+    State,
+    alive,
+    load,
+    proc_of,
+    save,
+    state_dir,
+)
 
 INIT_PATH = "/usr/local/lib/clusterctl-rehearsal/init"
 """where the node's PID 1 program is placed in each node (only in its upper layer)"""
@@ -319,7 +328,7 @@ def boot(out: Path, specs: Sequence[NodeSpec], caps: probe.Capabilities = probe.
 
 
 def _boot_all(state: State, specs: Sequence[NodeSpec]) -> None:
-    user_key = _keygen(Path(state.key), f"clusterctl-rehearsal-{state.id}")
+    _keygen(Path(state.key), f"clusterctl-rehearsal-{state.id}")
     init_src = (Path(__file__).parent / "node_init.py").read_text()
     hosts = _hosts_file(specs)
     state.bridge_created = True
@@ -396,10 +405,13 @@ def down(out: Path) -> State:
     if state is None:
         raise RehearsalError(f"{out} holds no rehearsal (no {state_dir(out).name}/state.json)",
                              "pass the -o DIR a `clusterctl rehearse` used")
-    for n in state.nodes:
-        _signal(n.init, signal.SIGTERM)
     deadline = time.monotonic() + STOP_TIMEOUT_S
+    resend = 0.0
     while time.monotonic() < deadline and any(alive(n.init) or alive(n.launcher) for n in state.nodes):
+        if time.monotonic() >= resend:  # again every 0.5 s: a PID 1 ignores signals until it has a handler
+            for n in state.nodes:       # (the stage-1 shell, or the init while Python starts)
+                _signal(n.init, signal.SIGTERM)
+            resend = time.monotonic() + 0.5
         time.sleep(0.05)
     for n in state.nodes:
         _signal(n.init, signal.SIGKILL)

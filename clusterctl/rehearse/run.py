@@ -14,7 +14,14 @@ from pathlib import Path
 
 from clusterctl.rehearse import nodes
 from clusterctl.rehearse.state import State
-from clusterctl.rehearse.steps import OK, HostOutcome, Progress, Step, StepResult, run_steps
+from clusterctl.rehearse.steps import (
+    OK,
+    HostOutcome,
+    Progress,
+    Step,
+    StepResult,
+    run_steps,
+)
 
 
 @dataclass
