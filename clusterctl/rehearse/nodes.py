@@ -211,6 +211,14 @@ def _prepare_upper(node: NodeRecord, spec: NodeSpec, user_key: str, hosts: str, 
     _write(up / "etc" / "hostname", spec.name + "\n")
     _write(up / "etc" / "hosts", hosts)
     _write(up / INIT_PATH.lstrip("/"), init_src, 0o755)
+    # /sbin/init -> the rehearsal init, not systemd: Ansible's service-manager fact reads this link when
+    # PID 1 is named "init" and would pick systemd (whose systemctl cannot work without systemd as PID 1);
+    # now it picks sysvinit, so ansible.builtin.service runs the /etc/init.d scripts. Written at the real
+    # path (/sbin is a symlink to usr/sbin on merged-/usr Debian; a directory "sbin" would hide it)
+    sbin_init = up / os.path.realpath("/sbin").lstrip("/") / "init"
+    sbin_init.parent.mkdir(parents=True, exist_ok=True)
+    sbin_init.unlink(missing_ok=True)
+    sbin_init.symlink_to(INIT_PATH)
     return host_key
 
 
