@@ -216,3 +216,27 @@ def test_cli_keep_then_down(tmp_path):
     assert r.returncode == 0, r.stderr
     assert leftovers(state) == []
     assert cli("rehearse", "--down", str(out)).returncode == 0  # idempotent
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_cli_interrupted_mid_rehearsal_tears_down(tmp_path, sig):
+    """Ctrl-C or SIGTERM while nodes are up: the CLI stops every node before it exits."""
+    import time
+
+    out = tmp_path / "r"
+    p = subprocess.Popen([sys.executable, "-m", "clusterctl", "rehearse", str(REPO / "blueprints" / "lab-2node.yaml"),
+                          "-o", str(out)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    state = None
+    while time.monotonic() < deadline:
+        state = load(out) if (out / ".rehearsal" / "state.json").exists() else None
+        if state is not None and state.nodes and state.nodes[0].init is not None:
+            break
+        time.sleep(0.01)
+    assert state is not None and state.nodes, "the rehearsal never booted a node"
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    final = load(out)
+    assert final is not None and final.stopped and leftovers(final) == []
