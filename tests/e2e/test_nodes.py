@@ -240,3 +240,24 @@ def test_cli_interrupted_mid_rehearsal_tears_down(tmp_path, sig):
     assert "interrupted" in err and "Traceback" not in err
     final = load(out)
     assert final is not None and final.stopped and leftovers(final) == []
+
+
+def test_a_failing_step_fails_the_rehearsal_and_still_tears_down(tmp_path):
+    from clusterctl.rehearse.run import rehearse
+    from clusterctl.rehearse.steps import FAILED, OK, SKIPPED, HostOutcome, Silent, SshCheck
+
+    class BrokenNode:
+        name = "break-gpu02"
+
+        def run(self, state, record):
+            for n in state.nodes:
+                r = ssh(state, n.name, "test $(hostname) != gpu02")
+                record(n.name, HostOutcome(OK if r.returncode == 0 else FAILED, 0.0))
+
+    summary = rehearse(tmp_path / "r", lab_specs(), [BrokenNode(), SshCheck()], Silent())
+    assert not summary.ok
+    assert [(s.name, s.status) for s in summary.steps] == [("boot", OK), ("break-gpu02", FAILED),
+                                                          ("ssh-check", SKIPPED)]
+    assert summary.steps[1].hosts["gpu02"].status == FAILED and summary.steps[1].hosts["gpu01"].status == OK
+    assert summary.to_json()["status"] == "failed" and summary.teardown_seconds is not None
+    assert leftovers(summary.state) == []
