@@ -50,6 +50,7 @@ from clusterctl.rehearse.state import (
 
 INIT_PATH = "/usr/local/lib/clusterctl-rehearsal/init"
 """where the node's PID 1 program is placed in each node (only in its upper layer)"""
+NETNS_DIR = "/run/netns"
 BOOT_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 8.0
 MAX_NODES = 64
@@ -340,6 +341,7 @@ def _boot_all(state: State, specs: Sequence[NodeSpec]) -> None:
     init_src = (Path(__file__).parent / "node_init.py").read_text()
     hosts = _hosts_file(specs)
     state.bridge_created = True
+    state.netns_mount_created = not _is_mount_point(NETNS_DIR)
     save(state)
     _must("ip", "link", "add", state.bridge, "type", "bridge")
     _must("ip", "addr", "add", state.host_address, "dev", state.bridge)
@@ -387,6 +389,11 @@ def _signal(proc: Proc | None, sig: int) -> None:
 def _netns_pids(netns: str) -> list[int]:
     r = _run("ip", "netns", "pids", netns)
     return [int(p) for p in r.stdout.split()] if r.returncode == 0 else []
+
+
+def _is_mount_point(path: str) -> bool:
+    with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:
+        return any(line.split()[1] == path for line in f)
 
 
 def _mounted_under(root: str) -> list[str]:
@@ -442,6 +449,8 @@ def down(out: Path) -> State:
     if state.bridge_created and Path(f"/sys/class/net/{state.bridge}").exists():
         if _run("ip", "link", "del", state.bridge).returncode != 0:
             problems.append(f"cannot delete bridge {state.bridge}")
+    if state.netns_mount_created and _is_mount_point(NETNS_DIR) and not any(Path(NETNS_DIR).iterdir()):
+        _run("umount", NETNS_DIR)  # iproute2's self-bind of /run/netns, made by this rehearsal's first netns
     still = [n.name for n in state.nodes if alive(n.init) or alive(n.launcher)]
     if still:
         problems.append(f"node(s) {', '.join(still)} still running")

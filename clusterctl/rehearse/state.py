@@ -77,6 +77,9 @@ class State:
     ssh_config: str
     nodes: list[NodeRecord] = field(default_factory=list)
     bridge_created: bool = False
+    netns_mount_created: bool = False
+    """/run/netns was not a mount point before: ``ip netns add`` made it one, ``down`` undoes that when
+    no netns is left in it"""
     stopped: bool = False
     version: int = VERSION
 

@@ -136,6 +136,8 @@ def test_down_leaves_nothing_and_is_idempotent(tmp_path):
     stopped = down(tmp_path / "r")
     assert stopped.stopped and leftovers(state) == []
     assert not state.node("gpu01").upper.exists()
+    if state.netns_mount_created:  # iproute2's self-bind of /run/netns, when this rehearsal made it
+        assert "/run/netns" not in [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()]
     assert down(tmp_path / "r").stopped  # again: nothing to do, no error
 
 
