@@ -140,3 +140,13 @@ def test_a_raising_step_fails_with_its_message():
     assert r.status == FAILED and r.error == "site.yml failed"
     [r] = run_steps([_Step("a", raise_=ValueError("bad"))], st, Silent())
     assert r.status == FAILED and r.error == "ValueError: bad"
+
+
+def test_cli_down_with_a_corrupt_state_file_is_exit_2(tmp_path):
+    (tmp_path / ".rehearsal").mkdir()
+    (tmp_path / ".rehearsal" / "state.json").write_text("{not json")
+    r = cli("rehearse", "--down", str(tmp_path))
+    assert r.returncode == 2 and "cannot be read" in r.stderr and "internal error" not in r.stderr
+    (tmp_path / ".rehearsal" / "state.json").write_text('{"id": 1}')
+    r = cli("rehearse", "--down", str(tmp_path))
+    assert r.returncode == 2 and "not a rehearsal state file" in r.stderr

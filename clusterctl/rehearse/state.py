@@ -13,6 +13,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from clusterctl.rehearse import RehearsalError
+
 STATE_DIR = ".rehearsal"
 STATE_FILE = "state.json"
 VERSION = 1
@@ -117,12 +119,19 @@ def load(out: Path) -> State | None:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
-    nodes = []
-    for n in data.pop("nodes", []):
-        for key in ("launcher", "init"):
-            n[key] = Proc(**n[key]) if n.get(key) else None
-        nodes.append(NodeRecord(**n))
-    return State(nodes=nodes, **data)
+    except (OSError, ValueError) as exc:
+        raise RehearsalError(f"{path}: cannot be read: {exc}",
+                             "remove the rehearsal's resources by hand (docs/rehearse.md, State and teardown)") from None
+    try:
+        nodes = []
+        for n in data.pop("nodes", []):
+            for key in ("launcher", "init"):
+                n[key] = Proc(**n[key]) if n.get(key) else None
+            nodes.append(NodeRecord(**n))
+        return State(nodes=nodes, **data)
+    except (TypeError, AttributeError) as exc:
+        raise RehearsalError(f"{path}: not a rehearsal state file of this clusterctl ({exc})",
+                             "was it written by another version? tear that rehearsal down with it") from None
 
 
 def start_time(pid: int) -> int | None:
