@@ -431,7 +431,13 @@ def rehearse(
     from clusterctl.rehearse import RehearsalError, nodes, probe
     from clusterctl.rehearse.run import rehearse as run_rehearsal
     from clusterctl.rehearse.select import node_specs
+    from clusterctl.rehearse.deploy import cluster_of, deploy_steps
     from clusterctl.rehearse.steps import default_steps
+    from clusterctl.rehearse.variant import installed_slurm, machine_hardware, rehearsal_variant
+    from clusterctl.blueprint.load import load_blueprint_text
+    from clusterctl.plan import expand
+    from clusterctl.source import load_yaml_file
+    import yaml
     from clusterctl.rehearse.ui import RichProgress
     from clusterctl.targets import RenderError, render_targets
     from clusterctl.write import RENDER_SEALED, OutputDirError, write_tree
@@ -447,18 +453,27 @@ def rehearse(
             raise _misuse("missing BLUEPRINT", "clusterctl rehearse BLUEPRINT [-o DIR], or --down DIR")
         probe.require()
         loaded, v = _validated_or_exit(blueprint, suppress, "not rehearsed")
+        variant = rehearsal_variant(load_yaml_file(blueprint)[0], v.plan, installed_slurm(), machine_hardware())
         try:
-            files = render_targets(v.plan)
+            plan = expand(load_blueprint_text(yaml.safe_dump(variant.data, sort_keys=False),
+                                              f"{loaded.source.file} (as rehearsed)"))
+            files = render_targets(plan)
             write_tree(files, output, executable={p for p in files if p.endswith(".sh")}, sealed=RENDER_SEALED)
+        except BlueprintError as exc:
+            raise _misuse(f"{loaded.source.file}: cannot be rehearsed on this machine: {exc}",
+                          "see docs/rehearse.md, 'The blueprint as rehearsed'") from None
         except RenderError as exc:
             raise _misuse(f"{loaded.source.file}: cannot render: {exc}",
                           exc.hint or "this needs a rule that reports it at validate time: please report it") from None
         except OutputDirError as exc:
             raise _misuse(str(exc), exc.hint) from None
-        specs = node_specs(v.plan, nodes_per_group, nodes.rehearsal_id(output))
+        specs = node_specs(plan, nodes_per_group, nodes.rehearsal_id(output))
+        steps = default_steps() + deploy_steps(cluster_of(plan, [s.name for s in specs]))
         progress = RichProgress()
-        progress.note(f"{output}: rendered {len(files)} files; booting {len(specs)} node(s)")
-        summary = run_rehearsal(output, specs, default_steps(), progress, keep=keep)
+        progress.note(f"{output}: rendered {len(files)} files as rehearsed ("
+                      + ", ".join(f"{k} {c['blueprint']} -> {c['rehearsed']}" for k, c in variant.changes.items()
+                                  if k.startswith("slurm.version")) + f"); booting {len(specs)} node(s)")
+        summary = run_rehearsal(output, specs, steps, progress, keep=keep, info=variant.summary())
     except RehearsalError as exc:
         raise _misuse(str(exc), exc.hint) from None
     if fmt is RehearseFormat.json:

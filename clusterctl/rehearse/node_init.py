@@ -51,6 +51,10 @@ def main():
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege-separation directory
+    # /run is a fresh tmpfs: make what a Debian boot makes there before any service starts (found by
+    # rehearse deploy: /etc/init.d/slurmctld touches /var/lock/slurm, /var/lock -> /run/lock)
+    os.makedirs("/run/lock", exist_ok=True)
+    os.chmod("/run/lock", 0o1777)
     sshd = subprocess.Popen(SSHD)
     _log(f"sshd started (pid {sshd.pid})")
     try:

@@ -407,6 +407,17 @@ def _mounted_under(root: str) -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
+def _close_ssh_masters(cp: Path) -> None:
+    """Ask every SSH control master of the rehearsal (Ansible's ControlPersist connections, sockets in
+    DIR/.rehearsal/cp) to exit, so no ssh process outlives the nodes it was connected to."""
+    if not cp.is_dir():
+        return
+    for sock in cp.iterdir():
+        if sock.is_socket():
+            _run("ssh", "-o", f"ControlPath={sock}", "-O", "exit", "rehearsal-node")
+            sock.unlink(missing_ok=True)
+
+
 def down(out: Path) -> State:
     """Stop and remove everything the rehearsal in ``out`` recorded; idempotent.
 
@@ -420,6 +431,7 @@ def down(out: Path) -> State:
     if state is None:
         raise RehearsalError(f"{out} holds no rehearsal (no {state_dir(out).name}/state.json)",
                              "pass the -o DIR a `clusterctl rehearse` used")
+    _close_ssh_masters(state_dir(out) / "cp")
     deadline = time.monotonic() + STOP_TIMEOUT_S
     resend = 0.0
     while time.monotonic() < deadline and any(alive(n.init) or alive(n.launcher) for n in state.nodes):

@@ -32,6 +32,8 @@ class Summary:
     steps: list[StepResult] = field(default_factory=list)
     kept: bool = False
     teardown_seconds: float | None = None
+    info: dict = field(default_factory=dict)
+    """what the CLI adds to the summary (the blueprint as rehearsed: slurm_version, rehearsed_as)"""
 
     @property
     def ok(self) -> bool:
@@ -41,6 +43,7 @@ class Summary:
         st = self.state
         return {
             "status": "ok" if self.ok else "failed",
+            **self.info,
             "rehearsal": None if st is None else {
                 "id": st.id, "dir": st.dir, "bridge": st.bridge, "host_address": st.host_address,
                 "ssh_config": st.ssh_config, "kept": self.kept},
@@ -57,10 +60,10 @@ def _raise_interrupt(signum, frame):
 
 
 def rehearse(out: Path, specs: Sequence[nodes.NodeSpec], steps: Sequence[Step], progress: Progress,
-             keep: bool = False) -> Summary:
+             keep: bool = False, info: dict | None = None) -> Summary:
     """Boot ``specs`` under ``out``, run ``steps``, and tear down unless ``keep``. A failed step is a result
     (kept nodes can then be inspected); an exception or an interrupt always tears down."""
-    summary = Summary(None, kept=keep)
+    summary = Summary(None, kept=keep, info=dict(info or {}))
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     booted = completed = False
     try:
