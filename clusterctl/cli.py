@@ -414,6 +414,13 @@ class RehearseFormat(str, Enum):
     json = "json"
 
 
+class RehearseScenario(str, Enum):
+    """What runs on the booted nodes (docs/rehearse.md)."""
+
+    nodes = "nodes"
+    deploy = "deploy"
+
+
 @app.command()
 def rehearse(
     blueprint: Annotated[Optional[Path], typer.Argument(help="blueprint YAML file")] = None,
@@ -424,6 +431,8 @@ def rehearse(
     down: Annotated[Optional[Path], typer.Option("--down", metavar="DIR",
                                                  help="stop and remove the rehearsal recorded in DIR, then exit")] = None,
     fmt: Annotated[RehearseFormat, typer.Option("--format", help="human progress, or a JSON summary on stdout")] = RehearseFormat.human,
+    scenario: Annotated[RehearseScenario, typer.Option(
+        "--scenario", help="nodes: boot and SSH only; deploy: converge site.yml twice, testinfra, srun")] = RehearseScenario.deploy,
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
 ) -> None:
     """Render the blueprint, boot its hosts as isolated nodes on this machine (root; docs/rehearse.md) and
@@ -431,7 +440,7 @@ def rehearse(
     from clusterctl.rehearse import RehearsalError, nodes, probe
     from clusterctl.rehearse.run import rehearse as run_rehearsal
     from clusterctl.rehearse.select import node_specs
-    from clusterctl.rehearse.deploy import cluster_of, deploy_steps
+    from clusterctl.rehearse.deploy import cluster_of, deploy_steps, require_packages
     from clusterctl.rehearse.steps import default_steps
     from clusterctl.rehearse.variant import installed_slurm, machine_hardware, rehearsal_variant
     from clusterctl.blueprint.load import load_blueprint_text
@@ -452,6 +461,8 @@ def rehearse(
         if blueprint is None:
             raise _misuse("missing BLUEPRINT", "clusterctl rehearse BLUEPRINT [-o DIR], or --down DIR")
         probe.require()
+        if scenario is RehearseScenario.deploy:
+            require_packages()
         loaded, v = _validated_or_exit(blueprint, suppress, "not rehearsed")
         variant = rehearsal_variant(load_yaml_file(blueprint)[0], v.plan, installed_slurm(), machine_hardware())
         try:
@@ -468,7 +479,9 @@ def rehearse(
         except OutputDirError as exc:
             raise _misuse(str(exc), exc.hint) from None
         specs = node_specs(plan, nodes_per_group, nodes.rehearsal_id(output))
-        steps = default_steps() + deploy_steps(cluster_of(plan, [s.name for s in specs]))
+        steps = default_steps()
+        if scenario is RehearseScenario.deploy:
+            steps += deploy_steps(cluster_of(plan, [s.name for s in specs]))
         progress = RichProgress()
         progress.note(f"{output}: rendered {len(files)} files as rehearsed ("
                       + ", ".join(f"{k} {c['blueprint']} -> {c['rehearsed']}" for k, c in variant.changes.items()

@@ -16,6 +16,7 @@ import secrets
 import shlex
 import subprocess
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from clusterctl.rehearse.nodes import ssh, ssh_command
+from clusterctl.rehearse.nodes import control_dir, ssh, ssh_command
 from clusterctl.rehearse.state import State, state_dir
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
@@ -57,6 +58,32 @@ DESELECT_MARKERS = ("hardware", "mounts", "kernel")
 DESELECT_TESTS = {
     "chronyd_is_running": "chronyd is not started: nodes share the machine's clock",
 }
+
+
+PACKAGES = ("munge", "chrony", "nfs-common", "slurmd", "slurmctld", "slurm-client", "slurmdbd", "libpmix-dev",
+            "mariadb-server", "python3-apt")
+"""Debian packages the converge finds installed in every node: nodes have no route to a mirror and their root
+is an overlay of this machine's, so the roles' ``apt: state=present`` must find them here (mariadb-server:
+the accounting database; libpmix-dev: Debian's mpi/pmix plugin dlopens libpmix.so)"""
+
+
+def missing_packages() -> list[str]:
+    """The :data:`PACKAGES` not installed on this machine."""
+    r = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${db:Status-Status}\n", *PACKAGES],
+                       capture_output=True, text=True)
+    installed = {line.split()[0] for line in r.stdout.splitlines() if line.endswith(" installed")}
+    return [p for p in PACKAGES if p not in installed]
+
+
+def require_packages() -> None:
+    """Refuse (exit 2, with the apt-get line) before booting anything when a package is missing."""
+    from clusterctl.rehearse import RehearsalError
+
+    missing = missing_packages()
+    if missing:
+        raise RehearsalError(f"the deploy rehearsal needs Debian package(s) {', '.join(missing)} on this machine "
+                             "(rehearsal nodes are offline and use this machine's installed packages)",
+                             f"apt-get install -y --no-install-recommends {' '.join(missing)} (scripts/test does)")
 
 
 @dataclass(frozen=True)
@@ -143,7 +170,7 @@ def _task_name(data: dict) -> str:
 
 
 def run_playbook(state: State, hosts: Sequence[str], tuning: dict[str, str] | None = None,
-                 ident: str = "converge", extra_args: Sequence[str] = ()) -> RunOutcome:
+                 ident: str = "converge", extra_args: Sequence[str] = (), forks: int | None = None) -> RunOutcome:
     """Run the rendered ``DIR/ansible/site.yml`` on ``hosts`` over SSH with ansible-runner.
 
     SSH reaches the nodes by name through the rehearsal's ssh_config (``-F``), with per-rehearsal control
@@ -156,8 +183,9 @@ def run_playbook(state: State, hosts: Sequence[str], tuning: dict[str, str] | No
     out = Path(state.dir)
     sdir = state_dir(out)
     vars_path, secrets_path = rehearsal_files(state)
-    cp = sdir / "cp"
-    for d in (cp, sdir / "runner", sdir / "facts"):
+    cp = control_dir(state.id)
+    cp.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for d in (sdir / "runner", sdir / "facts"):
         d.mkdir(exist_ok=True)
     env = {
         "ANSIBLE_SSH_ARGS": f"-F {state.ssh_config} -o ControlMaster=auto -o ControlPersist=120s",
@@ -189,11 +217,21 @@ def run_playbook(state: State, hosts: Sequence[str], tuning: dict[str, str] | No
 
     cmdline = ["--limit", ",".join(hosts), "--skip-tags", ",".join(HARDWARE_ROLES),
                "-e", f"@{vars_path}", "-e", f"@{secrets_path}", *extra_args]
+    cancel = threading.Event()
     t0 = time.monotonic()
-    r = ansible_runner.run(private_data_dir=str(sdir / "runner"), project_dir=str(out / "ansible"),
-                           playbook="site.yml", cmdline=shlex.join(cmdline), envvars=env, ident=ident,
-                           forks=max(1, len(hosts)), event_handler=on_event, quiet=True, rotate_artifacts=4,
-                           timeout=1800)
+    # in a thread, so that Ctrl-C or SIGTERM (KeyboardInterrupt in this thread) cancels the run: the runner
+    # then stops ansible-playbook before the rehearsal tears the nodes down, and no ansible process is left
+    thread, r = ansible_runner.run_async(
+        private_data_dir=str(sdir / "runner"), project_dir=str(out / "ansible"), playbook="site.yml",
+        cmdline=shlex.join(cmdline), envvars=env, ident=ident, forks=forks or max(1, len(hosts)),
+        event_handler=on_event, cancel_callback=cancel.is_set, quiet=True, rotate_artifacts=4, timeout=1800)
+    try:
+        while thread.is_alive():
+            thread.join(0.2)
+    except BaseException:
+        cancel.set()
+        thread.join(60)
+        raise
     result.seconds = time.monotonic() - t0
     result.status, result.rc = r.status, r.rc
     if not result.stats and r.rc != 0:
@@ -313,7 +351,14 @@ class ConvergeAgain:
 
 # --- testinfra --------------------------------------------------------------------------------------------
 
-def _junit_counts(path: Path) -> dict[str, dict[str, int]]:
+def _host_of(name: str, hosts: Sequence[str]) -> str:
+    """The host of a testinfra test id (``test_x[ansible://gpu-01-/etc/x]``): the longest host name that
+    follows ``://`` and ends at ``]`` or ``-`` (host names may hold '-')."""
+    found = [h for h in hosts if f"://{h}]" in name or f"://{h}-" in name]
+    return max(found, key=len) if found else "?"
+
+
+def _junit_counts(path: Path, hosts: Sequence[str]) -> dict[str, dict[str, int]]:
     """Per host (the testinfra ``[ansible://HOST]`` parameter) counts of passed/failed/skipped tests."""
     counts: dict[str, dict[str, int]] = {}
     try:
@@ -321,8 +366,7 @@ def _junit_counts(path: Path) -> dict[str, dict[str, int]]:
     except (OSError, ET.ParseError):
         return counts
     for case in root.iter("testcase"):
-        m = re.search(r"\[(?:ansible|ssh)://([^\]-]+)", case.get("name", ""))
-        host = m.group(1) if m else "?"
+        host = _host_of(case.get("name", ""), hosts)
         c = counts.setdefault(host, {"passed": 0, "failed": 0, "skipped": 0})
         if case.find("failure") is not None or case.find("error") is not None:
             c["failed"] += 1
@@ -368,7 +412,7 @@ class Testinfra:
         env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_SSH_ARGS": f"-F {state.ssh_config}"}
         r = subprocess.run(args, cwd=out, capture_output=True, text=True, timeout=self.timeout_s,
                            stdin=subprocess.DEVNULL, env=env)
-        return _junit_counts(junit), _failures(junit), (r.stdout + r.stderr)[-800:] if r.returncode else ""
+        return _junit_counts(junit, hosts), _failures(junit), (r.stdout + r.stderr)[-800:] if r.returncode else ""
 
     def run(self, state: State, record: Record) -> None:
         by_group: dict[str, list[str]] = {}
@@ -381,7 +425,7 @@ class Testinfra:
                 counts, failures, tail = fut.result()
                 for h in by_group[g]:
                     c = counts.get(h, {"passed": 0, "failed": 0, "skipped": 0})
-                    mine = [f for f in failures if f"://{h}" in f]
+                    mine = [f for f in failures if _host_of(f.split(": ", 1)[0], by_group[g]) == h]
                     if c["failed"] or not c["passed"]:
                         detail = "; ".join(mine)[:600] or tail or "no test ran"
                         record(h, HostOutcome(FAILED, time.monotonic() - t0, detail, c))

@@ -407,15 +407,22 @@ def _mounted_under(root: str) -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
+def control_dir(rid: str) -> Path:
+    """Where SSH clients of rehearsal ``rid`` keep their control sockets (Ansible's ControlPersist). Not under
+    DIR: a Unix socket path has at most 107 bytes, and ssh adds 17 to the 40 of ``%C``."""
+    return Path("/run/clusterctl-rehearsal") / rid
+
+
 def _close_ssh_masters(cp: Path) -> None:
-    """Ask every SSH control master of the rehearsal (Ansible's ControlPersist connections, sockets in
-    DIR/.rehearsal/cp) to exit, so no ssh process outlives the nodes it was connected to."""
+    """Ask every SSH control master of the rehearsal to exit, so no ssh process outlives the nodes it was
+    connected to; then remove the socket directory."""
     if not cp.is_dir():
         return
     for sock in cp.iterdir():
         if sock.is_socket():
             _run("ssh", "-o", f"ControlPath={sock}", "-O", "exit", "rehearsal-node")
-            sock.unlink(missing_ok=True)
+        sock.unlink(missing_ok=True)
+    shutil.rmtree(cp, ignore_errors=True)
 
 
 def down(out: Path) -> State:
@@ -431,7 +438,7 @@ def down(out: Path) -> State:
     if state is None:
         raise RehearsalError(f"{out} holds no rehearsal (no {state_dir(out).name}/state.json)",
                              "pass the -o DIR a `clusterctl rehearse` used")
-    _close_ssh_masters(state_dir(out) / "cp")
+    _close_ssh_masters(control_dir(state.id))
     deadline = time.monotonic() + STOP_TIMEOUT_S
     resend = 0.0
     while time.monotonic() < deadline and any(alive(n.init) or alive(n.launcher) for n in state.nodes):

@@ -187,7 +187,8 @@ def test_second_rehearsal_in_a_running_dir_is_refused(cluster):
 
 def test_cli_rehearse_lab_json(tmp_path):
     out = tmp_path / "r"
-    r = cli("rehearse", str(REPO / "blueprints" / "lab-2node.yaml"), "-o", str(out), "--format", "json")
+    r = cli("rehearse", str(REPO / "blueprints" / "lab-2node.yaml"), "-o", str(out), "--format", "json",
+            "--scenario", "nodes")
     assert r.returncode == 0, r.stderr
     summary = json.loads(r.stdout)
     assert summary["status"] == "ok"
@@ -206,7 +207,7 @@ def test_cli_rehearse_lab_json(tmp_path):
 def test_cli_keep_then_down(tmp_path):
     out = tmp_path / "r"
     r = cli("rehearse", str(REPO / "blueprints" / "lab-2node.yaml"), "-o", str(out), "--keep",
-            "--nodes-per-group", "1")
+            "--nodes-per-group", "1", "--scenario", "nodes")
     assert r.returncode == 0, r.stderr
     assert "rehearse --down" in r.stderr
     state = load(out)
@@ -227,7 +228,7 @@ def test_cli_interrupted_mid_rehearsal_tears_down(tmp_path, sig):
 
     out = tmp_path / "r"
     p = subprocess.Popen([sys.executable, "-m", "clusterctl", "rehearse", str(REPO / "blueprints" / "lab-2node.yaml"),
-                          "-o", str(out)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                          "-o", str(out), "--scenario", "nodes"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     state = None
     while time.monotonic() < deadline:
