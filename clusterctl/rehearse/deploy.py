@@ -191,8 +191,9 @@ def run_playbook(state: State, hosts: Sequence[str], tuning: dict[str, str] | No
         "ANSIBLE_SSH_ARGS": f"-F {state.ssh_config} -o ControlMaster=auto -o ControlPersist=120s",
         "ANSIBLE_SSH_CONTROL_PATH_DIR": str(cp),
         "ANSIBLE_SSH_CONTROL_PATH": "%(directory)s/%%C",
-        "ANSIBLE_CACHE_PLUGIN": "jsonfile",
-        "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(sdir / "facts"),
+        # ansible-runner turns host key checking off unless told: the rendered ansible.cfg checks them, and
+        # the rehearsal pins every node's key in its known_hosts
+        "ANSIBLE_HOST_KEY_CHECKING": "True",
         "ANSIBLE_LOCAL_TEMP": str(sdir / "ansible-tmp"),
         "ANSIBLE_NOCOLOR": "1",
         "ANSIBLE_FORCE_COLOR": "0",
@@ -224,7 +225,10 @@ def run_playbook(state: State, hosts: Sequence[str], tuning: dict[str, str] | No
     thread, r = ansible_runner.run_async(
         private_data_dir=str(sdir / "runner"), project_dir=str(out / "ansible"), playbook="site.yml",
         cmdline=shlex.join(cmdline), envvars=env, ident=ident, forks=forks or max(1, len(hosts)),
-        event_handler=on_event, cancel_callback=cancel.is_set, quiet=True, rotate_artifacts=4, timeout=1800)
+        event_handler=on_event, cancel_callback=cancel.is_set, quiet=True, rotate_artifacts=4, timeout=1800,
+        # one fact cache for every run of the rehearsal (ansible-runner's default is one per run, so the
+        # second converge would gather again); absolute, so the runner does not put it under its artifacts
+        fact_cache_type=env.get("ANSIBLE_CACHE_PLUGIN", "jsonfile"), fact_cache=str(sdir / "facts"))
     try:
         while thread.is_alive():
             thread.join(0.2)
@@ -316,6 +320,8 @@ class Converge:
     cluster: Cluster
     name: str = "converge"
     tuning: dict[str, str] | None = None
+    forks: int | None = None
+    """default: one fork per host"""
     last: RunOutcome | None = None
 
     def run(self, state: State, record: Record) -> None:
@@ -325,7 +331,7 @@ class Converge:
         if errors:
             raise StepFailed("node preparation failed")
         hosts = [n.name for n in state.nodes]
-        self.last = run_playbook(state, hosts, self.tuning, ident="converge")
+        self.last = run_playbook(state, hosts, self.tuning, ident="converge", forks=self.forks)
         for h in hosts:
             record(h, _recap_outcome(self.last, h, require_unchanged=False))
         if self.last.rc != 0:
@@ -338,11 +344,12 @@ class ConvergeAgain:
 
     name: str = "converge-again"
     tuning: dict[str, str] | None = None
+    forks: int | None = None
     last: RunOutcome | None = None
 
     def run(self, state: State, record: Record) -> None:
         hosts = [n.name for n in state.nodes]
-        self.last = run_playbook(state, hosts, self.tuning, ident="converge-again")
+        self.last = run_playbook(state, hosts, self.tuning, ident="converge-again", forks=self.forks)
         for h in hosts:
             record(h, _recap_outcome(self.last, h, require_unchanged=True))
         if self.last.rc != 0:
