@@ -440,7 +440,7 @@ def rehearse(
     from clusterctl.rehearse import RehearsalError, nodes, probe
     from clusterctl.rehearse.run import rehearse as run_rehearsal
     from clusterctl.rehearse.select import node_specs
-    from clusterctl.rehearse.deploy import cluster_of, deploy_steps, require_packages
+    from clusterctl.rehearse.deploy import SHARED_STORAGE, cluster_of, deploy_steps, require_packages
     from clusterctl.rehearse.steps import default_steps
     from clusterctl.rehearse.variant import installed_slurm, machine_hardware, rehearsal_variant
     from clusterctl.blueprint.load import load_blueprint_text
@@ -486,7 +486,10 @@ def rehearse(
         progress.note(f"{output}: rendered {len(files)} files as rehearsed ("
                       + ", ".join(f"{k} {c['blueprint']} -> {c['rehearsed']}" for k, c in variant.changes.items()
                                   if k.startswith("slurm.version")) + f"); booting {len(specs)} node(s)")
-        summary = run_rehearsal(output, specs, steps, progress, keep=keep, info=variant.summary())
+        info = variant.summary()
+        if scenario is RehearseScenario.deploy:
+            info["shared_storage"] = SHARED_STORAGE
+        summary = run_rehearsal(output, specs, steps, progress, keep=keep, info=info)
     except RehearsalError as exc:
         raise _misuse(str(exc), exc.hint) from None
     if fmt is RehearseFormat.json:

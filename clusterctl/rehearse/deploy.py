@@ -58,6 +58,9 @@ DESELECT_MARKERS = ("hardware", "mounts", "kernel")
 DESELECT_TESTS = {
     "chronyd_is_running": "chronyd is not started: nodes share the machine's clock",
 }
+SHARED_STORAGE = ("none: the blueprint's shared tiers get their fstab lines (tested) but are not mounted, "
+                  "and the testinfra 'mounts' marker is deselected (this kernel has no NFS)")
+"""what the JSON summary says of shared storage in the deploy scenario"""
 
 
 PACKAGES = ("munge", "chrony", "nfs-common", "slurmd", "slurmctld", "slurm-client", "slurmdbd", "libpmix-dev",
@@ -437,7 +440,8 @@ class Testinfra:
                         detail = "; ".join(mine)[:600] or tail or "no test ran"
                         record(h, HostOutcome(FAILED, time.monotonic() - t0, detail, c))
                     else:
-                        record(h, HostOutcome(OK, time.monotonic() - t0, f"tests/test_{g}.py", c))
+                        record(h, HostOutcome(OK, time.monotonic() - t0, f"tests/test_{g}.py; deselected: "
+                                              + ", ".join((*DESELECT_MARKERS, *DESELECT_TESTS)), c))
 
 
 # --- srun -------------------------------------------------------------------------------------------------

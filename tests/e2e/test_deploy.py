@@ -77,6 +77,7 @@ def test_summary_names_the_slurm_version_rehearsed(deployed):
     version = subprocess.run(["slurmd", "-V"], capture_output=True, text=True).stdout.split()[-1]
     assert summary["slurm_version"] == {"blueprint": "24.05", "rehearsed": ".".join(version.split(".")[:2])}
     assert "slurm.gres_autodetect" in summary["rehearsed_as"]
+    assert summary["shared_storage"].startswith("none")
 
 
 def test_first_converge_changes_every_host(deployed):
@@ -102,6 +103,7 @@ def test_rendered_testinfra_suite_passes_on_every_host(deployed):
     assert sorted(hosts) == sorted(HOSTS)
     for h, o in hosts.items():
         assert o["passed"] > 0 and o["failed"] == 0 and o["skipped"] == 0, (h, o)
+        assert "deselected: hardware, mounts, kernel" in o["detail"]
 
 
 def test_srun_runs_one_pmix_rank_on_each_compute_host(deployed):
