@@ -111,3 +111,12 @@ def test_junit_counts_per_testinfra_host(tmp_path):
         "gpu01": {"passed": 2, "failed": 0, "skipped": 0}, "gpu01-b": {"passed": 1, "failed": 0, "skipped": 0},
         "gpu02": {"passed": 0, "failed": 1, "skipped": 1}}
     assert _junit_counts(tmp_path / "missing.xml", ["gpu01"]) == {}
+
+
+def test_deploy_runs_srun_only_with_slurm_and_compute_hosts():
+    from clusterctl.rehearse.deploy import Cluster, deploy_steps
+
+    full = Cluster({"head01": "head", "gpu01": "gpu"}, ("gpu01",), {"gpu01": 8}, ("head01",))
+    assert [s.name for s in deploy_steps(full)] == ["converge", "converge-again", "testinfra", "srun"]
+    no_slurm = Cluster({"gpu01": "gpu"}, ("gpu01",), {"gpu01": 8}, ())
+    assert [s.name for s in deploy_steps(no_slurm)] == ["converge", "converge-again", "testinfra"]

@@ -507,5 +507,8 @@ class Srun:
 
 
 def deploy_steps(cluster: Cluster) -> list:
-    """The deploy scenario's steps, in order."""
-    return [Converge(cluster), ConvergeAgain(), Testinfra(cluster), Srun(cluster)]
+    """The deploy scenario's steps, in order (no srun for a blueprint without Slurm or compute hosts)."""
+    steps: list = [Converge(cluster), ConvergeAgain(), Testinfra(cluster)]
+    if cluster.controllers and cluster.compute:
+        steps.append(Srun(cluster))
+    return steps
