@@ -442,11 +442,7 @@ def rehearse(
     from clusterctl.rehearse.select import node_specs
     from clusterctl.rehearse.deploy import SHARED_STORAGE, cluster_of, deploy_steps, require_packages
     from clusterctl.rehearse.steps import default_steps
-    from clusterctl.rehearse.variant import installed_slurm, machine_hardware, rehearsal_variant
-    from clusterctl.blueprint.load import load_blueprint_text
-    from clusterctl.plan import expand
-    from clusterctl.source import load_yaml_file
-    import yaml
+    from clusterctl.rehearse.variant import rehearsed_plan
     from clusterctl.rehearse.ui import RichProgress
     from clusterctl.targets import RenderError, render_targets
     from clusterctl.write import RENDER_SEALED, OutputDirError, write_tree
@@ -464,15 +460,10 @@ def rehearse(
         if scenario is RehearseScenario.deploy:
             require_packages()
         loaded, v = _validated_or_exit(blueprint, suppress, "not rehearsed")
-        variant = rehearsal_variant(load_yaml_file(blueprint)[0], v.plan, installed_slurm(), machine_hardware())
+        plan, variant = rehearsed_plan(blueprint, v.plan)
         try:
-            plan = expand(load_blueprint_text(yaml.safe_dump(variant.data, sort_keys=False),
-                                              f"{loaded.source.file} (as rehearsed)"))
             files = render_targets(plan)
             write_tree(files, output, executable={p for p in files if p.endswith(".sh")}, sealed=RENDER_SEALED)
-        except BlueprintError as exc:
-            raise _misuse(f"{loaded.source.file}: cannot be rehearsed on this machine: {exc}",
-                          "see docs/rehearse.md, 'The blueprint as rehearsed'") from None
         except RenderError as exc:
             raise _misuse(f"{loaded.source.file}: cannot render: {exc}",
                           exc.hint or "this needs a rule that reports it at validate time: please report it") from None
@@ -483,9 +474,8 @@ def rehearse(
         if scenario is RehearseScenario.deploy:
             steps += deploy_steps(cluster_of(plan, [s.name for s in specs]))
         progress = RichProgress()
-        progress.note(f"{output}: rendered {len(files)} files as rehearsed ("
-                      + ", ".join(f"{k} {c['blueprint']} -> {c['rehearsed']}" for k, c in variant.changes.items()
-                                  if k.startswith("slurm.version")) + f"); booting {len(specs)} node(s)")
+        progress.note(f"{output}: rendered {len(files)} files as rehearsed ({variant.describe()}); "
+                      f"booting {len(specs)} node(s)")
         info = variant.summary()
         if scenario is RehearseScenario.deploy:
             info["shared_storage"] = SHARED_STORAGE

@@ -23,6 +23,11 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
+from pathlib import Path
+
+import yaml
+
+from clusterctl.errors import BlueprintError
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.rehearse import RehearsalError
 
@@ -51,6 +56,11 @@ class Variant:
         return {"slurm_version": {"blueprint": version["blueprint"] if version else rehearsed,
                                   "rehearsed": rehearsed},
                 "rehearsed_as": self.changes}
+
+    def describe(self) -> str:
+        """One line for the progress output: what the rehearsal renders differently."""
+        return "; ".join(f"{k} {c['blueprint']} -> {c['rehearsed']}" for k, c in self.changes.items()
+                         if not k.startswith("node_types.")) or "as written"
 
 
 def _run(*args: str) -> str:
@@ -114,3 +124,19 @@ def rehearsal_variant(data: dict, plan: ClusterPlan, version: str, hw: Hardware)
         v.changes[f"node_types.{g.type.name}"] = {
             "blueprint": before, "rehearsed": {**spec["cpu"], "memory_gb": memory_gb}}
     return v
+
+
+def rehearsed_plan(path: Path, plan: ClusterPlan) -> tuple[ClusterPlan, Variant]:
+    """The plan of the blueprint at ``path`` (already validated as ``plan``) as this machine rehearses it."""
+    from clusterctl.blueprint.load import load_blueprint_text
+    from clusterctl.plan import expand
+    from clusterctl.source import load_yaml_file
+
+    variant = rehearsal_variant(load_yaml_file(path)[0], plan, installed_slurm(), machine_hardware())
+    try:
+        rehearsed = expand(load_blueprint_text(yaml.safe_dump(variant.data, sort_keys=False),
+                                               f"{path} (as rehearsed)"))
+    except BlueprintError as exc:
+        raise RehearsalError(f"{path}: cannot be rehearsed on this machine: {exc}",
+                             "see docs/rehearse.md, 'The blueprint as rehearsed'") from None
+    return rehearsed, variant
