@@ -14,6 +14,7 @@ import os
 import re
 import secrets
 import shlex
+import signal
 import subprocess
 import sys
 import threading
@@ -27,7 +28,7 @@ from pathlib import Path
 import yaml
 
 from clusterctl.rehearse.nodes import control_dir, ssh, ssh_command
-from clusterctl.rehearse.state import State, state_dir
+from clusterctl.rehearse.state import Proc, State, alive, proc_of, state_dir
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
 HARDWARE_ROLES = ("doca_ofed", "nvidia_driver", "dcgm", "enroot_pyxis")
@@ -221,24 +222,36 @@ def run_playbook(state: State, hosts: Sequence[str], tuning: dict[str, str] | No
 
     cmdline = ["--limit", ",".join(hosts), "--skip-tags", ",".join(HARDWARE_ROLES),
                "-e", f"@{vars_path}", "-e", f"@{secrets_path}", *extra_args]
-    cancel = threading.Event()
+    cancel, done = threading.Event(), threading.Event()
     t0 = time.monotonic()
     # in a thread, so that Ctrl-C or SIGTERM (KeyboardInterrupt in this thread) cancels the run: the runner
     # then stops ansible-playbook before the rehearsal tears the nodes down, and no ansible process is left
     thread, r = ansible_runner.run_async(
         private_data_dir=str(sdir / "runner"), project_dir=str(out / "ansible"), playbook="site.yml",
         cmdline=shlex.join(cmdline), envvars=env, ident=ident, forks=forks or max(1, len(hosts)),
-        event_handler=on_event, cancel_callback=cancel.is_set, quiet=True, rotate_artifacts=4, timeout=1800,
+        event_handler=on_event, cancel_callback=cancel.is_set, finished_callback=lambda _runner: done.set(),
+        quiet=True, rotate_artifacts=4, timeout=1800,
         # one fact cache for every run of the rehearsal (ansible-runner's default is one per run, so the
         # second converge would gather again); absolute, so the runner does not put it under its artifacts
         fact_cache_type=env.get("ANSIBLE_CACHE_PLUGIN", "jsonfile"), fact_cache=str(sdir / "facts"))
-    try:
-        while thread.is_alive():
-            thread.join(0.2)
+    try:  # Event.wait, not Thread.join: a join interrupted by KeyboardInterrupt may not wait again
+        while not done.wait(0.2) and thread.is_alive():
+            pass
     except BaseException:
+        # the runner checks ``cancel`` every few seconds and kills ansible-playbook's process group; its
+        # forks run in sessions of their own (with their ssh clients), so they are recorded now and
+        # killed by PID (and start time) if still alive after that
+        forks_left = descendants(os.getpid())
         cancel.set()
-        thread.join(60)
+        done.wait(60)
+        for proc in forks_left:
+            if alive(proc):
+                try:
+                    os.kill(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
         raise
+    thread.join(5)
     result.seconds = time.monotonic() - t0
     result.status, result.rc = r.status, r.rc
     if not result.stats and r.rc != 0:
@@ -249,6 +262,29 @@ def run_playbook(state: State, hosts: Sequence[str], tuning: dict[str, str] | No
             pass
         raise StepFailed(f"ansible-playbook exited {r.rc} ({r.status}) before any host finished: {tail}")
     return result
+
+
+def descendants(pid: int) -> list[Proc]:
+    """Every process below ``pid`` (children, their children, ...), with start times."""
+    out: list[Proc] = []
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for t in tasks:
+            try:
+                children = Path(f"/proc/{p}/task/{t}/children").read_text().split()
+            except OSError:
+                continue
+            for c in map(int, children):
+                proc = proc_of(c)
+                if proc is not None:
+                    out.append(proc)
+                    todo.append(c)
+    return out
 
 
 def _recap_outcome(run: RunOutcome, host: str, require_unchanged: bool) -> HostOutcome:

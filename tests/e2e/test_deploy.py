@@ -135,3 +135,40 @@ def test_nothing_of_the_rehearsal_remains(deployed):
     from clusterctl.rehearse.nodes import control_dir
 
     assert not control_dir(state.id).exists(), "SSH control sockets are left"
+
+
+def test_sigterm_during_the_converge_stops_ansible_and_every_node(tmp_path):
+    """SIGTERM while ansible-playbook runs: the runner is cancelled (no ansible process is left), then every
+    node stops, before the CLI exits 130."""
+    import signal
+    import time
+
+    require_rehearsal()
+    _require_deploy()
+    from tests.helpers import lab, to_yaml
+
+    data = lab()  # the lab on another in-band network, so it can run beside a lab rehearsal
+    data["addressing"]["inband"]["cidr"] = "10.77.0.0/24"
+    blueprint = tmp_path / "lab-other-net.yaml"
+    blueprint.write_text(to_yaml(data))
+    out = tmp_path / "r"
+    p = subprocess.Popen([sys.executable, "-m", "clusterctl", "rehearse", str(blueprint),
+                          "-o", str(out), "--nodes-per-group", "1"], cwd=REPO, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    started = False
+    while time.monotonic() < deadline and p.poll() is None:
+        events = out / ".rehearsal" / "runner" / "artifacts" / "converge" / "job_events"
+        if events.is_dir() and len(list(events.glob("*.json"))) > 3:  # ansible-playbook is running tasks
+            started = True
+            break
+        time.sleep(0.2)
+    assert started, "the converge never started"
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=180)
+    assert p.returncode == 130, err[-3000:]
+    assert "Traceback" not in err
+    state = load(out)
+    assert state is not None and state.stopped and leftovers(state) == []
+    mine = subprocess.run(["pgrep", "-af", str(out)], capture_output=True, text=True).stdout
+    assert mine.strip() == "", f"processes still name the rehearsal directory:\n{mine}"
