@@ -238,18 +238,12 @@ def run_playbook(state: State, hosts: Sequence[str], tuning: dict[str, str] | No
         while not done.wait(0.2) and thread.is_alive():
             pass
     except BaseException:
-        # the runner checks ``cancel`` every few seconds and kills ansible-playbook's process group; its
-        # forks run in sessions of their own (with their ssh clients), so they are recorded now and
-        # killed by PID (and start time) if still alive after that
-        forks_left = descendants(os.getpid())
+        # ansible-playbook forks a worker per task and host, each in a session of its own (with its ssh
+        # clients): the runner's cancel kills only ansible-playbook's process group, and only on its next
+        # poll. So the whole tree is frozen first (no new fork), then killed by PID and start time.
+        kill_tree(os.getpid())
         cancel.set()
         done.wait(60)
-        for proc in forks_left:
-            if alive(proc):
-                try:
-                    os.kill(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
         raise
     thread.join(5)
     result.seconds = time.monotonic() - t0
@@ -285,6 +279,28 @@ def descendants(pid: int) -> list[Proc]:
                     out.append(proc)
                     todo.append(c)
     return out
+
+
+def _signal(proc: Proc, sig: int) -> None:
+    if alive(proc):
+        try:
+            os.kill(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def kill_tree(root: int) -> None:
+    """SIGSTOP every process below ``root`` until no new one appears, then SIGKILL them all."""
+    seen: dict[int, Proc] = {}
+    for _ in range(20):
+        new = [p for p in descendants(root) if p.pid not in seen]
+        if not new:
+            break
+        for p in new:
+            seen[p.pid] = p
+            _signal(p, signal.SIGSTOP)
+    for p in seen.values():
+        _signal(p, signal.SIGKILL)
 
 
 def _recap_outcome(run: RunOutcome, host: str, require_unchanged: bool) -> HostOutcome:

@@ -172,3 +172,6 @@ def test_sigterm_during_the_converge_stops_ansible_and_every_node(tmp_path):
     assert state is not None and state.stopped and leftovers(state) == []
     mine = subprocess.run(["pgrep", "-af", str(out)], capture_output=True, text=True).stdout
     assert mine.strip() == "", f"processes still name the rehearsal directory:\n{mine}"
+    from clusterctl.rehearse.nodes import control_dir
+
+    assert not control_dir(state.id).exists(), "SSH control sockets are left"
