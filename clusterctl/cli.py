@@ -409,6 +409,89 @@ def inventory(
          f"({result.mode}; {len(result.changed)} file(s) changed); next: cd {output / 'ansible'} && "
          f"ansible-playbook site.yml")
 
+class RehearseFormat(str, Enum):
+    human = "human"
+    json = "json"
+
+
+class RehearseScenario(str, Enum):
+    """What runs on the booted nodes (docs/rehearse.md)."""
+
+    nodes = "nodes"
+    deploy = "deploy"
+
+
+@app.command()
+def rehearse(
+    blueprint: Annotated[Optional[Path], typer.Argument(help="blueprint YAML file")] = None,
+    output: Annotated[Path, typer.Option("-o", "--output", help="render and rehearsal state directory")] = Path("rehearsal"),
+    nodes_per_group: Annotated[int, typer.Option("--nodes-per-group", min=1, max=16,
+                                                 help="hosts of each compute group to boot")] = 2,
+    keep: Annotated[bool, typer.Option(help="leave the nodes running (stop them with --down DIR)")] = False,
+    down: Annotated[Optional[Path], typer.Option("--down", metavar="DIR",
+                                                 help="stop and remove the rehearsal recorded in DIR, then exit")] = None,
+    fmt: Annotated[RehearseFormat, typer.Option("--format", help="human progress, or a JSON summary on stdout")] = RehearseFormat.human,
+    scenario: Annotated[RehearseScenario, typer.Option(
+        "--scenario", help="nodes: boot and SSH only; deploy: converge site.yml twice, testinfra, srun")] = RehearseScenario.deploy,
+    suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
+) -> None:
+    """Render the blueprint, boot its hosts as isolated nodes on this machine (root; docs/rehearse.md) and
+    prove the rendered cluster works there. Exit 0 every step passed, 1 a step failed, 2 cannot rehearse."""
+    from clusterctl.rehearse import RehearsalError, nodes, probe
+    from clusterctl.rehearse.run import rehearse as run_rehearsal
+    from clusterctl.rehearse.select import node_specs
+    from clusterctl.rehearse.deploy import SHARED_STORAGE, cluster_of, deploy_steps, require_packages
+    from clusterctl.rehearse.steps import default_steps
+    from clusterctl.rehearse.variant import rehearsed_plan
+    from clusterctl.rehearse.ui import RichProgress
+    from clusterctl.targets import RenderError, render_targets
+    from clusterctl.write import RENDER_SEALED, OutputDirError, write_tree
+
+    try:
+        if down is not None:
+            if blueprint is not None:
+                raise _misuse("--down takes the rehearsal directory only, not a blueprint")
+            state = nodes.down(down)
+            _err(f"{down}: rehearsal {state.id} is down ({len(state.nodes)} node(s), bridge {state.bridge})")
+            raise typer.Exit(EXIT_OK)
+        if blueprint is None:
+            raise _misuse("missing BLUEPRINT", "clusterctl rehearse BLUEPRINT [-o DIR], or --down DIR")
+        probe.require()
+        if scenario is RehearseScenario.deploy:
+            require_packages()
+        loaded, v = _validated_or_exit(blueprint, suppress, "not rehearsed")
+        plan, variant = rehearsed_plan(blueprint, v.plan)
+        try:
+            files = render_targets(plan)
+            write_tree(files, output, executable={p for p in files if p.endswith(".sh")}, sealed=RENDER_SEALED)
+        except RenderError as exc:
+            raise _misuse(f"{loaded.source.file}: cannot render: {exc}",
+                          exc.hint or "this needs a rule that reports it at validate time: please report it") from None
+        except OutputDirError as exc:
+            raise _misuse(str(exc), exc.hint) from None
+        specs = node_specs(plan, nodes_per_group, nodes.rehearsal_id(output))
+        steps = default_steps()
+        if scenario is RehearseScenario.deploy:
+            steps += deploy_steps(cluster_of(plan, [s.name for s in specs]))
+        progress = RichProgress()
+        progress.note(f"{output}: rendered {len(files)} files as rehearsed ({variant.describe()}); "
+                      f"booting {len(specs)} node(s)")
+        info = variant.summary()
+        if scenario is RehearseScenario.deploy:
+            info["shared_storage"] = SHARED_STORAGE
+        summary = run_rehearsal(output, specs, steps, progress, keep=keep, info=info)
+    except RehearsalError as exc:
+        raise _misuse(str(exc), exc.hint) from None
+    if fmt is RehearseFormat.json:
+        _out(finite_json.dumps(summary.to_json(), indent=2))
+    if summary.kept:
+        progress.note(f"nodes kept: ssh -F {summary.state.ssh_config} <node>; "
+                      f"stop them with clusterctl rehearse --down {output}")
+    progress.note(f"rehearsal {'passed' if summary.ok else 'FAILED'}"
+                  + (f"; teardown {summary.teardown_seconds:.2f} s" if summary.teardown_seconds is not None else ""))
+    raise typer.Exit(EXIT_OK if summary.ok else EXIT_FINDINGS)
+
+
 def version_callback(value: bool) -> None:
     if value:
         _out(f"clusterctl {__version__}")

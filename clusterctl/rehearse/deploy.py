@@ -1,0 +1,566 @@
+"""The ``deploy`` scenario: converge the rendered ``site.yml`` over SSH, converge again (changed=0), run the
+rendered testinfra suite against every host, and run one multi-node ``srun`` with PMIx ranks.
+
+Everything runs the **rendered** files unchanged; what a rehearsal node cannot have is set by a rehearsal
+variables file (``DIR/.rehearsal/deploy-vars.yml``, every value with its reason in :data:`REHEARSAL_VARS`),
+the secrets by a per-rehearsal extra-vars file (0600, never on a command line), and the hardware roles
+are skipped by tag. Ansible is driven through ansible-runner (imported lazily: validate and render do
+not need it); its event stream gives the per-host changed/ok/failed counts and the changed task names.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from clusterctl.rehearse.nodes import control_dir, ssh, ssh_command
+from clusterctl.rehearse.state import Proc, State, alive, proc_of, state_dir
+from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
+
+HARDWARE_ROLES = ("doca_ofed", "nvidia_driver", "dcgm", "enroot_pyxis")
+"""GPU/RDMA driver roles: they install from NVIDIA's and Mellanox's repositories and need the hardware"""
+NVIDIA_MAJOR = 195
+"""character device major of /dev/nvidiaN: the GPU stand-ins gres.conf's File= lines name"""
+
+REHEARSAL_VARS: dict[str, tuple[object, str]] = {
+    "ansible_python_interpreter": ("/usr/bin/python3", "Debian's python3 with python3-apt; the pyenv shim on "
+                                   "PATH breaks interpreter discovery"),
+    "ansible_become": (False, "the rehearsal connects as root (nodes have no sudo): become is not needed, and "
+                       "su instead would turn off pipelining"),
+    "common_sysctl_apply": (False, "nodes share the machine's kernel: the file is written, not loaded"),
+    "common_manage_services": (False, "chronyd: nodes share the machine's clock, and nothing may reach NTP"),
+    "munge_manage_services": (True, "munged runs from /etc/init.d in every node"),
+    "slurm_controller_manage_services": (True, "slurmctld runs from /etc/init.d on the controller"),
+    "slurm_compute_manage_services": (True, "slurmd runs from /etc/init.d on each compute node"),
+    "slurmdbd_manage_services": (True, "slurmdbd runs from /etc/init.d on the accounting host, on the "
+                                 "MariaDB the rehearsal starts there (slurmctld is fatal on a first start "
+                                 "without it)"),
+    "storage_clients_mount_now": (False, "no file server in a rehearsal: fstab lines only"),
+    "storage_clients_lustre_install": (False, "the Lustre client comes from a vendor repository"),
+    "node_health_drain": (False, "the check's GPUs, RDMA links and mounts are absent: it runs, but does "
+                          "not drain a rehearsal node"),
+}
+DESELECT_MARKERS = ("hardware", "mounts", "kernel")
+"""testinfra markers for what a rehearsal cannot have: GPUs and RDMA links, shared mounts, loaded sysctls"""
+DESELECT_TESTS = {
+    "chronyd_is_running": "chronyd is not started: nodes share the machine's clock",
+}
+SHARED_STORAGE = ("none: the blueprint's shared tiers get their fstab lines (tested) but are not mounted, "
+                  "and the testinfra 'mounts' marker is deselected (this kernel has no NFS)")
+"""what the JSON summary says of shared storage in the deploy scenario"""
+
+
+PACKAGES = ("munge", "chrony", "nfs-common", "slurmd", "slurmctld", "slurm-client", "slurmdbd", "libpmix-dev",
+            "mariadb-server", "python3-apt")
+"""Debian packages the converge finds installed in every node: nodes have no route to a mirror and their root
+is an overlay of this machine's, so the roles' ``apt: state=present`` must find them here (mariadb-server:
+the accounting database; libpmix-dev: Debian's mpi/pmix plugin dlopens libpmix.so)"""
+
+
+def missing_packages() -> list[str]:
+    """The :data:`PACKAGES` not installed on this machine."""
+    r = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${db:Status-Status}\n", *PACKAGES],
+                       capture_output=True, text=True)
+    installed = {line.split()[0] for line in r.stdout.splitlines() if line.endswith(" installed")}
+    return [p for p in PACKAGES if p not in installed]
+
+
+def require_packages() -> None:
+    """Refuse (exit 2, with the apt-get line) before booting anything when a package is missing."""
+    from clusterctl.rehearse import RehearsalError
+
+    missing = missing_packages()
+    if missing:
+        raise RehearsalError(f"the deploy rehearsal needs Debian package(s) {', '.join(missing)} on this machine "
+                             "(rehearsal nodes are offline and use this machine's installed packages)",
+                             f"apt-get install -y --no-install-recommends {' '.join(missing)} (scripts/test does)")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """What the deploy steps need to know of the rehearsed plan."""
+
+    groups: dict[str, str]
+    """host -> node group (which rendered tests/test_<group>.py applies)"""
+    compute: tuple[str, ...]
+    gpus: dict[str, int]
+    """compute host -> GPUs per node (stand-in devices to create)"""
+    controllers: tuple[str, ...]
+    login: tuple[str, ...] = ()
+    accounting: str | None = None
+
+
+def cluster_of(plan, hosts: Sequence[str]) -> Cluster:
+    """The deploy view of ``plan`` restricted to the rehearsal's ``hosts``."""
+    from clusterctl import hostlist
+    from clusterctl.targets.ansible import _slurm_hosts
+
+    wanted = set(hosts)
+    groups, gpus, compute, login = {}, {}, [], []
+    for g in plan.groups:
+        for h in g.hosts:
+            if h in wanted:
+                groups[h] = g.name
+                if g.role == "compute":
+                    compute.append(h)
+                    gpus[h] = g.type.gpus
+                elif g.role == "login":
+                    login.append(h)
+    s = plan.blueprint.slurm
+    controllers = tuple(hostlist.expand(s.controllers)) if s is not None else ()
+    accounting = next((h for h in _slurm_hosts(plan)[1] if h in wanted), None)  # as the inventory has it
+    return Cluster(groups, tuple(compute), gpus, controllers, tuple(login), accounting)
+
+
+# --- files the converge reads ---------------------------------------------------------------------------
+
+def _write_private(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    path.chmod(0o600)
+
+
+def rehearsal_files(state: State) -> tuple[Path, Path]:
+    """Write the rehearsal variables file (with reasons) and a fresh secrets file (0600); return both."""
+    sdir = state_dir(Path(state.dir))
+    vars_path = sdir / "deploy-vars.yml"
+    lines = ["# clusterctl rehearsal: variables for rehearsal nodes (clusterctl/rehearse/deploy.py)"]
+    for key, (value, why) in REHEARSAL_VARS.items():
+        lines.append(f"# {why}")
+        lines.append(yaml.safe_dump({key: value}, default_flow_style=False).strip())
+    vars_path.write_text("\n".join(lines) + "\n")
+    secrets_path = sdir / "secrets.yml"
+    if not secrets_path.exists():  # kept across converges of one rehearsal: a new key would restart munged
+        _write_private(secrets_path, yaml.safe_dump({
+            "vault_munge_key": secrets.token_urlsafe(96),
+            "vault_slurmdbd_storage_pass": secrets.token_urlsafe(24)}))
+    return vars_path, secrets_path
+
+
+# --- converge ---------------------------------------------------------------------------------------------
+
+@dataclass
+class RunOutcome:
+    """One ansible-runner run: its status, per-host recap counts and the changed/failed tasks per host."""
+
+    status: str
+    rc: int
+    seconds: float
+    stats: dict[str, dict[str, int]] = field(default_factory=dict)
+    changed: dict[str, list[str]] = field(default_factory=dict)
+    failed: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _task_name(data: dict) -> str:
+    role = data.get("role")
+    task = data.get("task", "?")
+    return f"{role} : {task}" if role else str(task)
+
+
+def run_playbook(state: State, hosts: Sequence[str], tuning: dict[str, str] | None = None,
+                 ident: str = "converge", extra_args: Sequence[str] = (), forks: int | None = None) -> RunOutcome:
+    """Run the rendered ``DIR/ansible/site.yml`` on ``hosts`` over SSH with ansible-runner.
+
+    SSH reaches the nodes by name through the rehearsal's ssh_config (``-F``), with per-rehearsal control
+    sockets (torn down with the nodes); facts are cached in DIR/.rehearsal/facts; ``tuning`` overrides
+    ANSIBLE_* settings (the benchmark compares pipelining, forks and fact caching with it)."""
+    try:
+        import ansible_runner
+    except ImportError:
+        raise StepFailed("ansible-runner is not installed: pip install 'clusterctl[rehearse]'") from None
+    out = Path(state.dir)
+    sdir = state_dir(out)
+    vars_path, secrets_path = rehearsal_files(state)
+    cp = control_dir(state.id)
+    cp.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for d in (sdir / "runner", sdir / "facts"):
+        d.mkdir(exist_ok=True)
+    env = {
+        "ANSIBLE_SSH_ARGS": f"-F {state.ssh_config} -o ControlMaster=auto -o ControlPersist=120s",
+        "ANSIBLE_SSH_CONTROL_PATH_DIR": str(cp),
+        "ANSIBLE_SSH_CONTROL_PATH": "%(directory)s/%%C",
+        # ansible-runner turns host key checking off unless told: the rendered ansible.cfg checks them, and
+        # the rehearsal pins every node's key in its known_hosts
+        "ANSIBLE_HOST_KEY_CHECKING": "True",
+        "ANSIBLE_LOCAL_TEMP": str(sdir / "ansible-tmp"),
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_FORCE_COLOR": "0",
+        **(tuning or {}),
+    }
+    result = RunOutcome("failed", -1, 0.0)
+
+    def on_event(event: dict) -> bool:
+        data = event.get("event_data") or {}
+        host = data.get("host")
+        kind = event.get("event")
+        if kind == "runner_on_ok" and host and (data.get("res") or {}).get("changed"):
+            result.changed.setdefault(host, []).append(_task_name(data))
+        elif kind in ("runner_on_failed", "runner_on_unreachable") and host and not data.get("ignore_errors"):
+            msg = str((data.get("res") or {}).get("msg", ""))[:300]
+            result.failed.setdefault(host, []).append(f"{_task_name(data)}: {msg}")
+        elif kind == "playbook_on_stats":
+            for key in ("ok", "changed", "failures", "dark", "skipped", "rescued", "ignored"):
+                for h, n in (data.get(key) or {}).items():
+                    result.stats.setdefault(h, {})[key] = n
+        return True
+
+    cmdline = ["--limit", ",".join(hosts), "--skip-tags", ",".join(HARDWARE_ROLES),
+               "-e", f"@{vars_path}", "-e", f"@{secrets_path}", *extra_args]
+    cancel, done = threading.Event(), threading.Event()
+    t0 = time.monotonic()
+    # in a thread, so that Ctrl-C or SIGTERM (KeyboardInterrupt in this thread) cancels the run: the runner
+    # then stops ansible-playbook before the rehearsal tears the nodes down, and no ansible process is left
+    thread, r = ansible_runner.run_async(
+        private_data_dir=str(sdir / "runner"), project_dir=str(out / "ansible"), playbook="site.yml",
+        cmdline=shlex.join(cmdline), envvars=env, ident=ident, forks=forks or max(1, len(hosts)),
+        event_handler=on_event, cancel_callback=cancel.is_set, finished_callback=lambda _runner: done.set(),
+        quiet=True, rotate_artifacts=4, timeout=1800,
+        # one fact cache for every run of the rehearsal (ansible-runner's default is one per run, so the
+        # second converge would gather again); absolute, so the runner does not put it under its artifacts
+        fact_cache_type=env.get("ANSIBLE_CACHE_PLUGIN", "jsonfile"), fact_cache=str(sdir / "facts"))
+    try:  # Event.wait, not Thread.join: a join interrupted by KeyboardInterrupt may not wait again
+        while not done.wait(0.2) and thread.is_alive():
+            pass
+    except BaseException:
+        # ansible-playbook forks a worker per task and host, each in a session of its own (with its ssh
+        # clients): the runner's cancel kills only ansible-playbook's process group, and only on its next
+        # poll. So the whole tree is frozen first (no new fork), then killed by PID and start time.
+        kill_tree(os.getpid())
+        cancel.set()
+        done.wait(60)
+        raise
+    thread.join(5)
+    result.seconds = time.monotonic() - t0
+    result.status, result.rc = r.status, r.rc
+    if not result.stats and r.rc != 0:
+        tail = ""
+        try:
+            tail = r.stdout.read()[-1500:]
+        except Exception:
+            pass
+        raise StepFailed(f"ansible-playbook exited {r.rc} ({r.status}) before any host finished: {tail}")
+    return result
+
+
+def descendants(pid: int) -> list[Proc]:
+    """Every process below ``pid`` (children, their children, ...), with start times."""
+    out: list[Proc] = []
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for t in tasks:
+            try:
+                children = Path(f"/proc/{p}/task/{t}/children").read_text().split()
+            except OSError:
+                continue
+            for c in map(int, children):
+                proc = proc_of(c)
+                if proc is not None:
+                    out.append(proc)
+                    todo.append(c)
+    return out
+
+
+def _signal(proc: Proc, sig: int) -> None:
+    if alive(proc):
+        try:
+            os.kill(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def kill_tree(root: int) -> None:
+    """SIGSTOP every process below ``root`` until no new one appears, then SIGKILL them all."""
+    seen: dict[int, Proc] = {}
+    for _ in range(20):
+        new = [p for p in descendants(root) if p.pid not in seen]
+        if not new:
+            break
+        for p in new:
+            seen[p.pid] = p
+            _signal(p, signal.SIGSTOP)
+    for p in seen.values():
+        _signal(p, signal.SIGKILL)
+
+
+def _recap_outcome(run: RunOutcome, host: str, require_unchanged: bool) -> HostOutcome:
+    s = run.stats.get(host, {})
+    counts = {"ok": s.get("ok", 0), "changed": s.get("changed", 0), "failed": s.get("failures", 0),
+              "unreachable": s.get("dark", 0), "skipped": s.get("skipped", 0)}
+    if host not in run.stats:
+        return HostOutcome(FAILED, run.seconds, "not in the play recap", counts)
+    if counts["failed"] or counts["unreachable"]:
+        return HostOutcome(FAILED, run.seconds, "; ".join(run.failed.get(host, []))[:600], counts)
+    if require_unchanged and counts["changed"]:
+        return HostOutcome(FAILED, run.seconds, "changed: " + "; ".join(run.changed.get(host, [])), counts)
+    return HostOutcome(OK, run.seconds, "", counts)
+
+
+def prepare_nodes(state: State, cluster: Cluster) -> dict[str, str]:
+    """What the rehearsal gives each node before the converge, as a real site's image would have it:
+    GPU stand-in devices (``mknod /dev/nvidiaN c 195 N``, in the node's own /dev) on compute nodes, and a
+    fresh apt update stamp (nodes have no route to a mirror; packages come from the machine's installed
+    set, so ``apt`` with ``cache_valid_time`` must not try to update). Returns per-host errors."""
+    def one(host: str) -> str:
+        cmds = ["mkdir -p /var/lib/apt/periodic", "touch /var/lib/apt/periodic/update-success-stamp"]
+        for i in range(cluster.gpus.get(host, 0)):
+            cmds.append(f"[ -e /dev/nvidia{i} ] || mknod -m 666 /dev/nvidia{i} c {NVIDIA_MAJOR} {i}")
+        r = ssh(state, host, " && ".join(cmds))
+        return "" if r.returncode == 0 else f"prepare: exit {r.returncode}: {r.stderr.strip()[-300:]}"
+
+    with ThreadPoolExecutor(max_workers=min(16, len(state.nodes) or 1)) as pool:
+        errors = {n.name: err for n, err in zip(state.nodes, pool.map(one, [n.name for n in state.nodes])) if err}
+    if cluster.accounting and cluster.accounting not in errors:
+        err = start_database(state, cluster.accounting)
+        if err:
+            errors[cluster.accounting] = err
+    return errors
+
+
+def _storage_setting(state: State, key: str, default: str) -> str:
+    path = Path(state.dir) / "slurm" / "slurmdbd.conf.j2"
+    m = re.search(rf"(?m)^{key}=([!-~]+)$", path.read_text()) if path.is_file() else None
+    return m.group(1) if m else default
+
+
+def start_database(state: State, host: str) -> str:
+    """The site's accounting database, which the roles expect and do not install: MariaDB (Debian's
+    mariadb-server, from the machine's packages) started on the accounting host, with the StorageLoc
+    database and the StorageUser account of the rendered slurmdbd.conf, whose password is the secrets
+    file's (sent on ssh's stdin, never on a command line). Returns an error or ''."""
+    _, secrets_path = rehearsal_files(state)
+    password = yaml.safe_load(secrets_path.read_text())["vault_slurmdbd_storage_pass"]
+    db = _storage_setting(state, "StorageLoc", "slurm_acct_db")
+    user = _storage_setting(state, "StorageUser", "slurm")
+    r = ssh(state, host, "mkdir -p -m 1777 /run/lock; /etc/init.d/mariadb start >/dev/null && "
+                         "mariadb-admin --wait=30 ping >/dev/null", timeout=90)
+    if r.returncode != 0:
+        return f"MariaDB did not start: exit {r.returncode}: {(r.stderr or r.stdout).strip()[-300:]}"
+    quoted = password.replace("\\", "\\\\").replace("'", "\\'")
+    sql = (f"CREATE DATABASE IF NOT EXISTS `{db}`;\n"
+           f"CREATE USER IF NOT EXISTS '{user}'@'localhost' IDENTIFIED BY '{quoted}';\n"
+           f"ALTER USER '{user}'@'localhost' IDENTIFIED BY '{quoted}';\n"
+           f"GRANT ALL ON `{db}`.* TO '{user}'@'localhost';\nFLUSH PRIVILEGES;\n")
+    p = subprocess.run(ssh_command(state, host, "mariadb -u root"), input=sql, capture_output=True, text=True,
+                       timeout=60)
+    if p.returncode != 0:
+        return f"cannot create the accounting database: {p.stderr.strip()[-300:]}"
+    return ""
+
+
+@dataclass
+class Converge:
+    """The rendered site.yml, run once over SSH on every rehearsal host (after the node preparation)."""
+
+    cluster: Cluster
+    name: str = "converge"
+    tuning: dict[str, str] | None = None
+    forks: int | None = None
+    """default: one fork per host"""
+    last: RunOutcome | None = None
+
+    def run(self, state: State, record: Record) -> None:
+        errors = prepare_nodes(state, self.cluster)
+        for host, err in errors.items():
+            record(host, HostOutcome(FAILED, 0.0, err))
+        if errors:
+            raise StepFailed("node preparation failed")
+        hosts = [n.name for n in state.nodes]
+        self.last = run_playbook(state, hosts, self.tuning, ident="converge", forks=self.forks)
+        for h in hosts:
+            record(h, _recap_outcome(self.last, h, require_unchanged=False))
+        if self.last.rc != 0:
+            raise StepFailed(f"ansible-playbook exited {self.last.rc}")
+
+
+@dataclass
+class ConvergeAgain:
+    """The same run again: every host must report changed=0 (the roles are idempotent on real hosts)."""
+
+    name: str = "converge-again"
+    tuning: dict[str, str] | None = None
+    forks: int | None = None
+    last: RunOutcome | None = None
+
+    def run(self, state: State, record: Record) -> None:
+        hosts = [n.name for n in state.nodes]
+        self.last = run_playbook(state, hosts, self.tuning, ident="converge-again", forks=self.forks)
+        for h in hosts:
+            record(h, _recap_outcome(self.last, h, require_unchanged=True))
+        if self.last.rc != 0:
+            raise StepFailed(f"ansible-playbook exited {self.last.rc}")
+
+
+# --- testinfra --------------------------------------------------------------------------------------------
+
+def _host_of(name: str, hosts: Sequence[str]) -> str:
+    """The host of a testinfra test id (``test_x[ansible://gpu-01-/etc/x]``): the longest host name that
+    follows ``://`` and ends at ``]`` or ``-`` (host names may hold '-')."""
+    found = [h for h in hosts if f"://{h}]" in name or f"://{h}-" in name]
+    return max(found, key=len) if found else "?"
+
+
+def _junit_counts(path: Path, hosts: Sequence[str]) -> dict[str, dict[str, int]]:
+    """Per host (the testinfra ``[ansible://HOST]`` parameter) counts of passed/failed/skipped tests."""
+    counts: dict[str, dict[str, int]] = {}
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError):
+        return counts
+    for case in root.iter("testcase"):
+        host = _host_of(case.get("name", ""), hosts)
+        c = counts.setdefault(host, {"passed": 0, "failed": 0, "skipped": 0})
+        if case.find("failure") is not None or case.find("error") is not None:
+            c["failed"] += 1
+        elif case.find("skipped") is not None:
+            c["skipped"] += 1
+        else:
+            c["passed"] += 1
+    return counts
+
+
+def _failures(path: Path) -> list[str]:
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError):
+        return []
+    out = []
+    for case in root.iter("testcase"):
+        bad = case.find("failure") if case.find("failure") is not None else case.find("error")
+        if bad is not None:
+            out.append(f"{case.get('name')}: {(bad.get('message') or '')[:200]}")
+    return out
+
+
+@dataclass
+class Testinfra:
+    """The rendered acceptance tests (DIR/tests/test_<group>.py) against every host over SSH, through the
+    rendered inventory; the markers for what a rehearsal cannot have are deselected here, not in the tests."""
+
+    cluster: Cluster
+    name: str = "testinfra"
+    timeout_s: float = 600.0
+
+    def _group(self, state: State, group: str, hosts: list[str]) -> tuple[dict[str, dict[str, int]], list[str], str]:
+        out = Path(state.dir)
+        junit = state_dir(out) / f"testinfra-{group}.xml"
+        junit.unlink(missing_ok=True)
+        deselect = " and ".join(f"not {m}" for m in DESELECT_MARKERS)
+        keyword = " and ".join(f"not {t}" for t in DESELECT_TESTS)
+        args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                "--hosts=" + ",".join(f"ansible://{h}" for h in hosts),
+                f"--ansible-inventory={out / 'ansible' / 'inventory.yml'}", f"--ssh-config={state.ssh_config}",
+                "-m", deselect, "-k", keyword, f"--junitxml={junit}", str(out / "tests" / f"test_{group}.py")]
+        env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_SSH_ARGS": f"-F {state.ssh_config}"}
+        r = subprocess.run(args, cwd=out, capture_output=True, text=True, timeout=self.timeout_s,
+                           stdin=subprocess.DEVNULL, env=env)
+        return _junit_counts(junit, hosts), _failures(junit), (r.stdout + r.stderr)[-800:] if r.returncode else ""
+
+    def run(self, state: State, record: Record) -> None:
+        by_group: dict[str, list[str]] = {}
+        for n in state.nodes:
+            by_group.setdefault(self.cluster.groups.get(n.name, "?"), []).append(n.name)
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(max_workers=len(by_group) or 1) as pool:
+            futures = {g: pool.submit(self._group, state, g, hs) for g, hs in by_group.items()}
+            for g, fut in futures.items():
+                counts, failures, tail = fut.result()
+                for h in by_group[g]:
+                    c = counts.get(h, {"passed": 0, "failed": 0, "skipped": 0})
+                    mine = [f for f in failures if _host_of(f.split(": ", 1)[0], by_group[g]) == h]
+                    if c["failed"] or not c["passed"]:
+                        detail = "; ".join(mine)[:600] or tail or "no test ran"
+                        record(h, HostOutcome(FAILED, time.monotonic() - t0, detail, c))
+                    else:
+                        record(h, HostOutcome(OK, time.monotonic() - t0, f"tests/test_{g}.py; deselected: "
+                                              + ", ".join((*DESELECT_MARKERS, *DESELECT_TESTS)), c))
+
+
+# --- srun -------------------------------------------------------------------------------------------------
+
+@dataclass
+class Srun:
+    """One job step across the rehearsed compute hosts, from the login host (or the controller): each
+    compute host runs a rank, and PMIx numbers the ranks 0..n-1 (``--mpi=pmix``)."""
+
+    cluster: Cluster
+    name: str = "srun"
+    idle_timeout_s: float = 90.0
+
+    def _from(self) -> str:
+        return (self.cluster.login or self.cluster.controllers)[0]
+
+    def _wait_idle(self, state: State, via: str) -> str:
+        deadline = time.monotonic() + self.idle_timeout_s
+        nodes = ",".join(self.cluster.compute)
+        last = ""
+        while time.monotonic() < deadline:
+            r = ssh(state, via, f"sinfo -h -N -n {nodes} -o '%N %t %E'")
+            last = (r.stdout + r.stderr).strip()
+            states = dict(line.split()[:2] for line in r.stdout.splitlines() if len(line.split()) >= 2)
+            if r.returncode == 0 and len(states) == len(self.cluster.compute) and \
+                    all(s == "idle" for s in states.values()):
+                return ""
+            time.sleep(1.0)
+        return f"compute nodes not idle after {self.idle_timeout_s:.0f} s: {last[-400:]}"
+
+    def run(self, state: State, record: Record) -> None:
+        if not self.cluster.compute or not self.cluster.controllers:
+            raise StepFailed("no compute hosts or no Slurm controller in the rehearsal")
+        via = self._from()
+        t0 = time.monotonic()
+        problem = self._wait_idle(state, via)
+        if problem:
+            raise StepFailed(problem)
+        n = len(self.cluster.compute)
+        cmd = (f"srun -N {n} -n {n} --ntasks-per-node=1 --mpi=pmix -t 2 "
+               "sh -c 'echo \"$PMIX_RANK $SLURM_PROCID $(hostname)\"'")
+        r = ssh(state, via, cmd, timeout=120)
+        seconds = time.monotonic() - t0
+        if r.returncode != 0:
+            raise StepFailed(f"{cmd} on {via}: exit {r.returncode}: {r.stderr.strip()[-600:]}")
+        ranks: dict[str, tuple[str, str]] = {}
+        for line in r.stdout.splitlines():
+            parts = line.split()
+            if len(parts) == 3:
+                ranks[parts[2]] = (parts[0], parts[1])
+        expected = {str(i) for i in range(n)}
+        seen = {pmix for pmix, _ in ranks.values()}
+        for h in self.cluster.compute:
+            if h not in ranks:
+                record(h, HostOutcome(FAILED, seconds, f"ran no rank: {r.stdout.strip()[-300:]}"))
+            else:
+                pmix, proc = ranks[h]
+                ok = pmix == proc and pmix in expected
+                record(h, HostOutcome(OK if ok else FAILED, seconds, f"PMIx rank {pmix}, SLURM_PROCID {proc}",
+                                      {"rank": int(pmix) if pmix.isdigit() else -1}))
+        if seen != expected:
+            raise StepFailed(f"PMIx ranks {sorted(seen)}, expected 0..{n - 1}")
+
+
+def deploy_steps(cluster: Cluster) -> list:
+    """The deploy scenario's steps, in order (no srun for a blueprint without Slurm or compute hosts)."""
+    steps: list = [Converge(cluster), ConvergeAgain(), Testinfra(cluster)]
+    if cluster.controllers and cluster.compute:
+        steps.append(Srun(cluster))
+    return steps

@@ -1,0 +1,495 @@
+"""Rehearsal nodes: isolated hosts on this machine, without containers, VMs or images (docs/rehearse.md).
+
+A node is a process tree in its own network, UTS, mount and PID namespaces:
+
+- **network**: a named netns (``ip netns add``, so it outlives no process of ours by accident and
+  ``down`` can find it) with ``lo`` and ``eth0``, one end of a veth pair whose other end is a port of
+  the rehearsal's private bridge. The host has an address on the bridge (so it can SSH in); nothing is
+  routed or NATed anywhere else.
+- **UTS**: hostname = the blueprint host name.
+- **mount**: the root is an overlay whose lower layer is the host's root filesystem *as a filesystem*
+  (submounts such as /proc, /sys, /dev, /dev/shm are not part of it) and whose upper layer is
+  ``DIR/.rehearsal/nodes/<name>/upper``: every write (/etc, /var, /root, /usr) lands there. The node
+  gets a fresh /proc (its own PIDs), a read-only sysfs of its own netns with the host's cgroup
+  hierarchies bound under /sys/fs/cgroup (slurmd needs them), a tmpfs /dev holding only the usual
+  character devices (so GPU stand-ins created in a node stay in that node), its own devpts, and
+  tmpfs /run, /tmp and /dev/shm. Then ``pivot_root`` drops the host's mount tree from the node
+  entirely: the node cannot reach the host's /etc except read-only through the lower layer (copy-up
+  on write).
+- **PID**: the node's PID 1 is :mod:`clusterctl.rehearse.node_init` (reaps, runs sshd, stops all).
+
+The overlay and the node's other mounts exist only in the node's mount namespace, so they vanish with
+its last process; the host's mount table never holds them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from clusterctl.rehearse import RehearsalError, probe
+from clusterctl.rehearse.state import (
+    NodeRecord,
+    Proc,
+    State,
+    alive,
+    load,
+    proc_of,
+    save,
+    state_dir,
+)
+
+INIT_PATH = "/usr/local/lib/clusterctl-rehearsal/init"
+"""where the node's PID 1 program is placed in each node (only in its upper layer)"""
+NETNS_DIR = "/run/netns"
+BOOT_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 8.0
+MAX_NODES = 64
+FALLBACK_NET = "10.254.{}.0/24"
+"""a rehearsal range for blueprints without an IPv4 in-band pool (the third octet from the rehearsal id)"""
+
+# character devices a node's /dev holds: (name, major, minor, mode)
+DEVICES = (("null", 1, 3, 0o666), ("zero", 1, 5, 0o666), ("full", 1, 7, 0o666), ("random", 1, 8, 0o666),
+           ("urandom", 1, 9, 0o666), ("tty", 5, 0, 0o666), ("fuse", 10, 229, 0o666))
+
+# Runs as PID 1 of the new PID namespace, inside the node's net/UTS/mount namespaces, still seeing the
+# host's mount tree; builds the node's root and replaces itself with the init. Arguments: name, upper,
+# work, merged, then pairs of (host path, node path) to bind.
+STAGE1 = r"""
+set -eu
+name=$1 upper=$2 work=$3 root=$4
+shift 4
+hostname "$name"
+mount -t overlay overlay -o "lowerdir=/,upperdir=$upper,workdir=$work" "$root"
+mount -t proc -o nosuid,nodev,noexec proc "$root/proc"
+mount -t sysfs -o ro,nosuid,nodev,noexec sysfs "$root/sys"
+if [ -d /sys/fs/cgroup ] && [ -d "$root/sys/fs/cgroup" ]; then mount --rbind /sys/fs/cgroup "$root/sys/fs/cgroup"; fi
+mount -t tmpfs -o nosuid,mode=755,size=64m tmpfs "$root/dev"
+DEVICES
+mkdir -p "$root/dev/pts" "$root/dev/shm"
+mount -t devpts -o newinstance,ptmxmode=0666,mode=620,gid=5 devpts "$root/dev/pts"
+ln -s pts/ptmx "$root/dev/ptmx"
+ln -s /proc/self/fd "$root/dev/fd"
+ln -s /proc/self/fd/0 "$root/dev/stdin"; ln -s /proc/self/fd/1 "$root/dev/stdout"; ln -s /proc/self/fd/2 "$root/dev/stderr"
+mount -t tmpfs -o nosuid,nodev,mode=1777 tmpfs "$root/dev/shm"
+mount -t tmpfs -o nosuid,nodev,mode=755 tmpfs "$root/run"
+mount -t tmpfs -o nosuid,nodev,mode=1777 tmpfs "$root/tmp"
+while [ $# -ge 2 ]; do
+  mkdir -p "$root$2"
+  mount --bind "$1" "$root$2"
+  shift 2
+done
+cd "$root"
+pivot_root . .
+umount -l .
+cd /
+exec INIT
+""".replace("DEVICES", "\n".join(f'mknod -m {mode:o} "$root/dev/{n}" c {ma} {mi}' for n, ma, mi, mode in DEVICES)
+            ).replace("INIT", INIT_PATH)
+
+SSHD_CONFIG = """\
+# clusterctl rehearsal node {name}: sshd for the rehearsal only (this file exists in the node's overlay only)
+ListenAddress {address}:22
+HostKey /etc/ssh/ssh_host_ed25519_key
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+AuthorizedKeysFile .ssh/authorized_keys
+UseDNS no
+MaxStartups 100:30:200
+MaxSessions 50
+AcceptEnv LANG LC_*
+Subsystem sftp /usr/lib/openssh/sftp-server
+PidFile /run/sshd.pid
+"""
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """A node to boot: its blueprint host name, its address and what to bind into it."""
+
+    name: str
+    address: str
+    binds: tuple[tuple[str, str], ...] = ()
+    """(host path, node path) pairs bind-mounted into the node, e.g. a directory serving as shared storage"""
+
+
+def rehearsal_id(out: Path) -> str:
+    """A short id from the state directory's absolute path: names of bridge, netns and veths derive from it."""
+    return hashlib.sha256(str(Path(out).resolve()).encode()).hexdigest()[:6]
+
+
+def fallback_specs(names: Sequence[str], rid: str) -> list[NodeSpec]:
+    """Addresses from the rehearsal range for a blueprint without an in-band pool."""
+    net = ipaddress.ip_network(FALLBACK_NET.format(int(rid, 16) % 200 + 20))
+    return [NodeSpec(n, str(net.network_address + i)) for i, n in enumerate(names, 1)]
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(list(args), capture_output=True, text=True)
+
+
+def _must(*args: str) -> None:
+    r = _run(*args)
+    if r.returncode != 0:
+        raise RehearsalError(f"`{' '.join(args)}` failed: {(r.stderr or r.stdout).strip()}",
+                             "see docs/rehearse.md; `clusterctl rehearse --down DIR` removes what was created")
+
+
+def _network(specs: Sequence[NodeSpec]) -> ipaddress.IPv4Network:
+    """The network all nodes share: the smallest of the in-band pool's /24 (or wider) containing every node."""
+    addrs = [ipaddress.ip_address(s.address) for s in specs]
+    if any(a.version != 4 for a in addrs):
+        raise RehearsalError("rehearsal nodes need IPv4 addresses", "give the blueprint an IPv4 in-band pool")
+    net = ipaddress.ip_network(f"{addrs[0]}/24", strict=False)
+    while not all(a in net for a in addrs):
+        net = net.supernet()
+    return net
+
+
+def _host_address(net: ipaddress.IPv4Network, specs: Sequence[NodeSpec]) -> ipaddress.IPv4Address:
+    used = {ipaddress.ip_address(s.address) for s in specs}
+    for candidate in reversed(list(net.hosts())[-64:]):
+        if candidate not in used:
+            return candidate
+    raise RehearsalError(f"no free address for the host in {net}", "fewer nodes, or a wider in-band pool")
+
+
+def _routed_elsewhere(net: ipaddress.IPv4Network) -> str | None:
+    """An existing host route overlapping the rehearsal network (a real network, or another rehearsal)."""
+    r = _run("ip", "-j", "-4", "route", "show")
+    try:
+        routes = json.loads(r.stdout or "[]")
+    except ValueError:
+        return None
+    for route in routes:
+        dst = route.get("dst", "")
+        if dst in ("default", ""):
+            continue
+        try:
+            if ipaddress.ip_network(dst, strict=False).overlaps(net):
+                return f"{dst} dev {route.get('dev', '?')}"
+        except ValueError:
+            continue
+    return None
+
+
+def _keygen(path: Path, comment: str) -> str:
+    """A fresh ed25519 key pair at ``path`` (0600) and ``path``.pub; returns the public key line."""
+    for p in (path, path.with_suffix(".pub")):
+        p.unlink(missing_ok=True)
+    _must("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path))
+    path.chmod(0o600)
+    return path.with_suffix(".pub").read_text().strip()
+
+
+def _write(path: Path, text: str, mode: int = 0o644) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(mode)
+
+
+def _prepare_upper(node: NodeRecord, spec: NodeSpec, user_key: str, hosts: str, init_src: str) -> str:
+    """Files the node starts with, written into its upper layer only; returns the node's public host key."""
+    up = node.upper
+    (up / "root" / ".ssh").mkdir(parents=True, exist_ok=True)
+    (up / "root" / ".ssh").chmod(0o700)
+    _write(up / "root" / ".ssh" / "authorized_keys", user_key + "\n", 0o600)
+    (up / "etc" / "ssh").mkdir(parents=True, exist_ok=True)
+    host_key = _keygen(up / "etc" / "ssh" / "ssh_host_ed25519_key", f"root@{spec.name}")
+    _write(up / "etc" / "ssh" / "sshd_config", SSHD_CONFIG.format(name=spec.name, address=spec.address))
+    _write(up / "etc" / "hostname", spec.name + "\n")
+    _write(up / "etc" / "hosts", hosts)
+    _write(up / INIT_PATH.lstrip("/"), init_src, 0o755)
+    # /sbin/init -> the rehearsal init, not systemd: Ansible's service-manager fact reads this link when
+    # PID 1 is named "init" and would pick systemd (whose systemctl cannot work without systemd as PID 1);
+    # now it picks sysvinit, so ansible.builtin.service runs the /etc/init.d scripts. Written at the real
+    # path (/sbin is a symlink to usr/sbin on merged-/usr Debian; a directory "sbin" would hide it)
+    sbin_init = up / os.path.realpath("/sbin").lstrip("/") / "init"
+    sbin_init.parent.mkdir(parents=True, exist_ok=True)
+    sbin_init.unlink(missing_ok=True)
+    sbin_init.symlink_to(INIT_PATH)
+    return host_key
+
+
+def _hosts_file(specs: Sequence[NodeSpec]) -> str:
+    lines = ["127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback",
+             "# clusterctl rehearsal nodes"]
+    lines += [f"{s.address}\t{s.name}" for s in specs]
+    return "\n".join(lines) + "\n"
+
+
+def _ssh_config(state: State) -> str:
+    out = [f"# clusterctl rehearsal {state.id}: ssh -F {state.ssh_config} <node>"]
+    for n in state.nodes:
+        out += [f"Host {n.name}", f"  HostName {n.address}"]
+    out += ["Host *", "  User root", f"  IdentityFile {state.key}", "  IdentitiesOnly yes",
+            f"  UserKnownHostsFile {state.known_hosts}", "  StrictHostKeyChecking yes", "  BatchMode yes",
+            "  ConnectTimeout 5", "  LogLevel ERROR"]
+    return "\n".join(out) + "\n"
+
+
+def _launch(node: NodeRecord, binds: Sequence[tuple[str, str]]) -> Proc:
+    """Start the node: nsenter (its netns) -> unshare (new mount, UTS, PID ns) -> stage 1 -> init."""
+    args = ["nsenter", f"--net=/run/netns/{node.netns}", "--",
+            "unshare", "--mount", "--uts", "--pid", "--fork", "--propagation", "private", "--kill-child",
+            "/bin/sh", "-c", STAGE1, "stage1", node.name, str(node.upper), str(node.work), str(node.merged)]
+    for host_path, node_path in binds:
+        args += [host_path, node_path]
+    with open(node.console, "ab") as console:
+        p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=console, stderr=subprocess.STDOUT,
+                             start_new_session=True, close_fds=True)
+    return proc_of(p.pid) or Proc(p.pid, 0)
+
+
+def _init_of(launcher: Proc, deadline: float) -> Proc | None:
+    """The node's PID 1 as seen from the host: unshare's only child."""
+    while time.monotonic() < deadline:
+        try:
+            children = Path(f"/proc/{launcher.pid}/task/{launcher.pid}/children").read_text().split()
+        except OSError:
+            return None
+        if children:
+            return proc_of(int(children[0]))
+        time.sleep(0.005)
+    return None
+
+
+def _listening_ssh(init: Proc) -> bool:
+    """True when some process of the node's netns listens on TCP port 22: read from the node's own view of
+    /proc/net/tcp, so the probe opens no connection (sshd would log each one as a failed client)."""
+    try:
+        lines = Path(f"/proc/{init.pid}/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return False
+    return any(f[1].endswith(":0016") and f[3] == "0A" for f in (line.split() for line in lines) if len(f) > 3)
+
+
+def _wait_ssh(state: State, deadline: float) -> None:
+    """Wait until every node's sshd listens on port 22; a node whose init died fails at once."""
+    waiting = {n.name: n for n in state.nodes}
+    while waiting:
+        for name, n in list(waiting.items()):
+            if not alive(n.init):
+                tail = n.console.read_text(errors="replace")[-600:] if n.console.exists() else ""
+                raise RehearsalError(f"node {name} stopped while booting; its console:\n{tail}",
+                                     f"console log: {n.console}")
+            if n.init is not None and _listening_ssh(n.init):
+                del waiting[name]
+        if waiting and time.monotonic() > deadline:
+            raise RehearsalError(f"node(s) {', '.join(waiting)} did not answer on port 22 within "
+                                 f"{BOOT_TIMEOUT_S:.0f} s", "see each node's console.log under DIR/.rehearsal/nodes")
+        if waiting:
+            time.sleep(0.02)
+
+
+def boot(out: Path, specs: Sequence[NodeSpec], caps: probe.Capabilities = probe.Capabilities()) -> State:
+    """Boot one node per spec under ``out`` and return once every node's sshd listens.
+
+    On any failure the nodes booted so far are torn down before the error propagates; the state file
+    is written before each resource is created, so a crash of this process can be undone by
+    :func:`down` too."""
+    probe.require(caps)
+    if not specs:
+        raise RehearsalError("no hosts to rehearse", "the blueprint needs at least one host")
+    if len(specs) > MAX_NODES:
+        raise RehearsalError(f"{len(specs)} rehearsal nodes is more than {MAX_NODES}",
+                             "lower --nodes-per-group")
+    if len({s.name for s in specs}) != len(specs) or len({s.address for s in specs}) != len(specs):
+        raise RehearsalError("rehearsal host names and addresses must be unique")
+    out = Path(out).resolve()
+    previous = load(out)
+    if previous is not None and not previous.stopped:
+        raise RehearsalError(f"{out} holds a rehearsal that is still up (id {previous.id})",
+                             f"clusterctl rehearse --down {out}")
+    net = _network(specs)
+    clash = _routed_elsewhere(net)
+    if clash:
+        raise RehearsalError(f"the rehearsal network {net} overlaps a route of this machine ({clash})",
+                             "tear the other rehearsal down, or rehearse a blueprint with another in-band pool")
+    rid = rehearsal_id(out)
+    sdir = state_dir(out)
+    if (sdir / "nodes").exists():
+        shutil.rmtree(sdir / "nodes")
+    sdir.mkdir(parents=True, exist_ok=True)
+    host = _host_address(net, specs)
+    state = State(id=rid, dir=str(out), bridge=f"rh-{rid}", host_address=f"{host}/{net.prefixlen}",
+                  prefix=net.prefixlen, key=str(sdir / "id_ed25519"), known_hosts=str(sdir / "known_hosts"),
+                  ssh_config=str(sdir / "ssh_config"))
+    save(state)
+    try:
+        _boot_all(state, specs)
+    except BaseException:
+        down(out)
+        raise
+    return state
+
+
+def _boot_all(state: State, specs: Sequence[NodeSpec]) -> None:
+    _keygen(Path(state.key), f"clusterctl-rehearsal-{state.id}")
+    init_src = (Path(__file__).parent / "node_init.py").read_text()
+    hosts = _hosts_file(specs)
+    state.bridge_created = True
+    state.netns_mount_created = not _is_mount_point(NETNS_DIR)
+    save(state)
+    _must("ip", "link", "add", state.bridge, "type", "bridge")
+    _must("ip", "addr", "add", state.host_address, "dev", state.bridge)
+    _must("ip", "link", "set", state.bridge, "up")
+    known = []
+    deadline = time.monotonic() + BOOT_TIMEOUT_S
+    for i, spec in enumerate(specs):
+        node = NodeRecord(name=spec.name, address=spec.address, netns=f"rh-{state.id}-{spec.name}",
+                          veth_host=f"rh{state.id}h{i}", veth_node=f"rh{state.id}n{i}",
+                          root=str(state_dir(Path(state.dir)) / "nodes" / spec.name),
+                          binds=[list(b) for b in spec.binds])
+        state.nodes.append(node)
+        save(state)
+        for d in (node.upper, node.work, node.merged):
+            d.mkdir(parents=True, exist_ok=True)
+        host_key = _prepare_upper(node, spec, Path(state.key + ".pub").read_text().strip(), hosts, init_src)
+        known.append(f"{spec.name},{spec.address} {' '.join(host_key.split()[:2])}")
+        _must("ip", "netns", "add", node.netns)
+        _must("ip", "link", "add", node.veth_host, "type", "veth", "peer", "name", node.veth_node,
+              "netns", node.netns)
+        _must("ip", "link", "set", node.veth_host, "master", state.bridge, "up")
+        _must("ip", "-n", node.netns, "link", "set", node.veth_node, "name", "eth0")
+        _must("ip", "-n", node.netns, "addr", "add", f"{spec.address}/{state.prefix}", "dev", "eth0")
+        _must("ip", "-n", node.netns, "link", "set", "eth0", "up")
+        _must("ip", "-n", node.netns, "link", "set", "lo", "up")
+        node.launcher = _launch(node, spec.binds)
+        save(state)
+        node.init = _init_of(node.launcher, deadline)
+        save(state)
+        if node.init is None:
+            raise RehearsalError(f"node {spec.name} did not start", f"console log: {node.console}")
+    Path(state.known_hosts).write_text("\n".join(known) + "\n")
+    Path(state.ssh_config).write_text(_ssh_config(state))
+    _wait_ssh(state, deadline)
+
+
+def _signal(proc: Proc | None, sig: int) -> None:
+    if alive(proc):
+        try:
+            os.kill(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def _netns_pids(netns: str) -> list[int]:
+    r = _run("ip", "netns", "pids", netns)
+    return [int(p) for p in r.stdout.split()] if r.returncode == 0 else []
+
+
+def _is_mount_point(path: str) -> bool:
+    with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:
+        return any(line.split()[1] == path for line in f)
+
+
+def _mounted_under(root: str) -> list[str]:
+    """Mount points of the host's mount table under a node's directory (none, unless something leaked)."""
+    found = []
+    with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            point = line.split()[1].replace("\\040", " ")
+            if point == root or point.startswith(root + "/"):
+                found.append(point)
+    return sorted(found, key=len, reverse=True)
+
+
+def control_dir(rid: str) -> Path:
+    """Where SSH clients of rehearsal ``rid`` keep their control sockets (Ansible's ControlPersist). Not under
+    DIR: a Unix socket path has at most 107 bytes, and ssh adds 17 to the 40 of ``%C``."""
+    return Path("/run/clusterctl-rehearsal") / rid
+
+
+def _close_ssh_masters(cp: Path) -> None:
+    """Ask every SSH control master of the rehearsal to exit, so no ssh process outlives the nodes it was
+    connected to; then remove the socket directory."""
+    if not cp.is_dir():
+        return
+    for sock in cp.iterdir():
+        if sock.is_socket():
+            _run("ssh", "-o", f"ControlPath={sock}", "-O", "exit", "rehearsal-node")
+        sock.unlink(missing_ok=True)
+    shutil.rmtree(cp, ignore_errors=True)
+
+
+def down(out: Path) -> State:
+    """Stop and remove everything the rehearsal in ``out`` recorded; idempotent.
+
+    Each node's init gets SIGTERM (it stops its node's processes), then after STOP_TIMEOUT_S every
+    recorded process still alive gets SIGKILL, and so does any process still in a recorded netns (a
+    process started in the window between its creation and its record). Then mounts under the node
+    directories (none in the normal case), netns, veths and the bridge are deleted and the upper
+    layers removed (console logs are kept)."""
+    out = Path(out).resolve()
+    state = load(out)
+    if state is None:
+        raise RehearsalError(f"{out} holds no rehearsal (no {state_dir(out).name}/state.json)",
+                             "pass the -o DIR a `clusterctl rehearse` used")
+    _close_ssh_masters(control_dir(state.id))
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    resend = 0.0
+    while time.monotonic() < deadline and any(alive(n.init) or alive(n.launcher) for n in state.nodes):
+        if time.monotonic() >= resend:  # again every 0.5 s: a PID 1 ignores signals until it has a handler
+            for n in state.nodes:       # (the stage-1 shell, or the init while Python starts)
+                _signal(n.init, signal.SIGTERM)
+            resend = time.monotonic() + 0.5
+        time.sleep(0.05)
+    for n in state.nodes:
+        _signal(n.init, signal.SIGKILL)
+        _signal(n.launcher, signal.SIGKILL)
+        for pid in _netns_pids(n.netns):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    problems = []
+    for n in state.nodes:
+        for point in _mounted_under(n.root):
+            if _run("umount", "-l", point).returncode != 0:
+                problems.append(f"cannot unmount {point}")
+        if Path(f"/run/netns/{n.netns}").exists():
+            if _run("ip", "netns", "del", n.netns).returncode != 0:
+                problems.append(f"cannot delete netns {n.netns}")
+        if Path(f"/sys/class/net/{n.veth_host}").exists():
+            _run("ip", "link", "del", n.veth_host)
+    if state.bridge_created and Path(f"/sys/class/net/{state.bridge}").exists():
+        if _run("ip", "link", "del", state.bridge).returncode != 0:
+            problems.append(f"cannot delete bridge {state.bridge}")
+    if state.netns_mount_created and _is_mount_point(NETNS_DIR) and not any(Path(NETNS_DIR).iterdir()):
+        _run("umount", NETNS_DIR)  # iproute2's self-bind of /run/netns, made by this rehearsal's first netns
+    still = [n.name for n in state.nodes if alive(n.init) or alive(n.launcher)]
+    if still:
+        problems.append(f"node(s) {', '.join(still)} still running")
+    if problems:
+        raise RehearsalError("teardown incomplete: " + "; ".join(problems), "run `clusterctl rehearse --down DIR` again")
+    for n in state.nodes:
+        for d in (n.upper, n.work, n.merged):
+            if d.exists() and not _mounted_under(str(d)):
+                shutil.rmtree(d, ignore_errors=True)
+    state.stopped = True
+    save(state)
+    return state
+
+
+def ssh_command(state: State, node: str, command: str) -> list[str]:
+    """The argv that runs ``command`` on ``node`` as root over the rehearsal's SSH config."""
+    return ["ssh", "-F", state.ssh_config, node, command]
+
+
+def ssh(state: State, node: str, command: str, timeout: float = 30.0) -> subprocess.CompletedProcess:
+    """Run ``command`` on ``node`` over SSH (key and pinned host key of the rehearsal)."""
+    return subprocess.run(ssh_command(state, node, command), capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)

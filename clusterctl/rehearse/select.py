@@ -1,0 +1,54 @@
+"""Which blueprint hosts become rehearsal nodes, and their addresses.
+
+Every Slurm controller, the accounting host and every host of a login group, plus the first K hosts of
+each compute group (K = ``--nodes-per-group``): the hosts whose interplay the rehearsal proves, at a
+size that fits one machine. Addresses are the blueprint's in-band addresses (what the rendered
+inventory and /etc/hosts use) when every selected host has one, otherwise a rehearsal range.
+"""
+
+from __future__ import annotations
+
+from clusterctl import hostlist
+from clusterctl.plan.model import ClusterPlan
+from clusterctl.rehearse import RehearsalError
+from clusterctl.rehearse.nodes import NodeSpec, fallback_specs
+from clusterctl.targets.ansible import group_addresses
+
+
+def selected_hosts(plan: ClusterPlan, per_group: int) -> list[str]:
+    """Host names in rehearsal order: controllers, accounting, login hosts, then K of each compute group."""
+    s = plan.blueprint.slurm
+    names: list[str] = []
+    if s is not None:
+        names += hostlist.expand(s.controllers)
+        if s.accounting_host:
+            names.append(s.accounting_host)
+    for g in plan.groups:
+        if g.role == "login":
+            names += g.hosts
+    for g in plan.groups:
+        if g.role == "compute":
+            names += g.hosts[:per_group]
+    return list(dict.fromkeys(names))
+
+
+def node_specs(plan: ClusterPlan, per_group: int, rid: str) -> list[NodeSpec]:
+    """The nodes to boot for ``plan``; ``rid`` picks the rehearsal range when in-band addresses are missing."""
+    names = selected_hosts(plan, per_group)
+    wanted = set(names)
+    address: dict[str, str | None] = {}
+    for g in plan.groups:
+        hit = [(i, h) for i, h in enumerate(g.hosts) if h in wanted]
+        if not hit:
+            continue
+        addrs = group_addresses(plan, g)
+        for i, h in hit:
+            address[h] = addrs[i] if addrs is not None else None
+    unknown = [n for n in names if n not in address]
+    if unknown:
+        raise RehearsalError(f"Slurm host(s) {', '.join(unknown)} are not hosts of any node group",
+                             "name a host of a node group in slurm.controllers / slurm.accounting_host")
+    values = [address[n] for n in names]
+    if all(a is not None and ":" not in a for a in values):
+        return [NodeSpec(n, a) for n, a in zip(names, values)]  # type: ignore[arg-type]
+    return fallback_specs(names, rid)

@@ -1,0 +1,162 @@
+"""The rehearsal's record of what it created: ``DIR/.rehearsal/state.json``.
+
+Written (atomically) *before* each resource is created and again once a process id is known, so that
+:func:`clusterctl.rehearse.nodes.down` can remove exactly what a crashed or interrupted boot left: it
+trusts only this file, never a name pattern. A process is identified by its PID *and* its start time
+(``/proc/PID/stat`` field 22), so a PID reused by an unrelated process after a reboot is never signalled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from clusterctl.rehearse import RehearsalError
+
+STATE_DIR = ".rehearsal"
+STATE_FILE = "state.json"
+VERSION = 1
+
+
+@dataclass
+class Proc:
+    """A process the rehearsal started: its PID in the host's PID namespace and its start time."""
+
+    pid: int
+    start: int
+
+
+@dataclass
+class NodeRecord:
+    """One rehearsal node and the resources it owns."""
+
+    name: str
+    address: str
+    netns: str
+    veth_host: str
+    veth_node: str
+    root: str
+    """DIR/.rehearsal/nodes/<name>: holds upper/, work/, merged/, console.log and the host key"""
+    launcher: Proc | None = None
+    """``unshare``, the node's parent in the host PID namespace (it SIGKILLs the node if it dies)"""
+    init: Proc | None = None
+    """the node's PID 1 (clusterctl's init, which runs sshd and reaps orphans)"""
+    binds: list[list[str]] = field(default_factory=list)
+    """[host path, node path] pairs bind-mounted into the node (shared storage)"""
+
+    @property
+    def upper(self) -> Path:
+        return Path(self.root) / "upper"
+
+    @property
+    def work(self) -> Path:
+        return Path(self.root) / "work"
+
+    @property
+    def merged(self) -> Path:
+        return Path(self.root) / "merged"
+
+    @property
+    def console(self) -> Path:
+        return Path(self.root) / "console.log"
+
+
+@dataclass
+class State:
+    """Everything one rehearsal created; ``stopped`` once :func:`down` removed it all."""
+
+    id: str
+    dir: str
+    bridge: str
+    host_address: str
+    """the host's address on the bridge, with prefix length (10.10.0.254/24)"""
+    prefix: int
+    key: str
+    """the per-rehearsal SSH private key (0600); its .pub is in every node's authorized_keys"""
+    known_hosts: str
+    ssh_config: str
+    nodes: list[NodeRecord] = field(default_factory=list)
+    bridge_created: bool = False
+    netns_mount_created: bool = False
+    """/run/netns was not a mount point before: ``ip netns add`` made it one, ``down`` undoes that when
+    no netns is left in it"""
+    stopped: bool = False
+    version: int = VERSION
+
+    def node(self, name: str) -> NodeRecord:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(name)
+
+
+def state_dir(out: Path) -> Path:
+    return Path(out) / STATE_DIR
+
+
+def state_path(out: Path) -> Path:
+    return state_dir(out) / STATE_FILE
+
+
+def save(state: State) -> None:
+    """Replace the state file atomically (write, fsync, rename): a crash leaves the old or the new record."""
+    path = state_path(Path(state.dir))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(asdict(state), f, indent=2)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def load(out: Path) -> State | None:
+    """The recorded state of the rehearsal in ``out``, or None when there is none."""
+    path = state_path(out)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise RehearsalError(f"{path}: cannot be read: {exc}",
+                             "remove the rehearsal's resources by hand (docs/rehearse.md, State and teardown)") from None
+    try:
+        nodes = []
+        for n in data.pop("nodes", []):
+            for key in ("launcher", "init"):
+                n[key] = Proc(**n[key]) if n.get(key) else None
+            nodes.append(NodeRecord(**n))
+        return State(nodes=nodes, **data)
+    except (TypeError, AttributeError) as exc:
+        raise RehearsalError(f"{path}: not a rehearsal state file of this clusterctl ({exc})",
+                             "was it written by another version? tear that rehearsal down with it") from None
+
+
+def start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot, or None when no such process exists."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # the command name (field 2) may contain spaces and parentheses: fields after the last ')' are fixed
+    return int(stat[stat.rindex(")") + 2:].split()[19])
+
+
+def proc_of(pid: int) -> Proc | None:
+    start = start_time(pid)
+    return Proc(pid, start) if start is not None else None
+
+
+def alive(proc: Proc | None) -> bool:
+    """True when the recorded process still runs (same PID and same start time, not a zombie)."""
+    if proc is None or start_time(proc.pid) != proc.start:
+        return False
+    try:
+        with open(f"/proc/{proc.pid}/stat", encoding="ascii", errors="replace") as f:
+            stat = f.read()
+        return stat[stat.rindex(")") + 2] != "Z"
+    except OSError:
+        return False

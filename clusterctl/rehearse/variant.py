@@ -1,0 +1,142 @@
+"""The blueprint as rehearsed: what a rehearsal must change so the rendered files run on this machine.
+
+A rehearsal node runs the Slurm that is installed here (Debian's slurm-wlm) on this machine's CPUs and
+memory, with no GPU, no NVML and no RDMA. Rendering the blueprint as written would give a slurm.conf for
+another Slurm release (the version preflight stops the playbook) and node lines with 104 cores and 2 TB
+that slurmd here cannot report (slurmctld drains such a node). So the rehearsal renders a *variant*:
+
+- ``slurm.version``: the installed major.minor (``slurmd -V``);
+- ``slurm.gres_autodetect: off``: Debian builds Slurm without NVML (slurmd is fatal on AutoDetect=nvml);
+  gres.conf's File= lines then point at the GPU stand-in devices the rehearsal creates;
+- every compute node type: this machine's sockets, cores, threads and memory (``slurmd -C``), the rest
+  of its server spec (GPUs, NICs) unchanged; ``slurm.memory_reserve_gb: 1``.
+
+Each change is listed in :class:`Variant` and in the JSON summary (``rehearsed_as``), so a reader sees
+exactly how the rehearsed files differ from the ones the blueprint renders for production.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+
+from pathlib import Path
+
+import yaml
+
+from clusterctl.errors import BlueprintError
+from clusterctl.plan.model import ClusterPlan
+from clusterctl.rehearse import RehearsalError
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """What slurmd reports for this machine (and so for every rehearsal node: they share its CPUs)."""
+
+    sockets: int
+    cores_per_socket: int
+    threads_per_core: int
+    memory_mib: int
+
+
+@dataclass
+class Variant:
+    """The rehearsal's blueprint data and what was changed, as {what: {blueprint: ..., rehearsed: ...}}."""
+
+    data: dict
+    changes: dict[str, dict[str, object]] = field(default_factory=dict)
+
+    def summary(self) -> dict:
+        """For the JSON summary: ``slurm_version`` (blueprint vs rehearsed) and every change."""
+        version = self.changes.get("slurm.version")
+        rehearsed = (self.data.get("slurm") or {}).get("version")
+        return {"slurm_version": {"blueprint": version["blueprint"] if version else rehearsed,
+                                  "rehearsed": rehearsed},
+                "rehearsed_as": self.changes}
+
+    def describe(self) -> str:
+        """One line for the progress output: what the rehearsal renders differently."""
+        return "; ".join(f"{k} {c['blueprint']} -> {c['rehearsed']}" for k, c in self.changes.items()
+                         if not k.startswith("node_types.")) or "as written"
+
+
+def _run(*args: str) -> str:
+    if shutil.which(args[0]) is None:
+        raise RehearsalError(f"{args[0]} is not installed: a rehearsal runs the Slurm installed on this machine",
+                             "apt-get install -y slurm-wlm munge (scripts/test installs them)")
+    r = subprocess.run(list(args), capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        raise RehearsalError(f"`{' '.join(args)}` failed: {(r.stderr or r.stdout).strip()[-300:]}")
+    return r.stdout
+
+
+def installed_slurm() -> str:
+    """``slurm-wlm 22.05.8`` -> ``22.05``: the only Slurm a rehearsal can run."""
+    out = _run("slurmd", "-V")
+    m = re.search(r"(\d{2})\.(\d{2})", out)
+    if not m:
+        raise RehearsalError(f"cannot read the Slurm version from `slurmd -V`: {out.strip()!r}")
+    return f"{m.group(1)}.{m.group(2)}"
+
+
+def machine_hardware() -> Hardware:
+    """This machine as ``slurmd -C`` sees it."""
+    kv = dict(re.findall(r"(\w+)=(\S+)", _run("slurmd", "-C")))
+    try:
+        boards = int(kv.get("Boards", "1"))
+        return Hardware(int(kv["SocketsPerBoard"]) * boards, int(kv["CoresPerSocket"]),
+                        int(kv["ThreadsPerCore"]), int(kv["RealMemory"]))
+    except (KeyError, ValueError):
+        raise RehearsalError(f"cannot read this machine's CPUs and memory from `slurmd -C`: {kv}") from None
+
+
+def rehearsal_variant(data: dict, plan: ClusterPlan, version: str, hw: Hardware) -> Variant:
+    """The blueprint data the rehearsal renders (see the module docstring); ``data`` is not modified."""
+    out = copy.deepcopy(data)
+    v = Variant(out)
+    slurm = out.get("slurm")
+    if isinstance(slurm, dict):
+        if str(slurm.get("version")) != version:
+            v.changes["slurm.version"] = {"blueprint": slurm.get("version"), "rehearsed": version}
+        slurm["version"] = version
+        if slurm.get("gres_autodetect", "nvml") != "off":
+            v.changes["slurm.gres_autodetect"] = {"blueprint": slurm.get("gres_autodetect", "nvml"), "rehearsed": "off"}
+        slurm["gres_autodetect"] = "off"
+        slurm["memory_reserve_gb"] = 1.0
+    memory_gb = max(1, hw.memory_mib // 1024)
+    types = out.get("node_types", {})
+    for g in plan.groups:
+        if g.role != "compute" or g.type.name not in types or g.type.server is None:
+            continue
+        spec = g.type.server.model_dump(mode="json", exclude_none=True)
+        spec.pop("sources", None)
+        before = {"sockets": g.type.sockets, "cores_per_socket": g.type.cores_per_socket,
+                  "threads_per_core": g.type.threads_per_core, "memory_gb": g.type.memory_gb}
+        spec["cpu"] = {"sockets": hw.sockets, "cores_per_socket": hw.cores_per_socket,
+                       "threads_per_core": hw.threads_per_core}
+        spec["memory_gb"] = memory_gb
+        entry = {k: val for k, val in types[g.type.name].items() if k != "server"}
+        entry["spec"] = spec
+        types[g.type.name] = entry
+        v.changes[f"node_types.{g.type.name}"] = {
+            "blueprint": before, "rehearsed": {**spec["cpu"], "memory_gb": memory_gb}}
+    return v
+
+
+def rehearsed_plan(path: Path, plan: ClusterPlan) -> tuple[ClusterPlan, Variant]:
+    """The plan of the blueprint at ``path`` (already validated as ``plan``) as this machine rehearses it."""
+    from clusterctl.blueprint.load import load_blueprint_text
+    from clusterctl.plan import expand
+    from clusterctl.source import load_yaml_file
+
+    variant = rehearsal_variant(load_yaml_file(path)[0], plan, installed_slurm(), machine_hardware())
+    try:
+        rehearsed = expand(load_blueprint_text(yaml.safe_dump(variant.data, sort_keys=False),
+                                               f"{path} (as rehearsed)"))
+    except BlueprintError as exc:
+        raise RehearsalError(f"{path}: cannot be rehearsed on this machine: {exc}",
+                             "see docs/rehearse.md, 'The blueprint as rehearsed'") from None
+    return rehearsed, variant

@@ -1,0 +1,177 @@
+"""The deploy scenario through the real CLI (docs/rehearse.md, "The deploy scenario"): the rendered site.yml
+converges every rehearsal host over SSH, a second converge changes nothing, the rendered testinfra suite
+passes on every host, one srun spans the compute hosts with PMIx ranks 0..n-1, and afterwards nothing of
+the rehearsal is left on this machine. One rehearsal (a few minutes on 2 cores) serves every test."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from clusterctl.rehearse.state import load
+from tests.e2e.conftest import require_rehearsal
+from tests.e2e.test_nodes import leftovers
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+HOSTS = ["head01", "gpu01", "gpu02"]
+COMPUTE = ["gpu01", "gpu02"]
+
+
+def _require_deploy() -> None:
+    """The deploy scenario also needs ansible-runner and the Debian packages the roles install."""
+    from clusterctl.rehearse.deploy import missing_packages
+
+    problems = []
+    try:
+        import ansible_runner  # noqa: F401
+    except ImportError:
+        problems.append("ansible-runner is not installed (pip install '.[test]')")
+    missing = missing_packages()
+    if missing:
+        problems.append(f"Debian packages missing: {' '.join(missing)} (scripts/test installs them)")
+    if problems:
+        if os.environ.get("CI"):
+            pytest.fail("; ".join(problems) + " [CI is set: this must not be skipped]")
+        pytest.skip("; ".join(problems))
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory):
+    require_rehearsal()
+    _require_deploy()
+    out = tmp_path_factory.mktemp("deploy") / "r"
+    r = subprocess.run([sys.executable, "-m", "clusterctl", "rehearse", str(REPO / "blueprints" / "lab-2node.yaml"),
+                        "-o", str(out), "--format", "json"], cwd=REPO, capture_output=True, text=True,
+                       timeout=1500, stdin=subprocess.DEVNULL)
+    try:
+        summary = json.loads(r.stdout)
+    except ValueError:
+        summary = None
+    return r, summary, out
+
+
+def step(summary: dict, name: str) -> dict:
+    return {s["name"]: s for s in summary["steps"]}[name]
+
+
+def test_rehearse_deploy_exits_0_with_every_step_ok(deployed):
+    r, summary, _ = deployed
+    assert r.returncode == 0, r.stderr[-6000:]
+    assert "Traceback" not in r.stderr
+    assert summary["status"] == "ok"
+    assert [s["name"] for s in summary["steps"]] == ["boot", "ssh-check", "converge", "converge-again",
+                                                      "testinfra", "srun"]
+    bad = {s["name"]: s.get("error") or s["hosts"] for s in summary["steps"] if s["status"] != "ok"}
+    assert not bad
+
+
+def test_summary_names_the_slurm_version_rehearsed(deployed):
+    _, summary, _ = deployed
+    version = subprocess.run(["slurmd", "-V"], capture_output=True, text=True).stdout.split()[-1]
+    assert summary["slurm_version"] == {"blueprint": "24.05", "rehearsed": ".".join(version.split(".")[:2])}
+    assert "slurm.gres_autodetect" in summary["rehearsed_as"]
+    assert summary["shared_storage"].startswith("none")
+
+
+def test_first_converge_changes_every_host(deployed):
+    _, summary, _ = deployed
+    hosts = step(summary, "converge")["hosts"]
+    assert sorted(hosts) == sorted(HOSTS)
+    for h, o in hosts.items():
+        assert o["status"] == "ok" and o["failed"] == 0 and o["unreachable"] == 0, (h, o)
+        assert o["changed"] > 0 and o["ok"] > 0, (h, o)
+
+
+def test_second_converge_reports_changed_0_on_every_host(deployed):
+    _, summary, _ = deployed
+    hosts = step(summary, "converge-again")["hosts"]
+    assert sorted(hosts) == sorted(HOSTS)
+    assert {h: o["changed"] for h, o in hosts.items()} == {h: 0 for h in HOSTS}
+    assert all(o["ok"] > 0 and o["failed"] == 0 for o in hosts.values())
+
+
+def test_rendered_testinfra_suite_passes_on_every_host(deployed):
+    _, summary, _ = deployed
+    hosts = step(summary, "testinfra")["hosts"]
+    assert sorted(hosts) == sorted(HOSTS)
+    for h, o in hosts.items():
+        assert o["passed"] > 0 and o["failed"] == 0 and o["skipped"] == 0, (h, o)
+        assert "deselected: hardware, mounts, kernel" in o["detail"]
+
+
+def test_srun_runs_one_pmix_rank_on_each_compute_host(deployed):
+    _, summary, _ = deployed
+    hosts = step(summary, "srun")["hosts"]
+    assert sorted(hosts) == sorted(COMPUTE)
+    assert sorted(o["rank"] for o in hosts.values()) == list(range(len(COMPUTE)))
+    assert all(o["status"] == "ok" for o in hosts.values())
+
+
+def test_secrets_never_reach_a_command_line_or_the_summary(deployed):
+    r, _, out = deployed
+    secrets = (out / ".rehearsal" / "secrets.yml")
+    assert secrets.stat().st_mode & 0o777 == 0o600
+    key = next(line.split(":", 1)[1].strip() for line in secrets.read_text().splitlines()
+               if line.startswith("vault_munge_key"))
+    assert key not in r.stdout and key not in r.stderr
+    for cmd in (out / ".rehearsal" / "runner" / "artifacts").glob("*/command"):
+        assert key not in cmd.read_text()
+
+
+def test_nothing_of_the_rehearsal_remains(deployed):
+    _, summary, out = deployed
+    state = load(out)
+    assert state is not None and state.stopped
+    assert leftovers(state) == []
+    mine = subprocess.run(["pgrep", "-af", str(out)], capture_output=True, text=True).stdout
+    assert mine.strip() == "", f"processes still name the rehearsal directory:\n{mine}"
+    from clusterctl.rehearse.nodes import control_dir
+
+    assert not control_dir(state.id).exists(), "SSH control sockets are left"
+
+
+def test_sigterm_during_the_converge_stops_ansible_and_every_node(tmp_path):
+    """SIGTERM while ansible-playbook runs: the runner is cancelled (no ansible process is left), then every
+    node stops, before the CLI exits 130."""
+    import signal
+    import time
+
+    require_rehearsal()
+    _require_deploy()
+    from tests.helpers import lab, to_yaml
+
+    data = lab()  # the lab on another in-band network, so it can run beside a lab rehearsal
+    data["addressing"]["inband"]["cidr"] = "10.77.0.0/24"
+    blueprint = tmp_path / "lab-other-net.yaml"
+    blueprint.write_text(to_yaml(data))
+    out = tmp_path / "r"
+    p = subprocess.Popen([sys.executable, "-m", "clusterctl", "rehearse", str(blueprint),
+                          "-o", str(out), "--nodes-per-group", "1"], cwd=REPO, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    started = False
+    while time.monotonic() < deadline and p.poll() is None:
+        events = out / ".rehearsal" / "runner" / "artifacts" / "converge" / "job_events"
+        if events.is_dir() and len(list(events.glob("*.json"))) > 3:  # ansible-playbook is running tasks
+            started = True
+            break
+        time.sleep(0.2)
+    assert started, "the converge never started"
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=180)
+    assert p.returncode == 130, err[-3000:]
+    assert "Traceback" not in err
+    state = load(out)
+    assert state is not None and state.stopped and leftovers(state) == []
+    mine = subprocess.run(["pgrep", "-af", str(out)], capture_output=True, text=True).stdout
+    assert mine.strip() == "", f"processes still name the rehearsal directory:\n{mine}"
+    from clusterctl.rehearse.nodes import control_dir
+
+    assert not control_dir(state.id).exists(), "SSH control sockets are left"
