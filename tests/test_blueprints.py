@@ -12,7 +12,8 @@ from clusterctl.validate import validate_file
 from tests.helpers import BLUEPRINTS
 
 EXAMPLES = ["dgx-h100-superpod-1su", "dgx-h100-superpod-4su", "gb200-nvl72-8rack", "hgx-h200-roce-1024",
-            "frontier-3tier-100k", "aws-p5", "gcp-a3-mega", "azure-nd-h100-v5", "lab-2node"]
+            "frontier-3tier-100k", "aws-p5", "gcp-a3-mega", "azure-nd-h100-v5", "lab-2node",
+            "lab-ha"]
 
 
 @lru_cache(maxsize=None)
@@ -60,7 +61,7 @@ def test_example_has_no_findings(name):
     assert [f"{f.code} {f.message}" for f in v.result.findings] == []
 
 
-@pytest.mark.parametrize("name", [n for n in EXAMPLES if n != "lab-2node"])
+@pytest.mark.parametrize("name", [n for n in EXAMPLES if not n.startswith("lab-")])
 def test_example_says_what_it_is(name):
     text = (BLUEPRINTS / f"{name}.yaml").read_text()
     assert text.startswith("# "), "start with a comment that says what the blueprint is"
@@ -176,3 +177,17 @@ def test_cloud_clusters(name, provider, instance, nodes, gpus):
 def test_lab_unchanged():
     p = plan("lab-2node")
     assert (p.gpus, p.nodes, len(p.racks)) == (16, 3, 1)
+
+
+def test_lab_ha():
+    """The lab with HA Slurm: two controllers whose state is on an NFS tier served by neither, slurmdbd and
+    its backup, a login node."""
+    p = plan("lab-ha")
+    assert (p.gpus, p.nodes, len(p.racks)) == (16, 5, 1)
+    assert {g.name: g.hosts for g in p.groups} == {"gpu": ("gpu01", "gpu02"), "head": ("head01", "head02"),
+                                                   "login": ("login01",)}
+    s = p.blueprint.slurm
+    assert (s.controllers, s.accounting_host, s.accounting_backup_host) == ("head[01-02]", "head01", "head02")
+    shared = next(t for t in p.blueprint.storage if t.name == "shared")
+    assert shared.tier == "nfs" and s.state_save_location.startswith(shared.mount + "/")
+    assert shared.export.split(":")[0] not in ("head01", "head02")

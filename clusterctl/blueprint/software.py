@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from clusterctl.blueprint.base import StrictModel
-from clusterctl.blueprint.kinds import (Cidr, CloudRegion, CloudZone, FreeText, HostList, HostName, Identifier,
-                                        OsName, Reservation, SlurmClusterName, SlurmTime, SlurmVersion, Version)
+from clusterctl.blueprint.kinds import (AbsolutePath, Cidr, CloudRegion, CloudZone, FreeText, HostList, HostName,
+                                        Identifier, OsName, Reservation, SlurmClusterName, SlurmTime, SlurmVersion,
+                                        Version)
 
 
 class Partition(StrictModel):
@@ -30,8 +31,13 @@ class Slurm(StrictModel):
     """Slurm ClusterName (at most 40 characters: slurm.conf(5)); default: the blueprint name"""
     controllers: HostList
     """host list of slurmctld hosts: first primary, the rest backups"""
+    state_save_location: AbsolutePath = "/var/spool/slurmctld"
+    """slurmctld's StateSaveLocation; with a backup controller it must be on storage every controller reads and
+    writes (slurm.conf(5)): a directory under the mount of an nfs or parallel storage tier"""
     accounting_host: HostName | None = None
     """slurmdbd host; default: the first controller"""
+    accounting_backup_host: HostName | None = None
+    """backup slurmdbd host (AccountingStorageBackupHost, DbdBackupHost); both use the database on accounting_host"""
     partitions: list[Partition] = Field(min_length=1, max_length=1024)
     topology: Literal["tree", "block", "yaml", "none"] = "tree"
     block_sizes: list[Annotated[int, Field(gt=0, le=1_000_000)]] = Field(default_factory=list, max_length=64)

@@ -274,14 +274,90 @@ def partition_names(plan: ClusterPlan) -> Iterator[Hit]:
                       "pick another name, e.g. batch or gpu, and mark it default: true")
 
 
-@rule("SLURM008", "slurm", Severity.ERROR, "accounting host")
+@rule("SLURM008", "slurm", Severity.ERROR, "accounting hosts")
 def accounting_host(plan: ClusterPlan) -> Iterator[Hit]:
-    """``accounting_host`` (slurmdbd), when given, must be a host of the blueprint, or nobody builds it
-    and AccountingStorageHost points nowhere."""
+    """``accounting_host`` (slurmdbd) and ``accounting_backup_host``, when given, must be hosts of the
+    blueprint, or nobody builds them and AccountingStorageHost / AccountingStorageBackupHost point nowhere. The
+    backup must be another host than the primary (the first controller when accounting_host is not set): a
+    backup on the same host takes over nothing when that host fails."""
     slurm = plan.blueprint.slurm
-    if slurm is None or slurm.accounting_host is None:
+    if slurm is None:
         return
-    name = slurm.accounting_host
-    if name not in _hosts(plan):
-        yield Hit(("slurm", "accounting_host"), f"accounting_host {name} is not a host of any node group",
-                  _suggest(name, plan) or "name a head or service node, or drop it to use the first controller")
+    hosts = _hosts(plan)
+    for key in ("accounting_host", "accounting_backup_host"):
+        name = getattr(slurm, key)
+        if name is not None and name not in hosts:
+            yield Hit(("slurm", key), f"{key} {name} is not a host of any node group",
+                      _suggest(name, plan) or ("name a head or service node, or drop it to use the first controller"
+                                               if key == "accounting_host" else "name a second head or service node"))
+    backup = slurm.accounting_backup_host
+    if backup is None:
+        return
+    try:
+        primary = slurm.accounting_host or hostlist.expand(slurm.controllers)[0]
+    except hostlist.HostlistError:
+        return  # SLURM002 reports the controllers
+    if backup == primary:
+        yield Hit(("slurm", "accounting_backup_host"),
+                  f"accounting_backup_host {backup} is the primary slurmdbd host too",
+                  "name another host as backup, or drop accounting_backup_host")
+
+
+SHARED_TIERS = ("nfs", "parallel")
+"""storage tiers every host that mounts them reads and writes alike (local is per node, object is no file system)"""
+
+
+def under(path: str, mount: str) -> bool:
+    """``path`` is ``mount`` or inside it (both absolute, without '.' or '..' segments: the AbsolutePath kind)."""
+    path, mount = path.rstrip("/") or "/", mount.rstrip("/") or "/"
+    return path == mount or path.startswith(mount if mount == "/" else mount + "/")
+
+
+def state_tier(plan: ClusterPlan):
+    """(index, tier) of the shared storage tier StateSaveLocation is on (the deepest mount holding it), or None."""
+    slurm = plan.blueprint.slurm
+    if slurm is None:
+        return None
+    found = [(len(t.mount), i, t) for i, t in enumerate(plan.blueprint.storage)
+             if t.tier in SHARED_TIERS and under(slurm.state_save_location, t.mount)]
+    return max(found, key=lambda x: x[0])[1:] if found else None
+
+
+@rule("SLURM009", "slurm", Severity.ERROR, "controller state on shared storage")
+def shared_state(plan: ClusterPlan) -> Iterator[Hit]:
+    """With backup controllers, StateSaveLocation must be one directory every controller reads and writes
+    (slurm.conf(5): "readable and writable by both systems"): a backup that takes over reads the jobs, nodes
+    and reservations the primary saved there. On a controller's local disk the backup starts with no state,
+    and jobs are lost. It must be under the mount of an ``nfs`` or ``parallel`` storage tier (the roles mount
+    that tier on the controllers). An NFS tier exported by one of the controllers is a warning: when that host
+    fails, the backup loses the state with it."""
+    slurm = plan.blueprint.slurm
+    if slurm is None:
+        return
+    try:
+        controllers = hostlist.expand(slurm.controllers)
+    except hostlist.HostlistError:
+        return  # SLURM002 reports it
+    if len(controllers) < 2:
+        return
+    found = state_tier(plan)
+    if found is not None:
+        i, tier = found
+        server = tier.export.rsplit(":/", 1)[0] if tier.tier == "nfs" else ""
+        if server in controllers:
+            yield Hit(("storage", i, "export"),
+                      f"StateSaveLocation {slurm.state_save_location} is on NFS tier {tier.name}, exported by "
+                      f"controller {server}: when {server} fails the backup controller loses the state too",
+                      "serve the tier from a file server that is not a controller, or use a parallel tier",
+                      Severity.WARNING)
+        return
+    shared = [t for t in plan.blueprint.storage if t.tier in SHARED_TIERS]
+    if shared:
+        hint = (f"set state_save_location to a directory under a shared tier's mount, e.g. "
+                f"{shared[0].mount.rstrip('/')}/slurmctld ({', '.join(f'{t.name} at {t.mount}' for t in shared[:4])})")
+    else:
+        hint = "add an nfs (or parallel) storage tier the controllers mount and put state_save_location under it"
+    yield Hit(("slurm", "state_save_location"),
+              f"StateSaveLocation {slurm.state_save_location} is on no shared storage tier, but {len(controllers)} "
+              f"controllers ({', '.join(controllers[:4])}) must read and write it: a backup would take over without "
+              "the primary's job state", hint)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from clusterctl import hostlist
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.resources import data_dir
+from clusterctl.rules.slurm import parse_version, state_tier
 from clusterctl.targets import RenderError
 from clusterctl.targets.common import at, conf_value, environment, header, path_part
 from clusterctl.targets.yamlout import (Flow, FlowMap, PureDumper, Unsafe, body, comment, comment_lines, dump,
@@ -23,8 +24,9 @@ from clusterctl.targets.yamlout import (Flow, FlowMap, PureDumper, Unsafe, body,
 
 ROLE_GROUPS = ("compute", "head", "login", "storage", "service")
 """inventory groups by node role, in this order"""
-CONTRACT_ROLES = ("common", "munge", "slurm_controller", "slurm_compute", "slurm_login", "slurmdbd", "nccl",
-                  "storage_clients", "node_health", "nvidia_driver", "doca_ofed", "dcgm", "enroot_pyxis")
+CONTRACT_ROLES = ("slurm_preflight", "common", "munge", "slurm_controller", "slurm_compute", "slurm_login",
+                  "slurmdbd", "nccl", "storage_clients", "node_health", "nvidia_driver", "doca_ofed", "dcgm",
+                  "enroot_pyxis")
 """every role docs/render-layout.md names"""
 HARDWARE_ROLES = ("doca_ofed", "nvidia_driver", "dcgm", "enroot_pyxis")
 """GPU node roles, in the order they are applied (DOCA-OFED before the driver: nvidia-peermem needs both)"""
@@ -105,6 +107,8 @@ def _slurm_hosts(plan: ClusterPlan) -> tuple[list[str], list[str]]:
         return [], []
     controllers = hostlist.expand(s.controllers)
     accounting = [s.accounting_host] if s.accounting_host else controllers[:1]
+    if s.accounting_backup_host and s.accounting_backup_host not in accounting:
+        accounting.append(s.accounting_backup_host)  # the backup slurmdbd: the same role, the same file
     return controllers, accounting
 
 
@@ -286,12 +290,27 @@ def nccl_groups(plan: ClusterPlan) -> dict[str, dict]:
     return out
 
 
+def state_mount_tiers(plan: ClusterPlan, g: GroupPlan) -> set[str]:
+    """Names of the tiers a group that mounts no storage for its role must still mount: the shared tier holding
+    StateSaveLocation, on groups with a Slurm controller (slurm.conf(5): the directory every controller reads
+    and writes)."""
+    found = state_tier(plan)
+    if found is None or g.role in MOUNTED_ROLES:
+        return set()
+    controllers, _ = _slurm_hosts(plan)
+    return {found[1].name} if set(controllers) & set(g.hosts) else set()
+
+
 def storage_mounts(plan: ClusterPlan, g: GroupPlan) -> tuple[list[dict], list[str], list[str]]:
-    """(mounts the storage_clients role manages, shared mount points expected, local directories)."""
-    if g.role not in MOUNTED_ROLES:
+    """(mounts the storage_clients role manages, shared mount points expected, local directories): every shared
+    tier on compute and login groups; on a controller's group only the tier holding StateSaveLocation."""
+    only = state_mount_tiers(plan, g)
+    if g.role not in MOUNTED_ROLES and not only:
         return [], [], []
     mounts, expected, local = [], [], []
     for t in plan.blueprint.storage:
+        if only and t.name not in only:
+            continue
         if t.tier == "local":
             if g.role == "compute":
                 local.append(t.mount)
@@ -343,12 +362,19 @@ class Play:
     missing: list[str] = field(default_factory=list)
     named_by_blueprint: bool = False
     """name and hosts hold a node group's name: written !unsafe"""
+    guard: bool = False
+    """a preflight play: no fact gathering, any failure stops the whole playbook, runs whatever --tags say"""
 
 
 def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
     """site.yml: one play per role group; hardware roles per GPU node group (only those shipped in roles/)."""
-    out = [Play("Base configuration of every node", "all", ["common"])]
     slurm = plan.blueprint.slurm is not None
+    out = []
+    if slurm:  # first: a host with another Slurm release stops the playbook before anything is touched
+        out.append(Play("Slurm release preflight, before any package or daemon is touched", "slurm_cluster",
+                        ["slurm_preflight"], comment="stops every host when one runs (or would install) another "
+                        "Slurm release than slurm.conf was rendered for", guard=True))
+    out.append(Play("Base configuration of every node", "all", ["common"]))
     if slurm:
         out.append(Play("MUNGE authentication on every Slurm node", "slurm_cluster", ["munge"]))
     nccl = nccl_groups(plan)
@@ -370,7 +396,11 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
                             missing=[r for r in wanted if r not in available], named_by_blueprint=True))
     if slurm:
         out.append(Play("Slurm accounting daemon", "slurm_accounting", ["slurmdbd"]))
-        out.append(Play("Slurm controllers", "slurm_controllers", ["slurm_controller"]))
+        shared_state = any(storage_mounts(plan, g)[0] for g in plan.groups if state_mount_tiers(plan, g))
+        out.append(Play("Slurm controllers", "slurm_controllers",
+                        (["storage_clients"] if shared_state else []) + ["slurm_controller"],
+                        comment="StateSaveLocation is on shared storage: mounted before slurmctld's state directory "
+                                "is created" if shared_state else ""))
     roles_present = {g.role for g in plan.groups}
     if "compute" in roles_present:
         out.append(Play("Compute nodes", "compute",
@@ -518,11 +548,13 @@ def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Seq
     sections.append((["hardware roles: what software: pins (driver branch, DOCA-Host release, CUDA major for DCGM)"],
                      unsafe(software_vars(plan))))
     if bp.slurm:
-        sections.append((["Slurm: the configuration files are rendered in <dir>/slurm/ and copied as they are"],
-                         unsafe({"clusterctl_slurm_version": bp.slurm.version,
+        sections.append((["Slurm: the configuration files are rendered in <dir>/slurm/ and copied as they are;",
+                          "slurm_version is the release they are for (the slurm_preflight play checks every host)"],
+                         {"slurm_version": _release(bp.slurm.version), **unsafe({
+                                 "clusterctl_slurm_version": bp.slurm.version,
                                  "clusterctl_slurm_cluster_name": bp.slurm.cluster_name or bp.name,
                                  "clusterctl_slurm_controllers": Flow(controllers),
-                                 "clusterctl_slurm_accounting_host": accounting[0]})))
+                                 "clusterctl_slurm_accounting_host": accounting[0]})}))
     sections.append(([f"common role: neighbour (ARP/ND) tables sized for {plan.nodes} nodes and their switches"],
                      {"common_sysctl_neigh_gc_thresh": Flow(_neigh_thresholds(plan))}))
     if bp.slurm:
@@ -531,6 +563,14 @@ def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Seq
     return yaml_file(plan, [f"Variables for every host of cluster {bp.name}. Role variables are documented in "
                             "each role's", "defaults/main.yml and meta/argument_specs.yml.", "", *ALL_COMMENTS],
                      sections)
+
+
+def _release(version: str) -> str:
+    """major.minor of a Slurm version ("24.05.3" -> "24.05"): what slurm.conf was rendered for, and what the
+    slurm_preflight role compares with the installed release. A plain string (digits and a dot, nothing to
+    template): ansible-core 2.19 reads ``!unsafe "24.05"`` as the float 24.05; anything else stays !unsafe."""
+    v = parse_version(version)
+    return f"{v[0]:02d}.{v[1]:02d}" if v else Unsafe(version)
 
 
 def group_vars_file(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> str:
@@ -562,9 +602,11 @@ def group_vars_file(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> s
                          {"node_health_rdma_port_count": ports, "node_health_rdma_rate_gbps": rate}))
         sections.append((["node_health: shared file systems that must be mounted"],
                          {"node_health_mounts": unsafe(Flow(expected))}))
-    if g.role in MOUNTED_ROLES:
-        sections.append((["storage_clients: shared storage tiers mounted on this group (fstab entries, mounted "
-                          "at once)"], {"storage_clients_mounts": unsafe([FlowMap(m) for m in mounts])}))
+    if g.role in MOUNTED_ROLES or mounts:
+        what = ("shared storage tiers mounted on this group" if g.role in MOUNTED_ROLES else
+                "the tier holding StateSaveLocation, on the controllers")
+        sections.append(([f"storage_clients: {what} (fstab entries, mounted at once)"],
+                         {"storage_clients_mounts": unsafe([FlowMap(m) for m in mounts])}))
         lustre = any(m["fstype"] == "lustre" for m in mounts)
         sections.append((["storage_clients: a Lustre tier is mounted here; set false where the image already has "
                           "the client"] if lustre else [], {"storage_clients_lustre_install": lustre}))
@@ -604,8 +646,12 @@ def site_file(plan: ClusterPlan, site_plays: Sequence[Play]) -> str:
         notes = [n for n in (play.comment, f"not shipped in roles/ when this was rendered, so not applied: "
                                            f"{', '.join(play.missing)}" if play.missing else "") if n]
         text = Unsafe if play.named_by_blueprint else str
-        data = [{"name": text(play.name), "hosts": text(play.hosts), "become": True,
-                 "roles": [{"role": r, "tags": Flow([r])} for r in play.roles]}]
+        entry: dict[str, object] = {"name": text(play.name), "hosts": text(play.hosts), "become": True}
+        if play.guard:  # 'always': the guard runs under --tags slurm_compute too (rolling changes)
+            entry.update({"gather_facts": False, "any_errors_fatal": True})
+        tags = (lambda r: Flow([r, "always"])) if play.guard else (lambda r: Flow([r]))
+        entry["roles"] = [{"role": r, "tags": tags(r)} for r in play.roles]
+        data = [entry]
         parts += ["\n" if k else "", comment_lines(notes), body(data, dumper=PureDumper)]
     return "".join(parts)
 

@@ -395,6 +395,11 @@ def _kv(key: str, value: object) -> str:
     return key_values([(key, value)])
 
 
+def _optional(key: str, value: object | None) -> tuple[str, ...]:
+    """``(Key=Value,)`` when the blueprint sets the value, else nothing (the option keeps Slurm's default)."""
+    return (_kv(key, value),) if value is not None else ()
+
+
 def _topology_plugin(topology: str, version: Version) -> tuple[str | None, str]:
     """(TopologyPlugin value or None, comment)."""
     if topology == "tree":
@@ -421,7 +426,9 @@ def slurm_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan])
     plugin, topo_comment = _topology_plugin(slurm.topology, version)
     control = [_kv("ClusterName", name), *(_kv("SlurmctldHost", c) for c in controllers),
                _kv("SlurmUser", "slurm"), _kv("AuthType", "auth/munge"),
-               _kv("StateSaveLocation", "/var/spool/slurmctld"), _kv("SlurmdSpoolDir", "/var/spool/slurmd")]
+               _kv("SlurmdSpoolDir", "/var/spool/slurmd")]
+    with at(("slurm", "state_save_location")):
+        control.insert(-1, _kv("StateSaveLocation", conf_value(slurm.state_save_location, "StateSaveLocation")))
     # no SlurmctldParameters=enable_configless: the Ansible roles install the rendered files on every node
     # (one source of truth, reviewed in git); a slurmd with local files logs an error under configless
     sections = [
@@ -429,6 +436,7 @@ def slurm_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan])
         Section("accounting through slurmdbd; GPUs are a tracked resource", (
             _kv("AccountingStorageType", "accounting_storage/slurmdbd"),
             _kv("AccountingStorageHost", slurm.accounting_host or controllers[0]),
+            *_optional("AccountingStorageBackupHost", slurm.accounting_backup_host),
             _kv("AccountingStorageTRES", "gres/gpu"),
             _kv("JobAcctGatherType", "jobacct_gather/cgroup"),
         )),
@@ -514,9 +522,12 @@ def cgroup_conf(plan: ClusterPlan, version: Version) -> str:
 def slurmdbd_conf(plan: ClusterPlan) -> str:
     slurm = plan.blueprint.slurm
     dbd_host = slurm.accounting_host or hostlist.expand(slurm.controllers)[0]
-    lines = [_kv("AuthType", "auth/munge"), _kv("DbdHost", dbd_host), _kv("SlurmUser", "slurm"),
+    backup = slurm.accounting_backup_host
+    # with a backup slurmdbd both daemons must use one database: the one on the primary accounting host
+    lines = [_kv("AuthType", "auth/munge"), _kv("DbdHost", dbd_host),
+             *_optional("DbdBackupHost", backup), _kv("SlurmUser", "slurm"),
              _kv("LogFile", "/var/log/slurm/slurmdbd.log"),
-             _kv("StorageType", "accounting_storage/mysql"), _kv("StorageHost", "localhost"),
+             _kv("StorageType", "accounting_storage/mysql"), _kv("StorageHost", dbd_host if backup else "localhost"),
              _kv("StorageUser", "slurm"), _kv("StorageLoc", "slurm_acct_db")]
     # an Ansible template: no text from the blueprint may open a Jinja delimiter
     return render_template("slurm/slurmdbd.conf.j2.j2", header=jinja_literal(header(plan)),

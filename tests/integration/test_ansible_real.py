@@ -15,6 +15,10 @@
 4. The hardware roles (nvidia_driver, doca_ofed, dcgm, enroot_pyxis) run in check mode on ``gpu01`` with every
    ``*_url`` variable pointed at a local file, hardware checks and services off: their preflight, repository
    and configuration tasks run; their package installs are skipped by the roles (no repository in check mode).
+   Before anything else, site.yml's first play (role slurm_preflight) checks the installed Slurm release, so
+   the blueprint is rendered for it (``slurmd -V``; Debian 12: 22.05).
+3b. The version guard: the same blueprint rendered for another Slurm release stops site.yml at that first
+   play on every host, naming both releases, with no task of any later play run.
 5. The rendered testinfra tests run against the three converged hosts with the ``hardware``, ``services``,
    ``mounts`` and ``kernel`` markers deselected; then munged is started here (by its PID, stopped after)
    and the ``services`` test of MUNGE (a credential round trip with the key from the vault) runs too.
@@ -155,10 +159,29 @@ def test_site_yml_syntax(name, rendered_shipped):
 
 # --- 3. real converge on this machine, twice
 
-def ci_blueprint() -> dict:
-    """The lab plus a login node and a Lustre tier, so every role of this repository's own has a host."""
+def installed_slurm_release() -> str:
+    """major.minor of the Slurm on this machine, as the slurm_preflight role reads it: ``slurmd -V`` (Debian:
+    "slurm-wlm 22.05.8"), else the release apt would install (``apt-cache policy slurmd``)."""
+    if shutil.which("slurmd"):
+        text = run(["slurmd", "-V"], cwd=REPO, timeout=30).stdout
+    else:
+        text = run(["apt-cache", "policy", "slurmd"], cwd=REPO, timeout=60).stdout
+        text = " ".join(re.findall(r"Candidate:\s*(?:\d+:)?(\S+)", text))
+    m = re.search(r"(\d{2})\.(\d{2})\.\d+", text)
+    if m is None:
+        message = f"cannot tell which Slurm release this machine has or would install: {text!r}"
+        if CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    return f"{m.group(1)}.{m.group(2)}"
+
+
+def ci_blueprint(version: str | None = None) -> dict:
+    """The lab plus a login node and a Lustre tier, so every role of this repository's own has a host, rendered
+    for this machine's Slurm release (site.yml's preflight refuses another one) unless ``version`` says."""
     data = lab()
     data["name"] = "ci-local"
+    data["slurm"]["version"] = version or installed_slurm_release()
     data["node_groups"].append({"name": "login", "type": "head", "role": "login", "count": 1,
                                 "hostnames": "login01", "racks": "lab01"})
     data["storage"].insert(0, {"name": "lustre", "tier": "parallel", "filesystem": "lustre", "mount": "/lustre",
@@ -253,11 +276,67 @@ def test_second_converge_changes_nothing(converged):
 def test_converge_covers_the_repository_roles(converged):
     _, runs, *_ = converged
     text = runs[0][0].stdout
-    for role in ("common", "munge", "nccl", "slurmdbd", "slurm_controller", "storage_clients", "node_health",
+    assert "is the release slurm.conf was rendered for" in text  # the version guard ran and passed
+    for role in ("slurm_preflight", "common", "munge", "nccl", "slurmdbd", "slurm_controller", "storage_clients", "node_health",
                  "slurm_compute", "slurm_login"):
         assert f"TASK [{role} : " in text, role
     for role in HARDWARE_ROLES.split(","):
         assert f"TASK [{role} : " not in text
+
+
+# --- 3b. the version guard stops site.yml before anything is touched
+
+def other_release(release: str) -> str:
+    """A supported Slurm release that is not ``release``."""
+    return "24.11" if release != "24.11" else "24.05"
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory):
+    """site.yml of the ci blueprint rendered for a Slurm release this machine does not have, run on the three
+    local hosts like the converge. Only the preflight's reads can run: it stops the playbook."""
+    playbook = tool("ansible-playbook")
+    if os.geteuid() != 0:
+        message = "site.yml runs with become: run as root"
+        if CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    installed = installed_slurm_release()
+    rendered_for = other_release(installed)
+    base = tmp_path_factory.mktemp("guard")
+    (base / "ci-local.yaml").write_text(to_yaml(ci_blueprint(rendered_for)))
+    out = render(base / "ci-local.yaml", base / "out")
+    host_vars = out / "ansible" / "host_vars"
+    host_vars.mkdir()
+    for host in LOCAL_HOSTS:
+        (host_vars / f"{host}.yml").write_text("ansible_connection: local\n"
+                                               "ansible_python_interpreter: /usr/bin/python3\n")
+    extra = base / "converge-vars.yml"
+    extra.write_text(yaml.safe_dump(CONVERGE_VARS))
+    result = run([playbook, "site.yml", "--forks", "1", "-e", f"@{extra}", "--limit", ",".join(LOCAL_HOSTS)],
+                 cwd=out / "ansible", timeout=300, env={"ANSIBLE_CACHE_PLUGIN_CONNECTION": str(base / "facts")})
+    return installed, rendered_for, result
+
+
+def test_version_guard_names_both_releases(guarded):
+    installed, rendered_for, result = guarded
+    assert result.returncode != 0, result.stdout[-4000:]
+    text = " ".join((result.stdout + result.stderr).split())  # Ansible folds long messages
+    assert f"slurm.conf was rendered for Slurm {rendered_for}; this host has {installed}." in text, \
+        result.stdout[-4000:]
+    assert re.search(rf"this host has {re.escape(installed)}\.\d+ \((slurmctld|slurmd|slurmdbd|sinfo) -V\)", text)
+    assert f'Hint: set slurm.version to "{installed}"' in text
+
+
+def test_version_guard_stops_before_any_other_task(guarded):
+    _, _, result = guarded
+    hosts = recap(result.stdout)
+    assert sorted(hosts) == sorted(LOCAL_HOSTS), result.stdout[-3000:]
+    assert all(h["failed"] == 1 and h["changed"] == 0 for h in hosts.values()), hosts
+    tasks = re.findall(r"^TASK \[([^\]]+)\]", result.stdout, re.M)
+    assert tasks and all(name.startswith("slurm_preflight : ") for name in tasks), tasks
+    plays = re.findall(r"^PLAY \[([^\]]+)\]", result.stdout, re.M)
+    assert plays == ["Slurm release preflight, before any package or daemon is touched"], plays
 
 
 def hardware_check_vars(base: Path) -> dict:

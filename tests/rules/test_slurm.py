@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from clusterctl.errors import BlueprintError
-from clusterctl.rules.slurm import parse_version
-from tests.helpers import hits, lab
+from clusterctl.rules.slurm import parse_version, under
+from tests.helpers import hits, lab, shipped
 
-CODES = ("SLURM001", "SLURM002", "SLURM003", "SLURM004", "SLURM005", "SLURM006", "SLURM007", "SLURM008")
+CODES = ("SLURM001", "SLURM002", "SLURM003", "SLURM004", "SLURM005", "SLURM006", "SLURM007", "SLURM008",
+         "SLURM009")
 
 
 def mi300x_lab():
@@ -192,3 +193,74 @@ def test_accounting_host_must_be_a_host():
     assert h.path == ("slurm", "accounting_host") and "accounting_host dbd01 is not a host" in h.message
     data["slurm"]["accounting_host"] = "head01"
     assert hits(data, "SLURM008") == []
+
+
+def test_accounting_backup_host_must_be_another_host():
+    data = lab()
+    data["slurm"]["accounting_backup_host"] = "dbd02"
+    (h,) = hits(data, "SLURM008")
+    assert h.path == ("slurm", "accounting_backup_host") and "accounting_backup_host dbd02 is not a host" in h.message
+    data["slurm"]["accounting_backup_host"] = "head01"  # the first controller is the primary slurmdbd here
+    (h,) = hits(data, "SLURM008")
+    assert h.path == ("slurm", "accounting_backup_host") and "is the primary slurmdbd host too" in h.message
+    data["slurm"]["accounting_backup_host"] = "gpu01"
+    assert hits(data, "SLURM008") == []
+
+
+def ha_lab(state: str | None = None) -> dict:
+    """The lab with a second controller (head[01-02]) and, when given, StateSaveLocation."""
+    data = lab()
+    data["node_groups"][1].update(count=2, hostnames="head[01-02]")
+    data["slurm"]["controllers"] = "head[01-02]"
+    if state is not None:
+        data["slurm"]["state_save_location"] = state
+    return data
+
+
+@pytest.mark.parametrize("path,mount,inside", [
+    ("/shared/slurm", "/shared", True), ("/shared", "/shared", True), ("/shared/", "/shared", True),
+    ("/shared2/slurm", "/shared", False), ("/var/spool/slurmctld", "/", True), ("/home", "/home/x", False),
+])
+def test_under(path, mount, inside):
+    assert under(path, mount) is inside
+
+
+def test_backup_controllers_need_state_on_shared_storage():
+    (h,) = hits(ha_lab(), "SLURM009")  # the default /var/spool/slurmctld is each controller's own disk
+    assert h.path == ("slurm", "state_save_location")
+    assert "StateSaveLocation /var/spool/slurmctld is on no shared storage tier, but 2 controllers (head01, head02)" \
+        in h.message
+    assert "e.g. /home/slurmctld (home at /home)" in h.hint
+    (h,) = hits(ha_lab("/raid/slurmctld"), "SLURM009")  # a local tier is per node
+    assert "/raid/slurmctld is on no shared storage tier" in h.message
+    (h,) = hits(ha_lab("/homework/state"), "SLURM009")  # a prefix of the name is not the mount
+    assert "/homework/state" in h.message
+
+
+def test_state_on_a_shared_tier_passes_and_one_controller_needs_none():
+    assert hits(ha_lab("/srv/state"), "SLURM009")
+    data = ha_lab("/srv/state")
+    data["storage"].append({"name": "srv", "tier": "parallel", "filesystem": "lustre", "mount": "/srv",
+                            "capacity_tb": 10, "read_gb_per_s": 1, "write_gb_per_s": 1, "servers": "mgs01@tcp"})
+    assert hits(data, "SLURM009") == []
+    assert hits(lab(), "SLURM009") == []  # one controller: local state is fine
+
+
+def test_state_on_nfs_exported_by_a_controller_is_a_warning():
+    (h,) = hits(ha_lab("/home/slurm/state"), "SLURM009")  # lab's home is head01:/export/home
+    assert h.severity.name == "WARNING" and h.path == ("storage", 0, "export")
+    assert "exported by controller head01" in h.message
+
+
+def test_without_a_shared_tier_the_hint_asks_for_one():
+    data = ha_lab()
+    data["storage"] = [t for t in data["storage"] if t["tier"] == "local"]
+    (h,) = hits(data, "SLURM009")
+    assert h.hint.startswith("add an nfs (or parallel) storage tier")
+
+
+def test_shipped_ha_lab_is_quiet():
+    data = shipped("lab-ha")
+    assert hits(data, "SLURM009") == [] and hits(data, "SLURM008") == []
+    data["slurm"]["state_save_location"] = "/var/spool/slurmctld"
+    assert [h.path for h in hits(data, "SLURM009")] == [("slurm", "state_save_location")]

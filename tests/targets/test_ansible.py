@@ -131,6 +131,7 @@ def test_all_yml_holds_render_dir_versions_and_vault_references(lab_files):
     all_yml = yamlout.load(lab_files["ansible/group_vars/all.yml"])
     assert all_yml["clusterctl_render_dir"] == "{{ playbook_dir }}/.."
     assert all_yml["clusterctl_slurm_version"] == "24.05"
+    assert all_yml["slurm_version"] == "24.05"
     assert all_yml["clusterctl_slurm_controllers"] == ["head01"]
     assert all_yml["clusterctl_driver_version"] == "550"
     assert all_yml["munge_key"] == "{{ vault_munge_key | default('') }}"
@@ -210,6 +211,7 @@ def test_lab_site_yml_plays(lab_files):
     plays = [(p["hosts"], [r["role"] for r in p["roles"]]) for p in site]
     hardware = [r for r in ansible.HARDWARE_ROLES if (ROLES / r / "tasks" / "main.yml").is_file()]
     assert plays == [
+        ("slurm_cluster", ["slurm_preflight"]),
         ("all", ["common"]),
         ("slurm_cluster", ["munge"]),
         ("gpu", hardware + ["nccl"]),
@@ -218,8 +220,57 @@ def test_lab_site_yml_plays(lab_files):
         ("compute", ["storage_clients", "node_health", "slurm_compute"]),
     ]
     assert all(p["become"] is True and p["name"][0].isupper() for p in site)
-    for p in site:  # each role tagged with its name: --tags slurm_compute, --skip-tags nvidia_driver
+    for p in site[1:]:  # each role tagged with its name: --tags slurm_compute, --skip-tags nvidia_driver
         assert all(r["tags"] == [r["role"]] for r in p["roles"])
+
+
+def test_slurm_release_preflight_is_the_first_play_and_stops_every_host(lab_files):
+    """The version guard runs before any play that installs or starts something, without gathering facts, and
+    one failing host stops the playbook for all (any_errors_fatal); tagged 'always' so a rolling change run
+    with --tags slurm_compute is guarded too, and skippable by name."""
+    guard = yamlout.load(lab_files["ansible/site.yml"])[0]
+    assert guard["hosts"] == "slurm_cluster"
+    assert guard["gather_facts"] is False and guard["any_errors_fatal"] is True
+    assert guard["roles"] == [{"role": "slurm_preflight", "tags": ["slurm_preflight", "always"]}]
+    assert "ansible/roles/slurm_preflight/tasks/preflight.yml" in lab_files
+
+
+@pytest.mark.parametrize("version,release", [("24.05", "24.05"), ("24.11.3", "24.11"), ("22.05.8", "22.05")])
+def test_all_yml_slurm_version_is_the_rendered_release(version, release):
+    data = lab()
+    data["slurm"]["version"] = version
+    files = ansible.render(plan_of(data))
+    assert yamlout.load(files["ansible/group_vars/all.yml"])["slurm_version"] == release
+    # untagged: ansible-core 2.19 reads `!unsafe "24.05"` as the float 24.05, which the preflight would compare
+    assert f"\nslurm_version: '{release}'\n" in files["ansible/group_vars/all.yml"]
+    assert f"# for Slurm {release}:" in render_targets(plan_of(data), ["slurm"])["slurm/slurm.conf"]
+
+
+def test_blueprint_without_slurm_has_no_preflight_play():
+    data = lab()
+    del data["slurm"]
+    site = yamlout.load(ansible.render(plan_of(data))["ansible/site.yml"])
+    assert [p["hosts"] for p in site][0] == "all"
+    assert all(r["role"] != "slurm_preflight" for p in site for r in p["roles"])
+
+
+def test_slurm_preflight_role_compares_major_minor_and_touches_nothing():
+    text = (ROLES / "slurm_preflight/tasks/preflight.yml").read_text()
+    tasks = list(_tasks(yaml.safe_load(text), "preflight.yml"))
+    modules = {k for task, _ in tasks for k in task if k.startswith("ansible.builtin.")}
+    # reads (shell/command with changed_when false), the package lists refresh, asserts: no package, no service
+    assert modules <= {"ansible.builtin.assert", "ansible.builtin.shell", "ansible.builtin.command",
+                       "ansible.builtin.apt"}, modules
+    apt = [task for task, _ in tasks if "ansible.builtin.apt" in task]
+    assert [set(t["ansible.builtin.apt"]) for t in apt] == [{"update_cache", "cache_valid_time"}]
+    for task, _ in tasks:
+        if "ansible.builtin.shell" in task or "ansible.builtin.command" in task:
+            assert task["changed_when"] is False and task["check_mode"] is False, task["name"]
+    assert "slurm.conf was rendered for Slurm {{ slurm_preflight_version }}; this host" in text
+    assert "hostvars" not in text and "groups[" not in text and "delegate_to" not in text
+    defaults = yaml.safe_load((ROLES / "slurm_preflight/defaults/main.yml").read_text())
+    assert defaults["slurm_preflight_version"] == "{{ slurm_version | default('') }}"
+    assert defaults["slurm_preflight_programs"][:2] == ["slurmctld", "slurmd"]
 
 
 def test_site_yml_lists_only_copied_roles(pod_files):
@@ -391,3 +442,51 @@ def test_node_health_script_checks_gpus_links_and_mounts():
     for needle in ("nvidia-smi -L", "/sys/class/infiniband/*/ports/*", "mountpoint -q", "State=DRAIN"):
         assert needle in text
     assert Path(ROLES / "node_health/files/node-health-check.sh").stat().st_mode & 0o111
+
+
+# --- controller HA: StateSaveLocation on shared storage, backup slurmdbd
+
+@pytest.fixture(scope="module")
+def ha_files():
+    return files_of("lab-ha")
+
+
+def test_ha_controllers_mount_the_state_tier_before_slurmctld(ha_files):
+    site = yamlout.load(ha_files["ansible/site.yml"])
+    ctl = next(p for p in site if p["hosts"] == "slurm_controllers")
+    assert [r["role"] for r in ctl["roles"]] == ["storage_clients", "slurm_controller"]
+    head = yamlout.load(ha_files["ansible/group_vars/head.yml"])
+    # only the tier holding StateSaveLocation, not home: head nodes mount nothing else for their role
+    assert head["storage_clients_mounts"] == [{"name": "shared", "path": "/shared", "src": "nas01:/export/shared",
+                                               "fstype": "nfs"}]
+    assert head["storage_clients_lustre_install"] is False and head["storage_clients_local_dirs"] == []
+    assert "node_health_mounts" not in head
+    login = yamlout.load(ha_files["ansible/group_vars/login.yml"])
+    assert [m["path"] for m in login["storage_clients_mounts"]] == ["/home", "/shared"]
+
+
+def test_ha_backup_slurmdbd_is_in_the_accounting_group(ha_files):
+    inv = yamlout.load(ha_files["ansible/inventory.yml"])["all"]["children"]
+    assert inv["slurm_accounting"] == {"hosts": {"head[01:02]": None}}
+    assert inv["slurm_controllers"] == {"hosts": {"head[01:02]": None}}
+    all_yml = yamlout.load(ha_files["ansible/group_vars/all.yml"])
+    assert all_yml["clusterctl_slurm_accounting_host"] == "head01"
+
+
+def test_controllers_mount_nothing_when_state_is_local(lab_files):
+    site = yamlout.load(lab_files["ansible/site.yml"])
+    ctl = next(p for p in site if p["hosts"] == "slurm_controllers")
+    assert [r["role"] for r in ctl["roles"]] == ["slurm_controller"]
+    assert "storage_clients_mounts" not in yamlout.load(lab_files["ansible/group_vars/head.yml"])
+
+
+def test_controller_on_a_login_group_keeps_every_mount():
+    data = lab()
+    data["node_groups"][1]["role"] = "login"  # head01 is a login node and the only controller
+    data["node_groups"][1]["name"] = "login"
+    data["storage"].insert(0, {"name": "shared", "tier": "nfs", "export": "nas01:/export/shared",
+                               "mount": "/shared", "capacity_tb": 1, "read_gb_per_s": 1, "write_gb_per_s": 1})
+    data["slurm"]["state_save_location"] = "/shared/state"
+    files = ansible.render(plan_of(data))
+    login = yamlout.load(files["ansible/group_vars/login.yml"])
+    assert [m["path"] for m in login["storage_clients_mounts"]] == ["/shared", "/home"]

@@ -449,3 +449,27 @@ def test_no_slurm_section_renders_nothing():
     data = lab()
     del data["slurm"]
     assert render(data) == {}
+
+
+def test_ha_lab_state_on_shared_storage_and_backup_slurmdbd():
+    files = slurm.render(plan_of(shipped("lab-ha")))
+    conf = settings(files["slurm/slurm.conf"])
+    assert conf[:8] == ["ClusterName=lab-ha", "SlurmctldHost=head01", "SlurmctldHost=head02", "SlurmUser=slurm",
+                        "AuthType=auth/munge", "StateSaveLocation=/shared/slurm/statesave",
+                        "SlurmdSpoolDir=/var/spool/slurmd", "AccountingStorageType=accounting_storage/slurmdbd"]
+    assert conf[8:10] == ["AccountingStorageHost=head01", "AccountingStorageBackupHost=head02"]
+    dbd = settings(files["slurm/slurmdbd.conf.j2"])
+    # both slurmdbd use the one database, on the primary accounting host
+    assert dbd[:3] == ["AuthType=auth/munge", "DbdHost=head01", "DbdBackupHost=head02"]
+    assert "StorageHost=head01" in dbd and "StorageHost=localhost" not in dbd
+
+
+def test_no_backup_options_without_a_backup():
+    files = render(lab())
+    assert not [s for s in settings(files["slurm/slurm.conf"]) if "Backup" in s]
+    assert not [s for s in settings(files["slurm/slurmdbd.conf.j2"]) if "Backup" in s]
+
+
+def test_state_save_location_is_the_blueprint_s():
+    conf = settings(render(with_slurm(lab(), state_save_location="/srv/slurm/state"))["slurm/slurm.conf"])
+    assert "StateSaveLocation=/srv/slurm/state" in conf and "StateSaveLocation=/var/spool/slurmctld" not in conf

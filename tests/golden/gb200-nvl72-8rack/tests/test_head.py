@@ -92,3 +92,22 @@ def test_slurmdbd_conf_is_private(host, require_group):
 def test_slurmdbd_is_running(host, require_group):
     require_group("slurm_accounting")
     assert host.process.filter(comm="slurmdbd")
+
+
+# --- storage
+
+FSTAB = [
+    ('stor-mgmt.dc2:/lustre', '/lustre', 'lustre'),
+]
+
+
+@pytest.mark.parametrize("src,path,fstype", FSTAB, ids=[m[1] for m in FSTAB])
+def test_fstab_entry(host, src, path, fstype):
+    entries = [line.split() for line in host.file("/etc/fstab").content_string.splitlines()]
+    assert [src, path, fstype] in [e[:3] for e in entries]
+
+
+@pytest.mark.mounts
+@pytest.mark.parametrize("path", ['/lustre'])
+def test_shared_file_system_is_mounted(host, path):
+    assert host.mount_point(path).exists
