@@ -419,6 +419,8 @@ class RehearseScenario(str, Enum):
 
     nodes = "nodes"
     deploy = "deploy"
+    version_guard = "version-guard"
+    node_failure = "node-failure"
 
 
 @app.command()
@@ -432,7 +434,8 @@ def rehearse(
                                                  help="stop and remove the rehearsal recorded in DIR, then exit")] = None,
     fmt: Annotated[RehearseFormat, typer.Option("--format", help="human progress, or a JSON summary on stdout")] = RehearseFormat.human,
     scenario: Annotated[RehearseScenario, typer.Option(
-        "--scenario", help="nodes: boot and SSH only; deploy: converge site.yml twice, testinfra, srun")] = RehearseScenario.deploy,
+        "--scenario", help="nodes: boot and SSH only; deploy: converge site.yml twice, testinfra, srun; "
+                         "version-guard, node-failure: docs/rehearse.md")] = RehearseScenario.deploy,
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
 ) -> None:
     """Render the blueprint, boot its hosts as isolated nodes on this machine (root; docs/rehearse.md) and
@@ -442,6 +445,7 @@ def rehearse(
     from clusterctl.rehearse.select import node_specs
     from clusterctl.rehearse.deploy import cluster_of, deploy_steps, require_packages
     from clusterctl.rehearse.steps import default_steps
+    from clusterctl.rehearse.scenarios import adjust_variant, scenario_steps
     from clusterctl.rehearse.variant import installed_slurm, machine_hardware, rehearsal_variant
     from clusterctl.blueprint.load import load_blueprint_text
     from clusterctl.plan import expand
@@ -461,10 +465,12 @@ def rehearse(
         if blueprint is None:
             raise _misuse("missing BLUEPRINT", "clusterctl rehearse BLUEPRINT [-o DIR], or --down DIR")
         probe.require()
-        if scenario is RehearseScenario.deploy:
+        if scenario is not RehearseScenario.nodes:
             require_packages()
         loaded, v = _validated_or_exit(blueprint, suppress, "not rehearsed")
-        variant = rehearsal_variant(load_yaml_file(blueprint)[0], v.plan, installed_slurm(), machine_hardware())
+        installed = installed_slurm()
+        variant = rehearsal_variant(load_yaml_file(blueprint)[0], v.plan, installed, machine_hardware())
+        adjust_variant(scenario.value, variant, installed)
         try:
             plan = expand(load_blueprint_text(yaml.safe_dump(variant.data, sort_keys=False),
                                               f"{loaded.source.file} (as rehearsed)"))
@@ -482,6 +488,9 @@ def rehearse(
         steps = default_steps()
         if scenario is RehearseScenario.deploy:
             steps += deploy_steps(cluster_of(plan, [s.name for s in specs]))
+        elif scenario is not RehearseScenario.nodes:
+            steps += scenario_steps(scenario.value, cluster_of(plan, [s.name for s in specs]),
+                                    str(plan.blueprint.slurm.version) if plan.blueprint.slurm else "", installed)
         progress = RichProgress()
         progress.note(f"{output}: rendered {len(files)} files as rehearsed ("
                       + ", ".join(f"{k} {c['blueprint']} -> {c['rehearsed']}" for k, c in variant.changes.items()
