@@ -421,6 +421,7 @@ class RehearseScenario(str, Enum):
     deploy = "deploy"
     version_guard = "version-guard"
     node_failure = "node-failure"
+    failover = "failover"
 
 
 @app.command()
@@ -435,7 +436,7 @@ def rehearse(
     fmt: Annotated[RehearseFormat, typer.Option("--format", help="human progress, or a JSON summary on stdout")] = RehearseFormat.human,
     scenario: Annotated[RehearseScenario, typer.Option(
         "--scenario", help="nodes: boot and SSH only; deploy: converge site.yml twice, testinfra, srun; "
-                         "version-guard, node-failure: docs/rehearse.md")] = RehearseScenario.deploy,
+                         "version-guard, node-failure, failover: docs/rehearse.md")] = RehearseScenario.deploy,
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
 ) -> None:
     """Render the blueprint, boot its hosts as isolated nodes on this machine (root; docs/rehearse.md) and
@@ -445,7 +446,7 @@ def rehearse(
     from clusterctl.rehearse.select import node_specs
     from clusterctl.rehearse.deploy import cluster_of, deploy_steps, require_packages
     from clusterctl.rehearse.steps import default_steps
-    from clusterctl.rehearse.scenarios import adjust_variant, scenario_steps
+    from clusterctl.rehearse.scenarios import adjust_variant, scenario_specs, scenario_steps
     from clusterctl.rehearse.variant import installed_slurm, machine_hardware, rehearsal_variant
     from clusterctl.blueprint.load import load_blueprint_text
     from clusterctl.plan import expand
@@ -484,7 +485,8 @@ def rehearse(
                           exc.hint or "this needs a rule that reports it at validate time: please report it") from None
         except OutputDirError as exc:
             raise _misuse(str(exc), exc.hint) from None
-        specs = node_specs(plan, nodes_per_group, nodes.rehearsal_id(output))
+        specs = scenario_specs(scenario.value, plan, node_specs(plan, nodes_per_group, nodes.rehearsal_id(output)),
+                               output)
         steps = default_steps()
         if scenario is RehearseScenario.deploy:
             steps += deploy_steps(cluster_of(plan, [s.name for s in specs]))

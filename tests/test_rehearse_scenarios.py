@@ -53,3 +53,44 @@ def test_trace_groups_host_events_by_play_and_keeps_failures():
     assert t.plays == ["pre", "base"]
     assert [(k, h) for k, h, _ in t.tasks["base"]] == [("runner_on_ok", "b")]
     assert t.failures == {"a": [("pre", "assert", "24.05 vs 22.05")]}
+
+
+def test_set_conf_replaces_or_adds_after_the_controller_lines(tmp_path):
+    from clusterctl.rehearse.scenarios import _set_conf
+
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=x\nSlurmctldHost=a\nSlurmctldHost=b\nHealthCheckInterval=300\n")
+    _set_conf(conf, "SlurmctldTimeout", 10)
+    _set_conf(conf, "HealthCheckInterval", 10)
+    assert conf.read_text() == ("ClusterName=x\nSlurmctldHost=a\nSlurmctldHost=b\nSlurmctldTimeout=10\n"
+                                "HealthCheckInterval=10\n")
+
+
+def test_failover_binds_the_state_tier_into_every_controller_only(tmp_path):
+    from clusterctl.blueprint.load import load_blueprint
+    from clusterctl.plan import expand
+    from clusterctl.rehearse.nodes import NodeSpec
+    from clusterctl.rehearse.scenarios import scenario_specs
+    from pathlib import Path
+
+    plan = expand(load_blueprint(Path(__file__).resolve().parents[1] / "blueprints" / "lab-ha.yaml"))
+    specs = [NodeSpec(n, f"10.0.0.{i}") for i, n in enumerate(["head01", "head02", "login01", "gpu01"], 1)]
+    assert scenario_specs("node-failure", plan, specs, tmp_path) == specs
+    out = {s.name: s.binds for s in scenario_specs("failover", plan, specs, tmp_path)}
+    shared = str(tmp_path / ".rehearsal" / "shared" / "shared")
+    assert out == {"head01": ((shared, "/shared"),), "head02": ((shared, "/shared"),), "login01": (), "gpu01": ()}
+    assert Path(shared).is_dir()
+
+
+def test_failover_refuses_a_blueprint_with_one_controller(tmp_path):
+    import pytest
+
+    from clusterctl.blueprint.load import load_blueprint
+    from clusterctl.plan import expand
+    from clusterctl.rehearse import RehearsalError
+    from clusterctl.rehearse.scenarios import scenario_specs
+    from pathlib import Path
+
+    plan = expand(load_blueprint(Path(__file__).resolve().parents[1] / "blueprints" / "lab-2node.yaml"))
+    with pytest.raises(RehearsalError, match="backup controller"):
+        scenario_specs("failover", plan, [], tmp_path)

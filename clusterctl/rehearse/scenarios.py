@@ -27,7 +27,7 @@ from clusterctl.rehearse.nodes import ssh
 from clusterctl.rehearse.state import State, state_dir
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, Step, StepFailed
 
-SCENARIOS = ("version-guard", "node-failure")
+SCENARIOS = ("version-guard", "node-failure", "failover")
 """the scenarios of this module, in the order ``--scenario`` lists them"""
 
 SLURM_RELEASES = ("21.08", "22.05", "23.02", "23.11", "24.05", "24.11", "25.05", "25.11")
@@ -238,7 +238,10 @@ class HealthSetup:
                 record(h, HostOutcome(FAILED, 0.0, f"nvidia-smi stand-in lists {r.stdout.strip()!r} GPUs: "
                                                    f"{r.stderr.strip()[-200:]}"))
         hosts = [n.name for n in state.nodes]
-        run = run_playbook(state, hosts, ident="health-setup", extra_args=["-e", f"@{vars_path}"])
+        # only the roles that read what changed: the check's expectations, and slurm.conf (restarts slurmd,
+        # reconfigures slurmctld); the base roles converged a step ago
+        run = run_playbook(state, hosts, ident="health-setup", extra_args=[
+            "-e", f"@{vars_path}", "--tags", "node_health,slurm_controller,slurm_compute"])
         for h in hosts:
             s = run.stats.get(h, {})
             bad = s.get("failures", 0) or s.get("dark", 0) or h not in run.stats
@@ -302,10 +305,202 @@ class NodeFailure:
             record(h, HostOutcome(OK if st.lower() == "idle" else FAILED, 0.0, f"{st} while {victim} was drained"))
 
 
+# --- failover ---------------------------------------------------------------------------------------------
+
+CTLD_TIMEOUT_S = 10
+"""SlurmctldTimeout the failover scenario renders (Slurm's default is 120 s; the blueprint sets none)"""
+
+
+def scenario_specs(scenario: str, plan, specs: Sequence, out: Path) -> list:
+    """The nodes to boot for ``scenario``. failover: the shared tier holding StateSaveLocation is, in the
+    rehearsal, a directory of the rehearsal (``DIR/.rehearsal/shared/TIER``) bind-mounted at the tier's mount
+    point into every controller (the kernel has no NFS; the roles write the fstab line and find the mount)."""
+    if scenario != "failover":
+        return list(specs)
+    from clusterctl import hostlist
+    from clusterctl.rehearse import RehearsalError
+    from clusterctl.rules.slurm import state_tier
+
+    slurm = plan.blueprint.slurm
+    controllers = hostlist.expand(slurm.controllers) if slurm is not None else []
+    if len(controllers) < 2:
+        raise RehearsalError("the failover scenario needs a blueprint with a backup controller",
+                             "rehearse blueprints/lab-ha.yaml, or name two hosts in slurm.controllers")
+    found = state_tier(plan)
+    if found is None:
+        raise RehearsalError("the failover scenario needs StateSaveLocation on a shared storage tier",
+                             "set slurm.state_save_location under an nfs tier's mount (rule SLURM009)")
+    tier = found[1]
+    shared = state_dir(Path(out)) / "shared" / tier.name
+    shared.mkdir(parents=True, exist_ok=True)
+    return [replace(s, binds=tuple(s.binds) + ((str(shared), tier.mount),)) if s.name in controllers else s
+            for s in specs]
+
+
+def _set_conf(conf: Path, key: str, value: object) -> None:
+    """Set ``key=value`` in the rendered slurm.conf (replace the line, or add it after the SlurmctldHost lines)."""
+    text = conf.read_text()
+    new, n = re.subn(rf"(?m)^{key}=\S*$", f"{key}={value}", text)
+    if n == 0:
+        new = re.sub(r"(?m)((?:^SlurmctldHost=.*\n)+)", lambda m: m.group(1) + f"{key}={value}\n", text, count=1)
+        if new == text:
+            raise StepFailed(f"{conf}: no SlurmctldHost line to add {key} after")
+    conf.write_text(new)
+
+
+@dataclass
+class FailoverTimeout:
+    """Before the converge: SlurmctldTimeout=10 in the rendered slurm.conf (a rehearsal change)."""
+
+    seconds: int = CTLD_TIMEOUT_S
+    name: str = "failover-timeout"
+
+    def run(self, state: State, record: Record) -> None:
+        _set_conf(Path(state.dir) / "slurm" / "slurm.conf", "SlurmctldTimeout", self.seconds)
+
+
+@dataclass
+class NetworkDatabase:
+    """Before the converge, when slurmdbd.conf's StorageHost is not localhost (a backup slurmdbd on another
+    host must reach the database): MariaDB on the accounting host listens on the rehearsal network and the
+    StorageUser may connect from the slurmdbd hosts (the site's database, which the roles do not install;
+    deploy.start_database makes a localhost-only one)."""
+
+    cluster: Cluster
+    name: str = "network-database"
+
+    def run(self, state: State, record: Record) -> None:
+        import subprocess
+
+        from clusterctl.rehearse.deploy import _storage_setting, rehearsal_files, start_database
+        from clusterctl.rehearse.nodes import ssh_command
+
+        host = self.cluster.accounting
+        if not host or _storage_setting(state, "StorageHost", "localhost") in ("localhost", "127.0.0.1"):
+            return
+        cnf = "[mysqld]\nbind-address = 0.0.0.0\n"
+        _ssh_ok(state, host, f"mkdir -p /etc/mysql/mariadb.conf.d && printf '{cnf}' > "
+                             "/etc/mysql/mariadb.conf.d/99-clusterctl-rehearsal.cnf")
+        err = start_database(state, host)
+        if err:
+            raise StepFailed(err)
+        password = yaml.safe_load(rehearsal_files(state)[1].read_text())["vault_slurmdbd_storage_pass"]
+        quoted = password.replace("\\", "\\\\").replace("'", "\\'")
+        db = _storage_setting(state, "StorageLoc", "slurm_acct_db")
+        user = _storage_setting(state, "StorageUser", "slurm")
+        sql = (f"CREATE USER IF NOT EXISTS '{user}'@'%' IDENTIFIED BY '{quoted}';\n"
+               f"ALTER USER '{user}'@'%' IDENTIFIED BY '{quoted}';\n"
+               f"GRANT ALL ON `{db}`.* TO '{user}'@'%';\nFLUSH PRIVILEGES;\n")
+        p = subprocess.run(ssh_command(state, host, "/etc/init.d/mariadb restart >/dev/null && mariadb -u root"),
+                           input=sql, capture_output=True, text=True, timeout=120)
+        if p.returncode != 0:
+            raise StepFailed(f"cannot open the accounting database to the network: {p.stderr.strip()[-300:]}")
+        record(host, HostOutcome(OK, 0.0, "MariaDB on the rehearsal network for the backup slurmdbd"))
+
+
+def _ssh_ok(state: State, host: str, cmd: str, timeout: float = 60.0) -> str:
+    r = ssh(state, host, cmd, timeout=timeout)
+    if r.returncode != 0:
+        raise StepFailed(f"{cmd!r} on {host}: exit {r.returncode}: {(r.stderr or r.stdout).strip()[-300:]}")
+    return r.stdout
+
+
+def ping(state: State, via: str) -> dict[str, str]:
+    """``scontrol ping``: controller host -> UP/DOWN."""
+    r = ssh(state, via, "scontrol ping")
+    return dict(re.findall(r"Slurmctld\(\w+\) at (\S+) is (\w+)", r.stdout))
+
+
+@dataclass
+class Failover:
+    """kill -9 the primary slurmctld under a running job: the backup takes control within SlurmctldTimeout
+    and still knows the job (the state both read on the shared tier); the primary comes back and takes
+    control again; sacct lists the job before and after a slurmdbd restart."""
+
+    cluster: Cluster
+    timeout_s: int = CTLD_TIMEOUT_S
+    name: str = "failover"
+
+    def run(self, state: State, record: Record) -> None:
+        seen: dict[str, HostOutcome] = {}
+
+        def merged(host: str, o: HostOutcome) -> None:
+            """one host can be primary controller and accounting host: keep both findings"""
+            prev = seen.get(host)
+            if prev is not None:
+                o = HostOutcome(FAILED if FAILED in (prev.status, o.status) else OK, prev.seconds + o.seconds,
+                                f"{prev.detail}; {o.detail}", {**prev.counts, **o.counts})
+            seen[host] = o
+            record(host, o)
+
+        self._run(state, merged)
+
+    def _run(self, state: State, record: Record) -> None:
+        primary, backup = self.cluster.controllers[:2]
+        via = (self.cluster.login or (backup,))[0]
+        up, _ = wait_for(lambda: all(node_state(state, via, h)[0].lower() == "idle" for h in self.cluster.compute)
+                         or None, 90)
+        if not up:
+            raise StepFailed(f"compute nodes not idle: {[node_state(state, via, h) for h in self.cluster.compute]}")
+        out = _ssh_ok(state, via, "sbatch --parsable -N1 -t 15 -J rehearse-failover --wrap 'sleep 600'")
+        job = out.strip().split(";")[0]
+        running, _ = wait_for(lambda: _job_state(state, via, job) == "RUNNING" or None, 60)
+        if not running:
+            raise StepFailed(f"job {job} not running: {_job_state(state, via, job)}")
+        t0 = time.monotonic()
+        _ssh_ok(state, primary, "kill -9 $(pidof slurmctld)")
+        limit = 2 * self.timeout_s + 15
+        took = wait_for(lambda: (ping(state, via).get(backup) == "UP" and ping(state, via).get(primary) == "DOWN"
+                                 and _job_state(state, via, job) == "RUNNING") or None, limit)[1]
+        known = _job_state(state, via, job)
+        if known != "RUNNING" or ping(state, via).get(primary) != "DOWN":
+            record(backup, HostOutcome(FAILED, took, f"job {job} is {known!r} {limit} s after kill -9 of the "
+                                                     f"primary; scontrol ping: {ping(state, via)}"))
+            return
+        log = _ssh_ok(state, backup, "grep -h -i 'primary controller\\|takeover\\|took control' "
+                                     "/var/log/slurm/slurmctld.log 2>/dev/null | tail -3 || true")
+        record(backup, HostOutcome(OK, took, f"in control {took:.1f} s after kill -9 of {primary}; job {job} "
+                                             f"RUNNING; {log.strip()[-200:]}", {"takeover_seconds": round(took, 1)}))
+        # the primary comes back and takes control again
+        t1 = time.monotonic()
+        _ssh_ok(state, primary, "/etc/init.d/slurmctld start >/dev/null")
+        back, took2 = wait_for(lambda: ping(state, via).get(primary) == "UP" or None, limit)
+        _ssh_ok(state, via, "scontrol takeover >/dev/null 2>&1 || true")
+        still = _job_state(state, via, job)
+        pids = _ssh_ok(state, primary, "pidof slurmctld || true").strip()
+        if not back or still != "RUNNING" or not pids:
+            record(primary, HostOutcome(FAILED, time.monotonic() - t1, f"after restart: ping {ping(state, via)}, "
+                                                                       f"job {job} {still!r}, slurmctld {pids!r}"))
+            return
+        record(primary, HostOutcome(OK, time.monotonic() - t1, f"back in control after {took2:.1f} s; job {job} "
+                                                               f"still RUNNING", {"return_seconds": round(took2, 1)}))
+        self._accounting(state, record, via, job)
+        ssh(state, via, f"scancel {job}")
+
+    def _accounting(self, state: State, record: Record, via: str, job: str) -> None:
+        host = self.cluster.accounting
+        if not host:
+            return
+        listed = lambda: job in ssh(state, via, f"sacct -n -X -j {job} -o JobID").stdout or None  # noqa: E731
+        before, _ = wait_for(listed, 30)
+        _ssh_ok(state, host, "/etc/init.d/slurmdbd restart >/dev/null")
+        after, took = wait_for(listed, 60)
+        record(host, HostOutcome(OK if before and after else FAILED, took,
+                                 f"sacct lists job {job} before ({bool(before)}) and after ({bool(after)}) a "
+                                 "slurmdbd restart"))
+
+
+def _job_state(state: State, via: str, job: str) -> str:
+    r = ssh(state, via, f"squeue -h -j {job} -o %T")
+    return r.stdout.strip() if r.returncode == 0 else f"? {r.stderr.strip()[-150:]}"
+
+
 def scenario_steps(scenario: str, cluster: Cluster, rendered: str = "", installed: str = "") -> list[Step]:
     """The steps of ``scenario`` (after the boot and SSH check)."""
     if scenario == "version-guard":
         return [VersionGuard(cluster, rendered, installed)]
     if scenario == "node-failure":
         return [Converge(cluster), HealthSetup(cluster), NodeFailure(cluster)]
+    if scenario == "failover":
+        return [FailoverTimeout(), NetworkDatabase(cluster), Converge(cluster), Failover(cluster)]
     raise ValueError(f"unknown scenario {scenario!r}")

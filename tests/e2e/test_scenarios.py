@@ -105,3 +105,88 @@ def test_version_guard_no_later_task_no_daemon_no_file(version_guard):
 
 def test_version_guard_leaves_nothing(version_guard):
     assert_nothing_left(version_guard[2])
+
+
+# --- node-failure -----------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def node_failure(tmp_path_factory):
+    require_rehearsal()
+    _require_deploy()
+    tmp = tmp_path_factory.mktemp("node-failure")
+    return rehearse(tmp, blueprint_copy(tmp, "lab-2node.yaml", "10.32.0.0/24"), "node-failure")
+
+
+def test_node_failure_passes(node_failure):
+    r, summary, _ = node_failure
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert "Traceback" not in r.stderr
+    assert [s["name"] for s in summary["steps"]] == ["boot", "ssh-check", "converge", "health-setup", "node-failure"]
+    bad = {s["name"]: s.get("error") or s["hosts"] for s in summary["steps"] if s["status"] != "ok"}
+    assert not bad
+
+
+def test_node_failure_health_check_drains_within_its_interval_and_resumes(node_failure):
+    from clusterctl.rehearse.scenarios import HEALTH_INTERVAL_S
+
+    _, summary, out = node_failure
+    assert f"HealthCheckInterval={HEALTH_INTERVAL_S}\n" in (out / "slurm" / "slurm.conf").read_text()
+    victim = steps(summary)["node-failure"]["hosts"]["gpu01"]
+    assert victim["status"] == "ok", victim
+    assert "node-health: nvidia-smi lists 7 GPUs, expected 8" in victim["detail"]
+    assert victim["drain_seconds"] <= 2 * HEALTH_INTERVAL_S + 5
+    assert victim["resume_seconds"] <= 2 * HEALTH_INTERVAL_S + 5
+
+
+def test_node_failure_other_compute_node_stays_in_service(node_failure):
+    _, summary, _ = node_failure
+    other = steps(summary)["node-failure"]["hosts"]["gpu02"]
+    assert other["status"] == "ok" and other["detail"].lower().startswith("idle"), other
+
+
+def test_node_failure_leaves_nothing(node_failure):
+    assert_nothing_left(node_failure[2])
+
+
+# --- failover (lab-ha: two controllers, slurmdbd and its backup, StateSaveLocation on a shared tier) -------
+
+@pytest.fixture(scope="module")
+def failover(tmp_path_factory):
+    require_rehearsal()
+    _require_deploy()
+    tmp = tmp_path_factory.mktemp("failover")
+    return rehearse(tmp, blueprint_copy(tmp, "lab-ha.yaml", "10.33.0.0/24"), "failover")
+
+
+def test_failover_passes(failover):
+    r, summary, _ = failover
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert "Traceback" not in r.stderr
+    assert [s["name"] for s in summary["steps"]] == ["boot", "ssh-check", "failover-timeout", "network-database",
+                                                      "converge", "failover"]
+    bad = {s["name"]: s.get("error") or s["hosts"] for s in summary["steps"] if s["status"] != "ok"}
+    assert not bad
+
+
+def test_failover_backup_takes_over_within_the_timeout_and_knows_the_job(failover):
+    from clusterctl.rehearse.scenarios import CTLD_TIMEOUT_S
+
+    _, summary, out = failover
+    assert f"SlurmctldTimeout={CTLD_TIMEOUT_S}\n" in (out / "slurm" / "slurm.conf").read_text()
+    backup = steps(summary)["failover"]["hosts"]["head02"]
+    assert backup["status"] == "ok" and "RUNNING" in backup["detail"], backup
+    assert backup["takeover_seconds"] <= 2 * CTLD_TIMEOUT_S + 15
+
+
+def test_failover_primary_returns_and_accounting_survives_a_slurmdbd_restart(failover):
+    _, summary, out = failover
+    hosts = steps(summary)["failover"]["hosts"]
+    assert hosts["head01"]["status"] == "ok" and "still RUNNING" in hosts["head01"]["detail"], hosts["head01"]
+    # head01 is both the primary controller and the accounting host: its detail holds both findings
+    assert "sacct lists job" in hosts["head01"]["detail"] and "before (True) and after (True)" in hosts["head01"]["detail"]
+    assert list((out / ".rehearsal" / "shared" / "shared" / "slurm" / "statesave").glob("job_state*")), \
+        "no job state on the shared tier"
+
+
+def test_failover_leaves_nothing(failover):
+    assert_nothing_left(failover[2])
