@@ -31,7 +31,7 @@ def run_check(tmp: Path, gpus_seen: int, slurm_state: str, reason: str) -> tuple
                     "NODE_HEALTH_MOUNTS=()\nNODE_HEALTH_DRAIN=1\n")
     env = {**os.environ, "PATH": f"{bin_}:/usr/bin:/bin", "SLURMD_NODENAME": "n1"}
     r = subprocess.run(["bash", str(SCRIPT), "--config", str(conf)], capture_output=True, text=True, env=env,
-                       timeout=30)
+                       timeout=30, check=False)
     return r.returncode, log.read_text().splitlines(), r.stderr
 
 

@@ -67,11 +67,12 @@ def test_set_conf_replaces_or_adds_after_the_controller_lines(tmp_path):
 
 
 def test_failover_binds_the_state_tier_into_every_controller_only(tmp_path):
+    from pathlib import Path
+
     from clusterctl.blueprint.load import load_blueprint
     from clusterctl.plan import expand
     from clusterctl.rehearse.nodes import NodeSpec
     from clusterctl.rehearse.scenarios import scenario_specs
-    from pathlib import Path
 
     plan = expand(load_blueprint(Path(__file__).resolve().parents[1] / "blueprints" / "lab-ha.yaml"))
     specs = [NodeSpec(n, f"10.0.0.{i}") for i, n in enumerate(["head01", "head02", "login01", "gpu01"], 1)]
@@ -83,13 +84,14 @@ def test_failover_binds_the_state_tier_into_every_controller_only(tmp_path):
 
 
 def test_failover_refuses_a_blueprint_with_one_controller(tmp_path):
+    from pathlib import Path
+
     import pytest
 
     from clusterctl.blueprint.load import load_blueprint
     from clusterctl.plan import expand
     from clusterctl.rehearse import RehearsalError
     from clusterctl.rehearse.scenarios import scenario_specs
-    from pathlib import Path
 
     plan = expand(load_blueprint(Path(__file__).resolve().parents[1] / "blueprints" / "lab-2node.yaml"))
     with pytest.raises(RehearsalError, match="backup controller"):

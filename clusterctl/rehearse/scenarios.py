@@ -372,7 +372,11 @@ class NetworkDatabase:
     def run(self, state: State, record: Record) -> None:
         import subprocess
 
-        from clusterctl.rehearse.deploy import _storage_setting, rehearsal_files, start_database
+        from clusterctl.rehearse.deploy import (
+            _storage_setting,
+            rehearsal_files,
+            start_database,
+        )
         from clusterctl.rehearse.nodes import ssh_command
 
         host = self.cluster.accounting
@@ -392,7 +396,7 @@ class NetworkDatabase:
                f"ALTER USER '{user}'@'%' IDENTIFIED BY '{quoted}';\n"
                f"GRANT ALL ON `{db}`.* TO '{user}'@'%';\nFLUSH PRIVILEGES;\n")
         p = subprocess.run(ssh_command(state, host, "/etc/init.d/mariadb restart >/dev/null && mariadb -u root"),
-                           input=sql, capture_output=True, text=True, timeout=120)
+                           input=sql, capture_output=True, text=True, timeout=120, check=False)
         if p.returncode != 0:
             raise StepFailed(f"cannot open the accounting database to the network: {p.stderr.strip()[-300:]}")
         record(host, HostOutcome(OK, 0.0, "MariaDB on the rehearsal network for the backup slurmdbd"))
@@ -447,7 +451,6 @@ class Failover:
         running, _ = wait_for(lambda: _job_state(state, via, job) == "RUNNING" or None, 60)
         if not running:
             raise StepFailed(f"job {job} not running: {_job_state(state, via, job)}")
-        t0 = time.monotonic()
         _ssh_ok(state, primary, "kill -9 $(pidof slurmctld)")
         limit = 2 * self.timeout_s + 15
         took = wait_for(lambda: (ping(state, via).get(backup) == "UP" and ping(state, via).get(primary) == "DOWN"
@@ -481,7 +484,7 @@ class Failover:
         host = self.cluster.accounting
         if not host:
             return
-        listed = lambda: job in ssh(state, via, f"sacct -n -X -j {job} -o JobID").stdout or None  # noqa: E731
+        listed = lambda: job in ssh(state, via, f"sacct -n -X -j {job} -o JobID").stdout or None
         before, _ = wait_for(listed, 30)
         _ssh_ok(state, host, "/etc/init.d/slurmdbd restart >/dev/null")
         after, took = wait_for(listed, 60)
