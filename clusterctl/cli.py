@@ -419,6 +419,9 @@ class RehearseScenario(str, Enum):
 
     nodes = "nodes"
     deploy = "deploy"
+    version_guard = "version-guard"
+    node_failure = "node-failure"
+    failover = "failover"
 
 
 @app.command()
@@ -432,7 +435,8 @@ def rehearse(
                                                  help="stop and remove the rehearsal recorded in DIR, then exit")] = None,
     fmt: Annotated[RehearseFormat, typer.Option("--format", help="human progress, or a JSON summary on stdout")] = RehearseFormat.human,
     scenario: Annotated[RehearseScenario, typer.Option(
-        "--scenario", help="nodes: boot and SSH only; deploy: converge site.yml twice, testinfra, srun")] = RehearseScenario.deploy,
+        "--scenario", help="nodes: boot and SSH only; deploy: converge site.yml twice, testinfra, srun; "
+                         "version-guard, node-failure, failover: docs/rehearse.md")] = RehearseScenario.deploy,
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
 ) -> None:
     """Render the blueprint, boot its hosts as isolated nodes on this machine (root; docs/rehearse.md) and
@@ -442,7 +446,8 @@ def rehearse(
     from clusterctl.rehearse.select import node_specs
     from clusterctl.rehearse.deploy import SHARED_STORAGE, cluster_of, deploy_steps, require_packages
     from clusterctl.rehearse.steps import default_steps
-    from clusterctl.rehearse.variant import rehearsed_plan
+    from clusterctl.rehearse.scenarios import adjust_variant, scenario_specs, scenario_steps
+    from clusterctl.rehearse.variant import installed_slurm, rehearsed_plan
     from clusterctl.rehearse.ui import RichProgress
     from clusterctl.targets import RenderError, render_targets
     from clusterctl.write import RENDER_SEALED, OutputDirError, write_tree
@@ -457,10 +462,12 @@ def rehearse(
         if blueprint is None:
             raise _misuse("missing BLUEPRINT", "clusterctl rehearse BLUEPRINT [-o DIR], or --down DIR")
         probe.require()
-        if scenario is RehearseScenario.deploy:
+        if scenario is not RehearseScenario.nodes:
             require_packages()
         loaded, v = _validated_or_exit(blueprint, suppress, "not rehearsed")
-        plan, variant = rehearsed_plan(blueprint, v.plan)
+        installed = installed_slurm()
+        plan, variant = rehearsed_plan(blueprint, v.plan,
+                                       adjust=lambda var: adjust_variant(scenario.value, var, installed))
         try:
             files = render_targets(plan)
             write_tree(files, output, executable={p for p in files if p.endswith(".sh")}, sealed=RENDER_SEALED)
@@ -469,10 +476,14 @@ def rehearse(
                           exc.hint or "this needs a rule that reports it at validate time: please report it") from None
         except OutputDirError as exc:
             raise _misuse(str(exc), exc.hint) from None
-        specs = node_specs(plan, nodes_per_group, nodes.rehearsal_id(output))
+        specs = scenario_specs(scenario.value, plan, node_specs(plan, nodes_per_group, nodes.rehearsal_id(output)),
+                               output)
         steps = default_steps()
         if scenario is RehearseScenario.deploy:
             steps += deploy_steps(cluster_of(plan, [s.name for s in specs]))
+        elif scenario is not RehearseScenario.nodes:
+            steps += scenario_steps(scenario.value, cluster_of(plan, [s.name for s in specs]),
+                                    str(plan.blueprint.slurm.version) if plan.blueprint.slurm else "", installed)
         progress = RichProgress()
         progress.note(f"{output}: rendered {len(files)} files as rehearsed ({variant.describe()}); "
                       f"booting {len(specs)} node(s)")

@@ -17,6 +17,8 @@ exactly how the rehearsed files differ from the ones the blueprint renders for p
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import copy
 import re
 import shutil
@@ -126,13 +128,17 @@ def rehearsal_variant(data: dict, plan: ClusterPlan, version: str, hw: Hardware)
     return v
 
 
-def rehearsed_plan(path: Path, plan: ClusterPlan) -> tuple[ClusterPlan, Variant]:
-    """The plan of the blueprint at ``path`` (already validated as ``plan``) as this machine rehearses it."""
+def rehearsed_plan(path: Path, plan: ClusterPlan,
+                   adjust: Callable[[Variant], None] | None = None) -> tuple[ClusterPlan, Variant]:
+    """The plan of the blueprint at ``path`` (already validated as ``plan``) as this machine rehearses it;
+    ``adjust`` changes the variant first (a scenario's own change, e.g. version-guard's other release)."""
     from clusterctl.blueprint.load import load_blueprint_text
     from clusterctl.plan import expand
     from clusterctl.source import load_yaml_file
 
     variant = rehearsal_variant(load_yaml_file(path)[0], plan, installed_slurm(), machine_hardware())
+    if adjust is not None:
+        adjust(variant)
     try:
         rehearsed = expand(load_blueprint_text(yaml.safe_dump(variant.data, sort_keys=False),
                                                f"{path} (as rehearsed)"))

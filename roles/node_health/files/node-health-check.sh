@@ -3,8 +3,8 @@
 # Checks the expectations in /etc/clusterctl/node-health.conf (rendered from the cluster plan): the GPU
 # count (nvidia-smi -L), ACTIVE RDMA ports at the expected rate (/sys/class/infiniband/*/ports/*) and mounts.
 # Usage: node-health-check [--no-drain] [--config FILE]
-# Exits 0 when healthy; otherwise prints every problem, drains the node in Slurm (unless --no-drain or
-# NODE_HEALTH_DRAIN=0) and exits 1.
+# Exits 0 when healthy (and resumes the node if this check had drained it); otherwise prints every problem,
+# drains the node in Slurm (unless --no-drain or NODE_HEALTH_DRAIN=0) and exits 1.
 set -u
 
 config=/etc/clusterctl/node-health.conf
@@ -66,13 +66,27 @@ for mount in ${NODE_HEALTH_MOUNTS[@]+"${NODE_HEALTH_MOUNTS[@]}"}; do
   fi
 done
 
+node="${SLURMD_NODENAME:-$(hostname -s)}"
 if [ ${#problems[@]} -eq 0 ]; then
+  # Healthy again: return the node to service when this check drained it (its reason starts with
+  # "node-health:"). A node drained by an operator or by Slurm for another reason stays drained.
+  if [ "$NODE_HEALTH_DRAIN" = 1 ] && command -v scontrol > /dev/null 2>&1; then
+    info=$(timeout 30 scontrol show node "$node" -o 2> /dev/null || true)
+    state=$(printf '%s\n' "$info" | sed -n 's/.* State=\([^ ]*\).*/\1/p')
+    case "$state" in
+      *DRAIN*)
+        case "$info" in
+          *" Reason=node-health: "*) scontrol update NodeName="$node" State=RESUME || true ;;
+        esac
+        ;;
+    esac
+  fi
   exit 0
 fi
 printf 'node-health-check: %s\n' "${problems[@]}" >&2
 if [ "$NODE_HEALTH_DRAIN" = 1 ] && command -v scontrol > /dev/null 2>&1; then
   reason="node-health: ${problems[0]}"
   [ ${#problems[@]} -gt 1 ] && reason="$reason (+$((${#problems[@]} - 1)) more)"
-  scontrol update NodeName="${SLURMD_NODENAME:-$(hostname -s)}" State=DRAIN Reason="$reason" || true
+  scontrol update NodeName="$node" State=DRAIN Reason="$reason" || true
 fi
 exit 1

@@ -1,0 +1,518 @@
+"""Rehearsal scenarios beyond ``deploy``: what must go right when something goes wrong on a real cluster.
+
+- ``version-guard``: the blueprint is rendered for another Slurm release than the one installed; the
+  rendered ``site.yml`` must stop at its preflight play, naming both releases, before any later play runs a
+  task on any host, and no Slurm daemon may run on any node afterwards.
+- ``node-failure``: after a converge, a compute node loses a GPU stand-in device; the rendered health check
+  (``HealthCheckProgram``, run by slurmd every ``HealthCheckInterval``) must drain it with a reason within
+  the interval; once the device is back, the node must return to service by itself.
+
+Each scenario is a list of :class:`~clusterctl.rehearse.steps.Step` objects proving its claim with state read
+from the real daemons (``scontrol``, ``pgrep`` on the nodes) and from ansible-runner's event stream.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import yaml
+
+from clusterctl.rehearse.deploy import Cluster, Converge, prepare_nodes, run_playbook
+from clusterctl.rehearse.nodes import ssh
+from clusterctl.rehearse.state import State, state_dir
+from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, Step, StepFailed
+
+SCENARIOS = ("version-guard", "node-failure", "failover")
+"""the scenarios of this module, in the order ``--scenario`` lists them"""
+
+SLURM_RELEASES = ("21.08", "22.05", "23.02", "23.11", "24.05", "24.11", "25.05", "25.11")
+"""major releases, oldest first: version-guard renders for the release after the installed one when the
+blueprint names the installed release itself"""
+
+SLURM_DAEMONS = ("slurmctld", "slurmd", "slurmdbd", "munged")
+
+
+def other_release(blueprint: str | None, installed: str) -> str:
+    """The release version-guard renders for: the blueprint's when it is not the installed one (the case an
+    operator meets), otherwise the next release (or the previous one for the newest)."""
+    if blueprint and str(blueprint)[:5] != installed:
+        return str(blueprint)
+    if installed in SLURM_RELEASES:
+        i = SLURM_RELEASES.index(installed)
+        return SLURM_RELEASES[i + 1] if i + 1 < len(SLURM_RELEASES) else SLURM_RELEASES[i - 1]
+    return "24.05" if installed != "24.05" else "24.11"
+
+
+def adjust_variant(scenario: str, variant, installed: str) -> None:
+    """Change the rehearsal variant for ``scenario`` in place (only version-guard does: it renders for
+    another release than ``installed``); the change is listed in the summary's ``rehearsed_as``."""
+    if scenario != "version-guard":
+        return
+    slurm = variant.data.get("slurm")
+    if not isinstance(slurm, dict):
+        return
+    before = variant.changes.get("slurm.version", {}).get("blueprint", slurm.get("version"))
+    other = other_release(before, installed)
+    slurm["version"] = other
+    variant.changes["slurm.version"] = {"blueprint": before, "rehearsed": other, "installed": installed}
+
+
+# --- ansible-runner events --------------------------------------------------------------------------------
+
+def runner_events(state: State, ident: str) -> list[dict]:
+    """The job events ansible-runner wrote for run ``ident``, in order (``artifacts/IDENT/job_events``)."""
+    d = state_dir(Path(state.dir)) / "runner" / "artifacts" / ident / "job_events"
+    events = []
+    for p in d.glob("*.json"):
+        try:
+            events.append(json.loads(p.read_text()))
+        except (OSError, ValueError):
+            continue
+    return sorted(events, key=lambda e: e.get("counter", 0))
+
+
+HOST_TASK_EVENTS = ("runner_on_ok", "runner_on_failed", "runner_on_skipped", "runner_on_unreachable",
+                    "runner_item_on_ok", "runner_item_on_failed", "runner_on_start")
+
+
+@dataclass
+class PlayTrace:
+    """What the event stream says about plays: their names in order, and per play the host task events."""
+
+    plays: list[str] = field(default_factory=list)
+    tasks: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
+    """play -> [(event, host, task)]"""
+    failures: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
+    """host -> [(play, task, message)]"""
+
+
+def trace(events: Sequence[dict]) -> PlayTrace:
+    t = PlayTrace()
+    for e in events:
+        data = e.get("event_data") or {}
+        kind = e.get("event")
+        if kind == "playbook_on_play_start":
+            t.plays.append(str(data.get("play", "")))
+        elif kind in HOST_TASK_EVENTS and data.get("host"):
+            play = str(data.get("play", ""))
+            t.tasks.setdefault(play, []).append((kind, data["host"], str(data.get("task", ""))))
+            if kind == "runner_on_failed" and not data.get("ignore_errors"):
+                msg = str((data.get("res") or {}).get("msg", ""))
+                t.failures.setdefault(data["host"], []).append((play, str(data.get("task", "")), msg))
+    return t
+
+
+def daemons_running(state: State, host: str) -> list[str]:
+    """The Slurm (and MUNGE) daemons running in ``host``'s PID namespace."""
+    r = ssh(state, host, "pgrep -l -x '" + "|".join(SLURM_DAEMONS) + "' || true")
+    if r.returncode != 0:
+        raise StepFailed(f"pgrep on {host}: exit {r.returncode}: {r.stderr.strip()[-200:]}")
+    return [line.split()[1] for line in r.stdout.splitlines() if len(line.split()) == 2]
+
+
+# --- version-guard ----------------------------------------------------------------------------------------
+
+@dataclass
+class VersionGuard:
+    """site.yml rendered for ``rendered`` on nodes running ``installed``: it must stop in its first play."""
+
+    cluster: Cluster
+    rendered: str
+    installed: str
+    name: str = "version-guard"
+
+    def run(self, state: State, record: Record) -> None:
+        errors = prepare_nodes(state, replace(self.cluster, accounting=None))  # no database: nothing to touch
+        for host, err in errors.items():
+            record(host, HostOutcome(FAILED, 0.0, err))
+        if errors:
+            raise StepFailed("node preparation failed")
+        hosts = [n.name for n in state.nodes]
+        run = run_playbook(state, hosts, ident="version-guard")
+        if run.rc == 0:
+            raise StepFailed(f"site.yml rendered for Slurm {self.rendered} succeeded on Slurm {self.installed}")
+        t = trace(runner_events(state, "version-guard"))
+        if not t.plays:
+            raise StepFailed("no play started (ansible-runner recorded no play_start event)")
+        first = t.plays[0]
+        if "preflight" not in first.lower():
+            raise StepFailed(f"the first play of site.yml is {first!r}, not the Slurm release preflight")
+        later = [(p, ev) for p, evs in t.tasks.items() if p != first for ev in evs]
+        if len(t.plays) > 1 or later:
+            raise StepFailed(f"plays after the preflight ran: {t.plays[1:]}; tasks: {later[:5]}")
+        for h in hosts:
+            record(h, self._host(state, h, run.seconds, t, first))
+
+    def _host(self, state: State, host: str, seconds: float, t: PlayTrace, first: str) -> HostOutcome:
+        fails = t.failures.get(host, [])
+        named = [m for p, _, m in fails if p == first and self.rendered in m and self.installed in m]
+        running = daemons_running(state, host)
+        touched = [p for p in ("etc/slurm", "etc/munge/munge.key")
+                   if (Path(next(n.upper for n in state.nodes if n.name == host)) / p).exists()]
+        counts = {"preflight_failures": len(named), "later_tasks": 0, "daemons": len(running),
+                  "files_written": len(touched)}
+        if not named:
+            return HostOutcome(FAILED, seconds, f"no preflight failure naming {self.rendered} and {self.installed}: "
+                                                f"{fails[:2]}", counts)
+        if running or touched:
+            return HostOutcome(FAILED, seconds, f"daemons {running} running, files {touched} written", counts)
+        return HostOutcome(OK, seconds, named[0][:300], counts)
+
+
+# --- node-failure -----------------------------------------------------------------------------------------
+
+HEALTH_INTERVAL_S = 10
+"""HealthCheckInterval the node-failure scenario renders (the blueprint's slurm.conf says 300 s: a rehearsal
+cannot wait five minutes per check)"""
+
+NVIDIA_SMI_STANDIN = """#!/bin/sh
+# clusterctl rehearsal stand-in for nvidia-smi: one GPU per /dev/nvidiaN stand-in device of this node
+[ "${1:-}" = "-L" ] || exit 0
+for d in /dev/nvidia[0-9]*; do
+  [ -c "$d" ] && echo "GPU ${d#/dev/nvidia}: rehearsal stand-in ($d)"
+done
+exit 0
+"""
+
+HEALTH_VARS: dict[str, tuple[object, str]] = {
+    "node_health_drain": (True, "the scenario proves that the check drains"),
+    "node_health_rdma_port_count": (0, "no RDMA device in a rehearsal node"),
+    "node_health_mounts": ([], "no file server in a rehearsal: the shared mounts are fstab lines only"),
+}
+
+
+def node_state(state: State, via: str, node: str) -> tuple[str, str]:
+    """(State, Reason) of ``node`` as slurmctld reports them (``scontrol show node -o``)."""
+    r = ssh(state, via, f"scontrol show node {node} -o")
+    if r.returncode != 0:
+        return "?", (r.stderr or r.stdout).strip()[-200:]
+    m = re.search(r"\bState=(\S+)", r.stdout)
+    reason = re.search(r"\bReason=(.*?)(?: \[[^\]]*\])?(?: \w+=|$)", r.stdout)
+    return (m.group(1) if m else "?"), (reason.group(1).strip() if reason else "")
+
+
+def wait_for(predicate, timeout_s: float, every_s: float = 1.0):
+    """Poll ``predicate()`` until it returns a truthy value or ``timeout_s`` passes; (value, seconds)."""
+    t0 = time.monotonic()
+    while True:
+        value = predicate()
+        if value or time.monotonic() - t0 > timeout_s:
+            return value, time.monotonic() - t0
+        time.sleep(every_s)
+
+
+def _set_interval(conf: Path, seconds: int) -> None:
+    text = conf.read_text()
+    new, n = re.subn(r"(?m)^HealthCheckInterval=\d+$", f"HealthCheckInterval={seconds}", text)
+    if n != 1:
+        raise StepFailed(f"{conf}: no HealthCheckInterval line to shorten")
+    conf.write_text(new)
+
+
+@dataclass
+class HealthSetup:
+    """Converge again with the health check draining (no RDMA and mount expectations a node cannot meet),
+    nvidia-smi stand-ins listing each node's GPU stand-in devices, and a short HealthCheckInterval."""
+
+    cluster: Cluster
+    interval_s: int = HEALTH_INTERVAL_S
+    name: str = "health-setup"
+
+    def run(self, state: State, record: Record) -> None:
+        out = Path(state.dir)
+        _set_interval(out / "slurm" / "slurm.conf", self.interval_s)
+        vars_path = state_dir(out) / "node-failure-vars.yml"
+        lines = ["# clusterctl rehearsal: node-failure scenario (clusterctl/rehearse/scenarios.py)"]
+        for key, (value, why) in HEALTH_VARS.items():
+            lines += [f"# {why}", yaml.safe_dump({key: value}, default_flow_style=False).strip()]
+        vars_path.write_text("\n".join(lines) + "\n")
+        for h in self.cluster.compute:
+            r = ssh(state, h, "cat > /usr/bin/nvidia-smi <<'EOF'\n" + NVIDIA_SMI_STANDIN + "EOF\n"
+                              "chmod 755 /usr/bin/nvidia-smi && nvidia-smi -L | wc -l")
+            if r.returncode != 0 or r.stdout.strip() != str(self.cluster.gpus.get(h, 0)):
+                record(h, HostOutcome(FAILED, 0.0, f"nvidia-smi stand-in lists {r.stdout.strip()!r} GPUs: "
+                                                   f"{r.stderr.strip()[-200:]}"))
+        hosts = [n.name for n in state.nodes]
+        # only the roles that read what changed: the check's expectations, and slurm.conf (restarts slurmd,
+        # reconfigures slurmctld); the base roles converged a step ago
+        run = run_playbook(state, hosts, ident="health-setup", extra_args=[
+            "-e", f"@{vars_path}", "--tags", "node_health,slurm_controller,slurm_compute"])
+        for h in hosts:
+            s = run.stats.get(h, {})
+            bad = s.get("failures", 0) or s.get("dark", 0) or h not in run.stats
+            record(h, HostOutcome(FAILED if bad else OK, run.seconds, "; ".join(run.failed.get(h, []))[:400],
+                                  {"changed": s.get("changed", 0)}))
+        if run.rc != 0:
+            raise StepFailed(f"ansible-playbook exited {run.rc}")
+        via = self.cluster.controllers[0]
+        for h in self.cluster.compute:
+            st, _ = wait_for(lambda h=h: node_state(state, via, h)[0].lower() == "idle" or None, 60)
+            if not st:
+                raise StepFailed(f"{h} is not idle after the health setup: {node_state(state, via, h)}")
+
+
+@dataclass
+class NodeFailure:
+    """Remove a GPU stand-in device of one compute node: the health check must drain it (with a reason
+    naming the GPUs) within its interval while the other compute nodes stay idle; put the device back: the
+    node must be idle again within an interval, without an operator's ``scontrol update``."""
+
+    cluster: Cluster
+    interval_s: int = HEALTH_INTERVAL_S
+    name: str = "node-failure"
+
+    def run(self, state: State, record: Record) -> None:
+        from clusterctl.rehearse.deploy import NVIDIA_MAJOR
+
+        victim = self.cluster.compute[0]
+        gpus = self.cluster.gpus.get(victim, 0)
+        if gpus < 1:
+            raise StepFailed(f"{victim} has no GPU stand-in to remove")
+        via = self.cluster.controllers[0]
+        dev = f"/dev/nvidia{gpus - 1}"
+        limit = 2 * self.interval_s + 5  # slurmd's timer is not aligned with the moment of the failure
+        r = ssh(state, victim, f"rm -f {dev}")
+        if r.returncode != 0:
+            raise StepFailed(f"rm {dev} on {victim}: {r.stderr.strip()}")
+
+        def drained():
+            st, reason = node_state(state, via, victim)
+            return (st, reason) if "DRAIN" in st.upper() and reason.startswith("node-health:") else None
+
+        got, took = wait_for(drained, limit)
+        if not got:
+            raise StepFailed(f"{victim} not drained {limit} s after {dev} was removed: {node_state(state, via, victim)}")
+        others = {h: node_state(state, via, h)[0] for h in self.cluster.compute if h != victim}
+        record(victim, HostOutcome(OK, took, f"drained after {took:.1f} s: {got[1]}",
+                                   {"drain_seconds": round(took, 1)}))
+        r = ssh(state, victim, f"mknod -m 666 {dev} c {NVIDIA_MAJOR} {gpus - 1}")
+        if r.returncode != 0:
+            raise StepFailed(f"mknod {dev} on {victim}: {r.stderr.strip()}")
+        back, took2 = wait_for(lambda: node_state(state, via, victim)[0].lower() == "idle" or None, limit)
+        if not back:
+            record(victim, HostOutcome(FAILED, took2, f"not back in service {limit} s after the repair: "
+                                                      f"{node_state(state, via, victim)}"))
+            return
+        record(victim, HostOutcome(OK, took + took2, f"drained after {took:.1f} s ({got[1]}); idle again "
+                                                     f"{took2:.1f} s after the repair",
+                                   {"drain_seconds": round(took, 1), "resume_seconds": round(took2, 1)}))
+        for h, st in others.items():
+            record(h, HostOutcome(OK if st.lower() == "idle" else FAILED, 0.0, f"{st} while {victim} was drained"))
+
+
+# --- failover ---------------------------------------------------------------------------------------------
+
+CTLD_TIMEOUT_S = 10
+"""SlurmctldTimeout the failover scenario renders (Slurm's default is 120 s; the blueprint sets none)"""
+
+
+def scenario_specs(scenario: str, plan, specs: Sequence, out: Path) -> list:
+    """The nodes to boot for ``scenario``. failover: the shared tier holding StateSaveLocation is, in the
+    rehearsal, a directory of the rehearsal (``DIR/.rehearsal/shared/TIER``) bind-mounted at the tier's mount
+    point into every controller (the kernel has no NFS; the roles write the fstab line and find the mount)."""
+    if scenario != "failover":
+        return list(specs)
+    from clusterctl import hostlist
+    from clusterctl.rehearse import RehearsalError
+    from clusterctl.rules.slurm import state_tier
+
+    slurm = plan.blueprint.slurm
+    controllers = hostlist.expand(slurm.controllers) if slurm is not None else []
+    if len(controllers) < 2:
+        raise RehearsalError("the failover scenario needs a blueprint with a backup controller",
+                             "rehearse blueprints/lab-ha.yaml, or name two hosts in slurm.controllers")
+    found = state_tier(plan)
+    if found is None:
+        raise RehearsalError("the failover scenario needs StateSaveLocation on a shared storage tier",
+                             "set slurm.state_save_location under an nfs tier's mount (rule SLURM009)")
+    tier = found[1]
+    shared = state_dir(Path(out)) / "shared" / tier.name
+    shared.mkdir(parents=True, exist_ok=True)
+    return [replace(s, binds=tuple(s.binds) + ((str(shared), tier.mount),)) if s.name in controllers else s
+            for s in specs]
+
+
+def _set_conf(conf: Path, key: str, value: object) -> None:
+    """Set ``key=value`` in the rendered slurm.conf (replace the line, or add it after the SlurmctldHost lines)."""
+    text = conf.read_text()
+    new, n = re.subn(rf"(?m)^{key}=\S*$", f"{key}={value}", text)
+    if n == 0:
+        new = re.sub(r"(?m)((?:^SlurmctldHost=.*\n)+)", lambda m: m.group(1) + f"{key}={value}\n", text, count=1)
+        if new == text:
+            raise StepFailed(f"{conf}: no SlurmctldHost line to add {key} after")
+    conf.write_text(new)
+
+
+@dataclass
+class FailoverTimeout:
+    """Before the converge: SlurmctldTimeout=10 in the rendered slurm.conf (a rehearsal change)."""
+
+    seconds: int = CTLD_TIMEOUT_S
+    name: str = "failover-timeout"
+
+    def run(self, state: State, record: Record) -> None:
+        _set_conf(Path(state.dir) / "slurm" / "slurm.conf", "SlurmctldTimeout", self.seconds)
+
+
+@dataclass
+class NetworkDatabase:
+    """Before the converge, when slurmdbd.conf's StorageHost is not localhost (a backup slurmdbd on another
+    host must reach the database): MariaDB on the accounting host listens on the rehearsal network and the
+    StorageUser may connect from the slurmdbd hosts (the site's database, which the roles do not install;
+    deploy.start_database makes a localhost-only one)."""
+
+    cluster: Cluster
+    name: str = "network-database"
+
+    def run(self, state: State, record: Record) -> None:
+        import subprocess
+
+        from clusterctl.rehearse.deploy import (
+            _storage_setting,
+            rehearsal_files,
+            start_database,
+        )
+        from clusterctl.rehearse.nodes import ssh_command
+
+        host = self.cluster.accounting
+        if not host or _storage_setting(state, "StorageHost", "localhost") in ("localhost", "127.0.0.1"):
+            return
+        cnf = "[mysqld]\nbind-address = 0.0.0.0\n"
+        _ssh_ok(state, host, f"mkdir -p /etc/mysql/mariadb.conf.d && printf '{cnf}' > "
+                             "/etc/mysql/mariadb.conf.d/99-clusterctl-rehearsal.cnf")
+        err = start_database(state, host)
+        if err:
+            raise StepFailed(err)
+        password = yaml.safe_load(rehearsal_files(state)[1].read_text())["vault_slurmdbd_storage_pass"]
+        quoted = password.replace("\\", "\\\\").replace("'", "\\'")
+        db = _storage_setting(state, "StorageLoc", "slurm_acct_db")
+        user = _storage_setting(state, "StorageUser", "slurm")
+        sql = (f"CREATE USER IF NOT EXISTS '{user}'@'%' IDENTIFIED BY '{quoted}';\n"
+               f"ALTER USER '{user}'@'%' IDENTIFIED BY '{quoted}';\n"
+               f"GRANT ALL ON `{db}`.* TO '{user}'@'%';\nFLUSH PRIVILEGES;\n")
+        p = subprocess.run(ssh_command(state, host, "/etc/init.d/mariadb restart >/dev/null && mariadb -u root"),
+                           input=sql, capture_output=True, text=True, timeout=120, check=False)
+        if p.returncode != 0:
+            raise StepFailed(f"cannot open the accounting database to the network: {p.stderr.strip()[-300:]}")
+        record(host, HostOutcome(OK, 0.0, "MariaDB on the rehearsal network for the backup slurmdbd"))
+
+
+def _ssh_ok(state: State, host: str, cmd: str, timeout: float = 60.0) -> str:
+    r = ssh(state, host, cmd, timeout=timeout)
+    if r.returncode != 0:
+        raise StepFailed(f"{cmd!r} on {host}: exit {r.returncode}: {(r.stderr or r.stdout).strip()[-300:]}")
+    return r.stdout
+
+
+def ping(state: State, via: str) -> dict[str, str]:
+    """``scontrol ping``: controller host -> UP/DOWN."""
+    r = ssh(state, via, "scontrol ping")
+    return dict(re.findall(r"Slurmctld\(\w+\) at (\S+) is (\w+)", r.stdout))
+
+
+@dataclass
+class Failover:
+    """kill -9 the primary slurmctld under a running job: the backup takes control within SlurmctldTimeout
+    and still knows the job (the state both read on the shared tier); the primary comes back and takes
+    control again; sacct lists the job before and after a slurmdbd restart."""
+
+    cluster: Cluster
+    timeout_s: int = CTLD_TIMEOUT_S
+    name: str = "failover"
+
+    def run(self, state: State, record: Record) -> None:
+        seen: dict[str, HostOutcome] = {}
+
+        def merged(host: str, o: HostOutcome) -> None:
+            """one host can be primary controller and accounting host: keep both findings"""
+            prev = seen.get(host)
+            if prev is not None:
+                o = HostOutcome(FAILED if FAILED in (prev.status, o.status) else OK, prev.seconds + o.seconds,
+                                f"{prev.detail}; {o.detail}", {**prev.counts, **o.counts})
+            seen[host] = o
+            record(host, o)
+
+        self._run(state, merged)
+
+    def _run(self, state: State, record: Record) -> None:
+        primary, backup = self.cluster.controllers[:2]
+        via = (self.cluster.login or (backup,))[0]
+        up, _ = wait_for(lambda: all(node_state(state, via, h)[0].lower() == "idle" for h in self.cluster.compute)
+                         or None, 90)
+        if not up:
+            raise StepFailed(f"compute nodes not idle: {[node_state(state, via, h) for h in self.cluster.compute]}")
+        out = _ssh_ok(state, via, "sbatch --parsable -N1 -t 15 -J rehearse-failover --wrap 'sleep 600'")
+        job = out.strip().split(";")[0]
+        running, _ = wait_for(lambda: _job_state(state, via, job) == "RUNNING" or None, 60)
+        if not running:
+            raise StepFailed(f"job {job} not running: {_job_state(state, via, job)}")
+        _ssh_ok(state, primary, "kill -9 $(pidof slurmctld)")
+        limit = 2 * self.timeout_s + 15
+        # in control: the backup answers for the job. A kill -9 can lose the primary's last state save, so the
+        # backup may know a job it had just started as PENDING and start it again: known, then RUNNING.
+        took = wait_for(lambda: (ping(state, via).get(backup) == "UP" and ping(state, via).get(primary) == "DOWN"
+                                 and _job_state(state, via, job) in ("RUNNING", "PENDING")) or None, limit)[1]
+        known = _job_state(state, via, job)
+        if known not in ("RUNNING", "PENDING") or ping(state, via).get(primary) != "DOWN":
+            record(backup, HostOutcome(FAILED, took, f"job {job} is {known!r} {limit} s after kill -9 of the "
+                                                     f"primary; scontrol ping: {ping(state, via)}"))
+            return
+        running, _ = wait_for(lambda: _job_state(state, via, job) == "RUNNING" or None, 60)
+        if not running:
+            record(backup, HostOutcome(FAILED, took, f"job {job} known as {known} but not RUNNING 60 s later: "
+                                                     f"{_job_state(state, via, job)!r}"))
+            return
+        log = _ssh_ok(state, backup, "grep -h -i 'primary controller\\|takeover\\|took control' "
+                                     "/var/log/slurm/slurmctld.log 2>/dev/null | tail -3 || true")
+        record(backup, HostOutcome(OK, took, f"in control {took:.1f} s after kill -9 of {primary}, knew job {job} "
+                                             f"as {known}, RUNNING; {log.strip()[-200:]}",
+                                   {"takeover_seconds": round(took, 1)}))
+        # the primary comes back and takes control again
+        t1 = time.monotonic()
+        _ssh_ok(state, primary, "/etc/init.d/slurmctld start >/dev/null")
+        back, took2 = wait_for(lambda: ping(state, via).get(primary) == "UP" or None, limit)
+        # no `scontrol takeover`: it hands control to the *backup* and stops the primary (found by this
+        # scenario); a primary that starts asks the backup to give control back by itself
+        still = _job_state(state, via, job)
+        pids = _ssh_ok(state, primary, "pidof slurmctld || true").strip()
+        if not back or still != "RUNNING" or not pids:
+            record(primary, HostOutcome(FAILED, time.monotonic() - t1, f"after restart: ping {ping(state, via)}, "
+                                                                       f"job {job} {still!r}, slurmctld {pids!r}"))
+            return
+        record(primary, HostOutcome(OK, time.monotonic() - t1, f"back in control after {took2:.1f} s; job {job} "
+                                                               f"still RUNNING", {"return_seconds": round(took2, 1)}))
+        self._accounting(state, record, via, job)
+        ssh(state, via, f"scancel {job}")
+
+    def _accounting(self, state: State, record: Record, via: str, job: str) -> None:
+        host = self.cluster.accounting
+        if not host:
+            return
+        listed = lambda: job in ssh(state, via, f"sacct -n -X -j {job} -o JobID").stdout or None
+        before, _ = wait_for(listed, 30)
+        _ssh_ok(state, host, "/etc/init.d/slurmdbd restart >/dev/null")
+        after, took = wait_for(listed, 60)
+        record(host, HostOutcome(OK if before and after else FAILED, took,
+                                 f"sacct lists job {job} before ({bool(before)}) and after ({bool(after)}) a "
+                                 "slurmdbd restart"))
+
+
+def _job_state(state: State, via: str, job: str) -> str:
+    r = ssh(state, via, f"squeue -h -j {job} -o %T")
+    return r.stdout.strip() if r.returncode == 0 else f"? {r.stderr.strip()[-150:]}"
+
+
+def scenario_steps(scenario: str, cluster: Cluster, rendered: str = "", installed: str = "") -> list[Step]:
+    """The steps of ``scenario`` (after the boot and SSH check)."""
+    if scenario == "version-guard":
+        return [VersionGuard(cluster, rendered, installed)]
+    if scenario == "node-failure":
+        return [Converge(cluster), HealthSetup(cluster), NodeFailure(cluster)]
+    if scenario == "failover":
+        return [FailoverTimeout(), NetworkDatabase(cluster), Converge(cluster), Failover(cluster)]
+    raise ValueError(f"unknown scenario {scenario!r}")
