@@ -18,7 +18,7 @@ import typer
 from clusterctl import __version__
 from clusterctl.blueprint.load import did_you_mean
 from clusterctl.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNREADABLE, BlueprintError
-from clusterctl.intake import load_blueprint
+from clusterctl.blueprint.load import load_blueprint
 from clusterctl.output import diagnostics as diag
 from clusterctl.output import finite_json
 from clusterctl.rules import Severity, all_rules

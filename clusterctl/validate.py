@@ -7,7 +7,7 @@ from pathlib import Path
 
 from clusterctl.blueprint.load import LoadedBlueprint
 from clusterctl.catalog import Catalog
-from clusterctl.intake import load_blueprint
+from clusterctl.blueprint.load import load_blueprint
 from clusterctl.plan import ClusterPlan, expand
 from clusterctl.rules import RunResult, run_rules
 

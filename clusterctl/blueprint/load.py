@@ -250,14 +250,48 @@ def _problem(err: dict) -> Problem:
     return Problem(path, f"{where}: {err['msg']} (got {_describe(value)})")
 
 
-def problems_from_validation(exc: ValidationError) -> list[Problem]:
+MAX_PROBLEMS_PER_KIND = 20
+"""Pydantic reports every unknown key of a document, and turning each error into a sentence looks for a "did
+you mean" among the allowed keys: 100,000 unknown keys took minutes. Only the first this many errors of each
+pydantic error type (unknown key, wrong type, missing key, ...) become problems; the rest of a type is one
+summary problem at the first one left out, with the count. So text, JSON and SARIF all stay bounded, and a
+problem of another kind is never hidden behind thousands of the same one."""
+
+_KIND_WORDS = {"extra_forbidden": "unknown key", "missing": "missing key"}
+
+
+def _problems(errors: list[dict]) -> list[Problem]:
     seen, out = set(), []
-    for err in exc.errors(include_url=False):
+    for err in errors:
         prob = _problem(err)
         if (prob.path, prob.message) not in seen:
             seen.add((prob.path, prob.message))
             out.append(prob)
     return out
+
+
+def problems_from_validation(exc: ValidationError, per_kind: int = MAX_PROBLEMS_PER_KIND) -> list[Problem]:
+    """The problems of ``exc``, at most ``per_kind`` of each error type plus one summary per type cut."""
+    kept: list[dict] = []
+    left_out: dict[str, list] = {}  # type -> [first error left out, count]
+    seen: dict[str, int] = {}
+    for err in exc.errors(include_url=False):
+        kind = err["type"]
+        seen[kind] = seen.get(kind, 0) + 1
+        if seen[kind] <= per_kind:
+            kept.append(err)
+        elif kind in left_out:
+            left_out[kind][1] += 1
+        else:
+            left_out[kind] = [err, 1]
+    problems = _problems(kept)
+    for kind, (first, count) in left_out.items():
+        (where,) = _problems([first])
+        words = _KIND_WORDS.get(kind, kind.replace("_", " "))
+        problems.append(Problem(where.path, f"... and {count:,} more problems of this kind ({words}), "
+                                            f"the first here", hint="fix the ones above first; they are often "
+                                            "one mistake repeated", code=where.code, key=where.key))
+    return problems
 
 
 def parse_blueprint(data: object, source: SourceMap) -> LoadedBlueprint:

@@ -20,7 +20,7 @@ COLLAPSE_AFTER = 3
 """in text output, findings of one rule at one location beyond this many are summarised in one line"""
 MAX_PER_CODE = 25
 """in text output, at most this many diagnostics of one code (a rule, or a kind of load problem); the rest are
-counted. Above the loader's 20 problems per kind plus its summary line (clusterctl/intake.py), so that
+counted. Above the loader's 20 problems per kind plus its summary line (clusterctl/blueprint/load.py), so that
 summary is shown when one kind of problem repeats"""
 MAX_BLOCKS = 100
 """in text output, at most this many diagnostics in all: with the limits below, a few hundred KB at most"""
