@@ -1,0 +1,85 @@
+"""``molecule test`` of a role runs for real on a rehearsal node: create boots one, converge applies the role
+over SSH, idempotence demands changed=0 on the second converge, verify asserts on the node, destroy leaves
+nothing behind (docs/rehearse.md, "Role tests with Molecule")."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from clusterctl.rehearse.state import alive, load
+from tests.e2e.conftest import require_rehearsal
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+TIMEOUT_S = 240
+STEPS = ("create", "converge", "idempotence", "verify", "destroy")
+
+
+@pytest.fixture(autouse=True)
+def _capable():
+    require_rehearsal()
+    if shutil.which("molecule") is None:
+        reason = "molecule is not installed (pip install '.[test]')"
+        if os.environ.get("CI"):
+            pytest.fail(reason + " [CI is set: this must not be skipped]")
+        pytest.skip(reason)
+
+
+def molecule(role: str, eph: Path, *args: str) -> subprocess.CompletedProcess:
+    """``molecule ARGS`` in the role's directory, with its own ephemeral directory (so a contributor's
+    own run of the same scenario is never touched), output as plain text."""
+    env = {**os.environ, "MOLECULE_EPHEMERAL_DIRECTORY": str(eph), "NO_COLOR": "1", "ANSIBLE_NOCOLOR": "1",
+           "ANSIBLE_FORCE_COLOR": "0", "PY_COLORS": "0"}
+    return subprocess.run(["molecule", *args], cwd=REPO / "roles" / role, env=env, capture_output=True,
+                          text=True, timeout=TIMEOUT_S)
+
+
+def leftovers(eph: Path) -> list[str]:
+    state = load(eph / "rehearsal")
+    assert state is not None, "create recorded no rehearsal"
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+    out = [f"netns {n.netns}" for n in state.nodes if n.netns in netns]
+    out += [f"process {p.pid}" for n in state.nodes for p in (n.init, n.launcher) if alive(p)]
+    if Path(f"/sys/class/net/{state.bridge}").exists():
+        out.append(f"bridge {state.bridge}")
+    if not state.stopped:
+        out.append("state not stopped")
+    return out
+
+
+@pytest.mark.parametrize("role", ["munge", "node_health"])
+def test_molecule_test_converges_idempotently_verifies_and_cleans_up(role, tmp_path):
+    eph = tmp_path / "eph"
+    r = molecule(role, eph, "test", "-s", "default")
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-4000:]
+    for step in STEPS:
+        assert f"{step}: Executed: Successful" in out, f"{step} did not run: {out[-3000:]}"
+    assert "changed=0" in out.split("idempotence: Executing")[1].split("idempotence: Executed")[0]
+    assert leftovers(eph) == []
+
+
+def test_verify_fails_when_the_role_s_result_is_broken(tmp_path):
+    """verify.yml asserts something real: a MUNGE key with the wrong mode fails it."""
+    eph = tmp_path / "eph"
+    try:
+        r = molecule("munge", eph, "converge", "-s", "default")
+        assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+        state = load(eph / "rehearsal")
+        assert state is not None
+        broke = subprocess.run(["ssh", "-F", state.ssh_config, "head01", "chmod 0644 /etc/munge/munge.key"],
+                               capture_output=True, text=True, timeout=30)
+        assert broke.returncode == 0, broke.stderr
+        r = molecule("munge", eph, "verify", "-s", "default")
+        assert r.returncode != 0
+        assert "munge_verify_key.stat.mode == '0400'" in r.stdout + r.stderr
+    finally:
+        d = molecule("munge", eph, "destroy", "-s", "default")
+        assert d.returncode == 0, (d.stdout + d.stderr)[-2000:]
+    assert leftovers(eph) == []
