@@ -38,7 +38,8 @@ def test_each_scenario_is_its_platform_only_and_has_converge_and_verify():
     assert {p.parts[-4] for p in SCENARIOS} >= {"munge", "node_health"}
     for p in SCENARIOS:
         data = yaml.safe_load(p.read_text())
-        assert set(data) <= {"platforms", "ansible"}, f"{p}: put shared settings in {BASE.relative_to(REPO)}"
+        assert set(data) <= {"platforms", "provisioner"}, f"{p}: put shared settings in {BASE.relative_to(REPO)}"
+        assert set(data.get("provisioner", {})) <= {"inventory"}, p
         assert (p.parent / "converge.yml").is_file() and (p.parent / "verify.yml").is_file(), p
 
 
