@@ -410,14 +410,23 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
     return out
 
 
+ROLE_TESTS_DIR = "molecule"
+"""a role's Molecule scenarios (roles/<role>/molecule/): tests, never rendered into a cluster's roles"""
+
+
 def role_files(roles: Iterable[str]) -> dict[str, str]:
-    """``ansible/roles/<role>/...``: text copies of the shipped roles, in path order."""
+    """``ansible/roles/<role>/...``: text copies of the shipped roles, in path order.
+
+    Not copied: dot-files and dot-dirs, ``__pycache__``, and each role's ``molecule/`` directory (its
+    Molecule scenarios test the role on a rehearsal node in this repository; a cluster never runs them)."""
     root = data_dir("roles")
     files: dict[str, str] = {}
     for role in sorted(set(roles)):
         for path in sorted((root / role).rglob("*")):
             rel = path.relative_to(root)
             if not path.is_file() or any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
+                continue
+            if len(rel.parts) > 1 and rel.parts[1] == ROLE_TESTS_DIR:
                 continue
             try:
                 files[f"ansible/roles/{rel.as_posix()}"] = path.read_text(encoding="utf-8")
