@@ -7,7 +7,6 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-import pytest
 import yaml
 
 from clusterctl.rehearse import molecule as entry
