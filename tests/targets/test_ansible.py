@@ -374,7 +374,9 @@ def _tasks(items, where):
 
 
 def _role_dirs():
-    return sorted(p for p in ROLES.iterdir() if p.is_dir())
+    """The roles: every directory of roles/ but dot-directories (roles/.molecule holds the Molecule
+    scenarios' shared playbooks, not a role)."""
+    return sorted(p for p in ROLES.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
 @pytest.mark.parametrize("role", [p.name for p in _role_dirs()])
