@@ -41,6 +41,7 @@ from pathlib import Path
 import pytest
 
 from clusterctl.catalog import load_shipped_catalog
+from clusterctl.rehearse.variant import Hardware, installed_slurm, machine_hardware
 from clusterctl.rules import Severity
 from clusterctl.targets import slurm as target
 from tests.helpers import lab, plan_of, run
@@ -80,31 +81,6 @@ def _require() -> None:
         if os.environ.get("CI"):
             pytest.fail(f"CI must run the real-Slurm test: {reason}")
         pytest.skip(reason)
-
-
-def installed_version() -> str:
-    """``slurm-wlm 22.05.8`` -> ``22.05``."""
-    out = subprocess.run(["slurmctld", "-V"], capture_output=True, text=True, check=True).stdout
-    m = re.search(r"(\d{2})\.(\d{2})", out)
-    assert m, f"slurmctld -V printed {out!r}"
-    return f"{m.group(1)}.{m.group(2)}"
-
-
-@dataclass(frozen=True)
-class Hardware:
-    sockets: int
-    cores_per_socket: int
-    threads_per_core: int
-    memory_mib: int
-
-
-def this_machine() -> Hardware:
-    """What slurmd will report for every node it runs (``slurmd -C``)."""
-    out = subprocess.run(["slurmd", "-C"], capture_output=True, text=True, check=True).stdout
-    kv = dict(re.findall(r"(\w+)=(\S+)", out))
-    boards = int(kv.get("Boards", "1"))
-    return Hardware(int(kv["SocketsPerBoard"]) * boards, int(kv["CoresPerSocket"]), int(kv["ThreadsPerCore"]),
-                    int(kv["RealMemory"]))
 
 
 def cgroup_v1_usable() -> bool:
@@ -344,8 +320,8 @@ def cluster():
 
     slurm_user = pwd.getpwnam("slurm")
     host = socket.gethostname().split(".")[0]
-    version = installed_version()
-    hw = this_machine()
+    version = installed_slurm()
+    hw = machine_hardware()
     bp = blueprint(host, version, hw)
     errors = [f"{f.code} {f.message}" for f in run(bp).active() if f.severity >= Severity.ERROR]
     assert errors == [], "the test blueprint must validate (render refuses errors)"
