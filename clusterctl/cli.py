@@ -393,8 +393,7 @@ def inventory(
 
     loaded, v = _validated_or_exit(blueprint, suppress, "no inventory")
     try:
-        warnings: list[str] = []
-        nodes = cloud_nodes(v.plan, read_outputs(from_pulumi), from_pulumi, warnings)
+        nodes = cloud_nodes(v.plan, read_outputs(from_pulumi), from_pulumi)
         result = write_inventory(v.plan, nodes, output, str(blueprint))
     except OutputsError as exc:
         raise _misuse(str(exc), exc.hint) from None
@@ -403,8 +402,6 @@ def inventory(
     except RenderError as exc:
         raise _misuse(f"{loaded.source.file}: cannot render: {exc}",
                       "this needs a rule that reports it at validate time: please report it") from None
-    for w in warnings:
-        _err(f"warning: {w}")
     _err(f"{output / 'ansible' / 'inventory.yml'}: {result.hosts} cloud hosts with ansible_host from {from_pulumi} "
          f"({result.mode}; {len(result.changed)} file(s) changed); next: cd {output / 'ansible'} && "
          f"ansible-playbook site.yml")

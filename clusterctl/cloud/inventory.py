@@ -122,13 +122,12 @@ def _network_hint(pool: AddressPool | None) -> str:
             f"addressing.{pool.name}.cidr in the blueprint to it and render again")
 
 
-def cloud_nodes(plan: ClusterPlan, outputs: dict, source: Path | str,
-                warnings: list[str] | None = None) -> list[CloudNode]:
+def cloud_nodes(plan: ClusterPlan, outputs: dict, source: Path | str) -> list[CloudNode]:
     """The cloud hosts with their private addresses, in plan order; every problem is reported at once.
 
     Each address must be a plain IP address of an ordinary unicast kind in the host's in-band network
     (:mod:`clusterctl.cloud.node_address`); anything else is an error, never a warning, because the address
-    is written into the inventory and /etc/hosts. ``warnings`` is kept for callers; nothing is a warning."""
+    is written into the inventory and /etc/hosts."""
     expected = cloud_hosts(plan)
     if not expected:
         raise OutputsError(f"blueprint '{plan.blueprint.name}' has no cloud node groups (instance types): "
