@@ -368,6 +368,18 @@ def start_database(state: State, host: str) -> str:
     return ""
 
 
+def _converge(state: State, record: Record, ident: str, tuning: dict[str, str] | None, forks: int | None, *,
+              require_unchanged: bool) -> RunOutcome:
+    """Run site.yml on every rehearsal host, record each host's recap, fail the step on a non-zero exit."""
+    hosts = [n.name for n in state.nodes]
+    outcome = run_playbook(state, hosts, tuning, ident=ident, forks=forks)
+    for h in hosts:
+        record(h, _recap_outcome(outcome, h, require_unchanged=require_unchanged))
+    if outcome.rc != 0:
+        raise StepFailed(f"ansible-playbook exited {outcome.rc}")
+    return outcome
+
+
 @dataclass
 class Converge:
     """The rendered site.yml, run once over SSH on every rehearsal host (after the node preparation)."""
@@ -385,12 +397,7 @@ class Converge:
             record(host, HostOutcome(FAILED, 0.0, err))
         if errors:
             raise StepFailed("node preparation failed")
-        hosts = [n.name for n in state.nodes]
-        self.last = run_playbook(state, hosts, self.tuning, ident="converge", forks=self.forks)
-        for h in hosts:
-            record(h, _recap_outcome(self.last, h, require_unchanged=False))
-        if self.last.rc != 0:
-            raise StepFailed(f"ansible-playbook exited {self.last.rc}")
+        self.last = _converge(state, record, "converge", self.tuning, self.forks, require_unchanged=False)
 
 
 @dataclass
@@ -403,12 +410,7 @@ class ConvergeAgain:
     last: RunOutcome | None = None
 
     def run(self, state: State, record: Record) -> None:
-        hosts = [n.name for n in state.nodes]
-        self.last = run_playbook(state, hosts, self.tuning, ident="converge-again", forks=self.forks)
-        for h in hosts:
-            record(h, _recap_outcome(self.last, h, require_unchanged=True))
-        if self.last.rc != 0:
-            raise StepFailed(f"ansible-playbook exited {self.last.rc}")
+        self.last = _converge(state, record, "converge-again", self.tuning, self.forks, require_unchanged=True)
 
 
 # --- testinfra --------------------------------------------------------------------------------------------
