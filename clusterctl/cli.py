@@ -414,11 +414,13 @@ class RehearseFormat(str, Enum):
 class RehearseScenario(str, Enum):
     """What runs on the booted nodes (docs/rehearse.md)."""
 
+    all = "all"
     nodes = "nodes"
     deploy = "deploy"
     version_guard = "version-guard"
     node_failure = "node-failure"
     failover = "failover"
+    rolling = "rolling"
 
 
 @app.command()
@@ -432,22 +434,20 @@ def rehearse(
                                                  help="stop and remove the rehearsal recorded in DIR, then exit")] = None,
     fmt: Annotated[RehearseFormat, typer.Option("--format", help="human progress, or a JSON summary on stdout")] = RehearseFormat.human,
     scenario: Annotated[RehearseScenario, typer.Option(
-        "--scenario", help="nodes: boot and SSH only; deploy: converge site.yml twice, testinfra, srun; "
-                         "version-guard, node-failure, failover: docs/rehearse.md")] = RehearseScenario.deploy,
+        "--scenario", help="all (every scenario that applies, on one boot); nodes: boot and SSH only; deploy: "
+                         "converge site.yml twice, testinfra, srun; version-guard, node-failure, failover, rolling: "
+                         "docs/rehearse.md")] = RehearseScenario.all,
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
 ) -> None:
     """Render the blueprint, boot its hosts as isolated nodes on this machine (root; docs/rehearse.md) and
     prove the rendered cluster works there. Exit 0 every step passed, 1 a step failed, 2 cannot rehearse."""
     from clusterctl.rehearse import RehearsalError, nodes, probe
+    from clusterctl.rehearse.deploy import require_packages
     from clusterctl.rehearse.run import rehearse as run_rehearsal
-    from clusterctl.rehearse.select import node_specs
-    from clusterctl.rehearse.deploy import SHARED_STORAGE, cluster_of, deploy_steps, require_packages
-    from clusterctl.rehearse.steps import default_steps
-    from clusterctl.rehearse.scenarios import adjust_variant, scenario_specs, scenario_steps
-    from clusterctl.rehearse.variant import installed_slurm, rehearsed_plan
+    from clusterctl.rehearse.suite import build, write_render
     from clusterctl.rehearse.ui import RichProgress
     from clusterctl.targets import RenderError, render_targets
-    from clusterctl.write import RENDER_SEALED, OutputDirError, write_tree
+    from clusterctl.write import OutputDirError
 
     try:
         if down is not None:
@@ -462,32 +462,18 @@ def rehearse(
         if scenario is not RehearseScenario.nodes:
             require_packages()
         loaded, v = _validated_or_exit(blueprint, suppress, "not rehearsed")
-        installed = installed_slurm()
-        plan, variant = rehearsed_plan(blueprint, v.plan,
-                                       adjust=lambda var: adjust_variant(scenario.value, var, installed))
         try:
-            files = render_targets(plan)
-            write_tree(files, output, executable={p for p in files if p.endswith(".sh")}, sealed=RENDER_SEALED)
+            plan = build(scenario.value, blueprint, v.plan, output, nodes_per_group, render_targets)
+            write_render(plan.files, output)
         except RenderError as exc:
             raise _misuse(f"{loaded.source.file}: cannot render: {exc}",
                           exc.hint or "this needs a rule that reports it at validate time: please report it") from None
         except OutputDirError as exc:
             raise _misuse(str(exc), exc.hint) from None
-        specs = scenario_specs(scenario.value, plan, node_specs(plan, nodes_per_group, nodes.rehearsal_id(output)),
-                               output)
-        steps = default_steps()
-        if scenario is RehearseScenario.deploy:
-            steps += deploy_steps(cluster_of(plan, [s.name for s in specs]))
-        elif scenario is not RehearseScenario.nodes:
-            steps += scenario_steps(scenario.value, cluster_of(plan, [s.name for s in specs]),
-                                    str(plan.blueprint.slurm.version) if plan.blueprint.slurm else "", installed)
         progress = RichProgress()
-        progress.note(f"{output}: rendered {len(files)} files as rehearsed ({variant.describe()}); "
-                      f"booting {len(specs)} node(s)")
-        info = variant.summary()
-        if scenario is RehearseScenario.deploy:
-            info["shared_storage"] = SHARED_STORAGE
-        summary = run_rehearsal(output, specs, steps, progress, keep=keep, info=info)
+        progress.note(f"{output}: rendered {len(plan.files)} files as rehearsed ({plan.describe}); "
+                      f"booting {len(plan.specs)} node(s)")
+        summary = run_rehearsal(output, plan.specs, plan.steps, progress, keep=keep, info=plan.info)
     except RehearsalError as exc:
         raise _misuse(str(exc), exc.hint) from None
     if fmt is RehearseFormat.json:

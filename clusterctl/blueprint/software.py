@@ -22,6 +22,19 @@ class Partition(StrictModel):
     """Slurm time limit (minutes, HH:MM:SS, D-HH:MM:SS or UNLIMITED)"""
 
 
+class Rollout(StrictModel):
+    """How the rendered site.yml changes a cluster that runs jobs (docs/ansible.md, "Rolling changes")."""
+
+    batch_percent: int = Field(default=10, ge=1, le=100)
+    """compute nodes changed at a time: the compute play's ``serial`` (override one run with
+    ``-e clusterctl_rolling_batch=100%``, e.g. for the first bring-up)"""
+    max_fail_percent: int = Field(default=0, ge=0, le=100)
+    """failed hosts a batch may have before the run stops (0: the first failure stops the rollout)"""
+    drain_timeout_minutes: int = Field(default=60, ge=1, le=44_640)  # 31 days: above any job time limit
+    """how long a drained node may take to finish its jobs before slurmd is restarted; the host fails after
+    that and stays drained (the next run waits again)"""
+
+
 class Slurm(StrictModel):
     """Slurm intent; slurm.conf, gres.conf and topology.conf are rendered from it and the plan."""
 
@@ -46,6 +59,8 @@ class Slurm(StrictModel):
     """gres.conf AutoDetect: nvml (NVIDIA, Slurm built with NVML), nvidia (24.11+, no NVML needed), rsmi (AMD)"""
     memory_reserve_gb: float | None = Field(default=None, gt=0, le=1_000_000)  # 1 PB: above any node's memory
     """memory kept back from RealMemory for the OS and daemons; default 3 % of the node, at least 16 GB"""
+    rollout: Rollout = Field(default_factory=Rollout)
+    """how site.yml restarts daemons on a running cluster: batches, failures allowed, drain timeout"""
 
 
 class Software(StrictModel):

@@ -369,9 +369,10 @@ def start_database(state: State, host: str) -> str:
 
 
 def _converge(state: State, record: Record, ident: str, tuning: dict[str, str] | None, forks: int | None, *,
-              require_unchanged: bool) -> RunOutcome:
-    """Run site.yml on every rehearsal host, record each host's recap, fail the step on a non-zero exit."""
-    hosts = [n.name for n in state.nodes]
+              require_unchanged: bool, hosts: Sequence[str] | None = None) -> RunOutcome:
+    """Run site.yml on ``hosts`` (default: every rehearsal host), record each host's recap, fail the step on a
+    non-zero exit."""
+    hosts = list(hosts) if hosts is not None else [n.name for n in state.nodes]
     outcome = run_playbook(state, hosts, tuning, ident=ident, forks=forks)
     for h in hosts:
         record(h, _recap_outcome(outcome, h, require_unchanged=require_unchanged))
@@ -390,6 +391,8 @@ class Converge:
     forks: int | None = None
     """default: one fork per host"""
     last: RunOutcome | None = None
+    hosts: tuple[str, ...] | None = None
+    """the hosts of the rendered inventory (default: every node; the rolling scenario boots its new node early)"""
 
     def run(self, state: State, record: Record) -> None:
         errors = prepare_nodes(state, self.cluster)
@@ -397,7 +400,8 @@ class Converge:
             record(host, HostOutcome(FAILED, 0.0, err))
         if errors:
             raise StepFailed("node preparation failed")
-        self.last = _converge(state, record, "converge", self.tuning, self.forks, require_unchanged=False)
+        self.last = _converge(state, record, "converge", self.tuning, self.forks, require_unchanged=False,
+                              hosts=self.hosts)
 
 
 @dataclass
@@ -408,9 +412,11 @@ class ConvergeAgain:
     tuning: dict[str, str] | None = None
     forks: int | None = None
     last: RunOutcome | None = None
+    hosts: tuple[str, ...] | None = None
 
     def run(self, state: State, record: Record) -> None:
-        self.last = _converge(state, record, "converge-again", self.tuning, self.forks, require_unchanged=True)
+        self.last = _converge(state, record, "converge-again", self.tuning, self.forks, require_unchanged=True,
+                              hosts=self.hosts)
 
 
 # --- testinfra --------------------------------------------------------------------------------------------
@@ -480,8 +486,8 @@ class Testinfra:
 
     def run(self, state: State, record: Record) -> None:
         by_group: dict[str, list[str]] = {}
-        for n in state.nodes:
-            by_group.setdefault(self.cluster.groups.get(n.name, "?"), []).append(n.name)
+        for host, group in self.cluster.groups.items():
+            by_group.setdefault(group, []).append(host)
         t0 = time.monotonic()
         with ThreadPoolExecutor(max_workers=len(by_group) or 1) as pool:
             futures = {g: pool.submit(self._group, state, g, hs) for g, hs in by_group.items()}
@@ -560,9 +566,11 @@ class Srun:
             raise StepFailed(f"PMIx ranks {sorted(seen)}, expected 0..{n - 1}")
 
 
-def deploy_steps(cluster: Cluster) -> list:
-    """The deploy scenario's steps, in order (no srun for a blueprint without Slurm or compute hosts)."""
-    steps: list = [Converge(cluster), ConvergeAgain(), Testinfra(cluster)]
+def deploy_steps(cluster: Cluster, prepare: Cluster | None = None) -> list:
+    """The deploy scenario's steps, in order (no srun for a blueprint without Slurm or compute hosts).
+    ``prepare``: the cluster whose nodes are prepared, when more nodes are booted than ``cluster`` has."""
+    hosts = tuple(cluster.groups)
+    steps: list = [Converge(prepare or cluster, hosts=hosts), ConvergeAgain(hosts=hosts), Testinfra(cluster)]
     if cluster.controllers and cluster.compute:
         steps.append(Srun(cluster))
     return steps

@@ -22,13 +22,10 @@ from pathlib import Path
 
 import yaml
 
-from clusterctl.rehearse.deploy import Cluster, Converge, prepare_nodes, run_playbook
+from clusterctl.rehearse.deploy import Cluster, prepare_nodes, run_playbook
 from clusterctl.rehearse.nodes import ssh
 from clusterctl.rehearse.state import State, state_dir
-from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, Step, StepFailed
-
-SCENARIOS = ("version-guard", "node-failure", "failover")
-"""the scenarios of this module, in the order ``--scenario`` lists them"""
+from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
 SLURM_RELEASES = ("21.08", "22.05", "23.02", "23.11", "24.05", "24.11", "25.05", "25.11")
 """major releases, oldest first: version-guard renders for the release after the installed one when the
@@ -132,7 +129,7 @@ class VersionGuard:
             record(host, HostOutcome(FAILED, 0.0, err))
         if errors:
             raise StepFailed("node preparation failed")
-        hosts = [n.name for n in state.nodes]
+        hosts = list(self.cluster.groups)
         run = run_playbook(state, hosts, ident="version-guard")
         if run.rc == 0:
             raise StepFailed(f"site.yml rendered for Slurm {self.rendered} succeeded on Slurm {self.installed}")
@@ -237,7 +234,7 @@ class HealthSetup:
             if r.returncode != 0 or r.stdout.strip() != str(self.cluster.gpus.get(h, 0)):
                 record(h, HostOutcome(FAILED, 0.0, f"nvidia-smi stand-in lists {r.stdout.strip()!r} GPUs: "
                                                    f"{r.stderr.strip()[-200:]}"))
-        hosts = [n.name for n in state.nodes]
+        hosts = list(self.cluster.groups)
         # only the roles that read what changed: the check's expectations, and slurm.conf (restarts slurmd,
         # reconfigures slurmctld); the base roles converged a step ago
         run = run_playbook(state, hosts, ident="health-setup", extra_args=[
@@ -505,14 +502,3 @@ class Failover:
 def _job_state(state: State, via: str, job: str) -> str:
     r = ssh(state, via, f"squeue -h -j {job} -o %T")
     return r.stdout.strip() if r.returncode == 0 else f"? {r.stderr.strip()[-150:]}"
-
-
-def scenario_steps(scenario: str, cluster: Cluster, rendered: str = "", installed: str = "") -> list[Step]:
-    """The steps of ``scenario`` (after the boot and SSH check)."""
-    if scenario == "version-guard":
-        return [VersionGuard(cluster, rendered, installed)]
-    if scenario == "node-failure":
-        return [Converge(cluster), HealthSetup(cluster), NodeFailure(cluster)]
-    if scenario == "failover":
-        return [FailoverTimeout(), NetworkDatabase(cluster), Converge(cluster), Failover(cluster)]
-    raise ValueError(f"unknown scenario {scenario!r}")

@@ -364,6 +364,14 @@ class Play:
     """name and hosts hold a node group's name: written !unsafe"""
     guard: bool = False
     """a preflight play: no fact gathering, any failure stops the whole playbook, runs whatever --tags say"""
+    serial: str | int | None = None
+    """batches of the play (Ansible ``serial``): the rolling policy of plays that restart Slurm daemons"""
+    max_fail_percentage: int | None = None
+
+
+ROLLING_BATCH_TEMPLATE = "{{{{ clusterctl_rolling_batch | default('{percent}%') }}}}"
+"""the compute play's serial: the blueprint's slurm.rollout.batch_percent (an int), which one run may override
+with -e clusterctl_rolling_batch=...; a template on purpose (no blueprint string in it)"""
 
 
 def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
@@ -399,12 +407,20 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
         shared_state = any(storage_mounts(plan, g)[0] for g in plan.groups if state_mount_tiers(plan, g))
         out.append(Play("Slurm controllers", "slurm_controllers",
                         (["storage_clients"] if shared_state else []) + ["slurm_controller"],
-                        comment="StateSaveLocation is on shared storage: mounted before slurmctld's state directory "
-                                "is created" if shared_state else ""))
+                        comment="one controller at a time: a backup keeps answering while the primary restarts"
+                                + ("; StateSaveLocation is on shared storage: mounted before slurmctld's state "
+                                   "directory is created" if shared_state else ""),
+                        serial=1, max_fail_percentage=0))
     roles_present = {g.role for g in plan.groups}
     if "compute" in roles_present:
+        rollout = plan.blueprint.slurm.rollout if slurm else None
         out.append(Play("Compute nodes", "compute",
-                        ["storage_clients", "node_health"] + (["slurm_compute"] if slurm else [])))
+                        ["storage_clients", "node_health"] + (["slurm_compute"] if slurm else []),
+                        comment=(f"rolling: {rollout.batch_percent} % of the compute nodes at a time; slurmd restarts "
+                                 "only on a drained node that runs no job (docs/ansible.md, \"Rolling changes\"; "
+                                 "-e clusterctl_rolling_batch=100% for a first bring-up)") if rollout else "",
+                        serial=ROLLING_BATCH_TEMPLATE.format(percent=rollout.batch_percent) if rollout else None,
+                        max_fail_percentage=rollout.max_fail_percent if rollout else None))
     if "login" in roles_present:
         out.append(Play("Login nodes", "login", ["storage_clients"] + (["slurm_login"] if slurm else [])))
     return out
@@ -564,6 +580,10 @@ def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Seq
                                  "clusterctl_slurm_cluster_name": bp.slurm.cluster_name or bp.name,
                                  "clusterctl_slurm_controllers": Flow(controllers),
                                  "clusterctl_slurm_accounting_host": accounting[0]})}))
+    if bp.slurm:
+        sections.append((["slurm_compute: how long a drained node may take to finish its jobs before slurmd restarts "
+                          "(slurm.rollout.drain_timeout_minutes)"],
+                         {"slurm_compute_drain_timeout_s": bp.slurm.rollout.drain_timeout_minutes * 60}))
     sections.append(([f"common role: neighbour (ARP/ND) tables sized for {plan.nodes} nodes and their switches"],
                      {"common_sysctl_neigh_gc_thresh": Flow(_neigh_thresholds(plan))}))
     if bp.slurm:
@@ -658,6 +678,10 @@ def site_file(plan: ClusterPlan, site_plays: Sequence[Play]) -> str:
         entry: dict[str, object] = {"name": text(play.name), "hosts": text(play.hosts), "become": True}
         if play.guard:  # 'always': the guard runs under --tags slurm_compute too (rolling changes)
             entry.update({"gather_facts": False, "any_errors_fatal": True})
+        if play.serial is not None:
+            entry["serial"] = play.serial
+        if play.max_fail_percentage is not None:
+            entry["max_fail_percentage"] = play.max_fail_percentage
         tags = (lambda r: Flow([r, "always"])) if play.guard else (lambda r: Flow([r]))
         entry["roles"] = [{"role": r, "tags": tags(r)} for r in play.roles]
         data = [entry]

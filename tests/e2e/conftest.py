@@ -3,9 +3,15 @@ registered here (pyproject is shared)."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def pytest_configure(config):
@@ -25,3 +31,48 @@ def require_rehearsal() -> None:
         if os.environ.get("CI"):
             pytest.fail(reason + " [CI is set: this must not be skipped]")
         pytest.skip(reason)
+
+
+def require_deploy() -> None:
+    """Every scenario but ``nodes`` also needs ansible-runner and the Debian packages the roles install."""
+    from clusterctl.rehearse.deploy import missing_packages
+
+    problems = []
+    try:
+        import ansible_runner  # noqa: F401
+    except ImportError:
+        problems.append("ansible-runner is not installed (pip install '.[test]')")
+    missing = missing_packages()
+    if missing:
+        problems.append(f"Debian packages missing: {' '.join(missing)} (scripts/test installs them)")
+    if problems:
+        if os.environ.get("CI"):
+            pytest.fail("; ".join(problems) + " [CI is set: this must not be skipped]")
+        pytest.skip("; ".join(problems))
+
+
+def rehearse(blueprint: Path, out: Path, *args: str, timeout: int = 2400):
+    """``clusterctl rehearse BLUEPRINT -o OUT --format json ARGS`` through the real CLI: (process, summary)."""
+    r = subprocess.run([sys.executable, "-m", "clusterctl", "rehearse", str(blueprint), "-o", str(out),
+                        "--format", "json", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout,
+                       stdin=subprocess.DEVNULL, check=False)
+    try:
+        summary = json.loads(r.stdout)
+    except ValueError:
+        summary = None
+    return r, summary
+
+
+@pytest.fixture(scope="session")
+def lab_rehearsal(tmp_path_factory):
+    """The acceptance command itself, once per session: ``clusterctl rehearse blueprints/lab-2node.yaml
+    --format json`` (every scenario that applies: version-guard, deploy, node-failure, rolling)."""
+    require_rehearsal()
+    require_deploy()
+    out = tmp_path_factory.mktemp("lab") / "r"
+    r, summary = rehearse(REPO / "blueprints" / "lab-2node.yaml", out)
+    return r, summary, out
+
+
+def steps(summary: dict) -> dict[str, dict]:
+    return {s["name"]: s for s in summary["steps"]}

@@ -1,12 +1,12 @@
-"""The deploy scenario through the real CLI (docs/rehearse.md, "The deploy scenario"): the rendered site.yml
-converges every rehearsal host over SSH, a second converge changes nothing, the rendered testinfra suite
-passes on every host, one srun spans the compute hosts with PMIx ranks 0..n-1, and afterwards nothing of
-the rehearsal is left on this machine. One rehearsal (a few minutes on 2 cores) serves every test."""
+"""The deploy scenario through the real CLI (docs/rehearse.md, "The deploy scenario"), as the acceptance
+command runs it: ``clusterctl rehearse blueprints/lab-2node.yaml --format json`` (every scenario, deploy's
+steps named ``deploy: ...``). The rendered site.yml converges every rehearsal host over SSH, a second converge
+changes nothing, the rendered testinfra suite passes on every host, one srun spans the compute hosts with
+PMIx ranks 0..n-1, and afterwards nothing of the rehearsal is left on this machine. One rehearsal per
+session (conftest.lab_rehearsal) serves these tests and tests/e2e/test_scenarios.py."""
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from clusterctl.rehearse.state import load
-from tests.e2e.conftest import require_rehearsal
+from tests.e2e.conftest import require_deploy, require_rehearsal, steps
 from tests.e2e.test_nodes import leftovers
 
 pytestmark = pytest.mark.e2e
@@ -22,54 +22,32 @@ pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
 HOSTS = ["head01", "gpu01", "gpu02"]
 COMPUTE = ["gpu01", "gpu02"]
-
-
-def _require_deploy() -> None:
-    """The deploy scenario also needs ansible-runner and the Debian packages the roles install."""
-    from clusterctl.rehearse.deploy import missing_packages
-
-    problems = []
-    try:
-        import ansible_runner  # noqa: F401
-    except ImportError:
-        problems.append("ansible-runner is not installed (pip install '.[test]')")
-    missing = missing_packages()
-    if missing:
-        problems.append(f"Debian packages missing: {' '.join(missing)} (scripts/test installs them)")
-    if problems:
-        if os.environ.get("CI"):
-            pytest.fail("; ".join(problems) + " [CI is set: this must not be skipped]")
-        pytest.skip("; ".join(problems))
+ALL_STEPS = ["boot", "ssh-check", "version-guard: render", "version-guard: version-guard",
+             "version-guard: render back", "deploy: converge", "deploy: converge-again", "deploy: testinfra",
+             "deploy: srun", "node-failure: health-setup", "node-failure: node-failure", "rolling: rolling"]
 
 
 @pytest.fixture(scope="module")
-def deployed(tmp_path_factory):
-    require_rehearsal()
-    _require_deploy()
-    out = tmp_path_factory.mktemp("deploy") / "r"
-    r = subprocess.run([sys.executable, "-m", "clusterctl", "rehearse", str(REPO / "blueprints" / "lab-2node.yaml"),
-                        "-o", str(out), "--format", "json"], cwd=REPO, capture_output=True, text=True,
-                       timeout=1500, stdin=subprocess.DEVNULL)
-    try:
-        summary = json.loads(r.stdout)
-    except ValueError:
-        summary = None
-    return r, summary, out
+def deployed(lab_rehearsal):
+    return lab_rehearsal
 
 
 def step(summary: dict, name: str) -> dict:
-    return {s["name"]: s for s in summary["steps"]}[name]
+    return steps(summary)[f"deploy: {name}"]
 
 
-def test_rehearse_deploy_exits_0_with_every_step_ok(deployed):
+def test_rehearse_exits_0_with_every_scenario_that_applies_ok(deployed):
     r, summary, _ = deployed
     assert r.returncode == 0, r.stderr[-6000:]
     assert "Traceback" not in r.stderr
     assert summary["status"] == "ok"
-    assert [s["name"] for s in summary["steps"]] == ["boot", "ssh-check", "converge", "converge-again",
-                                                      "testinfra", "srun"]
+    assert [s["name"] for s in summary["steps"]] == ALL_STEPS
     bad = {s["name"]: s.get("error") or s["hosts"] for s in summary["steps"] if s["status"] != "ok"}
     assert not bad
+    assert summary["scenarios"] == {"version-guard": "run", "deploy": "run", "node-failure": "run",
+                                    "rolling": "run",
+                                    "failover": "not applicable: one Slurm controller (slurm.controllers names "
+                                                "no backup)"}
 
 
 def test_summary_names_the_slurm_version_rehearsed(deployed):
@@ -144,7 +122,7 @@ def test_sigterm_during_the_converge_stops_ansible_and_every_node(tmp_path):
     import time
 
     require_rehearsal()
-    _require_deploy()
+    require_deploy()
     from tests.helpers import lab, to_yaml
 
     data = lab()  # the lab on another in-band network, so it can run beside a lab rehearsal
@@ -153,7 +131,7 @@ def test_sigterm_during_the_converge_stops_ansible_and_every_node(tmp_path):
     blueprint.write_text(to_yaml(data))
     out = tmp_path / "r"
     p = subprocess.Popen([sys.executable, "-m", "clusterctl", "rehearse", str(blueprint),
-                          "-o", str(out), "--nodes-per-group", "1"], cwd=REPO, stdout=subprocess.PIPE,
+                          "-o", str(out), "--nodes-per-group", "1", "--scenario", "deploy"], cwd=REPO, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
     started = False

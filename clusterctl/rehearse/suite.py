@@ -1,0 +1,181 @@
+"""What one ``clusterctl rehearse`` run renders, boots and runs: one scenario, or all of them on one boot.
+
+``--scenario all`` (the default) runs every scenario that applies to the blueprint on one set of nodes, in an
+order where each leaves the cluster as the next expects it:
+
+1. ``version-guard`` on fresh nodes: the files rendered for another Slurm release are written, site.yml must
+   stop at its preflight; then the files as rehearsed are written back;
+2. ``deploy``: converge, converge again (changed=0), testinfra, srun;
+3. ``node-failure``: the health check drains a node that lost a GPU, and returns it;
+4. ``failover`` (blueprints with a backup controller and shared StateSaveLocation);
+5. ``rolling``: last, because it re-renders the changed blueprint over the rehearsal's own adjustments.
+
+A scenario that does not apply (failover with one controller) is listed with the reason in the summary's
+``scenarios``; it is not counted as passed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from clusterctl.rehearse import RehearsalError
+from clusterctl.rehearse.state import State
+from clusterctl.rehearse.steps import Record
+
+ALL = "all"
+ORDER = ("version-guard", "deploy", "node-failure", "failover", "rolling")
+"""the scenarios of ``--scenario all``, in the order they run"""
+
+
+@dataclass
+class Named:
+    """A step under another name (``deploy: converge``), so that a run of every scenario names each step
+    with its scenario."""
+
+    step: object
+    name: str
+
+    def run(self, state: State, record: Record) -> None:
+        self.step.run(state, record)
+
+
+@dataclass
+class WriteRender:
+    """Write rendered files into the rehearsal directory (the writer's lock, journal and atomic replace)."""
+
+    files: dict[str, str]
+    name: str = "render"
+
+    def run(self, state: State, record: Record) -> None:
+        write_render(self.files, Path(state.dir))
+
+
+def write_render(files: dict[str, str], out: Path) -> None:
+    from clusterctl.write import RENDER_SEALED, write_tree
+
+    write_tree(files, out, executable={p for p in files if p.endswith(".sh")}, sealed=RENDER_SEALED)
+
+
+@dataclass
+class Rehearsal:
+    """What the CLI boots and runs, and what the summary says about it."""
+
+    files: dict[str, str]
+    """the files as rehearsed, written before the boot"""
+    specs: list
+    steps: list
+    info: dict = field(default_factory=dict)
+    describe: str = ""
+
+
+def failover_applies(plan) -> str:
+    """'' when the failover scenario can run on ``plan``, else why not."""
+    from clusterctl import hostlist
+    from clusterctl.rules.slurm import state_tier
+
+    s = plan.blueprint.slurm
+    if s is None or len(hostlist.expand(s.controllers)) < 2:
+        return "one Slurm controller (slurm.controllers names no backup)"
+    if state_tier(plan) is None:
+        return "StateSaveLocation is not on a shared storage tier"
+    return ""
+
+
+def build(scenario: str, blueprint: Path, plan, output: Path, per_group: int,
+          render: Callable[[object], dict[str, str]]) -> Rehearsal:
+    """The rehearsal of ``scenario`` (a name of :data:`ORDER`, ``all`` or ``nodes``) for the validated ``plan``
+    of ``blueprint``; ``render`` turns a plan into files."""
+    from clusterctl.rehearse import nodes
+    from clusterctl.rehearse.deploy import SHARED_STORAGE, cluster_of, deploy_steps
+    from clusterctl.rehearse.rolling import Rolling, change_blueprint
+    from clusterctl.rehearse.scenarios import (
+        Failover,
+        FailoverTimeout,
+        HealthSetup,
+        NetworkDatabase,
+        NodeFailure,
+        VersionGuard,
+        adjust_variant,
+        scenario_specs,
+    )
+    from clusterctl.rehearse.select import node_specs
+    from clusterctl.rehearse.steps import default_steps
+    from clusterctl.rehearse.variant import installed_slurm, rehearsed_plan
+
+    installed = installed_slurm()
+    wanted = list(ORDER) if scenario == ALL else [] if scenario == "nodes" else [scenario]
+    skipped: dict[str, str] = {}
+    if scenario == ALL:
+        why = failover_applies(plan)
+        if why:
+            wanted.remove("failover")
+            skipped["failover"] = f"not applicable: {why}"
+        if plan.blueprint.slurm is None or not any(g.role == "compute" for g in plan.groups):
+            for name in ("node-failure", "failover", "rolling", "version-guard"):
+                if name in wanted:
+                    wanted.remove(name)
+                    skipped[name] = "not applicable: no Slurm or no compute nodes"
+    alone = scenario if scenario in ("version-guard",) else ""
+    base, variant = rehearsed_plan(blueprint, plan, adjust=lambda var: adjust_variant(alone, var, installed))
+    files = render(base)
+    rid = nodes.rehearsal_id(output)
+    specs = node_specs(base, per_group, rid)
+    info = variant.summary()
+    after_plan = change = None
+    if "rolling" in wanted:
+        holder: dict = {}
+
+        def changed(var) -> None:
+            var.data, holder["change"] = change_blueprint(var.data, base)
+        after_plan, _ = rehearsed_plan(blueprint, plan, adjust=changed)
+        change = holder["change"]
+        grown = node_specs(after_plan, per_group, rid)
+        moved = {s.name: (s.address, a.address) for s in specs for a in grown if a.name == s.name
+                 and a.address != s.address}
+        if moved:
+            raise RehearsalError(f"the rolling change would move hosts to other addresses: {moved}",
+                                 "docs/rehearse.md, 'rolling'")
+        specs = grown
+        info["rolling_change"] = change.summary()
+    if "failover" in wanted:
+        specs = scenario_specs("failover", base, specs, output)
+    names = [s.name for s in specs]
+    cluster = cluster_of(base, [n for n in names if after_plan is None or n != change.new_host])
+    everyone = cluster_of(after_plan, names) if after_plan is not None else cluster
+
+    def label(s, scenario_name: str):
+        return Named(s, f"{scenario_name}: {s.name}") if scenario == ALL else s
+
+    steps: list = default_steps()
+    if "version-guard" in wanted:
+        if scenario == ALL:
+            other_plan, other = rehearsed_plan(blueprint, plan, adjust=lambda var: adjust_variant(
+                "version-guard", var, installed))
+            steps.append(Named(WriteRender(render(other_plan)), "version-guard: render"))
+            rendered = str(other.data["slurm"]["version"])
+            steps.append(label(VersionGuard(cluster, rendered, installed), "version-guard"))
+            steps.append(Named(WriteRender(files), "version-guard: render back"))
+            info["version_guard"] = other.changes.get("slurm.version")
+        else:
+            steps.append(VersionGuard(cluster, str(base.blueprint.slurm.version), installed))
+    needs_converge = [w for w in wanted if w != "version-guard"]
+    if "failover" in wanted:
+        steps += [label(FailoverTimeout(), "failover"), label(NetworkDatabase(cluster), "failover")]
+    if "deploy" in wanted:
+        steps += [label(s, "deploy") for s in deploy_steps(cluster, prepare=everyone)]
+        info["shared_storage"] = SHARED_STORAGE
+    elif needs_converge:
+        steps += [label(deploy_steps(cluster, prepare=everyone)[0], needs_converge[0])]
+    if "node-failure" in wanted:
+        steps += [label(HealthSetup(cluster), "node-failure"), label(NodeFailure(cluster), "node-failure")]
+    if "failover" in wanted:
+        steps.append(label(Failover(cluster), "failover"))
+    if "rolling" in wanted:
+        after_files = render(after_plan)
+        steps.append(label(Rolling(cluster, everyone, lambda: write_render(after_files, output), change),
+                           "rolling"))
+    info["scenarios"] = {**{w: "run" for w in wanted}, **skipped}
+    return Rehearsal(files, specs, steps, info, variant.describe())
+
