@@ -444,7 +444,7 @@ def rehearse(
     from clusterctl.rehearse import RehearsalError, nodes, probe
     from clusterctl.rehearse.deploy import require_packages
     from clusterctl.rehearse.run import rehearse as run_rehearsal
-    from clusterctl.rehearse.suite import build, write_render
+    from clusterctl.rehearse.suite import build
     from clusterctl.rehearse.ui import RichProgress
     from clusterctl.targets import RenderError, render_targets
     from clusterctl.write import OutputDirError
@@ -464,7 +464,6 @@ def rehearse(
         loaded, v = _validated_or_exit(blueprint, suppress, "not rehearsed")
         try:
             plan = build(scenario.value, blueprint, v.plan, output, nodes_per_group, render_targets)
-            write_render(plan.files, output)
         except RenderError as exc:
             raise _misuse(f"{loaded.source.file}: cannot render: {exc}",
                           exc.hint or "this needs a rule that reports it at validate time: please report it") from None

@@ -43,3 +43,24 @@ def test_example_report_is_current(tmp_path):
     for rel in fresh:
         assert (committed / rel).read_bytes() == (tmp_path / "r" / rel).read_bytes(), f"{rel} is stale: regenerate"
     assert all((committed / f"{p.with_suffix('')}.png").is_file() for p in fresh if p.suffix == ".svg")
+
+
+def test_every_option_docs_slurm_md_lists_for_slurm_conf_is_rendered():
+    """docs/slurm.md's slurm.conf table says what the code does: each `Key` (or `Key=value`) it lists occurs
+    in a rendered golden slurm.conf (enable_configless was listed but never rendered)."""
+    import re
+
+    text = (REPO / "docs" / "slurm.md").read_text()
+    table = text[text.index("\n## slurm.conf\n"):]
+    table = table[:table.index("\n## ", 1)]
+    rendered = "\n".join(p.read_text() for p in (REPO / "tests" / "golden").glob("*/slurm/slurm.conf"))
+    keys = set()
+    for row in table.splitlines():
+        if row.startswith("| `"):
+            for cell in re.findall(r"`([^`]+)`", row.split("|")[1]):
+                key, _, value = cell.partition("=")
+                keys.add((key.strip(), value.split()[0] if value and "<" not in value and " " not in value else ""))
+    assert len(keys) > 15
+    missing = [f"{k}={v}" if v else k for k, v in sorted(keys)
+               if not re.search(rf"(?m)^{re.escape(k)}=" + (re.escape(v) if v else ""), rendered)]
+    assert not missing, f"docs/slurm.md lists options no rendered slurm.conf has: {missing}"

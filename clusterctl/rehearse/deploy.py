@@ -369,11 +369,12 @@ def start_database(state: State, host: str) -> str:
 
 
 def _converge(state: State, record: Record, ident: str, tuning: dict[str, str] | None, forks: int | None, *,
-              require_unchanged: bool, hosts: Sequence[str] | None = None) -> RunOutcome:
+              require_unchanged: bool, hosts: Sequence[str] | None = None, batch: str | None = None) -> RunOutcome:
     """Run site.yml on ``hosts`` (default: every rehearsal host), record each host's recap, fail the step on a
-    non-zero exit."""
+    non-zero exit. ``batch`` overrides the compute play's rolling batch (``100%``: a first bring-up)."""
     hosts = list(hosts) if hosts is not None else [n.name for n in state.nodes]
-    outcome = run_playbook(state, hosts, tuning, ident=ident, forks=forks)
+    extra = ["-e", f"clusterctl_rolling_batch={batch}"] if batch else []
+    outcome = run_playbook(state, hosts, tuning, ident=ident, forks=forks, extra_args=extra)
     for h in hosts:
         record(h, _recap_outcome(outcome, h, require_unchanged=require_unchanged))
     if outcome.rc != 0:
@@ -393,6 +394,8 @@ class Converge:
     last: RunOutcome | None = None
     hosts: tuple[str, ...] | None = None
     """the hosts of the rendered inventory (default: every node; the rolling scenario boots its new node early)"""
+    batch: str | None = None
+    """the compute play's batch for this run (default: the rendered rolling policy)"""
 
     def run(self, state: State, record: Record) -> None:
         errors = prepare_nodes(state, self.cluster)
@@ -401,7 +404,7 @@ class Converge:
         if errors:
             raise StepFailed("node preparation failed")
         self.last = _converge(state, record, "converge", self.tuning, self.forks, require_unchanged=False,
-                              hosts=self.hosts)
+                              hosts=self.hosts, batch=self.batch)
 
 
 @dataclass
@@ -413,10 +416,11 @@ class ConvergeAgain:
     forks: int | None = None
     last: RunOutcome | None = None
     hosts: tuple[str, ...] | None = None
+    batch: str | None = None
 
     def run(self, state: State, record: Record) -> None:
         self.last = _converge(state, record, "converge-again", self.tuning, self.forks, require_unchanged=True,
-                              hosts=self.hosts)
+                              hosts=self.hosts, batch=self.batch)
 
 
 # --- testinfra --------------------------------------------------------------------------------------------

@@ -63,7 +63,7 @@ class Rehearsal:
     """What the CLI boots and runs, and what the summary says about it."""
 
     files: dict[str, str]
-    """the files as rehearsed, written before the boot"""
+    """the files as rehearsed, written into the output directory by :func:`build`"""
     specs: list
     steps: list
     info: dict = field(default_factory=dict)
@@ -86,7 +86,7 @@ def failover_applies(plan) -> str:
 def build(scenario: str, blueprint: Path, plan, output: Path, per_group: int,
           render: Callable[[object], dict[str, str]]) -> Rehearsal:
     """The rehearsal of ``scenario`` (a name of :data:`ORDER`, ``all`` or ``nodes``) for the validated ``plan``
-    of ``blueprint``; ``render`` turns a plan into files."""
+    of ``blueprint``; ``render`` turns a plan into files. Writes the files as rehearsed into ``output``."""
     from clusterctl.rehearse import nodes
     from clusterctl.rehearse.deploy import SHARED_STORAGE, cluster_of, deploy_steps
     from clusterctl.rehearse.rolling import Rolling, change_blueprint
@@ -120,6 +120,7 @@ def build(scenario: str, blueprint: Path, plan, output: Path, per_group: int,
     alone = scenario if scenario in ("version-guard",) else ""
     base, variant = rehearsed_plan(blueprint, plan, adjust=lambda var: adjust_variant(alone, var, installed))
     files = render(base)
+    write_render(files, output)  # first: the directory must be empty or a render before .rehearsal/ is made
     rid = nodes.rehearsal_id(output)
     specs = node_specs(base, per_group, rid)
     info = variant.summary()

@@ -24,6 +24,10 @@ NODE_HEALTH_RDMA_PORT_COUNT=0
 NODE_HEALTH_RDMA_RATE_GBPS=0
 NODE_HEALTH_MOUNTS=()
 NODE_HEALTH_DRAIN=0
+# slurmd kills HealthCheckProgram after 60 s (slurm.conf(5)), so a hung nvidia-smi must time out well before
+# that, or the check is killed without draining: 20 s for nvidia-smi (+5 s to kill it), 5 s per mount, 10 s for
+# scontrol
+NODE_HEALTH_GPU_TIMEOUT_S=20
 if [ -r "$config" ]; then
   # shellcheck source=/dev/null
   . "$config"
@@ -36,9 +40,15 @@ if [ "$NODE_HEALTH_GPU_COUNT" -gt 0 ]; then
   if ! command -v nvidia-smi > /dev/null 2>&1; then
     problems+=("nvidia-smi not found (expected $NODE_HEALTH_GPU_COUNT GPUs)")
   else
-    gpus=$(timeout 60 nvidia-smi -L 2> /dev/null | grep -c '^GPU ')
-    if [ "$gpus" -ne "$NODE_HEALTH_GPU_COUNT" ]; then
-      problems+=("nvidia-smi lists $gpus GPUs, expected $NODE_HEALTH_GPU_COUNT")
+    listed=$(timeout -k 5 "$NODE_HEALTH_GPU_TIMEOUT_S" nvidia-smi -L 2> /dev/null)
+    smi=$?
+    if [ "$smi" -eq 124 ] || [ "$smi" -eq 137 ]; then
+      problems+=("nvidia-smi did not answer within ${NODE_HEALTH_GPU_TIMEOUT_S} s (hung GPU or driver)")
+    else
+      gpus=$(printf '%s\n' "$listed" | grep -c '^GPU ')
+      if [ "$gpus" -ne "$NODE_HEALTH_GPU_COUNT" ]; then
+        problems+=("nvidia-smi lists $gpus GPUs, expected $NODE_HEALTH_GPU_COUNT")
+      fi
     fi
   fi
 fi
@@ -61,7 +71,7 @@ fi
 
 # an array: a mount point is one word whatever it holds (no splitting, no globbing)
 for mount in ${NODE_HEALTH_MOUNTS[@]+"${NODE_HEALTH_MOUNTS[@]}"}; do
-  if ! timeout 10 mountpoint -q -- "$mount"; then
+  if ! timeout 5 mountpoint -q -- "$mount"; then
     problems+=("$mount is not mounted")
   fi
 done
@@ -71,7 +81,7 @@ if [ ${#problems[@]} -eq 0 ]; then
   # Healthy again: return the node to service when this check drained it (its reason starts with
   # "node-health:"). A node drained by an operator or by Slurm for another reason stays drained.
   if [ "$NODE_HEALTH_DRAIN" = 1 ] && command -v scontrol > /dev/null 2>&1; then
-    info=$(timeout 30 scontrol show node "$node" -o 2> /dev/null || true)
+    info=$(timeout 10 scontrol show node "$node" -o 2> /dev/null || true)
     state=$(printf '%s\n' "$info" | sed -n 's/.* State=\([^ ]*\).*/\1/p')
     case "$state" in
       *DRAIN*)
