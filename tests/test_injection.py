@@ -209,7 +209,9 @@ def lab_extended() -> dict:
     data["storage"].append({"name": "lustre", "tier": "parallel", "servers": "10.2.0.4@tcp:/lustrefs",
                             "mount": "/lustre", "capacity_tb": 100, "read_gb_per_s": 10, "write_gb_per_s": 10})
     data["workload"] = {"params_b": 70, "model": "llama3-70b"}
-    data["slurm"].update(cluster_name="lab_2node", accounting_host="head01", accounting_backup_host="gpu01")
+    data["slurm"].update(cluster_name="lab_2node", accounting_host="head01", accounting_backup_host="gpu01",
+                         database_host="db01")
+    data["site"]["time_servers"] = ["ntp1.example.org"]
     data["slurm"]["partitions"][0]["max_time"] = "7-00:00:00"
     data["software"].update(nccl="2.21.5", doca="2.7.0")
     data["validation"] = {"suppress": [{"rule": "POWER001", "reason": "lab bench power is metered"}]}

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from clusterctl.blueprint.base import StrictModel
-from clusterctl.blueprint.kinds import HostList, Identifier
+from clusterctl.blueprint.kinds import HostList, HostName, Identifier
 
 
 class Site(StrictModel):
@@ -20,6 +20,10 @@ class Site(StrictModel):
     """room air-side heat removal capacity (CRAH/CRAC), kW; unchecked when absent"""
     pue: float = Field(default=1.3, ge=1.0, le=3.0)
     """power usage effectiveness, used for facility power estimates"""
+    time_servers: list[HostName] = Field(default_factory=list, max_length=16)
+    """upstream NTP servers (names or IPv4 addresses) the Slurm controllers follow; every other node follows
+    the controllers. Empty: pool.ntp.org, which an air-gapped site cannot reach (the controllers then serve
+    their own clock in chrony's orphan mode, so the cluster still agrees on one time)"""
 
 
 class Cdu(StrictModel):

@@ -51,6 +51,9 @@ class Slurm(StrictModel):
     """slurmdbd host; default: the first controller"""
     accounting_backup_host: HostName | None = None
     """backup slurmdbd host (AccountingStorageBackupHost, DbdBackupHost); both use the database on accounting_host"""
+    database_host: HostName | None = None
+    """the site's own MySQL/MariaDB server for slurmdbd (StorageHost); default: MariaDB installed by the slurmdbd
+    role on accounting_host"""
     partitions: list[Partition] = Field(min_length=1, max_length=1024)
     topology: Literal["tree", "block", "yaml", "none"] = "tree"
     block_sizes: list[Annotated[int, Field(gt=0, le=1_000_000)]] = Field(default_factory=list, max_length=64)

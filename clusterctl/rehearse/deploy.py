@@ -11,7 +11,6 @@ not need it); its event stream gives the per-host changed/ok/failed counts and t
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import shlex
 import signal
@@ -27,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from clusterctl.rehearse.nodes import control_dir, ssh, ssh_command
+from clusterctl.rehearse.nodes import control_dir, ssh
 from clusterctl.rehearse.state import Proc, State, alive, proc_of, state_dir
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
@@ -46,9 +45,9 @@ REHEARSAL_VARS: dict[str, tuple[object, str]] = {
     "munge_manage_services": (True, "munged runs from /etc/init.d in every node"),
     "slurm_controller_manage_services": (True, "slurmctld runs from /etc/init.d on the controller"),
     "slurm_compute_manage_services": (True, "slurmd runs from /etc/init.d on each compute node"),
-    "slurmdbd_manage_services": (True, "slurmdbd runs from /etc/init.d on the accounting host, on the "
-                                 "MariaDB the rehearsal starts there (slurmctld is fatal on a first start "
-                                 "without it)"),
+    "slurmdbd_manage_services": (True, "slurmdbd and the MariaDB the slurmdbd role installs run from /etc/init.d "
+                                 "on the accounting host (slurmctld is fatal on a first start without them)"),
+    "slurmdbd_database_innodb_buffer_pool_size": ("128M", "every node shares this machine's memory"),
     "storage_clients_mount_now": (False, "no file server in a rehearsal: fstab lines only"),
     "storage_clients_lustre_install": (False, "the Lustre client comes from a vendor repository"),
     "node_health_drain": (False, "the check's GPUs, RDMA links and mounts are absent: it runs, but does "
@@ -318,11 +317,13 @@ def _recap_outcome(run: RunOutcome, host: str, require_unchanged: bool) -> HostO
 
 def prepare_nodes(state: State, cluster: Cluster) -> dict[str, str]:
     """What the rehearsal gives each node before the converge, as a real site's image would have it:
-    GPU stand-in devices (``mknod /dev/nvidiaN c 195 N``, in the node's own /dev) on compute nodes, and a
+    ``/run/lock``, GPU stand-in devices (``mknod /dev/nvidiaN c 195 N``, in the node's own /dev) on compute nodes, and a
     fresh apt update stamp (nodes have no route to a mirror; packages come from the machine's installed
     set, so ``apt`` with ``cache_valid_time`` must not try to update). Returns per-host errors."""
     def one(host: str) -> str:
-        cmds = ["mkdir -p /var/lib/apt/periodic", "touch /var/lib/apt/periodic/update-success-stamp"]
+        # /run/lock: systemd's tmpfiles make it on a real host; Debian's init scripts (mariadb) need it
+        cmds = ["mkdir -p /var/lib/apt/periodic", "touch /var/lib/apt/periodic/update-success-stamp",
+                "mkdir -p -m 1777 /run/lock"]
         for i in range(cluster.gpus.get(host, 0)):
             cmds.append(f"[ -e /dev/nvidia{i} ] || mknod -m 666 /dev/nvidia{i} c {NVIDIA_MAJOR} {i}")
         r = ssh(state, host, " && ".join(cmds))
@@ -330,42 +331,7 @@ def prepare_nodes(state: State, cluster: Cluster) -> dict[str, str]:
 
     with ThreadPoolExecutor(max_workers=min(16, len(state.nodes) or 1)) as pool:
         errors = {n.name: err for n, err in zip(state.nodes, pool.map(one, [n.name for n in state.nodes])) if err}
-    if cluster.accounting and cluster.accounting not in errors:
-        err = start_database(state, cluster.accounting)
-        if err:
-            errors[cluster.accounting] = err
     return errors
-
-
-def _storage_setting(state: State, key: str, default: str) -> str:
-    path = Path(state.dir) / "slurm" / "slurmdbd.conf.j2"
-    m = re.search(rf"(?m)^{key}=([!-~]+)$", path.read_text()) if path.is_file() else None
-    return m.group(1) if m else default
-
-
-def start_database(state: State, host: str) -> str:
-    """The site's accounting database, which the roles expect and do not install: MariaDB (Debian's
-    mariadb-server, from the machine's packages) started on the accounting host, with the StorageLoc
-    database and the StorageUser account of the rendered slurmdbd.conf, whose password is the secrets
-    file's (sent on ssh's stdin, never on a command line). Returns an error or ''."""
-    _, secrets_path = rehearsal_files(state)
-    password = yaml.safe_load(secrets_path.read_text())["vault_slurmdbd_storage_pass"]
-    db = _storage_setting(state, "StorageLoc", "slurm_acct_db")
-    user = _storage_setting(state, "StorageUser", "slurm")
-    r = ssh(state, host, "mkdir -p -m 1777 /run/lock; /etc/init.d/mariadb start >/dev/null && "
-                         "mariadb-admin --wait=30 ping >/dev/null", timeout=90)
-    if r.returncode != 0:
-        return f"MariaDB did not start: exit {r.returncode}: {(r.stderr or r.stdout).strip()[-300:]}"
-    quoted = password.replace("\\", "\\\\").replace("'", "\\'")
-    sql = (f"CREATE DATABASE IF NOT EXISTS `{db}`;\n"
-           f"CREATE USER IF NOT EXISTS '{user}'@'localhost' IDENTIFIED BY '{quoted}';\n"
-           f"ALTER USER '{user}'@'localhost' IDENTIFIED BY '{quoted}';\n"
-           f"GRANT ALL ON `{db}`.* TO '{user}'@'localhost';\nFLUSH PRIVILEGES;\n")
-    p = subprocess.run(ssh_command(state, host, "mariadb -u root"), input=sql, capture_output=True, text=True,
-                       timeout=60)
-    if p.returncode != 0:
-        return f"cannot create the accounting database: {p.stderr.strip()[-300:]}"
-    return ""
 
 
 def _converge(state: State, record: Record, ident: str, tuning: dict[str, str] | None, forks: int | None, *,

@@ -356,49 +356,6 @@ class FailoverTimeout:
         _set_conf(Path(state.dir) / "slurm" / "slurm.conf", "SlurmctldTimeout", self.seconds)
 
 
-@dataclass
-class NetworkDatabase:
-    """Before the converge, when slurmdbd.conf's StorageHost is not localhost (a backup slurmdbd on another
-    host must reach the database): MariaDB on the accounting host listens on the rehearsal network and the
-    StorageUser may connect from the slurmdbd hosts (the site's database, which the roles do not install;
-    deploy.start_database makes a localhost-only one)."""
-
-    cluster: Cluster
-    name: str = "network-database"
-
-    def run(self, state: State, record: Record) -> None:
-        import subprocess
-
-        from clusterctl.rehearse.deploy import (
-            _storage_setting,
-            rehearsal_files,
-            start_database,
-        )
-        from clusterctl.rehearse.nodes import ssh_command
-
-        host = self.cluster.accounting
-        if not host or _storage_setting(state, "StorageHost", "localhost") in ("localhost", "127.0.0.1"):
-            return
-        cnf = "[mysqld]\nbind-address = 0.0.0.0\n"
-        _ssh_ok(state, host, f"mkdir -p /etc/mysql/mariadb.conf.d && printf '{cnf}' > "
-                             "/etc/mysql/mariadb.conf.d/99-clusterctl-rehearsal.cnf")
-        err = start_database(state, host)
-        if err:
-            raise StepFailed(err)
-        password = yaml.safe_load(rehearsal_files(state)[1].read_text())["vault_slurmdbd_storage_pass"]
-        quoted = password.replace("\\", "\\\\").replace("'", "\\'")
-        db = _storage_setting(state, "StorageLoc", "slurm_acct_db")
-        user = _storage_setting(state, "StorageUser", "slurm")
-        sql = (f"CREATE USER IF NOT EXISTS '{user}'@'%' IDENTIFIED BY '{quoted}';\n"
-               f"ALTER USER '{user}'@'%' IDENTIFIED BY '{quoted}';\n"
-               f"GRANT ALL ON `{db}`.* TO '{user}'@'%';\nFLUSH PRIVILEGES;\n")
-        p = subprocess.run(ssh_command(state, host, "/etc/init.d/mariadb restart >/dev/null && mariadb -u root"),
-                           input=sql, capture_output=True, text=True, timeout=120, check=False)
-        if p.returncode != 0:
-            raise StepFailed(f"cannot open the accounting database to the network: {p.stderr.strip()[-300:]}")
-        record(host, HostOutcome(OK, 0.0, "MariaDB on the rehearsal network for the backup slurmdbd"))
-
-
 def _ssh_ok(state: State, host: str, cmd: str, timeout: float = 60.0) -> str:
     r = ssh(state, host, cmd, timeout=timeout)
     if r.returncode != 0:

@@ -94,7 +94,6 @@ def build(scenario: str, blueprint: Path, plan, output: Path, per_group: int,
         Failover,
         FailoverTimeout,
         HealthSetup,
-        NetworkDatabase,
         NodeFailure,
         VersionGuard,
         adjust_variant,
@@ -163,7 +162,7 @@ def build(scenario: str, blueprint: Path, plan, output: Path, per_group: int,
             steps.append(VersionGuard(cluster, str(base.blueprint.slurm.version), installed))
     needs_converge = [w for w in wanted if w != "version-guard"]
     if "failover" in wanted:
-        steps += [label(FailoverTimeout(), "failover"), label(NetworkDatabase(cluster), "failover")]
+        steps.append(label(FailoverTimeout(), "failover"))
     if "deploy" in wanted:
         steps += [label(s, "deploy") for s in deploy_steps(cluster, prepare=everyone)]
         info["shared_storage"] = SHARED_STORAGE

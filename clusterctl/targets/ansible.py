@@ -301,6 +301,15 @@ def state_mount_tiers(plan: ClusterPlan, g: GroupPlan) -> set[str]:
     return {found[1].name} if set(controllers) & set(g.hosts) else set()
 
 
+def weka_source(servers: str, fs: str) -> str:
+    """The wekafs mount source: a comma list of backends, then /filesystem (``mount -t wekafs b1,b2/fs``). A
+    host list (``weka[01-08]``) is expanded, since the WEKA client does not read ranges; a source that already
+    names its file system (``b1,b2/fs``) is kept."""
+    if "/" in servers:
+        return servers
+    return ",".join(hostlist.expand(servers)) + f"/{fs}"
+
+
 def storage_mounts(plan: ClusterPlan, g: GroupPlan) -> tuple[list[dict], list[str], list[str]]:
     """(mounts the storage_clients role manages, shared mount points expected, local directories): every shared
     tier on compute and login groups; on a controller's group only the tier holding StateSaveLocation."""
@@ -324,7 +333,7 @@ def storage_mounts(plan: ClusterPlan, g: GroupPlan) -> tuple[list[dict], list[st
             src = t.servers if ":/" in t.servers else f"{t.servers}:/{t.name}"
             mounts.append({"name": t.name, "path": t.mount, "src": src, "fstype": "lustre"})
         elif t.filesystem == "weka" and t.servers:
-            mounts.append({"name": t.name, "path": t.mount, "src": f"{t.servers}/{t.name}", "fstype": "wekafs"})
+            mounts.append({"name": t.name, "path": t.mount, "src": weka_source(t.servers, t.name), "fstype": "wekafs"})
         elif t.filesystem == "vast" and t.servers:
             mounts.append({"name": t.name, "path": t.mount, "src": f"{t.servers}:/{t.name}", "fstype": "nfs"})
     tiers = {t.name: i for i, t in enumerate(plan.blueprint.storage)}
@@ -557,6 +566,50 @@ ALL_COMMENTS = (
 )
 
 
+CHRONY_CONF = "/etc/chrony/chrony.conf"
+"""the common role's common_chrony_conf_path (Debian/Ubuntu)"""
+PUBLIC_TIME_POOL = "pool.ntp.org"
+"""the controllers' upstream when the blueprint names no site.time_servers"""
+ORPHAN_STRATUM = 10
+"""chrony ``local stratum 10 orphan`` on the time servers: chrony's recipe for an isolated network"""
+
+
+CLOUD_TIME_SERVERS = {"aws": ["169.254.169.123"], "gcp": ["metadata.google.internal"]}
+"""the provider's time service, reachable from every instance without internet access (Amazon Time Sync
+Service; the GCE metadata server); Azure's is a PTP clock device, not NTP: the public pool there"""
+
+
+def site_time_servers(plan: ClusterPlan) -> list[str]:
+    """Where the controllers take their time from: site.time_servers, else the cloud provider's time service;
+    empty: the public pool."""
+    bp = plan.blueprint
+    if bp.site is not None and bp.site.time_servers:
+        return list(bp.site.time_servers)
+    return list(CLOUD_TIME_SERVERS.get(bp.cloud.provider, [])) if bp.cloud is not None else []
+
+
+def time_vars(plan: ClusterPlan, controllers: Sequence[str]) -> tuple[dict, dict]:
+    """chrony variables: (every host: follow the Slurm controllers; the controllers: follow site.time_servers or
+    the public pool, serve the in-band networks, orphan mode). Empty dicts without Slurm controllers (the
+    role's defaults: the public pool)."""
+    if not controllers:
+        return {}, {}
+    upstream = site_time_servers(plan)
+    inband = [p.cidr for p in plan.addresses if p.role == "inband"]
+    return ({"common_chrony_servers": unsafe(Flow(list(controllers))), "common_chrony_pools": Flow([])},
+            {"common_chrony_servers": unsafe(Flow(upstream)),
+             "common_chrony_pools": Flow([] if upstream else [PUBLIC_TIME_POOL]),
+             "common_chrony_allow": unsafe(Flow(inband)), "common_chrony_local_stratum": ORPHAN_STRATUM})
+
+
+def controllers_vars_file(plan: ClusterPlan, controllers: Sequence[str]) -> str:
+    """group_vars/slurm_controllers.yml: the controllers are the cluster's time servers."""
+    _, served = time_vars(plan, controllers)
+    return yaml_file(plan, ["The Slurm controllers: the time servers every other node follows (group_vars/all.yml)."],
+                     [(["chrony: follow site.time_servers (else the cloud provider's time service, else the public pool), serve the in-band networks, and keep "
+                       "serving one time in orphan mode when no upstream answers (air-gapped sites)"], served)])
+
+
 def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Sequence[str]) -> str:
     """group_vars/all.yml: render directory, software pins, Slurm hosts, neighbour tables, vault references."""
     bp = plan.blueprint
@@ -584,6 +637,14 @@ def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Seq
         sections.append((["slurm_compute: how long a drained node may take to finish its jobs before slurmd restarts "
                           "(slurm.rollout.drain_timeout_minutes)"],
                          {"slurm_compute_drain_timeout_s": bp.slurm.rollout.drain_timeout_minutes * 60}))
+    if bp.slurm and bp.slurm.database_host:
+        sections.append(([f"slurmdbd: the accounting database is the site's server {bp.slurm.database_host} "
+                          "(slurm.database_host): not installed here"], {"slurmdbd_database_manage": False}))
+    follow, _ = time_vars(plan, controllers)
+    if follow:
+        sections.append((["chrony: every node follows the Slurm controllers (MUNGE credentials and Slurm fail on clock "
+                          "skew; an air-gapped site has no public pool); the controllers' own sources are in "
+                          "group_vars/slurm_controllers.yml"], follow))
     sections.append(([f"common role: neighbour (ARP/ND) tables sized for {plan.nodes} nodes and their switches"],
                      {"common_sysctl_neigh_gc_thresh": Flow(_neigh_thresholds(plan))}))
     if bp.slurm:
@@ -704,6 +765,8 @@ def render(plan: ClusterPlan) -> dict[str, str]:
             header=header(plan).rstrip("\n"), facts_dir=facts_dir),
         "ansible/inventory.yml": inventory_file(plan),
         "ansible/group_vars/all.yml": all_vars_file(plan, controllers, accounting),
+        **({"ansible/group_vars/slurm_controllers.yml": controllers_vars_file(plan, controllers)} if controllers
+           else {}),
         "ansible/site.yml": site_file(plan, site_plays),
     }
     for g in plan.groups:

@@ -19,6 +19,8 @@ Design points (each one a complaint about existing tools, see docs/slurm.md):
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -206,16 +208,31 @@ def partition_lines(plan: ClusterPlan) -> list[str]:
         default = part.default and not default_done
         default_done = default_done or default
         with at(("slurm", "partitions", i)):
-            lines.append(_partition_line(part, nodes, default))
+            lines.append(_partition_line(part, nodes, default, gpu_defaults(plan.blueprint.slurm, groups)))
     return lines
 
 
-def _partition_line(part: Partition, nodes: str, default: bool) -> str:
+def gpu_defaults(slurm, groups: Sequence[GroupPlan]) -> tuple[int | None, int | None]:
+    """(DefCpuPerGPU, DefMemPerGPU in MiB) of a partition: each GPU's share of the CPUs and RealMemory of its
+    smallest GPU node, so that a job asking only for GPUs gets a fair slice instead of the whole node's
+    memory (CR_Core_Memory with no default takes all of it) and packs with others. None without GPUs."""
+    shares = [(g.type.sockets * g.type.cores_per_socket * g.type.threads_per_core // g.type.gpus,
+               real_memory_mib(g.type.memory_gb, memory_reserve_gb(slurm, g.type.memory_gb)) // g.type.gpus)
+              for g in groups if g.type.gpus > 0]
+    if not shares:
+        return None, None
+    return max(1, min(c for c, _ in shares)), max(1, min(m for _, m in shares))
+
+
+def _partition_line(part: Partition, nodes: str, default: bool, per_gpu: tuple[int | None, int | None] = (None, None)
+                    ) -> str:
     return key_values([
         ("PartitionName", part.name),
         ("Nodes", nodes),
         ("Default", "YES" if default else None),
         ("MaxTime", part.max_time),
+        ("DefCpuPerGPU", per_gpu[0]),
+        ("DefMemPerGPU", per_gpu[1]),
         ("State", "UP"),
     ], f"partition {part.name}")
 
@@ -459,10 +476,46 @@ def slurm_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan])
             _kv("RebootProgram", "/usr/sbin/reboot"),
             _kv("ResumeTimeout", 900),
         )),
+        Section(f"scale ({plan.nodes} nodes; SchedMD's Large Cluster Administration Guide, big_sys.html, and "
+                "slurm.conf(5))", tuple(_scale_lines(plan.nodes))),
+        Section("scheduling priority and limits: fair share per account, QOS, limits enforced from slurmdbd "
+                "(jobs of users without an association are refused: sacctmgr add account/user first)", (
+            _kv("PriorityType", "priority/multifactor"),
+            _kv("PriorityDecayHalfLife", "7-0"),
+            _kv("PriorityMaxAge", "7-0"),
+            _kv("PriorityWeightFairshare", 10000),
+            _kv("PriorityWeightAge", 1000),
+            _kv("PriorityWeightQOS", 10000),
+            _kv("PriorityWeightPartition", 1000),
+            _kv("AccountingStorageEnforce", "associations,limits,qos"),
+        )),
         Section("nodes: one line per node group", tuple(node_line(g, memory_reserve_gb(slurm, g.type.memory_gb)) for g in groups)),
         Section("partitions", tuple(partition_lines(plan))),
     ]
     return render_template("slurm/slurm.conf.j2", header=header(plan), version=_v(version), sections=sections)
+
+
+def tree_width(nodes: int) -> int:
+    """TreeWidth (slurmd message fan-out): "the square root of the number of nodes in the cluster for systems
+    having no more than 2500 nodes or the cube root for larger systems" (big_sys.html); at least 2."""
+    root = math.isqrt(max(nodes - 1, 0)) + 1 if nodes <= 2500 else math.ceil(round(nodes ** (1 / 3), 9))
+    return max(2, min(root, 65533))
+
+
+def _scale_lines(nodes: int) -> list[str]:
+    """Timeouts and intervals that keep slurmctld responsive as the node count grows, each with its reason
+    in docs/slurm.md ("Scale"): the fan-out, slower messages at scale, and no node declared DOWN or a step
+    unkillable while a large job's nodes tear down."""
+    large = nodes > 1000
+    return [
+        _kv("TreeWidth", tree_width(nodes)),
+        _kv("MessageTimeout", 30 if large else 10),
+        _kv("SlurmdTimeout", 300),
+        _kv("UnkillableStepTimeout", 180),
+        _kv("EpilogMsgTime", 2000),
+        _kv("JobAcctGatherFrequency", 60 if large else 30),  # a plain number is the task interval
+        _kv("ReturnToService", 1),
+    ]
 
 
 def _autodetect(mode: str, version: Version) -> tuple[str | None, str]:
@@ -519,6 +572,12 @@ def cgroup_conf(plan: ClusterPlan, version: Version) -> str:
     return render_template("slurm/cgroup.conf.j2", header=header(plan), lines=lines)
 
 
+PURGE = (("PurgeEventAfter", "12month"), ("PurgeJobAfter", "12month"), ("PurgeResvAfter", "2month"),
+         ("PurgeStepAfter", "2month"), ("PurgeSuspendAfter", "1month"), ("PurgeTXNAfter", "12month"),
+         ("PurgeUsageAfter", "24month"))
+"""slurmdbd.conf Purge*After: how long accounting records are kept"""
+
+
 def slurmdbd_conf(plan: ClusterPlan) -> str:
     slurm = plan.blueprint.slurm
     dbd_host = slurm.accounting_host or hostlist.expand(slurm.controllers)[0]
@@ -527,8 +586,12 @@ def slurmdbd_conf(plan: ClusterPlan) -> str:
     lines = [_kv("AuthType", "auth/munge"), _kv("DbdHost", dbd_host),
              *_optional("DbdBackupHost", backup), _kv("SlurmUser", "slurm"),
              _kv("LogFile", "/var/log/slurm/slurmdbd.log"),
-             _kv("StorageType", "accounting_storage/mysql"), _kv("StorageHost", dbd_host if backup else "localhost"),
-             _kv("StorageUser", "slurm"), _kv("StorageLoc", "slurm_acct_db")]
+             _kv("StorageType", "accounting_storage/mysql"),
+             _kv("StorageHost", slurm.database_host or (dbd_host if backup else "localhost")),
+             _kv("StorageUser", "slurm"), _kv("StorageLoc", "slurm_acct_db"),
+             # purge old records (slurmdbd.conf(5)): job and step tables of a busy cluster grow by millions of rows
+             # a month and slow every sacct and the slurmdbd upgrade; usage is kept longer for fair share and reports
+             *(_kv(k, v) for k, v in PURGE)]
     # an Ansible template: no text from the blueprint may open a Jinja delimiter
     return render_template("slurm/slurmdbd.conf.j2.j2", header=jinja_literal(header(plan)),
                            lines=[jinja_literal(line) for line in lines], password_variable="slurmdbd_storage_pass")

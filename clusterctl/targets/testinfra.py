@@ -23,6 +23,14 @@ SLURM_ROLES = ("compute", "head", "login")
 """node roles in the Ansible group slurm_cluster (plus the controller and accounting hosts)"""
 
 
+def _time_context(plan: ClusterPlan) -> dict:
+    """Which time sources chrony.conf names: the controllers on every other node, site.time_servers (or the
+    public pool) on the controllers (and on every node of a blueprint without Slurm)."""
+    controllers, _ = ansible._slurm_hosts(plan)
+    upstream = ansible.site_time_servers(plan) if controllers else []
+    return {"time_controllers": list(controllers), "time_upstream": upstream or [ansible.PUBLIC_TIME_POOL]}
+
+
 def _group_context(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> dict:
     controllers, accounting = ansible._slurm_hosts(plan)
     hosts = set(g.hosts)
@@ -63,7 +71,8 @@ def render(plan: ClusterPlan) -> dict[str, str]:
     ctx = {"plan": plan, "header": header(plan).rstrip("\n"), "neigh": ansible._neigh_thresholds(plan),
            "slurm_config_dir": ansible.SLURM_CONFIG_DIR, "default_health_check": ansible.NODE_HEALTH_SCRIPT,
            "health_config": ansible.NODE_HEALTH_CONFIG, "sysctl_file": ansible.SYSCTL_FILE,
-           "limits_file": ansible.LIMITS_FILE, "hosts_marker": ansible.HOSTS_MARKER}
+           "limits_file": ansible.LIMITS_FILE, "hosts_marker": ansible.HOSTS_MARKER,
+           "chrony_conf": ansible.CHRONY_CONF, **_time_context(plan)}
     files = {"tests/conftest.py": env.get_template("testinfra/conftest.py.j2").render(**ctx)}
     nccl = ansible.nccl_groups(plan)
     tmpl = env.get_template("testinfra/test_group.py.j2")

@@ -161,6 +161,7 @@ class Overrides:
             "AccountingStorageType": ("accounting_storage/none", "no MySQL/slurmdbd in the test"),
             "AccountingStorageHost": (None, "no slurmdbd in the test"),
             "AccountingStorageTRES": (None, "slurmctld refuses TRES gres/gpu without slurmdbd (fatal)"),
+            "AccountingStorageEnforce": (None, "enforcing associations needs slurmdbd's association records"),
             "HealthCheckProgram": (None, "NHC is not installed on the test machine"),
             "HealthCheckInterval": (None, "no health check program"),
             "HealthCheckNodeState": (None, "no health check program"),

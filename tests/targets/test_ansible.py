@@ -492,3 +492,36 @@ def test_controller_on_a_login_group_keeps_every_mount():
     files = ansible.render(plan_of(data))
     login = yamlout.load(files["ansible/group_vars/login.yml"])
     assert [m["path"] for m in login["storage_clients_mounts"]] == ["/shared", "/home"]
+
+
+def test_weka_backends_given_as_a_host_list_are_expanded_for_the_mount():
+    """The WEKA client mounts ``backend1,backend2/fs``; a host list was written unexpanded (``weka[01-03]/fs``)."""
+    from clusterctl.targets.ansible import storage_mounts, weka_source
+    from tests.helpers import lab, plan_of
+
+    assert weka_source("weka[01-03]", "data") == "weka01,weka02,weka03/data"
+    assert weka_source("b1,b2/fs", "data") == "b1,b2/fs"
+    data = lab()
+    data["storage"].append({"name": "data", "tier": "parallel", "filesystem": "weka", "servers": "weka[01-03]",
+                            "mount": "/data", "capacity_tb": 100, "read_gb_per_s": 50, "write_gb_per_s": 30})
+    plan = plan_of(data)
+    gpu = next(g for g in plan.groups if g.name == "gpu")
+    mounts = {m["path"]: m for m in storage_mounts(plan, gpu)[0]}
+    assert mounts["/data"]["src"] == "weka01,weka02,weka03/data" and mounts["/data"]["fstype"] == "wekafs"
+
+
+def test_every_task_that_handles_the_database_password_is_not_logged():
+    """The slurmdbd role's database tasks carry the vault password in SQL on standard input: each is no_log,
+    and the password is never an argv element (a command line is visible to every user of the host).
+    tests/e2e runs them against MariaDB in the deploy rehearsal."""
+    path = ROLES / "slurmdbd" / "tasks" / "database.yml"
+    tasks = yaml.safe_load(path.read_text())
+    secret = [t for t in tasks if "storage_pass" in yaml.safe_dump(t)]
+    assert len(secret) >= 2
+    # the password reaches SQL only base64-encoded, decoded by the server: nothing of it is parsed as SQL
+    assert all("FROM_BASE64('{{ slurmdbd_storage_pass | b64encode }}')" in t["ansible.builtin.command"]["stdin"]
+               for t in secret)
+    for t in secret:
+        assert t.get("no_log") is True, t["name"]
+        argv = (t.get("ansible.builtin.command") or {}).get("argv", [])
+        assert not any("pass" in str(a) or "{{" in str(a) for a in argv), t["name"]

@@ -126,9 +126,25 @@ def test_lab_slurm_conf():
         "HealthCheckNodeState=ANY",
         "RebootProgram=/usr/sbin/reboot",
         "ResumeTimeout=900",
+        "TreeWidth=2",
+        "MessageTimeout=10",
+        "SlurmdTimeout=300",
+        "UnkillableStepTimeout=180",
+        "EpilogMsgTime=2000",
+        "JobAcctGatherFrequency=30",
+        "ReturnToService=1",
+        "PriorityType=priority/multifactor",
+        "PriorityDecayHalfLife=7-0",
+        "PriorityMaxAge=7-0",
+        "PriorityWeightFairshare=10000",
+        "PriorityWeightAge=1000",
+        "PriorityWeightQOS=10000",
+        "PriorityWeightPartition=1000",
+        "AccountingStorageEnforce=associations,limits,qos",
         ("NodeName=gpu[01-02] Sockets=2 CoresPerSocket=52 ThreadsPerCore=2 RealMemory=2034688 Gres=gpu:h100:8 "
          "Features=gpu,h100-sxm State=UNKNOWN"),
-        "PartitionName=gpu Nodes=gpu[01-02] Default=YES MaxTime=UNLIMITED State=UP",
+        "PartitionName=gpu Nodes=gpu[01-02] Default=YES MaxTime=UNLIMITED DefCpuPerGPU=26 DefMemPerGPU=254336 "
+        "State=UP",
     ]
 
 
@@ -160,6 +176,13 @@ def test_slurmdbd_template_takes_the_password_from_a_variable():
         "StorageHost=localhost",
         "StorageUser=slurm",
         "StorageLoc=slurm_acct_db",
+        "PurgeEventAfter=12month",
+        "PurgeJobAfter=12month",
+        "PurgeResvAfter=2month",
+        "PurgeStepAfter=2month",
+        "PurgeSuspendAfter=1month",
+        "PurgeTXNAfter=12month",
+        "PurgeUsageAfter=24month",
         "StoragePass={{ slurmdbd_storage_pass }}",
     ]
 
@@ -185,8 +208,8 @@ def test_partitions_default_once_and_nodes_compressed_over_groups():
     ]
     conf = settings(render(data)["slurm/slurm.conf"])
     assert [line for line in conf if line.startswith("PartitionName=")] == [
-        "PartitionName=all Nodes=gpu[01-04] Default=YES MaxTime=1-00:00:00 State=UP",
-        "PartitionName=other Nodes=gpu[03-04] MaxTime=UNLIMITED State=UP",
+        "PartitionName=all Nodes=gpu[01-04] Default=YES MaxTime=1-00:00:00 DefCpuPerGPU=26 DefMemPerGPU=254336 State=UP",
+        "PartitionName=other Nodes=gpu[03-04] MaxTime=UNLIMITED DefCpuPerGPU=26 DefMemPerGPU=254336 State=UP",
     ]
     assert [line.split()[0] for line in conf if line.startswith("NodeName=")] == \
         ["NodeName=gpu[01-02]", "NodeName=gpu[03-04]"]
@@ -218,8 +241,8 @@ def test_superpod_4su_topology_is_one_switch_per_su_not_per_rail_leaf():
     assert "NodeName=dgx[001-127] Sockets=2 CoresPerSocket=56 ThreadsPerCore=2 RealMemory=2034688 " \
            "Gres=gpu:h100:8 Features=dgx,h100-sxm,h100,ndr State=UNKNOWN" in conf
     assert [line for line in conf if line.startswith("PartitionName=")] == [
-        "PartitionName=batch Nodes=dgx[001-127] Default=YES MaxTime=7-00:00:00 State=UP",
-        "PartitionName=debug Nodes=dgx[001-127] MaxTime=02:00:00 State=UP",
+        "PartitionName=batch Nodes=dgx[001-127] Default=YES MaxTime=7-00:00:00 DefCpuPerGPU=28 DefMemPerGPU=254336 State=UP",
+        "PartitionName=debug Nodes=dgx[001-127] MaxTime=02:00:00 DefCpuPerGPU=28 DefMemPerGPU=254336 State=UP",
     ]
     assert settings(files["slurm/gres.conf"])[1:] == [
         "NodeName=dgx[001-127] Name=gpu Type=h100 File=/dev/nvidia[0-3] Cores=0-55",
@@ -391,7 +414,7 @@ def test_200k_gpus_render_fast_and_small():
     files = slurm.render(plan)
     assert time.perf_counter() - t < 2.0
     assert len(lines(files["slurm/slurm.conf"])) < 300
-    assert "PartitionName=batch Nodes=gpu[00001-26624] Default=YES MaxTime=14-00:00:00 State=UP" in \
+    assert "PartitionName=batch Nodes=gpu[00001-26624] Default=YES MaxTime=14-00:00:00 DefCpuPerGPU=24 DefMemPerGPU=254336 State=UP" in \
         settings(files["slurm/slurm.conf"])
 
 
@@ -473,3 +496,49 @@ def test_no_backup_options_without_a_backup():
 def test_state_save_location_is_the_blueprint_s():
     conf = settings(render(with_slurm(lab(), state_save_location="/srv/slurm/state"))["slurm/slurm.conf"])
     assert "StateSaveLocation=/srv/slurm/state" in conf and "StateSaveLocation=/var/spool/slurmctld" not in conf
+
+
+# --- scale, priority and per-GPU defaults (issue: operator-grade deployment, item 10) ---------------------
+
+def test_tree_width_follows_schedmds_square_and_cube_root_rule():
+    from clusterctl.targets.slurm import tree_width
+
+    assert [tree_width(n) for n in (2, 16, 100, 2500)] == [2, 4, 10, 50]
+    assert [tree_width(n) for n in (2501, 27_000, 200_000)] == [14, 30, 59]
+
+
+def test_large_cluster_options_are_rendered_and_scaled():
+    from clusterctl.targets.slurm import render
+    from tests.helpers import lab, plan_of
+
+    conf = render(plan_of(lab()))["slurm/slurm.conf"]
+    for line in ("MessageTimeout=10", "SlurmdTimeout=300", "UnkillableStepTimeout=180", "EpilogMsgTime=2000",
+                 "JobAcctGatherFrequency=30", "ReturnToService=1", "PriorityType=priority/multifactor",
+                 "AccountingStorageEnforce=associations,limits,qos"):
+        assert f"\n{line}\n" in conf, line
+    big = lab()
+    big["node_groups"][0].update(count=1200, hostnames="gpu[0001-1200]", racks=None)
+    conf = render(plan_of(big))["slurm/slurm.conf"]
+    assert "\nMessageTimeout=30\n" in conf and "\nJobAcctGatherFrequency=60\n" in conf
+    assert "\nTreeWidth=35\n" in conf
+
+
+def test_gpu_partitions_get_a_per_gpu_share_of_cpus_and_memory():
+    from clusterctl.targets.slurm import real_memory_mib, render
+    from tests.helpers import lab, plan_of
+
+    plan = plan_of(lab())
+    conf = render(plan)["slurm/slurm.conf"]
+    t = next(g for g in plan.groups if g.name == "gpu").type
+    cpus = t.sockets * t.cores_per_socket * t.threads_per_core // t.gpus
+    mem = real_memory_mib(t.memory_gb, max(16.0, round(0.03 * t.memory_gb))) // t.gpus
+    line = next(l for l in conf.splitlines() if l.startswith("PartitionName=gpu "))
+    assert f" DefCpuPerGPU={cpus} DefMemPerGPU={mem} " in line
+
+
+def test_slurmdbd_purges_old_records():
+    from clusterctl.targets.slurm import render
+    from tests.helpers import lab, plan_of
+
+    dbd = render(plan_of(lab()))["slurm/slurmdbd.conf.j2"]
+    assert "\nPurgeJobAfter=12month\n" in dbd and "\nPurgeStepAfter=2month\n" in dbd

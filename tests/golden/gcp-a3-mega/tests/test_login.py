@@ -13,6 +13,11 @@ SYSCTL_FILE = '/etc/sysctl.d/90-clusterctl.conf'
 LIMITS_FILE = '/etc/security/limits.d/90-clusterctl.conf'
 HEALTH_CONFIG = '/etc/clusterctl/node-health.conf'
 NEIGH_GC_THRESH = [4096, 8192, 16384]
+CHRONY_CONF = '/etc/chrony/chrony.conf'
+TIME_CONTROLLERS = ['ctl01']
+"""the Slurm controllers: every other node takes its time from them"""
+TIME_UPSTREAM = ['metadata.google.internal']
+"""where the controllers (every node, without Slurm) take their time from"""
 
 
 # --- common: /etc/hosts, kernel parameters, limits, chrony
@@ -44,6 +49,17 @@ def test_memlock_is_unlimited(host):
 
 def test_chrony_is_installed(host):
     assert host.exists("chronyd")
+
+
+def test_chrony_follows_the_cluster_time_servers(host):
+    if host.backend.NAME == "ansible":
+        controller = "slurm_controllers" in host.ansible.get_variables().get("group_names", ())
+    else:
+        controller = host.check_output("hostname -s") in TIME_CONTROLLERS
+    want = TIME_UPSTREAM if controller or not TIME_CONTROLLERS else TIME_CONTROLLERS
+    lines = host.file(CHRONY_CONF).content_string.splitlines()
+    sources = [line.split()[1] for line in lines if line.startswith(("server ", "pool ")) and len(line.split()) > 1]
+    assert sources == want
 
 
 @pytest.mark.services
