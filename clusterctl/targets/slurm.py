@@ -221,7 +221,8 @@ def gpu_defaults(slurm, groups: Sequence[GroupPlan]) -> tuple[int | None, int | 
               for g in groups if g.type.gpus > 0]
     if not shares:
         return None, None
-    return max(1, min(c for c, _ in shares)), max(1, min(m for _, m in shares))
+    cpus = min(c for c, _ in shares)  # 0 when a node has fewer CPUs than GPUs: no CPU default then
+    return cpus or None, max(1, min(m for _, m in shares))
 
 
 def _partition_line(part: Partition, nodes: str, default: bool, per_gpu: tuple[int | None, int | None] = (None, None)

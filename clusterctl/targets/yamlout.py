@@ -19,6 +19,8 @@ data (tests/targets/test_yamlout.py), so golden files hold on either.
 
 from __future__ import annotations
 
+import textwrap
+
 from collections.abc import Iterable, Mapping
 
 import yaml
@@ -94,9 +96,21 @@ def comment(text: str) -> str:
     return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
+COMMENT_WIDTH = 156
+"""comment text per line: with "# " within yamllint's and ansible-lint's 160 columns"""
+
+
 def comment_lines(comments: Iterable[str]) -> str:
-    """``# text`` lines (``#`` alone for an empty one), each kept on its line by :func:`comment`."""
-    return "".join(f"# {comment(c)}\n" if c else "#\n" for c in comments)
+    """``# text`` lines (``#`` alone for an empty one), each kept on its line by :func:`comment` and wrapped
+    at :data:`COMMENT_WIDTH` (ansible-lint's production profile refuses longer lines)."""
+    out = []
+    for c in comments:
+        if not c:
+            out.append("#\n")
+            continue
+        for part in textwrap.wrap(comment(c), COMMENT_WIDTH, break_long_words=False, break_on_hyphens=False) or [""]:
+            out.append(f"# {part}\n")
+    return "".join(out)
 
 
 _STR, _MAP, _SEQ = "tag:yaml.org,2002:str", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"

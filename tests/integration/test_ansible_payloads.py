@@ -91,7 +91,9 @@ def templated(tmp_path_factory):
     (adir / "host_vars").mkdir()
     expected: dict[str, dict] = {}
     for host, group in (("gpu01", "gpu"), ("head01", "head")):
+        controllers = files.get("ansible/group_vars/slurm_controllers.yml") if host in slurm_controllers(files) else None
         expected[host] = {**yamlout.load(files["ansible/group_vars/all.yml"]),
+                          **(yamlout.load(controllers) if controllers else {}),
                           **yamlout.load(files[f"ansible/group_vars/{group}.yml"])}
         (adir / "host_vars" / f"{host}.yml").write_text(yamlout.dump({
             "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
@@ -120,6 +122,20 @@ def test_no_payload_ran(templated):
     _, marker, _, result = templated
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert not marker.exists(), "a blueprint string was evaluated by Ansible or a shell"
+
+
+def slurm_controllers(files: dict) -> list[str]:
+    """The hosts of the rendered inventory's slurm_controllers group (group_vars/slurm_controllers.yml)."""
+    def find(node):
+        if isinstance(node, dict):
+            if isinstance(node.get("slurm_controllers"), dict):
+                return list(node["slurm_controllers"].get("hosts") or {})
+            for v in node.values():
+                got = find(v)
+                if got is not None:
+                    return got
+        return None
+    return find(yamlout.load(files["ansible/inventory.yml"])) or []
 
 
 @pytest.mark.parametrize("host", HOSTS)

@@ -162,6 +162,8 @@ class Overrides:
             "AccountingStorageHost": (None, "no slurmdbd in the test"),
             "AccountingStorageTRES": (None, "slurmctld refuses TRES gres/gpu without slurmdbd (fatal)"),
             "AccountingStorageEnforce": (None, "enforcing associations needs slurmdbd's association records"),
+            "PriorityWeightAge": (None, "slurmctld ignores it without slurmdbd, with an error line"),
+            "PriorityWeightFairshare": (None, "slurmctld ignores it without slurmdbd, with an error line"),
             "HealthCheckProgram": (None, "NHC is not installed on the test machine"),
             "HealthCheckInterval": (None, "no health check program"),
             "HealthCheckNodeState": (None, "no health check program"),
@@ -398,7 +400,8 @@ def test_the_test_only_changes_are_the_documented_ones(cluster):
                if line not in running}
     allowed = {"SlurmctldHost", "StateSaveLocation", "SlurmdSpoolDir", "AccountingStorageType",
                "AccountingStorageHost", "AccountingStorageTRES", "HealthCheckProgram", "HealthCheckInterval",
-               "HealthCheckNodeState", "NodeName"}
+               "HealthCheckNodeState", "NodeName", "AccountingStorageEnforce", "PriorityWeightAge",
+               "PriorityWeightFairshare"}
     if not cluster.cgroups:
         allowed |= {"ProctrackType", "TaskPlugin", "JobAcctGatherType", "PrologFlags"}
     assert changed <= allowed, changed
