@@ -229,7 +229,9 @@ def run_playbook(state: State, hosts: Sequence[str], tuning: dict[str, str] | No
         private_data_dir=str(sdir / "runner"), project_dir=str(out / "ansible"), playbook="site.yml",
         cmdline=shlex.join(cmdline), envvars=env, ident=ident, forks=forks or max(1, len(hosts)),
         event_handler=on_event, cancel_callback=cancel.is_set, finished_callback=lambda _runner: done.set(),
-        quiet=True, rotate_artifacts=4, timeout=1800,
+        # rotate_artifacts=0: keep the artifacts of every run (a run of every scenario makes five; the summary's
+        # readers and the tests read the event streams after the rehearsal)
+        quiet=True, rotate_artifacts=0, timeout=1800,
         # one fact cache for every run of the rehearsal (ansible-runner's default is one per run, so the
         # second converge would gather again); absolute, so the runner does not put it under its artifacts
         fact_cache_type=env.get("ANSIBLE_CACHE_PLUGIN", "jsonfile"), fact_cache=str(sdir / "facts"))
