@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from clusterctl.cloud.hostname import aws_user_data
 from clusterctl.cloud.spec import CloudSpec, GroupSpec, StorageSpec
 
 DLAMI_NAME = "Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04) *"
@@ -227,7 +228,8 @@ def _ami(settings: Settings) -> pulumi.Input[str]:
 
 class GpuNodeGroup(pulumi.ComponentResource):
     """One launch template (full EFA interface layout, IMDSv2, encrypted root volume, capacity reservation)
-    and one instance per hostname, all in the cluster placement group."""
+    and one instance per hostname, all in the cluster placement group, named by its cloud-init user data
+    (:func:`clusterctl.cloud.hostname.aws_user_data`) and its ``Name`` tag."""
 
     def __init__(self, name: str, spec: CloudSpec, group: GroupSpec, settings: Settings, network: Network,
                  placement_group: aws.ec2.PlacementGroup, ami: pulumi.Input[str],
@@ -264,7 +266,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
                 host, instance_type=group.instance_type,
                 launch_template={"id": template.id, "version": template.latest_version.apply(str)},
                 placement_group=placement_group.name if spec.placement_group else None,
-                metadata_options=IMDSV2,
+                metadata_options=IMDSV2, user_data=aws_user_data(host),
                 tags={**tags, "Name": host, "clusterctl:hostname": host}, opts=child)
         self.register_outputs({"launch_template_id": template.id,
                                "private_ips": {h: i.private_ip for h, i in self.instances.items()}})
@@ -272,7 +274,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
 
 class HeadNodes(pulumi.ComponentResource):
     """Head and login instances (CPU types) outside the placement group: IMDSv2, encrypted root volume, in
-    the cluster subnet (or the public one with ``publicHead``)."""
+    the cluster subnet (or the public one with ``publicHead``); named like the GPU instances."""
 
     def __init__(self, name: str, spec: CloudSpec, groups: list[GroupSpec], settings: Settings, network: Network,
                  ami: pulumi.Input[str], opts: pulumi.ResourceOptions | None = None):
@@ -289,7 +291,7 @@ class HeadNodes(pulumi.ComponentResource):
                     host, ami=ami, instance_type=group.instance_type, key_name=settings.key_name,
                     subnet_id=network.public_subnet_id if public else network.subnet_id,
                     vpc_security_group_ids=[network.security_group_id], associate_public_ip_address=public,
-                    metadata_options=IMDSV2,
+                    metadata_options=IMDSV2, user_data=aws_user_data(host),
                     root_block_device={"volume_size": 200, "volume_type": "gp3", "encrypted": True,
                                        "delete_on_termination": True, "tags": tags},
                     tags={**tags, "Name": host, "clusterctl:hostname": host}, opts=child)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+from clusterctl.cloud import hostname
 from clusterctl.plan.model import AddressPool, ClusterPlan
 
 
@@ -58,6 +59,12 @@ class CloudSpec:
     groups: tuple[GroupSpec, ...]
     storage: tuple[StorageSpec, ...]
     tags: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Every host name must be one the provider can give an instance (clusterctl.cloud.hostname): checked
+        when the spec is made from a plan and when a program loads ``cluster.json``."""
+        for g in self.groups:
+            hostname.check(self.provider, g.hostnames)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"

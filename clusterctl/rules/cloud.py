@@ -265,3 +265,27 @@ def managed_lustre_bandwidth(plan: ClusterPlan) -> Iterator[Hit]:
                   f"({need_tib / TIB_PER_TB:,.1f} TB) of {service} at its fastest {per_tib:,} MB/s per TiB; "
                   f"capacity_tb {t.capacity_tb:g} ({tib:,.1f} TiB) gives at most {most:,.1f} GB/s",
                   f"raise capacity_tb to at least {need_tib / TIB_PER_TB:,.1f} or lower {key} to {most:,.1f}")
+
+
+@rule("CLOUD009", "cloud", Severity.ERROR, "host name a cloud instance cannot take")
+def instance_host_names(plan: ClusterPlan) -> Iterator[Hit]:
+    """Each cloud instance is given its blueprint host name (AWS: cloud-init user data; GCP: the instance
+    name; Azure: the computer name; docs/cloud.md), because slurmd finds its NodeName by the node's host name.
+    So every host of a cloud node group must be a lower-case RFC 1123 label (a-z, digits and '-', no '-' at
+    either end, at most 63 characters), starting with a letter on GCP (Compute Engine instance names). An
+    upper-case name, which NAME002 only warns about on bare metal, is an error here: Compute Engine refuses it
+    and cloud-init and the resolvers would disagree with Slurm about the case."""
+    from clusterctl.cloud.hostname import problem
+
+    cloud = plan.blueprint.cloud
+    if cloud is None:
+        return
+    for g in plan.groups:
+        if g.type.instance is None:
+            continue
+        for host in g.hosts:
+            why = problem(cloud.provider, host)
+            if why is not None:
+                yield Hit(g.path + ("hostnames",), f"node group {g.name}: {why}",
+                          "use lower-case letters, digits and hyphens, starting with a letter, e.g. gpu[0001-0128]")
+                break

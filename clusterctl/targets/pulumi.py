@@ -21,6 +21,7 @@ import json
 from clusterctl import __version__
 from clusterctl.cloud.spec import CloudSpec, cloud_network, cloud_spec
 from clusterctl.plan.model import ClusterPlan
+from clusterctl.targets import RenderError
 from clusterctl.targets.common import header, render_template
 
 MAIN = 'from clusterctl.cloud.program import run\nrun("cluster.json")\n'
@@ -69,7 +70,12 @@ def project_config(spec: CloudSpec, plan: ClusterPlan) -> list[tuple[str, str]]:
 
 
 def render(plan: ClusterPlan) -> dict[str, str]:
-    spec = cloud_spec(plan)
+    try:
+        spec = cloud_spec(plan)
+    except ValueError as exc:  # a host name the provider cannot give an instance (rule CLOUD009, suppressed)
+        error = RenderError(str(exc))
+        error.hint = "rename the hosts (rule CLOUD009)"
+        raise error from None
     if spec is None:
         return {}
     if spec.provider not in PROVIDERS:
