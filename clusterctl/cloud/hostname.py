@@ -16,7 +16,8 @@ resource per blueprint host, so each instance is named where it is created:
 - **GCP**: the instance name is the host name. Compute Engine gives a VM the host name ``NAME`` and the
   internal DNS name ``NAME.ZONE.c.PROJECT.internal``, resolvable by the short name inside the VPC (Compute
   Engine docs, "Internal DNS"); the ``hostname`` field takes only a custom FQDN of at least two labels, so it
-  is left unset. Instance names are ``[a-z]([-a-z0-9]*[a-z0-9])?``, at most 63 characters.
+  is left unset. Instance names are ``[a-z]([-a-z0-9]*[a-z0-9])?``, at most 63 characters (Compute Engine API,
+  instances resource, ``name``).
 - **Azure**: ``os_profile.computer_name`` is the host name the provisioning agent (cloud-init on the
   Ubuntu images) sets, and the VNet's Azure-provided DNS resolves it (Azure docs, "Name resolution for
   resources in Azure virtual networks"). Linux computer names: at most 64 characters, no ``.`` or ``_``.

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from clusterctl import hostlist
+from clusterctl.cloud.gpudirect import RXDM_ROLE, needs_rxdm
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.resources import data_dir
 from clusterctl.rules.slurm import parse_version, state_tier
@@ -406,6 +407,8 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
                 wanted.append("enroot_pyxis")
         if g.name in nccl:
             wanted.append("nccl")
+        if needs_rxdm(g):  # GCP A3 Mega: the RxDM prolog/epilog pieces (clusterctl/cloud/gpudirect.py)
+            wanted.append(RXDM_ROLE)
         if wanted:
             what = f"{g.type.gpus} x {g.type.gpu_model} per node" if g.type.gpus else "no GPUs"
             out.append(Play(f"Accelerator and fabric stack of node group {g.name}", g.name,

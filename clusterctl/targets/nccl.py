@@ -25,6 +25,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from clusterctl.cloud.gpudirect import RXDM_INSTANCE_TYPES
 from clusterctl.plan.model import ClusterPlan, FabricPlan, GroupPlan, NodeTypePlan
 from clusterctl.rules.software import vendor as accelerator_vendor
 from clusterctl.targets.common import at, conf_value, header, path_part, render_template
@@ -567,9 +568,12 @@ def _gcp_steps(nt: NodeTypePlan, fabric: str) -> list[ShellStep]:
                       (_export("NCCL_SOCKET_IFNAME", ",".join(GIB_SOCKET_IFNAMES)),)),
         ]
     profile = f"{TCPXO_LIB}/nccl-env-profile.sh"
+    installed_by = ((f"On {nt.instance_name} the 50-rxdm Slurm prolog (gcp_tcpxo role) installs it before every",
+                     "multi-node job, with the plugin, and starts RxDM (docs/cloud.md).")
+                    if nt.instance_name in RXDM_INSTANCE_TYPES else ())
     steps = [ShellStep((
         "Google's TCPXO profile: plugin and every tuning value (NCCL_BUFFSIZE, NCCL_PROTO, tuner config, ...);",
-        "clusterctl copies none of them."), (
+        "clusterctl copies none of them.", *installed_by), (
         f"if [ -r {profile} ]; then",
         f"  NCCL_LIB_DIR={TCPXO_LIB} source {profile}",
         f"else echo \"nccl-env: {profile} not found (GPUDirect-TCPXO not installed?)\" >&2; fi"))]

@@ -4,7 +4,8 @@
 # (bash) in the job before NCCL starts, e.g. at the top of the sbatch script. Sources: docs/nccl.md
 # (clusterctl).
 # Google's TCPXO profile: plugin and every tuning value (NCCL_BUFFSIZE, NCCL_PROTO, tuner config,
-# ...); clusterctl copies none of them.
+# ...); clusterctl copies none of them. On a3-megagpu-8g the 50-rxdm Slurm prolog (gcp_tcpxo role)
+# installs it before every multi-node job, with the plugin, and starts RxDM (docs/cloud.md).
 if [ -r /var/lib/tcpxo/lib64/nccl-env-profile.sh ]; then
   NCCL_LIB_DIR=/var/lib/tcpxo/lib64 source /var/lib/tcpxo/lib64/nccl-env-profile.sh
 else echo "nccl-env: /var/lib/tcpxo/lib64/nccl-env-profile.sh not found (GPUDirect-TCPXO not installed?)" >&2; fi
