@@ -70,10 +70,15 @@ def test_no_handler_restarts_slurmd_under_jobs():
     compute = REPO / "roles" / "slurm_compute"
     assert yaml.safe_load((compute / "handlers" / "main.yml").read_text()) == []
     restart = yaml.safe_load((compute / "tasks" / "restart.yml").read_text())
-    names = [t["name"] for t in restart[-1]["block"]]
-    assert names.index("Drain the node so that no new job starts on it") < names.index(
-        "Wait until the node runs no job") < names.index("Restart slurmd on the idle node") < names.index(
-        "Resume the node this role drained")
+    block = restart[-1]["block"]
+    steps = [(t.get("ansible.builtin.include_role") or {}).get("tasks_from") or t["name"] for t in block]
+    assert steps == ["drain", "Restart slurmd on the idle node", "resume"]  # the shared node_drain role
+    assert all(t["vars"]["node_drain_reason"] == "{{ slurm_compute_restart_reason }}"
+               for t in block if "ansible.builtin.include_role" in t)
+    drain = [t["name"] for t in yaml.safe_load((REPO / "roles" / "node_drain" / "tasks" / "drain.yml").read_text())]
+    assert drain.index("Drain the node so that no new job starts on it") < drain.index("Wait until the node runs no job")
+    resume = [t["name"] for t in yaml.safe_load((REPO / "roles" / "node_drain" / "tasks" / "resume.yml").read_text())]
+    assert resume[-1] == "Resume the node this role drained"
     pyxis = yaml.safe_load((REPO / "roles" / "enroot_pyxis" / "handlers" / "main.yml").read_text())
     slurmd = [h for h in pyxis if h.get("listen") == "Restart slurmd"]
     assert slurmd and all("ansible.builtin.file" in h and h["ansible.builtin.file"]["state"] == "absent"

@@ -76,6 +76,9 @@ class Software(StrictModel):
     nccl: Version | None = None
     doca: Version | None = None
     containers: Literal["enroot", "apptainer", "none"] = "enroot"
+    image_stack: Literal["keep", "replace"] | None = None
+    """a driver / DOCA-OFED stack the OS image already has: keep it when it satisfies the pins above, or remove
+    it first as NVIDIA documents and install the pinned one (default: keep on cloud blueprints, else replace)"""
 
 
 class Cloud(StrictModel):

@@ -30,7 +30,7 @@ from clusterctl.rehearse.nodes import control_dir, ssh
 from clusterctl.rehearse.state import Proc, State, alive, proc_of, state_dir
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
-HARDWARE_ROLES = ("doca_ofed", "nvidia_driver", "dcgm", "enroot_pyxis")
+HARDWARE_ROLES = ("doca_ofed", "nvidia_driver", "nvidia_imex", "dcgm", "enroot_pyxis")
 """GPU/RDMA driver roles: they install from NVIDIA's and Mellanox's repositories and need the hardware"""
 NVIDIA_MAJOR = 195
 """character device major of /dev/nvidiaN: the GPU stand-ins gres.conf's File= lines name"""

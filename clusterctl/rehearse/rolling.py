@@ -41,7 +41,8 @@ rolling run finds it running and must wait for it"""
 JOB_SCRIPT = ("until scontrol show node $SLURMD_NODENAME --oneliner | grep -q 'State=[A-Z+]*DRAIN'; do sleep 1; "
               f"done; sleep {JOB_AFTER_DRAIN_S}")
 WAIT_TASK = "Wait until the node runs no job"
-"""roles/slurm_compute/tasks/restart.yml: the task whose retries show the drained node waiting"""
+"""roles/node_drain/tasks/drain.yml (included by slurm_compute's restart.yml): the task whose retries show the drained
+node waiting"""
 
 
 @dataclass

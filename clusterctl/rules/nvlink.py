@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.rules.base import Hit, Severity, rule
+from clusterctl.rules.slurm import parse_version
 
 
 def multi_node(plan: ClusterPlan) -> list[GroupPlan]:
@@ -117,3 +118,63 @@ def topology_for_domains(plan: ClusterPlan) -> Iterator[Hit]:
                   f"jobs will straddle domains",
                   f"set slurm.topology: block with block_sizes starting at "
                   f"{g.nvlink_domain_gpus // g.type.gpus}, and run IMEX on the {_unit(g)}")
+
+
+IMEX_SWITCH = (24, 5)
+"""SwitchType=switch/nvidia_imex: Slurm 24.05 (NEWS/CHANGELOG 24.05: "switch/nvidia_imex - New plugin to manage
+NVIDIA IMEX channels"; slurm.conf(5) SwitchType). The plugin gives each job its own IMEX channel
+(/dev/nvidia-caps-imex-channels/channelN) inside the job; without it the channels must be created by the
+administrator (NVIDIA IMEX guide, "IMEX Channels": not created by default, dependent CUDA calls fail)."""
+IMEX_CHANNEL_COUNT = 2048
+"""SwitchParameters=imex_channel_count: the plugin's default (src/plugins/switch/nvidia_imex: channel_count =
+2048, channel 0 reserved) and the driver's default NVreg_ImexChannelCount; the plugin hands out minors below it"""
+
+
+def imex_groups(plan: ClusterPlan) -> list[GroupPlan]:
+    """Multi-node NVLink groups on machines this project configures (cloud providers run their own IMEX)."""
+    return [g for g in multi_node(plan) if g.type.instance is None]
+
+
+def has_inband(plan: ClusterPlan, g: GroupPlan) -> bool:
+    """Whether an in-band address pool covers the group: the IMEX peer list (nodes_config.cfg) is made of it."""
+    return any(p.role == "inband" and any(gi == g.index for gi, _, _ in p.group_offsets) for p in plan.addresses)
+
+
+def imex_configured(plan: ClusterPlan, g: GroupPlan) -> bool:
+    """The nvidia_imex role configures an IMEX domain for every NVLink domain of this group."""
+    return (g.type.instance is None and bool(g.type.gpus) and (g.nvlink_domain_gpus or 0) > g.type.gpus
+            and has_inband(plan, g))
+
+
+def _slurm_version(plan: ClusterPlan):
+    slurm = plan.blueprint.slurm
+    return parse_version(slurm.version) if slurm is not None else None
+
+
+@rule("NVLINK005", "nvlink", Severity.ERROR, "multi-node NVLink domains need Slurm's IMEX switch plugin")
+def imex_needs_switch_plugin(plan: ClusterPlan) -> Iterator[Hit]:
+    """A job on a multi-node NVLink domain needs an IMEX channel on every node it runs on (NVIDIA IMEX guide,
+    "IMEX Channels"); Slurm creates one per job with ``SwitchType=switch/nvidia_imex``, which arrived in 24.05.
+    With an older Slurm, clusterctl renders no switch plugin and CUDA's multi-node memory calls fail in jobs."""
+    version = _slurm_version(plan)
+    groups = multi_node(plan)
+    if version is None or not groups or version >= IMEX_SWITCH:
+        return
+    yield Hit(("slurm", "version"),
+              f"group {groups[0].name} has NVL{groups[0].nvlink_domain_gpus} domains but Slurm "
+              f"{plan.blueprint.slurm.version} predates switch/nvidia_imex ({IMEX_SWITCH[0]}.{IMEX_SWITCH[1]:02d}): "
+              f"jobs get no IMEX channel",
+              f"set slurm.version to {IMEX_SWITCH[0]}.{IMEX_SWITCH[1]:02d} or later")
+
+
+@rule("NVLINK006", "nvlink", Severity.WARNING, "multi-node NVLink domains without an IMEX peer list")
+def imex_needs_addresses(plan: ClusterPlan) -> Iterator[Hit]:
+    """IMEX's nodes_config.cfg lists the IP address of every node of the NVLink domain. Without an in-band
+    address pool for the group clusterctl cannot write it, so no IMEX domain is configured and the nccl target
+    does not force ``NCCL_MNNVL_ENABLE=1`` (NCCL would fail at init without IMEX)."""
+    for g in imex_groups(plan):
+        if not has_inband(plan, g):
+            yield Hit(g.path,
+                      f"group {g.name} has NVL{g.nvlink_domain_gpus} domains but no in-band address pool: "
+                      f"no IMEX peer list (nodes_config.cfg) can be rendered",
+                      "add an addresses: pool with role inband covering the group")

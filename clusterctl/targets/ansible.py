@@ -17,6 +17,7 @@ from clusterctl import hostlist
 from clusterctl.cloud.gpudirect import RXDM_ROLE, needs_rxdm
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.resources import data_dir
+from clusterctl.rules.nvlink import IMEX_SWITCH, imex_configured
 from clusterctl.rules.slurm import parse_version, state_tier
 from clusterctl.targets import RenderError
 from clusterctl.targets.common import at, conf_value, environment, header, path_part
@@ -29,7 +30,7 @@ CONTRACT_ROLES = ("slurm_preflight", "common", "munge", "slurm_controller", "slu
                   "slurmdbd", "nccl", "storage_clients", "node_health", "nvidia_driver", "doca_ofed", "dcgm",
                   "enroot_pyxis")
 """every role docs/render-layout.md names"""
-HARDWARE_ROLES = ("doca_ofed", "nvidia_driver", "dcgm", "enroot_pyxis")
+HARDWARE_ROLES = ("doca_ofed", "nvidia_driver", "nvidia_imex", "dcgm", "enroot_pyxis")
 """GPU node roles, in the order they are applied (DOCA-OFED before the driver: nvidia-peermem needs both)"""
 MOUNTED_ROLES = ("compute", "login")
 """node roles that mount the shared storage tiers"""
@@ -402,7 +403,7 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
         if g.type.gpus > 0:
             if any("infiniband" in n.protocols for n in g.type.nics):
                 wanted.append("doca_ofed")
-            wanted += ["nvidia_driver", "dcgm"]
+            wanted += ["nvidia_driver"] + (["nvidia_imex"] if imex_configured(plan, g) else []) + ["dcgm"]
             if sw is not None and sw.containers == "enroot":
                 wanted.append("enroot_pyxis")
         if g.name in nccl:
@@ -411,9 +412,14 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
             wanted.append(RXDM_ROLE)
         if wanted:
             what = f"{g.type.gpus} x {g.type.gpu_model} per node" if g.type.gpus else "no GPUs"
+            rollout = plan.blueprint.slurm.rollout if slurm and "nvidia_driver" in wanted else None
             out.append(Play(f"Accelerator and fabric stack of node group {g.name}", g.name,
-                            [r for r in wanted if r in available], comment=f"{g.count} x {g.type.name}, {what}",
-                            missing=[r for r in wanted if r not in available], named_by_blueprint=True))
+                            [r for r in wanted if r in available], comment=f"{g.count} x {g.type.name}, {what}"
+                            + (f"; rolling: {rollout.batch_percent} % at a time, a driver change drains the node "
+                               "and waits for its jobs first (docs/ansible.md, \"Rolling changes\")" if rollout else ""),
+                            missing=[r for r in wanted if r not in available], named_by_blueprint=True,
+                            serial=ROLLING_BATCH_TEMPLATE.format(percent=rollout.batch_percent) if rollout else None,
+                            max_fail_percentage=rollout.max_fail_percent if rollout else None))
     if slurm:
         out.append(Play("Slurm accounting daemon", "slurm_accounting", ["slurmdbd"]))
         shared_state = any(storage_mounts(plan, g)[0] for g in plan.groups if state_mount_tiers(plan, g))
@@ -436,6 +442,14 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
     if "login" in roles_present:
         out.append(Play("Login nodes", "login", ["storage_clients"] + (["slurm_login"] if slurm else [])))
     return out
+
+
+SHARED_ROLES = {"node_drain": ("slurm_compute", "nvidia_driver")}
+"""roles no play applies, included (include_role tasks_from) by the roles listed: copied with them"""
+
+
+def shared_roles(used: set[str]) -> set[str]:
+    return {r for r, users in SHARED_ROLES.items() if used & set(users)}
 
 
 ROLE_TESTS_DIR = "molecule"
@@ -472,6 +486,9 @@ def software_vars(plan: ClusterPlan) -> dict[str, object]:
     m = re.match(r"^(\d{3})(\.|$)", sw.driver)
     if m:
         out["nvidia_driver_branch"] = m.group(1)
+        if any(imex_configured(plan, g) for g in plan.groups):
+            out["nvidia_imex_branch"] = m.group(1)
+    out.update(image_stack_vars(plan))
     if sw.doca and re.match(r"^\d+\.\d+\.\d+$", sw.doca):
         out["doca_ofed_version"] = sw.doca
     major = sw.cuda.split(".")[0]
@@ -480,14 +497,29 @@ def software_vars(plan: ClusterPlan) -> dict[str, object]:
     return out
 
 
+def image_stack_vars(plan: ClusterPlan) -> dict[str, str]:
+    """What the driver and DOCA-OFED roles do with a stack the image ships: software.image_stack, else keep on
+    cloud blueprints (DLAMI, Azure HPC images carry a tested stack) and replace elsewhere."""
+    sw = plan.blueprint.software
+    policy = (sw.image_stack if sw is not None else None) or ("keep" if plan.blueprint.cloud is not None else "replace")
+    return {"nvidia_driver_image_stack": policy, "doca_ofed_image_stack": policy}
+
+
 def gpu_vars(g: GroupPlan) -> dict[str, object]:
     """nvidia_driver switches by node type: Fabric Manager on NVSwitch baseboards (8+ GPUs in one node's
     NVLink domain), IMEX where the NVLink domain spans nodes (peers in group_vars/nvlink_<group>_<n>.yml)."""
     if not g.type.gpus:
         return {}
     domain = g.nvlink_domain_gpus or 0
-    return {"nvidia_driver_fabric_manager": domain == g.type.gpus and g.type.gpus >= 8,
-            "nvidia_driver_imex": domain > g.type.gpus}
+    return {"nvidia_driver_fabric_manager": domain == g.type.gpus and g.type.gpus >= 8}
+
+
+def imex_vars(plan: ClusterPlan, g: GroupPlan) -> dict[str, object]:
+    """nvidia_imex: channel 0 for everyone only where Slurm's switch/nvidia_imex does not give each job its own."""
+    if not imex_configured(plan, g):
+        return {}
+    v = parse_version(plan.blueprint.slurm.version) if plan.blueprint.slurm else None
+    return {"nvidia_imex_channel0": v is None or v < IMEX_SWITCH}
 
 
 # --- YAML files: data built here, written by the emitter (clusterctl.targets.yamlout) -----------------
@@ -640,6 +672,10 @@ def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Seq
         sections.append((["slurm_compute: how long a drained node may take to finish its jobs before slurmd restarts "
                           "(slurm.rollout.drain_timeout_minutes)"],
                          {"slurm_compute_drain_timeout_s": bp.slurm.rollout.drain_timeout_minutes * 60}))
+    if bp.slurm and gpu_groups(plan):
+        sections.append((["nvidia_driver: a driver change drains the node first and waits this long for its jobs "
+                          "(slurm.rollout.drain_timeout_minutes)"],
+                         {"nvidia_driver_drain_timeout_s": bp.slurm.rollout.drain_timeout_minutes * 60}))
     if bp.slurm and bp.slurm.database_host:
         sections.append(([f"slurmdbd: the accounting database is the site's server {bp.slurm.database_host} "
                           "(slurm.database_host): not installed here"], {"slurmdbd_database_manage": False}))
@@ -683,8 +719,14 @@ def group_vars_file(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> s
                              unsafe({"nccl_env_file": n["nccl_env_file"]})))
     gv = gpu_vars(g)
     if gv:
-        sections.append(([f"nvidia_driver: Fabric Manager on NVSwitch baseboards; IMEX when the NVLink domain "
-                          f"({g.nvlink_domain_gpus} GPUs) spans nodes"], gv))
+        sections.append((["nvidia_driver: Fabric Manager on NVSwitch baseboards (8+ GPUs in one node's NVLink domain)"], gv))
+    iv = imex_vars(plan, g)
+    if iv:
+        sections.append(([f"nvidia_imex: the NVLink domain ({g.nvlink_domain_gpus} GPUs) spans nodes; IMEX channels "
+                          + ("come from Slurm's switch/nvidia_imex, one per job (slurm.conf SwitchType)"
+                             if not iv["nvidia_imex_channel0"] else
+                             "are not created by default (NVIDIA IMEX guide): channel 0 at driver load, no Slurm "
+                             "switch plugin")], iv))
     mounts, expected, local = storage_mounts(plan, g)
     if g.role == "compute":
         ports, rate = _rdma_nics(g)
@@ -717,9 +759,9 @@ def nvlink_vars_file(plan: ClusterPlan, name: str, g: GroupPlan, hosts: Sequence
     return yaml_file(plan, [
         f"Multi-node NVLink domain {name}: {len(hosts)} x {g.type.name} of node group {g.name} "
         f"({g.nvlink_domain_gpus} GPUs).",
-        "IMEX peers are the domain's in-band addresses, rendered here and never gathered from other hosts; empty when",
-        "the plan has none (the nvidia_driver role then leaves IMEX to a per-job prolog).",
-    ], [([], {"nvidia_driver_imex_peers": unsafe([p for p in peers if p] if all(peers) else [])})])
+        "IMEX peers are the domain's in-band addresses (nodes_config.cfg, NVIDIA IMEX guide), rendered here and never",
+        "gathered from other hosts.",
+    ], [([], {"nvidia_imex_peers": unsafe([p for p in peers if p] if all(peers) else [])})])
 
 
 def site_file(plan: ClusterPlan, site_plays: Sequence[Play]) -> str:
@@ -776,11 +818,13 @@ def render(plan: ClusterPlan) -> dict[str, str]:
         files[f"ansible/group_vars/{path_part(g.name, 'node group name')}.yml"] = group_vars_file(plan, g, nccl)
     addresses: dict[str, dict[str, str] | None] = {}
     for name, g, hosts in nvlink_domains(plan):
+        if not imex_configured(plan, g):
+            continue
         if g.name not in addresses:
             listed = group_addresses(plan, g)
             addresses[g.name] = dict(zip(g.hosts, listed)) if listed is not None else None
         files[f"ansible/group_vars/{path_part(name, 'NVLink domain group')}.yml"] = nvlink_vars_file(
             plan, name, g, hosts, addresses[g.name])
     used = {r for p in site_plays for r in p.roles}
-    files.update(role_files(used))
+    files.update(role_files(used | shared_roles(used)))
     return dict(sorted(files.items()))

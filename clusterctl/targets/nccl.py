@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from clusterctl.cloud.gpudirect import RXDM_INSTANCE_TYPES
 from clusterctl.plan.model import ClusterPlan, FabricPlan, GroupPlan, NodeTypePlan
+from clusterctl.rules.nvlink import imex_configured
 from clusterctl.rules.software import vendor as accelerator_vendor
 from clusterctl.targets.common import at, conf_value, header, path_part, render_template
 from clusterctl.targets.yamlout import comment
@@ -442,11 +443,16 @@ def _nvlink(plan: ClusterPlan, nt: NodeTypePlan, groups: Sequence[GroupPlan], cl
         if version is not None and version < (2, 21):
             out.append(Setting(((f"NCCL_MNNVL_ENABLE not set: NCCL {_v(version)} predates multi-node NVLink (2.21); "
                                 "upgrade NCCL."),)))
+        elif not (mnnvl := [g for g in groups if (g.nvlink_domain_gpus or 0) > nt.gpus]) or not all(
+                imex_configured(plan, g) for g in mnnvl):
+            out.append(Setting(("NCCL_MNNVL_ENABLE not set: no IMEX domain is configured for these nodes (no in-band "
+                                "address pool for nodes_config.cfg, rule NVLINK006); 1 would fail NCCL at init.",)))
         else:
             out.append(Setting((
                 (f"Multi-node NVLink domain (NVL{domain}: {domain // nt.gpus} nodes x {nt.gpus} GPUs): NCCL talks "
                 "NVLink between the nodes."),
-                "Needs a working IMEX domain (nvidia-imex on every node of the NVLink domain) and cuMem (default on).",
+                "Needs a working IMEX domain: the nvidia_imex role runs nvidia-imex on every node of the NVLink domain",
+                "(nodes_config.cfg: its in-band addresses); Slurm's switch/nvidia_imex gives each job a channel; cuMem on.",
                 "1 makes NCCL fail at init when IMEX is broken instead of silently falling back (default 2)."),
                 "NCCL_MNNVL_ENABLE", "1"))
     return out

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from clusterctl import hostlist
 from clusterctl.blueprint.software import Partition
 from clusterctl.plan.model import ClusterPlan, FabricPlan, GroupPlan
-from clusterctl.rules.nvlink import multi_node
+from clusterctl.rules.nvlink import IMEX_CHANNEL_COUNT, IMEX_SWITCH, multi_node
 from clusterctl.rules.slurm import AUTODETECT_NVIDIA, BLOCK_PLUGIN, BLOCK_SIZES, TOPOLOGY_YAML, parse_version
 from clusterctl.rules.software import vendor
 from clusterctl.targets import RenderError
@@ -72,6 +72,7 @@ FEATURES: dict[str, Version] = {
     "topology.conf BlockSizes": BLOCK_SIZES,
     "gres.conf AutoDetect=nvidia": AUTODETECT_NVIDIA,
     "topology.yaml": TOPOLOGY_YAML,
+    "SwitchType=switch/nvidia_imex": IMEX_SWITCH,
 }
 """option -> first Slurm release that has it (documented in docs/slurm.md)"""
 
@@ -464,6 +465,7 @@ def slurm_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan])
             _kv("GresTypes", "gpu"),
         )),
         Section(topo_comment, (_kv("TopologyPlugin", plugin),) if plugin else ()),
+        *imex_switch_sections(plan, version),
         Section("jobs run in cgroups (cgroup.conf), tasks bound to cores", (
             _kv("ProctrackType", "proctrack/cgroup"),
             _kv("TaskPlugin", "task/cgroup,task/affinity"),
@@ -494,6 +496,26 @@ def slurm_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan])
         Section("partitions", tuple(partition_lines(plan))),
     ]
     return render_template("slurm/slurm.conf.j2", header=header(plan), version=_v(version), sections=sections)
+
+
+def imex_switch_sections(plan: ClusterPlan, version: Version) -> list[Section]:
+    """SwitchType=switch/nvidia_imex where a group's NVLink domain spans nodes (GB200/GB300 NVL72): each job gets
+    its own IMEX channel; nothing on other clusters, and nothing before 24.05 (rule NVLINK005)."""
+    groups = multi_node(plan)
+    if not groups:
+        return []
+    domains = ", ".join(f"{g.name} NVL{g.nvlink_domain_gpus}" for g in groups)
+    if version < IMEX_SWITCH:
+        return [Section(f"multi-node NVLink ({domains}): switch/nvidia_imex needs Slurm {_v(IMEX_SWITCH)}; not "
+                        f"configured for {_v(version)}, so jobs get no IMEX channel (rule NVLINK005)", ())]
+    return [Section(
+        f"multi-node NVLink ({domains}): IMEX channels are not created by default and CUDA's multi-node memory "
+        f"calls fail without one (NVIDIA IMEX guide, IMEX Channels); switch/nvidia_imex gives each job its own "
+        f"channel (slurm.conf(5) SwitchType, Slurm {_v(IMEX_SWITCH)}); imex_channel_count is the plugin's and the "
+        f"driver's default (NVreg_ImexChannelCount), channel 0 reserved", (
+            _kv("SwitchType", "switch/nvidia_imex"),
+            f"SwitchParameters=imex_channel_count={IMEX_CHANNEL_COUNT}",  # constants only: key=value inside
+        ))]
 
 
 def tree_width(nodes: int) -> int:

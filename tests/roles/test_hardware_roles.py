@@ -34,7 +34,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 ROLES_DIR = REPO / "roles"
-ROLES = ("nvidia_driver", "doca_ofed", "dcgm", "enroot_pyxis")
+ROLES = ("nvidia_driver", "nvidia_imex", "doca_ofed", "dcgm", "enroot_pyxis")
 DEB_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
 
 
@@ -129,7 +129,7 @@ def test_galaxy_layout_and_named_tagged_tasks(role):
 def test_ansible_lint_production_profile(tmp_path):
     lint = _tool("ansible-lint")
     project = tmp_path / "project"
-    for role in ROLES:
+    for role in (*ROLES, "node_drain"):  # node_drain: included by nvidia_driver (tasks_from drain / resume)
         shutil.copytree(ROLES_DIR / role, project / "roles" / role)
     (project / ".ansible-lint").write_text("profile: production\noffline: true\n")
     env = {**os.environ, "NO_COLOR": "1", "ANSIBLE_HOME": str(tmp_path / "ansible-home")}
@@ -295,21 +295,28 @@ def _fixtures(root: Path) -> dict:
 def _nvidia_driver_cases(fx: dict) -> dict[str, dict]:
     base = _offline("nvidia_driver", {"nvidia_driver_repo_key_url": fx["key_url"]})
     return {
-        "fabric_manager_imex": {
-            **base,
-            "nvidia_driver_branch": "550",
-            "nvidia_driver_fabric_manager": True,
-            "nvidia_driver_imex": True,
-            "nvidia_driver_imex_peers": ["10.0.0.1", "10.0.0.2"],
-        },
+        "fabric_manager": {**base, "nvidia_driver_branch": "550", "nvidia_driver_fabric_manager": True},
         "plain": {**base, "nvidia_driver_branch": "570", "nvidia_driver_flavour": "proprietary"},
         "unversioned_branch": {**base, "nvidia_driver_branch": "595", "nvidia_driver_fabric_manager": True},
         "bad_branch": {**base, "nvidia_driver_branch": "abc"},
         "server_flavour_on_debian": {**base, "nvidia_driver_flavour": "server-open"},
-        "bad_imex_peer": {**base, "nvidia_driver_imex": True, "nvidia_driver_imex_peers": ["gpu01"]},
+        "bad_image_stack": {**base, "nvidia_driver_image_stack": "wipe"},
         "no_gpu": {**base, "nvidia_driver_skip_hardware_check": False},
         "wrong_type": {**base, "nvidia_driver_fabric_manager": "sometimes"},
         "bad_choice": {**base, "nvidia_driver_flavour": "closed"},
+    }
+
+
+def _nvidia_imex_cases(fx: dict) -> dict[str, dict]:
+    base = _offline("nvidia_imex", {"nvidia_imex_peers": ["10.0.0.1", "10.0.0.2"]})
+    return {
+        "domain": {**base, "nvidia_imex_branch": "570"},
+        "channel0": {**base, "nvidia_imex_channel0": True},
+        "unversioned_branch": {**base, "nvidia_imex_branch": "595"},
+        "bad_peer": {**base, "nvidia_imex_peers": ["gpu01"]},
+        "no_peers": {**base, "nvidia_imex_peers": []},
+        "not_a_peer": {**base, "nvidia_imex_skip_hardware_check": False, "nvidia_imex_peers": ["192.0.2.1"]},
+        "wrong_type": {**base, "nvidia_imex_channel0": "sometimes"},
     }
 
 
@@ -390,6 +397,7 @@ def role_runs(tmp_path_factory) -> dict[str, tuple[RoleRun, dict, dict]]:
     fx = _fixtures(root)
     plans = {
         "nvidia_driver": ("nvidia_driver", _nvidia_driver_cases(fx), True, None),
+        "nvidia_imex": ("nvidia_imex", _nvidia_imex_cases(fx), True, None),
         "doca_ofed": ("doca_ofed", _doca_ofed_cases(fx), True, None),
         "dcgm": ("dcgm", _dcgm_cases(fx), True, None),
         "enroot_pyxis": ("enroot_pyxis", _enroot_pyxis_cases(fx), True, None),
@@ -410,12 +418,13 @@ def _completed(role_runs, name: str) -> RoleRun:
 def test_nvidia_driver_check_mode(role_runs):
     run = _completed(role_runs, "nvidia_driver")
 
-    out = run.ok("fabric_manager_imex")
+    out = run.ok("fabric_manager")
     assert re.search(r"TASK \[nvidia_driver : Install NVIDIA packages nvidia-open-550 nvidia-fabricmanager-550 "
-                     r"libnvidia-nscq-550 nvidia-imex-550\]", out), out
+                     r"libnvidia-nscq-550\]", out), out
     assert "URIs: https://developer.download.nvidia.com/compute/cuda/repos/" in out
     assert "Signed-By: /etc/apt/keyrings/nvidia-cuda.asc" in out
-    assert "+10.0.0.1\n+10.0.0.2\n" in out  # nodes_config.cfg from the variable, not from other hosts' facts
+    assert "TASK [nvidia_driver : Decide whether to keep or replace the installed driver]" in out
+    assert "no NVIDIA driver installed" in out  # this machine has none: nothing kept, nothing removed
 
     out = run.ok("plain")
     assert "Install NVIDIA packages cuda-drivers-570]" in out
@@ -427,7 +436,7 @@ def test_nvidia_driver_check_mode(role_runs):
     assert 'nvidia_driver_branch must be a driver branch of three digits such as \\"580\\"' in run.failed("bad_branch")
     assert 'got \\"abc\\"' in run.failed("bad_branch")
     assert "exist only in the Ubuntu archive" in run.failed("server_flavour_on_debian")
-    assert "must list the IP address of every node of the IMEX" in run.failed("bad_imex_peer")
+    assert "Validation of arguments failed" in run.failed("bad_image_stack")
     if HAS_NVIDIA_GPU:
         run.ok("no_gpu")
     else:
@@ -435,6 +444,20 @@ def test_nvidia_driver_check_mode(role_runs):
     assert "Validation of arguments failed" in run.failed("wrong_type")
     assert "nvidia_driver_fabric_manager" in run.failed("wrong_type")
     assert "Validation of arguments failed" in run.failed("bad_choice")
+
+
+def test_nvidia_imex_check_mode(role_runs):
+    run = _completed(role_runs, "nvidia_imex")
+    out = run.ok("domain")
+    assert "TASK [nvidia_imex : Install nvidia-imex-570]" in out
+    assert "+10.0.0.1\n+10.0.0.2\n" in out  # nodes_config.cfg from the variable, not from other hosts' facts
+    assert "TASK [nvidia_imex : Leave IMEX channels to Slurm's switch/nvidia_imex]" in out
+    assert "+options nvidia NVreg_CreateImexChannel0=1" in run.ok("channel0")
+    assert "TASK [nvidia_imex : Install nvidia-imex]" in run.ok("unversioned_branch")
+    assert "must list the IP address of every node of the IMEX" in run.failed("bad_peer")
+    assert "must list the IP address of every node of the IMEX" in run.failed("no_peers")
+    assert "is in nvidia_imex_peers" in run.failed("not_a_peer")
+    assert "Validation of arguments failed" in run.failed("wrong_type")
 
 
 def test_doca_ofed_check_mode(role_runs):

@@ -105,3 +105,25 @@ def test_nvl72_with_tree_topology():
     assert "group gpu has NVL72 domains but slurm.topology is tree" in h.message and "18" in h.hint
     data["slurm"]["topology"] = "yaml"
     assert hits(data, "NVLINK004") == []
+
+
+def test_multi_node_nvlink_needs_slurm_24_05_for_imex_channels():
+    data = nvl72()
+    data["slurm"]["version"] = "23.11"
+    (h,) = hits(data, "NVLINK005")
+    assert h.path == ("slurm", "version")
+    assert h.message == ("group gpu has NVL72 domains but Slurm 23.11 predates switch/nvidia_imex (24.05): "
+                         "jobs get no IMEX channel")
+    data["slurm"]["version"] = "24.05"
+    assert hits(data, "NVLINK005") == []
+    assert hits(shipped("lab-2node") | {"slurm": {**shipped("lab-2node")["slurm"], "version": "23.11"}},
+                "NVLINK005") == []  # 8-GPU domains inside one node: no IMEX
+
+
+def test_imex_needs_an_in_band_pool_for_its_peer_list():
+    data = nvl72()
+    assert hits(data, "NVLINK006") == []
+    del data["addressing"]["inband"]
+    (h,) = hits(data, "NVLINK006")
+    assert h.path == ("node_groups", 0)
+    assert "no IMEX peer list (nodes_config.cfg) can be rendered" in h.message

@@ -1,0 +1,132 @@
+"""The driver and DOCA-OFED roles as parsed YAML: the installed stack is detected before any install task, the
+keep path skips every install task, and a driver change drains, waits, installs, reboots, checks and resumes in
+that order through the shared node_drain role. (No GPU, RDMA adapter or systemd here: the order is what can be
+asserted; ansible-lint and the check-mode runs are in test_hardware_roles.py.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from clusterctl.targets import ansible, render_targets, yamlout
+from tests.helpers import plan_of, shipped
+
+ROLES = Path(__file__).resolve().parents[2] / "roles"
+INSTALLING = ("ansible.builtin.get_url", "ansible.builtin.template", "ansible.builtin.reboot")
+
+
+def _tasks(role: str, name: str) -> list[dict]:
+    return yaml.safe_load((ROLES / role / "tasks" / name).read_text())
+
+
+def _names(tasks: list[dict]) -> list[str]:
+    return [t["name"] for t in tasks]
+
+
+def _installs(task: dict) -> bool:
+    """A task that changes packages or writes the repository (check-mode apt only resolves)."""
+    if "ansible.builtin.apt" in task:
+        return not task.get("check_mode", False)
+    if "ansible.builtin.command" in task:
+        return task.get("changed_when") is True
+    return any(k in task for k in INSTALLING)
+
+
+def _when(task: dict) -> str:
+    when = task.get("when", "")
+    return " and ".join(when) if isinstance(when, list) else str(when)
+
+
+def test_driver_detection_runs_before_any_install_task():
+    tasks = _tasks("nvidia_driver", "install.yml")
+    decide = _names(tasks).index("Decide whether to keep or replace the installed driver")
+    assert _names(tasks)[:decide] == ["Read the NVIDIA kernel module version on disk",
+                                      "Read the NVIDIA kernel module version in the kernel",
+                                      "Ask nvidia-smi for the driver version",
+                                      "Look for the NVIDIA .run installer's uninstaller"]
+    first_install = next(i for i, t in enumerate(tasks) if _installs(t))
+    assert decide < first_install
+
+
+def test_driver_keep_path_skips_every_install_task():
+    for t in _tasks("nvidia_driver", "install.yml"):
+        if _installs(t) and "ansible.builtin.reboot" not in t:
+            assert "not nvidia_driver__keep" in _when(t) or "nvidia_driver__remove" in _when(t), t["name"]
+
+
+def test_driver_change_drains_waits_installs_reboots_then_checks_and_resumes():
+    install = _tasks("nvidia_driver", "install.yml")
+    names = _names(install)
+    drain = names.index("Drain the node and wait until it runs no job (driver change)")
+    assert install[drain]["ansible.builtin.include_role"] == {"name": "node_drain", "tasks_from": "drain"}
+    assert install[drain]["vars"]["node_drain_reason"] == "{{ nvidia_driver_drain_reason }}"
+    assert "nvidia_driver__pending is changed" in _when(install[drain])
+    assert (names.index("Check whether the driver packages would change") < drain
+            < names.index("Remove the driver installed by NVIDIA's .run installer")
+            < names.index("Install NVIDIA packages {{ nvidia_driver__all_packages | join(' ') }}")
+            < names.index("Reboot to load the new kernel modules"))
+    reboot = install[names.index("Reboot to load the new kernel modules")]
+    assert _when(reboot) == "nvidia_driver_reboot_on_change | bool and nvidia_driver__module_stale"
+    configure = _tasks("nvidia_driver", "configure.yml")
+    resume = configure[-1]  # after the services started
+    assert resume["ansible.builtin.include_role"] == {"name": "node_drain", "tasks_from": "resume"}
+    assert resume["vars"] == {"node_drain_reason": "{{ nvidia_driver_drain_reason }}",
+                              "node_drain_check_argv": "{{ nvidia_driver_health_check_argv }}"}
+    assert "not nvidia_driver__reboot_pending" in _when(resume)  # the old module stays drained
+    defaults = yaml.safe_load((ROLES / "nvidia_driver" / "defaults" / "main.yml").read_text())
+    assert defaults["nvidia_driver_drain_reason"] == "clusterctl: driver update"
+    assert defaults["nvidia_driver_health_check_argv"] == ["/usr/local/sbin/node-health-check", "--no-drain"]
+
+
+def test_node_drain_is_the_one_drain_wait_resume_piece():
+    assert _names(_tasks("node_drain", "drain.yml")) == [
+        "Read this node's state from slurmctld", "Drain the node so that no new job starts on it",
+        "Wait until the node runs no job"]
+    resume = _tasks("node_drain", "resume.yml")
+    assert _names(resume) == ["Read the node's drain reason from slurmctld", "Check the node before it takes jobs again",
+                              "Resume the node this role drained"]
+    assert "('Reason=' ~ node_drain_reason) in node_drain__state.stdout" in _when(resume[-1])
+    assert "('Reason=' ~ node_drain_reason) in node_drain__state.stdout" in _when(resume[1])
+    for role in ("slurm_compute", "nvidia_driver"):  # nobody else drains by hand
+        for path in (ROLES / role / "tasks").glob("*.yml"):
+            assert "State=DRAIN" not in path.read_text(), path
+
+
+def test_doca_detection_runs_before_any_install_task_and_keep_skips_them():
+    tasks = _tasks("doca_ofed", "install.yml")
+    names = _names(tasks)
+    decide = names.index("Record the keep and remove decisions")
+    assert names[:2] == ["Ask ofed_info which OFED stack is installed", "Read the installed DOCA profile package version"]
+    assert decide < next(i for i, t in enumerate(tasks) if _installs(t))
+    assert (names.index("Remove MLNX_OFED with its uninstall script")
+            < names.index("Install DOCA-OFED packages {{ doca_ofed__packages | join(' ') }}"))
+    uninstall = tasks[names.index("Remove MLNX_OFED with its uninstall script")]
+    assert uninstall["ansible.builtin.command"]["argv"] == ["{{ doca_ofed_mlnx_ofed_uninstaller }}", "--force"]
+    for t in tasks:
+        if _installs(t) and "ansible.builtin.reboot" not in t:
+            assert "not doca_ofed__keep" in _when(t) or "doca_ofed__remove" in _when(t), t["name"]
+
+
+def test_image_stack_policy_is_rendered_keep_on_cloud_replace_on_premises():
+    def policy(data):
+        a = yamlout.load(render_targets(plan_of(data))["ansible/group_vars/all.yml"])
+        return a["nvidia_driver_image_stack"], a["doca_ofed_image_stack"]
+
+    assert policy(shipped("aws-p5")) == ("keep", "keep")
+    assert policy(shipped("lab-2node")) == ("replace", "replace")
+    data = shipped("lab-2node")
+    data["software"]["image_stack"] = "keep"
+    assert policy(data) == ("keep", "keep")
+
+
+def test_gpu_plays_roll_in_batches_with_the_drain_timeout():
+    files = render_targets(plan_of(shipped("lab-2node")))
+    site = yamlout.load(files["ansible/site.yml"])
+    (gpu,) = [p for p in site if p["hosts"] == "gpu"]
+    (compute,) = [p for p in site if p["hosts"] == "compute"]
+    assert gpu["serial"] == compute["serial"] and gpu["max_fail_percentage"] == compute["max_fail_percentage"]
+    all_yml = yamlout.load(files["ansible/group_vars/all.yml"])
+    assert all_yml["nvidia_driver_drain_timeout_s"] == all_yml["slurm_compute_drain_timeout_s"]
+    assert "ansible/roles/node_drain/tasks/drain.yml" in files
+    assert ansible.shared_roles({"nvidia_driver"}) == {"node_drain"}
