@@ -17,7 +17,7 @@ from clusterctl import hostlist
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.resources import data_dir
 from clusterctl.rules.slurm import parse_version, state_tier
-from clusterctl.targets import RenderError
+from clusterctl.targets import RenderError, roce
 from clusterctl.targets.common import at, conf_value, environment, header, path_part
 from clusterctl.targets.yamlout import (Flow, FlowMap, PureDumper, Unsafe, body, comment, comment_lines, dump,
                                         unsafe)
@@ -404,6 +404,8 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
             wanted += ["nvidia_driver", "dcgm"]
             if sw is not None and sw.containers == "enroot":
                 wanted.append("enroot_pyxis")
+        if roce.group_vars(plan, g) is not None:
+            wanted.append("roce_network")
         if g.name in nccl:
             wanted.append("nccl")
         if wanted:
@@ -682,6 +684,16 @@ def group_vars_file(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> s
     if gv:
         sections.append(([f"nvidia_driver: Fabric Manager on NVSwitch baseboards; IMEX when the NVLink domain "
                           f"({g.nvlink_domain_gpus} GPUs) spans nodes"], gv))
+    rv = roce.group_vars(plan, g)
+    if rv is not None:
+        rv["roce_network_rails"] = [FlowMap(r) for r in rv["roce_network_rails"]]
+        rv["roce_network_hosts"] = [Flow(r) for r in rv["roce_network_hosts"]]
+        rv["roce_network_qos"] = FlowMap(rv["roce_network_qos"])
+        sections.append((["roce_network: RDMA addresses of the compute NICs on RoCE fabric "
+                          f"{rv['roce_network_fabric']} (rail k of host i: base_k + i x stride; the host's index i "
+                          "from its name and the runs [prefix, width, first, last, index]), their routing tables "
+                          "and the fabric's QoS, the numbers NCCL_IB_TC and the switch files use (docs/roce.md)"],
+                         unsafe(rv)))
     mounts, expected, local = storage_mounts(plan, g)
     if g.role == "compute":
         ports, rate = _rdma_nics(g)
