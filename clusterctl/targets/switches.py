@@ -1,21 +1,26 @@
-"""switches target: ``switches/<switch>.nvue.yaml`` for every switch of a RoCE fabric built of NVIDIA Spectrum
-switches (Cumulus Linux, configured with NVUE), so the lossless path is declared once: the DSCP, PFC priority,
-ECN and MTU come from the same :func:`clusterctl.targets.roce.fabric_qos` as NCCL_IB_TC and the hosts' QoS.
+"""switches target: ``switches/<fabric>-<tier>.nvue.yaml`` for every tier (leaf, spine, core) of a RoCE fabric built
+of NVIDIA Spectrum switches (Cumulus Linux, configured with NVUE), so the lossless path is declared once: the
+DSCP, PFC priority, ECN and MTU come from the same :func:`clusterctl.targets.roce.fabric_qos` as NCCL_IB_TC
+and the hosts' QoS.
+
+One file per tier, not per switch: every switch of a tier is built the same way (same model, same ports in
+use), and the header names the switches it applies to as a host list. A 100,000-GPU RoCE fabric has ~4,800
+switches; a file each would be ~40 MB of identical text. The switch's own identity (hostname, management
+address, routing) comes from its provisioning (ZTP), which this file does not replace.
 
 Each file is an NVUE configuration (a list with one ``set`` document) that ``nv config patch FILE`` then
-``nv config apply`` loads: the hostname; RoCE lossless mode (``nv set qos roce mode lossless``); the DSCP to
-switch-priority map with L3 trust, PFC on the lossless priority and ECN on its traffic class, spelled out
-with the fabric's numbers; and every port the plan uses at the switch MTU, breakouts where one native port
-carries several node links (an 800G SN5600 port feeding two 400G NICs).
+``nv config apply`` loads: RoCE lossless mode (``nv set qos roce mode lossless``); the DSCP to switch-priority
+map with L3 trust, PFC on the lossless priority and ECN on its traffic class, spelled out with the fabric's
+numbers; and every port the plan uses at the switch MTU, with breakouts where one native port carries several
+node links (an 800G SN5600 port feeding two 400G NICs).
 
-What it does not hold: routing (BGP/EVPN or VLANs), port descriptions per cable and buffer tuning; see
-docs/roce.md. Sources: Cumulus Linux user guide "RDMA over Converged Ethernet - RoCE" and "Quality of
-Service" (NVUE), "Switch Port Attributes" (breakout, MTU).
+What it does not hold: hostname and routing (BGP/EVPN or VLANs), port descriptions per cable and buffer
+tuning; see docs/roce.md. Sources: Cumulus Linux user guide "RDMA over Converged Ethernet - RoCE" and
+"Quality of Service" (NVUE), "Switch Port Attributes" (breakout, MTU).
 """
 
 from __future__ import annotations
 
-from clusterctl import hostlist
 from clusterctl.plan.model import ClusterPlan, FabricPlan, SwitchTier
 from clusterctl.targets.common import header, path_part
 from clusterctl.targets.roce import RoceQos, fabric_qos
@@ -73,14 +78,17 @@ def qos_config(qos: RoceQos) -> dict:
     return config
 
 
-def _comments(plan: ClusterPlan, fp: FabricPlan, tier: SwitchTier, name: str, qos: RoceQos) -> list[str]:
-    lines = [
+def _comments(plan: ClusterPlan, fp: FabricPlan, tier: SwitchTier, qos: RoceQos) -> list[str]:
+    return [
         header(plan).rstrip("\n")[2:],
-        f"NVUE configuration of {name}: {tier.role} of RoCE fabric {fp.name}, {tier.model} (Cumulus Linux). Load it with "
-        f"`nv config patch {name}.nvue.yaml`, review `nv config diff`, then `nv config apply`.",
+        f"NVUE configuration of the {tier.count:,} {tier.role} switch{'es' if tier.count != 1 else ''} of RoCE "
+        f"fabric {fp.name}: {tier.names} ({tier.model}, Cumulus Linux). On each: `nv config patch FILE`, review "
+        "`nv config diff`, then `nv config apply`. Hostname, management address and routing come from provisioning.",
         f"Lossless RoCE, the numbers of the hosts and NCCL (one source, the fabric's QoS): RDMA DSCP {qos.dscp} "
         f"(NCCL_IB_TC {qos.traffic_class} = DSCP << 2 | ECN bits {qos.ecn_bits}) to switch priority "
-        f"{qos.pfc_priority}, PFC on priority {qos.pfc_priority}, ECN {f'marked on traffic class {qos.pfc_priority}' if qos.ecn else 'off'}, CNPs DSCP {qos.cnp_dscp} to priority {qos.cnp_priority}.",
+        f"{qos.pfc_priority}, PFC on priority {qos.pfc_priority}, ECN "
+        f"{f'marked on traffic class {qos.pfc_priority}' if qos.ecn else 'off'}, CNPs DSCP {qos.cnp_dscp} to priority "
+        f"{qos.cnp_priority}.",
         "qos.roce: `nv set qos roce enable on` / `mode lossless` (Cumulus Linux user guide, RDMA over Converged "
         "Ethernet - RoCE: trust L3, DSCP 26 to priority 3 with PFC and ECN, CNP priority 6 strict). qos.mapping, "
         "qos.pfc, qos.congestion-control: `nv set qos mapping default-global dscp D switch-priority P`, `nv set qos "
@@ -91,9 +99,8 @@ def _comments(plan: ClusterPlan, fp: FabricPlan, tier: SwitchTier, name: str, qo
         + (f"; downlink ports split {tier.down_breakout} ways (`nv set interface swpN link breakout "
            f"{tier.down_breakout}x`, Switch Port Attributes): {tier.down_gbps:g}G per node link"
            if tier.down_breakout > 1 else "") + ".",
-        "Not in this file: routing (BGP, VLANs), port descriptions, buffer tuning (docs/roce.md).",
+        "Not in this file: hostname, routing (BGP, VLANs), port descriptions, buffer tuning (docs/roce.md).",
     ]
-    return lines
 
 
 def render(plan: ClusterPlan) -> dict[str, str]:
@@ -103,11 +110,10 @@ def render(plan: ClusterPlan) -> dict[str, str]:
         if qos is None:
             continue
         for tier in fp.tiers:
-            if not nvue_switch(tier):
+            if not nvue_switch(tier) or not tier.count:
                 continue
-            entries = interfaces(tier, qos.switch_mtu)
-            for name in hostlist.expand(tier.names):
-                data = [{"set": {"system": {"hostname": name}, "qos": qos_config(qos), "interface": entries}}]
-                text = comment_lines(_comments(plan, fp, tier, name, qos)) + body(data, dumper=PureDumper)
-                files[f"switches/{path_part(name, 'switch name')}.nvue.yaml"] = text
+            data = [{"set": {"qos": qos_config(qos), "interface": interfaces(tier, qos.switch_mtu)}}]
+            name = path_part(f"{fp.name}-{tier.role}", "switch tier")
+            files[f"switches/{name}.nvue.yaml"] = comment_lines(_comments(plan, fp, tier, qos)) + body(
+                data, dumper=PureDumper)
     return files
