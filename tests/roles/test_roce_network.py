@@ -30,18 +30,9 @@ from clusterctl.blueprint.load import load_blueprint
 from clusterctl.plan import expand
 from clusterctl.targets import render_targets
 from tests.helpers import BLUEPRINTS, REPO
+from tests.roles.test_hardware_roles import _tool
 
 HOSTS = ("gpu001", "gpu099", "gpu100", "gpu128")
-
-
-def _tool(name: str) -> str:
-    path = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
-    if path is None:
-        message = f"{name} is not installed (the test extras install ansible-core and ansible-lint)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
