@@ -10,12 +10,14 @@ gpu099/gpu100 boundary) holds, for each of the 8 rails, the address ``AddressPoo
 prefix, the fabric MTU, a routing table per rail with the pool's subnet ``from`` that address, and a rule
 ``from`` that address to that table; the sysctl file the ARP/rp_filter settings on every rail; the QoS
 settings file the DSCP, PFC vector, ECN and CNP values of the fabric, which are those NCCL_IB_TC and the
-switch files carry. A second run reports no change. ansible-lint's production profile passes on the role.
+switch files carry. The same role on an IPv6 pool (the blueprint's rdma cidr changed to fd00:64::/64) writes
+the plan's IPv6 addresses. A second run reports no change. ansible-lint's production profile passes on the role.
 """
 
 from __future__ import annotations
 
 import re
+import ipaddress
 import os
 import shlex
 import shutil
@@ -29,7 +31,7 @@ import yaml
 from clusterctl.blueprint.load import load_blueprint
 from clusterctl.plan import expand
 from clusterctl.targets import render_targets
-from tests.helpers import BLUEPRINTS, REPO
+from tests.helpers import BLUEPRINTS, REPO, plan_of
 from tests.roles.test_hardware_roles import _tool
 
 HOSTS = ("gpu001", "gpu099", "gpu100", "gpu128")
@@ -55,27 +57,39 @@ def converged(plan, tmp_path_factory):
     playbook = _tool("ansible-playbook")
     work = tmp_path_factory.mktemp("roce")
     (work / "gpu.yml").write_text(render_targets(plan, ["ansible"])["ansible/group_vars/gpu.yml"])
+    (work / "gpu6.yml").write_text(render_targets(ipv6_plan(), ["ansible"])["ansible/group_vars/gpu.yml"])
     for k in range(8):  # the rails' RDMA devices and their network interfaces, as sysfs lists them
         (work / "sys" / "class" / "infiniband" / f"mlx5_{k}" / "device" / "net" / f"ens{k + 1}np0").mkdir(parents=True)
     (work / "inventory.yml").write_text(yaml.safe_dump(
         {"all": {"hosts": {h: {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
                            for h in HOSTS}}}))
-    out = "{{ playbook_dir }}/out/{{ inventory_hostname }}"
-    (work / "site.yml").write_text(yaml.safe_dump([{
-        "name": "RoCE hosts", "hosts": "all", "gather_facts": False, "vars_files": ["gpu.yml"],
-        "vars": {"roce_network_sysfs_root": "{{ playbook_dir }}/sys", "roce_network_apply": False,
-                 "roce_network_manage_services": False,
-                 "roce_network_netplan_path": out + "/netplan.yaml", "roce_network_sysctl_path": out + "/sysctl.conf",
-                 "roce_network_qos_conf_path": out + "/roce-qos.conf",
-                 "roce_network_qos_script_path": out + "/clusterctl-roce-qos",
-                 "roce_network_qos_unit_path": out + "/clusterctl-roce-qos.service"},
-        "pre_tasks": [{"name": "Output directory", "ansible.builtin.file": {"path": out, "state": "directory",
-                                                                             "mode": "0755"}}],
-        "roles": ["roce_network"]}], sort_keys=False))
+    def play(name: str, hosts: str, group_vars: str, out: str) -> dict:
+        return {
+            "name": name, "hosts": hosts, "gather_facts": False, "vars_files": [group_vars],
+            "vars": {"roce_network_sysfs_root": "{{ playbook_dir }}/sys", "roce_network_apply": False,
+                     "roce_network_manage_services": False,
+                     "roce_network_netplan_path": out + "/netplan.yaml", "roce_network_sysctl_path": out + "/sysctl.conf",
+                     "roce_network_qos_conf_path": out + "/roce-qos.conf",
+                     "roce_network_qos_script_path": out + "/clusterctl-roce-qos",
+                     "roce_network_qos_unit_path": out + "/clusterctl-roce-qos.service"},
+            "pre_tasks": [{"name": "Output directory", "ansible.builtin.file": {"path": out, "state": "directory",
+                                                                                 "mode": "0755"}}],
+            "roles": ["roce_network"]}
+
+    (work / "site.yml").write_text(yaml.safe_dump([
+        play("RoCE hosts", "all", "gpu.yml", "{{ playbook_dir }}/out/{{ inventory_hostname }}"),
+        play("RoCE hosts, IPv6 pool", "gpu100", "gpu6.yml", "{{ playbook_dir }}/out6/{{ inventory_hostname }}"),
+    ], sort_keys=False))
     runs = [_run([playbook, "-i", "inventory.yml", "site.yml"], work) for _ in range(2)]
     for r in runs:
         assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
     return work, *(_recap(r.stdout) for r in runs)
+
+
+def ipv6_plan():
+    data = yaml.safe_load((BLUEPRINTS / "hgx-h200-roce-1024.yaml").read_text())
+    data["addressing"]["rdma"]["cidr"] = "fd00:64::/64"
+    return plan_of(data)
 
 
 def _recap(stdout: str) -> dict[str, dict[str, int]]:
@@ -101,6 +115,18 @@ def test_addresses_are_the_planned_ones(plan, converged):
     last = yaml.safe_load((work / "out" / "gpu128" / "netplan.yaml").read_text())["network"]["ethernets"]
     assert first["ens1np0"]["addresses"] == ["10.64.0.17/21"]  # 16 reserved after the network address
     assert last["ens8np0"]["addresses"] == ["10.64.4.16/21"]   # 17 + 127 x 8 + 7 = 1,040 = 4 x 256 + 16
+
+
+def test_ipv6_pool_addresses(converged):
+    work = converged[0]
+    plan6 = ipv6_plan()
+    g = plan6.group("gpu")
+    pool = next(p for p in plan6.addresses if p.role == "compute")
+    eth = yaml.safe_load((work / "out6" / "gpu100" / "netplan.yaml").read_text())["network"]["ethernets"]
+    for k, nic in enumerate(eth.values()):
+        ip, prefix = nic["addresses"][0].split("/")
+        assert ipaddress.ip_address(ip) == ipaddress.ip_address(pool.address(g.index, 99, k)) and prefix == "64"
+        assert nic["routes"][0]["to"] == "fd00:64::/64" and nic["routing-policy"][0]["from"] == ip
 
 
 def test_source_routing_per_rail(plan, converged):
