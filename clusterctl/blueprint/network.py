@@ -65,9 +65,17 @@ class RoceFabric(_Fabric):
 
     kind: Literal["roce"]
     traffic_class: int = Field(default=106, ge=0, le=255)
-    """IP ToS byte for RDMA traffic (DSCP x 4 + ECN bits), must match the switches' lossless class"""
+    """IP ToS byte for RDMA traffic (DSCP x 4 + ECN bits), must match the switches' lossless class. The one
+    source of the RoCE QoS: NCCL_IB_TC, the hosts' DSCP trust and the switch files all take DSCP = this >> 2"""
     pfc_priority: int = Field(default=3, ge=0, le=7)
+    """priority (and switch traffic class) that RoCE's DSCP maps to and that PFC makes lossless"""
     mtu: int = Field(default=9000, ge=1500, le=9216)
+    """MTU of the hosts' RDMA interfaces (switch ports run at 9216, NVIDIA's jumbo setting)"""
+    ecn: bool = True
+    """ECN congestion control (DCQCN): the NICs react to and send CNPs, the switches mark ECN on the
+    lossless traffic class (NVIDIA's RoCE lossless default)"""
+    cnp_dscp: int = Field(default=48, ge=0, le=63)
+    """DSCP of congestion notification packets (NVIDIA's default 48, switch priority 6, strict)"""
 
 
 class EthernetFabric(_Fabric):

@@ -387,3 +387,63 @@ def double_attached(plan: ClusterPlan) -> Iterator[Hit]:
                           f"the {role} NICs of group {g.name} ({g.count:,} nodes × {n} port{'s' if n != 1 else ''}) "
                           f"are attached to fabrics {other.name} and {fp.name}",
                           "attach each NIC role of a group to one fabric")
+
+
+@rule("FABRIC012", "fabric", Severity.ERROR, "RoCE QoS that cannot be lossless")
+def roce_qos(plan: ClusterPlan) -> Iterator[Hit]:
+    """A RoCE fabric's QoS is declared once (``traffic_class``, ``pfc_priority``, ``ecn``, ``cnp_dscp``) and
+    becomes NCCL_IB_TC, the hosts' DSCP trust / PFC / ECN and the switch files. Checked: the ECN bits of the
+    traffic class (``traffic_class & 3``) are not 3 (CE, "congestion experienced", on every packet: DCQCN
+    would throttle all traffic); with ``ecn`` on they are not 0 (a Not-ECT packet is never marked, so
+    congestion control never reacts; NVIDIA's 106 is DSCP 26 with ECT(0)); the CNP DSCP differs from the
+    data DSCP, and the CNP priority (DSCP >> 3 in the default map: 48 -> 6) is not the lossless priority
+    (CNPs must not wait behind the paused data class; NVIDIA puts them on priority 6, strict)."""
+    for fp in plan.fabrics:
+        spec = _intent(plan, fp)
+        if spec.kind != "roce":
+            continue
+        tc, dscp, ecn_bits = spec.traffic_class, spec.traffic_class >> 2, spec.traffic_class & 3
+        if ecn_bits == 3:
+            yield Hit(fp.path + ("traffic_class",),
+                      f"fabric {fp.name}: traffic_class {tc} sets the ECN bits to 3 (CE, congestion experienced) on "
+                      f"every RDMA packet", f"use DSCP x 4 + 2 (ECT(0)): {dscp * 4 + 2}")
+        elif ecn_bits == 0 and spec.ecn:
+            yield Hit(fp.path + ("traffic_class",),
+                      f"fabric {fp.name}: traffic_class {tc} has ECN bits 0 (not ECN-capable) while ecn is on: the "
+                      f"switches never mark RDMA packets and congestion control never reacts",
+                      f"use DSCP x 4 + 2 (ECT(0)): {dscp * 4 + 2}, or set ecn: false", Severity.WARNING)
+        if spec.cnp_dscp == dscp:
+            yield Hit(fp.path + ("cnp_dscp",),
+                      f"fabric {fp.name}: cnp_dscp {spec.cnp_dscp} is the RDMA data DSCP (traffic_class {tc} >> 2)",
+                      "give CNPs their own DSCP (NVIDIA: 48)")
+        elif spec.cnp_dscp >> 3 == spec.pfc_priority:
+            yield Hit(fp.path + ("cnp_dscp",),
+                      f"fabric {fp.name}: cnp_dscp {spec.cnp_dscp} maps to priority {spec.cnp_dscp >> 3}, the "
+                      f"lossless priority (pfc_priority {spec.pfc_priority}): CNPs wait behind paused data",
+                      "give CNPs a DSCP of another priority (NVIDIA: 48, priority 6)", Severity.WARNING)
+
+
+@rule("FABRIC013", "fabric", Severity.ERROR, "node type on RoCE fabrics with different QoS")
+def roce_qos_per_node_type(plan: ClusterPlan) -> Iterator[Hit]:
+    """NCCL reads one NCCL_IB_TC per node (/etc/nccl.conf is rendered per node type). When the compute NICs
+    of one node type's groups sit on RoCE fabrics with different ``traffic_class`` or ``pfc_priority``, the
+    file can carry only one: the other fabric's traffic then runs in a class its switches do not keep
+    lossless, silently."""
+    seen: dict[str, tuple[FabricPlan, tuple[int, int]]] = {}
+    for fp in plan.fabrics:
+        spec = _intent(plan, fp)
+        if spec.kind != "roce":
+            continue
+        for gi, role in _pairs(fp):
+            if role != "compute":
+                continue
+            nt = plan.groups[gi].type.name
+            mine = (spec.traffic_class, spec.pfc_priority)
+            first, qos = seen.setdefault(nt, (fp, mine))
+            if qos != mine:
+                yield Hit(fp.path + ("traffic_class",),
+                          f"node type {nt} has compute NICs on RoCE fabrics {first.name} (traffic_class {qos[0]}, "
+                          f"pfc_priority {qos[1]}) and {fp.name} (traffic_class {mine[0]}, pfc_priority {mine[1]}); "
+                          f"its nccl.conf holds one NCCL_IB_TC",
+                          "give both fabrics the same traffic_class and pfc_priority")
+                break

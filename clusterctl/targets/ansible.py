@@ -19,7 +19,7 @@ from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.resources import data_dir
 from clusterctl.rules.nvlink import IMEX_SWITCH, imex_configured
 from clusterctl.rules.slurm import parse_version, state_tier
-from clusterctl.targets import RenderError
+from clusterctl.targets import RenderError, roce
 from clusterctl.targets.common import at, conf_value, environment, header, path_part
 from clusterctl.targets.yamlout import (Flow, FlowMap, PureDumper, Unsafe, body, comment, comment_lines, dump,
                                         unsafe)
@@ -406,6 +406,8 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
             wanted += ["nvidia_driver"] + (["nvidia_imex"] if imex_configured(plan, g) else []) + ["dcgm"]
             if sw is not None and sw.containers == "enroot":
                 wanted.append("enroot_pyxis")
+        if roce.group_vars(plan, g) is not None:
+            wanted.append("roce_network")
         if g.name in nccl:
             wanted.append("nccl")
         if needs_rxdm(g):  # GCP A3 Mega: the RxDM prolog/epilog pieces (clusterctl/cloud/gpudirect.py)
@@ -727,6 +729,16 @@ def group_vars_file(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> s
                              if not iv["nvidia_imex_channel0"] else
                              "are not created by default (NVIDIA IMEX guide): channel 0 at driver load, no Slurm "
                              "switch plugin")], iv))
+    rv = roce.group_vars(plan, g)
+    if rv is not None:
+        rv["roce_network_rails"] = [FlowMap(r) for r in rv["roce_network_rails"]]
+        rv["roce_network_hosts"] = [Flow(r) for r in rv["roce_network_hosts"]]
+        rv["roce_network_qos"] = FlowMap(rv["roce_network_qos"])
+        sections.append((["roce_network: RDMA addresses of the compute NICs on RoCE fabric "
+                          f"{rv['roce_network_fabric']} (rail k of host i: base_k + i x stride; the host's index i "
+                          "from its name and the runs [prefix, width, first, last, index]), their routing tables "
+                          "and the fabric's QoS, the numbers NCCL_IB_TC and the switch files use (docs/roce.md)"],
+                         unsafe(rv)))
     mounts, expected, local = storage_mounts(plan, g)
     if g.role == "compute":
         ports, rate = _rdma_nics(g)

@@ -30,6 +30,7 @@ from clusterctl.plan.model import ClusterPlan, FabricPlan, GroupPlan, NodeTypePl
 from clusterctl.rules.nvlink import imex_configured
 from clusterctl.rules.software import vendor as accelerator_vendor
 from clusterctl.targets.common import at, conf_value, header, path_part, render_template
+from clusterctl.targets.roce import fabric_qos
 from clusterctl.targets.yamlout import comment
 
 # --- documented defaults (docs/nccl.md explains each) ------------------------------------------------
@@ -318,10 +319,13 @@ def _rdma(plan: ClusterPlan, nt: NodeTypePlan, comp: _Compute) -> list[Setting]:
 
 def _roce(plan: ClusterPlan, comp: _Compute) -> list[Setting]:
     out: list[Setting] = []
-    tc = comp.traffic_classes[0]
-    why = [f"RoCE traffic class: the fabric's traffic_class, the IP ToS byte: DSCP {tc >> 2} (TC >> 2), ECN bits {tc & 3}.",
-           f"It must match the switches' lossless class (PFC priority {comp.pfc_priority}); a mismatch is silent:",
-           "RDMA then runs lossy. The NICs must trust DSCP and map it to that priority (host setup, not NCCL)."]
+    qos = fabric_qos(plan, comp.fabrics[0])
+    assert qos is not None  # comp.kind is roce: its first fabric is a RoCE fabric
+    tc = qos.traffic_class
+    why = [f"RoCE traffic class: the fabric's traffic_class, the IP ToS byte: DSCP {qos.dscp} (TC >> 2), ECN bits "
+           f"{qos.ecn_bits}. It must match the switches' lossless class (PFC priority {qos.pfc_priority}); a mismatch is",
+           "silent: RDMA then runs lossy. The same fabric QoS sets the hosts (roce_network role: DSCP trust, PFC, ECN)",
+           f"and the switch files (switches/{qos.fabric}-*.nvue.yaml): docs/roce.md."]
     if len(comp.traffic_classes) > 1:
         why.append(f"WARNING: this node type's compute fabrics use different traffic classes "
                    f"({', '.join(map(str, comp.traffic_classes))}); the first is used.")

@@ -3,9 +3,9 @@ original; and the broken example blueprints run through the real command line.""
 
 from __future__ import annotations
 
-from tests.helpers import hits, lab
+from tests.helpers import hits, lab, shipped
 
-FABRIC = tuple(f"FABRIC{n:03d}" for n in range(1, 12))
+FABRIC = tuple(f"FABRIC{n:03d}" for n in range(1, 14))
 
 
 def ib(data):
@@ -277,3 +277,52 @@ def test_same_nics_on_two_fabrics():
     (h,) = hits(data, "FABRIC011")
     assert str(h.severity) == "warning" and h.path == ("fabrics", 2, "attach", 0)
     assert h.message == "the bmc NICs of group gpu (2 nodes × 1 port) are attached to fabrics mgmt and bmc2"
+
+
+# --- FABRIC012 / FABRIC013 RoCE QoS ------------------------------------------------------------------------
+
+def roce_bp(**qos):
+    data = shipped("hgx-h200-roce-1024")
+    data["fabrics"][0].update(qos)
+    return data
+
+
+def test_roce_qos_quiet_on_nvidia_defaults():
+    assert not hits(roce_bp(), "FABRIC012") and not hits(roce_bp(), "FABRIC013")
+
+
+def test_roce_traffic_class_with_ce_bits():
+    (h,) = hits(roce_bp(traffic_class=107), "FABRIC012")
+    assert str(h.severity) == "error" and h.path == ("fabrics", 0, "traffic_class")
+    assert h.message == ("fabric roce: traffic_class 107 sets the ECN bits to 3 (CE, congestion experienced) on every "
+                         "RDMA packet") and h.hint == "use DSCP x 4 + 2 (ECT(0)): 106"
+
+
+def test_roce_not_ect_with_ecn_on_warns():
+    (h,) = hits(roce_bp(traffic_class=104), "FABRIC012")
+    assert str(h.severity) == "warning" and "ECN bits 0 (not ECN-capable) while ecn is on" in h.message
+    assert not hits(roce_bp(traffic_class=104, ecn=False), "FABRIC012")
+
+
+def test_roce_cnp_dscp_is_the_data_dscp():
+    (h,) = hits(roce_bp(cnp_dscp=26), "FABRIC012")
+    assert str(h.severity) == "error" and h.path == ("fabrics", 0, "cnp_dscp")
+    assert h.message == "fabric roce: cnp_dscp 26 is the RDMA data DSCP (traffic_class 106 >> 2)"
+
+
+def test_roce_cnp_on_the_lossless_priority_warns():
+    (h,) = hits(roce_bp(cnp_dscp=30), "FABRIC012")
+    assert str(h.severity) == "warning" and "maps to priority 3, the lossless priority" in h.message
+
+
+def test_node_type_on_roce_fabrics_with_different_qos():
+    data = roce_bp()
+    data["node_groups"].append({"name": "gpu2", "type": "hgx", "count": 4, "hostnames": "gpu[201-204]"})
+    data["fabrics"].append({"name": "roce2", "kind": "roce", "tiers": 1, "switch": "sn5600", "traffic_class": 98,
+                            "attach": [{"group": "gpu2", "nic_role": "compute"}]})
+    (h,) = hits(data, "FABRIC013")
+    assert h.path == ("fabrics", 4, "traffic_class")
+    assert h.message == ("node type hgx has compute NICs on RoCE fabrics roce (traffic_class 106, pfc_priority 3) and "
+                         "roce2 (traffic_class 98, pfc_priority 3); its nccl.conf holds one NCCL_IB_TC")
+    data["fabrics"][4]["traffic_class"] = 106
+    assert not hits(data, "FABRIC013")

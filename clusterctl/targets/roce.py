@@ -1,0 +1,196 @@
+"""RoCE: the one QoS declaration of a RoCE fabric and the compact per-group RDMA address tables.
+
+Everything that must agree across the host, the NCCL settings and the switches is computed here once:
+
+- :func:`fabric_qos`: DSCP, PFC priority, ECN, CNP DSCP and MTU of a RoCE fabric, from its ``traffic_class``
+  (the IP ToS byte NCCL_IB_TC carries: DSCP << 2 | ECN bits), ``pfc_priority``, ``ecn``, ``cnp_dscp`` and
+  ``mtu``. The nccl target writes ``NCCL_IB_TC`` from it, the roce_network role's group variables carry it
+  to the hosts (mlnx_qos, ECN sysfs), the switches target writes it into every switch file.
+- :func:`group_vars`: what the roce_network role needs to give a host its RDMA addresses without one line
+  per host: per rail the integer address of the group's first host, the addresses per host (stride), and
+  the group's host names as numbered runs (``[prefix, width, first, last, index of first]``), from which
+  the role computes the host's position. A 128,000-node group named ``gpu[000001-128000]`` is one run.
+
+Sources (docs/roce.md): Cumulus Linux "RDMA over Converged Ethernet - RoCE" (lossless mode: DSCP 26 to
+switch priority 3, PFC on 3, ECN on traffic class 3, CNP on priority 6); DOCA/MLNX_OFED "Quality of Service"
+(mlnx_qos --trust dscp, --pfc) and "Explicit Congestion Notification" (/sys/class/net/<if>/ecn/...).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from clusterctl.plan.model import AddressPool, ClusterPlan, FabricPlan, GroupPlan
+
+SWITCH_MTU = 9216
+"""switch port MTU on a RoCE fabric: NVIDIA's jumbo setting on Spectrum (Cumulus Linux default for RoCE
+designs), above every host MTU the blueprint allows (at most 9216)"""
+TABLE_BASE = 100
+"""rail k's routing table is TABLE_BASE + 1 + k (101 for the first rail): clear of main (254), local (255)"""
+RULE_PRIORITY_BASE = 1000
+"""rail k's ``from <address>`` rule has priority RULE_PRIORITY_BASE + k: before main's 32766"""
+
+
+@dataclass(frozen=True, slots=True)
+class RoceQos:
+    fabric: str
+    traffic_class: int
+    """the IP ToS byte of RDMA packets (NCCL_IB_TC)"""
+    pfc_priority: int
+    ecn: bool
+    cnp_dscp: int
+    mtu: int
+    switch_mtu: int = SWITCH_MTU
+
+    @property
+    def dscp(self) -> int:
+        return self.traffic_class >> 2
+
+    @property
+    def ecn_bits(self) -> int:
+        return self.traffic_class & 3
+
+    @property
+    def cnp_priority(self) -> int:
+        """the priority CNPs take on the NIC: the default DSCP-to-priority map (DSCP >> 3), 48 -> 6"""
+        return self.cnp_dscp >> 3
+
+    @property
+    def pfc_vector(self) -> str:
+        """mlnx_qos --pfc value: one 0/1 per priority 0..7"""
+        return ",".join("1" if p == self.pfc_priority else "0" for p in range(8))
+
+
+def fabric_qos(plan: ClusterPlan, fp: FabricPlan) -> RoceQos | None:
+    """The QoS of a RoCE fabric, None for other kinds."""
+    spec = plan.blueprint.fabrics[fp.index]
+    if spec.kind != "roce":
+        return None
+    return RoceQos(fp.name, spec.traffic_class, spec.pfc_priority, spec.ecn, spec.cnp_dscp, spec.mtu)
+
+
+def compute_roce_fabrics(plan: ClusterPlan, g: GroupPlan) -> list[FabricPlan]:
+    """The RoCE fabrics a group's compute NICs are attached to (normally one; FABRIC011 warns about two)."""
+    pos = plan.groups.index(g)
+    return [f for f in plan.fabrics if f.kind == "roce" and (pos, "compute") in f.attached]
+
+
+def compute_pool(plan: ClusterPlan, g: GroupPlan) -> tuple[AddressPool, int, int] | None:
+    """(pool, first slot, addresses per host) of the group's compute (RDMA) addresses, None without one."""
+    for pool in plan.addresses:
+        if pool.role != "compute":
+            continue
+        for gi, first, per_host in pool.group_offsets:
+            if gi == g.index:
+                return pool, first, per_host
+    return None
+
+
+_DIGITS = "0123456789"
+
+
+def host_runs(names: tuple[str, ...] | list[str]) -> list[list]:
+    """Host names as runs ``[prefix, width, first, last, index]``: the names ``prefix`` + number for
+    ``first..last`` (zero-padded to ``width`` digits, 0 = unpadded) are hosts ``index..`` of the group.
+    A name without a trailing number is its own run with width -1. Linear in the number of hosts."""
+    runs: list[list] = []
+    last: list | None = None
+    for i, name in enumerate(names):
+        prefix = name.rstrip(_DIGITS)
+        digits = name[len(prefix):]
+        if not digits or not digits.isascii():
+            runs.append([name, -1, 0, 0, i])
+            last = None
+            continue
+        num = int(digits)
+        if (last is not None and last[0] == prefix and last[1] >= 0 and num == last[3] + 1
+                and (len(digits) == last[1] if last[1] else digits[0] != "0")):
+            last[3] = num  # a padded run continues while the number keeps its width (as ansible_ranges)
+            continue
+        last = [prefix, len(digits) if digits[0] == "0" and len(digits) > 1 else 0, num, num, i]
+        runs.append(last)
+    return runs
+
+
+def host_index(runs: list[list], name: str) -> int:
+    """The position of ``name`` in its group from :func:`host_runs` (what the role computes), -1 if absent."""
+    for prefix, width, first, last, index in runs:
+        if width < 0:
+            if name == prefix:
+                return index
+            continue
+        digits = name[len(prefix):]
+        if not name.startswith(prefix) or not digits.isdigit():
+            continue
+        if (len(digits) == width) if width else digits == str(int(digits)):
+            if first <= int(digits) <= last:
+                return index + int(digits) - first
+    return -1
+
+
+@dataclass(frozen=True, slots=True)
+class Rail:
+    index: int
+    device: str
+    """RDMA device (mlx5_N), the same name NCCL_IB_HCA lists; empty when it cannot be derived"""
+    base: int
+    """the address of this rail's NIC on the group's first host, as an integer"""
+    table: int
+    priority: int
+
+
+def rails(plan: ClusterPlan, g: GroupPlan, devices: tuple[str, ...]) -> tuple[str, list[Rail], int] | None:
+    """(pool cidr, the group's rails, addresses per host), None when the group has no RDMA pool."""
+    found = compute_pool(plan, g)
+    if found is None:
+        return None
+    pool, first, per_host = found
+    net = ipaddress.ip_network(pool.cidr)
+    base = int(net.network_address) + pool.first_host_offset + first
+    n = g.type.nic_count("compute")
+    return pool.cidr, [Rail(k, devices[k] if k < len(devices) else "", base + k, TABLE_BASE + 1 + k,
+                            RULE_PRIORITY_BASE + k) for k in range(n)], per_host
+
+
+def address(cidr: str, rail: Rail, stride: int, host: int) -> str:
+    """What the role writes for ``host`` on ``rail`` (tests compare it with AddressPool.address)."""
+    net = ipaddress.ip_network(cidr)
+    cls = ipaddress.IPv4Address if net.version == 4 else ipaddress.IPv6Address
+    return str(cls(rail.base + host * stride))
+
+
+def rail_devices(plan: ClusterPlan, g: GroupPlan) -> tuple[str, ...]:
+    """The compute RDMA device of each rail: the names NCCL_IB_HCA lists (one source), without ``:port``;
+    empty when they cannot be derived (then the role needs roce_network_interfaces)."""
+    from clusterctl.targets.nccl import compute_hcas  # nccl imports this module
+
+    hcas, _ = compute_hcas(plan, g.type)
+    if hcas is None or isinstance(hcas, str):
+        return ()
+    return tuple(h.split(":")[0] for h in hcas)
+
+
+def group_vars(plan: ClusterPlan, g: GroupPlan) -> dict | None:
+    """The roce_network role's variables for a group whose compute NICs are on a RoCE fabric with an RDMA
+    pool; None otherwise. Size independent of the group's host count (for consecutive host names)."""
+    fabrics = compute_roce_fabrics(plan, g)
+    if not fabrics or g.type.instance is not None:
+        return None
+    qos = fabric_qos(plan, fabrics[0])
+    found = rails(plan, g, rail_devices(plan, g))
+    if qos is None or found is None:
+        return None
+    cidr, rail_list, stride = found
+    return {
+        "roce_network_fabric": qos.fabric,
+        "roce_network_cidr": cidr,
+        "roce_network_stride": stride,
+        "roce_network_rails": [{"device": r.device, "base": r.base, "table": r.table, "priority": r.priority}
+                               for r in rail_list],
+        "roce_network_hosts": host_runs(g.hosts),
+        "roce_network_mtu": qos.mtu,
+        "roce_network_qos": {"traffic_class": qos.traffic_class, "dscp": qos.dscp, "pfc_priority": qos.pfc_priority,
+                             "pfc": qos.pfc_vector, "ecn": qos.ecn, "cnp_dscp": qos.cnp_dscp,
+                             "cnp_priority": qos.cnp_priority},
+    }
