@@ -431,7 +431,10 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
                         serial=ROLLING_BATCH_TEMPLATE.format(percent=rollout.batch_percent) if rollout else None,
                         max_fail_percentage=rollout.max_fail_percent if rollout else None))
     if "login" in roles_present:
-        out.append(Play("Login nodes", "login", ["storage_clients"] + (["slurm_login"] if slurm else [])))
+        pyxis = ["enroot_pyxis"] if slurm and enroot_login(plan) and "enroot_pyxis" in available else []
+        out.append(Play("Login nodes", "login", ["storage_clients"] + pyxis + (["slurm_login"] if slurm else []),
+                        comment="pyxis's SPANK plugin on the login nodes too: srun --container-image parses its "
+                                "options where srun runs" if pyxis else ""))
     return out
 
 
@@ -475,6 +478,27 @@ def software_vars(plan: ClusterPlan) -> dict[str, object]:
     if major in ("11", "12", "13"):
         out["dcgm_cuda_major"] = int(major)
     return out
+
+
+def enroot_login(plan: ClusterPlan) -> bool:
+    """Whether login nodes get pyxis: containers are enroot (pyxis's SPANK plugin must be loaded where srun runs,
+    github.com/NVIDIA/pyxis README: plugstack.conf on the login nodes too)."""
+    sw = plan.blueprint.software
+    return sw is not None and sw.containers == "enroot"
+
+
+APPARMOR_USERNS_OS = ("ubuntu-24.04",)
+"""software.os values whose kernel sets kernel.apparmor_restrict_unprivileged_userns=1 by default (Ubuntu 24.04
+release notes): enroot gets its AppArmor profile there"""
+
+
+def container_vars(plan: ClusterPlan) -> dict[str, object]:
+    """enroot_pyxis switches from software:. On Ubuntu 24.04 enroot's AppArmor profile (userns for enroot-nsenter)
+    instead of lifting the restriction for every program with the sysctl."""
+    sw = plan.blueprint.software
+    if sw is None or sw.containers != "enroot" or sw.os not in APPARMOR_USERNS_OS:
+        return {}
+    return {"enroot_pyxis_apparmor_profile": True}
 
 
 def gpu_vars(g: GroupPlan) -> dict[str, object]:
@@ -625,6 +649,10 @@ def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Seq
             "clusterctl_containers": sw.containers})))
     sections.append((["hardware roles: what software: pins (driver branch, DOCA-Host release, CUDA major for DCGM)"],
                      unsafe(software_vars(plan))))
+    if container_vars(plan):
+        sections.append((["enroot_pyxis: Ubuntu 24.04 restricts unprivileged user namespaces to AppArmor profiles with "
+                          "a userns rule; enroot's profile grants it to enroot-nsenter alone (roles/enroot_pyxis/README.md)"],
+                         container_vars(plan)))
     if bp.slurm:
         sections.append((["Slurm: the configuration files are rendered in <dir>/slurm/ and copied as they are;",
                           "slurm_version is the release they are for (the slurm_preflight play checks every host)"],
@@ -702,6 +730,9 @@ def group_vars_file(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> s
                           "the client"] if lustre else [], {"storage_clients_lustre_install": lustre}))
         sections.append((["storage_clients: node-local directories (NVMe scratch) that must exist"],
                          {"storage_clients_local_dirs": unsafe(Flow(local))}))
+    if g.role == "login" and plan.blueprint.slurm is not None and enroot_login(plan):
+        sections.append((["enroot_pyxis: pyxis's SPANK plugin only (srun parses --container-* here); containers run on "
+                          "the compute nodes"], {"enroot_pyxis_install_enroot": False}))
     what = t.server_name or t.instance_name
     return yaml_file(plan, [f"Node group {g.name}: {g.count} x {t.name} ({what}), role {g.role}.",
                             "Expectations from the plan, used by the roles and by node_health (Slurm's "

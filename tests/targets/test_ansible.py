@@ -279,7 +279,7 @@ def test_site_yml_lists_only_copied_roles(pod_files):
     copied = {p.split("/")[2] for p in pod_files if p.startswith("ansible/roles/")}
     assert used == copied
     login = next(p for p in site if p["hosts"] == "login")
-    assert [r["role"] for r in login["roles"]] == ["storage_clients", "slurm_login"]
+    assert [r["role"] for r in login["roles"]] == ["storage_clients", "enroot_pyxis", "slurm_login"]
 
 
 def test_cloud_gpu_groups_get_no_doca_without_infiniband():
