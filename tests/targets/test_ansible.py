@@ -73,6 +73,7 @@ def test_lab_inventory_is_exact(lab_files):
         "slurm_accounting": {"hosts": {"head01": None}},
         "slurm_cluster": {"children": {"compute": None, "head": None, "slurm_controllers": None,
                                        "slurm_accounting": None}},
+        "nfs_servers": {"hosts": {"head01": None}},
         "gpu_nodes": {"children": {"gpu": None}},
         "rack_lab01": {"hosts": {"gpu[01:02]": None, "head01": None}},
         "su_ib_1": {"hosts": {"gpu[01:02]": None}},
