@@ -543,8 +543,8 @@ def software_vars(plan: ClusterPlan) -> dict[str, object]:
 
 
 def enroot_login(plan: ClusterPlan) -> bool:
-    """Whether login nodes get pyxis: containers are enroot (pyxis's SPANK plugin must be loaded where srun runs,
-    github.com/NVIDIA/pyxis README: plugstack.conf on the login nodes too)."""
+    """Whether login nodes get pyxis: containers are enroot (spank(8): SPANK plugins are loaded in srun's local
+    context too, so --container-image needs pyxis's plugstack entry on the login nodes)."""
     sw = plan.blueprint.software
     return sw is not None and sw.containers == "enroot"
 
