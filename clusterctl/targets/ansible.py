@@ -323,14 +323,16 @@ def nfs_exports(plan: ClusterPlan) -> list[dict]:
     for i, t in enumerate(plan.blueprint.storage):
         if t.tier != "nfs":
             continue
-        host, path = t.export.split(":", 1)
+        host, _, path = t.export.partition(":")
+        with at(("storage", i, "export")):  # the server is a host name (NfsExport): refused, not matched, otherwise
+            conf_value(host, f"storage tier {t.name} source (its server)", extra="$`{}%;&|<>'\\")
         if any(host in g.hosts for g in plan.groups if g.type.instance is None):
             if inband is None:
                 raise RenderError(f"storage tier {t.name} is exported by {host}, a node of this blueprint, but the "
                                   "blueprint has no in-band address pool to export it to: add addressing with "
                                   "role: inband")
             with at(("storage", i, "export")):
-                conf_value(path, f"storage tier {t.name} export path")
+                conf_value(path, f"storage tier {t.name} source (its path)")
             out.append({"host": host, "path": path, "clients": inband})
     return out
 

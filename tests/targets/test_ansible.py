@@ -176,7 +176,8 @@ def test_nvl72_racks_are_imex_domains_with_rendered_peers():
 
 def test_superpod_group_vars_mount_lustre(pod_files):
     gv = yamlout.load(pod_files["ansible/group_vars/dgx.yml"])
-    assert gv["storage_clients_mounts"][0] == {"name": "lustre", "path": "/lustre", "src": "stor-mgmt.dc1:/lustre",
+    assert gv["storage_clients_mounts"][0] == {"name": "lustre", "path": "/lustre", 
+                                               "src": "10.31.3.250@o2ib,10.20.3.250@tcp:/lustre",
                                                "fstype": "lustre"}
     assert gv["storage_clients_lustre_install"] is True
     assert gv["node_health_mounts"] == ["/lustre", "/home"]
@@ -214,6 +215,7 @@ def test_lab_site_yml_plays(lab_files):
     assert plays == [
         ("slurm_cluster", ["slurm_preflight"]),
         ("all", ["common"]),
+        ("nfs_servers", ["nfs_server"]),
         ("slurm_cluster", ["munge"]),
         ("gpu", hardware + ["nccl"]),
         ("slurm_accounting", ["slurmdbd"]),
