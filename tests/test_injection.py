@@ -207,7 +207,9 @@ def lab_extended() -> dict:
     data["storage"].append({"name": "s3", "tier": "object", "endpoint": "https://s3.example", "mount": "/s3",
                             "capacity_tb": 100, "read_gb_per_s": 10, "write_gb_per_s": 10})
     data["storage"].append({"name": "lustre", "tier": "parallel", "servers": "10.2.0.4@tcp:/lustrefs",
-                            "mount": "/lustre", "capacity_tb": 100, "read_gb_per_s": 10, "write_gb_per_s": 10})
+                            "mount": "/lustre", "capacity_tb": 100, "read_gb_per_s": 10, "write_gb_per_s": 10,
+                            "client_repo": "https://repo.example/lustre", "client_repo_key": "https://repo.example/k.asc"})
+    data["node_types"]["hgx"]["storage_interfaces"] = ["ibp154s0"]
     data["workload"] = {"params_b": 70, "model": "llama3-70b"}
     data["slurm"].update(cluster_name="lab_2node", accounting_host="head01", accounting_backup_host="gpu01",
                          database_host="db01")

@@ -7,8 +7,8 @@ from typing import Literal
 from pydantic import Field
 
 from clusterctl.blueprint.base import StrictModel
-from clusterctl.blueprint.kinds import (GroupName, HcaName, HostList, Identifier, NcclSocketIfname,
-                                        SlurmFeature)
+from clusterctl.blueprint.kinds import (GroupName, HcaName, HostList, Identifier, InterfaceName,
+                                        NcclSocketIfname, SlurmFeature)
 from clusterctl.catalog.models import Server
 
 NodeRole = Literal["compute", "head", "login", "storage", "service"]
@@ -38,6 +38,9 @@ class NodeType(StrictModel):
     """extra Slurm node features"""
     nccl: NcclNames | None = None
     """override the RDMA device / interface names written to this node type's nccl.conf"""
+    storage_interfaces: list[InterfaceName] | None = Field(default=None, max_length=16)
+    """interface names of the storage NICs (``ibdev2netdev``), e.g. [ibp154s0, ibp192s0]: Lustre's LNet binds its
+    o2ib network to them (``options lnet networks=o2ib0(ibp154s0,ibp192s0)``); default: LNet's own (ib0)"""
 
 
 class NodeGroup(StrictModel):

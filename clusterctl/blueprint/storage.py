@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import Discriminator, Field, Tag
+from pydantic import Discriminator, Field, Tag, ValidationInfo, field_validator
 
 from clusterctl.blueprint.base import StrictModel
-from clusterctl.blueprint.kinds import AbsolutePath, Endpoint, Identifier, MountSource, NfsExport
+from clusterctl.blueprint.kinds import (LUSTRE_SOURCE, AbsolutePath, AptRepoUrl, Endpoint, Identifier,
+                                       MountSource, NfsExport)
 from clusterctl.blueprint.training import ModelSpec, TrainingSpec
 
 
@@ -48,7 +49,30 @@ class ParallelTier(_SharedTier):
     tier: Literal["parallel"]
     filesystem: Literal["lustre", "gpfs", "weka", "vast", "beegfs", "daos"] = "lustre"
     servers: MountSource | None = None
-    """MGS/MDS/OSS host list or management endpoint"""
+    """MGS/MDS/OSS host list or management endpoint; Lustre: the MGS's LNet NIDs and file system name,
+    ``10.0.0.1@o2ib:/lustre`` (mount.lustre(8)); WEKA: backends (a host list or a comma list)"""
+    client_repo: AptRepoUrl | None = None
+    """Lustre: the apt repository of the client packages (flat, ``Suites: /``), e.g. Whamcloud's
+    ``https://downloads.whamcloud.com/public/lustre/lustre-2.15.6/ubuntu2204/client``"""
+    client_repo_key: AptRepoUrl | None = Field(default=None, validate_default=True)
+    """Lustre: the ASCII-armoured key the client repository is signed with (required with client_repo)"""
+
+    @field_validator("servers")
+    @classmethod
+    def _lustre_nid(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """A Lustre source names the MGS by its LNet NID (address@network): a bare host name cannot say
+        whether the client reaches it over o2ib or tcp."""
+        if value is not None and info.data.get("filesystem") == "lustre":
+            LUSTRE_SOURCE._validate(value)
+        return value
+
+    @field_validator("client_repo_key")
+    @classmethod
+    def _repo_signed(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if (value is None) != (info.data.get("client_repo") is None):
+            raise ValueError("client_repo and client_repo_key go together: apt installs only from a signed "
+                             "repository (give the URL of the key the repository is signed with)")
+        return value
 
 
 class ObjectTier(_SharedTier):

@@ -50,6 +50,10 @@ REHEARSAL_VARS: dict[str, tuple[object, str]] = {
     "slurmdbd_database_innodb_buffer_pool_size": ("128M", "every node shares this machine's memory"),
     "storage_clients_mount_now": (False, "no file server in a rehearsal: fstab lines only"),
     "storage_clients_lustre_install": (False, "the Lustre client comes from a vendor repository"),
+    "nfs_server_packages": ([], "this kernel has no NFS server (mount -t nfsd: unknown filesystem type 'nfsd'; no "
+                            "/proc/net/rpc): the export directory and /etc/exports line are written, nfs-kernel-server "
+                            "is not installed"),
+    "nfs_server_manage_services": (False, "no nfsd in this kernel: nfs-kernel-server is not started, exportfs not run"),
     "node_health_drain": (False, "the check's GPUs, RDMA links and mounts are absent: it runs, but does "
                           "not drain a rehearsal node"),
 }
@@ -59,7 +63,9 @@ DESELECT_TESTS = {
     "chronyd_is_running": "chronyd is not started: nodes share the machine's clock",
 }
 SHARED_STORAGE = ("none: the blueprint's shared tiers get their fstab lines (tested) but are not mounted, "
-                  "and the testinfra 'mounts' marker is deselected (this kernel has no NFS)")
+                  "and the testinfra 'mounts' marker is deselected (this kernel has no NFS client or server: "
+                  "mount.nfs: No such device; mount -t nfsd: unknown filesystem type 'nfsd'); an NFS tier served by "
+                  "a node of the blueprint gets its export directory and /etc/exports line, not a running server")
 """what the JSON summary says of shared storage in the deploy scenario"""
 
 

@@ -138,3 +138,34 @@ def local_tier_nvme(plan: ClusterPlan) -> Iterator[Hit]:
                       f"local tier {tier.name} ({tier.mount}) but node type {nt.name} "
                       f"({nt.server_name or nt.instance_name}, group {g.name}) has no NVMe in the catalog",
                       "add nvme to the server's catalog entry, or drop the local tier")
+
+
+@rule("STORAGE007", "storage", Severity.ERROR, "Lustre over o2ib without an RDMA storage NIC")
+def lustre_o2ib_nic(plan: ClusterPlan) -> Iterator[Hit]:
+    """A Lustre tier whose MGS NID is on an ``o2ib`` network (``10.0.0.1@o2ib:/fs``) is reached through LNet's
+    o2ib driver, which runs over RDMA verbs on the storage HCAs (InfiniBand, or RoCE on a VPI adapter). The
+    clients that mount it (compute and login groups) need a storage NIC (``role: storage``) that the catalog lists
+    with InfiniBand; without one LNet has no o2ib interface and the mount fails. When the source also names a
+    NID on another network (``10.0.0.1@o2ib,10.1.0.1@tcp:/fs``, a multi-homed MGS or an LNet router), clients
+    without RDMA use that one and the rule is silent. Fix: add a ``@tcp`` NID, or give the node type a storage
+    NIC."""
+    seen = set()
+    for i, t in enumerate(plan.blueprint.storage):
+        if t.tier != "parallel" or t.filesystem != "lustre" or not t.servers:
+            continue
+        nids = t.servers.split(":/")[0].replace(":", ",").split(",")
+        nets = [nid.rsplit("@", 1)[-1] for nid in nids if "@" in nid]
+        if not nets or not all(net.startswith("o2ib") for net in nets):  # another NID (tcp) reaches the MGS too
+            continue
+        for g in plan.groups:
+            if g.role not in ("compute", "login") or (i, g.type.name) in seen:
+                continue
+            if any("infiniband" in n.protocols for n in g.type.nics_of("storage")):
+                continue
+            seen.add((i, g.type.name))
+            nics = ", ".join(f"{n.count} x {n.model} {n.role}" for n in g.type.nics) or "no NICs"
+            yield Hit(("storage", i, "servers"),
+                      f"Lustre tier {t.name} is reached over o2ib ({t.servers}) but node type {g.type.name} "
+                      f"(group {g.name}, role {g.role}) has no InfiniBand-capable storage NIC ({nics})",
+                      "give the node type a storage NIC (role: storage) with InfiniBand/RoCE RDMA, or add the MGS's "
+                      "@tcp NID to the source (10.0.0.1@o2ib,10.1.0.1@tcp:/fs)")

@@ -207,6 +207,10 @@ def inventory_groups(plan: ClusterPlan) -> list[InvGroup]:
         members = [r for r in ("compute", "head", "login") if r in groups] + ["slurm_controllers", "slurm_accounting"]
         add(InvGroup("slurm_cluster", "every node that runs a Slurm daemon or command (gets MUNGE)",
                      children=members))
+    servers = sorted({e["host"] for e in nfs_exports(plan)})
+    if servers:
+        add(InvGroup("nfs_servers", "nodes that serve an NFS tier of the blueprint (storage: tier nfs)",
+                     hosts=servers))
     gpus = [g.name for g in gpu_groups(plan)]
     if gpus:
         add(InvGroup("gpu_nodes", "node groups with GPUs (driver, DCGM, containers)", children=gpus))
@@ -312,6 +316,63 @@ def weka_source(servers: str, fs: str) -> str:
     return ",".join(hostlist.expand(servers)) + f"/{fs}"
 
 
+def nfs_exports(plan: ClusterPlan) -> list[dict]:
+    """The NFS tiers served by one of the plan's own hosts (``export: head01:/export/home``), for the nfs_server
+    role: {host, path, clients}, clients being the in-band network prefix (the network the mounts use).
+    Tiers on other servers, and plans without an in-band pool (cloud), export nothing here."""
+    inband = next((pool.cidr for pool in plan.addresses if pool.role == "inband"), None)
+    out = []
+    for i, t in enumerate(plan.blueprint.storage):
+        if t.tier != "nfs":
+            continue
+        host, _, path = t.export.partition(":")
+        with at(("storage", i, "export")):  # the server is a host name (NfsExport): refused, not matched, otherwise
+            conf_value(host, f"storage tier {t.name} source (its server)", extra="$`{}%;&|<>'\\")
+        if any(host in g.hosts for g in plan.groups if g.type.instance is None):
+            if inband is None:
+                raise RenderError(f"storage tier {t.name} is exported by {host}, a node of this blueprint, but the "
+                                  "blueprint has no in-band address pool to export it to: add addressing with "
+                                  "role: inband")
+            with at(("storage", i, "export")):
+                conf_value(path, f"storage tier {t.name} source (its path)")
+            out.append({"host": host, "path": path, "clients": inband})
+    return out
+
+
+def lnet_networks(servers: str) -> list[str]:
+    """The o2ib LNet networks a Lustre source's NIDs are on, normalized (``o2ib`` is ``o2ib0``), in order."""
+    nids = servers.split(":/")[0].replace(":", ",").split(",")
+    nets = [nid.rsplit("@", 1)[1] for nid in nids if "@" in nid]
+    out: list[str] = []
+    for net in nets:
+        name = net if net[-1].isdigit() else f"{net}0"
+        if name.startswith("o2ib") and name not in out:
+            out.append(name)
+    return out
+
+
+def lustre_vars(plan: ClusterPlan, g: GroupPlan, mounts: Sequence[dict]) -> dict[str, object]:
+    """storage_clients' Lustre variables of a group that mounts Lustre: the LNet networks (o2ib on the node
+    type's storage interfaces, Lustre manual "Configuring LNet") and the tier's signed client repository."""
+    names = {m["name"] for m in mounts if m["fstype"] == "lustre"}
+    tiers = [t for t in plan.blueprint.storage if t.name in names]
+    if not tiers:
+        return {}
+    nt = plan.blueprint.node_types.get(g.type.name)
+    interfaces = (nt.storage_interfaces or []) if nt is not None else []
+    rdma = any("infiniband" in n.protocols for n in g.type.nics_of("storage"))
+    nets = [n for t in tiers for n in lnet_networks(t.servers)] if rdma else []  # without: LNet's tcp0
+    out: dict[str, object] = {}
+    if nets:
+        suffix = f"({','.join(interfaces)})" if interfaces else ""
+        out["storage_clients_lnet_networks"] = ",".join(f"{n}{suffix}" for n in dict.fromkeys(nets))
+    repo = next((t for t in tiers if t.client_repo), None)
+    if repo is not None:
+        out["storage_clients_lustre_repo_url"] = repo.client_repo
+        out["storage_clients_lustre_repo_key_url"] = repo.client_repo_key
+    return out
+
+
 def storage_mounts(plan: ClusterPlan, g: GroupPlan) -> tuple[list[dict], list[str], list[str]]:
     """(mounts the storage_clients role manages, shared mount points expected, local directories): every shared
     tier on compute and login groups; on a controller's group only the tier holding StateSaveLocation."""
@@ -394,6 +455,9 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
                         ["slurm_preflight"], comment="stops every host when one runs (or would install) another "
                         "Slurm release than slurm.conf was rendered for", guard=True))
     out.append(Play("Base configuration of every node", "all", ["common"]))
+    if nfs_exports(plan):
+        out.append(Play("NFS server on the cluster's own nodes", "nfs_servers", ["nfs_server"],
+                        comment="before every play that mounts an NFS tier (storage_clients)"))
     if slurm:
         out.append(Play("MUNGE authentication on every Slurm node", "slurm_cluster", ["munge"]))
     nccl = nccl_groups(plan)
@@ -442,7 +506,10 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
                         serial=ROLLING_BATCH_TEMPLATE.format(percent=rollout.batch_percent) if rollout else None,
                         max_fail_percentage=rollout.max_fail_percent if rollout else None))
     if "login" in roles_present:
-        out.append(Play("Login nodes", "login", ["storage_clients"] + (["slurm_login"] if slurm else [])))
+        pyxis = ["enroot_pyxis"] if slurm and enroot_login(plan) and "enroot_pyxis" in available else []
+        out.append(Play("Login nodes", "login", ["storage_clients"] + pyxis + (["slurm_login"] if slurm else []),
+                        comment="pyxis's SPANK plugin on the login nodes too: srun --container-image parses its "
+                                "options where srun runs" if pyxis else ""))
     return out
 
 
@@ -505,6 +572,27 @@ def image_stack_vars(plan: ClusterPlan) -> dict[str, str]:
     sw = plan.blueprint.software
     policy = (sw.image_stack if sw is not None else None) or ("keep" if plan.blueprint.cloud is not None else "replace")
     return {"nvidia_driver_image_stack": policy, "doca_ofed_image_stack": policy}
+
+
+def enroot_login(plan: ClusterPlan) -> bool:
+    """Whether login nodes get pyxis: containers are enroot (spank(8): SPANK plugins are loaded in srun's local
+    context too, so --container-image needs pyxis's plugstack entry on the login nodes)."""
+    sw = plan.blueprint.software
+    return sw is not None and sw.containers == "enroot"
+
+
+APPARMOR_USERNS_OS = ("ubuntu-24.04",)
+"""software.os values whose kernel sets kernel.apparmor_restrict_unprivileged_userns=1 by default (Ubuntu 24.04
+release notes): enroot gets its AppArmor profile there"""
+
+
+def container_vars(plan: ClusterPlan) -> dict[str, object]:
+    """enroot_pyxis switches from software:. On Ubuntu 24.04 enroot's AppArmor profile (userns for enroot-nsenter)
+    instead of lifting the restriction for every program with the sysctl."""
+    sw = plan.blueprint.software
+    if sw is None or sw.containers != "enroot" or sw.os not in APPARMOR_USERNS_OS:
+        return {}
+    return {"enroot_pyxis_apparmor_profile": True}
 
 
 def gpu_vars(g: GroupPlan) -> dict[str, object]:
@@ -662,6 +750,10 @@ def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Seq
             "clusterctl_containers": sw.containers})))
     sections.append((["hardware roles: what software: pins (driver branch, DOCA-Host release, CUDA major for DCGM)"],
                      unsafe(software_vars(plan))))
+    if container_vars(plan):
+        sections.append((["enroot_pyxis: Ubuntu 24.04 restricts unprivileged user namespaces to AppArmor profiles with "
+                          "a userns rule; enroot's profile grants it to enroot-nsenter alone (roles/enroot_pyxis/README.md)"],
+                         container_vars(plan)))
     if bp.slurm:
         sections.append((["Slurm: the configuration files are rendered in <dir>/slurm/ and copied as they are;",
                           "slurm_version is the release they are for (the slurm_preflight play checks every host)"],
@@ -757,8 +849,16 @@ def group_vars_file(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> s
         lustre = any(m["fstype"] == "lustre" for m in mounts)
         sections.append((["storage_clients: a Lustre tier is mounted here; set false where the image already has "
                           "the client"] if lustre else [], {"storage_clients_lustre_install": lustre}))
+        lv = lustre_vars(plan, g, mounts)
+        if lv:
+            sections.append((["storage_clients: Lustre's LNet networks (the MGS NIDs' o2ib networks on this node type's "
+                              "storage interfaces, or LNet's default ib0; /etc/modprobe.d/lustre.conf) and the client "
+                              "packages' signed repository"], unsafe(lv)))
         sections.append((["storage_clients: node-local directories (NVMe scratch) that must exist"],
                          {"storage_clients_local_dirs": unsafe(Flow(local))}))
+    if g.role == "login" and plan.blueprint.slurm is not None and enroot_login(plan):
+        sections.append((["enroot_pyxis: pyxis's SPANK plugin only (srun parses --container-* here); containers run on "
+                          "the compute nodes"], {"enroot_pyxis_install_enroot": False}))
     what = t.server_name or t.instance_name
     return yaml_file(plan, [f"Node group {g.name}: {g.count} x {t.name} ({what}), role {g.role}.",
                             "Expectations from the plan, used by the roles and by node_health (Slurm's "
@@ -837,6 +937,12 @@ def render(plan: ClusterPlan) -> dict[str, str]:
             addresses[g.name] = dict(zip(g.hosts, listed)) if listed is not None else None
         files[f"ansible/group_vars/{path_part(name, 'NVLink domain group')}.yml"] = nvlink_vars_file(
             plan, name, g, hosts, addresses[g.name])
+    exports = nfs_exports(plan)
+    if exports:
+        files["ansible/group_vars/nfs_servers.yml"] = yaml_file(plan, [
+            "NFS tiers served by the cluster's own nodes: each host applies the items that name it (nfs_server role).",
+            "Options: nfs_server_export_options (rw,sync,no_subtree_check,root_squash; roles/nfs_server/defaults)."],
+            [([], {"nfs_server_exports": unsafe([FlowMap(e) for e in exports])})])
     used = {r for p in site_plays for r in p.roles}
     files.update(role_files(used | shared_roles(used)))
     return dict(sorted(files.items()))

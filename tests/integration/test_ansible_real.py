@@ -61,6 +61,8 @@ CONVERGE_VARS = {
     "slurmdbd_manage_services": False,
     "storage_clients_mount_now": False,  # no file servers; fstab lines only
     "storage_clients_lustre_install": False,  # the Lustre client comes from a vendor repository
+    "nfs_server_packages": [],  # this kernel has no nfsd: the export directory and /etc/exports line only
+    "nfs_server_manage_services": False,
 }
 DESELECT = "not hardware and not services and not mounts and not kernel"
 
@@ -193,7 +195,7 @@ def ci_blueprint(version: str | None = None) -> dict:
 @pytest.fixture(scope="module")
 def restored_files():
     """Keep copies of the system files the converge edits and put them back afterwards."""
-    saved = {p: p.read_bytes() for p in (Path("/etc/hosts"), Path("/etc/fstab")) if p.is_file()}
+    saved = {p: p.read_bytes() for p in (Path("/etc/hosts"), Path("/etc/fstab"), Path("/etc/exports")) if p.is_file()}
     policy = Path("/usr/sbin/policy-rc.d")
     added_policy = False
     if not policy.exists():  # packages installed by the converge must not start daemons (chronyd would
@@ -203,6 +205,8 @@ def restored_files():
     yield
     for path, data in saved.items():
         path.write_bytes(data)
+    if Path("/etc/exports") not in saved:  # written by the nfs_server role for head01 (this machine)
+        Path("/etc/exports").unlink(missing_ok=True)
     if added_policy:
         policy.unlink()
 

@@ -351,6 +351,7 @@ def _dcgm_cases(fx: dict) -> dict[str, dict]:
 def _enroot_pyxis_base(fx: dict, download_dir: Path) -> dict:
     return _offline("enroot_pyxis", {
         "enroot_pyxis_enroot_release_url": fx["dir"].as_uri(),
+        "enroot_pyxis_nvidia_container_key_url": fx["key_url"],
         "enroot_pyxis_pyxis_source_url": fx["source_url"],
         "enroot_pyxis_download_dir": str(download_dir),
         "enroot_pyxis_slurm_conf_dir": str(fx["root"] / "slurm"),
@@ -369,6 +370,7 @@ def _enroot_pyxis_cases(fx: dict) -> dict[str, dict]:
         "packaged_pyxis_hardened": {**base, "enroot_pyxis_enroot_flavour": "hardened", "enroot_pyxis_enroot_caps": False,
                                     "enroot_pyxis_pyxis_install_method": "package", "enroot_pyxis_pyxis_package": "coreutils",
                                     "enroot_pyxis_pyxis_container_scope": "job"},
+        "apparmor_profile": {**base, "enroot_pyxis_apparmor_profile": True},
         "missing_checksums": {**base, "enroot_pyxis_require_checksums": True},
         "shared_runtime_path": {**base, "enroot_pyxis_runtime_path": "/run/enroot"},
         "wrong_type": {**base, "enroot_pyxis_enroot_caps": "maybe"},
@@ -523,6 +525,14 @@ def test_enroot_pyxis_check_mode(role_runs):
     assert ("+required /usr/local/lib/slurm/spank_pyxis.so runtime_path=/run/pyxis container_scope=global "
             "sbatch_support=1 execute_entrypoint=0\n") in out
     assert f"include {slurm_dir}/plugstack.conf.d/*.conf" in out
+    # enroot's GPU hook: NVIDIA's libnvidia-container repository, signed by its own key only
+    assert "+Signed-By: /etc/apt/keyrings/nvidia-container-toolkit.asc\n" in out
+    assert f"+URIs: https://nvidia.github.io/libnvidia-container/stable/deb/{DEB_ARCH}\n" in out
+    assert "/etc/apparmor.d/enroot" not in out  # the profile only where asked (Ubuntu 24.04)
+
+    out = run.ok("apparmor_profile")
+    assert "Write enroot's AppArmor profile (user namespaces for enroot-nsenter)" in out
+    assert "+/usr/bin/enroot-nsenter flags=(unconfined) {\n+    allow userns create,\n" in out
 
     out = run.ok("packaged_pyxis_hardened")
     assert f"Install enroot packages {ENROOT_HARDENED}]" in out

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from clusterctl.catalog import load_shipped_catalog
-from tests.helpers import hits, lab
+from tests.helpers import codes, hits, lab
 
 STORAGE = ("STORAGE001", "STORAGE002", "STORAGE003", "STORAGE004", "STORAGE005", "STORAGE006")
 LUSTRE = {"name": "lustre", "tier": "parallel", "mount": "/lustre", "capacity_tb": 100, "read_gb_per_s": 200,
@@ -97,3 +97,17 @@ def test_local_tier_on_servers_without_nvme():
     assert "node type hgx (hgx-h100-8gpu, group gpu) has no NVMe" in h.message
     data["node_types"]["hgx"]["server"] = "hgx-h200-8gpu"  # 4 × 6.4 TB NVMe; the head node is not compute
     assert hits(data, "STORAGE006") == []
+
+
+def test_storage007_o2ib_nid_needs_an_rdma_storage_nic_on_every_client():
+    data = lab()
+    data["storage"].append({"name": "lustre", "tier": "parallel", "filesystem": "lustre",
+                            "servers": "10.0.0.1@o2ib:/lustre", "mount": "/lustre", "capacity_tb": 100,
+                            "read_gb_per_s": 50, "write_gb_per_s": 30})
+    assert "STORAGE007" not in codes(data)  # gpu: a ConnectX-7 storage NIC; the head node mounts nothing
+    data["node_groups"].append({"name": "login", "type": "head", "role": "login", "count": 1,
+                                "hostnames": "login01", "racks": "lab01"})
+    (h,) = hits(data, "STORAGE007")
+    assert h.path == ("storage", 2, "servers") and "node type head (group login, role login)" in h.message
+    data["storage"][-1]["servers"] = "10.0.0.1@o2ib,10.1.0.1@tcp:/lustre"
+    assert "STORAGE007" not in codes(data)

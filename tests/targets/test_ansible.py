@@ -73,6 +73,7 @@ def test_lab_inventory_is_exact(lab_files):
         "slurm_accounting": {"hosts": {"head01": None}},
         "slurm_cluster": {"children": {"compute": None, "head": None, "slurm_controllers": None,
                                        "slurm_accounting": None}},
+        "nfs_servers": {"hosts": {"head01": None}},
         "gpu_nodes": {"children": {"gpu": None}},
         "rack_lab01": {"hosts": {"gpu[01:02]": None, "head01": None}},
         "su_ib_1": {"hosts": {"gpu[01:02]": None}},
@@ -175,7 +176,8 @@ def test_nvl72_racks_are_imex_domains_with_rendered_peers():
 
 def test_superpod_group_vars_mount_lustre(pod_files):
     gv = yamlout.load(pod_files["ansible/group_vars/dgx.yml"])
-    assert gv["storage_clients_mounts"][0] == {"name": "lustre", "path": "/lustre", "src": "stor-mgmt.dc1:/lustre",
+    assert gv["storage_clients_mounts"][0] == {"name": "lustre", "path": "/lustre", 
+                                               "src": "10.31.3.250@o2ib,10.20.3.250@tcp:/lustre",
                                                "fstype": "lustre"}
     assert gv["storage_clients_lustre_install"] is True
     assert gv["node_health_mounts"] == ["/lustre", "/home"]
@@ -214,6 +216,7 @@ def test_lab_site_yml_plays(lab_files):
     assert plays == [
         ("slurm_cluster", ["slurm_preflight"]),
         ("all", ["common"]),
+        ("nfs_servers", ["nfs_server"]),
         ("slurm_cluster", ["munge"]),
         ("gpu", hardware + ["nccl"]),
         ("slurm_accounting", ["slurmdbd"]),
@@ -280,7 +283,7 @@ def test_site_yml_lists_only_copied_roles(pod_files):
     copied = {p.split("/")[2] for p in pod_files if p.startswith("ansible/roles/")}
     assert used | ansible.shared_roles(used) == copied and "node_drain" in copied  # included by slurm_compute
     login = next(p for p in site if p["hosts"] == "login")
-    assert [r["role"] for r in login["roles"]] == ["storage_clients", "slurm_login"]
+    assert [r["role"] for r in login["roles"]] == ["storage_clients", "enroot_pyxis", "slurm_login"]
 
 
 def test_cloud_gpu_groups_get_no_doca_without_infiniband():

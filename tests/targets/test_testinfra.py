@@ -92,7 +92,7 @@ def test_superpod_login_and_dgx():
     login = functions(files["tests/test_login.py"])
     assert "test_slurm_commands_are_installed" in login and "test_gpu_count" not in login
     dgx = files["tests/test_dgx.py"]
-    assert "('stor-mgmt.dc1:/lustre', '/lustre', 'lustre')" in dgx
+    assert "('10.31.3.250@o2ib,10.20.3.250@tcp:/lustre', '/lustre', 'lustre')" in dgx
     assert "HEALTH_MOUNTS = ['/lustre', '/home']" in dgx
 
 

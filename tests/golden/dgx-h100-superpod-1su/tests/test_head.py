@@ -113,7 +113,7 @@ def test_slurmdbd_is_running(host, require_group):
 # --- storage
 
 FSTAB = [
-    ('stor-mgmt.dc1:/lustre', '/lustre', 'lustre'),
+    ('10.31.1.250@o2ib,10.20.3.250@tcp:/lustre', '/lustre', 'lustre'),
 ]
 
 

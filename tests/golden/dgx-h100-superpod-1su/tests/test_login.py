@@ -94,7 +94,7 @@ def test_slurm_commands_are_installed(host):
 # --- storage
 
 FSTAB = [
-    ('stor-mgmt.dc1:/lustre', '/lustre', 'lustre'),
+    ('10.31.1.250@o2ib,10.20.3.250@tcp:/lustre', '/lustre', 'lustre'),
     ('head01:/export/home', '/home', 'nfs'),
 ]
 

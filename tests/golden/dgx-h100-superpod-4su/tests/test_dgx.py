@@ -154,7 +154,7 @@ def test_health_check_passes(host, health_check_program):
 # --- storage
 
 FSTAB = [
-    ('stor-mgmt.dc1:/lustre', '/lustre', 'lustre'),
+    ('10.31.3.250@o2ib,10.20.3.250@tcp:/lustre', '/lustre', 'lustre'),
     ('head01:/export/home', '/home', 'nfs'),
 ]
 

@@ -154,7 +154,7 @@ def test_health_check_passes(host, health_check_program):
 # --- storage
 
 FSTAB = [
-    ('lustre-mgs.campus-1:/lustre', '/lustre', 'lustre'),
+    ('10.35.255.250@o2ib,10.32.255.250@tcp:/lustre', '/lustre', 'lustre'),
     ('home-nas:/export/home', '/home', 'nfs'),
 ]
 

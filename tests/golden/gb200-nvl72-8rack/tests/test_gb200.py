@@ -154,7 +154,7 @@ def test_health_check_passes(host, health_check_program):
 # --- storage
 
 FSTAB = [
-    ('stor-mgmt.dc2:/lustre', '/lustre', 'lustre'),
+    ('10.51.3.250@o2ib,10.40.3.250@tcp:/lustre', '/lustre', 'lustre'),
     ('head01:/export/home', '/home', 'nfs'),
 ]
 

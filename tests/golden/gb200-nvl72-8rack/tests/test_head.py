@@ -113,7 +113,7 @@ def test_slurmdbd_is_running(host, require_group):
 # --- storage
 
 FSTAB = [
-    ('stor-mgmt.dc2:/lustre', '/lustre', 'lustre'),
+    ('10.51.3.250@o2ib,10.40.3.250@tcp:/lustre', '/lustre', 'lustre'),
 ]
 
 

@@ -94,7 +94,7 @@ def test_slurm_commands_are_installed(host):
 # --- storage
 
 FSTAB = [
-    ('stor-mgmt.dc2:/lustre', '/lustre', 'lustre'),
+    ('10.51.3.250@o2ib,10.40.3.250@tcp:/lustre', '/lustre', 'lustre'),
     ('head01:/export/home', '/home', 'nfs'),
 ]
 
