@@ -65,7 +65,7 @@ def _converge(tmp: Path, debs_dir: Path, version: str) -> str:
              '"ansible_python_interpreter": "/usr/bin/python3"}')
     env = {**os.environ, "ANSIBLE_ROLES_PATH": str(REPO / "roles"), "ANSIBLE_NOCOLOR": "1"}
     r = subprocess.run(["ansible-playbook", "-i", "localhost,", str(play), "-e", extra], capture_output=True,
-                       text=True, env=env, timeout=300)
+                       text=True, env=env, timeout=300, cwd=tmp)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     return r.stdout
 
