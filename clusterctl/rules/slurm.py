@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 from clusterctl import hostlist
 from clusterctl.blueprint.load import did_you_mean
+from clusterctl.blueprint.software import Software
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.rules.base import Hit, Severity, rule
 from clusterctl.rules.software import vendor
@@ -377,6 +378,10 @@ slurm-wlm-contrib in Debian contrib (bookworm 22.05.8, trixie 24.11.5) and Ubunt
 none for jammy or noble). The main archive's slurm-wlm is built without NVML (NVML is not free software)."""
 
 
+DEFAULT_OS = Software.model_fields["os"].default
+"""software.os when the blueprint has no software: section"""
+
+
 def install_release(install) -> tuple[int, int] | None:
     """major.minor of the pinned package version ("24.05.4-1" -> (24, 5)), or None when none is pinned."""
     m = re.match(r"(\d{2})\.(\d{2})", install.version or "")
@@ -398,7 +403,7 @@ def distro_release(plan: ClusterPlan) -> Iterator[Hit]:
     slurm, sw = plan.blueprint.slurm, plan.blueprint.software
     if slurm is None or slurm.install.kind != "distro":
         return
-    os_name = sw.os if sw is not None else "ubuntu-22.04"
+    os_name = sw.os if sw is not None else DEFAULT_OS
     shipped, wanted = DISTRO_SLURM.get(os_name), parse_version(slurm.version)
     if shipped is None or wanted is None or shipped == wanted:
         return
@@ -441,7 +446,7 @@ def autodetect_without_nvml(plan: ClusterPlan) -> Iterator[Hit]:
     if slurm is None:
         return
     install = slurm.install
-    os_name = sw.os if sw is not None else "ubuntu-22.04"
+    os_name = sw.os if sw is not None else DEFAULT_OS
     if install.kind == "distro" and install.gpu_nvml and os_name not in DISTRO_NVML_PLUGIN:
         yield Hit(("slurm", "install", "gpu_nvml"),
                   f"{os_name} has no slurm-wlm-nvml-plugin package (Debian 12/13 contrib, Ubuntu 25.10+ multiverse)",
