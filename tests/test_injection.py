@@ -218,10 +218,22 @@ def lab_extended() -> dict:
     data["software"].update(nccl="2.21.5", doca="2.7.0")
     data["validation"] = {"suppress": [{"rule": "POWER001", "reason": "lab bench power is metered"}]}
     data["node_types"]["inline"] = {"spec": copy.deepcopy(_shipped_catalog()["servers"]["cpu-1u"])}
+    data["slurm"]["install"] = {"kind": "repo", "url": "https://repo.example.com/slurm/debian",
+                                "key": "https://repo.example.com/slurm/key.asc", "suite": "jammy",
+                                "components": ["main"], "version": "24.05.4-1"}
     return with_catalog_copies(data)
 
 
-BASES = ("lab-extended", "aws-p5", "gcp-a3-mega", "azure-nd-h100-v5", "gb200-nvl72-8rack",
+def lab_distro() -> dict:
+    """The lab blueprint on Debian 12 with the distribution's Slurm, pinned (slurm.install kind distro)."""
+    data = shipped("lab-2node")
+    data["software"]["os"] = "debian-12"
+    data["slurm"].update(version="22.05", gres_autodetect="off",
+                         install={"kind": "distro", "version": "22.05.8-4+deb12u3"})
+    return with_catalog_copies(data)
+
+
+BASES = ("lab-extended", "lab-distro", "aws-p5", "gcp-a3-mega", "azure-nd-h100-v5", "gb200-nvl72-8rack",
          "dgx-h100-superpod-1su", "hgx-h200-roce-1024")
 
 
@@ -239,6 +251,8 @@ def roce_extended() -> dict:
 def base(name: str) -> dict:
     if name == "lab-extended":
         return lab_extended()
+    if name == "lab-distro":
+        return lab_distro()
     return with_catalog_copies(roce_extended() if name == "hgx-h200-roce-1024" else shipped(name))
 
 

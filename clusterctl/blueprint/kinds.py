@@ -248,6 +248,28 @@ SLURM_VERSION = Kind(
     "SlurmVersion", "a Slurm version", "a Slurm release as major.minor (quoted: \"24.05\"), optionally .micro",
     "24.05", r"^[0-9]{1,4}\.[0-9]{1,2}(\.[0-9]{1,4})?$", 16, "is major.minor such as \"24.05\"", r"0-9.")
 
+_HTTP_ORIGIN = r"https?://([A-Za-z0-9_][A-Za-z0-9_.-]*|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?"
+"""scheme, host (or [IPv6]) and port of an http(s) URL: no credentials ('@' is no URL character of these kinds)"""
+_URL_PATH = r"/[A-Za-z0-9._~+/-]*"
+_URL_CHARS = r"A-Za-z0-9._~+:/\[\]-"
+
+APT_URL = Kind(
+    "AptUrl", "a package repository URL", "an http(s) URL without credentials, query, fragment or spaces: "
+    "scheme, host[:port], then a path of letters, digits and . _ ~ + - / (one line of a deb822 sources file)",
+    "https://repo.example.com/slurm/debian", rf"^{_HTTP_ORIGIN}({_URL_PATH})?$", 2048,
+    "is http(s)://host[:port][/path]", _URL_CHARS, _no_dot_segments)
+
+APT_KEY = Kind(
+    "AptKey", "a repository signing key", "the http(s) URL of the repository's OpenPGP key (downloaded to "
+    "/etc/apt/keyrings/) or the absolute path of a keyring file already on the hosts",
+    "https://repo.example.com/slurm/key.asc", rf"^({_HTTP_ORIGIN})?{_URL_PATH}$", 2048,
+    "is an http(s) URL or an absolute path", _URL_CHARS, _no_dot_segments)
+
+APT_SUITE = Kind(
+    "AptSuite", "an apt suite", "a suite or codename: letters, digits, '.', '_', '-' and '/', starting with a "
+    "letter or digit (bookworm, jammy, stable, 24.05)", "bookworm", r"^[A-Za-z0-9][A-Za-z0-9._/-]*$", 128,
+    _NAME_START, r"A-Za-z0-9._/-", _no_dot_segments)
+
 CIDR = Kind(
     "Cidr", "a network prefix", "an IPv4 or IPv6 prefix such as 10.10.0.0/16 or fd00:10::/64",
     "10.10.0.0/16", r"^[0-9A-Fa-f.:]+(/[0-9]{1,3})?$", 64, "is an address and a prefix length",
@@ -297,9 +319,13 @@ CloudRegion = Annotated[str, CLOUD_REGION]
 CloudZone = Annotated[str, CLOUD_ZONE]
 Reservation = Annotated[str, RESERVATION]
 OsName = Annotated[str, OS_NAME]
+AptUrl = Annotated[str, APT_URL]
+AptKey = Annotated[str, APT_KEY]
+AptSuite = Annotated[str, APT_SUITE]
 
 ALL_KINDS: tuple[Kind, ...] = (
     FREE_TEXT, IDENTIFIER, CLUSTER_NAME, SLURM_CLUSTER_NAME, GROUP_NAME, FABRIC_NAME, HOST_NAME, HOST_LIST,
     ABSOLUTE_PATH, NFS_EXPORT, MOUNT_SOURCE, ENDPOINT, SLURM_TIME, SLURM_FEATURE, INTERFACE_NAME,
-    NCCL_SOCKET_IFNAME, HCA_NAME, VERSION, SLURM_VERSION, CIDR, CLOUD_REGION, CLOUD_ZONE, RESERVATION, OS_NAME)
+    NCCL_SOCKET_IFNAME, HCA_NAME, VERSION, SLURM_VERSION, CIDR, CLOUD_REGION, CLOUD_ZONE, RESERVATION, OS_NAME,
+    APT_URL, APT_KEY, APT_SUITE)
 """every kind, for documentation and for the tests that check each one refuses the injection payloads"""

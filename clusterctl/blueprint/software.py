@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from clusterctl.blueprint.base import StrictModel
-from clusterctl.blueprint.kinds import (AbsolutePath, Cidr, CloudRegion, CloudZone, FreeText, HostList, HostName,
+from clusterctl.blueprint.kinds import (AbsolutePath, AptKey, AptSuite, AptUrl, Cidr, CloudRegion, CloudZone, FreeText, HostList, HostName,
                                         Identifier, OsName, Reservation, SlurmClusterName, SlurmTime, SlurmVersion,
                                         Version)
 
@@ -33,6 +33,61 @@ class Rollout(StrictModel):
     drain_timeout_minutes: int = Field(default=60, ge=1, le=44_640)  # 31 days: above any job time limit
     """how long a drained node may take to finish its jobs before slurmd is restarted; the host fails after
     that and stays drained (the next run waits again)"""
+
+
+class SlurmInstallDistro(StrictModel):
+    """Slurm from the distribution's own archive (Debian/Ubuntu slurm-wlm: slurmctld, slurmd, slurm-client,
+    slurmdbd). Its release is the one software.os ships (SW005 warns when that is not slurm.version)."""
+
+    kind: Literal["distro"]
+    version: Version | None = None
+    """package version to install and pin (e.g. "22.05.8-4+deb12u3"); default: the archive's candidate"""
+    gpu_nvml: bool = False
+    """also install slurm-wlm-nvml-plugin (Debian contrib / Ubuntu multiverse, which the hosts' apt sources must
+    enable): the main archive's slurm-wlm is built without NVML, so gres.conf gets no AutoDetect=nvml without it"""
+
+
+class SlurmInstallRepo(StrictModel):
+    """Slurm from a package repository (a site mirror of packages built from SchedMD's debian/ directory, or a
+    vendor's), written as a deb822 sources file with Signed-By and pinned to ``version``."""
+
+    kind: Literal["repo"]
+    url: AptUrl
+    """the repository's base URL (deb822 URIs)"""
+    key: AptKey
+    """its signing key: an http(s) URL downloaded to /etc/apt/keyrings/, or a keyring path on the hosts
+    (deb822 Signed-By)"""
+    suite: AptSuite
+    """deb822 Suites, e.g. bookworm or jammy"""
+    components: list[Identifier] = Field(default_factory=lambda: ["main"], min_length=1, max_length=16)
+    """deb822 Components"""
+    version: Version
+    """package version to install and pin (e.g. "24.05.4-1"); its major.minor must be slurm.version"""
+    packages: Literal["schedmd", "debian"] = "schedmd"
+    """package names: schedmd (slurm-smd-slurmctld, slurm-smd-slurmd, slurm-smd-client, slurm-smd-slurmdbd, as
+    SchedMD's debian/ directory builds them since 23.11) or debian (slurmctld, slurmd, slurm-client, slurmdbd)"""
+    gpu_nvml: bool = True
+    """the packages carry the gpu/nvml plugin (built where NVML was found); false: gres.conf lists the GPUs
+    instead of AutoDetect=nvml"""
+
+
+class SlurmInstallDebs(StrictModel):
+    """Slurm from a directory of .deb files on every target host, served to apt as a local flat repository
+    (a Packages index written next to the files) and pinned to ``version``."""
+
+    kind: Literal["debs"]
+    path: AbsolutePath
+    """the directory holding the .deb files on each host"""
+    version: Version
+    """package version to install and pin (e.g. "24.05.4-1"); its major.minor must be slurm.version"""
+    packages: Literal["schedmd", "debian"] = "schedmd"
+    """package names: schedmd (slurm-smd-*, SchedMD's debian/ directory) or debian (slurmd, slurmctld, ...)"""
+    gpu_nvml: bool = True
+    """the packages carry the gpu/nvml plugin (built where NVML was found); false: gres.conf lists the GPUs
+    instead of AutoDetect=nvml"""
+
+
+SlurmInstall = Annotated[SlurmInstallDistro | SlurmInstallRepo | SlurmInstallDebs, Field(discriminator="kind")]
 
 
 class Slurm(StrictModel):
@@ -64,6 +119,9 @@ class Slurm(StrictModel):
     """memory kept back from RealMemory for the OS and daemons; default 3 % of the node, at least 16 GB"""
     rollout: Rollout = Field(default_factory=Rollout)
     """how site.yml restarts daemons on a running cluster: batches, failures allowed, drain timeout"""
+    install: SlurmInstall = Field(default_factory=lambda: SlurmInstallDistro(kind="distro"))
+    """where the Slurm packages come from: distro (default), repo (URL, signing key, suite) or debs (a directory
+    of .deb files on the hosts), each with the package version to pin (docs/ansible.md, "Slurm install source")"""
 
 
 class Software(StrictModel):

@@ -6,6 +6,8 @@ another Slurm release (the version preflight stops the playbook) and node lines 
 that slurmd here cannot report (slurmctld drains such a node). So the rehearsal renders a *variant*:
 
 - ``slurm.version``: the installed major.minor (``slurmd -V``);
+- ``slurm.install: {kind: distro}``: the nodes run the slurm-wlm installed here (a repo or .deb directory the
+  blueprint names for production is not on this machine);
 - ``slurm.gres_autodetect: off``: Debian builds Slurm without NVML (slurmd is fatal on AutoDetect=nvml);
   gres.conf's File= lines then point at the GPU stand-in devices the rehearsal creates;
 - every compute node type: this machine's sockets, cores, threads and memory (``slurmd -C``), the rest
@@ -107,6 +109,10 @@ def rehearsal_variant(data: dict, plan: ClusterPlan, version: str, hw: Hardware)
         if slurm.get("gres_autodetect", "nvml") != "off":
             v.changes["slurm.gres_autodetect"] = {"blueprint": slurm.get("gres_autodetect", "nvml"), "rehearsed": "off"}
         slurm["gres_autodetect"] = "off"
+        install = slurm.get("install") or {"kind": "distro"}
+        if install != {"kind": "distro"}:  # the nodes run this machine's slurm-wlm: no repository, no .deb directory
+            v.changes["slurm.install"] = {"blueprint": install, "rehearsed": {"kind": "distro"}}
+        slurm["install"] = {"kind": "distro"}
         slurm["memory_reserve_gb"] = 1.0
     memory_gb = max(1, hw.memory_mib // 1024)
     types = out.get("node_types", {})

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 from clusterctl import hostlist
 from clusterctl.blueprint.load import did_you_mean
+from clusterctl.blueprint.software import Software
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.rules.base import Hit, Severity, rule
 from clusterctl.rules.software import vendor
@@ -361,3 +362,104 @@ def shared_state(plan: ClusterPlan) -> Iterator[Hit]:
               f"StateSaveLocation {slurm.state_save_location} is on no shared storage tier, but {len(controllers)} "
               f"controllers ({', '.join(controllers[:4])}) must read and write it: a backup would take over without "
               "the primary's job state", hint)
+
+
+# --- install source (docs/ansible.md, "Slurm install source") ---------------------------------------------------
+
+DISTRO_SLURM: dict[str, tuple[int, int]] = {
+    "ubuntu-20.04": (19, 5), "ubuntu-22.04": (21, 8), "ubuntu-24.04": (23, 11),
+    "debian-11": (20, 11), "debian-12": (22, 5), "debian-13": (24, 11),
+}
+"""software.os -> the Slurm release its own archive ships as slurm-wlm (packages.ubuntu.com focal 19.05.5, jammy
+21.08.5, noble 23.11.4; packages.debian.org bullseye 20.11.7, bookworm 22.05.8, trixie 24.11.5)"""
+DISTRO_NVML_PLUGIN = frozenset({"debian-12", "debian-13", "ubuntu-25.10", "ubuntu-26.04"})
+"""software.os whose archive has slurm-wlm-nvml-plugin (gpu/nvml), built by the separate source package
+slurm-wlm-contrib in Debian contrib (bookworm 22.05.8, trixie 24.11.5) and Ubuntu multiverse (questing, resolute;
+none for jammy or noble). The main archive's slurm-wlm is built without NVML (NVML is not free software)."""
+
+
+DEFAULT_OS = Software.model_fields["os"].default
+"""software.os when the blueprint has no software: section"""
+
+
+def install_release(install) -> tuple[int, int] | None:
+    """major.minor of the pinned package version ("24.05.4-1" -> (24, 5)), or None when none is pinned."""
+    m = re.match(r"(\d{2})\.(\d{2})", install.version or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def provides_nvml(install) -> bool:
+    """The install source gives slurmd the gpu/nvml plugin (AutoDetect=nvml): repo and debs packages as declared
+    (``gpu_nvml``), the distribution only with its separate plugin package installed (``gpu_nvml: true``)."""
+    return bool(install.gpu_nvml)
+
+
+@rule("SLURM020", "slurm", Severity.WARNING, "the distribution's Slurm is not slurm.version")
+def distro_release(plan: ClusterPlan) -> Iterator[Hit]:
+    """With ``slurm.install.kind: distro`` the roles install the distribution's slurm-wlm, whose release is fixed
+    by ``software.os`` (Ubuntu 22.04 ships 21.08, 24.04 23.11; Debian 12 22.05, 13 24.11). When that is not
+    ``slurm.version`` the slurm_preflight play stops site.yml on every host (the daemons would reject options
+    rendered for the other release). Silent for an OS whose release is not known here."""
+    slurm, sw = plan.blueprint.slurm, plan.blueprint.software
+    if slurm is None or slurm.install.kind != "distro":
+        return
+    os_name = sw.os if sw is not None else DEFAULT_OS
+    shipped, wanted = DISTRO_SLURM.get(os_name), parse_version(slurm.version)
+    if shipped is None or wanted is None or shipped == wanted:
+        return
+    yield Hit(("slurm", "version"),
+              f"slurm.version is {_v(wanted)} but {os_name} ships Slurm {_v(shipped)} (slurm.install is distro): the "
+              f"preflight would stop site.yml on every host",
+              f"add slurm.install with kind repo (url, key, suite) or debs (a directory of .deb files on the hosts) "
+              f"and a {_v(wanted)} package version, or set slurm.version to \"{_v(shipped)}\"")
+
+
+@rule("SLURM021", "slurm", Severity.ERROR, "pinned Slurm package is another release")
+def pinned_release(plan: ClusterPlan) -> Iterator[Hit]:
+    """``slurm.install.version`` is the package version the roles pin; its major.minor must be ``slurm.version``,
+    the release slurm.conf is rendered for, or the preflight stops site.yml after the packages are installed."""
+    slurm = plan.blueprint.slurm
+    if slurm is None or slurm.install.version is None:
+        return
+    pinned, wanted = install_release(slurm.install), parse_version(slurm.version)
+    if wanted is None:
+        return
+    if pinned is None:
+        yield Hit(("slurm", "install", "version"),
+                  f"package version '{slurm.install.version}' does not start with a Slurm release (NN.NN)",
+                  f"write the full package version, e.g. \"{_v(wanted)}.4-1\"")
+    elif pinned != wanted:
+        yield Hit(("slurm", "install", "version"),
+                  f"package version {slurm.install.version} is Slurm {_v(pinned)}, but slurm.version is {_v(wanted)}",
+                  f"pin a {_v(wanted)} package, or set slurm.version to \"{_v(pinned)}\"")
+
+
+@rule("SLURM022", "slurm", Severity.INFO, "no NVML in the installed Slurm")
+def autodetect_without_nvml(plan: ClusterPlan) -> Iterator[Hit]:
+    """``gres_autodetect: nvml`` needs slurmd's gpu/nvml plugin, which Slurm builds only where NVML was found;
+    Debian's and Ubuntu's slurm-wlm lack it (the separate slurm-wlm-nvml-plugin of Debian contrib / Ubuntu
+    multiverse exists for Debian 12 and 13 only among the supported releases), and slurmd is fatal on
+    AutoDetect=nvml without it. When the install source has no NVML, gres.conf is rendered with AutoDetect=off and
+    the explicit Type/File/Cores lines as the only source; this says so. A distro source asking for the plugin
+    on an OS that has none is an error."""
+    slurm, sw = plan.blueprint.slurm, plan.blueprint.software
+    if slurm is None:
+        return
+    install = slurm.install
+    os_name = sw.os if sw is not None else DEFAULT_OS
+    if install.kind == "distro" and install.gpu_nvml and os_name not in DISTRO_NVML_PLUGIN:
+        yield Hit(("slurm", "install", "gpu_nvml"),
+                  f"{os_name} has no slurm-wlm-nvml-plugin package (Debian 12/13 contrib, Ubuntu 25.10+ multiverse)",
+                  "set gpu_nvml: false (gres.conf then lists the GPUs), or install Slurm from a repo or debs "
+                  "source built with NVML", Severity.ERROR)
+        return
+    gpus = [g for g in plan.groups if g.type.gpus and g.type.accelerator is not None
+            and vendor(g.type.accelerator) == "NVIDIA"]
+    if slurm.gres_autodetect != "nvml" or provides_nvml(install) or not gpus:
+        return
+    yield Hit(("slurm", "install", "gpu_nvml") if install.kind != "distro" else ("slurm", "gres_autodetect"),
+              f"gres_autodetect is nvml but the {install.kind} Slurm packages have no gpu/nvml plugin: gres.conf is "
+              f"rendered with AutoDetect=off and the explicit GPU lines only (node group {gpus[0].name}: "
+              f"{gpus[0].type.gpus} x {gpus[0].type.gpu_model})",
+              "set gres_autodetect: off to say so, or install Slurm with NVML (repo/debs built with NVML, or "
+              "distro gpu_nvml: true on Debian 12/13)")

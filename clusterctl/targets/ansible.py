@@ -595,6 +595,43 @@ def container_vars(plan: ClusterPlan) -> dict[str, object]:
     return {"enroot_pyxis_apparmor_profile": True}
 
 
+SLURM_PACKAGES = {
+    "debian": {"slurm_controller_packages": ["slurmctld", "slurm-client"],
+               "slurm_compute_packages": ["slurmd", "slurm-client"], "slurm_login_packages": ["slurm-client"],
+               "slurmdbd_packages": ["slurmdbd"], "slurm_preflight_package": "slurmd"},
+    "schedmd": {"slurm_controller_packages": ["slurm-smd-slurmctld", "slurm-smd-client"],
+                "slurm_compute_packages": ["slurm-smd-slurmd", "slurm-smd-client"],
+                "slurm_login_packages": ["slurm-smd-client"], "slurmdbd_packages": ["slurm-smd-slurmdbd"],
+                "slurm_preflight_package": "slurm-smd-slurmd"},
+}
+"""the Slurm roles' packages by naming: Debian's slurm-wlm, or SchedMD's debian/ directory (slurm-smd-*)"""
+NVML_PLUGIN_PACKAGE = "slurm-wlm-nvml-plugin"
+"""Debian contrib / Ubuntu multiverse: gpu/nvml for the distribution's slurm-wlm (rules.slurm.DISTRO_NVML_PLUGIN)"""
+
+
+def slurm_install_vars(plan: ClusterPlan) -> dict[str, object]:
+    """The slurm_preflight role's install source (slurm.install) and the Slurm roles' packages, each pinned to
+    the declared version with ``name=version`` (the apt module installs exactly that version)."""
+    install = plan.blueprint.slurm.install
+    out: dict[str, object] = {"slurm_preflight_install_source": install.kind,
+                              "slurm_preflight_install_version": install.version or ""}
+    if install.kind == "repo":
+        out.update(slurm_preflight_repo_url=install.url, slurm_preflight_repo_key=install.key,
+                   slurm_preflight_repo_suite=install.suite,
+                   slurm_preflight_repo_components=Flow(list(install.components)))
+    elif install.kind == "debs":
+        out["slurm_preflight_debs_dir"] = install.path
+    pin = f"={install.version}" if install.version else ""
+    for var, names in SLURM_PACKAGES[getattr(install, "packages", "debian")].items():
+        if isinstance(names, str):
+            out[var] = names
+            continue
+        if var == "slurm_compute_packages" and install.kind == "distro" and install.gpu_nvml:
+            names = [*names, NVML_PLUGIN_PACKAGE]
+        out[var] = Flow([n + pin for n in names])
+    return out
+
+
 def gpu_vars(g: GroupPlan) -> dict[str, object]:
     """nvidia_driver switches by node type: Fabric Manager on NVSwitch baseboards (8+ GPUs in one node's
     NVLink domain), IMEX where the NVLink domain spans nodes (peers in group_vars/nvlink_<group>_<n>.yml)."""
@@ -762,6 +799,10 @@ def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Seq
                                  "clusterctl_slurm_cluster_name": bp.slurm.cluster_name or bp.name,
                                  "clusterctl_slurm_controllers": Flow(controllers),
                                  "clusterctl_slurm_accounting_host": accounting[0]})}))
+    if bp.slurm:
+        sections.append((["Slurm install source (slurm.install): the slurm_preflight play configures it and the pin, then "
+                          "checks the release", "apt would install; the Slurm roles install these packages "
+                          "(docs/ansible.md, \"Slurm install source\")"], unsafe(slurm_install_vars(plan))))
     if bp.slurm:
         sections.append((["slurm_compute: how long a drained node may take to finish its jobs before slurmd restarts "
                           "(slurm.rollout.drain_timeout_minutes)"],

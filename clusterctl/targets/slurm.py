@@ -28,7 +28,8 @@ from clusterctl import hostlist
 from clusterctl.blueprint.software import Partition
 from clusterctl.plan.model import ClusterPlan, FabricPlan, GroupPlan
 from clusterctl.rules.nvlink import IMEX_CHANNEL_COUNT, IMEX_SWITCH, multi_node
-from clusterctl.rules.slurm import AUTODETECT_NVIDIA, BLOCK_PLUGIN, BLOCK_SIZES, TOPOLOGY_YAML, parse_version
+from clusterctl.rules.slurm import (AUTODETECT_NVIDIA, BLOCK_PLUGIN, BLOCK_SIZES, TOPOLOGY_YAML, parse_version,
+                                   provides_nvml)
 from clusterctl.rules.software import vendor
 from clusterctl.targets import RenderError
 from clusterctl.targets.common import at, conf_value, header, jinja_literal, key_values, render_template
@@ -550,8 +551,19 @@ def _autodetect(mode: str, version: Version) -> tuple[str | None, str]:
     return mode, "autodetected GPUs are checked against the lines below"
 
 
+def _without_nvml(install) -> str:
+    """Why AutoDetect=nvml is not rendered for this install source (SLURM022 says the same)."""
+    what = ("the distribution's slurm-wlm is built without NVML (slurm-wlm-nvml-plugin not installed: "
+            "slurm.install.gpu_nvml false)" if install.kind == "distro" else
+            f"the {install.kind} Slurm packages have no gpu/nvml plugin (slurm.install.gpu_nvml false)")
+    return (f"AutoDetect=nvml not emitted: {what}, and slurmd is fatal on AutoDetect=nvml without it "
+            "(gres.conf(5) AutoDetect); the lines below are the only source")
+
+
 def gres_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan], dev_dir: str) -> str:
     mode, comment = _autodetect(plan.blueprint.slurm.gres_autodetect, version)
+    if mode == "nvml" and not provides_nvml(plan.blueprint.slurm.install):
+        mode, comment = "off", _without_nvml(plan.blueprint.slurm.install)
     return render_template("slurm/gres.conf.j2", header=header(plan), comment=comment,
                            autodetect=_kv("AutoDetect", mode) if mode else None,
                            lines=gres_lines(groups, version, dev_dir))

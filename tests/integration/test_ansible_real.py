@@ -184,6 +184,7 @@ def ci_blueprint(version: str | None = None) -> dict:
     data = lab()
     data["name"] = "ci-local"
     data["slurm"]["version"] = version or installed_slurm_release()
+    data["slurm"]["install"] = {"kind": "distro"}  # this machine's slurm-wlm (the lab names a .deb directory)
     data["node_groups"].append({"name": "login", "type": "head", "role": "login", "count": 1,
                                 "hostnames": "login01", "racks": "lab01"})
     data["storage"].insert(0, {"name": "lustre", "tier": "parallel", "filesystem": "lustre", "mount": "/lustre",
