@@ -182,6 +182,8 @@ HEALTH_VARS: dict[str, tuple[object, str]] = {
     "node_health_drain": (True, "the scenario proves that the check drains"),
     "node_health_rdma_port_count": (0, "no RDMA device in a rehearsal node"),
     "node_health_mounts": ([], "no file server in a rehearsal: the shared mounts are fstab lines only"),
+    "node_health_fabric_manager": (False, "no NVSwitch and no nvidia-fabricmanager in a rehearsal node"),
+    "node_health_imex": (False, "no multi-node NVLink and no nvidia-imex in a rehearsal node"),
 }
 
 

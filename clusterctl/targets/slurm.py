@@ -538,8 +538,11 @@ JOB_TMP_DEFAULT = "/var/spool/slurmd/job_tmp"
 def job_container_base(plan: ClusterPlan) -> str:
     """BasePath of job_container/tmpfs: ``<first local tier>/slurm-job-tmp`` (node-local NVMe, the tier a job's
     /tmp belongs on), else :data:`JOB_TMP_DEFAULT`. Never /tmp or /dev/shm (the plugin refuses them)."""
-    local = [t for t in plan.blueprint.storage if t.tier == "local"]
-    return f"{local[0].mount.rstrip('/')}/slurm-job-tmp" if local else JOB_TMP_DEFAULT
+    local = [t.mount.rstrip("/") for t in plan.blueprint.storage if t.tier == "local"]
+    # 22.05's plugin refuses any BasePath under /tmp or /dev/shm at slurmd start ("Cannot use /tmp or /dev/shm
+    # as BasePath", fatal): such a tier gets the default
+    local = [m for m in local if not m.startswith(("/tmp", "/dev/shm"))]
+    return f"{local[0]}/slurm-job-tmp" if local else JOB_TMP_DEFAULT
 
 
 def job_container_conf(plan: ClusterPlan, version: Version) -> str:

@@ -291,6 +291,8 @@ def _make_dirs(base: Path, slurm_uid: int, slurm_gid: int) -> None:
     (base / "munge").chmod(0o755)  # the socket must be reachable by SlurmUser
 
 
+JOB_TMP_PARENT = Path("/var/tmp")
+"""job_container BasePath's parent in the test (removed with the test directory)"""
 PIECES = {"prolog.d": ("10-first", "20-second"), "epilog.d": ("10-only",)}
 """prolog and epilog pieces the test installs: each appends "<dir> <piece> <node> <job>" to pieces.log"""
 
@@ -304,13 +306,15 @@ def _pieces(base: Path) -> None:
 
 
 def job_container_conf(text: str, base: Path) -> str:
-    """Test-only: two slurmd on one host need a BasePath each (one job's directories would collide), so the
-    rendered BasePath line becomes one NodeName line per node; everything else as rendered."""
+    """Test-only: BasePath in a directory of the test outside /tmp (the rendered one is the nodes' node-local
+    tier; 22.05's slurmd refuses any BasePath under /tmp, where the test's directory is). One
+    BasePath serves both slurmd: a slurmd built with --enable-multiple-slurmd appends its node name to it
+    (22.05 makes <BasePath>/<node>/<job>)."""
     out = []
     for line in text.splitlines():
         if line.startswith("BasePath="):
-            out.append(f"# test-only (two slurmd on one host: a BasePath each): {line}")
-            out += [f"NodeName={n} BasePath={base}/jobtmp/{n}" for n in NODES]
+            out += [f"# test-only (the rendered node-local tier is not on this machine): {line}",
+                    f"BasePath={JOB_TMP_PARENT}/{base.name}"]
         else:
             out.append(line)
     return "\n".join(out) + "\n"
@@ -403,6 +407,7 @@ def cluster():
         _remove_cgroups(_cgroup_dirs() - cgroups_before)
         if ok and not os.environ.get("CLUSTERCTL_KEEP_SLURM_TEST"):
             shutil.rmtree(base, ignore_errors=True)
+            shutil.rmtree(JOB_TMP_PARENT / base.name, ignore_errors=True)
         else:
             print(f"real-Slurm test files kept in {base}")
 

@@ -582,3 +582,13 @@ def test_slurmdbd_purges_old_records():
 
     dbd = render(plan_of(lab()))["slurm/slurmdbd.conf.j2"]
     assert "\nPurgeJobAfter=12month\n" in dbd and "\nPurgeStepAfter=2month\n" in dbd
+
+
+def test_job_container_base_never_under_tmp():
+    """22.05's slurmd exits at start with "Cannot use /tmp or /dev/shm as BasePath" (found by the real-Slurm
+    test): a local tier mounted under /tmp gets the default."""
+    data = lab()
+    for t in data["storage"]:
+        if t.get("tier") == "local":
+            t["mount"] = "/tmp/nvme"
+    assert "BasePath=/var/spool/slurmd/job_tmp" in settings(render(data)["slurm/job_container.conf"])
