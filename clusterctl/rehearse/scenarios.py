@@ -257,6 +257,18 @@ class HealthSetup:
                 raise StepFailed(f"{h} is not idle after the health setup: {node_state(state, via, h)}")
 
 
+def gpu_victim(cluster: Cluster) -> tuple[str, str, str, str]:
+    """(first compute node, the controller to ask, its last GPU stand-in device, the command that recreates it)."""
+    from clusterctl.rehearse.deploy import NVIDIA_MAJOR
+
+    victim = cluster.compute[0]
+    gpus = cluster.gpus.get(victim, 0)
+    if gpus < 1:
+        raise StepFailed(f"{victim} has no GPU stand-in to remove")
+    dev = f"/dev/nvidia{gpus - 1}"
+    return victim, cluster.controllers[0], dev, f"mknod -m 666 {dev} c {NVIDIA_MAJOR} {gpus - 1}"
+
+
 @dataclass
 class NodeFailure:
     """Remove a GPU stand-in device of one compute node: the health check must drain it (with a reason
@@ -268,14 +280,7 @@ class NodeFailure:
     name: str = "node-failure"
 
     def run(self, state: State, record: Record) -> None:
-        from clusterctl.rehearse.deploy import NVIDIA_MAJOR
-
-        victim = self.cluster.compute[0]
-        gpus = self.cluster.gpus.get(victim, 0)
-        if gpus < 1:
-            raise StepFailed(f"{victim} has no GPU stand-in to remove")
-        via = self.cluster.controllers[0]
-        dev = f"/dev/nvidia{gpus - 1}"
+        victim, via, dev, repair = gpu_victim(self.cluster)
         limit = 2 * self.interval_s + 5  # slurmd's timer is not aligned with the moment of the failure
         r = ssh(state, victim, f"rm -f {dev}")
         if r.returncode != 0:
@@ -291,7 +296,7 @@ class NodeFailure:
         others = {h: node_state(state, via, h)[0] for h in self.cluster.compute if h != victim}
         record(victim, HostOutcome(OK, took, f"drained after {took:.1f} s: {got[1]}",
                                    {"drain_seconds": round(took, 1)}))
-        r = ssh(state, victim, f"mknod -m 666 {dev} c {NVIDIA_MAJOR} {gpus - 1}")
+        r = ssh(state, victim, repair)
         if r.returncode != 0:
             raise StepFailed(f"mknod {dev} on {victim}: {r.stderr.strip()}")
         back, took2 = wait_for(lambda: node_state(state, via, victim)[0].lower() == "idle" or None, limit)
@@ -320,16 +325,8 @@ class PrologFailure:
     name: str = "prolog-failure"
 
     def run(self, state: State, record: Record) -> None:
-        from clusterctl.rehearse.deploy import NVIDIA_MAJOR
-
-        victim = self.cluster.compute[0]
-        gpus = self.cluster.gpus.get(victim, 0)
-        if gpus < 1:
-            raise StepFailed(f"{victim} has no GPU stand-in to remove")
-        via = self.cluster.controllers[0]
-        dev = f"/dev/nvidia{gpus - 1}"
+        victim, via, dev, repair = gpu_victim(self.cluster)
         limit = 2 * self.interval_s + 5
-        repair = f"mknod -m 666 {dev} c {NVIDIA_MAJOR} {gpus - 1}"
 
         def idle():
             return node_state(state, via, victim)[0].lower() == "idle" or None
