@@ -96,3 +96,78 @@ def test_failover_refuses_a_blueprint_with_one_controller(tmp_path):
     plan = expand(load_blueprint(Path(__file__).resolve().parents[1] / "blueprints" / "lab-2node.yaml"))
     with pytest.raises(RehearsalError, match="backup controller"):
         scenario_specs("failover", plan, [], tmp_path)
+
+
+# --- prolog-failure: the retry when the periodic check is first, and what is recorded ----------------------
+
+class FakeSlurm:
+    """Answers the commands PrologFailure sends over SSH the way slurmctld and the nodes would: removing the
+    GPU stand-in and submitting a job drains the node, by the periodic check on the first ``periodic_first``
+    attempts, else by the job's prolog (and the job is held); mknod lets the health check resume it."""
+
+    def __init__(self, periodic_first: int):
+        self.periodic_first = periodic_first
+        self.attempt = 0
+        self.state, self.reason, self.job, self.held = "IDLE", "", 0, False
+        self.log: list[str] = []
+
+    def __call__(self, state, host, cmd, *a, **kw):
+        import subprocess
+
+        self.log.append(f"{host}: {cmd}")
+        out = ""
+        if cmd.startswith("sbatch"):
+            self.attempt += 1
+            self.job += 1
+            out = f"{self.job}\n"
+            if self.attempt <= self.periodic_first:
+                self.state, self.reason = "IDLE+DRAIN", "node-health: nvidia-smi lists 7 GPUs, expected 8"
+            else:
+                self.state, self.held = "IDLE+DRAIN", True
+                self.reason = f"node-health: prolog of job {self.job}: nvidia-smi lists 7 GPUs, expected 8"
+        elif cmd.startswith("scontrol show node"):
+            out = f"NodeName=gpu01 State={self.state} Reason={self.reason} [root@2026-12-01T09:00:00]"
+        elif cmd.startswith("squeue"):
+            out = "PENDING launch failed requeued held" if self.held else "PENDING Resources"
+        elif cmd.startswith("scancel"):
+            self.held = False
+        elif cmd.startswith("mknod"):
+            self.state, self.reason = "IDLE", ""
+        return subprocess.CompletedProcess(cmd, 0, out, "")
+
+
+def run_prolog_failure(monkeypatch, periodic_first: int):
+    from clusterctl.rehearse import scenarios
+    from clusterctl.rehearse.deploy import Cluster
+
+    fake = FakeSlurm(periodic_first)
+    monkeypatch.setattr(scenarios, "ssh", fake)
+    monkeypatch.setattr(scenarios.time, "sleep", lambda s: None)
+    cluster = Cluster(groups={"head01": "head", "gpu01": "gpu"}, compute=("gpu01",), gpus={"gpu01": 8},
+                      controllers=("head01",))
+    recorded = []
+    scenarios.PrologFailure(cluster, interval_s=1).run(None, lambda h, o: recorded.append((h, o)))
+    return fake, recorded
+
+
+def test_prolog_failure_drains_holds_and_resumes(monkeypatch):
+    fake, recorded = run_prolog_failure(monkeypatch, 0)
+    [(host, o)] = recorded
+    assert host == "gpu01" and o.status == "ok", o
+    assert o.counts["attempts"] == 1 and o.counts["job_held"] is True
+    assert "node-health: prolog of job 1:" in o.detail and "held" in o.detail and "idle again" in o.detail
+    assert "gpu01: rm -f /dev/nvidia7" in fake.log
+    assert "head01: sbatch --parsable -N1 -w gpu01 -t 5 -J rehearse-prolog --wrap 'sleep 30'" in fake.log
+
+
+def test_prolog_failure_repeats_when_the_periodic_check_was_first(monkeypatch):
+    fake, recorded = run_prolog_failure(monkeypatch, 1)
+    [(_, o)] = recorded
+    assert o.status == "ok" and o.counts["attempts"] == 2, o
+    assert "head01: scancel 1" in fake.log  # the first job, on a node the periodic check drained
+
+
+def test_prolog_failure_fails_when_the_prolog_never_drains(monkeypatch):
+    _, recorded = run_prolog_failure(monkeypatch, 3)
+    [(_, o)] = recorded
+    assert o.status == "failed" and "never drained" in o.detail, o

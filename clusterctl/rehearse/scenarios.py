@@ -5,7 +5,9 @@
   task on any host, and no Slurm daemon may run on any node afterwards.
 - ``node-failure``: after a converge, a compute node loses a GPU stand-in device; the rendered health check
   (``HealthCheckProgram``, run by slurmd every ``HealthCheckInterval``) must drain it with a reason within
-  the interval; once the device is back, the node must return to service by itself.
+  the interval; once the device is back, the node must return to service by itself. Then the same failure
+  meets a job first: the node_health prolog must drain the node (reason ``node-health: prolog of job N``),
+  Slurm must requeue the job held, and the health check must return the repaired node to service.
 
 Each scenario is a list of :class:`~clusterctl.rehearse.steps.Step` objects proving its claim with state read
 from the real daemons (``scontrol``, ``pgrep`` on the nodes) and from ansible-runner's event stream.
@@ -180,6 +182,8 @@ HEALTH_VARS: dict[str, tuple[object, str]] = {
     "node_health_drain": (True, "the scenario proves that the check drains"),
     "node_health_rdma_port_count": (0, "no RDMA device in a rehearsal node"),
     "node_health_mounts": ([], "no file server in a rehearsal: the shared mounts are fstab lines only"),
+    "node_health_fabric_manager": (False, "no NVSwitch and no nvidia-fabricmanager in a rehearsal node"),
+    "node_health_imex": (False, "no multi-node NVLink and no nvidia-imex in a rehearsal node"),
 }
 
 
@@ -253,6 +257,18 @@ class HealthSetup:
                 raise StepFailed(f"{h} is not idle after the health setup: {node_state(state, via, h)}")
 
 
+def gpu_victim(cluster: Cluster) -> tuple[str, str, str, str]:
+    """(first compute node, the controller to ask, its last GPU stand-in device, the command that recreates it)."""
+    from clusterctl.rehearse.deploy import NVIDIA_MAJOR
+
+    victim = cluster.compute[0]
+    gpus = cluster.gpus.get(victim, 0)
+    if gpus < 1:
+        raise StepFailed(f"{victim} has no GPU stand-in to remove")
+    dev = f"/dev/nvidia{gpus - 1}"
+    return victim, cluster.controllers[0], dev, f"mknod -m 666 {dev} c {NVIDIA_MAJOR} {gpus - 1}"
+
+
 @dataclass
 class NodeFailure:
     """Remove a GPU stand-in device of one compute node: the health check must drain it (with a reason
@@ -264,14 +280,7 @@ class NodeFailure:
     name: str = "node-failure"
 
     def run(self, state: State, record: Record) -> None:
-        from clusterctl.rehearse.deploy import NVIDIA_MAJOR
-
-        victim = self.cluster.compute[0]
-        gpus = self.cluster.gpus.get(victim, 0)
-        if gpus < 1:
-            raise StepFailed(f"{victim} has no GPU stand-in to remove")
-        via = self.cluster.controllers[0]
-        dev = f"/dev/nvidia{gpus - 1}"
+        victim, via, dev, repair = gpu_victim(self.cluster)
         limit = 2 * self.interval_s + 5  # slurmd's timer is not aligned with the moment of the failure
         r = ssh(state, victim, f"rm -f {dev}")
         if r.returncode != 0:
@@ -287,7 +296,7 @@ class NodeFailure:
         others = {h: node_state(state, via, h)[0] for h in self.cluster.compute if h != victim}
         record(victim, HostOutcome(OK, took, f"drained after {took:.1f} s: {got[1]}",
                                    {"drain_seconds": round(took, 1)}))
-        r = ssh(state, victim, f"mknod -m 666 {dev} c {NVIDIA_MAJOR} {gpus - 1}")
+        r = ssh(state, victim, repair)
         if r.returncode != 0:
             raise StepFailed(f"mknod {dev} on {victim}: {r.stderr.strip()}")
         back, took2 = wait_for(lambda: node_state(state, via, victim)[0].lower() == "idle" or None, limit)
@@ -300,6 +309,78 @@ class NodeFailure:
                                    {"drain_seconds": round(took, 1), "resume_seconds": round(took2, 1)}))
         for h, st in others.items():
             record(h, HostOutcome(OK if st.lower() == "idle" else FAILED, 0.0, f"{st} while {victim} was drained"))
+
+
+@dataclass
+class PrologFailure:
+    """Remove a GPU stand-in device and submit a job to that node at once: the prolog piece of node_health
+    (``Prolog=/etc/slurm/prolog.d/*``) must fail, drain the node with a reason naming the job, and Slurm must
+    requeue the job held (slurm.conf(5) Prolog); put the device back: the periodic health check must return
+    the node to service (the reason is its own). The periodic check runs every ``interval_s`` too, so it may
+    see the failure before the job does: then the attempt is repaired and repeated (at most ``attempts``)."""
+
+    cluster: Cluster
+    interval_s: int = HEALTH_INTERVAL_S
+    attempts: int = 3
+    name: str = "prolog-failure"
+
+    def run(self, state: State, record: Record) -> None:
+        victim, via, dev, repair = gpu_victim(self.cluster)
+        limit = 2 * self.interval_s + 5
+
+        def idle():
+            return node_state(state, via, victim)[0].lower() == "idle" or None
+
+        t0 = time.monotonic()
+        for attempt in range(1, self.attempts + 1):
+            if not wait_for(idle, limit)[0]:
+                raise StepFailed(f"{victim} not idle before attempt {attempt}: {node_state(state, via, victim)}")
+            # the failure, then the job at once: the job reaches the node's prolog within a second or two, the
+            # periodic check comes every interval_s
+            r = ssh(state, victim, f"rm -f {dev}")
+            if r.returncode != 0:
+                raise StepFailed(f"rm {dev} on {victim}: {r.stderr.strip()}")
+            out = _ssh_ok(state, via, f"sbatch --parsable -N1 -w {victim} -t 5 -J rehearse-prolog --wrap 'sleep 30'")
+            job = out.strip().split(";")[0]
+
+            def verdict():
+                st, reason = node_state(state, via, victim)
+                if "DRAIN" not in st.upper():
+                    return None
+                return st, reason
+
+            got, took = wait_for(verdict, limit)
+            held = ssh(state, via, f"squeue -h -j {job} -o '%T %r'").stdout.strip()
+            if got and got[1].startswith(f"node-health: prolog of job {job}:"):
+                break
+            # the periodic check was first (or nothing drained): repair, drop the job, try again
+            ssh(state, via, f"scancel {job}")
+            ssh(state, victim, repair)
+            if attempt == self.attempts:
+                record(victim, HostOutcome(FAILED, time.monotonic() - t0, f"the prolog never drained {victim} in "
+                                                                          f"{self.attempts} attempts; last: "
+                                                                          f"{got}, job {job} {held!r}"))
+                return
+
+        def job_held():
+            h = ssh(state, via, f"squeue -h -j {job} -o '%T %r'").stdout.strip()
+            return h if h.upper().startswith("PENDING") and "held" in h.lower() else None
+
+        held_ok, _ = wait_for(job_held, 20)
+        held = held_ok or ssh(state, via, f"squeue -h -j {job} -o '%T %r'").stdout.strip()
+        ssh(state, via, f"scancel {job}")
+        r = ssh(state, victim, repair)
+        if r.returncode != 0:
+            raise StepFailed(f"mknod {dev} on {victim}: {r.stderr.strip()}")
+        back, took2 = wait_for(idle, limit)
+        drained = (f"attempt {attempt}: the prolog drained it {took:.1f} s after job {job} was submitted ({got[1]}); "
+                   f"job {job}: {held}")
+        record(victim, HostOutcome(
+            OK if held_ok and back else FAILED, took + took2,
+            f"{drained}; idle again {took2:.1f} s after the repair (resumed by the health check)" if back else
+            f"{drained}; not back in service {limit} s after the repair: {node_state(state, via, victim)}",
+            {"prolog_drain_seconds": round(took, 1), "resume_seconds": round(took2, 1), "attempts": attempt,
+             "job_held": bool(held_ok)}))
 
 
 # --- failover ---------------------------------------------------------------------------------------------

@@ -95,6 +95,7 @@ def build(scenario: str, blueprint: Path, plan, output: Path, per_group: int,
         FailoverTimeout,
         HealthSetup,
         NodeFailure,
+        PrologFailure,
         VersionGuard,
         adjust_variant,
         scenario_specs,
@@ -169,7 +170,8 @@ def build(scenario: str, blueprint: Path, plan, output: Path, per_group: int,
     elif needs_converge:
         steps += [label(deploy_steps(cluster, prepare=everyone)[0], needs_converge[0])]
     if "node-failure" in wanted:
-        steps += [label(HealthSetup(cluster), "node-failure"), label(NodeFailure(cluster), "node-failure")]
+        steps += [label(HealthSetup(cluster), "node-failure"), label(NodeFailure(cluster), "node-failure"),
+                  label(PrologFailure(cluster), "node-failure")]
     if "failover" in wanted:
         steps.append(label(Failover(cluster), "failover"))
     if "rolling" in wanted:

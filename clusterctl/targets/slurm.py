@@ -65,6 +65,15 @@ CGROUP_PLUGIN: Version = (22, 5)
 #                            topology plugins via the new topology.yaml"; topology.yaml(5): "Slurm will
 #                            first check for topology.yaml. If this file exists, topology.conf will be
 #                            ignored")
+PROLOG_GLOB: Version = (22, 5)
+"""Prolog=/Epilog= as a glob (``/etc/slurm/prolog.d/*``): slurm.conf(5) of 22.05.8 (Debian bookworm's
+slurm-wlm) documents "A glob pattern (See glob (7)) may also be used to run more than one prolog script";
+the first release with it is not verified here, so older renders name one runner script instead
+(:data:`PROLOG_RUNNER`), which runs the same directory's pieces"""
+JOB_CONTAINER_DIRS: Version = (23, 2)
+"""job_container.conf Dirs= (which directories get a private per-job mount): absent from 22.05.8 (its
+job_container_tmpfs.so knows AutoBasePath, BasePath, InitScript and NodeName only, and always makes /tmp and
+/dev/shm private); job_container.conf(5) has it from 23.02"""
 FEATURES: dict[str, Version] = {
     "SlurmctldParameters=enable_configless": CONFIGLESS,
     "gres.conf Flags=amd_gpu_env": GRES_ENV_FLAGS,
@@ -74,6 +83,8 @@ FEATURES: dict[str, Version] = {
     "gres.conf AutoDetect=nvidia": AUTODETECT_NVIDIA,
     "topology.yaml": TOPOLOGY_YAML,
     "SwitchType=switch/nvidia_imex": IMEX_SWITCH,
+    "Prolog=/Epilog= glob": PROLOG_GLOB,
+    "job_container.conf Dirs": JOB_CONTAINER_DIRS,
 }
 """option -> first Slurm release that has it (documented in docs/slurm.md)"""
 
@@ -480,6 +491,11 @@ def slurm_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan])
             _kv("RebootProgram", "/usr/sbin/reboot"),
             _kv("ResumeTimeout", 900),
         )),
+        Section("prolog and epilog: every executable piece of prolog.d/epilog.d in glob order (node_health installs "
+                "the GPU health prolog and the cleanup epilog); a failing prolog drains the node and requeues the job "
+                "held (slurm.conf(5) Prolog)", tuple(prolog_epilog_lines(version))),
+        Section("per-job private /tmp and /dev/shm on node-local storage (job_container.conf; slurm.conf(5) "
+                "JobContainerType: needs PrologFlags=Contain)", (_kv("JobContainerType", "job_container/tmpfs"),)),
         Section(f"scale ({plan.nodes} nodes; SchedMD's Large Cluster Administration Guide, big_sys.html, and "
                 "slurm.conf(5))", tuple(_scale_lines(plan.nodes))),
         Section("scheduling priority and limits: fair share per account, QOS, limits enforced from slurmdbd "
@@ -517,6 +533,50 @@ def imex_switch_sections(plan: ClusterPlan, version: Version) -> list[Section]:
             _kv("SwitchType", "switch/nvidia_imex"),
             f"SwitchParameters=imex_channel_count={IMEX_CHANNEL_COUNT}",  # constants only: key=value inside
         ))]
+
+
+PROLOG_DIR = "/etc/slurm/prolog.d"
+EPILOG_DIR = "/etc/slurm/epilog.d"
+PROLOG_RUNNER = {"Prolog": "/usr/local/sbin/slurm-prolog", "Epilog": "/usr/local/sbin/slurm-epilog"}
+"""before :data:`PROLOG_GLOB`: one program each, installed by node_health, running the directory's pieces"""
+PROLOG_EPILOG_TIMEOUT_S = 240
+"""PrologEpilogTimeout: the prolog's budget is the health check (under 60 s) plus ``dcgmi diag -r 1`` (bounded
+at 120 s by the prolog piece); without a timeout slurmd waits for a hung prolog forever (slurm.conf(5): "The
+default behavior is to wait indefinitely"); a prolog past it drains the node and requeues the job"""
+
+
+def prolog_epilog_lines(version: Version) -> list[str]:
+    """Prolog/Epilog as globs over the piece directories (22.05+), else the runner scripts, and their timeout."""
+    if version >= PROLOG_GLOB:
+        lines = [_kv("Prolog", f"{PROLOG_DIR}/*"), _kv("Epilog", f"{EPILOG_DIR}/*")]
+    else:
+        lines = [_kv(k, v) for k, v in PROLOG_RUNNER.items()]
+    return [*lines, _kv("PrologEpilogTimeout", PROLOG_EPILOG_TIMEOUT_S)]
+
+
+JOB_TMP_DEFAULT = "/var/spool/slurmd/job_tmp"
+"""job_container BasePath without a node-local tier: under SlurmdSpoolDir, on the node's own disk"""
+
+
+def job_container_base(plan: ClusterPlan) -> str:
+    """BasePath of job_container/tmpfs: ``<first local tier>/slurm-job-tmp`` (node-local NVMe, the tier a job's
+    /tmp belongs on), else :data:`JOB_TMP_DEFAULT`. Never /tmp or /dev/shm (the plugin refuses them)."""
+    local = [t.mount.rstrip("/") for t in plan.blueprint.storage if t.tier == "local"]
+    # 22.05's plugin refuses any BasePath under /tmp or /dev/shm at slurmd start ("Cannot use /tmp or /dev/shm
+    # as BasePath", fatal): such a tier gets the default
+    local = [m for m in local if not m.startswith(("/tmp", "/dev/shm"))]
+    return f"{local[0]}/slurm-job-tmp" if local else JOB_TMP_DEFAULT
+
+
+def job_container_conf(plan: ClusterPlan, version: Version) -> str:
+    base = job_container_base(plan)
+    with at(("storage",)):
+        conf_value(base, "job_container BasePath")
+    lines = [_kv("AutoBasePath", "true"), _kv("BasePath", base)]
+    if version >= JOB_CONTAINER_DIRS:
+        lines.append(_kv("Dirs", "/tmp,/dev/shm"))
+    return render_template("slurm/job_container.conf.j2", header=header(plan), lines=lines,
+                           dirs=version >= JOB_CONTAINER_DIRS)
 
 
 def tree_width(nodes: int) -> int:
@@ -646,6 +706,7 @@ def render(plan: ClusterPlan, *, dev_dir: str = DEV_DIR) -> dict[str, str]:
         "slurm/slurm.conf": slurm_conf(plan, version, groups),
         "slurm/gres.conf": gres_conf(plan, version, groups, dev_dir),
         "slurm/cgroup.conf": cgroup_conf(plan, version),
+        "slurm/job_container.conf": job_container_conf(plan, version),
         "slurm/slurmdbd.conf.j2": slurmdbd_conf(plan),
     }
     if slurm.topology in ("tree", "block") and _topology_plugin(slurm.topology, version)[0]:

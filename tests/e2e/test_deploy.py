@@ -24,7 +24,8 @@ HOSTS = ["head01", "gpu01", "gpu02"]
 COMPUTE = ["gpu01", "gpu02"]
 ALL_STEPS = ["boot", "ssh-check", "version-guard: render", "version-guard: version-guard",
              "version-guard: render back", "deploy: converge", "deploy: converge-again", "deploy: testinfra",
-             "deploy: srun", "node-failure: health-setup", "node-failure: node-failure", "rolling: rolling"]
+             "deploy: srun", "node-failure: health-setup", "node-failure: node-failure", "node-failure: prolog-failure",
+             "rolling: rolling"]
 
 
 @pytest.fixture(scope="module")

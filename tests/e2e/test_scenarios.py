@@ -110,6 +110,21 @@ def test_node_failure_other_compute_node_stays_in_service(lab):
     assert other["status"] == "ok" and other["detail"].lower().startswith("idle"), other
 
 
+def test_prolog_failure_drains_the_node_holds_the_job_and_the_check_resumes_it(lab):
+    """The node_health prolog piece (slurm.conf Prolog=/etc/slurm/prolog.d/*) runs the health check before the
+    job: the node that lost a GPU stand-in is drained with a reason naming the job, Slurm requeues the job
+    held, and after the repair the periodic health check returns the node (its own reason) to service."""
+    from clusterctl.rehearse.scenarios import HEALTH_INTERVAL_S
+
+    _, summary, _ = lab
+    victim = steps(summary)["node-failure: prolog-failure"]["hosts"]["gpu01"]
+    assert victim["status"] == "ok", victim
+    assert "node-health: prolog of job " in victim["detail"]
+    assert "nvidia-smi lists 7 GPUs, expected 8" in victim["detail"]
+    assert victim["job_held"] == 1 and "held" in victim["detail"].lower()
+    assert victim["resume_seconds"] <= 2 * HEALTH_INTERVAL_S + 5
+
+
 # --- rolling (lab and lab-ha) ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("which", ["lab", "lab_ha"])

@@ -167,8 +167,12 @@ class Overrides:
             "HealthCheckProgram": (None, "NHC is not installed on the test machine"),
             "HealthCheckInterval": (None, "no health check program"),
             "HealthCheckNodeState": (None, "no health check program"),
+            "Prolog": (f"{b}/prolog.d/*", "the same glob over a private directory (the rendered one is the "
+                                          "nodes' /etc/slurm/prolog.d, where node_health installs its pieces)"),
+            "Epilog": (f"{b}/epilog.d/*", "the same glob over a private directory"),
         }
         if not self.cgroups:
+            out["JobContainerType"] = (None, "job_container/tmpfs needs PrologFlags=Contain")
             why = "no writable cgroup v1 hierarchy here (see cgroup_v1_usable)"
             out["ProctrackType"] = ("proctrack/linuxproc", why)
             out["TaskPlugin"] = ("task/affinity", why)
@@ -279,12 +283,41 @@ class Cluster:
 
 def _make_dirs(base: Path, slurm_uid: int, slurm_gid: int) -> None:
     for d in ("etc", "state", "log", "run", "munge", "dev", *(f"spool/{n}" for n in NODES),
-              *(f"tmp/{n}" for n in NODES)):
+              *(f"tmp/{n}" for n in NODES), *PIECES):
         (base / d).mkdir(parents=True, exist_ok=True)
     base.chmod(0o755)
     for d in ("state", "log"):  # slurmctld drops to SlurmUser=slurm (the rendered value) after reading them
         os.chown(base / d, slurm_uid, slurm_gid)
     (base / "munge").chmod(0o755)  # the socket must be reachable by SlurmUser
+
+
+JOB_TMP_PARENT = Path("/var/tmp")
+"""job_container BasePath's parent in the test (removed with the test directory)"""
+PIECES = {"prolog.d": ("10-first", "20-second"), "epilog.d": ("10-only",)}
+"""prolog and epilog pieces the test installs: each appends "<dir> <piece> <node> <job>" to pieces.log"""
+
+
+def _pieces(base: Path) -> None:
+    for d, names in PIECES.items():
+        for name in names:
+            piece = base / d / name
+            piece.write_text(f'#!/bin/sh\necho "{d} {name} $SLURMD_NODENAME $SLURM_JOB_ID" >> {base}/log/pieces.log\n')
+            piece.chmod(0o755)
+
+
+def job_container_conf(text: str, base: Path) -> str:
+    """Test-only: BasePath in a directory of the test outside /tmp (the rendered one is the nodes' node-local
+    tier; 22.05's slurmd refuses any BasePath under /tmp, where the test's directory is). One
+    BasePath serves both slurmd: a slurmd built with --enable-multiple-slurmd appends its node name to it
+    (22.05 makes <BasePath>/<node>/<job>)."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith("BasePath="):
+            out += [f"# test-only (the rendered node-local tier is not on this machine): {line}",
+                    f"BasePath={JOB_TMP_PARENT}/{base.name}"]
+        else:
+            out.append(line)
+    return "\n".join(out) + "\n"
 
 
 def _stand_in_gpus(dev: Path) -> None:
@@ -331,6 +364,7 @@ def cluster():
     base = Path(tempfile.mkdtemp(prefix="clusterctl-slurm-it-"))
     _make_dirs(base, slurm_user.pw_uid, slurm_user.pw_gid)
     _stand_in_gpus(base / "dev")
+    _pieces(base)
     plan = plan_of(bp)
     files = target.render(plan, dev_dir=str(base / "dev"))
     cgroups = cgroup_v1_usable()
@@ -341,6 +375,7 @@ def cluster():
     (etc / "slurm.conf").write_text(conf)
     for name in ("gres.conf", "topology.conf", "cgroup.conf"):
         (etc / name).write_text(files[f"slurm/{name}"])  # as rendered
+    (etc / "job_container.conf").write_text(job_container_conf(files["slurm/job_container.conf"], base))
     key = base / "munge" / "munge.key"
     key.write_bytes(os.urandom(1024))
     key.chmod(0o600)
@@ -372,6 +407,7 @@ def cluster():
         _remove_cgroups(_cgroup_dirs() - cgroups_before)
         if ok and not os.environ.get("CLUSTERCTL_KEEP_SLURM_TEST"):
             shutil.rmtree(base, ignore_errors=True)
+            shutil.rmtree(JOB_TMP_PARENT / base.name, ignore_errors=True)
         else:
             print(f"real-Slurm test files kept in {base}")
 
@@ -401,9 +437,9 @@ def test_the_test_only_changes_are_the_documented_ones(cluster):
     allowed = {"SlurmctldHost", "StateSaveLocation", "SlurmdSpoolDir", "AccountingStorageType",
                "AccountingStorageHost", "AccountingStorageTRES", "HealthCheckProgram", "HealthCheckInterval",
                "HealthCheckNodeState", "NodeName", "AccountingStorageEnforce", "PriorityWeightAge",
-               "PriorityWeightFairshare"}
+               "PriorityWeightFairshare", "Prolog", "Epilog"}
     if not cluster.cgroups:
-        allowed |= {"ProctrackType", "TaskPlugin", "JobAcctGatherType", "PrologFlags"}
+        allowed |= {"ProctrackType", "TaskPlugin", "JobAcctGatherType", "PrologFlags", "JobContainerType"}
     assert changed <= allowed, changed
     assert {"SlurmctldHost", "NodeName", "AccountingStorageType"} <= changed
 
@@ -450,6 +486,27 @@ def test_a_job_step_spans_both_nodes_with_all_gpus(cluster):
     assert rows == [f"gpu01 {visible} 2 0", f"gpu02 {visible} 2 1"], out
 
 
+def test_prolog_and_epilog_globs_run_every_piece_in_order_and_jobs_get_a_private_tmp(cluster):
+    """Slurm 22.05 takes the rendered Prolog=/Epilog= globs (over the test's piece directories) and runs every
+    piece in glob order on each node of the job; with job_container/tmpfs (as rendered, one BasePath per test
+    node) a file the job writes to /tmp is not in the host's /tmp."""
+    log = cluster.base / "log" / "pieces.log"
+    out = cluster.run("srun", "-N2", "--time=1", "bash", "-c",
+                      'echo x > /tmp/clusterctl-it-$SLURM_JOB_ID; echo "$SLURM_JOB_ID $(ls -A /tmp | wc -l)"',
+                      timeout=90)
+    job = out.split()[0]
+    assert not Path(f"/tmp/clusterctl-it-{job}").exists(), "the job wrote to the host's /tmp"
+    if cluster.cgroups:
+        assert sorted(set(out.splitlines())) == [f"{job} 1"], out  # a private, empty /tmp per node
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and sum(f" {job}" in line for line in log.read_text().splitlines()) < 6:
+        time.sleep(0.3)  # the epilog runs after the step's output is back
+    rows = [line for line in log.read_text().splitlines() if line.endswith(f" {job}")]
+    for n in NODES:
+        assert [r.rsplit(" ", 2)[0] for r in rows if f" {n} " in r] == [
+            "prolog.d 10-first", "prolog.d 20-second", "epilog.d 10-only"], rows
+
+
 def test_slurmctld_loaded_the_rendered_options(cluster):
     out = cluster.run("scontrol", "show", "config")
     conf = dict(re.findall(r"^(\w+)\s+=\s+(.*?)\s*$", out, re.MULTILINE))
@@ -465,6 +522,8 @@ def test_slurmctld_loaded_the_rendered_options(cluster):
     assert "CR_CORE_MEMORY" in conf["SelectTypeParameters"].upper()
     assert "enable_configless" not in (conf.get("SlurmctldParameters") or "")  # files are pushed by Ansible
     assert {"Alloc", "Contain"} <= set(conf["PrologFlags"].split(",")) or not cluster.cgroups
+    assert conf["PrologEpilogTimeout"] == "240"
+    assert conf["JobContainerType"] == "job_container/tmpfs" or not cluster.cgroups
 
 
 def test_no_error_lines_in_the_daemon_logs(cluster):

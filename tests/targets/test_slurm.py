@@ -94,8 +94,8 @@ def test_switch_and_block_lines():
 
 def test_lab_renders_the_layout_files():
     files = render(lab())
-    assert sorted(files) == ["slurm/cgroup.conf", "slurm/gres.conf", "slurm/slurm.conf", "slurm/slurmdbd.conf.j2",
-                             "slurm/topology.conf"]
+    assert sorted(files) == ["slurm/cgroup.conf", "slurm/gres.conf", "slurm/job_container.conf", "slurm/slurm.conf",
+                             "slurm/slurmdbd.conf.j2", "slurm/topology.conf"]
     for text in files.values():
         assert lines(text)[0] == HEADER.format("lab-2node")
 
@@ -126,6 +126,10 @@ def test_lab_slurm_conf():
         "HealthCheckNodeState=ANY",
         "RebootProgram=/usr/sbin/reboot",
         "ResumeTimeout=900",
+        "Prolog=/etc/slurm/prolog.d/*",
+        "Epilog=/etc/slurm/epilog.d/*",
+        "PrologEpilogTimeout=240",
+        "JobContainerType=job_container/tmpfs",
         "TreeWidth=2",
         "MessageTimeout=10",
         "SlurmdTimeout=300",
@@ -163,6 +167,42 @@ def test_lab_topology_is_its_one_leaf():
 def test_lab_cgroup_conf():
     assert settings(render(lab())["slurm/cgroup.conf"]) == [
         "CgroupPlugin=autodetect", "ConstrainCores=yes", "ConstrainDevices=yes", "ConstrainRAMSpace=yes"]
+
+
+def test_prolog_and_epilog_are_globs_over_the_piece_directories_from_22_05():
+    """slurm.conf(5) of 22.05.8 documents the glob; older releases get one runner program each (node_health
+    installs it; it runs the same directory's pieces)."""
+    new = settings(render(with_slurm(lab(), version="22.05"))["slurm/slurm.conf"])
+    assert ["Prolog=/etc/slurm/prolog.d/*", "Epilog=/etc/slurm/epilog.d/*", "PrologEpilogTimeout=240"] == [
+        line for line in new if line.startswith(("Prolog=", "Epilog=", "PrologEpilogTimeout="))]
+    old = settings(render(with_slurm(lab(), version="21.08"))["slurm/slurm.conf"])
+    assert ["Prolog=/usr/local/sbin/slurm-prolog", "Epilog=/usr/local/sbin/slurm-epilog", "PrologEpilogTimeout=240"] == [
+        line for line in old if line.startswith(("Prolog=", "Epilog=", "PrologEpilogTimeout="))]
+    # the prolog's budget (health check < 60 s + dcgmi diag bound) fits the timeout
+    defaults = yaml.safe_load((slurm_roles() / "node_health" / "defaults" / "main.yml").read_text())
+    assert 60 + defaults["node_health_diag_timeout_s"] < slurm.PROLOG_EPILOG_TIMEOUT_S
+
+
+def slurm_roles():
+    from pathlib import Path
+    return Path(__file__).resolve().parents[2] / "roles"
+
+
+def test_job_container_conf_on_the_local_scratch_tier():
+    """BasePath on the first node-local tier (the lab's /raid); Dirs only from 23.02 (22.05's plugin has no
+    such option and always makes /tmp and /dev/shm private)."""
+    data = with_slurm(lab(), version="24.05")
+    assert settings(render(data)["slurm/job_container.conf"]) == [
+        "AutoBasePath=true", "BasePath=/raid/slurm-job-tmp", "Dirs=/tmp,/dev/shm"]
+    text = render(with_slurm(lab(), version="22.05"))["slurm/job_container.conf"]
+    assert settings(text) == ["AutoBasePath=true", "BasePath=/raid/slurm-job-tmp"]
+    assert "# Dirs= (23.02+) is left out" in text
+
+
+def test_job_container_base_without_a_local_tier():
+    data = lab()
+    data["storage"] = [t for t in data["storage"] if t.get("tier") != "local"]
+    assert "BasePath=/var/spool/slurmd/job_tmp" in settings(render(data)["slurm/job_container.conf"])
 
 
 def test_slurmdbd_template_takes_the_password_from_a_variable():
@@ -542,3 +582,13 @@ def test_slurmdbd_purges_old_records():
 
     dbd = render(plan_of(lab()))["slurm/slurmdbd.conf.j2"]
     assert "\nPurgeJobAfter=12month\n" in dbd and "\nPurgeStepAfter=2month\n" in dbd
+
+
+def test_job_container_base_never_under_tmp():
+    """22.05's slurmd exits at start with "Cannot use /tmp or /dev/shm as BasePath" (found by the real-Slurm
+    test): a local tier mounted under /tmp gets the default."""
+    data = lab()
+    for t in data["storage"]:
+        if t.get("tier") == "local":
+            t["mount"] = "/tmp/nvme"
+    assert "BasePath=/var/spool/slurmd/job_tmp" in settings(render(data)["slurm/job_container.conf"])

@@ -1,19 +1,24 @@
 #!/bin/bash
 # Node health check installed by the clusterctl node_health role; Slurm runs it as HealthCheckProgram.
 # Checks the expectations in /etc/clusterctl/node-health.conf (rendered from the cluster plan): the GPU
-# count (nvidia-smi -L), ACTIVE RDMA ports at the expected rate (/sys/class/infiniband/*/ports/*) and mounts.
-# Usage: node-health-check [--no-drain] [--config FILE]
+# count (nvidia-smi -L), ACTIVE RDMA ports at the expected rate (/sys/class/infiniband/*/ports/*), mounts,
+# Fabric Manager and IMEX running where expected, critical Xids in the kernel log since boot, DCGM health.
+# Usage: node-health-check [--no-drain] [--prolog] [--config FILE]
+# --prolog: also run DCGM's quick diagnostic (dcgmi diag -r 1); the prolog piece of node_health uses it.
 # Exits 0 when healthy (and resumes the node if this check had drained it); otherwise prints every problem,
-# drains the node in Slurm (unless --no-drain or NODE_HEALTH_DRAIN=0) and exits 1.
+# drains the node in Slurm (unless --no-drain or NODE_HEALTH_DRAIN=0) and exits 1. A check that cannot run
+# here (no dcgmi, no kernel log) is named on stdout as not checked; it never passes silently.
 set -u
 
 config=/etc/clusterctl/node-health.conf
 drain_override=""
+prolog=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-drain) drain_override=0 ;;
+    --prolog) prolog=1 ;;
     --config) shift; config="${1:?--config needs a file}" ;;
-    -h | --help) sed -n '2,7p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "node-health-check: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -24,10 +29,23 @@ NODE_HEALTH_RDMA_PORT_COUNT=0
 NODE_HEALTH_RDMA_RATE_GBPS=0
 NODE_HEALTH_MOUNTS=()
 NODE_HEALTH_DRAIN=0
+# NVSwitch baseboards (HGX/DGX 8-GPU): nvidia-fabricmanager must run, or CUDA reports no usable GPU
+# (NVIDIA Fabric Manager User Guide); multi-node NVLink (GB200/GB300 NVL72): nvidia-imex must run
+# (NVIDIA IMEX guide)
+NODE_HEALTH_FABRIC_MANAGER=0
+NODE_HEALTH_IMEX=0
+# Xids that NVIDIA's Xid catalogue resolves with a GPU reset or node reboot (docs.nvidia.com/deploy/xid-errors):
+# 48 double-bit ECC, 63/64 row remapping event/failure, 74 NVLink error, 79 fallen off the bus, 92 high
+# single-bit ECC rate, 94/95 contained/uncontained ECC, 119/120 GSP RPC timeout/error. Since boot: a node
+# that logged one stays drained until it is rebooted (scontrol reboot), after the reset the catalogue asks for.
+NODE_HEALTH_XIDS=(48 63 64 74 79 92 94 95 119 120)
+# DCGM: dcgmi health -c (and dcgmi diag -r 1 in the prolog) where dcgmi is installed (the dcgm role)
+NODE_HEALTH_DCGM=1
+NODE_HEALTH_DIAG_TIMEOUT_S=120
 # slurmd kills HealthCheckProgram after 60 s (slurm.conf(5)), so a hung nvidia-smi must time out well before
-# that, or the check is killed without draining: 20 s for nvidia-smi (+5 s to kill it), 5 s per mount, 10 s for
-# scontrol
-NODE_HEALTH_GPU_TIMEOUT_S=20
+# that, or the check is killed without draining: 15 s for nvidia-smi (+3 s to kill it), 3 s per mount, 3 s per
+# service, 3 s for the kernel log, 8 s for dcgmi health, 10 s for scontrol (every timeout adds up to < 60 s)
+NODE_HEALTH_GPU_TIMEOUT_S=15
 if [ -r "$config" ]; then
   # shellcheck source=/dev/null
   . "$config"
@@ -40,7 +58,7 @@ if [ "$NODE_HEALTH_GPU_COUNT" -gt 0 ]; then
   if ! command -v nvidia-smi > /dev/null 2>&1; then
     problems+=("nvidia-smi not found (expected $NODE_HEALTH_GPU_COUNT GPUs)")
   else
-    listed=$(timeout -k 5 "$NODE_HEALTH_GPU_TIMEOUT_S" nvidia-smi -L 2> /dev/null)
+    listed=$(timeout -k 3 "$NODE_HEALTH_GPU_TIMEOUT_S" nvidia-smi -L 2> /dev/null)
     smi=$?
     if [ "$smi" -eq 124 ] || [ "$smi" -eq 137 ]; then
       problems+=("nvidia-smi did not answer within ${NODE_HEALTH_GPU_TIMEOUT_S} s (hung GPU or driver)")
@@ -71,10 +89,76 @@ fi
 
 # an array: a mount point is one word whatever it holds (no splitting, no globbing)
 for mount in ${NODE_HEALTH_MOUNTS[@]+"${NODE_HEALTH_MOUNTS[@]}"}; do
-  if ! timeout 5 mountpoint -q -- "$mount"; then
+  if ! timeout 3 mountpoint -q -- "$mount"; then
     problems+=("$mount is not mounted")
   fi
 done
+
+# a daemon is running: systemd's view where systemd runs, else its process (nodes without systemd)
+running() {
+  if [ -d /run/systemd/system ] && command -v systemctl > /dev/null 2>&1; then
+    timeout 3 systemctl is-active --quiet "$1"
+  else
+    timeout 3 pgrep -x "$2" > /dev/null
+  fi
+}
+if [ "$NODE_HEALTH_FABRIC_MANAGER" = 1 ] && ! running nvidia-fabricmanager nv-fabricmanager; then
+  problems+=("nvidia-fabricmanager is not running (NVSwitch system)")
+fi
+if [ "$NODE_HEALTH_IMEX" = 1 ] && ! running nvidia-imex nvidia-imex; then
+  problems+=("nvidia-imex is not running (multi-node NVLink domain)")
+fi
+
+if [ "$NODE_HEALTH_GPU_COUNT" -gt 0 ]; then
+  # "NVRM: Xid (PCI:0000:18:00): 79, pid=..., GPU has fallen off the bus." -> "79 PCI:0000:18:00"
+  if command -v journalctl > /dev/null 2>&1 && [ -d /run/systemd/system ]; then
+    klog=$(timeout 3 journalctl -k -b -q --no-pager -g 'NVRM: Xid' 2> /dev/null)
+    kread=$?
+    [ "$kread" -eq 1 ] && kread=0  # no match
+  else
+    klog=$(timeout 3 dmesg 2> /dev/null)
+    kread=$?
+  fi
+  if [ "$kread" -ne 0 ]; then
+    echo "node-health-check: not checked: Xids (kernel log not readable)"
+  else
+    seen=$(printf '%s\n' "$klog" | sed -n 's/.*NVRM: Xid (\([^)]*\)): \([0-9][0-9]*\),.*/\2 \1/p' | sort -u)
+    for xid in ${NODE_HEALTH_XIDS[@]+"${NODE_HEALTH_XIDS[@]}"}; do
+      where=$(printf '%s\n' "$seen" | sed -n "s/^$xid \(.*\)/\1/p" | tr '\n' ' ')
+      [ -n "$where" ] && problems+=("Xid $xid since boot on ${where% } (NVIDIA Xid catalogue: reset the GPU or reboot)")
+    done
+  fi
+  if [ "$NODE_HEALTH_DCGM" = 1 ]; then
+    if ! command -v dcgmi > /dev/null 2>&1; then
+      echo "node-health-check: not checked: DCGM health (dcgmi not installed)"
+    else
+      # watch every subsystem of the default group (all GPUs), then read the verdict; Warning is left to
+      # dcgm-exporter's alerts, Failure drains
+      health=$(timeout 4 dcgmi health -s a > /dev/null 2>&1; timeout 4 dcgmi health -c 2>&1)
+      hrc=$?
+      if [ "$hrc" -eq 124 ]; then
+        problems+=("dcgmi health -c did not answer (nv-hostengine)")
+      elif printf '%s\n' "$health" | grep -q 'Overall Health.*Failure'; then
+        problems+=("dcgmi health -c reports Failure")
+      fi
+    fi
+    if [ "$prolog" = 1 ]; then
+      if ! command -v dcgmi > /dev/null 2>&1; then
+        echo "node-health-check: not checked: dcgmi diag -r 1 (dcgmi not installed)"
+      else
+        diag=$(timeout -k 5 "$NODE_HEALTH_DIAG_TIMEOUT_S" dcgmi diag -r 1 2>&1)
+        drc=$?
+        if [ "$drc" -eq 124 ] || [ "$drc" -eq 137 ]; then
+          problems+=("dcgmi diag -r 1 did not finish within ${NODE_HEALTH_DIAG_TIMEOUT_S} s")
+        elif [ "$drc" -ne 0 ] || printf '%s\n' "$diag" | grep -q '| *Fail'; then
+          problems+=("dcgmi diag -r 1 failed: $(printf '%s\n' "$diag" | grep -m1 -i 'fail' | tr -s ' |' ' ')")
+        fi
+      fi
+    fi
+  fi
+else
+  echo "node-health-check: not checked: Xids, DCGM (no GPUs expected on this node)"
+fi
 
 node="${SLURMD_NODENAME:-$(hostname -s)}"
 if [ ${#problems[@]} -eq 0 ]; then
@@ -94,8 +178,14 @@ if [ ${#problems[@]} -eq 0 ]; then
   exit 0
 fi
 printf 'node-health-check: %s\n' "${problems[@]}" >&2
+if [ "$prolog" = 1 ] && [ "$NODE_HEALTH_DRAIN" != 1 ]; then
+  # report only (node_health_drain: false): a failing prolog would drain the node and hold the job
+  echo "node-health-check: prolog reports only (NODE_HEALTH_DRAIN=0): the job runs" >&2
+  exit 0
+fi
 if [ "$NODE_HEALTH_DRAIN" = 1 ] && command -v scontrol > /dev/null 2>&1; then
   reason="node-health: ${problems[0]}"
+  [ "$prolog" = 1 ] && reason="node-health: prolog${SLURM_JOB_ID:+ of job $SLURM_JOB_ID}: ${problems[0]}"
   [ ${#problems[@]} -gt 1 ] && reason="$reason (+$((${#problems[@]} - 1)) more)"
   scontrol update NodeName="$node" State=DRAIN Reason="$reason" || true
 fi
