@@ -826,12 +826,13 @@ def pull_batches(plan: ClusterPlan) -> tuple[list[str], list[list[str]]]:
             [ansible_ranges(compute[i:i + size]) for i in range(0, len(compute), size)])
 
 
-PULL_STATUS_YML = """# Collect every node's pull-status.json ({status}) and write a summary: which node applied which
-# version, which failed and in which task. Run where site.yml runs (it reads the files over SSH):
+PULL_STATUS_YML = """\
+# Collect every node's pull-status.json ({status}) and write a summary: which node applied which
+# version, which failed and in which task. Run where site.yml runs (it reads the files over SSH; --limit works):
 #   cd ansible && ansible-playbook pull-status.yml [-e clusterctl_pull_summary=/path/summary.json]
 # A node without a status file has never pulled; one that cannot be reached is listed as unreachable.
 ---
-- name: Read each node's pull status
+- name: Collect the pull status of every node
   hosts: all
   gather_facts: false
   become: true
@@ -842,27 +843,28 @@ PULL_STATUS_YML = """# Collect every node's pull-status.json ({status}) and writ
       register: clusterctl_pull_status
       failed_when: false
 
-- name: Summarise the pull statuses
-  hosts: localhost
-  connection: local
-  gather_facts: false
-  vars:
-    clusterctl_pull_summary: "{{{{ playbook_dir }}}}/../pull-summary.json"
-    clusterctl_pull_nodes: >-
-      {{% set out = {{}} %}}{{% for h in groups['all'] %}}{{% set r = hostvars[h].clusterctl_pull_status | default({{}}) %}}
-      {{% set _ = out.update({{h: (r.content | b64decode | from_json) if r.content is defined
-      else {{'result': 'unreachable' if r is not defined or r == {{}} else 'never pulled'}}}}) %}}{{% endfor %}}{{{{ out }}}}
-  tasks:
-    - name: Write the summary
+    - name: Write the summary on the control host
       ansible.builtin.copy:
-        dest: "{{{{ clusterctl_pull_summary }}}}"
+        dest: "{{{{ clusterctl_pull_summary | default(playbook_dir + '/../pull-summary.json') }}}}"
         mode: "0644"
-        content: >-
-          {{% set versions = {{}} %}}{{% set failed = {{}} %}}{{% for h, st in clusterctl_pull_nodes | dictsort %}}
-          {{% set v = st.last_ok_version | default(none) or 'none' %}}{{% set _ = versions.update({{v: versions.get(v, []) + [h]}}) %}}
-          {{% if st.result != 'ok' %}}{{% set _ = failed.update({{h: {{'result': st.result, 'failed_task': st.failed_task | default(none),
-          'message': st.message | default('')}}}}) %}}{{% endif %}}{{% endfor %}}{{{{ {{'nodes': clusterctl_pull_nodes,
-          'versions': versions, 'failed': failed}} | to_nice_json }}}}
+        content: |
+          {{%- set nodes = {{}} %}}{{% set versions = {{}} %}}{{% set failed = {{}} %}}
+          {{%- for h in ansible_play_hosts_all | sort %}}
+          {{%- set r = hostvars[h].clusterctl_pull_status | default({{}}) %}}
+          {{%- set st = (r.content | b64decode | from_json) if r.content is defined
+              else {{'result': 'never pulled' if r else 'unreachable'}} %}}
+          {{%- set _ = nodes.update({{h: st}}) %}}
+          {{%- set v = st.last_ok_version | default(none) or 'none' %}}
+          {{%- set _ = versions.update({{v: versions.get(v, []) + [h]}}) %}}
+          {{%- if st.result != 'ok' %}}
+          {{%- set _ = failed.update({{h: {{'result': st.result, 'failed_task': st.failed_task | default(none),
+              'message': st.message | default('')}}}}) %}}
+          {{%- endif %}}
+          {{%- endfor %}}
+          {{{{ {{'nodes': nodes, 'versions': versions, 'failed': failed}} | to_nice_json }}}}
+      delegate_to: localhost
+      run_once: true
+      become: false
 """
 
 
