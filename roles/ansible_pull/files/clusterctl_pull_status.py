@@ -12,9 +12,11 @@ DOCUMENTATION = """
     name: clusterctl_pull_status
     type: aggregate
     short_description: per-host counts and the first failed task, as JSON, for clusterctl-pull
-    description: Writes {"hosts": {host: {ok, changed, failures, unreachable, skipped}}, "failed": {host: task}}
-      to the file named by CLUSTERCTL_PULL_RESULT when the playbook ends.
-    requirements: [enabled in ANSIBLE_CALLBACKS_ENABLED]
+    description:
+      - Writes the recap counts of every host and the first failed task of each host, as JSON, to the file named
+        by the CLUSTERCTL_PULL_RESULT environment variable when the playbook ends.
+    requirements:
+      - enabled in ANSIBLE_CALLBACKS_ENABLED
 """
 
 
