@@ -1,8 +1,10 @@
 """The ``pull`` scenario: every node applies its released version of the rendered tree to itself.
 
-The rendered tree is committed into a bare git repository in the rehearsal's state directory
-(``DIR/.rehearsal/pull.git``); the nodes' root file systems are overlays of this machine's ``/``, so they read it
-at the same path (``file://``), as real nodes would fetch an https or ssh remote. The blueprint as rehearsed
+The git remote is served from the Slurm controller node: a bare repository ``/srv/clusterctl/pull.git`` on it,
+which this machine pushes each version to over SSH, and which every node (the controller too) fetches from
+as ``ssh://root@CONTROLLER/srv/clusterctl/pull.git`` over the rehearsal network, with a deploy key and the
+controller's pinned host key in ``/etc/clusterctl/pull-ssh/`` (the rehearsal's own key stands in for a deploy
+key). A directory of the rehearsal would not do: each node has its own tmpfs ``/tmp``. The blueprint as rehearsed
 has ``slurm.rollout.pull.source`` pointing there (listed in ``rehearsed_as``). Nodes have no systemd (PID 1 is a
 small init), so the timer cannot run: each round runs the service's command, ``/usr/local/sbin/clusterctl-pull``,
 on every node over SSH at once (the on-demand path, ``systemctl start clusterctl-pull`` on a real node), then
@@ -23,6 +25,7 @@ Rounds, each a step:
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import time
@@ -32,14 +35,17 @@ from pathlib import Path
 
 import yaml
 
-from clusterctl.rehearse.deploy import Cluster, rehearsal_files, run_playbook
-from clusterctl.rehearse.nodes import ssh
+from clusterctl.rehearse.deploy import Cluster, run_playbook
+from clusterctl.rehearse.nodes import ssh, ssh_command
 from clusterctl.rehearse.state import State, state_dir
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
-REPO = "pull.git"
-"""the bare repository in the state directory (the nodes' git remote)"""
+REMOTE_PATH = "/srv/clusterctl/pull.git"
+"""the bare repository on the controller node (the nodes' git remote)"""
 WORK = "pull-work"
+"""the work tree in the state directory each version is committed in and pushed from"""
+SSH_DIR = "/etc/clusterctl/pull-ssh"
+SSH_CONF = "/etc/ssh/ssh_config.d/clusterctl-pull.conf"
 PULL_SCRIPT = "/usr/local/sbin/clusterctl-pull"
 """ExecStart of clusterctl-pull.service (roles/ansible_pull)"""
 STATUS_FILE = "/var/lib/clusterctl/pull-status.json"
@@ -52,9 +58,11 @@ V2_INTERVAL = (15, 20)
 GIT_ID = ("-c", "user.name=clusterctl rehearsal", "-c", "user.email=rehearsal@localhost")
 
 
-def pull_source(output: Path) -> str:
-    """``file://`` URL of the rehearsal's bare repository (the same path in every node)."""
-    return "file://" + str(state_dir(Path(output).resolve()) / REPO)
+def pull_source(plan) -> str:
+    """The git remote on the first Slurm controller."""
+    from clusterctl import hostlist
+
+    return f"ssh://root@{hostlist.expand(plan.blueprint.slurm.controllers)[0]}{REMOTE_PATH}"
 
 
 def adjust_pull(variant, source: str, v2: bool = False) -> None:
@@ -70,7 +78,7 @@ def adjust_pull(variant, source: str, v2: bool = False) -> None:
         current = int(pull.get("interval_minutes", 30))
         pull["interval_minutes"] = next(v for v in V2_INTERVAL if v != current)
     rollout["pull"] = pull
-    variant.changes["slurm.rollout.pull.source"] = {"blueprint": before, "rehearsed": "DIR/.rehearsal/" + REPO}
+    variant.changes["slurm.rollout.pull.source"] = {"blueprint": before, "rehearsed": source}
 
 
 def v2_interval(files: dict[str, str]) -> int:
@@ -79,37 +87,68 @@ def v2_interval(files: dict[str, str]) -> int:
     return int(data["ansible_pull_interval_minutes"])
 
 
-def _git(cwd: Path, *args: str) -> str:
-    r = subprocess.run(["git", *GIT_ID, *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+def _git(cwd: Path, *args: str, env: dict | None = None) -> str:
+    r = subprocess.run(["git", *GIT_ID, *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                       env=env)
     if r.returncode != 0:
         raise StepFailed(f"git {args[0]}: {r.stderr.strip()[-400:]}")
     return r.stdout.strip()
 
 
+def put(state: State, host: str, path: str, text: str, mode: str = "0600") -> None:
+    """Write ``text`` to ``path`` on ``host`` (through SSH's standard input: never on a command line)."""
+    cmd = (f"umask 077 && mkdir -p {shlex.quote(str(Path(path).parent))} && cat > {shlex.quote(path)} "
+           f"&& chmod {mode} {shlex.quote(path)}")
+    r = subprocess.run(ssh_command(state, host, cmd), input=text, capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        raise StepFailed(f"{host}: writing {path}: {r.stderr.strip()[-300:]}")
+
+
+def give_access(state: State, hosts: list[str], controller: str) -> None:
+    """What a real node gets from its image or cloud-init: the site variables of the push (the rehearsal
+    variables and the secrets, 0600, in pull-vars.d) and a deploy key with the remote's pinned host key."""
+    from clusterctl.rehearse.deploy import rehearsal_files
+
+    vars_path, secrets_path = rehearsal_files(state)
+    known = [line for line in Path(state.known_hosts).read_text().splitlines()
+             if line.split(",")[0] == controller]
+    conf = (f"# clusterctl pull rehearsal: the git remote on {controller}\nHost {controller}\n"
+            f"  IdentityFile {SSH_DIR}/id_ed25519\n  IdentitiesOnly yes\n  UserKnownHostsFile {SSH_DIR}/known_hosts\n"
+            "  StrictHostKeyChecking yes\n  BatchMode yes\n")
+    for h in hosts:
+        put(state, h, f"{VARS_DIR}/50-rehearsal.yml", vars_path.read_text())
+        put(state, h, f"{VARS_DIR}/60-secrets.yml", secrets_path.read_text())
+        put(state, h, f"{SSH_DIR}/id_ed25519", Path(state.key).read_text())
+        put(state, h, f"{SSH_DIR}/known_hosts", "\n".join(known) + "\n", "0644")
+        put(state, h, SSH_CONF, conf, "0644")
+
+
 @dataclass
 class PullRepo:
-    """The rehearsal's git remote: a bare repository and a work tree it is pushed from."""
+    """The rehearsal's git remote: a bare repository on the controller node, and a work tree in the state
+    directory that each version is committed in and pushed from."""
 
+    controller: str
     v1: dict[str, str]
     v2: dict[str, str]
     commits: dict[str, str] = field(default_factory=dict)
 
-    def paths(self, state: State) -> tuple[Path, Path]:
-        sdir = state_dir(Path(state.dir))
-        return sdir / REPO, sdir / WORK
-
     def commit(self, state: State, message: str, files: dict[str, str] | None = None,
                rollout: dict | None = None, tag: str = "") -> str:
         """Replace the work tree's files with ``files`` (when given), write or remove rollout.yml, commit, push."""
-        bare, work = self.paths(state)
-        if not bare.exists():
-            subprocess.run(["git", "init", "--bare", "--quiet", "-b", "main", str(bare)], check=True)
-            work.mkdir(parents=True, exist_ok=True)
+        work = state_dir(Path(state.dir)) / WORK
+        env = {**os.environ, "GIT_SSH_COMMAND": f"ssh -F {shlex.quote(state.ssh_config)}"}
+        if not work.exists():
+            r = ssh(state, self.controller, f"git init --bare --quiet -b main {REMOTE_PATH}")
+            if r.returncode != 0:
+                raise StepFailed(f"{self.controller}: git init: {r.stderr.strip()[-300:]}")
+            work.mkdir(parents=True)
             _git(work, "init", "--quiet", "-b", "main")
-            _git(work, "remote", "add", "origin", str(bare))
+            _git(work, "remote", "add", "origin", f"ssh://root@{self.controller}{REMOTE_PATH}")
         if files is not None:
-            subprocess.run(["git", "rm", "-r", "-q", "--ignore-unmatch", "--cached", "."], cwd=work,
-                           capture_output=True, check=False)
+            for old in _git(work, "ls-files", "-z").split("\0"):
+                if old and old != "rollout.yml" and old not in files:
+                    (work / old).unlink(missing_ok=True)
             for rel, text in files.items():
                 p = work / rel
                 p.parent.mkdir(parents=True, exist_ok=True)
@@ -125,7 +164,7 @@ class PullRepo:
         _git(work, "commit", "--quiet", "--allow-empty", "-m", message)
         if tag:
             _git(work, "tag", "-f", tag)
-        _git(work, "push", "--quiet", "--force", "--tags", "origin", "main")
+        _git(work, "push", "--quiet", "--force", "--tags", "origin", "main", env=env)
         head = _git(work, "rev-parse", "HEAD")
         if tag:
             self.commits[tag] = head
@@ -178,14 +217,7 @@ class PullRound:
     def run(self, state: State, record: Record) -> None:
         hosts = list(self.cluster.groups)
         if self.publish == "v1":
-            vars_path, secrets_path = rehearsal_files(state)
-            for h in hosts:  # the site variables a real node gets from its image or cloud-init
-                cmd = (f"install -d -m 0700 {VARS_DIR} && install -m 0600 {shlex.quote(str(vars_path))} "
-                       f"{VARS_DIR}/50-rehearsal.yml && install -m 0600 {shlex.quote(str(secrets_path))} "
-                       f"{VARS_DIR}/60-secrets.yml")
-                r = ssh(state, h, cmd)
-                if r.returncode != 0:
-                    raise StepFailed(f"{h}: {cmd}: {r.stderr.strip()[-300:]}")
+            give_access(state, hosts, self.repo.controller)
         if self.publish:
             self.repo.commit(state, f"render {self.publish}", getattr(self.repo, self.publish), tag=self.publish)
         tags = {c: t for t, c in self.repo.commits.items()}
@@ -232,7 +264,7 @@ class PullRound:
 
 def pull_steps(cluster: Cluster, v1: dict[str, str], v2: dict[str, str], batches: dict[str, int]) -> list:
     """The scenario's rounds (module docstring); ``batches``: host -> pull batch (from the v1 render)."""
-    repo = PullRepo(v1, v2)
+    repo = PullRepo(cluster.controllers[0], v1, v2)
     hosts = list(cluster.groups)
     first = [h for h in hosts if batches.get(h, 99) <= 1]
     intervals = {"v1": v2_interval(v1), "v2": v2_interval(v2)}

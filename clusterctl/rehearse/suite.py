@@ -119,7 +119,7 @@ def build(scenario: str, blueprint: Path, plan, output: Path, per_group: int,
                     skipped[name] = "not applicable: no Slurm or no compute nodes"
     alone = scenario if scenario in ("version-guard",) else ""
     from clusterctl.rehearse.pull import adjust_pull, host_batches, pull_source, pull_steps
-    source = pull_source(output) if "pull" in wanted else ""
+    source = pull_source(plan) if "pull" in wanted else ""
 
     def adjust(var, v2: bool = False) -> None:
         adjust_variant(alone, var, installed)

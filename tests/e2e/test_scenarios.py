@@ -135,7 +135,7 @@ def test_rolling_job_finishes_new_node_joins_and_no_slurmd_restarts_under_the_jo
 
 def test_pull_v1_everywhere_then_nothing_changes_then_v2_batch_by_batch(lab):
     _, summary, out = lab
-    assert summary["rehearsed_as"]["slurm.rollout.pull.source"]["rehearsed"] == "DIR/.rehearsal/pull.git"
+    assert summary["rehearsed_as"]["slurm.rollout.pull.source"]["rehearsed"] == "ssh://root@head01/srv/clusterctl/pull.git"
     rounds = {name: steps(summary)[f"pull: {name}"] for name in ("pull-v1", "pull-again", "pull-batch", "pull-all")}
     for name, st in rounds.items():
         assert st["status"] == "ok", (name, st)
