@@ -30,6 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_validate import GPUS_PER_NODE, blueprint  # noqa: E402
 
 NODES = (1_000, 10_000, 100_000)
+LARGEST = 87_500
+"""the largest valid synthetic blueprint (700,000 GPUs: bench_render); a larger size's git figures are this
+size's, scaled linearly (the rendered tree grows with the node count only through host ranges)"""
 PUSH_CORE_S = 130.3 * 2 / 8
 """README, "Converge": the idempotent converge of 8 rehearsal nodes took 130.3 s on 2 cores, CPU-bound: 32.6
 core-seconds per host (control node and node work together: they share the cores in a rehearsal)"""
@@ -65,8 +68,14 @@ def _render(bp: str, interval: int, out: Path) -> None:
                    capture_output=True, cwd=Path(__file__).resolve().parent.parent)
 
 
-def measure_git(nodes: int, work: Path) -> dict:
+def measure_git(wanted: int, work: Path) -> dict:
     """(first fetch, incremental fetch): CPU seconds (both ends, one machine) and bytes on disk of the pack."""
+    nodes = min(wanted, LARGEST)
+    if nodes < wanted:
+        g = measure_git(nodes, work)
+        k = wanted / nodes
+        return {"measured": nodes, **{w: {**g[w], "cpu": g[w]["cpu"] * k, "bytes": g[w]["bytes"] * k}
+                                      for w in ("first", "incremental")}}
     bp = blueprint(nodes * GPUS_PER_NODE)
     tree, bare = work / f"tree-{nodes}", work / f"remote-{nodes}.git"
     _render(bp, 30, tree)
@@ -87,7 +96,7 @@ def measure_git(nodes: int, work: Path) -> dict:
     c0, t0 = _cpu(), time.monotonic()
     _git("--git-dir", str(node), "fetch", "-q", f"file://{bare}", "+refs/heads/*:refs/heads/*")
     incr = {"cpu": _cpu() - c0, "wall": time.monotonic() - t0, "bytes": _size(node / "objects") - before}
-    return {"first": first, "incremental": incr}
+    return {"measured": nodes, "first": first, "incremental": incr}
 
 
 def push_s(n: int, a) -> float:
@@ -100,14 +109,17 @@ def push_s(n: int, a) -> float:
     return batches * per_batch
 
 
-def pull_s(n: int, a, fetch: dict, gated: bool) -> float:
+def pull_s(n: int, a, fetch: dict, gated: bool, trigger: bool = False) -> float:
     """Every node converges itself; a released batch is seen at each node's next timer run (worst case: a full
     interval plus the random splay), and finishes after the longer of that window and the git server's time to serve the batch's fetches (CPU: fetches x CPU each / server cores; bytes: fetches x bytes
     each / bandwidth), plus one host's converge. Gated: the control batch and each compute batch released one
-    after another (the operator's wait between releases is not counted); not gated: one release to all."""
+    after another (the operator's wait between releases is not counted); not gated: one release to all.
+    Triggered: instead of waiting for the timer, the control host starts the service on the batch's nodes
+    (``ssh NODE systemctl start --no-block clusterctl-pull``: one SSH connection per node, CPU-bound)."""
     def one(batch: int) -> float:
         server = max(batch * fetch["cpu"] / a.server_cores, batch * fetch["bytes"] * 8 / (a.server_gbps * 1e9))
-        return max((a.interval_min + a.splay_min) * 60, server) + a.pull_host_s
+        wait = batch * a.ssh_core_s / a.control_cores if trigger else (a.interval_min + a.splay_min) * 60
+        return max(wait, server) + a.pull_host_s
     if not gated:
         return one(n)
     b = int(n * a.batch_percent / 100) or 1
@@ -128,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-percent", type=int, default=10, help="slurm.rollout.batch_percent")
     ap.add_argument("--interval-min", type=float, default=30, help="slurm.rollout.pull.interval_minutes")
     ap.add_argument("--splay-min", type=float, default=15, help="slurm.rollout.pull.splay_minutes")
+    ap.add_argument("--ssh-core-s", type=float, default=0.34,
+                    help="control-host core-seconds of one fresh SSH connection (README: 0.17 s a node on 2 cores)")
     ap.add_argument("--server-cores", type=int, default=16, help="git server cores (assumed)")
     ap.add_argument("--server-gbps", type=float, default=10, help="git server bandwidth, Gb/s (assumed)")
     a = ap.parse_args(argv)
@@ -140,16 +154,18 @@ def main(argv: list[str] | None = None) -> int:
     print("|---:|---:|---:|---:|---:|---:|")
     for n, g in rows:
         f, i = g["first"], g["incremental"]
-        print(f"| {n:,} | {f['files']} | {f['cpu']:.2f} | {f['bytes'] / 2**20:.1f} | {i['cpu']:.2f} | "
+        note = "" if g["measured"] == n else f" (from {g['measured']:,}, scaled)"
+        print(f"| {n:,}{note} | {f['files']} | {f['cpu']:.2f} | {f['bytes'] / 2**20:.1f} | {i['cpu']:.2f} | "
               f"{i['bytes'] / 1024:.0f} |")
     print(f"\nmodel: push {a.push_core_s:.1f} core-s/host on {a.control_cores} cores, forks {a.forks}; pull "
           f"{a.pull_host_s:.0f} s/host, timer every {a.interval_min:g} min + splay {a.splay_min:g} min, git server {a.server_cores} cores, "
           f"{a.server_gbps:g} Gb/s; batches of {a.batch_percent} %")
-    print("| nodes | push, rolling batches | pull, gated batches | pull, all released at once | "
-          "pull, first bring-up (full clone, all at once) |")
-    print("|---:|---:|---:|---:|---:|")
+    print("| nodes | push, rolling batches | pull, gated batches, on the timer | pull, gated batches, triggered | "
+          "pull, all released at once | pull, first bring-up (full clone, all at once) |")
+    print("|---:|---:|---:|---:|---:|---:|")
     for n, g in rows:
         print(f"| {n:,} | {_fmt(push_s(n, a))} | {_fmt(pull_s(n, a, g['incremental'], True))} | "
+              f"{_fmt(pull_s(n, a, g['incremental'], True, trigger=True))} | "
               f"{_fmt(pull_s(n, a, g['incremental'], False))} | {_fmt(pull_s(n, a, g['first'], False))} |")
     return 0
 
