@@ -227,7 +227,7 @@ class PullRound:
         with ThreadPoolExecutor(max_workers=len(hosts) or 1) as pool:
             statuses = dict(zip(hosts, pool.map(lambda h: pull_on(state, h), hosts)))
         wall = time.monotonic() - t0
-        summary = collect(state, hosts, f"pull-{self.name.rsplit(' ', 1)[-1]}")
+        summary = collect(state, hosts, self.name)
         for h in hosts:
             st = statuses[h]
             collected = (summary.get("nodes") or {}).get(h, {})
