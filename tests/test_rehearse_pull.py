@@ -204,6 +204,11 @@ def test_the_script_fetches_applies_the_released_version_only_and_writes_its_sta
     assert failed["last_ok_version"] == moved["version"]  # what the node still runs
     assert json.loads((state / "pull-status.json").read_text()) == failed
     assert s.pull({**cfg, "ref": "nosuchbranch"}, "n2")["message"].startswith("version 'nosuchbranch'")
+    (vars_dir / "20-fail.yml").unlink()
+    boot = tmp_path / "empty"  # a first boot from cloud-init: the script alone, no status callback installed yet
+    boot.mkdir()
+    first_boot = s.pull({**cfg, "callback_dir": str(boot), "state_dir": str(tmp_path / "fresh")}, "n2")
+    assert (first_boot["result"], first_boot["changed"], first_boot["released_as"]) == ("ok", None, "v2"), first_boot
 
 
 def test_the_pull_rehearsal_points_the_blueprint_at_the_controller_and_rolls_v2_batch_by_batch(tmp_path):

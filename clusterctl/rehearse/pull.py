@@ -238,6 +238,8 @@ class PullRound:
             problems = []
             if st.get("result") != "ok":
                 problems.append(f"{st.get('result')}: {st.get('failed_task') or st.get('message')}")
+            elif st.get("changed") is None:
+                problems.append("no counts from the status callback")
             if tag != want:
                 problems.append(f"applied {tag} ({st.get('version')}), expected {want}")
             if collected.get("version") != st.get("version") or collected.get("result") != st.get("result"):
