@@ -421,6 +421,7 @@ class RehearseScenario(str, Enum):
     node_failure = "node-failure"
     failover = "failover"
     rolling = "rolling"
+    pull = "pull"
 
 
 @app.command()
@@ -435,7 +436,7 @@ def rehearse(
     fmt: Annotated[RehearseFormat, typer.Option("--format", help="human progress, or a JSON summary on stdout")] = RehearseFormat.human,
     scenario: Annotated[RehearseScenario, typer.Option(
         "--scenario", help="all (every scenario that applies, on one boot); nodes: boot and SSH only; deploy: "
-                         "converge site.yml twice, testinfra, srun; version-guard, node-failure, failover, rolling: "
+                         "converge site.yml twice, testinfra, srun; version-guard, node-failure, failover, pull, rolling: "
                          "docs/rehearse.md")] = RehearseScenario.all,
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
 ) -> None:

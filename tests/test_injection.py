@@ -215,6 +215,7 @@ def lab_extended() -> dict:
                          database_host="db01")
     data["site"]["time_servers"] = ["ntp1.example.org"]
     data["slurm"]["partitions"][0]["max_time"] = "7-00:00:00"
+    data["slurm"]["rollout"] = {"pull": {"source": "https://git.example.com/cluster/lab.git", "ref": "release/1"}}
     data["software"].update(nccl="2.21.5", doca="2.7.0")
     data["validation"] = {"suppress": [{"rule": "POWER001", "reason": "lab bench power is metered"}]}
     data["node_types"]["inline"] = {"spec": copy.deepcopy(_shipped_catalog()["servers"]["cpu-1u"])}

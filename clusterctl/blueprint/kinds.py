@@ -293,6 +293,24 @@ OS_NAME = Kind(
     "OsName", "an OS identifier", "distribution and release in lower case, e.g. ubuntu-22.04 or debian-12",
     "ubuntu-22.04", r"^[a-z][a-z0-9._-]*$", 32, "starts with a lower-case letter", r"a-z0-9._-")
 
+def _git_ref(value: str) -> str | None:
+    if ".." in value or "//" in value or value.endswith(("/", ".", ".lock")) or "/." in value:
+        return "a git ref may not contain '..', '//' or '/.', nor end with '/', '.' or '.lock' (git-check-ref-format)"
+    return None
+
+
+PULL_SOURCE = Kind(
+    "PullSource", "a pull source", "a git remote URL without credentials, query or fragment: https://host[:port]/path, "
+    "ssh://[user@]host[:port]/path or file:///path", "https://git.example.com/cluster/render.git",
+    r"^(https://|ssh://([A-Za-z0-9_][A-Za-z0-9_.-]*@)?)([A-Za-z0-9_][A-Za-z0-9_.-]*|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?"
+    r"/[A-Za-z0-9._~/+-]*$|^file:///[A-Za-z0-9._~/+-]*$", 2048,
+    "is https://host[:port]/path, ssh://[user@]host[:port]/path or file:///path", r"A-Za-z0-9._~:/@+\[\]-",
+    lambda v: _no_dot_segments(v.split("://", 1)[1]))
+
+GIT_REF = Kind(
+    "GitRef", "a git ref", "a branch or tag name: letters, digits, '.', '_', '-' and '/', starting with a letter or "
+    "digit", "main", r"^[A-Za-z0-9][A-Za-z0-9._/-]*$", 255, _NAME_START, r"A-Za-z0-9._/-", _git_ref)
+
 FreeText = Annotated[str, FREE_TEXT]
 Identifier = Annotated[str, IDENTIFIER]
 ClusterName = Annotated[str, CLUSTER_NAME]
@@ -322,10 +340,12 @@ OsName = Annotated[str, OS_NAME]
 AptUrl = Annotated[str, APT_URL]
 AptKey = Annotated[str, APT_KEY]
 AptSuite = Annotated[str, APT_SUITE]
+PullSource = Annotated[str, PULL_SOURCE]
+GitRef = Annotated[str, GIT_REF]
 
 ALL_KINDS: tuple[Kind, ...] = (
     FREE_TEXT, IDENTIFIER, CLUSTER_NAME, SLURM_CLUSTER_NAME, GROUP_NAME, FABRIC_NAME, HOST_NAME, HOST_LIST,
     ABSOLUTE_PATH, NFS_EXPORT, MOUNT_SOURCE, ENDPOINT, SLURM_TIME, SLURM_FEATURE, INTERFACE_NAME,
     NCCL_SOCKET_IFNAME, HCA_NAME, VERSION, SLURM_VERSION, CIDR, CLOUD_REGION, CLOUD_ZONE, RESERVATION, OS_NAME,
-    APT_URL, APT_KEY, APT_SUITE)
+    APT_URL, APT_KEY, APT_SUITE, PULL_SOURCE, GIT_REF)
 """every kind, for documentation and for the tests that check each one refuses the injection payloads"""

@@ -7,9 +7,9 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from clusterctl.blueprint.base import StrictModel
-from clusterctl.blueprint.kinds import (AbsolutePath, AptKey, AptSuite, AptUrl, Cidr, CloudRegion, CloudZone, FreeText, HostList, HostName,
-                                        Identifier, OsName, Reservation, SlurmClusterName, SlurmTime, SlurmVersion,
-                                        Version)
+from clusterctl.blueprint.kinds import (AbsolutePath, AptKey, AptSuite, AptUrl, Cidr, CloudRegion, CloudZone, FreeText,
+                                        GitRef, HostList, HostName, Identifier, OsName, PullSource, Reservation,
+                                        SlurmClusterName, SlurmTime, SlurmVersion, Version)
 
 
 class Partition(StrictModel):
@@ -20,6 +20,21 @@ class Partition(StrictModel):
     default: bool = False
     max_time: SlurmTime = "UNLIMITED"
     """Slurm time limit (minutes, HH:MM:SS, D-HH:MM:SS or UNLIMITED)"""
+
+
+class Pull(StrictModel):
+    """Pull mode (docs/ansible.md, "Pull mode"): every node applies site.yml to itself from a git remote holding
+    the rendered tree, on a timer and on demand (``systemctl start clusterctl-pull``); ``rollout.yml`` at the
+    tip of ``ref`` says which batch may apply which version."""
+
+    source: PullSource
+    """git remote of the rendered tree (the render directory committed as it is): https://, ssh:// or file://"""
+    ref: GitRef = "main"
+    """branch (or tag) whose tip holds the newest render and rollout.yml"""
+    interval_minutes: int = Field(default=30, ge=1, le=10_080)  # a week
+    """how often the timer runs the pull on each node (systemd OnUnitActiveSec)"""
+    splay_minutes: int = Field(default=15, ge=0, le=1_440)
+    """random delay added to every timer run (systemd RandomizedDelaySec), so nodes do not fetch at once"""
 
 
 class Rollout(StrictModel):
@@ -33,6 +48,8 @@ class Rollout(StrictModel):
     drain_timeout_minutes: int = Field(default=60, ge=1, le=44_640)  # 31 days: above any job time limit
     """how long a drained node may take to finish its jobs before slurmd is restarted; the host fails after
     that and stays drained (the next run waits again)"""
+    pull: Pull | None = None
+    """pull mode as well as push: nodes apply the rendered tree themselves (optional)"""
 
 
 class SlurmInstallDistro(StrictModel):

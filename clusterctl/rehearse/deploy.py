@@ -56,6 +56,10 @@ REHEARSAL_VARS: dict[str, tuple[object, str]] = {
     "nfs_server_manage_services": (False, "no nfsd in this kernel: nfs-kernel-server is not started, exportfs not run"),
     "node_health_drain": (False, "the check's GPUs, RDMA links and mounts are absent: it runs, but does "
                           "not drain a rehearsal node"),
+    "ansible_pull_manage_timer": (False, "no systemd in a node (PID 1 is a small init): the pull's units are "
+                                  "written, the timer cannot run; the pull scenario runs the service's command"),
+    "ansible_pull_skip_tags": (list(HARDWARE_ROLES), "a pull skips the hardware roles, as the push does "
+                               "(--skip-tags)"),
 }
 DESELECT_MARKERS = ("hardware", "mounts", "kernel")
 """testinfra markers for what a rehearsal cannot have: GPUs and RDMA links, shared mounts, loaded sysctls"""
@@ -70,10 +74,11 @@ SHARED_STORAGE = ("none: the blueprint's shared tiers get their fstab lines (tes
 
 
 PACKAGES = ("munge", "chrony", "nfs-common", "slurmd", "slurmctld", "slurm-client", "slurmdbd", "libpmix-dev",
-            "mariadb-server", "python3-apt")
+            "mariadb-server", "python3-apt", "ansible-core", "git")
 """Debian packages the converge finds installed in every node: nodes have no route to a mirror and their root
 is an overlay of this machine's, so the roles' ``apt: state=present`` must find them here (mariadb-server:
-the accounting database; libpmix-dev: Debian's mpi/pmix plugin dlopens libpmix.so)"""
+the accounting database; libpmix-dev: Debian's mpi/pmix plugin dlopens libpmix.so; ansible-core and git: the
+ansible_pull role's packages, and the pull scenario runs /usr/bin/ansible-playbook and git in the nodes)"""
 
 
 def missing_packages() -> list[str]:
@@ -179,8 +184,10 @@ def _task_name(data: dict) -> str:
 
 
 def run_playbook(state: State, hosts: Sequence[str], tuning: dict[str, str] | None = None,
-                 ident: str = "converge", extra_args: Sequence[str] = (), forks: int | None = None) -> RunOutcome:
-    """Run the rendered ``DIR/ansible/site.yml`` on ``hosts`` over SSH with ansible-runner.
+                 ident: str = "converge", extra_args: Sequence[str] = (), forks: int | None = None,
+                 playbook: str = "site.yml") -> RunOutcome:
+    """Run the rendered ``DIR/ansible/site.yml`` (or another rendered ``playbook``) on ``hosts`` over SSH with
+    ansible-runner.
 
     SSH reaches the nodes by name through the rehearsal's ssh_config (``-F``), with per-rehearsal control
     sockets (torn down with the nodes); facts are cached in DIR/.rehearsal/facts; ``tuning`` overrides
@@ -232,7 +239,7 @@ def run_playbook(state: State, hosts: Sequence[str], tuning: dict[str, str] | No
     # in a thread, so that Ctrl-C or SIGTERM (KeyboardInterrupt in this thread) cancels the run: the runner
     # then stops ansible-playbook before the rehearsal tears the nodes down, and no ansible process is left
     thread, r = ansible_runner.run_async(
-        private_data_dir=str(sdir / "runner"), project_dir=str(out / "ansible"), playbook="site.yml",
+        private_data_dir=str(sdir / "runner"), project_dir=str(out / "ansible"), playbook=playbook,
         cmdline=shlex.join(cmdline), envvars=env, ident=ident, forks=forks or max(1, len(hosts)),
         event_handler=on_event, cancel_callback=cancel.is_set, finished_callback=lambda _runner: done.set(),
         # rotate_artifacts=0: keep the artifacts of every run (a run of every scenario makes five; the summary's

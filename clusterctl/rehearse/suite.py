@@ -8,7 +8,8 @@ order where each leaves the cluster as the next expects it:
 2. ``deploy``: converge, converge again (changed=0), testinfra, srun;
 3. ``node-failure``: the health check drains a node that lost a GPU, and returns it;
 4. ``failover`` (blueprints with a backup controller and shared StateSaveLocation);
-5. ``rolling``: last, because it re-renders the changed blueprint over the rehearsal's own adjustments.
+5. ``pull``: every node applies the rendered tree itself from a git remote, gated by rollout.yml;
+6. ``rolling``: last, because it re-renders the changed blueprint over the rehearsal's own adjustments.
 
 A scenario that does not apply (failover with one controller) is listed with the reason in the summary's
 ``scenarios``; it is not counted as passed.
@@ -25,7 +26,7 @@ from clusterctl.rehearse.state import State
 from clusterctl.rehearse.steps import Record
 
 ALL = "all"
-ORDER = ("version-guard", "deploy", "node-failure", "failover", "rolling")
+ORDER = ("version-guard", "deploy", "node-failure", "failover", "pull", "rolling")
 """the scenarios of ``--scenario all``, in the order they run"""
 
 
@@ -113,12 +114,19 @@ def build(scenario: str, blueprint: Path, plan, output: Path, per_group: int,
             wanted.remove("failover")
             skipped["failover"] = f"not applicable: {why}"
         if plan.blueprint.slurm is None or not any(g.role == "compute" for g in plan.groups):
-            for name in ("node-failure", "failover", "rolling", "version-guard"):
+            for name in ("node-failure", "failover", "rolling", "version-guard", "pull"):
                 if name in wanted:
                     wanted.remove(name)
                     skipped[name] = "not applicable: no Slurm or no compute nodes"
     alone = scenario if scenario in ("version-guard",) else ""
-    base, variant = rehearsed_plan(blueprint, plan, adjust=lambda var: adjust_variant(alone, var, installed))
+    from clusterctl.rehearse.pull import adjust_pull, host_batches, pull_source, pull_steps
+    source = pull_source(plan) if "pull" in wanted else ""
+
+    def adjust(var, v2: bool = False) -> None:
+        adjust_variant(alone, var, installed)
+        if source:
+            adjust_pull(var, source, v2)
+    base, variant = rehearsed_plan(blueprint, plan, adjust=adjust)
     files = render(base)
     write_render(files, output)  # first: the directory must be empty or a render before .rehearsal/ is made
     rid = nodes.rehearsal_id(output)
@@ -129,6 +137,7 @@ def build(scenario: str, blueprint: Path, plan, output: Path, per_group: int,
         holder: dict = {}
 
         def changed(var) -> None:
+            adjust(var)
             var.data, holder["change"] = change_blueprint(var.data, base)
         after_plan, _ = rehearsed_plan(blueprint, plan, adjust=changed)
         change = holder["change"]
@@ -174,6 +183,9 @@ def build(scenario: str, blueprint: Path, plan, output: Path, per_group: int,
                   label(PrologFailure(cluster), "node-failure")]
     if "failover" in wanted:
         steps.append(label(Failover(cluster), "failover"))
+    if "pull" in wanted:
+        v2_plan, _ = rehearsed_plan(blueprint, plan, adjust=lambda var: adjust(var, v2=True))
+        steps += [label(s, "pull") for s in pull_steps(cluster, files, render(v2_plan), host_batches(files))]
     if "rolling" in wanted:
         after_files = render(after_plan)
         steps.append(label(Rolling(cluster, everyone, lambda: write_render(after_files, output), change),

@@ -25,7 +25,7 @@ COMPUTE = ["gpu01", "gpu02"]
 ALL_STEPS = ["boot", "ssh-check", "version-guard: render", "version-guard: version-guard",
              "version-guard: render back", "deploy: converge", "deploy: converge-again", "deploy: testinfra",
              "deploy: srun", "node-failure: health-setup", "node-failure: node-failure", "node-failure: prolog-failure",
-             "rolling: rolling"]
+             "pull: pull-v1", "pull: pull-again", "pull: pull-batch", "pull: pull-all", "rolling: rolling"]
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def test_rehearse_exits_0_with_every_scenario_that_applies_ok(deployed):
     bad = {s["name"]: s.get("error") or s["hosts"] for s in summary["steps"] if s["status"] != "ok"}
     assert not bad
     assert summary["scenarios"] == {"version-guard": "run", "deploy": "run", "node-failure": "run",
-                                    "rolling": "run",
+                                    "pull": "run", "rolling": "run",
                                     "failover": "not applicable: one Slurm controller (slurm.controllers names "
                                                 "no backup)"}
 

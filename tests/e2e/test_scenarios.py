@@ -146,6 +146,33 @@ def test_rolling_job_finishes_new_node_joins_and_no_slurmd_restarts_under_the_jo
     assert "PartitionName=rehearsal " in conf and "gpu03" in conf
 
 
+# --- pull (lab) ---------------------------------------------------------------------------------------------
+
+def test_pull_v1_everywhere_then_nothing_changes_then_v2_batch_by_batch(lab):
+    _, summary, out = lab
+    assert summary["rehearsed_as"]["slurm.rollout.pull.source"]["rehearsed"] == "ssh://root@head01/srv/clusterctl/pull.git"
+    rounds = {name: steps(summary)[f"pull: {name}"] for name in ("pull-v1", "pull-again", "pull-batch", "pull-all")}
+    for name, st in rounds.items():
+        assert st["status"] == "ok", (name, st)
+        assert set(st["hosts"]) == {"head01", "gpu01", "gpu02"}
+    assert all(h["detail"].startswith("v1,") for h in rounds["pull-v1"]["hosts"].values())
+    assert all(h["changed"] == 0 for h in rounds["pull-again"]["hosts"].values())
+    batch = rounds["pull-batch"]["hosts"]
+    # v2 released to batch 0 (head01) and batch 1 (gpu01) only: gpu02 (batch 2) stays on v1, unchanged
+    assert [batch[h]["batch"] for h in ("head01", "gpu01", "gpu02")] == [0, 1, 2]
+    assert batch["gpu01"]["detail"].startswith("v2,") and batch["gpu01"]["changed"] > 0
+    assert batch["head01"]["detail"].startswith("v2,") and batch["head01"]["changed"] > 0
+    assert batch["gpu02"]["detail"].startswith("v1,") and batch["gpu02"]["changed"] == 0
+    final = rounds["pull-all"]["hosts"]
+    assert all(h["detail"].startswith("v2,") for h in final.values())
+    assert final["gpu02"]["changed"] > 0 and final["gpu01"]["changed"] == 0
+    # the rendered collector's summary: every node on one version, none failed
+    collected = json.loads((out / ".rehearsal" / "pull-all.json").read_text())
+    assert len(collected["versions"]) == 1 and sorted(next(iter(collected["versions"].values()))) == [
+        "gpu01", "gpu02", "head01"]
+    assert collected["failed"] == {}
+
+
 @pytest.mark.parametrize("which", ["lab", "lab_ha"])
 def test_rehearsal_leaves_nothing(which, request):
     assert_nothing_left(request.getfixturevalue(which)[2])
@@ -158,7 +185,7 @@ def test_lab_ha_runs_every_scenario(lab_ha):
     assert r.returncode == 0, r.stderr[-4000:]
     assert "Traceback" not in r.stderr
     assert summary["scenarios"] == {s: "run" for s in ("version-guard", "deploy", "node-failure", "failover",
-                                                      "rolling")}
+                                                      "pull", "rolling")}
     names = [s["name"] for s in summary["steps"]]
     assert names.index("failover: failover-timeout") < names.index("deploy: converge") < names.index(
         "failover: failover") < names.index("rolling: rolling")

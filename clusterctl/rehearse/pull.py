@@ -1,0 +1,301 @@
+"""The ``pull`` scenario: every node applies its released version of the rendered tree to itself.
+
+The git remote is served from the Slurm controller node: a bare repository ``/srv/clusterctl/pull.git`` on it,
+which this machine pushes each version to over SSH, and which every node (the controller too) fetches from
+as ``ssh://root@CONTROLLER/srv/clusterctl/pull.git`` over the rehearsal network, with a deploy key and the
+controller's pinned host key in ``/etc/clusterctl/pull-ssh/`` (the rehearsal's own key stands in for a deploy
+key). A directory of the rehearsal would not do: each node has its own tmpfs ``/tmp``. The blueprint as rehearsed
+has ``slurm.rollout.pull.source`` pointing there (listed in ``rehearsed_as``). Nodes have no systemd (PID 1 is a
+small init), so the timer cannot run: each round runs the service's command, ``/usr/local/sbin/clusterctl-pull``,
+on every node over SSH at once (the on-demand path, ``systemctl start clusterctl-pull`` on a real node), then
+the rendered collector ``ansible/pull-status.yml`` reads every node's ``pull-status.json``.
+
+Rounds, each a step:
+
+1. ``v1``: the tree as rehearsed, tagged ``v1``, no ``rollout.yml``: every node applies the tip (``v1``);
+2. ``again``: the same again: every node reports changed=0;
+3. ``batch``: ``v2`` is the render of the blueprint with another ``slurm.rollout.pull.interval_minutes`` (the
+   timer unit every node writes changes, nothing of Slurm does); ``rollout.yml`` releases it to batch 0 (the
+   control hosts) and batch 1 only: those nodes apply ``v2`` (changed > 0), the others stay on ``v1`` with
+   changed=0, and the timer unit in each node says which;
+4. ``all``: ``rollout.yml`` releases ``v2`` to every batch: the rest apply it; the collector's summary has every
+   node on ``v2`` and none failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from clusterctl.rehearse.deploy import Cluster, run_playbook
+from clusterctl.rehearse.nodes import ssh, ssh_command
+from clusterctl.rehearse.state import State, state_dir
+from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
+
+REMOTE_PATH = "/srv/clusterctl/pull.git"
+"""the bare repository on the controller node (the nodes' git remote)"""
+WORK = "pull-work"
+"""the work tree in the state directory each version is committed in and pushed from"""
+SSH_DIR = "/etc/clusterctl/pull-ssh"
+SSH_CONF = "/etc/ssh/ssh_config.d/clusterctl-pull.conf"
+PULL_SCRIPT = "/usr/local/sbin/clusterctl-pull"
+"""ExecStart of clusterctl-pull.service (roles/ansible_pull)"""
+STATUS_FILE = "/var/lib/clusterctl/pull-status.json"
+TIMER_UNIT = "/etc/systemd/system/clusterctl-pull.timer"
+VARS_DIR = "/etc/clusterctl/pull-vars.d"
+"""where a node finds its site variables (the push's secrets and rehearsal variables, 0600)"""
+PULL_TIMEOUT_S = 900
+V2_INTERVAL = (15, 20)
+"""v2's slurm.rollout.pull.interval_minutes: the first that differs from the blueprint's"""
+GIT_ID = ("-c", "user.name=clusterctl rehearsal", "-c", "user.email=rehearsal@localhost")
+
+
+def pull_source(plan) -> str:
+    """The git remote on the first Slurm controller."""
+    from clusterctl import hostlist
+
+    return f"ssh://root@{hostlist.expand(plan.blueprint.slurm.controllers)[0]}{REMOTE_PATH}"
+
+
+def adjust_pull(variant, source: str, v2: bool = False) -> None:
+    """Point the variant's slurm.rollout.pull at the rehearsal's repository (``v2``: and change its interval)."""
+    slurm = variant.data.get("slurm")
+    if not isinstance(slurm, dict):
+        return
+    rollout = slurm.setdefault("rollout", {})
+    pull = dict(rollout.get("pull") or {})
+    before = pull.get("source")
+    pull["source"] = source
+    if v2:
+        current = int(pull.get("interval_minutes", 30))
+        pull["interval_minutes"] = next(v for v in V2_INTERVAL if v != current)
+    rollout["pull"] = pull
+    variant.changes["slurm.rollout.pull.source"] = {"blueprint": before, "rehearsed": source}
+
+
+def v2_interval(files: dict[str, str]) -> int:
+    """The interval_minutes a render's group_vars/all.yml gives the pull."""
+    data = yaml.safe_load(files["ansible/group_vars/all.yml"].replace("!unsafe", ""))
+    return int(data["ansible_pull_interval_minutes"])
+
+
+def _git(cwd: Path, *args: str, env: dict | None = None) -> str:
+    r = subprocess.run(["git", *GIT_ID, *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                       env=env)
+    if r.returncode != 0:
+        raise StepFailed(f"git {args[0]}: {r.stderr.strip()[-400:]}")
+    return r.stdout.strip()
+
+
+def put(state: State, host: str, path: str, text: str, mode: str = "0600") -> None:
+    """Write ``text`` to ``path`` on ``host`` (through SSH's standard input: never on a command line)."""
+    cmd = (f"umask 077 && mkdir -p {shlex.quote(str(Path(path).parent))} && cat > {shlex.quote(path)} "
+           f"&& chmod {mode} {shlex.quote(path)}")
+    r = subprocess.run(ssh_command(state, host, cmd), input=text, capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        raise StepFailed(f"{host}: writing {path}: {r.stderr.strip()[-300:]}")
+
+
+def give_access(state: State, hosts: list[str], controller: str) -> None:
+    """What a real node gets from its image or cloud-init: the site variables of the push (the rehearsal
+    variables and the secrets, 0600, in pull-vars.d) and a deploy key with the remote's pinned host key."""
+    from clusterctl.rehearse.deploy import rehearsal_files
+
+    vars_path, secrets_path = rehearsal_files(state)
+    known = [line for line in Path(state.known_hosts).read_text().splitlines()
+             if line.split(",")[0] == controller]
+    conf = (f"# clusterctl pull rehearsal: the git remote on {controller}\nHost {controller}\n"
+            f"  IdentityFile {SSH_DIR}/id_ed25519\n  IdentitiesOnly yes\n  UserKnownHostsFile {SSH_DIR}/known_hosts\n"
+            "  StrictHostKeyChecking yes\n  BatchMode yes\n")
+    for h in hosts:
+        put(state, h, f"{VARS_DIR}/50-rehearsal.yml", vars_path.read_text())
+        put(state, h, f"{VARS_DIR}/60-secrets.yml", secrets_path.read_text())
+        put(state, h, f"{SSH_DIR}/id_ed25519", Path(state.key).read_text())
+        put(state, h, f"{SSH_DIR}/known_hosts", "\n".join(known) + "\n", "0644")
+        put(state, h, SSH_CONF, conf, "0644")
+
+
+@dataclass
+class PullRepo:
+    """The rehearsal's git remote: a bare repository on the controller node, and a work tree in the state
+    directory that each version is committed in and pushed from."""
+
+    controller: str
+    v1: dict[str, str]
+    v2: dict[str, str]
+    commits: dict[str, str] = field(default_factory=dict)
+
+    def commit(self, state: State, message: str, files: dict[str, str] | None = None,
+               rollout: dict | None = None, tag: str = "") -> str:
+        """Replace the work tree's files with ``files`` (when given), write or remove rollout.yml, commit, push."""
+        work = state_dir(Path(state.dir)) / WORK
+        env = {**os.environ, "GIT_SSH_COMMAND": f"ssh -F {shlex.quote(state.ssh_config)}"}
+        if not work.exists():
+            r = ssh(state, self.controller, f"git init --bare --quiet -b main {REMOTE_PATH}")
+            if r.returncode != 0:
+                raise StepFailed(f"{self.controller}: git init: {r.stderr.strip()[-300:]}")
+            work.mkdir(parents=True)
+            _git(work, "init", "--quiet", "-b", "main")
+            _git(work, "remote", "add", "origin", f"ssh://root@{self.controller}{REMOTE_PATH}")
+        if files is not None:
+            for old in _git(work, "ls-files", "-z").split("\0"):
+                if old and old != "rollout.yml" and old not in files:
+                    (work / old).unlink(missing_ok=True)
+            for rel, text in files.items():
+                p = work / rel
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_text(text)
+                p.chmod(0o755 if rel.endswith(".sh") else 0o644)
+        rfile = work / "rollout.yml"
+        if rollout is None:
+            rfile.unlink(missing_ok=True)
+        else:
+            rfile.write_text("# which version each pull batch may apply (ansible/pull/batches.yml)\n"
+                             + yaml.safe_dump({"versions": rollout}, sort_keys=False))
+        _git(work, "add", "-A", ".")
+        _git(work, "commit", "--quiet", "--allow-empty", "-m", message)
+        if tag:
+            _git(work, "tag", "-f", tag)
+        _git(work, "push", "--quiet", "--force", "--tags", "origin", "main", env=env)
+        head = _git(work, "rev-parse", "HEAD")
+        if tag:
+            self.commits[tag] = head
+        return head
+
+
+def pull_on(state: State, host: str) -> dict:
+    """Run the pull service's command on ``host``; its JSON status (the last line it prints)."""
+    try:
+        r = ssh(state, host, PULL_SCRIPT, timeout=PULL_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return {"result": "failed", "message": f"no result after {PULL_TIMEOUT_S} s"}
+    lines = [x for x in r.stdout.splitlines() if x.startswith("{")]
+    try:
+        return json.loads(lines[-1])
+    except (IndexError, ValueError):
+        return {"result": "failed", "message": f"exit {r.returncode}: {(r.stdout + r.stderr).strip()[-400:]}"}
+
+
+def collect(state: State, hosts: list[str], ident: str) -> dict:
+    """The rendered collector (ansible/pull-status.yml) over SSH; its summary JSON."""
+    summary = state_dir(Path(state.dir)) / f"{ident}.json"
+    summary.unlink(missing_ok=True)
+    run = run_playbook(state, hosts, ident=ident, playbook="pull-status.yml",
+                       extra_args=["-e", f"clusterctl_pull_summary={summary}"])
+    if run.rc != 0 or not summary.exists():
+        raise StepFailed(f"ansible-playbook pull-status.yml exited {run.rc}: {dict(run.failed)}"[:600])
+    return json.loads(summary.read_text())
+
+
+@dataclass
+class PullRound:
+    """Publish a version (and rollout.yml), pull on every node at once, collect the statuses and check them."""
+
+    cluster: Cluster
+    repo: PullRepo
+    name: str
+    release: dict | None
+    """rollout.yml's versions (tags); None: no rollout.yml (every node applies the tip)"""
+    expect: dict[str, str] = field(default_factory=dict)
+    """host -> tag it must be on afterwards (default: every host on v1)"""
+    unchanged: tuple[str, ...] = ()
+    """hosts that must report changed=0"""
+    changed: tuple[str, ...] = ()
+    """hosts that must report changed > 0 (they apply v2: its timer unit differs)"""
+    publish: str = ""
+    """'v1' or 'v2': commit that render first (tagged so)"""
+    intervals: dict[str, int] = field(default_factory=dict)
+
+    def run(self, state: State, record: Record) -> None:
+        hosts = list(self.cluster.groups)
+        if self.publish == "v1":
+            give_access(state, hosts, self.repo.controller)
+        if self.publish:
+            self.repo.commit(state, f"render {self.publish}", getattr(self.repo, self.publish), tag=self.publish)
+        tags = {c: t for t, c in self.repo.commits.items()}
+        if self.release is not None:
+            self.repo.commit(state, f"rollout: {self.release}", rollout=self.release)
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(max_workers=len(hosts) or 1) as pool:
+            statuses = dict(zip(hosts, pool.map(lambda h: pull_on(state, h), hosts)))
+        wall = time.monotonic() - t0
+        summary = collect(state, hosts, self.name)
+        for h in hosts:
+            st = statuses[h]
+            collected = (summary.get("nodes") or {}).get(h, {})
+            tag = tags.get(st.get("version") or "", "?")
+            want = self.expect.get(h, "v1")
+            counts = {"changed": int(st.get("changed") or 0), "batch": st.get("batch") if st.get("batch") is not None
+                      else -1, "pull_seconds": round(float(st.get("seconds") or 0), 1)}
+            problems = []
+            if st.get("result") != "ok":
+                problems.append(f"{st.get('result')}: {st.get('failed_task') or st.get('message')}")
+            elif st.get("changed") is None:
+                problems.append("no counts from the status callback")
+            if tag != want:
+                problems.append(f"applied {tag} ({st.get('version')}), expected {want}")
+            if collected.get("version") != st.get("version") or collected.get("result") != st.get("result"):
+                problems.append(f"the collector read {collected.get('result')} {collected.get('version')}")
+            if h in self.unchanged and counts["changed"]:
+                problems.append(f"changed={counts['changed']}, expected 0")
+            if h in self.changed and not counts["changed"]:
+                problems.append(f"applied {want} with changed=0 (its timer unit differs)")
+            interval = self.intervals.get(want)
+            if interval:
+                unit = ssh(state, h, f"cat {TIMER_UNIT}").stdout
+                if f"OnUnitActiveSec={interval}min" not in unit:
+                    problems.append(f"{TIMER_UNIT} lacks OnUnitActiveSec={interval}min")
+            record(h, HostOutcome(FAILED if problems else OK, float(st.get("seconds") or wall),
+                                  "; ".join(problems) or f"{tag}, batch {counts['batch']}, changed={counts['changed']}",
+                                  counts))
+        on = {tags.get(v, v): sorted(hs) for v, hs in (summary.get("versions") or {}).items()}
+        wanted = {}
+        for h in hosts:
+            wanted.setdefault(self.expect.get(h, "v1"), []).append(h)
+        if on != {t: sorted(hs) for t, hs in wanted.items()} or summary.get("failed"):
+            raise StepFailed(f"collector summary: versions {on}, failed {summary.get('failed')}; expected {wanted}")
+
+
+def pull_steps(cluster: Cluster, v1: dict[str, str], v2: dict[str, str], batches: dict[str, int]) -> list:
+    """The scenario's rounds (module docstring); ``batches``: host -> pull batch (from the v1 render)."""
+    repo = PullRepo(cluster.controllers[0], v1, v2)
+    hosts = list(cluster.groups)
+    first = [h for h in hosts if batches.get(h, 99) <= 1]
+    intervals = {"v1": v2_interval(v1), "v2": v2_interval(v2)}
+    return [
+        PullRound(cluster, repo, "pull-v1", None, publish="v1", intervals=intervals),
+        PullRound(cluster, repo, "pull-again", None, unchanged=tuple(hosts)),
+        PullRound(cluster, repo, "pull-batch", {0: "v2", 1: "v2", "*": "v1"}, publish="v2",
+                  expect={h: "v2" if h in first else "v1" for h in hosts},
+                  unchanged=tuple(h for h in hosts if h not in first), changed=tuple(first), intervals=intervals),
+        PullRound(cluster, repo, "pull-all", {"*": "v2"}, expect={h: "v2" for h in hosts},
+                  unchanged=tuple(first), changed=tuple(h for h in hosts if h not in first), intervals=intervals),
+    ]
+
+
+def host_batches(files: dict[str, str]) -> dict[str, int]:
+    """host -> batch, from a render's ansible/pull/batches.yml (the rehearsal's few hosts: names, not ranges)."""
+    from clusterctl import hostlist
+
+    data = yaml.safe_load(files["ansible/pull/batches.yml"])
+    out = {}
+
+    def names(pattern: str) -> list[str]:
+        return hostlist.expand(pattern.replace(":", "-"))
+
+    for p in data.get("control") or []:
+        for h in names(p):
+            out[h] = 0
+    for n, patterns in enumerate(data.get("batches") or [], 1):
+        for p in patterns:
+            for h in names(p):
+                out[h] = n
+    return out
