@@ -30,8 +30,9 @@ from clusterctl.rehearse.nodes import control_dir, ssh
 from clusterctl.rehearse.state import Proc, State, alive, proc_of, state_dir
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
-HARDWARE_ROLES = ("doca_ofed", "nvidia_driver", "nvidia_imex", "dcgm", "enroot_pyxis")
-"""GPU/RDMA driver roles: they install from NVIDIA's and Mellanox's repositories and need the hardware"""
+HARDWARE_ROLES = ("doca_ofed", "nvidia_driver", "nvidia_imex", "dcgm", "enroot_pyxis", "roce_network", "gcp_tcpxo")
+"""GPU/RDMA roles: they install from NVIDIA's and Mellanox's repositories and need the hardware (RDMA NICs for
+roce_network, Docker with GPUs and the TCPXO module for gcp_tcpxo)"""
 NVIDIA_MAJOR = 195
 """character device major of /dev/nvidiaN: the GPU stand-ins gres.conf's File= lines name"""
 

@@ -28,7 +28,7 @@ ROLE_GROUPS = ("compute", "head", "login", "storage", "service")
 """inventory groups by node role, in this order"""
 CONTRACT_ROLES = ("slurm_preflight", "common", "munge", "slurm_controller", "slurm_compute", "slurm_login",
                   "slurmdbd", "nccl", "storage_clients", "node_health", "nvidia_driver", "doca_ofed", "dcgm",
-                  "enroot_pyxis")
+                  "enroot_pyxis", "nvidia_imex", "node_drain", "roce_network", "nfs_server", "gcp_tcpxo", "ansible_pull")
 """every role docs/render-layout.md names"""
 HARDWARE_ROLES = ("doca_ofed", "nvidia_driver", "nvidia_imex", "dcgm", "enroot_pyxis")
 """GPU node roles, in the order they are applied (DOCA-OFED before the driver: nvidia-peermem needs both)"""
