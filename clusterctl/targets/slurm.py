@@ -571,7 +571,7 @@ def job_container_base(plan: ClusterPlan) -> str:
 def job_container_conf(plan: ClusterPlan, version: Version) -> str:
     base = job_container_base(plan)
     with at(("storage",)):
-        conf_value(base, "job_container BasePath")
+        conf_value(base, "storage mount point of the local tier (job_container.conf BasePath)")
     lines = [_kv("AutoBasePath", "true"), _kv("BasePath", base)]
     if version >= JOB_CONTAINER_DIRS:
         lines.append(_kv("Dirs", "/tmp,/dev/shm"))

@@ -6,7 +6,7 @@ import copy
 
 from tests.helpers import hits, shipped
 
-CODES = ("CLOUD001", "CLOUD002", "CLOUD003", "CLOUD004", "CLOUD005", "CLOUD006", "CLOUD007", "CLOUD008")
+CODES = ("CLOUD001", "CLOUD002", "CLOUD003", "CLOUD004", "CLOUD005", "CLOUD006", "CLOUD007", "CLOUD008", "CLOUD009")
 
 P5 = {
     "name": "p5-small",
@@ -217,3 +217,15 @@ def test_other_file_systems_and_bare_metal_lustre_are_not_checked():
     del data["cloud"]
     data["node_types"]["p5"] = {"server": "hgx-h100-8gpu"}
     assert hits(data, "CLOUD008") == []
+
+
+def test_cloud_host_names_an_instance_cannot_take():
+    """CLOUD009: the instance takes its blueprint name (tests/cloud/test_hostnames.py has every provider); an
+    upper-case name is quiet on bare metal (NAME002 only warns) but an error on a cloud."""
+    data = p5()
+    data["node_groups"][0]["hostnames"] = "GPU[01-04]"
+    (h,) = hits(data, "CLOUD009")
+    assert "GPU01" in h.message and h.severity.name == "ERROR"
+    del data["cloud"]
+    data["node_types"]["p5"] = {"server": "hgx-h100-8gpu"}
+    assert hits(data, "CLOUD009") == []
