@@ -627,7 +627,10 @@ def slurm_install_vars(plan: ClusterPlan) -> dict[str, object]:
     elif install.kind == "debs":
         out["slurm_preflight_debs_dir"] = install.path
     pin = f"={install.version}" if install.version else ""
-    for var, names in SLURM_PACKAGES[getattr(install, "packages", "debian")].items():
+    naming = getattr(install, "packages", "debian")
+    if naming not in SLURM_PACKAGES:  # the model allows only these; a value set behind its back is refused
+        raise RenderError(f"slurm.install.packages is '{naming}', not one of {', '.join(SLURM_PACKAGES)}")
+    for var, names in SLURM_PACKAGES[naming].items():
         if isinstance(names, str):
             out[var] = names
             continue
