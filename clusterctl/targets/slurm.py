@@ -491,7 +491,7 @@ def slurm_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan])
             _kv("RebootProgram", "/usr/sbin/reboot"),
             _kv("ResumeTimeout", 900),
         )),
-        Section("prolog and epilog: every executable piece of prolog.d/epilog.d in glob order (node_health installs "
+        Section("prolog and epilog: every piece of prolog.d/epilog.d, in reverse alphabetical order (prolog_epilog.html; node_health installs "
                 "the GPU health prolog and the cleanup epilog); a failing prolog drains the node and requeues the job "
                 "held (slurm.conf(5) Prolog)", tuple(prolog_epilog_lines(version))),
         Section("per-job private /tmp and /dev/shm on node-local storage (job_container.conf; slurm.conf(5) "

@@ -294,14 +294,16 @@ def _make_dirs(base: Path, slurm_uid: int, slurm_gid: int) -> None:
 JOB_TMP_PARENT = Path("/var/tmp")
 """job_container BasePath's parent in the test (removed with the test directory)"""
 PIECES = {"prolog.d": ("10-first", "20-second"), "epilog.d": ("10-only",)}
-"""prolog and epilog pieces the test installs: each appends "<dir> <piece> <node> <job>" to pieces.log"""
+"""prolog and epilog pieces the test installs: each appends "<dir> <piece> <node> <job>" to pieces.log under
+JOB_TMP_PARENT (not under /tmp: the epilog runs in the job's mount namespace, whose /tmp is the job's own)"""
 
 
 def _pieces(base: Path) -> None:
     for d, names in PIECES.items():
         for name in names:
             piece = base / d / name
-            piece.write_text(f'#!/bin/sh\necho "{d} {name} $SLURMD_NODENAME $SLURM_JOB_ID" >> {base}/log/pieces.log\n')
+            piece.write_text(f'#!/bin/sh\necho "{d} {name} $SLURMD_NODENAME $SLURM_JOB_ID" >> '
+                             f'{JOB_TMP_PARENT / base.name}.pieces.log\n')
             piece.chmod(0o755)
 
 
@@ -408,6 +410,7 @@ def cluster():
         if ok and not os.environ.get("CLUSTERCTL_KEEP_SLURM_TEST"):
             shutil.rmtree(base, ignore_errors=True)
             shutil.rmtree(JOB_TMP_PARENT / base.name, ignore_errors=True)
+            (JOB_TMP_PARENT / f"{base.name}.pieces.log").unlink(missing_ok=True)
         else:
             print(f"real-Slurm test files kept in {base}")
 
@@ -488,9 +491,10 @@ def test_a_job_step_spans_both_nodes_with_all_gpus(cluster):
 
 def test_prolog_and_epilog_globs_run_every_piece_in_order_and_jobs_get_a_private_tmp(cluster):
     """Slurm 22.05 takes the rendered Prolog=/Epilog= globs (over the test's piece directories) and runs every
-    piece in glob order on each node of the job; with job_container/tmpfs (as rendered, one BasePath per test
+    piece on each node of the job, in *reverse* alphabetical order (prolog_epilog.html: "they will run in reverse
+    alphabetical order (z-a -> Z-A -> 9-0)"; this test found it); with job_container/tmpfs (as rendered, one BasePath per test
     node) a file the job writes to /tmp is not in the host's /tmp."""
-    log = cluster.base / "log" / "pieces.log"
+    log = JOB_TMP_PARENT / f"{cluster.base.name}.pieces.log"
     out = cluster.run("srun", "-N2", "--time=1", "bash", "-c",
                       'echo x > /tmp/clusterctl-it-$SLURM_JOB_ID; echo "$SLURM_JOB_ID $(ls -A /tmp | wc -l)"',
                       timeout=90)
@@ -499,12 +503,12 @@ def test_prolog_and_epilog_globs_run_every_piece_in_order_and_jobs_get_a_private
     if cluster.cgroups:
         assert sorted(set(out.splitlines())) == [f"{job} 1"], out  # a private, empty /tmp per node
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and sum(f" {job}" in line for line in log.read_text().splitlines()) < 6:
+    while time.monotonic() < deadline and sum(line.endswith(f" {job}") for line in log.read_text().splitlines()) < 6:
         time.sleep(0.3)  # the epilog runs after the step's output is back
     rows = [line for line in log.read_text().splitlines() if line.endswith(f" {job}")]
     for n in NODES:
         assert [r.rsplit(" ", 2)[0] for r in rows if f" {n} " in r] == [
-            "prolog.d 10-first", "prolog.d 20-second", "epilog.d 10-only"], rows
+            "prolog.d 20-second", "prolog.d 10-first", "epilog.d 10-only"], rows
 
 
 def test_slurmctld_loaded_the_rendered_options(cluster):
