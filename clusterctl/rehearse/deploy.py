@@ -75,11 +75,12 @@ SHARED_STORAGE = ("none: the blueprint's shared tiers get their fstab lines (tes
 
 
 PACKAGES = ("munge", "chrony", "nfs-common", "slurmd", "slurmctld", "slurm-client", "slurmdbd", "libpmix-dev",
-            "mariadb-server", "python3-apt", "ansible-core", "git")
+            "mariadb-server", "python3-apt", "ansible-core", "git", "libpam-slurm-adopt", "logrotate")
 """Debian packages the converge finds installed in every node: nodes have no route to a mirror and their root
 is an overlay of this machine's, so the roles' ``apt: state=present`` must find them here (mariadb-server:
 the accounting database; libpmix-dev: Debian's mpi/pmix plugin dlopens libpmix.so; ansible-core and git: the
-ansible_pull role's packages, and the pull scenario runs /usr/bin/ansible-playbook and git in the nodes)"""
+ansible_pull role's packages, and the pull scenario runs /usr/bin/ansible-playbook and git in the nodes;
+libpam-slurm-adopt and logrotate: the slurm_compute and common roles')"""
 
 
 def missing_packages() -> list[str]:

@@ -603,11 +603,13 @@ def container_vars(plan: ClusterPlan) -> dict[str, object]:
 SLURM_PACKAGES = {
     "debian": {"slurm_controller_packages": ["slurmctld", "slurm-client"],
                "slurm_compute_packages": ["slurmd", "slurm-client"], "slurm_login_packages": ["slurm-client"],
-               "slurmdbd_packages": ["slurmdbd"], "slurm_preflight_package": "slurmd"},
+               "slurmdbd_packages": ["slurmdbd"], "slurm_preflight_package": "slurmd",
+               "slurm_compute_pam_adopt_packages": ["libpam-slurm-adopt"]},
     "schedmd": {"slurm_controller_packages": ["slurm-smd-slurmctld", "slurm-smd-client"],
                 "slurm_compute_packages": ["slurm-smd-slurmd", "slurm-smd-client"],
                 "slurm_login_packages": ["slurm-smd-client"], "slurmdbd_packages": ["slurm-smd-slurmdbd"],
-                "slurm_preflight_package": "slurm-smd-slurmd"},
+                "slurm_preflight_package": "slurm-smd-slurmd",
+                "slurm_compute_pam_adopt_packages": ["slurm-smd-libpam-slurm-adopt"]},
 }
 """the Slurm roles' packages by naming: Debian's slurm-wlm, or SchedMD's debian/ directory (slurm-smd-*)"""
 NVML_PLUGIN_PACKAGE = "slurm-wlm-nvml-plugin"

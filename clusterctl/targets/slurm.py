@@ -457,9 +457,11 @@ def slurm_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan])
     plugin, topo_comment = _topology_plugin(slurm.topology, version)
     control = [_kv("ClusterName", name), *(_kv("SlurmctldHost", c) for c in controllers),
                _kv("SlurmUser", "slurm"), _kv("AuthType", "auth/munge"),
-               _kv("SlurmdSpoolDir", "/var/spool/slurmd")]
+               _kv("SlurmdSpoolDir", "/var/spool/slurmd"),
+               # log files, rotated by the rendered slurm/logrotate/<daemon> (log_rotation)
+               _kv("SlurmctldLogFile", LOG_FILES["slurmctld"]), _kv("SlurmdLogFile", LOG_FILES["slurmd"])]
     with at(("slurm", "state_save_location")):
-        control.insert(-1, _kv("StateSaveLocation", conf_value(slurm.state_save_location, "StateSaveLocation")))
+        control.insert(-3, _kv("StateSaveLocation", conf_value(slurm.state_save_location, "StateSaveLocation")))
     # no SlurmctldParameters=enable_configless: the Ansible roles install the rendered files on every node
     # (one source of truth, reviewed in git); a slurmd with local files logs an error under configless
     sections = [
@@ -673,6 +675,23 @@ PURGE = (("PurgeEventAfter", "12month"), ("PurgeJobAfter", "12month"), ("PurgeRe
 """slurmdbd.conf Purge*After: how long accounting records are kept"""
 
 
+LOG_FILES = {"slurmctld": "/var/log/slurm/slurmctld.log", "slurmd": "/var/log/slurm/slurmd.log",
+             "slurmdbd": "/var/log/slurm/slurmdbd.log"}
+"""SlurmctldLogFile, SlurmdLogFile (slurm.conf) and LogFile (slurmdbd.conf): /var/log/slurm, which Debian's
+slurmctld, slurmd and slurmdbd packages create for SlurmUser"""
+LOG_ROTATION = {"rotate": 14, "size": "100M"}
+"""two weeks of daily logs at most, or 14 files of 100 MB for a slurmctld at debug level on a large cluster"""
+
+
+def log_rotation(plan: ClusterPlan, daemon: str) -> str:
+    """``/etc/logrotate.d/<daemon>``: the file Debian's package ships under the same name (so no log is listed
+    twice, which logrotate refuses), but reopening the log with SIGUSR2 as slurmctld(8), slurmd(8) and
+    slurmdbd(8) document for logrotate, instead of the package's ``invoke-rc.d <daemon> reconfig``: for
+    slurmctld that is a full reconfiguration of the cluster every rotation."""
+    return render_template("slurm/logrotate.j2", header=header(plan), log=LOG_FILES[daemon], daemon=daemon,
+                           **LOG_ROTATION)
+
+
 def slurmdbd_conf(plan: ClusterPlan) -> str:
     slurm = plan.blueprint.slurm
     dbd_host = slurm.accounting_host or hostlist.expand(slurm.controllers)[0]
@@ -680,7 +699,7 @@ def slurmdbd_conf(plan: ClusterPlan) -> str:
     # with a backup slurmdbd both daemons must use one database: the one on the primary accounting host
     lines = [_kv("AuthType", "auth/munge"), _kv("DbdHost", dbd_host),
              *_optional("DbdBackupHost", backup), _kv("SlurmUser", "slurm"),
-             _kv("LogFile", "/var/log/slurm/slurmdbd.log"),
+             _kv("LogFile", LOG_FILES["slurmdbd"]),
              _kv("StorageType", "accounting_storage/mysql"),
              _kv("StorageHost", slurm.database_host or (dbd_host if backup else "localhost")),
              _kv("StorageUser", "slurm"), _kv("StorageLoc", "slurm_acct_db"),
@@ -708,6 +727,7 @@ def render(plan: ClusterPlan, *, dev_dir: str = DEV_DIR) -> dict[str, str]:
         "slurm/cgroup.conf": cgroup_conf(plan, version),
         "slurm/job_container.conf": job_container_conf(plan, version),
         "slurm/slurmdbd.conf.j2": slurmdbd_conf(plan),
+        **{f"slurm/logrotate/{daemon}": log_rotation(plan, daemon) for daemon in LOG_FILES},
     }
     if slurm.topology in ("tree", "block") and _topology_plugin(slurm.topology, version)[0]:
         files["slurm/topology.conf"] = topology_conf(plan, version, groups)

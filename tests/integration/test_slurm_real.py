@@ -170,6 +170,8 @@ class Overrides:
             "Prolog": (f"{b}/prolog.d/*", "the same glob over a private directory (the rendered one is the "
                                           "nodes' /etc/slurm/prolog.d, where node_health installs its pieces)"),
             "Epilog": (f"{b}/epilog.d/*", "the same glob over a private directory"),
+            "SlurmctldLogFile": (f"{b}/log/slurmctld.log", "daemons run from a temporary directory"),
+            "SlurmdLogFile": (f"{b}/log/slurmd-%n.log", "two slurmd on one host: a log each"),
         }
         if not self.cgroups:
             out["JobContainerType"] = (None, "job_container/tmpfs needs PrologFlags=Contain")
@@ -185,7 +187,6 @@ class Overrides:
         return [
             ("daemons run as root from a temporary directory, not from systemd units",
              "\n".join([f"SlurmctldPidFile={b}/run/slurmctld.pid", f"SlurmdPidFile={b}/run/slurmd-%n.pid",
-                        f"SlurmctldLogFile={b}/log/slurmctld.log", f"SlurmdLogFile={b}/log/slurmd-%n.log",
                         f"SlurmctldPort={self.ctld_port}"])),
             ("a private munged (a system munged, if any, is left alone)",
              f"AuthInfo=socket={b}/munge/munge.socket"),

@@ -94,8 +94,9 @@ def test_switch_and_block_lines():
 
 def test_lab_renders_the_layout_files():
     files = render(lab())
-    assert sorted(files) == ["slurm/cgroup.conf", "slurm/gres.conf", "slurm/job_container.conf", "slurm/slurm.conf",
-                             "slurm/slurmdbd.conf.j2", "slurm/topology.conf"]
+    assert sorted(files) == ["slurm/cgroup.conf", "slurm/gres.conf", "slurm/job_container.conf",
+                             "slurm/logrotate/slurmctld", "slurm/logrotate/slurmd", "slurm/logrotate/slurmdbd",
+                             "slurm/slurm.conf", "slurm/slurmdbd.conf.j2", "slurm/topology.conf"]
     for text in files.values():
         assert lines(text)[0] == HEADER.format("lab-2node")
 
@@ -109,6 +110,8 @@ def test_lab_slurm_conf():
         "AuthType=auth/munge",
         "StateSaveLocation=/var/spool/slurmctld",
         "SlurmdSpoolDir=/var/spool/slurmd",
+        "SlurmctldLogFile=/var/log/slurm/slurmctld.log",
+        "SlurmdLogFile=/var/log/slurm/slurmd.log",
         "AccountingStorageType=accounting_storage/slurmdbd",
         "AccountingStorageHost=head01",
         "AccountingStorageTRES=gres/gpu",
@@ -517,10 +520,11 @@ def test_no_slurm_section_renders_nothing():
 def test_ha_lab_state_on_shared_storage_and_backup_slurmdbd():
     files = slurm.render(plan_of(shipped("lab-ha")))
     conf = settings(files["slurm/slurm.conf"])
-    assert conf[:8] == ["ClusterName=lab-ha", "SlurmctldHost=head01", "SlurmctldHost=head02", "SlurmUser=slurm",
-                        "AuthType=auth/munge", "StateSaveLocation=/shared/slurm/statesave",
-                        "SlurmdSpoolDir=/var/spool/slurmd", "AccountingStorageType=accounting_storage/slurmdbd"]
-    assert conf[8:10] == ["AccountingStorageHost=head01", "AccountingStorageBackupHost=head02"]
+    assert conf[:10] == ["ClusterName=lab-ha", "SlurmctldHost=head01", "SlurmctldHost=head02", "SlurmUser=slurm",
+                         "AuthType=auth/munge", "StateSaveLocation=/shared/slurm/statesave",
+                         "SlurmdSpoolDir=/var/spool/slurmd", "SlurmctldLogFile=/var/log/slurm/slurmctld.log",
+                         "SlurmdLogFile=/var/log/slurm/slurmd.log", "AccountingStorageType=accounting_storage/slurmdbd"]
+    assert conf[10:12] == ["AccountingStorageHost=head01", "AccountingStorageBackupHost=head02"]
     dbd = settings(files["slurm/slurmdbd.conf.j2"])
     # both slurmdbd use the one database, on the primary accounting host
     assert dbd[:3] == ["AuthType=auth/munge", "DbdHost=head01", "DbdBackupHost=head02"]
