@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from clusterctl.blueprint.base import StrictModel
 from clusterctl.blueprint.kinds import (AbsolutePath, AptKey, AptSuite, AptUrl, Cidr, CloudRegion, CloudZone, FreeText,
@@ -20,6 +20,19 @@ class Partition(StrictModel):
     default: bool = False
     max_time: SlurmTime = "UNLIMITED"
     """Slurm time limit (minutes, HH:MM:SS, D-HH:MM:SS or UNLIMITED)"""
+
+
+class Qos(StrictModel):
+    """A Slurm QOS the roles create with sacctmgr (docs/slurm.md, "QOS"); slurm.conf enforces it
+    (AccountingStorageEnforce=associations,limits,qos)."""
+
+    name: Identifier
+    priority: int = Field(default=0, ge=0, le=4_294_967_294)  # sacctmgr: a 32-bit priority
+    """the QOS's priority factor (slurm.conf PriorityWeightQOS weighs it)"""
+    max_wall: SlurmTime | None = None
+    """longest time limit of a job in this QOS (MaxWall)"""
+    max_gpus_per_user: int | None = Field(default=None, ge=1, le=10_000_000)
+    """GPUs one user's running jobs may hold in this QOS (MaxTRESPerUser=gres/gpu=N)"""
 
 
 class Pull(StrictModel):
@@ -134,6 +147,18 @@ class Slurm(StrictModel):
     """gres.conf AutoDetect: nvml (NVIDIA, Slurm built with NVML), nvidia (24.11+, no NVML needed), rsmi (AMD)"""
     memory_reserve_gb: float | None = Field(default=None, gt=0, le=1_000_000)  # 1 PB: above any node's memory
     """memory kept back from RealMemory for the OS and daemons; default 3 % of the node, at least 16 GB"""
+    qos: list[Qos] = Field(default_factory=list, max_length=256)
+    """QOS created and kept by sacctmgr on the primary controller (names unique; "normal" exists already)"""
+
+    @field_validator("qos")
+    @classmethod
+    def _unique_qos(cls, value: list[Qos]) -> list[Qos]:
+        """sacctmgr keeps one QOS per name: a second entry would fight the first on every converge."""
+        names = [q.name for q in value]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"QOS {', '.join(twice)} listed more than once")
+        return value
     rollout: Rollout = Field(default_factory=Rollout)
     """how site.yml restarts daemons on a running cluster: batches, failures allowed, drain timeout"""
     install: SlurmInstall = Field(default_factory=lambda: SlurmInstallDistro(kind="distro"))

@@ -616,6 +616,35 @@ NVML_PLUGIN_PACKAGE = "slurm-wlm-nvml-plugin"
 """Debian contrib / Ubuntu multiverse: gpu/nvml for the distribution's slurm-wlm (rules.slurm.DISTRO_NVML_PLUGIN)"""
 
 
+def sacctmgr_minutes(text: str) -> str:
+    """A Slurm time as sacctmgr shows a limit in minutes (MaxWall): ``D-HH:MM:00`` or ``HH:MM:00``; ``""`` for
+    UNLIMITED. Seconds round up, as Slurm's time_str2mins does."""
+    if text.upper() in ("UNLIMITED", "INFINITE"):
+        return ""
+    days, _, rest = text.rpartition("-")
+    parts = [int(p) for p in rest.split(":")]
+    if days:  # D-HH, D-HH:MM, D-HH:MM:SS
+        h, m, sec = (parts + [0, 0])[:3]
+    elif len(parts) == 1:  # minutes
+        h, m, sec = 0, parts[0], 0
+    elif len(parts) == 2:  # MM:SS
+        h, m, sec = 0, parts[0], parts[1]
+    else:
+        h, m, sec = parts
+    minutes = (int(days or 0) * 24 + h) * 60 + m + (1 if sec else 0)
+    d, rem = divmod(minutes, 24 * 60)
+    hh, mm = divmod(rem, 60)
+    return f"{d}-{hh:02d}:{mm:02d}:00" if d else f"{hh:02d}:{mm:02d}:00"
+
+
+def qos_vars(qos) -> list[dict[str, object]]:
+    """slurm.qos as the slurm_controller role compares it with ``sacctmgr show qos format=Name,Priority,MaxWall,
+    MaxTRESPU``: exact strings, empty for no limit."""
+    return [{"name": q.name, "priority": q.priority,
+             "max_wall": sacctmgr_minutes(q.max_wall) if q.max_wall else "",
+             "max_tres_per_user": f"gres/gpu={q.max_gpus_per_user}" if q.max_gpus_per_user else ""} for q in qos]
+
+
 def slurm_install_vars(plan: ClusterPlan) -> dict[str, object]:
     """The slurm_preflight role's install source (slurm.install) and the Slurm roles' packages, each pinned to
     the declared version with ``name=version`` (the apt module installs exactly that version)."""
@@ -821,6 +850,10 @@ def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Seq
         sections.append((["nvidia_driver: a driver change drains the node first and waits this long for its jobs "
                           "(slurm.rollout.drain_timeout_minutes)"],
                          {"nvidia_driver_drain_timeout_s": bp.slurm.rollout.drain_timeout_minutes * 60}))
+    if bp.slurm and bp.slurm.qos:
+        sections.append((["slurm_controller: the QOS of slurm.qos, created and kept with sacctmgr by the primary controller "
+                          "(docs/slurm.md, \"QOS\"); values as sacctmgr shows them"],
+                         unsafe({"slurm_controller_qos": [FlowMap(q) for q in qos_vars(bp.slurm.qos)]})))
     if bp.slurm and bp.slurm.database_host:
         sections.append(([f"slurmdbd: the accounting database is the site's server {bp.slurm.database_host} "
                           "(slurm.database_host): not installed here"], {"slurmdbd_database_manage": False}))

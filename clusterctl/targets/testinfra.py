@@ -72,7 +72,9 @@ def render(plan: ClusterPlan) -> dict[str, str]:
            "slurm_config_dir": ansible.SLURM_CONFIG_DIR, "default_health_check": ansible.NODE_HEALTH_SCRIPT,
            "health_config": ansible.NODE_HEALTH_CONFIG, "sysctl_file": ansible.SYSCTL_FILE,
            "limits_file": ansible.LIMITS_FILE, "hosts_marker": ansible.HOSTS_MARKER,
-           "chrony_conf": ansible.CHRONY_CONF, **_time_context(plan)}
+           "chrony_conf": ansible.CHRONY_CONF, **_time_context(plan),
+           "qos": ["|".join(str(v) for v in q.values()) for q in ansible.qos_vars(plan.blueprint.slurm.qos)]
+           if plan.blueprint.slurm else []}
     files = {"tests/conftest.py": env.get_template("testinfra/conftest.py.j2").render(**ctx)}
     nccl = ansible.nccl_groups(plan)
     tmpl = env.get_template("testinfra/test_group.py.j2")

@@ -75,3 +75,37 @@ def test_pam_slurm_adopt_after_pam_access_and_without_pam_systemd():
 def test_pam_adopt_package_follows_the_install_source():
     files = render_targets(plan_of(shipped("lab-2node")))
     assert "slurm_compute_pam_adopt_packages: [\"slurm-smd-libpam-slurm-adopt=24.05.4-1\"]" in files["ansible/group_vars/all.yml"]
+
+
+def test_qos_render_as_sacctmgr_shows_them():
+    from clusterctl.targets.ansible import qos_vars, sacctmgr_minutes
+    assert [sacctmgr_minutes(t) for t in ("60", "90:30", "12:00:00", "2-12", "1440", "UNLIMITED")] == [
+        "01:00:00", "01:31:00", "12:00:00", "2-12:00:00", "1-00:00:00", ""]
+    files = render_targets(plan_of(shipped("lab-2node")))
+    assert ("slurm_controller_qos:\n  - {name: \"urgent\", priority: 1000, max_wall: \"1-00:00:00\", "
+            "max_tres_per_user: \"gres/gpu=16\"}\n") in files["ansible/group_vars/all.yml"]
+    assert "['urgent|1000|1-00:00:00|gres/gpu=16']" in files["tests/test_head.py"]
+    data = shipped("lab-2node")
+    data["slurm"]["qos"] = [{"name": "low"}]
+    (q,) = qos_vars(plan_of(data).blueprint.slurm.qos)
+    assert q == {"name": "low", "priority": 0, "max_wall": "", "max_tres_per_user": ""}
+
+
+def test_qos_names_are_unique_and_checked():
+    from clusterctl.blueprint.load import load_blueprint_text
+    from clusterctl.errors import BlueprintError
+    data = shipped("lab-2node")
+    data["slurm"]["qos"] = [{"name": "a"}, {"name": "a", "priority": 5}]
+    with pytest.raises(BlueprintError, match="QOS a listed more than once"):
+        load_blueprint_text(yaml.safe_dump(data), "x.yaml")
+    data["slurm"]["qos"] = [{"name": "a b"}]
+    with pytest.raises(BlueprintError):
+        load_blueprint_text(yaml.safe_dump(data), "x.yaml")
+
+
+def test_controller_keeps_qos_with_argv_commands_only():
+    tasks = _tasks("slurm_controller", "qos.yml")
+    commands = [t["ansible.builtin.command"] for t in tasks if "ansible.builtin.command" in t]
+    assert len(commands) == 3 and all("argv" in c and "cmd" not in c for c in commands)
+    (include,) = [t for t in _tasks("slurm_controller", "configure.yml") if t.get("ansible.builtin.include_tasks") == "qos.yml"]
+    assert "slurm_controller_manage_services" in include["when"]

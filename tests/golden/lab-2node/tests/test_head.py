@@ -97,6 +97,15 @@ def test_slurmctld_is_running(host, require_group):
     assert host.process.filter(comm="slurmctld", user="slurm")
 
 
+@pytest.mark.services
+def test_blueprint_qos_are_in_slurmdbd(host, require_group):
+    """slurm.qos as sacctmgr shows it: Name|Priority|MaxWall|MaxTRESPU."""
+    require_group("slurm_controllers")
+    shown = host.check_output("sacctmgr --noheader --parsable2 show qos format=Name,Priority,MaxWall,MaxTRESPU")
+    for line in ['urgent|1000|1-00:00:00|gres/gpu=16']:
+        assert line in shown.splitlines()
+
+
 def test_slurmdbd_conf_is_private(host, require_group):
     require_group("slurm_accounting")
     conf = host.file(f"{SLURM_CONFIG_DIR}/slurmdbd.conf")
