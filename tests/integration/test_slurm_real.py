@@ -135,7 +135,8 @@ def blueprint(host: str, version: str, hw: Hardware) -> dict:
     fabric.update({"tiers": 2, "rail_optimized": True, "su_nodes": 1})
     fabric.pop("switch_racks")  # 16 rail leaves and a spine do not fit the lab rack's power budget
     bp["slurm"].update({"version": version, "controllers": host, "gres_autodetect": "off",
-                        "memory_reserve_gb": 1.0})
+                        "memory_reserve_gb": 1.0,
+                        "install": {"kind": "distro"}})  # this machine's Slurm, not the lab's pinned packages
     return bp
 
 
@@ -441,7 +442,7 @@ def test_the_test_only_changes_are_the_documented_ones(cluster):
     allowed = {"SlurmctldHost", "StateSaveLocation", "SlurmdSpoolDir", "AccountingStorageType",
                "AccountingStorageHost", "AccountingStorageTRES", "HealthCheckProgram", "HealthCheckInterval",
                "HealthCheckNodeState", "NodeName", "AccountingStorageEnforce", "PriorityWeightAge",
-               "PriorityWeightFairshare", "Prolog", "Epilog"}
+               "PriorityWeightFairshare", "Prolog", "Epilog", "SlurmctldLogFile", "SlurmdLogFile"}
     if not cluster.cgroups:
         allowed |= {"ProctrackType", "TaskPlugin", "JobAcctGatherType", "PrologFlags", "JobContainerType"}
     assert changed <= allowed, changed
