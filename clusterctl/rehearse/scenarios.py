@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -486,6 +487,15 @@ class Failover:
         running, _ = wait_for(lambda: _job_state(state, via, job) == "RUNNING" or None, 60)
         if not running:
             raise StepFailed(f"job {job} not running: {_job_state(state, via, job)}")
+        # slurmctld writes job_state a few seconds after a change, not at once: kill -9 before that and the backup
+        # has never heard of the job. Wait until the state file on the shared tier is newer than the job's start.
+        conf = (Path(state.dir) / "slurm" / "slurm.conf").read_text()
+        ssd = re.search(r"(?m)^StateSaveLocation=(\S+)$", conf).group(1)
+        started = float(_ssh_ok(state, primary, "date +%s.%N").strip())
+        saved, _ = wait_for(lambda: (int(_ssh_ok(state, primary, f"stat -c %Y {shlex.quote(ssd)}/job_state").strip())
+                                     > started) or None, 30)
+        if not saved:
+            raise StepFailed(f"{ssd}/job_state not written within 30 s of job {job} running")
         _ssh_ok(state, primary, "kill -9 $(pidof slurmctld)")
         limit = 2 * self.timeout_s + 15
         # in control: the backup answers for the job. A kill -9 can lose the primary's last state save, so the

@@ -621,6 +621,9 @@ def sacctmgr_minutes(text: str) -> str:
     UNLIMITED. Seconds round up, as Slurm's time_str2mins does."""
     if text.upper() in ("UNLIMITED", "INFINITE"):
         return ""
+    if not re.fullmatch(r"(\d{1,5}-)?\d{1,7}(:\d{1,2}){0,2}", text):  # the SlurmTime kind's forms, checked at load
+        raise RenderError(f"slurm.qos max_wall {text!r} is not a Slurm time (minutes, MM:SS, HH:MM:SS, D-HH, "
+                          "D-HH:MM, D-HH:MM:SS)")
     days, _, rest = text.rpartition("-")
     parts = [int(p) for p in rest.split(":")]
     if days:  # D-HH, D-HH:MM, D-HH:MM:SS

@@ -264,7 +264,10 @@ class Cluster:
             self.timings[f"stop {name}"] = time.monotonic() - t
 
     def run(self, *argv: str, timeout: float = 60) -> str:
-        r = subprocess.run(argv, capture_output=True, text=True, env=self.env, timeout=timeout, check=False)
+        # from /var/tmp (JOB_TMP_PARENT): a job's working directory is where srun ran, and under
+        # job_container/tmpfs the job has a private /tmp, where a checkout or the test's directory is not
+        r = subprocess.run(argv, capture_output=True, text=True, env=self.env, timeout=timeout, check=False,
+                           cwd=JOB_TMP_PARENT)
         assert r.returncode == 0, f"{' '.join(argv)} exited {r.returncode}\n{r.stdout}\n{r.stderr}\n{self.logs()}"
         return r.stdout
 
