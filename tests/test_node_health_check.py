@@ -145,7 +145,8 @@ def test_fabric_manager_and_imex_must_run_where_expected(tmp_path):
     assert "nvidia-imex is not running (multi-node NVLink domain)" in err
     assert calls == ["update NodeName=n1 State=DRAIN Reason=node-health: nvidia-fabricmanager is not running "
                      "(NVSwitch system) (+1 more)"]
-    rc, calls, _, _ = run_gpu_check(tmp_path, conf=conf, running="nv-fabricmanager nvidia-imex")
+    # pgrep sees the kernel's 15-character process name (comm): nv-fabricmanager runs as nv-fabricmanage
+    rc, calls, _, _ = run_gpu_check(tmp_path, conf=conf, running="nv-fabricmanage nvidia-imex")
     assert rc == 0 and calls == []
 
 

@@ -99,7 +99,8 @@ running() {
   if [ -d /run/systemd/system ] && command -v systemctl > /dev/null 2>&1; then
     timeout 3 systemctl is-active --quiet "$1"
   else
-    timeout 3 pgrep -x "$2" > /dev/null
+    # the kernel keeps 15 characters of a process name (comm): nv-fabricmanager is nv-fabricmanage there
+    timeout 3 pgrep -x "${2:0:15}" > /dev/null
   fi
 }
 if [ "$NODE_HEALTH_FABRIC_MANAGER" = 1 ] && ! running nvidia-fabricmanager nv-fabricmanager; then
