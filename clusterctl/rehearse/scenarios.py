@@ -482,20 +482,21 @@ class Failover:
                          or None, 90)
         if not up:
             raise StepFailed(f"compute nodes not idle: {[node_state(state, via, h) for h in self.cluster.compute]}")
+        submitted = float(_ssh_ok(state, primary, "date +%s.%N").strip())
         out = _ssh_ok(state, via, "sbatch --parsable -N1 -t 15 -J rehearse-failover --wrap 'sleep 600'")
         job = out.strip().split(";")[0]
         running, _ = wait_for(lambda: _job_state(state, via, job) == "RUNNING" or None, 60)
         if not running:
             raise StepFailed(f"job {job} not running: {_job_state(state, via, job)}")
         # slurmctld writes job_state a few seconds after a change, not at once: kill -9 before that and the backup
-        # has never heard of the job. Wait until the state file on the shared tier is newer than the job's start.
+        # has never heard of the job. Wait until the state file on the shared tier was written after the sbatch
+        # (it then knows the job, PENDING or RUNNING; it is not written again while nothing changes).
         conf = (Path(state.dir) / "slurm" / "slurm.conf").read_text()
         ssd = re.search(r"(?m)^StateSaveLocation=(\S+)$", conf).group(1)
-        started = float(_ssh_ok(state, primary, "date +%s.%N").strip())
-        saved, _ = wait_for(lambda: (int(_ssh_ok(state, primary, f"stat -c %Y {shlex.quote(ssd)}/job_state").strip())
-                                     > started) or None, 30)
+        saved, _ = wait_for(lambda: (float(_ssh_ok(state, primary, f"stat -c %.9Y {shlex.quote(ssd)}/job_state")
+                                           .strip()) > submitted) or None, 30)
         if not saved:
-            raise StepFailed(f"{ssd}/job_state not written within 30 s of job {job} running")
+            raise StepFailed(f"{ssd}/job_state not written within 30 s of the sbatch of job {job}")
         _ssh_ok(state, primary, "kill -9 $(pidof slurmctld)")
         limit = 2 * self.timeout_s + 15
         # in control: the backup answers for the job. A kill -9 can lose the primary's last state save, so the
