@@ -508,10 +508,13 @@ class Failover:
             record(backup, HostOutcome(FAILED, took, f"job {job} is {known!r} {limit} s after kill -9 of the "
                                                      f"primary; scontrol ping: {ping(state, via)}"))
             return
-        running, _ = wait_for(lambda: _job_state(state, via, job) == "RUNNING" or None, 60)
+        # a job the backup knew as PENDING starts again once the nodes report its old allocation gone, and a job
+        # slurmd requeued waits for its begin time: 150 s
+        running, _ = wait_for(lambda: _job_state(state, via, job) == "RUNNING" or None, 150)
         if not running:
-            record(backup, HostOutcome(FAILED, took, f"job {job} known as {known} but not RUNNING 60 s later: "
-                                                     f"{_job_state(state, via, job)!r}"))
+            why = ssh(state, via, f"squeue -h -j {job} -o '%T %r %S'").stdout.strip()
+            record(backup, HostOutcome(FAILED, took, f"job {job} known as {known} but not RUNNING 150 s later: "
+                                                     f"{why!r}"))
             return
         log = _ssh_ok(state, backup, "grep -h -i 'primary controller\\|takeover\\|took control' "
                                      "/var/log/slurm/slurmctld.log 2>/dev/null | tail -3 || true")
