@@ -43,6 +43,15 @@ class NodeType(StrictModel):
     o2ib network to them (``options lnet networks=o2ib0(ibp154s0,ibp192s0)``); default: LNet's own (ib0)"""
 
 
+class NodeGroupCloud(StrictModel):
+    """How a cloud node group's instances live (docs/cloud.md, "Elastic compute")."""
+
+    elastic: bool = False
+    """Slurm power saving: the group's nodes are ``State=CLOUD``; slurmctld's ResumeProgram creates an
+    instance when a job needs the node and SuspendProgram deletes it after ``slurm.power_save.suspend_time``
+    idle. Default: one instance per host, created by ``pulumi up`` and kept."""
+
+
 class NodeGroup(StrictModel):
     """Nodes of one type with one naming pattern and placement."""
 
@@ -61,3 +70,5 @@ class NodeGroup(StrictModel):
     """nodes per rack; default: as many as fit the racks' space evenly"""
     nvlink_domain_gpus: int | None = Field(default=None, gt=0, le=100_000)  # NVL576 is 576; scale-up domains are racks, not halls
     """GPUs per NVLink domain; default from the server (8 on HGX, 72 on NVL72)"""
+    cloud: NodeGroupCloud | None = None
+    """cloud node groups only: elastic (created on demand by Slurm power saving) or static"""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+from clusterctl import hostlist
 from clusterctl.cloud import hostname
 from clusterctl.plan.model import AddressPool, ClusterPlan
 
@@ -33,6 +34,9 @@ class GroupSpec:
     """placement construct the instance type needs: cluster-placement-group, compact-placement-policy,
     proximity-placement-group or none"""
     local_nvme_tb: float
+    elastic: bool = False
+    """created on demand by Slurm power saving (``cloud.elastic``): no instance at ``pulumi up``; the program
+    creates the launch template / instance template / VM settings the resume program starts it from"""
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,10 @@ class CloudSpec:
     groups: tuple[GroupSpec, ...]
     storage: tuple[StorageSpec, ...]
     tags: dict[str, str] = field(default_factory=dict)
+    controllers: tuple[str, ...] = ()
+    """slurmctld hosts, primary first"""
+    accounting: tuple[str, ...] = ()
+    """slurmdbd hosts (they read the database password)"""
 
     def __post_init__(self) -> None:
         """Every host name must be one the provider can give an instance (clusterctl.cloud.hostname): checked
@@ -74,6 +82,8 @@ class CloudSpec:
         d = json.loads(text)
         d["groups"] = tuple(GroupSpec(**{**g, "hostnames": tuple(g["hostnames"])}) for g in d["groups"])
         d["storage"] = tuple(StorageSpec(**s) for s in d["storage"])
+        d["controllers"] = tuple(d.get("controllers", ()))
+        d["accounting"] = tuple(d.get("accounting", ()))
         return cls(**d)
 
 
@@ -91,14 +101,34 @@ def cloud_spec(plan: ClusterPlan) -> CloudSpec | None:
             name=g.name, role=g.role, instance_type=g.type.instance_name, count=g.count, hostnames=g.hosts,
             gpus=g.type.gpus, gpu_model=g.type.gpu_model, accelerator_nics=inst.network.gpu_nics,
             network_fabric=inst.network.fabric, network_gbps=inst.network.total_gbps, placement=inst.placement,
-            local_nvme_tb=inst.local_nvme_tb))
+            local_nvme_tb=inst.local_nvme_tb, elastic=is_elastic(plan, g.index)))
+    controllers, accounting = slurm_hosts(plan)
     storage = tuple(
         StorageSpec(t.name, t.tier, t.mount, t.capacity_tb, t.read_gb_per_s, t.write_gb_per_s, t.checkpoint)
         for t in plan.blueprint.storage if t.tier != "local")
     return CloudSpec(cluster=plan.blueprint.name, provider=cloud.provider, region=cloud.region, zone=cloud.zone,
                      placement_group=cloud.placement_group, reservation=cloud.reservation,
                      admin_cidr=cloud.admin_cidr, groups=tuple(groups), storage=storage,
-                     tags={"clusterctl:cluster": plan.blueprint.name, "managed-by": "clusterctl"})
+                     tags={"clusterctl:cluster": plan.blueprint.name, "managed-by": "clusterctl"},
+                     controllers=tuple(controllers), accounting=tuple(accounting))
+
+
+def is_elastic(plan: ClusterPlan, group_index: int) -> bool:
+    """Whether node group ``group_index`` is elastic (``node_groups[i].cloud.elastic``)."""
+    cloud = plan.blueprint.node_groups[group_index].cloud
+    return bool(cloud and cloud.elastic)
+
+
+def slurm_hosts(plan: ClusterPlan) -> tuple[list[str], list[str]]:
+    """(slurmctld hosts primary first, slurmdbd hosts) of the blueprint."""
+    s = plan.blueprint.slurm
+    if s is None:
+        return [], []
+    controllers = hostlist.expand(s.controllers)
+    accounting = [s.accounting_host] if s.accounting_host else controllers[:1]
+    if s.accounting_backup_host and s.accounting_backup_host not in accounting:
+        accounting.append(s.accounting_backup_host)  # the backup slurmdbd: the same role, the same file
+    return controllers, accounting
 
 
 def inband_networks(plan: ClusterPlan) -> dict[str, AddressPool]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from clusterctl import hostlist
 from clusterctl.cloud.gpudirect import RXDM_ROLE, needs_rxdm
+from clusterctl.cloud.spec import slurm_hosts
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.resources import data_dir
 from clusterctl.rules.nvlink import IMEX_SWITCH, imex_configured
@@ -104,14 +105,7 @@ class InvGroup:
 
 
 def _slurm_hosts(plan: ClusterPlan) -> tuple[list[str], list[str]]:
-    s = plan.blueprint.slurm
-    if s is None:
-        return [], []
-    controllers = hostlist.expand(s.controllers)
-    accounting = [s.accounting_host] if s.accounting_host else controllers[:1]
-    if s.accounting_backup_host and s.accounting_backup_host not in accounting:
-        accounting.append(s.accounting_backup_host)  # the backup slurmdbd: the same role, the same file
-    return controllers, accounting
+    return slurm_hosts(plan)
 
 
 def compute_fabrics(plan: ClusterPlan):
