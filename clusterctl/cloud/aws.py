@@ -22,6 +22,8 @@ import ipaddress
 import math
 from dataclasses import dataclass
 
+from pathlib import Path
+
 import pulumi
 import pulumi_aws as aws
 
@@ -399,6 +401,6 @@ def _node(instance: aws.ec2.Instance, group: GroupSpec) -> pulumi.Output:
         "private_ip": ip[0], "group": group.name, "role": group.role, "instance_type": group.instance_type})
 
 
-def build(spec: CloudSpec) -> Cluster:
+def build(spec: CloudSpec, render_dir: Path | None = None) -> Cluster:
     """Create the stack's AWS resources for ``spec``; returns the cluster component."""
     return Cluster(spec.cluster, spec)

@@ -37,6 +37,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from pathlib import Path
+
 import pulumi
 import pulumi_azure_native as az
 
@@ -449,6 +451,6 @@ def _node(nic: az.network.NetworkInterface, g: GroupSpec) -> pulumi.Output:
         "instance_type": g.instance_type})
 
 
-def build(spec: CloudSpec) -> Cluster:
+def build(spec: CloudSpec, render_dir: Path | None = None) -> Cluster:
     """Create the stack's Azure resources for ``spec``; returns the cluster component."""
     return Cluster(spec.cluster, spec)

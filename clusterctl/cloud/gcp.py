@@ -38,6 +38,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from pathlib import Path
+
 import pulumi
 import pulumi_gcp as gcp
 
@@ -447,6 +449,6 @@ def _node(inst: gcp.compute.Instance, g: GroupSpec) -> pulumi.Output:
         "instance_type": g.instance_type})
 
 
-def build(spec: CloudSpec) -> Cluster:
+def build(spec: CloudSpec, render_dir: Path | None = None) -> Cluster:
     """Create the stack's GCP resources for ``spec``; returns the cluster component."""
     return Cluster(resource_name(spec.cluster), spec)

@@ -12,18 +12,24 @@ from pathlib import Path
 from clusterctl.cloud.spec import CloudSpec
 
 
-def build(spec: CloudSpec):
+def build(spec: CloudSpec, render_dir: Path | None = None):
     """Create the stack's resources for ``spec`` inside the running Pulumi program and export the cluster
     component's outputs as the stack outputs (``nodes`` among them, which ``clusterctl inventory`` reads).
-    Every provider's top-level component keeps them in ``.outputs``."""
+    Every provider's top-level component keeps them in ``.outputs``.
+
+    ``render_dir``: the render the project is part of (``OUT``, the parent of ``OUT/pulumi``); the program
+    uploads its runtime files as the cluster's configuration object (clusterctl.cloud.bundle) that every
+    instance's bootstrap applies. None: no object and no bootstrap in the user data (unit tests of other
+    pieces)."""
     import pulumi
 
     module = importlib.import_module(f"clusterctl.cloud.{spec.provider}")
-    cluster = module.build(spec)
+    cluster = module.build(spec, render_dir=render_dir)
     for key, value in sorted(cluster.outputs.items()):
         pulumi.export(key, value)
     return cluster
 
 
 def run(spec_file: str | Path = "cluster.json"):
-    return build(CloudSpec.from_json(Path(spec_file).read_text()))
+    spec_file = Path(spec_file).resolve()
+    return build(CloudSpec.from_json(spec_file.read_text()), render_dir=spec_file.parent.parent)

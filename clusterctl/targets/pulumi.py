@@ -37,6 +37,8 @@ PROVIDERS = {
 SECRETS = (
     ("clusterctl:mungeKey", "../../secrets/munge.key.b64",
      "dd if=/dev/urandom bs=1 count=1024 2>/dev/null | base64 -w0"),
+    ("clusterctl:slurmdbdPassword", "../../secrets/slurmdbd.pass",
+     "dd if=/dev/urandom bs=1 count=32 2>/dev/null | base64 -w0 | tr -d '/+='"),
 )
 """(key, file holding the value, command writing that file) of every secret the programs require. The value
 goes to ``pulumi config set --secret KEY < FILE``: Pulumi reads it from stdin when no value is on the command

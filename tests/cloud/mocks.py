@@ -197,10 +197,11 @@ def _plain(value):
 
 
 def run_program(spec, config: dict[str, str] | None = None, secrets: dict[str, str] | None = None,
-                project: str = "clusterctl") -> Recorded:
+                project: str = "clusterctl", render_dir=None) -> Recorded:
     """Install the mocks, run ``clusterctl.cloud.program.build(spec)`` to completion and return what it
     registered. ``config``/``secrets`` are stack configuration (``{"clusterctl:keyName": "ops"}``);
-    secrets are marked secret, as ``pulumi config set --secret`` would."""
+    secrets are marked secret, as ``pulumi config set --secret`` would. ``render_dir``: the render the
+    project belongs to (the configuration object and the bootstrap user data are built from it)."""
     from clusterctl.cloud import program
 
     mocks = RecordingMocks()
@@ -212,7 +213,7 @@ def run_program(spec, config: dict[str, str] | None = None, secrets: dict[str, s
 
     @pulumi.runtime.test
     def _program():
-        component = program.build(spec)
+        component = program.build(spec, render_dir=render_dir)
         built["component"] = component
         return component.urn.apply(lambda urn: built.__setitem__("urn", urn))
 
