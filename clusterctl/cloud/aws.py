@@ -529,7 +529,7 @@ class Names(pulumi.ComponentResource):
         zone = aws.route53.Zone(f"{name}-zone", name=self.domain, vpcs=[{"vpc_id": network.vpc_id}],
                                 comment=f"clusterctl {spec.cluster}: node names", force_destroy=True,
                                 tags=_tags(spec, self.domain), opts=child)
-        self.zone_id = zone.zone_id
+        self.zone_id = zone.id  # the hosted zone ID (Z...), as zone_id
         self.zone_arn = zone.arn
         if created_vpc:
             dhcp = aws.ec2.VpcDhcpOptions(f"{name}-dhcp", domain_name=self.domain,
@@ -538,9 +538,9 @@ class Names(pulumi.ComponentResource):
             aws.ec2.VpcDhcpOptionsAssociation(f"{name}-dhcp", vpc_id=network.vpc_id, dhcp_options_id=dhcp.id,
                                               opts=child)
         for host, inst in instances.items():
-            aws.route53.Record(f"{name}-{host}", zone_id=zone.zone_id, name=f"{host}.{self.domain}", type="A",
+            aws.route53.Record(f"{name}-{host}", zone_id=zone.id, name=f"{host}.{self.domain}", type="A",
                                ttl=60, records=[inst.private_ip], opts=child)
-        self.register_outputs({"hosted_zone_id": zone.zone_id, "dns_domain": self.domain})
+        self.register_outputs({"hosted_zone_id": zone.id, "dns_domain": self.domain})
 
 
 class ConfigStore(pulumi.ComponentResource):
