@@ -17,7 +17,8 @@ NETWORK = "gcp:compute/network:Network"
 SUBNET = "gcp:compute/subnetwork:Subnetwork"
 FIREWALL = "gcp:compute/firewall:Firewall"
 CONFIG = {"gcp:project": "research-proj"}
-SECRETS = {"clusterctl:mungeKey": "Z2NwLW11bmdlLWtleS1mb3ItdGVzdHMtb25seS0wMTIzNDU2Nzg5"}
+SECRETS = {"clusterctl:mungeKey": "Z2NwLW11bmdlLWtleS1mb3ItdGVzdHMtb25seS0wMTIzNDU2Nzg5",
+           "clusterctl:slurmdbdPassword": "gcpDbdPassForTestsOnly7Q2x"}
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +161,7 @@ def test_filestore_for_nfs_tier(mega):
 
 
 def test_checkpoint_bucket_is_private_and_versioned(mega):
-    (bucket,) = mega.of_type("gcp:storage/bucket:Bucket")
+    (bucket,) = [b for b in mega.of_type("gcp:storage/bucket:Bucket") if b.inputs["labels"]["purpose"] == "checkpoints"]
     assert bucket.inputs["uniformBucketLevelAccess"] is True
     assert bucket.inputs["publicAccessPrevention"] == "enforced"
     assert bucket.inputs["versioning"] == {"enabled": True}
@@ -213,19 +214,27 @@ def test_a3_ultra_one_rdma_vpc_with_eight_subnets(ultra, ultra_spec):
 SECRET = "gcp:secretmanager/secret:Secret"
 VERSION = "gcp:secretmanager/secretVersion:SecretVersion"
 READER = "gcp:secretmanager/secretIamMember:SecretIamMember"
+ACCOUNT = "gcp:serviceaccount/account:Account"
+
+
+def _secret(rec, component):
+    (secret,) = [s for s in rec.of_type(SECRET) if s.parent_type == f"clusterctl:gcp:{component}"]
+    return secret
 
 
 def test_munge_key_in_secret_manager_replicated_in_the_region(mega, mega_spec):
-    (secret,) = mega.of_type(SECRET)
+    secret = _secret(mega, "MungeKey")
     assert secret.parent_type == "clusterctl:gcp:MungeKey"
     assert secret.inputs["secretId"] == "gcp-a3-mega-munge-key"
     assert secret.inputs["replication"] == {"userManaged": {"replicas": [{"location": mega_spec.region}]}}
-    (version,) = mega.of_type(VERSION)
-    assert version.inputs["secret"] == secret.outputs["id"]
+    (version,) = [v for v in mega.of_type(VERSION) if v.inputs["secret"] == secret.outputs["id"]]
     assert is_secret(version.inputs["secretData"])
     assert reveal(version.inputs["secretData"]) == SECRETS["clusterctl:mungeKey"]
     assert mega.outputs["munge_key_secret"] == "gcp-a3-mega-munge-key"
-    assert mega.of_type(READER) == []  # no serviceAccount: nobody is granted read access
+    # only the cluster's own service accounts read it (tests below: which ones)
+    accounts = {f"serviceAccount:{a.outputs['email']}" for a in mega.of_type(ACCOUNT)}
+    readers = [r for r in mega.of_type(READER) if r.inputs["secretId"] == secret.outputs["id"]]
+    assert readers and {r.inputs["member"] for r in readers} <= accounts
 
 
 def test_munge_key_value_in_no_plain_output_or_input(mega):
@@ -241,12 +250,16 @@ def test_munge_key_readable_by_the_nodes_service_account_and_cmek(mega_spec):
     kms = "projects/research-proj/locations/us-central1/keyRings/r/cryptoKeys/k"
     rec = run_program(mega_spec, config={**CONFIG, "clusterctl:serviceAccount": sa, "clusterctl:kmsKey": kms},
                       secrets=SECRETS)
-    (secret,) = rec.of_type(SECRET)
-    (reader,) = rec.of_type(READER)
-    assert reader.inputs == {**reader.inputs, "secretId": secret.outputs["id"], "member": f"serviceAccount:{sa}",
-                             "role": "roles/secretmanager.secretAccessor"}
-    (replica,) = secret.inputs["replication"]["userManaged"]["replicas"]
-    assert replica["customerManagedEncryption"] == {"kmsKeyName": kms}
+    # serviceAccount is every node's identity: no account is created, it reads both secrets
+    assert rec.of_type(ACCOUNT) == []
+    for component in ("MungeKey", "SlurmdbdPassword"):
+        secret = _secret(rec, component)
+        (reader,) = [r for r in rec.of_type(READER) if r.inputs["secretId"] == secret.outputs["id"]]
+        assert reader.inputs == {**reader.inputs, "member": f"serviceAccount:{sa}",
+                                 "role": "roles/secretmanager.secretAccessor"}
+        (replica,) = secret.inputs["replication"]["userManaged"]["replicas"]
+        assert replica["customerManagedEncryption"] == {"kmsKeyName": kms}
+    assert {i.inputs["serviceAccount"]["email"] for i in rec.of_type(INSTANCE)} == {sa}
 
 
 def test_munge_key_is_required(mega_spec):
