@@ -20,15 +20,26 @@
 - ``clusterctl:gcp:Storage``: Filestore for ``nfs`` tiers, Managed Lustre (``gcp.lustre.Instance``) for
   ``parallel`` tiers sized for capacity *and* bandwidth (:func:`lustre_size`), and a GCS checkpoint bucket
   (uniform bucket-level access, public access prevention enforced, versioning).
-- ``clusterctl:gcp:MungeKey``: the ``mungeKey`` stack secret in Secret Manager (replicated only in the
-  cluster's region, CMEK with ``kmsKey``), readable by ``serviceAccount`` when one is set; the stack output
-  ``munge_key_secret`` is the secret's name, never its value (as AWS's SSM SecureString parameter).
+- ``clusterctl:gcp:MungeKey`` / ``SlurmdbdPassword``: the ``mungeKey`` and ``slurmdbdPassword`` stack
+  secrets in Secret Manager (replicated only in the cluster's region, CMEK with ``kmsKey``); the stack outputs
+  name the secrets, never their values (as AWS's SSM SecureString parameter).
+- ``clusterctl:gcp:ConfigStore``: a private bucket with the configuration object
+  (``clusterctl.cloud.bundle``: the render plus stack.json), which every instance's bootstrap fetches.
+- ``clusterctl:gcp:Identities``: a service account per node role class with IAM on the config bucket and on
+  each secret it reads, and for controllers of a cluster with elastic groups a custom role limited by an IAM
+  condition to the elastic instances (:class:`Identities`).
+- ``clusterctl:gcp:ElasticNodeGroup``: an elastic group's instance template (no instances); stack.json names
+  it for the resume program.
+
+With ``render_dir`` every static instance gets ``user-data`` (the host name and the bootstrap program) and
+the config object is uploaded; without it neither.
 
 Stack configuration (``pulumi config set clusterctl:<key>``): ``adminCidr`` (overrides the blueprint's),
 ``sshPublicKey`` (added to instance metadata; without it OS Login is used), ``sshUser``, ``gpuImage``,
-``headImage``, ``kmsKey`` (CMEK for boot disks, Lustre and the bucket), ``serviceAccount``,
-``primaryCidr``, ``serviceCidr``, ``gpuCidrBase``; secret ``mungeKey`` (required). ``gcp:project`` names the
-project in the RDMA network-profile URL.
+``headImage``, ``kmsKey`` (CMEK for boot disks, Lustre, the buckets and the secrets), ``serviceAccount`` (an
+existing identity for every node instead of the per-role accounts), ``primaryCidr``, ``serviceCidr``,
+``gpuCidrBase``; secrets ``mungeKey`` (required) and ``slurmdbdPassword`` (required with Slurm).
+``gcp:project`` names the project in the RDMA network-profile URL, the secrets' names and the IAM condition.
 """
 
 from __future__ import annotations
