@@ -513,3 +513,20 @@ def test_identity_classes_keep_the_database_password_from_hosts_that_must_not_re
     assert len(classes["compute"].hosts) == 32
     assert set(gcp.identity_classes(mega_spec, override=True)) == {"nodes"}
     assert gcp.account_id("a" * 40, "controller-dbd") == "a" * 15 + "-controller-dbd"
+
+
+def test_service_account_setting_is_every_nodes_identity_with_the_union_of_the_grants(elastic):
+    out, spec, _ = elastic
+    sa = "nodes@research-proj.iam.gserviceaccount.com"
+    rec = run_program(spec, config={**CONFIG, "clusterctl:serviceAccount": sa}, secrets=SECRETS, render_dir=out)
+    assert rec.of_type(ACCOUNT) == []
+    assert {i.inputs["serviceAccount"]["email"] for i in rec.of_type(INSTANCE)} == {sa}
+    (template,) = rec.of_type(TEMPLATE)
+    assert template.inputs["serviceAccount"]["email"] == sa
+    (custom,) = rec.of_type(CUSTOM_ROLE)
+    assert _bindings(rec) == {f"serviceAccount:{sa}": {
+        ("bucket", _config_bucket(rec).outputs["name"], "roles/storage.objectViewer"),
+        ("secret", _secret(rec, "MungeKey").outputs["id"], "roles/secretmanager.secretAccessor"),
+        ("secret", _secret(rec, "SlurmdbdPassword").outputs["id"], "roles/secretmanager.secretAccessor"),
+        ("project", "research-proj", custom.outputs["name"]),
+        ("service-account", f"projects/-/serviceAccounts/{sa}", "roles/iam.serviceAccountUser")}}
