@@ -515,7 +515,9 @@ class ConfigStore(pulumi.ComponentResource):
                 path.parent.mkdir(parents=True, exist_ok=True)
                 data = bundle.config_bundle(Path(render_dir), doc)
                 if not path.is_file() or path.read_bytes() != data:
-                    path.write_bytes(data)
+                    part = path.with_name(path.name + ".part")
+                    part.write_bytes(data)
+                    os.replace(part, path)  # a concurrent reader sees the old or the new object, never half
                 return pulumi.FileAsset(str(path))
 
             self.object = gcp.storage.BucketObject(
