@@ -667,7 +667,7 @@ class Identities(pulumi.ComponentResource):
                     gcp.serviceaccount.IAMMember(
                         f"{name}-{c.name}-acts-as-itself",
                         service_account_id=self.emails[c.name].apply(
-                            lambda e: f"projects/-/serviceAccounts/{e}"),
+                            lambda e: f"projects/{settings.project or '-'}/serviceAccounts/{e}"),
                         role="roles/iam.serviceAccountUser", member=member, opts=child)
         self.register_outputs({"service_accounts": dict(self.emails)})
 

@@ -529,4 +529,4 @@ def test_service_account_setting_is_every_nodes_identity_with_the_union_of_the_g
         ("secret", _secret(rec, "MungeKey").outputs["id"], "roles/secretmanager.secretAccessor"),
         ("secret", _secret(rec, "SlurmdbdPassword").outputs["id"], "roles/secretmanager.secretAccessor"),
         ("project", "research-proj", custom.outputs["name"]),
-        ("service-account", f"projects/-/serviceAccounts/{sa}", "roles/iam.serviceAccountUser")}}
+        ("service-account", f"projects/research-proj/serviceAccounts/{sa}", "roles/iam.serviceAccountUser")}}
