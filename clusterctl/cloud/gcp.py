@@ -627,7 +627,7 @@ class Identities(pulumi.ComponentResource):
                 continue
             acct = gcp.serviceaccount.Account(
                 f"{name}-{c.name}", account_id=account_id(spec.cluster, c.name),
-                display_name=f"clusterctl {spec.cluster} {c.name}",
+                display_name=f"clusterctl {spec.cluster} {c.name}"[:100],
                 description=f"{c.name} nodes of cluster {spec.cluster} (clusterctl)", opts=child)
             self.accounts[c.name] = acct
             self.emails[c.name] = acct.email
