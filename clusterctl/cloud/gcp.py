@@ -20,29 +20,42 @@
 - ``clusterctl:gcp:Storage``: Filestore for ``nfs`` tiers, Managed Lustre (``gcp.lustre.Instance``) for
   ``parallel`` tiers sized for capacity *and* bandwidth (:func:`lustre_size`), and a GCS checkpoint bucket
   (uniform bucket-level access, public access prevention enforced, versioning).
-- ``clusterctl:gcp:MungeKey``: the ``mungeKey`` stack secret in Secret Manager (replicated only in the
-  cluster's region, CMEK with ``kmsKey``), readable by ``serviceAccount`` when one is set; the stack output
-  ``munge_key_secret`` is the secret's name, never its value (as AWS's SSM SecureString parameter).
+- ``clusterctl:gcp:MungeKey`` / ``SlurmdbdPassword``: the ``mungeKey`` and ``slurmdbdPassword`` stack
+  secrets in Secret Manager (replicated only in the cluster's region, CMEK with ``kmsKey``); the stack outputs
+  name the secrets, never their values (as AWS's SSM SecureString parameter).
+- ``clusterctl:gcp:ConfigStore``: a private bucket with the configuration object
+  (``clusterctl.cloud.bundle``: the render plus stack.json), which every instance's bootstrap fetches.
+- ``clusterctl:gcp:Identities``: a service account per node role class with IAM on the config bucket and on
+  each secret it reads, and for controllers of a cluster with elastic groups a custom role limited by an IAM
+  condition to the elastic instances (:class:`Identities`).
+- ``clusterctl:gcp:ElasticNodeGroup``: an elastic group's instance template (no instances); stack.json names
+  it for the resume program.
+
+With ``render_dir`` every static instance gets ``user-data`` (the host name and the bootstrap program) and
+the config object is uploaded; without it neither.
 
 Stack configuration (``pulumi config set clusterctl:<key>``): ``adminCidr`` (overrides the blueprint's),
 ``sshPublicKey`` (added to instance metadata; without it OS Login is used), ``sshUser``, ``gpuImage``,
-``headImage``, ``kmsKey`` (CMEK for boot disks, Lustre and the bucket), ``serviceAccount``,
-``primaryCidr``, ``serviceCidr``, ``gpuCidrBase``; secret ``mungeKey`` (required). ``gcp:project`` names the
-project in the RDMA network-profile URL.
+``headImage``, ``kmsKey`` (CMEK for boot disks, Lustre, the buckets and the secrets), ``serviceAccount`` (an
+existing identity for every node instead of the per-role accounts), ``primaryCidr``, ``serviceCidr``,
+``gpuCidrBase``; secrets ``mungeKey`` (required) and ``slurmdbdPassword`` (required with Slurm).
+``gcp:project`` names the project in the RDMA network-profile URL, the secrets' names and the IAM condition.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import math
+import os
 import re
 from dataclasses import dataclass
-
 from pathlib import Path
 
 import pulumi
 import pulumi_gcp as gcp
 
+from clusterctl import hostlist
+from clusterctl.cloud import bundle, identity, userdata
 from clusterctl.cloud.spec import CloudSpec, GroupSpec, StorageSpec
 
 PKG = "clusterctl:gcp"
@@ -243,6 +256,13 @@ class Network(pulumi.ComponentResource):
             "gpu_networks": {f: [s.name for _, s in subs] for f, subs in self.gpu_nets.items()},
         })
 
+    def head_interfaces(self, group: GroupSpec) -> list[dict]:
+        """A CPU VM's one NIC on the primary subnet; ``login`` nodes also get an ephemeral external IP."""
+        nic: dict = {"subnetwork": self.primary_subnet.id, "nic_type": "GVNIC"}
+        if group.role == "login":
+            nic["access_configs"] = [{"network_tier": "PREMIUM"}]
+        return [nic]
+
     def gpu_interfaces(self, group: GroupSpec) -> list[dict]:
         nics: list[dict] = [{"subnetwork": self.primary_subnet.id, "nic_type": "GVNIC"}]
         fabric = group.network_fabric
@@ -257,55 +277,77 @@ class Network(pulumi.ComponentResource):
         return nics
 
 
-def _metadata(settings: Settings) -> dict[str, str]:
+def _metadata(settings: Settings, user_data: pulumi.Input[str] | None = None) -> dict:
+    """Instance metadata: the SSH key (or OS Login) and, with a render, the host's cloud-init ``user-data``
+    (the guest environment hands it to cloud-init on Google's images)."""
     if settings.ssh_public_key:
-        return {"enable-oslogin": "FALSE", "ssh-keys": f"{settings.ssh_user}:{settings.ssh_public_key}",
-                "block-project-ssh-keys": "TRUE"}
-    return {"enable-oslogin": "TRUE"}
+        meta: dict = {"enable-oslogin": "FALSE", "ssh-keys": f"{settings.ssh_user}:{settings.ssh_public_key}",
+                      "block-project-ssh-keys": "TRUE"}
+    else:
+        meta = {"enable-oslogin": "TRUE"}
+    if user_data is not None:
+        meta["user-data"] = user_data
+    return meta
+
+
+SHIELDED_VM = {"enable_secure_boot": True, "enable_vtpm": True, "enable_integrity_monitoring": True}
+
+
+def _vm_args(spec: CloudSpec, group: GroupSpec, nics: list[dict], tag: str, email: pulumi.Input[str],
+             metadata: dict, **extra) -> dict:
+    """What an instance and an instance template of ``group`` share: machine type, NICs, identity (its role's
+    service account with the cloud-platform scope: IAM decides what it may do), labels, Shielded VM."""
+    return dict(machine_type=group.instance_type, network_interfaces=nics, tags=[tag],
+                labels=labels(spec, group=group.name, role=group.role), metadata=metadata,
+                service_account={"email": email, "scopes": ["cloud-platform"]},
+                shielded_instance_config=SHIELDED_VM, **extra)
 
 
 def _instance(name: str, spec: CloudSpec, settings: Settings, group: GroupSpec, host: str, nics: list[dict],
-              tag: str, image: str, disk_type: str, opts: pulumi.ResourceOptions, **extra) -> gcp.compute.Instance:
+              tag: str, image: str, disk_type: str, email: pulumi.Input[str], user_data: pulumi.Input[str] | None,
+              opts: pulumi.ResourceOptions, **extra) -> gcp.compute.Instance:
     disk: dict = {"initialize_params": {"image": image, "size": 200, "type": disk_type,
                                         "labels": labels(spec, group=group.name)},
                   "auto_delete": True}
     if settings.kms_key:
         disk["kms_key_self_link"] = settings.kms_key
-    sa = {"scopes": ["cloud-platform"]}
-    if settings.service_account:
-        sa["email"] = settings.service_account
     return gcp.compute.Instance(
-        name, name=host, machine_type=group.instance_type, zone=spec.zone, boot_disk=disk,
-        network_interfaces=nics, tags=[tag], labels=labels(spec, group=group.name, role=group.role),
-        metadata=_metadata(settings), service_account=sa,
-        shielded_instance_config={"enable_secure_boot": True, "enable_vtpm": True,
-                                  "enable_integrity_monitoring": True},
-        allow_stopping_for_update=True, opts=opts, **extra)
+        name, name=host, zone=spec.zone, boot_disk=disk, allow_stopping_for_update=True, opts=opts,
+        **_vm_args(spec, group, nics, tag, email, _metadata(settings, user_data), **extra))
+
+
+def _gpu_extra(name: str, spec: CloudSpec, group: GroupSpec, opts: pulumi.ResourceOptions):
+    """(compact placement policy or None, the GPU VM settings): TERMINATE on host maintenance, the policy, the
+    specific reservation."""
+    policy = None
+    if spec.placement_group or group.placement == "compact-placement-policy":
+        policy = gcp.compute.ResourcePolicy(
+            f"{name}-placement", name=resource_name(spec.cluster, group.name, "compact"), region=spec.region,
+            group_placement_policy={"collocation": "COLLOCATED"}, opts=opts)
+    extra: dict = {"scheduling": {"on_host_maintenance": "TERMINATE", "automatic_restart": True}}
+    if policy is not None:
+        extra["resource_policies"] = policy.self_link  # one policy (a str in pulumi-gcp 10)
+    if spec.reservation:
+        extra["reservation_affinity"] = {
+            "type": "SPECIFIC_RESERVATION",
+            "specific_reservation": {"key": "compute.googleapis.com/reservation-name",
+                                     "values": [spec.reservation]}}
+    return policy, extra
 
 
 class GpuNodeGroup(pulumi.ComponentResource):
     """A compact placement policy and one GPU instance per hostname with all of its GPU NICs."""
 
     def __init__(self, name: str, spec: CloudSpec, settings: Settings, group: GroupSpec, network: Network,
-                 opts: pulumi.ResourceOptions | None = None):
+                 boot: Boot, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PKG}:GpuNodeGroup", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        self.policy = None
-        if spec.placement_group or group.placement == "compact-placement-policy":
-            self.policy = gcp.compute.ResourcePolicy(
-                f"{name}-placement", name=resource_name(spec.cluster, group.name, "compact"), region=spec.region,
-                group_placement_policy={"collocation": "COLLOCATED"}, opts=child)
-        extra: dict = {"scheduling": {"on_host_maintenance": "TERMINATE", "automatic_restart": True}}
-        if self.policy is not None:
-            extra["resource_policies"] = self.policy.self_link  # one policy (a str in pulumi-gcp 10)
-        if spec.reservation:
-            extra["reservation_affinity"] = {
-                "type": "SPECIFIC_RESERVATION",
-                "specific_reservation": {"key": "compute.googleapis.com/reservation-name",
-                                         "values": [spec.reservation]}}
+        self.policy, extra = _gpu_extra(name, spec, group, child)
+        inst_opts = pulumi.ResourceOptions(parent=self, depends_on=boot.depends_on)
         self.instances = {
             host: _instance(f"{name}-{host}", spec, settings, group, host, network.gpu_interfaces(group),
-                            network.node_tag, settings.gpu_image, "hyperdisk-balanced", child, **extra)
+                            network.node_tag, settings.gpu_image, "hyperdisk-balanced", boot.email(host),
+                            boot.user_data(host), inst_opts, **extra)
             for host in group.hostnames}
         self.register_outputs({"hosts": list(group.hostnames),
                                "placement_policy": self.policy.self_link if self.policy else None})
@@ -315,19 +357,49 @@ class HeadNodes(pulumi.ComponentResource):
     """The CPU VMs (controller, login, service): primary VPC only; login nodes get an external IP."""
 
     def __init__(self, name: str, spec: CloudSpec, settings: Settings, groups: list[GroupSpec], network: Network,
-                 opts: pulumi.ResourceOptions | None = None):
+                 boot: Boot, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PKG}:HeadNodes", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        inst_opts = pulumi.ResourceOptions(parent=self, depends_on=boot.depends_on)
         self.instances: dict[str, tuple[GroupSpec, gcp.compute.Instance]] = {}
         for group in groups:
             for host in group.hostnames:
-                nic: dict = {"subnetwork": network.primary_subnet.id, "nic_type": "GVNIC"}
-                if group.role == "login":
-                    nic["access_configs"] = [{"network_tier": "PREMIUM"}]
                 self.instances[host] = (group, _instance(
-                    f"{name}-{host}", spec, settings, group, host, [nic], network.node_tag, settings.head_image,
-                    "pd-balanced", child, scheduling={"on_host_maintenance": "MIGRATE", "automatic_restart": True}))
+                    f"{name}-{host}", spec, settings, group, host, network.head_interfaces(group),
+                    network.node_tag, settings.head_image, "pd-balanced", boot.email(host), boot.user_data(host),
+                    inst_opts, scheduling={"on_host_maintenance": "MIGRATE", "automatic_restart": True}))
         self.register_outputs({"hosts": sorted(self.instances)})
+
+
+class ElasticNodeGroup(pulumi.ComponentResource):
+    """An elastic group (``cloud.elastic``): no instance at ``pulumi up``, one instance template holding
+    everything a static instance of the group has (machine type, every NIC, boot disk, its role's service
+    account, TERMINATE, the reservation, the compact placement policy, Shielded VM, labels, SSH metadata).
+    The resume program creates ``HOST`` with ``gcloud compute instances create HOST
+    --source-instance-template=<template> --zone=<zone>`` and the host's user data (stack.json)."""
+
+    def __init__(self, name: str, spec: CloudSpec, settings: Settings, group: GroupSpec, network: Network,
+                 email: pulumi.Input[str], opts: pulumi.ResourceOptions | None = None):
+        super().__init__(f"{PKG}:ElasticNodeGroup", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        if not spec.zone:
+            raise ValueError(f"elastic group {group.name} needs cloud.zone: the resume program creates its "
+                             "instances in one zone")
+        self.policy = None
+        if is_gpu(group):
+            self.policy, extra = _gpu_extra(name, spec, group, child)
+            nics, image, disk_type = network.gpu_interfaces(group), settings.gpu_image, "hyperdisk-balanced"
+        else:
+            extra = {"scheduling": {"on_host_maintenance": "MIGRATE", "automatic_restart": True}}
+            nics, image, disk_type = network.head_interfaces(group), settings.head_image, "pd-balanced"
+        disk: dict = {"source_image": image, "disk_size_gb": 200, "disk_type": disk_type, "boot": True,
+                      "auto_delete": True, "labels": labels(spec, group=group.name)}
+        if settings.kms_key:
+            disk["disk_encryption_key"] = {"kms_key_self_link": settings.kms_key}
+        # name_prefix: a changed template is a new one created before the old one is deleted
+        self.template = gcp.compute.InstanceTemplate(
+            f"{name}-template", name_prefix=resource_name(spec.cluster, group.name)[:36] + "-", disks=[disk],
+            opts=child, **_vm_args(spec, group, nics, network.node_tag, email, _metadata(settings), **extra))
+        self.register_outputs({"hosts": hostlist.compress(group.hostnames), "template": self.template.self_link})
 
 
 class Storage(pulumi.ComponentResource):
@@ -380,53 +452,337 @@ class Storage(pulumi.ComponentResource):
                 "instance": inst.name}
 
 
-class MungeKey(pulumi.ComponentResource):
-    """The Slurm munge key (``clusterctl:mungeKey``, a stack secret) as a Secret Manager secret: one version
-    holding the value (a secret Output end to end), replicated only in the cluster's region (CMEK with
-    ``kmsKey``), and read access for the nodes' service account when ``serviceAccount`` is set."""
+class StackSecret(pulumi.ComponentResource):
+    """A stack secret as a Secret Manager secret: one version holding the value (a secret Output end to end),
+    replicated only in the cluster's region (CMEK with ``kmsKey``). Who may read it is :class:`Identities`'
+    business (IAM on this secret, per role)."""
 
-    def __init__(self, name: str, spec: CloudSpec, settings: Settings, value: pulumi.Output,
+    TOKEN = "Secret"
+
+    def __init__(self, name: str, spec: CloudSpec, settings: Settings, value: pulumi.Output, purpose: str,
                  opts: pulumi.ResourceOptions | None = None):
-        super().__init__(f"{PKG}:MungeKey", name, None, opts)
+        super().__init__(f"{PKG}:{self.TOKEN}", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         replica: dict = {"location": spec.region}
         if settings.kms_key:
             replica["customer_managed_encryption"] = {"kms_key_name": settings.kms_key}
         self.secret = gcp.secretmanager.Secret(
-            f"{name}-secret", secret_id=resource_name(spec.cluster, "munge-key"),
-            replication={"user_managed": {"replicas": [replica]}}, labels=labels(spec, purpose="munge-key"),
+            f"{name}-secret", secret_id=resource_name(spec.cluster, purpose),
+            replication={"user_managed": {"replicas": [replica]}}, labels=labels(spec, purpose=purpose),
             opts=child)
         self.version = gcp.secretmanager.SecretVersion(
             f"{name}-version", secret=self.secret.id, secret_data=value,
             opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["secret_data"]))
-        self.reader = None
-        if settings.service_account:
-            self.reader = gcp.secretmanager.SecretIamMember(
-                f"{name}-reader", secret_id=self.secret.id, role="roles/secretmanager.secretAccessor",
-                member=f"serviceAccount:{settings.service_account}", opts=child)
+        project = settings.project or self.secret.project
+        self.full_name = pulumi.Output.concat("projects/", project, "/secrets/", self.secret.secret_id)
+        """``projects/P/secrets/S``: what the bootstrap program asks Secret Manager for"""
         self.register_outputs({"secret": self.secret.secret_id})
 
 
-class Cluster(pulumi.ComponentResource):
-    """The whole cluster: network, GPU node groups, head nodes, storage, munge key; outputs ``nodes``."""
+class MungeKey(StackSecret):
+    """The Slurm munge key (``clusterctl:mungeKey``): every node reads it."""
+    TOKEN = "MungeKey"
 
-    def __init__(self, name: str, spec: CloudSpec, opts: pulumi.ResourceOptions | None = None):
+
+class SlurmdbdPassword(StackSecret):
+    """The slurmdbd database password (``clusterctl:slurmdbdPassword``): only the accounting hosts read it."""
+    TOKEN = "SlurmdbdPassword"
+
+
+class ConfigStore(pulumi.ComponentResource):
+    """The private bucket holding the cluster's configuration object (uniform bucket-level access, public
+    access prevention enforced, CMEK with ``kmsKey``). :meth:`upload` writes the object."""
+
+    def __init__(self, name: str, spec: CloudSpec, settings: Settings, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(f"{PKG}:ConfigStore", name, None, opts)
+        self._name = name
+        self.bucket = gcp.storage.Bucket(
+            f"{name}-bucket", location=spec.region.upper(), storage_class="STANDARD",
+            uniform_bucket_level_access=True, public_access_prevention="enforced", versioning={"enabled": True},
+            labels=labels(spec, purpose="config"),
+            encryption={"default_kms_key_name": settings.kms_key} if settings.kms_key else None,
+            opts=pulumi.ResourceOptions(parent=self))
+        self.url = pulumi.Output.concat("gs://", self.bucket.name, "/", bundle.OBJECT_KEY)
+        self.object: gcp.storage.BucketObject | None = None
+
+    def upload(self, render_dir: Path | None, stack: pulumi.Output) -> None:
+        """With a render: the object ``bundle.OBJECT_KEY`` = config_bundle(render_dir, stack), written to
+        ``pulumi/.clusterctl/config.tar.gz`` of the render (a binary file: GCS objects from Pulumi take a file
+        asset, ``content`` is text) and uploaded from there."""
+        if render_dir is not None:
+            def asset(doc: dict) -> pulumi.FileAsset:
+                path = Path(render_dir) / "pulumi" / ".clusterctl" / "config.tar.gz"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                data = bundle.config_bundle(Path(render_dir), doc)
+                if not path.is_file() or path.read_bytes() != data:
+                    part = path.with_name(path.name + ".part")
+                    part.write_bytes(data)
+                    os.replace(part, path)  # a concurrent reader sees the old or the new object, never half
+                return pulumi.FileAsset(str(path))
+
+            self.object = gcp.storage.BucketObject(
+                f"{self._name}-object", bucket=self.bucket.name, name=bundle.OBJECT_KEY,
+                content_type="application/gzip", source=stack.apply(asset),
+                opts=pulumi.ResourceOptions(parent=self))
+        self.register_outputs({"bucket": self.bucket.name, "url": self.url})
+
+
+# --------------------------------------------------------------------------------------------- identity
+
+@dataclass(frozen=True)
+class IdentityClass:
+    """The hosts that share one service account and what it may read."""
+    name: str
+    hosts: tuple[str, ...]
+    controller: bool
+    reads_db_password: bool
+
+
+def identity_classes(spec: CloudSpec, override: bool = False) -> dict[str, IdentityClass]:
+    """One service account per node role class present: ``controller`` (slurmctld hosts; reads the database
+    password when every controller is an accounting host, else the accounting ones are ``controller-dbd``),
+    ``accounting`` (slurmdbd hosts that are no controller), then every other host by its group's role
+    (``compute``, ``login``, ``head``, ...). ``override`` (``serviceAccount`` set): one class ``nodes``."""
+    ctl, acct = set(spec.controllers), set(spec.accounting)
+    members: dict[str, list[str]] = {}
+    for g in spec.groups:
+        for host in g.hostnames:
+            if override:
+                name = "nodes"
+            elif host in ctl:
+                name = "controller" if host not in acct or ctl <= acct else "controller-dbd"
+            elif host in acct:
+                name = "accounting"
+            else:
+                name = g.role
+            members.setdefault(name, []).append(host)
+    out = {}
+    for name, hosts in sorted(members.items()):
+        out[name] = IdentityClass(
+            name, tuple(hosts), controller=any(h in ctl for h in hosts),
+            reads_db_password=any(h in acct for h in hosts))
+    return out
+
+
+POWER_SAVE_PERMISSIONS = (
+    # Compute Engine: creating a VM from an instance template ("Create a VM from an instance template",
+    # required permissions) and deleting it; the operations gcloud waits on
+    "compute.disks.create", "compute.disks.setLabels", "compute.images.useReadOnly",
+    "compute.instanceTemplates.useReadOnly", "compute.instances.create", "compute.instances.delete",
+    "compute.instances.get", "compute.instances.list", "compute.instances.setLabels",
+    "compute.instances.setMetadata", "compute.instances.setServiceAccount", "compute.instances.setTags",
+    "compute.resourcePolicies.use", "compute.subnetworks.use", "compute.zoneOperations.get",
+)
+
+
+def power_save_condition(project: str, zone: str, prefixes: list[str]) -> str:
+    """IAM condition of the power-save role: instances and disks only in the cluster's zone and named like the
+    elastic groups' hosts (the boot disk takes the instance's name); the role's other permissions (use a
+    template, subnetwork, placement policy, image; read operations) are on other resource types."""
+    inst = "compute.googleapis.com/Instance"
+    disk = "compute.googleapis.com/Disk"
+    names = []
+    for kind, typ in (("instances", inst), ("disks", disk)):
+        for p in prefixes:
+            names.append(f"(resource.type == '{typ}' && "
+                         f"resource.name.startsWith('projects/{project}/zones/{zone}/{kind}/{p}'))")
+    names.append(f"(resource.type != '{inst}' && resource.type != '{disk}')")
+    return " || ".join(names)
+
+
+def account_id(cluster: str, role: str) -> str:
+    """A service account id (6-30 characters, ``[a-z]([-a-z0-9]*[a-z0-9])``): ``<cluster>-<role>``, the
+    cluster part shortened to fit."""
+    role = resource_name(role)
+    return resource_name(resource_name(cluster)[:29 - len(role)].rstrip("-"), role)
+
+
+class Identities(pulumi.ComponentResource):
+    """A service account per identity class (:func:`identity_classes`) and, per capability
+    (clusterctl.cloud.identity.needs), the narrowest IAM GCP has:
+
+    - read-config: ``roles/storage.objectViewer`` on the config bucket (not the project);
+    - read-secrets: ``roles/secretmanager.secretAccessor`` on the munge-key secret and, for the accounting
+      hosts' class, the slurmdbd-password secret (IAM on each secret, not the project);
+    - manage-instances (controllers, when a group is elastic): a custom project role with only
+      POWER_SAVE_PERMISSIONS, bound on the project with an IAM condition limiting instances and disks to the
+      cluster's zone and the elastic groups' name prefixes (instances that do not exist yet have no IAM policy
+      to bind on, so a project binding with a condition is as narrow as Compute Engine allows);
+    - pass-identity: ``roles/iam.serviceAccountUser`` on the service account of each elastic group only.
+
+    With ``serviceAccount`` set no account is created: that existing identity is every node's and gets the
+    union of the bindings (rule CLOUD011 checks named identities)."""
+
+    def __init__(self, name: str, spec: CloudSpec, settings: Settings, config: ConfigStore,
+                 secrets: dict[str, StackSecret], opts: pulumi.ResourceOptions | None = None):
+        super().__init__(f"{PKG}:Identities", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.classes = identity_classes(spec, override=bool(settings.service_account))
+        self._class_of = {h: c.name for c in self.classes.values() for h in c.hosts}
+        self.emails: dict[str, pulumi.Output[str]] = {}
+        self.accounts: dict[str, gcp.serviceaccount.Account] = {}
+        for c in self.classes.values():
+            if settings.service_account:
+                self.emails[c.name] = pulumi.Output.from_input(settings.service_account)
+                continue
+            acct = gcp.serviceaccount.Account(
+                f"{name}-{c.name}", account_id=account_id(spec.cluster, c.name),
+                display_name=f"clusterctl {spec.cluster} {c.name}"[:100],
+                description=f"{c.name} nodes of cluster {spec.cluster} (clusterctl)", opts=child)
+            self.accounts[c.name] = acct
+            self.emails[c.name] = acct.email
+        elastic_groups = [g for g in spec.groups if g.elastic]
+        self.power_save_role = None
+        for c in self.classes.values():
+            member = self.emails[c.name].apply(lambda e: f"serviceAccount:{e}")
+            caps = identity.needs("gcp", controller=c.controller, elastic=bool(elastic_groups))
+            if "read-config" in caps:
+                gcp.storage.BucketIAMMember(f"{name}-{c.name}-config", bucket=config.bucket.name,
+                                            role="roles/storage.objectViewer", member=member, opts=child)
+            if "read-secrets" in caps:
+                readable = ["munge"] + (["slurmdbd"] if c.reads_db_password and "slurmdbd" in secrets else [])
+                for key in readable:
+                    gcp.secretmanager.SecretIamMember(
+                        f"{name}-{c.name}-reads-{key}", secret_id=secrets[key].secret.id,
+                        role="roles/secretmanager.secretAccessor", member=member, opts=child)
+            if "manage-instances" in caps:
+                role = self._power_save_role(name, spec, settings, child)
+                project = settings.project or role.project
+                prefixes = sorted({os.path.commonprefix(list(g.hostnames)) for g in elastic_groups})
+                gcp.projects.IAMMember(
+                    f"{name}-{c.name}-power-save", project=project, role=role.name, member=member,
+                    condition={"title": "clusterctl-power-save",
+                               "description": f"elastic instances of {spec.cluster} in {spec.zone}",
+                               "expression": pulumi.Output.from_input(project).apply(
+                                   lambda p: power_save_condition(p, spec.zone, prefixes))},
+                    opts=child)
+            if "pass-identity" in caps:
+                for used in sorted({self.class_of(g.hostnames[0]) for g in elastic_groups}):
+                    if used not in self.accounts:
+                        continue  # serviceAccount: granted below on itself
+                    gcp.serviceaccount.IAMMember(
+                        f"{name}-{c.name}-acts-as-{used}", service_account_id=self.accounts[used].name,
+                        role="roles/iam.serviceAccountUser", member=member, opts=child)
+                if settings.service_account:
+                    gcp.serviceaccount.IAMMember(
+                        f"{name}-{c.name}-acts-as-itself",
+                        service_account_id=self.emails[c.name].apply(
+                            lambda e: f"projects/{settings.project or '-'}/serviceAccounts/{e}"),
+                        role="roles/iam.serviceAccountUser", member=member, opts=child)
+        self.register_outputs({"service_accounts": dict(self.emails)})
+
+    def _power_save_role(self, name, spec, settings, opts) -> gcp.projects.IAMCustomRole:
+        if self.power_save_role is None:
+            self.power_save_role = gcp.projects.IAMCustomRole(
+                f"{name}-power-save", role_id=re.sub(r"[^A-Za-z0-9_]", "_", f"clusterctl_{spec.cluster}_power_save")[:64],
+                title=f"clusterctl {spec.cluster} power saving"[:100],
+                description="create and delete the elastic instances of one clusterctl cluster",
+                permissions=list(POWER_SAVE_PERMISSIONS), project=settings.project, opts=opts)
+        return self.power_save_role
+
+    def class_of(self, host: str) -> str:
+        return self._class_of[host]
+
+    def email(self, host: str) -> pulumi.Output[str]:
+        return self.emails[self._class_of[host]]
+
+
+# -------------------------------------------------------------------------------------------- bootstrap
+
+def secret_refs(munge: str, db_password: str | None, accounting: bool) -> dict[str, dict[str, str]]:
+    refs = {"vault_munge_key": {"gcp-secret": munge}}
+    if accounting and db_password:
+        refs["vault_slurmdbd_storage_pass"] = {"gcp-secret": db_password}
+    return refs
+
+
+def stack_document(spec: CloudSpec, config_url: str, munge: str, db_password: str | None,
+                   templates: dict[str, tuple[str, str]]) -> dict:
+    """stack.json: the facts the nodes' programs need from the stack and nothing that depends on an instance
+    (the instances' user data refers to the object holding it). ``templates``: elastic group ->
+    (project, instance template self link)."""
+    elastic = {}
+    for g in spec.groups:
+        if g.elastic:
+            project, template = templates[g.name]
+            elastic[g.name] = {"hostlist": hostlist.compress(g.hostnames), "instance_type": g.instance_type,
+                               "gcp": {"project": project, "zone": spec.zone, "instance_template": template}}
+    return {"version": 1, "cluster": spec.cluster, "provider": "gcp", "region": spec.region, "zone": spec.zone,
+            "bootstrap": userdata.bootstrap_config("gcp", region=spec.region, config_url=config_url,
+                                                   secrets=secret_refs(munge, db_password, False)),
+            "elastic": elastic}
+
+
+class Boot:
+    """Per host: its service account and, with a render, its user data (cloud-config: the host name and the
+    bootstrap program with the config object's URL and the Secret Manager names it reads)."""
+
+    def __init__(self, spec: CloudSpec, identities: Identities, config: ConfigStore, secrets: dict[str, StackSecret],
+                 enabled: bool):
+        self.spec, self.identities, self.enabled = spec, identities, enabled
+        self.accounting = set(spec.accounting)
+        db = secrets["slurmdbd"].full_name if "slurmdbd" in secrets else None
+        self.refs = pulumi.Output.all(config.url, secrets["munge"].full_name, db)
+        self.depends_on = [config.object] if config.object is not None else []
+
+    def email(self, host: str) -> pulumi.Output[str]:
+        return self.identities.email(host)
+
+    def user_data(self, host: str) -> pulumi.Output[str] | None:
+        if not self.enabled:
+            return None
+        accounting = host in self.accounting
+        return self.refs.apply(lambda r: userdata.user_data("gcp", host, userdata.bootstrap_config(
+            "gcp", region=self.spec.region, config_url=r[0], secrets=secret_refs(r[1], r[2], accounting))))
+
+
+class Cluster(pulumi.ComponentResource):
+    """The whole cluster: network, identities, secrets, the config object, GPU node groups, head nodes,
+    elastic groups' templates, storage; outputs ``nodes`` and ``stack``."""
+
+    def __init__(self, name: str, spec: CloudSpec, render_dir: Path | None = None,
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PKG}:Cluster", name, None, opts)
         settings = Settings.load(spec)
+        config = pulumi.Config("clusterctl")
         child = pulumi.ResourceOptions(parent=self)
         self.network = Network(f"{name}-network", spec, settings, child)
-        self.gpu_groups = [GpuNodeGroup(f"{name}-{g.name}", spec, settings, g, self.network, child)
-                           for g in spec.groups if is_gpu(g)]
-        others = [g for g in spec.groups if not is_gpu(g)]
-        self.head = HeadNodes(f"{name}-head", spec, settings, others, self.network, child) if others else None
         self.storage = Storage(f"{name}-storage", spec, settings, self.network, child)
-        self.munge = MungeKey(f"{name}-munge-key", spec, settings,
-                              pulumi.Config("clusterctl").require_secret("mungeKey"), child)
+        self.munge = MungeKey(f"{name}-munge-key", spec, settings, config.require_secret("mungeKey"), "munge-key",
+                              child)
+        self.secrets: dict[str, StackSecret] = {"munge": self.munge}
+        if spec.accounting:
+            self.secrets["slurmdbd"] = SlurmdbdPassword(
+                f"{name}-slurmdbd-password", spec, settings, config.require_secret("slurmdbdPassword"),
+                "slurmdbd-password", child)
+        self.config = ConfigStore(f"{name}-config", spec, settings, child)
+        self.identities = Identities(f"{name}-identities", spec, settings, self.config, self.secrets, child)
+
+        # elastic groups first: stack.json (in the config object) names their templates; static instances
+        # are created after the object they boot from
+        self.elastic = {g.name: ElasticNodeGroup(f"{name}-{g.name}", spec, settings, g, self.network,
+                                                 self.identities.email(g.hostnames[0]), child)
+                        for g in spec.groups if g.elastic}
+        templates = {
+            gname: pulumi.Output.all(settings.project or eg.template.project, eg.template.self_link)
+            for gname, eg in self.elastic.items()}
+        db = self.secrets["slurmdbd"].full_name if "slurmdbd" in self.secrets else None
+        self.stack = pulumi.Output.all(self.config.url, self.munge.full_name, db,
+                                       pulumi.Output.all(**templates) if templates else {}).apply(
+            lambda a: stack_document(spec, a[0], a[1], a[2], {k: tuple(v) for k, v in a[3].items()}))
+        self.config.upload(render_dir, self.stack)
+        boot = Boot(spec, self.identities, self.config, self.secrets, enabled=render_dir is not None)
+
+        static = [g for g in spec.groups if not g.elastic]
+        gpu_static = [g for g in static if is_gpu(g)]
+        self.gpu_groups = [GpuNodeGroup(f"{name}-{g.name}", spec, settings, g, self.network, boot, child)
+                           for g in gpu_static]
+        others = [g for g in static if not is_gpu(g)]
+        self.head = HeadNodes(f"{name}-head", spec, settings, others, self.network, boot, child) if others else None
 
         nodes: dict[str, pulumi.Output] = {}
-        groups = [(g, gg.instances) for g, gg in zip([g for g in spec.groups if is_gpu(g)], self.gpu_groups)]
-        for g, instances in groups:
-            for host, inst in instances.items():
+        for g, gg in zip(gpu_static, self.gpu_groups):
+            for host, inst in gg.instances.items():
                 nodes[host] = _node(inst, g)
         if self.head is not None:
             for host, (g, inst) in self.head.instances.items():
@@ -438,8 +794,14 @@ class Cluster(pulumi.ComponentResource):
             "zone": spec.zone,
             "storage": self.storage.mounts,
             "checkpoint_bucket": self.storage.bucket.url,
+            "config_bucket": self.config.bucket.name,
+            "config_url": self.config.url,
             "munge_key_secret": self.munge.secret.secret_id,
+            "service_accounts": dict(self.identities.emails),
+            "stack": self.stack,
         }
+        if "slurmdbd" in self.secrets:
+            self.outputs["slurmdbd_password_secret"] = self.secrets["slurmdbd"].secret.secret_id
         self.register_outputs(self.outputs)
 
 
@@ -450,5 +812,6 @@ def _node(inst: gcp.compute.Instance, g: GroupSpec) -> pulumi.Output:
 
 
 def build(spec: CloudSpec, render_dir: Path | None = None) -> Cluster:
-    """Create the stack's GCP resources for ``spec``; returns the cluster component."""
-    return Cluster(resource_name(spec.cluster), spec)
+    """Create the stack's GCP resources for ``spec``; returns the cluster component. With ``render_dir`` (the
+    render, ``OUT``) the config object is uploaded and every instance boots with the bootstrap user data."""
+    return Cluster(resource_name(spec.cluster), spec, render_dir=render_dir)

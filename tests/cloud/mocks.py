@@ -118,6 +118,17 @@ class RecordingMocks(pulumi.runtime.Mocks):
                 for nic in nics:
                     nic.setdefault("networkIp", self._private_ip())
                 state["networkInterfaces"] = nics
+            elif typ == "gcp:storage/bucket:Bucket":
+                state.setdefault("name", f"{args.name}-0123456789")  # auto-naming (random suffix)
+            elif typ == "gcp:serviceaccount/account:Account":
+                email = f"{inputs['accountId']}@{inputs.get('project') or 'p'}.iam.gserviceaccount.com"
+                state.update(email=email, member=f"serviceAccount:{email}",
+                             name=f"projects/{inputs.get('project') or 'p'}/serviceAccounts/{email}")
+            elif typ == "gcp:projects/iAMCustomRole:IAMCustomRole":
+                state["name"] = f"projects/{inputs.get('project') or 'p'}/roles/{inputs['roleId']}"
+            if typ in ("gcp:secretmanager/secret:Secret", "gcp:projects/iAMCustomRole:IAMCustomRole",
+                       "gcp:compute/instanceTemplate:InstanceTemplate"):
+                state.setdefault("project", "p")  # the provider's default project
         elif provider == "azure-native":
             named = {"azure-native:keyvault:Vault": "vaultName", "azure-native:keyvault:Secret": "secretName"}
             state.setdefault("name", inputs.get(named.get(typ, "name"), args.name))

@@ -2,22 +2,32 @@
 
 from __future__ import annotations
 
+import dataclasses
+import gzip
+import io
 import ipaddress
+import json
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
 
 import pytest
+import yaml
 
-from clusterctl.cloud import gcp
-from clusterctl.cloud.spec import cloud_spec
+from clusterctl.cloud import bundle, gcp, identity, userdata
+from clusterctl.cloud.spec import CloudSpec, cloud_spec
 from clusterctl.validate import validate_file
 from tests.cloud.mocks import is_secret, reveal, run_program
-from tests.helpers import BLUEPRINTS, plan_of, shipped
+from tests.helpers import BLUEPRINTS, REPO, plan_of, shipped, to_yaml
 
 INSTANCE = "gcp:compute/instance:Instance"
 NETWORK = "gcp:compute/network:Network"
 SUBNET = "gcp:compute/subnetwork:Subnetwork"
 FIREWALL = "gcp:compute/firewall:Firewall"
 CONFIG = {"gcp:project": "research-proj"}
-SECRETS = {"clusterctl:mungeKey": "Z2NwLW11bmdlLWtleS1mb3ItdGVzdHMtb25seS0wMTIzNDU2Nzg5"}
+SECRETS = {"clusterctl:mungeKey": "Z2NwLW11bmdlLWtleS1mb3ItdGVzdHMtb25seS0wMTIzNDU2Nzg5",
+           "clusterctl:slurmdbdPassword": "gcpDbdPassForTestsOnly7Q2x"}
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +170,7 @@ def test_filestore_for_nfs_tier(mega):
 
 
 def test_checkpoint_bucket_is_private_and_versioned(mega):
-    (bucket,) = mega.of_type("gcp:storage/bucket:Bucket")
+    (bucket,) = [b for b in mega.of_type("gcp:storage/bucket:Bucket") if b.inputs["labels"]["purpose"] == "checkpoints"]
     assert bucket.inputs["uniformBucketLevelAccess"] is True
     assert bucket.inputs["publicAccessPrevention"] == "enforced"
     assert bucket.inputs["versioning"] == {"enabled": True}
@@ -213,19 +223,27 @@ def test_a3_ultra_one_rdma_vpc_with_eight_subnets(ultra, ultra_spec):
 SECRET = "gcp:secretmanager/secret:Secret"
 VERSION = "gcp:secretmanager/secretVersion:SecretVersion"
 READER = "gcp:secretmanager/secretIamMember:SecretIamMember"
+ACCOUNT = "gcp:serviceaccount/account:Account"
+
+
+def _secret(rec, component):
+    (secret,) = [s for s in rec.of_type(SECRET) if s.parent_type == f"clusterctl:gcp:{component}"]
+    return secret
 
 
 def test_munge_key_in_secret_manager_replicated_in_the_region(mega, mega_spec):
-    (secret,) = mega.of_type(SECRET)
+    secret = _secret(mega, "MungeKey")
     assert secret.parent_type == "clusterctl:gcp:MungeKey"
     assert secret.inputs["secretId"] == "gcp-a3-mega-munge-key"
     assert secret.inputs["replication"] == {"userManaged": {"replicas": [{"location": mega_spec.region}]}}
-    (version,) = mega.of_type(VERSION)
-    assert version.inputs["secret"] == secret.outputs["id"]
+    (version,) = [v for v in mega.of_type(VERSION) if v.inputs["secret"] == secret.outputs["id"]]
     assert is_secret(version.inputs["secretData"])
     assert reveal(version.inputs["secretData"]) == SECRETS["clusterctl:mungeKey"]
     assert mega.outputs["munge_key_secret"] == "gcp-a3-mega-munge-key"
-    assert mega.of_type(READER) == []  # no serviceAccount: nobody is granted read access
+    # only the cluster's own service accounts read it (tests below: which ones)
+    accounts = {f"serviceAccount:{a.outputs['email']}" for a in mega.of_type(ACCOUNT)}
+    readers = [r for r in mega.of_type(READER) if r.inputs["secretId"] == secret.outputs["id"]]
+    assert readers and {r.inputs["member"] for r in readers} <= accounts
 
 
 def test_munge_key_value_in_no_plain_output_or_input(mega):
@@ -241,14 +259,274 @@ def test_munge_key_readable_by_the_nodes_service_account_and_cmek(mega_spec):
     kms = "projects/research-proj/locations/us-central1/keyRings/r/cryptoKeys/k"
     rec = run_program(mega_spec, config={**CONFIG, "clusterctl:serviceAccount": sa, "clusterctl:kmsKey": kms},
                       secrets=SECRETS)
-    (secret,) = rec.of_type(SECRET)
-    (reader,) = rec.of_type(READER)
-    assert reader.inputs == {**reader.inputs, "secretId": secret.outputs["id"], "member": f"serviceAccount:{sa}",
-                             "role": "roles/secretmanager.secretAccessor"}
-    (replica,) = secret.inputs["replication"]["userManaged"]["replicas"]
-    assert replica["customerManagedEncryption"] == {"kmsKeyName": kms}
+    # serviceAccount is every node's identity: no account is created, it reads both secrets
+    assert rec.of_type(ACCOUNT) == []
+    for component in ("MungeKey", "SlurmdbdPassword"):
+        secret = _secret(rec, component)
+        (reader,) = [r for r in rec.of_type(READER) if r.inputs["secretId"] == secret.outputs["id"]]
+        assert reader.inputs == {**reader.inputs, "member": f"serviceAccount:{sa}",
+                                 "role": "roles/secretmanager.secretAccessor"}
+        (replica,) = secret.inputs["replication"]["userManaged"]["replicas"]
+        assert replica["customerManagedEncryption"] == {"kmsKeyName": kms}
+    assert {i.inputs["serviceAccount"]["email"] for i in rec.of_type(INSTANCE)} == {sa}
 
 
 def test_munge_key_is_required(mega_spec):
     with pytest.raises(Exception, match="mungeKey"):
         run_program(mega_spec, config=CONFIG)
+
+
+# --- issue 12: bootstrap user data, one identity per role, the config object, elastic groups -------------
+# The shipped blueprint is rendered with the real CLI and the program runs with that render (render_dir), as
+# `clusterctl.cloud.program.run` does for OUT/pulumi/cluster.json.
+
+ACCOUNT_USER = "gcp:serviceaccount/iAMMember:IAMMember"
+PROJECT_MEMBER = "gcp:projects/iAMMember:IAMMember"
+BUCKET_MEMBER = "gcp:storage/bucketIAMMember:BucketIAMMember"
+OBJECT = "gcp:storage/bucketObject:BucketObject"
+TEMPLATE = "gcp:compute/instanceTemplate:InstanceTemplate"
+CUSTOM_ROLE = "gcp:projects/iAMCustomRole:IAMCustomRole"
+SSH = {"clusterctl:sshPublicKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGNwdGVzdGtleQ ops@example"}
+
+
+def _render(tmp_path_factory, data: dict, name: str) -> Path:
+    d = tmp_path_factory.mktemp(name)
+    bp = d / f"{name}.yaml"
+    bp.write_text(to_yaml(data))
+    subprocess.run([sys.executable, "-m", "clusterctl", "render", str(bp), "-o", str(d / "out")], cwd=REPO,
+                   check=True, capture_output=True)
+    return d / "out"
+
+
+def _run_render(out: Path):
+    spec = CloudSpec.from_json((out / "pulumi" / "cluster.json").read_text())
+    return spec, run_program(spec, config={**CONFIG, **SSH}, secrets=SECRETS, render_dir=out)
+
+
+@pytest.fixture(scope="module")
+def booted(tmp_path_factory):
+    out = _render(tmp_path_factory, shipped("gcp-a3-mega"), "gcp-a3-mega")
+    return (out, *_run_render(out))
+
+
+@pytest.fixture(scope="module")
+def elastic(tmp_path_factory):
+    data = shipped("gcp-a3-mega")
+    data["node_groups"][0]["cloud"] = {"elastic": True}
+    out = _render(tmp_path_factory, data, "gcp-a3-mega-elastic")
+    return (out, *_run_render(out))
+
+
+def _config_bucket(rec):
+    (bucket,) = [b for b in rec.of_type("gcp:storage/bucket:Bucket") if b.inputs["labels"]["purpose"] == "config"]
+    return bucket
+
+
+def _secret_names(rec):
+    return {c: f"projects/{CONFIG['gcp:project']}/secrets/{_secret(rec, c).inputs['secretId']}"
+            for c in ("MungeKey", "SlurmdbdPassword")}
+
+
+def _expected_bootstrap(rec, spec, accounting: bool) -> dict:
+    names = _secret_names(rec)
+    secrets = {"vault_munge_key": {"gcp-secret": names["MungeKey"]}}
+    if accounting:
+        secrets["vault_slurmdbd_storage_pass"] = {"gcp-secret": names["SlurmdbdPassword"]}
+    url = f"gs://{_config_bucket(rec).outputs['name']}/clusterctl/config.tar.gz"
+    return userdata.bootstrap_config("gcp", region=spec.region, config_url=url, secrets=secrets)
+
+
+def _object_bytes(rec) -> bytes:
+    (obj,) = rec.of_type(OBJECT)
+    return Path(obj.inputs["source"].path).read_bytes()
+
+
+def test_every_instance_boots_with_its_host_name_and_the_bootstrap(booted):
+    _, spec, rec = booted
+    instances = rec.of_type(INSTANCE)
+    assert len(instances) == 34  # 32 GPU + controller + login
+    for inst in instances:
+        host = inst.inputs["name"]
+        meta = inst.inputs["metadata"]
+        # the SSH metadata stays as before, user-data comes next to it
+        assert {k: v for k, v in meta.items() if k != "user-data"} == {
+            "enable-oslogin": "FALSE", "ssh-keys": f"clusterctl:{SSH['clusterctl:sshPublicKey']}",
+            "block-project-ssh-keys": "TRUE"}
+        expected = _expected_bootstrap(rec, spec, accounting=host in spec.accounting)
+        assert meta["user-data"] == userdata.user_data("gcp", host, expected)
+        cfg = yaml.safe_load(meta["user-data"])
+        assert cfg["hostname"] == cfg["fqdn"] == host
+        (settings,) = [f for f in cfg["write_files"] if f["path"] == userdata.BOOTSTRAP_CONFIG]
+        assert json.loads(settings["content"]) == {**expected, "host": host}
+        assert cfg["runcmd"] == [[userdata.BOOTSTRAP_PROGRAM]]
+    assert spec.accounting == ("ctl01",)
+
+
+def _bindings(rec) -> dict[str, set[tuple[str, str, str]]]:
+    """member -> {(kind, on what, role)} of every IAM grant the program makes"""
+    out: dict[str, set] = {}
+    for token, kind, key in ((BUCKET_MEMBER, "bucket", "bucket"), (READER, "secret", "secretId"),
+                             (PROJECT_MEMBER, "project", "project"),
+                             (ACCOUNT_USER, "service-account", "serviceAccountId")):
+        for r in rec.of_type(token):
+            out.setdefault(r.inputs["member"], set()).add((kind, r.inputs[key], r.inputs["role"]))
+    return out
+
+
+def _expected_bindings(rec, role: str, elastic: bool) -> set[tuple[str, str, str]]:
+    caps = identity.needs("gcp", controller=role == "controller", elastic=elastic)
+    accounts = {a.inputs["accountId"].rsplit("-", 1)[1]: a for a in rec.of_type(ACCOUNT)}
+    want = set()
+    if "read-config" in caps:
+        want.add(("bucket", _config_bucket(rec).outputs["name"], "roles/storage.objectViewer"))
+    if "read-secrets" in caps:
+        readable = ["MungeKey"] + (["SlurmdbdPassword"] if role == "controller" else [])
+        want |= {("secret", _secret(rec, c).outputs["id"], "roles/secretmanager.secretAccessor") for c in readable}
+    if "manage-instances" in caps:
+        (custom,) = rec.of_type(CUSTOM_ROLE)
+        want.add(("project", CONFIG["gcp:project"], custom.outputs["name"]))
+    if "pass-identity" in caps:
+        want.add(("service-account", accounts["compute"].outputs["name"], "roles/iam.serviceAccountUser"))
+    return want
+
+
+def test_one_service_account_per_role_with_exactly_what_it_needs(booted):
+    _, spec, rec = booted
+    accounts = {a.inputs["accountId"]: a for a in rec.of_type(ACCOUNT)}
+    assert sorted(accounts) == ["gcp-a3-mega-compute", "gcp-a3-mega-controller", "gcp-a3-mega-login"]
+    role_of = {"a3mega": "compute", "controller": "controller", "login": "login"}
+    for inst in rec.of_type(INSTANCE):
+        role = role_of[inst.inputs["labels"]["group"]]
+        assert inst.inputs["serviceAccount"] == {
+            "email": accounts[f"gcp-a3-mega-{role}"].outputs["email"], "scopes": ["cloud-platform"]}
+    granted = _bindings(rec)
+    assert set(granted) == {f"serviceAccount:{a.outputs['email']}" for a in accounts.values()}
+    for account_id, account in accounts.items():
+        role = account_id.rsplit("-", 1)[1]
+        assert granted[f"serviceAccount:{account.outputs['email']}"] == _expected_bindings(rec, role, False), role
+    # nothing project-wide without elastic groups
+    assert rec.of_type(PROJECT_MEMBER) == [] and rec.of_type(CUSTOM_ROLE) == []
+
+
+def test_the_database_password_is_a_second_secret_only_the_accounting_host_reads(booted):
+    _, spec, rec = booted
+    munge, dbd = _secret(rec, "MungeKey"), _secret(rec, "SlurmdbdPassword")
+    assert dbd.inputs["secretId"] == "gcp-a3-mega-slurmdbd-password"
+    assert dbd.inputs["replication"] == munge.inputs["replication"]
+    (version,) = [v for v in rec.of_type(VERSION) if v.inputs["secret"] == dbd.outputs["id"]]
+    assert reveal(version.inputs["secretData"]) == SECRETS["clusterctl:slurmdbdPassword"]
+    assert is_secret(version.inputs["secretData"])
+    readers = [r.inputs["member"] for r in rec.of_type(READER) if r.inputs["secretId"] == dbd.outputs["id"]]
+    assert readers == ["serviceAccount:gcp-a3-mega-controller@p.iam.gserviceaccount.com"]
+    assert rec.outputs["slurmdbd_password_secret"] == "gcp-a3-mega-slurmdbd-password"
+
+
+def test_config_object_is_the_bundle_of_the_render(booted):
+    out, spec, rec = booted
+    bucket = _config_bucket(rec)
+    assert bucket.inputs["uniformBucketLevelAccess"] is True
+    assert bucket.inputs["publicAccessPrevention"] == "enforced"
+    (obj,) = rec.of_type(OBJECT)
+    assert obj.inputs["bucket"] == bucket.outputs["name"] and obj.inputs["name"] == bundle.OBJECT_KEY
+    stack = {"version": 1, "cluster": "gcp-a3-mega", "provider": "gcp", "region": "us-central1",
+             "zone": "us-central1-a", "bootstrap": _expected_bootstrap(rec, spec, accounting=False), "elastic": {}}
+    assert rec.outputs["stack"] == stack
+    assert _object_bytes(rec) == bundle.config_bundle(out, stack)
+    with tarfile.open(fileobj=io.BytesIO(_object_bytes(rec))) as tar:
+        names = tar.getnames()
+    assert "ansible/site.yml" in names and "slurm/slurm.conf" in names and "cloud/stack.json" in names
+
+
+def test_no_secret_value_in_inputs_outputs_user_data_or_the_object(booted):
+    _, _, rec = booted
+    content = gzip.decompress(_object_bytes(rec))
+    for value in SECRETS.values():
+        assert value not in str(rec.outputs) and value not in str(rec.component_outputs)
+        for r in rec.resources:
+            plain = {k: v for k, v in r.inputs.items() if not is_secret(v)}
+            assert value not in str(plain), (r.type, r.name)
+        for inst in rec.of_type(INSTANCE):
+            assert value not in inst.inputs["metadata"]["user-data"]
+        assert value.encode() not in content
+
+
+def test_elastic_group_is_an_instance_template_and_in_stack_json(elastic, booted):
+    out, spec, rec = elastic
+    _, _, static = booted
+    assert not [i for i in rec.of_type(INSTANCE) if i.inputs["labels"]["group"] == "a3mega"]
+    assert sorted(i.inputs["name"] for i in rec.of_type(INSTANCE)) == ["ctl01", "login01"]
+    (template,) = rec.of_type(TEMPLATE)
+    (policy,) = rec.of_type("gcp:compute/resourcePolicy:ResourcePolicy")
+    a3 = static.named("gcp-a3-mega-a3mega-a3mega-001").inputs
+    t = template.inputs
+    # everything a static GPU instance of the group has
+    for key in ("machineType", "networkInterfaces", "scheduling", "reservationAffinity", "shieldedInstanceConfig",
+                "labels", "tags", "serviceAccount"):
+        assert t[key] == a3[key], key
+    assert t["resourcePolicies"] == policy.outputs["selfLink"]
+    assert len(t["networkInterfaces"]) == 9 and t["scheduling"]["onHostMaintenance"] == "TERMINATE"
+    assert t["serviceAccount"]["email"] == "gcp-a3-mega-compute@p.iam.gserviceaccount.com"
+    (disk,) = t["disks"]
+    assert disk == {**disk, "boot": True, "autoDelete": True, "diskType": "hyperdisk-balanced",
+                    "sourceImage": gcp.DEFAULT_GPU_IMAGE, "diskSizeGb": 200}
+    # user data is per host: the resume program writes it (stack.json's bootstrap), the template has none
+    assert t["metadata"] == {k: v for k, v in a3["metadata"].items() if k != "user-data"}
+    entry = {"a3mega": {"hostlist": "a3mega-[001-032]", "instance_type": "a3-megagpu-8g",
+                        "gcp": {"project": "research-proj", "zone": "us-central1-a",
+                                "instance_template": template.outputs["selfLink"]}}}
+    assert rec.outputs["stack"]["elastic"] == entry
+    with tarfile.open(fileobj=io.BytesIO(_object_bytes(rec))) as tar:
+        stack = json.loads(tar.extractfile("cloud/stack.json").read())
+    assert stack["elastic"] == entry and stack == rec.outputs["stack"]
+    assert _object_bytes(rec) == bundle.config_bundle(out, stack)
+
+
+def test_elastic_controller_may_create_instances_and_act_as_the_compute_account_only(elastic):
+    _, spec, rec = elastic
+    granted = _bindings(rec)
+    for account in rec.of_type(ACCOUNT):
+        role = account.inputs["accountId"].rsplit("-", 1)[1]
+        assert granted[f"serviceAccount:{account.outputs['email']}"] == _expected_bindings(rec, role, True), role
+    (custom,) = rec.of_type(CUSTOM_ROLE)
+    assert custom.inputs["permissions"] == list(gcp.POWER_SAVE_PERMISSIONS)
+    assert not any(p.startswith(("iam.", "secretmanager.", "storage.")) for p in custom.inputs["permissions"])
+    (binding,) = rec.of_type(PROJECT_MEMBER)
+    assert binding.inputs["member"] == "serviceAccount:gcp-a3-mega-controller@p.iam.gserviceaccount.com"
+    assert binding.inputs["condition"]["expression"] == gcp.power_save_condition(
+        "research-proj", "us-central1-a", ["a3mega-0"])
+    expr = binding.inputs["condition"]["expression"]
+    assert ("resource.name.startsWith('projects/research-proj/zones/us-central1-a/instances/a3mega-0')"
+            in expr)
+
+
+def test_identity_classes_keep_the_database_password_from_hosts_that_must_not_read_it(mega_spec):
+    # HA controllers, slurmdbd on the first only: the second controller does not share its account
+    ha = dataclasses.replace(mega_spec, controllers=("ctl01", "login01"), accounting=("ctl01",))
+    classes = gcp.identity_classes(ha)
+    assert classes["controller-dbd"] == gcp.IdentityClass("controller-dbd", ("ctl01",), True, True)
+    assert classes["controller"] == gcp.IdentityClass("controller", ("login01",), True, False)
+    # a dedicated slurmdbd host: its own account, no instance management
+    dbd = dataclasses.replace(mega_spec, controllers=("ctl01",), accounting=("login01",))
+    classes = gcp.identity_classes(dbd)
+    assert classes["accounting"] == gcp.IdentityClass("accounting", ("login01",), False, True)
+    assert classes["controller"] == gcp.IdentityClass("controller", ("ctl01",), True, False)
+    assert len(classes["compute"].hosts) == 32
+    assert set(gcp.identity_classes(mega_spec, override=True)) == {"nodes"}
+    assert gcp.account_id("a" * 40, "controller-dbd") == "a" * 15 + "-controller-dbd"
+
+
+def test_service_account_setting_is_every_nodes_identity_with_the_union_of_the_grants(elastic):
+    out, spec, _ = elastic
+    sa = "nodes@research-proj.iam.gserviceaccount.com"
+    rec = run_program(spec, config={**CONFIG, "clusterctl:serviceAccount": sa}, secrets=SECRETS, render_dir=out)
+    assert rec.of_type(ACCOUNT) == []
+    assert {i.inputs["serviceAccount"]["email"] for i in rec.of_type(INSTANCE)} == {sa}
+    (template,) = rec.of_type(TEMPLATE)
+    assert template.inputs["serviceAccount"]["email"] == sa
+    (custom,) = rec.of_type(CUSTOM_ROLE)
+    assert _bindings(rec) == {f"serviceAccount:{sa}": {
+        ("bucket", _config_bucket(rec).outputs["name"], "roles/storage.objectViewer"),
+        ("secret", _secret(rec, "MungeKey").outputs["id"], "roles/secretmanager.secretAccessor"),
+        ("secret", _secret(rec, "SlurmdbdPassword").outputs["id"], "roles/secretmanager.secretAccessor"),
+        ("project", "research-proj", custom.outputs["name"]),
+        ("service-account", f"projects/research-proj/serviceAccounts/{sa}", "roles/iam.serviceAccountUser")}}
