@@ -128,8 +128,12 @@ def test_amlfs_and_anf_size_rules():
     assert azure.anf_size(8, 0.1) == ("Standard", 8)
 
 
+def _of_component(rec, token, component):
+    return [r for r in rec.of_type(token) if r.parent_type == f"clusterctl:azure:{component}"]
+
+
 def test_checkpoint_storage_account_is_locked_down(rec):
-    (acct,) = rec.of_type("azure-native:storage:StorageAccount")
+    (acct,) = _of_component(rec, "azure-native:storage:StorageAccount", "Storage")
     i = acct.inputs
     assert i["enableHttpsTrafficOnly"] is True
     assert i["minimumTlsVersion"] == "TLS1_2"
@@ -139,7 +143,7 @@ def test_checkpoint_storage_account_is_locked_down(rec):
     assert i["networkRuleSet"]["defaultAction"] == "Deny"
     (blob,) = rec.of_type("azure-native:storage:BlobServiceProperties")
     assert blob.inputs["isVersioningEnabled"] is True
-    (container,) = rec.of_type("azure-native:storage:BlobContainer")
+    (container,) = _of_component(rec, "azure-native:storage:BlobContainer", "Storage")
     assert container.inputs["publicAccess"] == "None"
 
 
