@@ -1,7 +1,8 @@
 """Azure components for a GPU training cluster, built from a :class:`CloudSpec` (pulumi-azure-native).
 
 ``build(spec)`` returns a ``clusterctl:azure:Cluster`` component (it also owns the resource group) whose
-registered outputs include ``nodes`` ({hostname: {private_ip, group, role, instance_type}}). Children:
+registered outputs include ``nodes`` ({hostname: {private_ip, group, role, instance_type}}) and, with a render,
+``stack`` (stack.json). Children:
 
 - ``clusterctl:azure:Network``: one VNet with a compute, a head, an Azure Managed Lustre and an Azure
   NetApp Files (delegated) subnet; an NSG on the compute and head subnets that admits SSH from
@@ -19,14 +20,22 @@ registered outputs include ``nodes`` ({hostname: {private_ip, group, role, insta
   tiers sized for capacity *and* bandwidth (:func:`amlfs_size`), Azure NetApp Files for ``nfs`` tiers
   (:func:`anf_size`), and a checkpoint storage account (HTTPS only, TLS 1.2, no public blob access, no
   shared keys, infrastructure encryption, VNet-only, blob versioning) with a private container.
-- ``clusterctl:azure:MungeKey``: the ``mungeKey`` stack secret in a Key Vault (RBAC authorization, soft
-  delete, network default Deny except the compute/head subnets and ``admin_cidr``); the stack outputs name
-  the vault and the secret, never the value (as AWS's SSM SecureString parameter). The VMs have no managed
-  identity, so nothing is granted read access: the nodes get the key from Ansible (``vault_munge_key``).
+- ``clusterctl:azure:MungeKey``: the ``mungeKey`` and ``slurmdbdPassword`` stack secrets in a Key Vault (RBAC
+  authorization, soft delete, network default Deny except the compute/head subnets and ``admin_cidr``); the
+  stack outputs name the vault and the secret, never a value.
+- ``clusterctl:azure:ConfigStore``: the storage account and private ``config`` container of the cluster's
+  configuration object (``bundle.OBJECT_KEY``: the render's runtime files and ``cloud/stack.json``), uploaded
+  when ``build`` is given the render directory.
+- ``clusterctl:azure:Identities``: a user-assigned managed identity per node role class (:func:`identity_classes`)
+  with role assignments for what ``clusterctl.cloud.identity.needs`` says, each at the narrowest scope; every VM
+  runs with its class's identity, and (with a render) boots with custom data that names the host and runs the
+  bootstrap (``clusterctl.cloud.userdata``). Elastic groups (``GroupSpec.elastic``) get no VMs: their settings
+  are in ``stack.json`` for the controllers' resume program.
 
 Stack configuration (``pulumi config set clusterctl:<key>``): ``sshPublicKey`` (required), ``adminUsername``,
-``adminCidr`` (overrides the blueprint's), ``vnetCidr``, ``storageAccountName``, ``keyVaultName``, ``gpuImage``
-and ``headImage`` (``publisher:offer:sku:version``); secret ``mungeKey`` (required).
+``adminCidr`` (overrides the blueprint's), ``vnetCidr``, ``storageAccountName``, ``configStorageAccountName``,
+``keyVaultName``, ``gpuImage`` and ``headImage`` (``publisher:offer:sku:version``); secrets ``mungeKey``
+(required) and ``slurmdbdPassword`` (required with a render when the cluster has accounting hosts).
 """
 
 from __future__ import annotations
