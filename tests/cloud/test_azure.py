@@ -486,3 +486,19 @@ def test_elastic_group_has_no_vms_and_its_stack_entry(elastic):
     data = _blob_bytes(rec)
     assert data == bundle.config_bundle(out, stack)
     assert json.loads(_tar_texts(data)[bundle.STACK_FILE]) == stack
+
+
+def test_custom_data_is_ignored_after_creation(booted, monkeypatch):
+    """Azure refuses a changed customData on an existing VM and cloud-init reads it at first boot only: the VMs
+    ignore changes to it (a new bootstrap program does not replace every VM)."""
+    spec, out, _rec = booted
+    seen = {}
+    init = azure.az.compute.VirtualMachine.__init__
+
+    def recording(self, name, *args, **kwargs):
+        seen[kwargs["vm_name"]] = kwargs["opts"].ignore_changes
+        init(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(azure.az.compute.VirtualMachine, "__init__", recording)
+    run_program(spec, config=CONFIG, secrets=BOOT_SECRETS, render_dir=out)
+    assert len(seen) == 34 and set(map(tuple, seen.values())) == {("osProfile.customData",)}
