@@ -344,6 +344,14 @@ def _vm(name: str, spec: CloudSpec, settings: Settings, rg, group: GroupSpec, ho
     return nic, vm
 
 
+def _storage_network_rules(settings: Settings, network: Network) -> dict:
+    """A storage account's network rules: default Deny, the compute and head subnets and ``admin_cidr``."""
+    return {"default_action": "Deny", "bypass": "AzureServices",
+            "ip_rules": [{"i_p_address_or_range": settings.admin_cidr, "action": "Allow"}],
+            "virtual_network_rules": [{"virtual_network_resource_id": network.compute.id},
+                                      {"virtual_network_resource_id": network.head.id}]}
+
+
 def _hosts(cidr: ipaddress.IPv4Network, offset: int):
     """Static addresses from ``cidr``: Azure keeps the first four and the last address."""
     hosts = list(cidr.hosts())[3 + offset:-1]
@@ -428,10 +436,7 @@ class Storage(pulumi.ComponentResource):
             encryption={"key_source": "Microsoft.Storage", "require_infrastructure_encryption": True,
                         "services": {"blob": {"enabled": True, "key_type": "Account"},
                                      "file": {"enabled": True, "key_type": "Account"}}},
-            network_rule_set={"default_action": "Deny", "bypass": "AzureServices",
-                              "ip_rules": [{"i_p_address_or_range": settings.admin_cidr, "action": "Allow"}],
-                              "virtual_network_rules": [{"virtual_network_resource_id": network.compute.id},
-                                                        {"virtual_network_resource_id": network.head.id}]},
+            network_rule_set=_storage_network_rules(settings, network),
             tags=tags(spec, purpose="checkpoints"), opts=child)
         self.blob_service = az.storage.BlobServiceProperties(
             f"{name}-checkpoints-blob", account_name=self.account.name, resource_group_name=rg.name,
@@ -538,10 +543,7 @@ class ConfigStore(pulumi.ComponentResource):
             allow_shared_key_access=True, public_network_access="Enabled",
             encryption={"key_source": "Microsoft.Storage", "require_infrastructure_encryption": True,
                         "services": {"blob": {"enabled": True, "key_type": "Account"}}},
-            network_rule_set={"default_action": "Deny", "bypass": "AzureServices",
-                              "ip_rules": [{"i_p_address_or_range": settings.admin_cidr, "action": "Allow"}],
-                              "virtual_network_rules": [{"virtual_network_resource_id": network.compute.id},
-                                                        {"virtual_network_resource_id": network.head.id}]},
+            network_rule_set=_storage_network_rules(settings, network),
             tags=tags(spec, purpose="config"), opts=child)
         self.container = az.storage.BlobContainer(
             f"{name}-container", account_name=self.account.name, resource_group_name=rg.name,

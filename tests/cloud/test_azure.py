@@ -502,3 +502,9 @@ def test_custom_data_is_ignored_after_creation(booted, monkeypatch):
     monkeypatch.setattr(azure.az.compute.VirtualMachine, "__init__", recording)
     run_program(spec, config=CONFIG, secrets=BOOT_SECRETS, render_dir=out)
     assert len(seen) == 34 and set(map(tuple, seen.values())) == {("osProfile.customData",)}
+
+
+def test_slurmdbd_password_is_required_with_a_render(booted):
+    spec, out, _rec = booted
+    with pytest.raises(Exception, match="slurmdbdPassword"):
+        run_program(spec, config=CONFIG, secrets=SECRETS, render_dir=out)
