@@ -1,7 +1,8 @@
 """Azure components for a GPU training cluster, built from a :class:`CloudSpec` (pulumi-azure-native).
 
 ``build(spec)`` returns a ``clusterctl:azure:Cluster`` component (it also owns the resource group) whose
-registered outputs include ``nodes`` ({hostname: {private_ip, group, role, instance_type}}). Children:
+registered outputs include ``nodes`` ({hostname: {private_ip, group, role, instance_type}}) and, with a render,
+``stack`` (stack.json). Children:
 
 - ``clusterctl:azure:Network``: one VNet with a compute, a head, an Azure Managed Lustre and an Azure
   NetApp Files (delegated) subnet; an NSG on the compute and head subnets that admits SSH from
@@ -19,29 +20,42 @@ registered outputs include ``nodes`` ({hostname: {private_ip, group, role, insta
   tiers sized for capacity *and* bandwidth (:func:`amlfs_size`), Azure NetApp Files for ``nfs`` tiers
   (:func:`anf_size`), and a checkpoint storage account (HTTPS only, TLS 1.2, no public blob access, no
   shared keys, infrastructure encryption, VNet-only, blob versioning) with a private container.
-- ``clusterctl:azure:MungeKey``: the ``mungeKey`` stack secret in a Key Vault (RBAC authorization, soft
-  delete, network default Deny except the compute/head subnets and ``admin_cidr``); the stack outputs name
-  the vault and the secret, never the value (as AWS's SSM SecureString parameter). The VMs have no managed
-  identity, so nothing is granted read access: the nodes get the key from Ansible (``vault_munge_key``).
+- ``clusterctl:azure:MungeKey``: the ``mungeKey`` and ``slurmdbdPassword`` stack secrets in a Key Vault (RBAC
+  authorization, soft delete, network default Deny except the compute/head subnets and ``admin_cidr``); the
+  stack outputs name the vault and the secret, never a value.
+- ``clusterctl:azure:ConfigStore``: the storage account and private ``config`` container of the cluster's
+  configuration object (``bundle.OBJECT_KEY``: the render's runtime files and ``cloud/stack.json``), uploaded
+  when ``build`` is given the render directory.
+- ``clusterctl:azure:Identities``: a user-assigned managed identity per node role class (:func:`identity_classes`)
+  with role assignments for what ``clusterctl.cloud.identity.needs`` says, each at the narrowest scope; every VM
+  runs with its class's identity, and (with a render) boots with custom data that names the host and runs the
+  bootstrap (``clusterctl.cloud.userdata``). Elastic groups (``GroupSpec.elastic``) get no VMs: their settings
+  are in ``stack.json`` for the controllers' resume program.
 
 Stack configuration (``pulumi config set clusterctl:<key>``): ``sshPublicKey`` (required), ``adminUsername``,
-``adminCidr`` (overrides the blueprint's), ``vnetCidr``, ``storageAccountName``, ``keyVaultName``, ``gpuImage``
-and ``headImage`` (``publisher:offer:sku:version``); secret ``mungeKey`` (required).
+``adminCidr`` (overrides the blueprint's), ``vnetCidr``, ``storageAccountName``, ``configStorageAccountName``,
+``keyVaultName``, ``gpuImage`` and ``headImage`` (``publisher:offer:sku:version``); secrets ``mungeKey``
+(required) and ``slurmdbdPassword`` (required with a render when the cluster has accounting hosts).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import ipaddress
 import itertools
 import math
+import os
 import re
+import uuid
 from dataclasses import dataclass
-
 from pathlib import Path
 
 import pulumi
 import pulumi_azure_native as az
 
+from clusterctl import hostlist
+from clusterctl.cloud import bundle, identity, userdata
 from clusterctl.cloud.spec import CloudSpec, GroupSpec, StorageSpec
 
 PKG = "clusterctl:azure"
@@ -57,6 +71,24 @@ AVAILABILITY_SET_MAX_VMS = 200
 AMLFS_SKUS = ((40, 48, 48), (125, 16, 16), (250, 8, 8), (500, 4, 4))
 # Azure NetApp Files service levels: MiB/s per TiB of capacity-pool quota (Standard 16, Premium 64, Ultra 128).
 ANF_LEVELS = (("Standard", 16), ("Premium", 64), ("Ultra", 128))
+
+# Azure built-in role definition ids (learn.microsoft.com/azure/role-based-access-control/built-in-roles:
+# "Key Vault Secrets User", "Storage Blob Data Reader", "Virtual Machine Contributor", "Network Contributor",
+# "Managed Identity Operator"); the same GUID in every subscription.
+ROLES = {
+    "Key Vault Secrets User": "4633458b-17de-408a-b874-0445c86b69e6",
+    "Storage Blob Data Reader": "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1",
+    "Virtual Machine Contributor": "9980e02c-c2be-4d73-94e8-173b1dc7cf3c",
+    "Network Contributor": "4d97b98b-1d4f-4787-a291-c67834d212e7",
+    "Managed Identity Operator": "f1a07417-d97a-45cb-824c-7a7467783830",
+}
+CONFIG_CONTAINER = "config"
+"""private container of the config storage account holding bundle.OBJECT_KEY"""
+CONFIG_FILE = ".clusterctl-config.tar.gz"
+"""where, under OUT/pulumi, the program writes the configuration object it uploads (a Blob's source is a file)"""
+MUNGE_SECRET = "munge-key"
+DBPASS_SECRET = "slurmdbd-password"
+OS_DISK_GB = 256
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -82,6 +114,58 @@ def key_vault_name(cluster: str) -> str:
 def storage_account_name(cluster: str) -> str:
     """3-24 lower-case letters and digits, globally unique (override with clusterctl:storageAccountName)."""
     return (re.sub(r"[^a-z0-9]", "", cluster.lower())[:20] + "ckpt")[:24]
+
+
+def config_account_name(cluster: str) -> str:
+    """The configuration object's storage account: 3-24 lower-case letters and digits, globally unique
+    (override with clusterctl:configStorageAccountName)."""
+    return re.sub(r"[^a-z0-9]", "", cluster.lower())[:21] + "cfg"
+
+
+def config_url(account: str) -> str:
+    return f"https://{account}.blob.core.windows.net/{CONFIG_CONTAINER}/{bundle.OBJECT_KEY}"
+
+
+def secret_url(vault: str, name: str) -> str:
+    """A Key Vault secret's URL (the vault URI + ``secrets/NAME``; the newest version when none is given)."""
+    return f"https://{vault}.vault.azure.net/secrets/{name}"
+
+
+def identity_classes(spec: CloudSpec) -> dict[str, list[str]]:
+    """{class: hosts} of the user-assigned identities: ``controller`` (slurmctld hosts), ``accounting``
+    (slurmdbd hosts that are not controllers; ``controller-accounting`` for controllers that are slurmdbd
+    hosts when another controller is not), ``compute`` (groups of role compute) and ``login`` (every other
+    host). Hosts that read the database password never share an identity with hosts that must not."""
+    ctl, acct = set(spec.controllers), set(spec.accounting)
+    classes: dict[str, list[str]] = {}
+    for g in spec.groups:
+        for h in g.hostnames:
+            if h in ctl:
+                name = "controller" if h not in acct or ctl <= acct else "controller-accounting"
+            elif h in acct:
+                name = "accounting"
+            else:
+                name = "compute" if g.role == "compute" else "login"
+            classes.setdefault(name, []).append(h)
+    return classes
+
+
+def identity_grants(capabilities: frozenset[str], *, reads_db: bool) -> list[tuple[str, str]]:
+    """(role name, scope key) of each role assignment an identity with ``capabilities`` gets. Scope keys:
+    ``container`` (the config container), ``munge-secret``, ``dbpass-secret``, ``resource-group``,
+    ``elastic-identity`` (each identity the controllers give the VMs they create)."""
+    grants = []
+    if "read-config" in capabilities:
+        grants.append(("Storage Blob Data Reader", "container"))
+    if "read-secrets" in capabilities:
+        grants.append(("Key Vault Secrets User", "munge-secret"))
+        if reads_db:
+            grants.append(("Key Vault Secrets User", "dbpass-secret"))
+    if "manage-instances" in capabilities:
+        grants += [("Virtual Machine Contributor", "resource-group"), ("Network Contributor", "resource-group")]
+    if "pass-identity" in capabilities:
+        grants.append(("Managed Identity Operator", "elastic-identity"))
+    return grants
 
 
 @dataclass(frozen=True)
@@ -155,6 +239,7 @@ class Settings:
     ssh_public_key: str
     vnet_cidr: str
     storage_account: str
+    config_account: str
     key_vault: str
     gpu_image: str
     head_image: str
@@ -166,6 +251,7 @@ class Settings:
                    admin_username=c.get("adminUsername") or "azureuser",
                    ssh_public_key=c.require("sshPublicKey"), vnet_cidr=c.get("vnetCidr") or "10.20.0.0/16",
                    storage_account=c.get("storageAccountName") or storage_account_name(spec.cluster),
+                   config_account=c.get("configStorageAccountName") or config_account_name(spec.cluster),
                    key_vault=c.get("keyVaultName") or key_vault_name(spec.cluster),
                    gpu_image=c.get("gpuImage") or GPU_IMAGE, head_image=c.get("headImage") or HEAD_IMAGE)
 
@@ -222,7 +308,7 @@ class Network(pulumi.ComponentResource):
 
 
 def _vm(name: str, spec: CloudSpec, settings: Settings, rg, group: GroupSpec, host: str, ip: str, subnet,
-        image: str, opts: pulumi.ResourceOptions, public_ip=None, **extra):
+        image: str, opts: pulumi.ResourceOptions, public_ip=None, boot: Boot | None = None, **extra):
     ipconf: dict = {"name": "ipconfig1", "primary": True, "subnet": {"id": subnet.id},
                     "private_ip_allocation_method": "Static", "private_ip_address": ip}
     if public_ip is not None:
@@ -230,22 +316,40 @@ def _vm(name: str, spec: CloudSpec, settings: Settings, rg, group: GroupSpec, ho
     nic = az.network.NetworkInterface(
         f"{name}-nic", resource_group_name=rg.name, location=rg.location, enable_accelerated_networking=True,
         ip_configurations=[ipconf], tags=tags(spec, group=group.name), opts=opts)
+    os_profile = {"computer_name": host, "admin_username": settings.admin_username,
+                  "linux_configuration": {
+                      "disable_password_authentication": True,
+                      "ssh": {"public_keys": [{"path": f"/home/{settings.admin_username}/.ssh/authorized_keys",
+                                               "key_data": settings.ssh_public_key}]}}}
+    if boot is not None:
+        # the identity the node reads its config object and secrets with; custom data (cloud-init) names the
+        # host and runs the bootstrap. Azure applies custom data at provisioning only and refuses a change
+        # ("This property cannot be updated after the VM is created", OSProfile.customData): a changed one
+        # is ignored, and a VM gets it when it is created again (pulumi up --replace).
+        extra["identity"] = {"type": "UserAssigned", "user_assigned_identities": [boot.identity_of(host).id]}
+        if boot.render_dir is not None:
+            os_profile["custom_data"] = boot.custom_data(host)
+            opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["osProfile.customData"]))
     vm = az.compute.VirtualMachine(
         name, vm_name=host, resource_group_name=rg.name, location=rg.location,
         hardware_profile={"vm_size": group.instance_type},
         network_profile={"network_interfaces": [{"id": nic.id, "primary": True, "delete_option": "Delete"}]},
-        os_profile={"computer_name": host, "admin_username": settings.admin_username,
-                    "linux_configuration": {
-                        "disable_password_authentication": True,
-                        "ssh": {"public_keys": [{"path": f"/home/{settings.admin_username}/.ssh/authorized_keys",
-                                                 "key_data": settings.ssh_public_key}]}}},
+        os_profile=os_profile,
         storage_profile={"image_reference": image_reference(image),
-                         "os_disk": {"create_option": "FromImage", "caching": "ReadWrite", "disk_size_gb": 256,
+                         "os_disk": {"create_option": "FromImage", "caching": "ReadWrite", "disk_size_gb": OS_DISK_GB,
                                      "delete_option": "Delete",
                                      "managed_disk": {"storage_account_type": "Premium_LRS"}}},
         security_profile={"encryption_at_host": True},
         tags=tags(spec, group=group.name, role=group.role), opts=opts, **extra)
     return nic, vm
+
+
+def _storage_network_rules(settings: Settings, network: Network) -> dict:
+    """A storage account's network rules: default Deny, the compute and head subnets and ``admin_cidr``."""
+    return {"default_action": "Deny", "bypass": "AzureServices",
+            "ip_rules": [{"i_p_address_or_range": settings.admin_cidr, "action": "Allow"}],
+            "virtual_network_rules": [{"virtual_network_resource_id": network.compute.id},
+                                      {"virtual_network_resource_id": network.head.id}]}
 
 
 def _hosts(cidr: ipaddress.IPv4Network, offset: int):
@@ -258,7 +362,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
     """Proximity placement group + availability set + one IB-connected VM per hostname."""
 
     def __init__(self, name: str, spec: CloudSpec, settings: Settings, rg, group: GroupSpec, network: Network,
-                 ips, opts: pulumi.ResourceOptions | None = None):
+                 ips, opts: pulumi.ResourceOptions | None = None, boot: Boot | None = None):
         super().__init__(f"{PKG}:GpuNodeGroup", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         if group.count > AVAILABILITY_SET_MAX_VMS:
@@ -274,24 +378,30 @@ class GpuNodeGroup(pulumi.ComponentResource):
             proximity_placement_group={"id": self.ppg.id}, tags=tags(spec, group=group.name), opts=child)
         self.vms = {}
         for host in group.hostnames:
-            self.vms[host] = _vm(f"{name}-{host}", spec, settings, rg, group, host, next(ips), network.compute,
+            ip = next(ips)  # an elastic group keeps its addresses reserved: the others' stay where they are
+            if group.elastic:
+                continue  # created by the controllers' resume program, into this PPG and availability set
+            self.vms[host] = _vm(f"{name}-{host}", spec, settings, rg, group, host, ip, network.compute,
                                  settings.gpu_image, child, availability_set={"id": self.avset.id},
-                                 proximity_placement_group={"id": self.ppg.id})
+                                 proximity_placement_group={"id": self.ppg.id}, boot=boot)
         self.register_outputs({"hosts": list(group.hostnames), "proximity_placement_group": self.ppg.id,
-                               "availability_set": self.avset.id})
+                               "availability_set": self.avset.id, "elastic": group.elastic})
 
 
 class HeadNodes(pulumi.ComponentResource):
     """Scheduler, login and other CPU VMs in the head subnet; login VMs get a static public IP."""
 
     def __init__(self, name: str, spec: CloudSpec, settings: Settings, rg, groups: list[GroupSpec],
-                 network: Network, opts: pulumi.ResourceOptions | None = None):
+                 network: Network, opts: pulumi.ResourceOptions | None = None, boot: Boot | None = None):
         super().__init__(f"{PKG}:HeadNodes", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         ips = _hosts(network.cidrs["head"], 0)
         self.vms = {}
         for group in groups:
             for host in group.hostnames:
+                if group.elastic:
+                    next(ips)
+                    continue
                 pip = None
                 if group.role == "login":
                     pip = az.network.PublicIPAddress(
@@ -299,7 +409,7 @@ class HeadNodes(pulumi.ComponentResource):
                         sku={"name": "Standard"}, public_ip_allocation_method="Static",
                         zones=[spec.zone] if spec.zone else None, tags=tags(spec, group=group.name), opts=child)
                 self.vms[host] = (group, *_vm(f"{name}-{host}", spec, settings, rg, group, host, next(ips),
-                                              network.head, settings.head_image, child, public_ip=pip,
+                                              network.head, settings.head_image, child, public_ip=pip, boot=boot,
                                               zones=[spec.zone] if spec.zone else None))
         self.register_outputs({"hosts": sorted(self.vms)})
 
@@ -326,10 +436,7 @@ class Storage(pulumi.ComponentResource):
             encryption={"key_source": "Microsoft.Storage", "require_infrastructure_encryption": True,
                         "services": {"blob": {"enabled": True, "key_type": "Account"},
                                      "file": {"enabled": True, "key_type": "Account"}}},
-            network_rule_set={"default_action": "Deny", "bypass": "AzureServices",
-                              "ip_rules": [{"i_p_address_or_range": settings.admin_cidr, "action": "Allow"}],
-                              "virtual_network_rules": [{"virtual_network_resource_id": network.compute.id},
-                                                        {"virtual_network_resource_id": network.head.id}]},
+            network_rule_set=_storage_network_rules(settings, network),
             tags=tags(spec, purpose="checkpoints"), opts=child)
         self.blob_service = az.storage.BlobServiceProperties(
             f"{name}-checkpoints-blob", account_name=self.account.name, resource_group_name=rg.name,
@@ -377,13 +484,14 @@ class Storage(pulumi.ComponentResource):
 
 
 class MungeKey(pulumi.ComponentResource):
-    """The Slurm munge key (``clusterctl:mungeKey``, a stack secret) as a Key Vault secret. The vault uses
-    Azure RBAC (no access policies), soft delete, and admits the data plane only from the cluster's compute and
-    head subnets and ``admin_cidr``; the secret is written through the management plane, and its value stays a
-    secret Output (also in the provider's returned state)."""
+    """The Slurm munge key (``clusterctl:mungeKey``, a stack secret) and the slurmdbd database password
+    (``clusterctl:slurmdbdPassword``) as Key Vault secrets. The vault uses Azure RBAC (no access policies), soft
+    delete, and admits the data plane only from the cluster's compute and head subnets and ``admin_cidr``; the
+    secrets are written through the management plane, and their values stay secret Outputs (also in the
+    provider's returned state)."""
 
     def __init__(self, name: str, spec: CloudSpec, settings: Settings, rg, network: Network, value: pulumi.Output,
-                 opts: pulumi.ResourceOptions | None = None):
+                 opts: pulumi.ResourceOptions | None = None, dbpass: pulumi.Output | None = None):
         super().__init__(f"{PKG}:MungeKey", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         tenant = az.authorization.get_client_config_output(opts=pulumi.InvokeOutputOptions(parent=self)).tenant_id
@@ -398,32 +506,185 @@ class MungeKey(pulumi.ComponentResource):
                                                                    {"id": network.head.id}]}},
             tags=tags(spec, purpose="munge-key"), opts=child)
         self.secret = az.keyvault.Secret(
-            f"{name}-secret", secret_name="munge-key", vault_name=self.vault.name, resource_group_name=rg.name,
+            f"{name}-secret", secret_name=MUNGE_SECRET, vault_name=self.vault.name, resource_group_name=rg.name,
             properties={"value": value, "content_type": "Slurm munge key (base64)"},
             tags=tags(spec, purpose="munge-key"),
             opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["properties"]))
-        self.register_outputs({"vault": self.vault.name, "secret": self.secret.name})
+        self.dbpass = None
+        if dbpass is not None:
+            self.dbpass = az.keyvault.Secret(
+                f"{name}-slurmdbd-password", secret_name=DBPASS_SECRET, vault_name=self.vault.name,
+                resource_group_name=rg.name, properties={"value": dbpass, "content_type": "slurmdbd StoragePass"},
+                tags=tags(spec, purpose="slurmdbd-password"),
+                opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["properties"]))
+        self.register_outputs({"vault": self.vault.name, "secret": self.secret.name,
+                               "slurmdbd_secret": self.dbpass.name if self.dbpass else None})
+
+
+class ConfigStore(pulumi.ComponentResource):
+    """The configuration object's own storage account and private ``config`` container (the blob is added by
+    :meth:`upload`). The account allows shared-key access, unlike the checkpoint account, because
+    pulumi-azure-native writes blobs only with the account key (its ``storage:Blob`` lists the keys and signs
+    with them; pulumi/pulumi-azure-native issues 2015 and 2948): the nodes read it with Entra ID tokens of their
+    managed identities (Storage Blob Data Reader on the container), never with a key. The object holds no
+    secret. Network default Deny except the compute and head subnets and ``admin_cidr`` (where ``pulumi up``
+    runs from)."""
+
+    def __init__(self, name: str, spec: CloudSpec, settings: Settings, rg, network: Network,
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__(f"{PKG}:ConfigStore", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.rg, self.base = rg, name
+        self.url = config_url(settings.config_account)
+        self.account = az.storage.StorageAccount(
+            f"{name}-account", account_name=settings.config_account, resource_group_name=rg.name,
+            location=rg.location, kind="StorageV2", sku={"name": "Standard_LRS"}, access_tier="Hot",
+            enable_https_traffic_only=True, minimum_tls_version="TLS1_2", allow_blob_public_access=False,
+            allow_shared_key_access=True, public_network_access="Enabled",
+            encryption={"key_source": "Microsoft.Storage", "require_infrastructure_encryption": True,
+                        "services": {"blob": {"enabled": True, "key_type": "Account"}}},
+            network_rule_set=_storage_network_rules(settings, network),
+            tags=tags(spec, purpose="config"), opts=child)
+        self.container = az.storage.BlobContainer(
+            f"{name}-container", account_name=self.account.name, resource_group_name=rg.name,
+            container_name=CONFIG_CONTAINER, public_access="None", opts=child)
+        self.blob = None
+        self.register_outputs({"account": self.account.name, "container": self.container.name, "url": self.url})
+
+    def upload(self, data: pulumi.Output, path: Path) -> az.storage.Blob:
+        """The blob ``bundle.OBJECT_KEY`` holding ``data`` (the bundle's bytes), written to ``path`` first (a
+        Blob's source is an asset). Replaced, not updated, when the bytes change: delete first, since the new
+        blob has the old one's name."""
+
+        def asset(content: bytes) -> pulumi.FileAsset:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            part = path.with_name(path.name + ".part")
+            part.write_bytes(content)
+            os.replace(part, path)
+            return pulumi.FileAsset(str(path))
+
+        self.blob = az.storage.Blob(
+            f"{self.base}-object", account_name=self.account.name, resource_group_name=self.rg.name,
+            container_name=self.container.name, blob_name=bundle.OBJECT_KEY, type="Block",
+            content_type="application/gzip",
+            content_md5=data.apply(lambda b: base64.b64encode(hashlib.md5(b).digest()).decode()),
+            source=data.apply(asset),
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True))
+        return self.blob
+
+
+class Identities(pulumi.ComponentResource):
+    """One user-assigned managed identity per identity class (:func:`identity_classes`) and its role
+    assignments: what ``clusterctl.cloud.identity.needs`` says the class needs, each at the narrowest scope
+    (:func:`identity_grants`): the config container, the one Key Vault secret, the resource group (where the
+    elastic VMs, their NICs and disks are created: the narrowest scope that holds resources that do not exist
+    yet), the one identity the controllers assign to the VMs they create."""
+
+    def __init__(self, name: str, spec: CloudSpec, rg, scopes: dict[str, pulumi.Output],
+                 subscription_id: pulumi.Output, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(f"{PKG}:Identities", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        classes = identity_classes(spec)
+        self.host_class = {h: c for c, hosts in classes.items() for h in hosts}
+        self.by_class = {
+            c: az.managedidentity.UserAssignedIdentity(
+                f"{name}-{c}", resource_name_=f"{spec.cluster}-{c}", resource_group_name=rg.name,
+                location=rg.location, tags=tags(spec, identity=c), opts=child)
+            for c in classes}
+        elastic = [g for g in spec.groups if g.elastic]
+        passed = sorted({self.host_class[g.hostnames[0]] for g in elastic})
+        ctl, acct = set(spec.controllers), set(spec.accounting)
+        self.assignments: list[az.authorization.RoleAssignment] = []
+        for c, hosts in classes.items():
+            caps = identity.needs("azure", controller=set(hosts) <= ctl, elastic=bool(elastic))
+            for role, key in identity_grants(caps, reads_db=set(hosts) <= acct):
+                targets = ([(f"identity-{p}", self.by_class[p].id) for p in passed] if key == "elastic-identity"
+                           else [(key, scopes[key])] if scopes.get(key) is not None else [])
+                for target, scope in targets:
+                    role_id = subscription_id.apply(
+                        lambda sub, r=role: f"/subscriptions/{sub}/providers/Microsoft.Authorization/roleDefinitions/"
+                                            f"{ROLES[r]}")
+                    slug = re.sub(r"[^a-z]+", "-", role.lower()).strip("-")
+                    self.assignments.append(az.authorization.RoleAssignment(
+                        f"{name}-{c}-{slug}-{target}",
+                        role_assignment_name=str(uuid.uuid5(uuid.NAMESPACE_URL,
+                                                            f"clusterctl:{spec.cluster}/{c}/{role}/{target}")),
+                        principal_id=self.by_class[c].principal_id, principal_type="ServicePrincipal",
+                        role_definition_id=role_id, scope=scope,
+                        description=f"clusterctl {spec.cluster}: {c} nodes, {role}", opts=child))
+        self.register_outputs({"identities": {c: i.client_id for c, i in self.by_class.items()}})
+
+    def of(self, host: str) -> az.managedidentity.UserAssignedIdentity:
+        return self.by_class[self.host_class[host]]
+
+
+@dataclass
+class Boot:
+    """What a VM boots with: its identity and, with a render, the custom data that runs the bootstrap."""
+    spec: CloudSpec
+    settings: Settings
+    identities: Identities
+    render_dir: Path | None
+
+    def identity_of(self, host: str) -> az.managedidentity.UserAssignedIdentity:
+        return self.identities.of(host)
+
+    def config(self, client_id: str | None, accounting: bool = False) -> dict:
+        secrets = {"vault_munge_key": {"azure-keyvault": secret_url(self.settings.key_vault, MUNGE_SECRET)}}
+        if accounting:
+            secrets["vault_slurmdbd_storage_pass"] = {
+                "azure-keyvault": secret_url(self.settings.key_vault, DBPASS_SECRET)}
+        return userdata.bootstrap_config("azure", region=self.spec.region,
+                                         config_url=config_url(self.settings.config_account), secrets=secrets,
+                                         identity=client_id)
+
+    def custom_data(self, host: str) -> pulumi.Output:
+        """base64 of the cloud-config (Azure decodes it to a file of at most 65,535 bytes: userdata.LIMITS)."""
+        accounting = host in self.spec.accounting
+        return self.identity_of(host).client_id.apply(lambda cid: base64.b64encode(userdata.user_data(
+            "azure", host, self.config(cid, accounting)).encode()).decode())
 
 
 class Cluster(pulumi.ComponentResource):
-    """Resource group, network, GPU node groups, head nodes, storage and the munge key; outputs ``nodes``."""
+    """Resource group, network, the config object's store, the Key Vault secrets, the identities, GPU node
+    groups, head nodes and storage; outputs ``nodes`` and (with a render) ``stack``."""
 
-    def __init__(self, name: str, spec: CloudSpec, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, spec: CloudSpec, opts: pulumi.ResourceOptions | None = None,
+                 render_dir: Path | None = None):
         super().__init__(f"{PKG}:Cluster", name, None, opts)
         settings = Settings.load(spec)
+        config = pulumi.Config("clusterctl")
         child = pulumi.ResourceOptions(parent=self)
         self.rg = az.resources.ResourceGroup(f"{name}-rg", resource_group_name=f"{spec.cluster}-rg",
                                              location=spec.region, tags=tags(spec), opts=child)
         self.network = Network(f"{name}-network", spec, settings, self.rg, child)
+        self.config_store = ConfigStore(f"{name}-config", spec, settings, self.rg, self.network, child)
+        dbpass = config.get_secret("slurmdbdPassword")
+        if dbpass is None and render_dir is not None and spec.accounting:
+            dbpass = config.require_secret("slurmdbdPassword")  # the accounting hosts' bootstrap reads it
+        self.munge = MungeKey(f"{name}-munge-key", spec, settings, self.rg, self.network,
+                              config.require_secret("mungeKey"), child, dbpass=dbpass)
+        client = az.authorization.get_client_config_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        scopes = {"container": self.config_store.container.id, "munge-secret": self.munge.secret.id,
+                  "dbpass-secret": self.munge.dbpass.id if self.munge.dbpass else None,
+                  "resource-group": self.rg.id}
+        self.identities = Identities(f"{name}-identity", spec, self.rg, scopes, client.subscription_id, child)
+        boot = Boot(spec, settings, self.identities, render_dir)
         ips = _hosts(self.network.cidrs["compute"], 0)
         gpu_groups = [g for g in spec.groups if is_gpu(g)]
-        self.gpu_groups = [GpuNodeGroup(f"{name}-{g.name}", spec, settings, self.rg, g, self.network, ips, child)
+        self.gpu_groups = [GpuNodeGroup(f"{name}-{g.name}", spec, settings, self.rg, g, self.network, ips, child,
+                                        boot=boot)
                            for g in gpu_groups]
         others = [g for g in spec.groups if not is_gpu(g)]
-        self.head = HeadNodes(f"{name}-head", spec, settings, self.rg, others, self.network, child) if others else None
+        self.head = (HeadNodes(f"{name}-head", spec, settings, self.rg, others, self.network, child, boot=boot)
+                     if others else None)
         self.storage = Storage(f"{name}-storage", spec, settings, self.rg, self.network, child)
-        self.munge = MungeKey(f"{name}-munge-key", spec, settings, self.rg, self.network,
-                              pulumi.Config("clusterctl").require_secret("mungeKey"), child)
+        self.stack = None
+        if render_dir is not None:
+            self.stack = self._stack(spec, settings, boot, client.subscription_id, dict(zip(gpu_groups,
+                                                                                            self.gpu_groups)))
+            self.config_store.upload(self.stack.apply(lambda st: bundle.config_bundle(render_dir, st)),
+                                     render_dir / "pulumi" / CONFIG_FILE)
 
         nodes: dict[str, pulumi.Output] = {}
         for g, gg in zip(gpu_groups, self.gpu_groups):
@@ -441,8 +702,36 @@ class Cluster(pulumi.ComponentResource):
             "checkpoint_account": self.storage.account.name,
             "key_vault": self.munge.vault.name,
             "munge_key_secret": self.munge.secret.name,
+            "config_url": self.config_store.url,
+            "identities": {c: i.client_id for c, i in sorted(self.identities.by_class.items())},
         }
+        if self.stack is not None:
+            self.outputs["stack"] = self.stack
         self.register_outputs(self.outputs)
+
+    def _stack(self, spec: CloudSpec, settings: Settings, boot: Boot, subscription_id: pulumi.Output,
+               gpu: dict[GroupSpec, GpuNodeGroup]) -> pulumi.Output:
+        """stack.json: the cluster's facts for the programs on the nodes (no secret, nothing of an instance):
+        the compute nodes' bootstrap settings (no host) and each elastic group's VM settings, which the
+        controllers' resume program creates VMs from (`az vm create`)."""
+        elastic = [g for g in spec.groups if g.elastic]
+        first = self.identities.host_class[elastic[0].hostnames[0]] if elastic else "compute"
+        node_identity = self.identities.by_class.get(first)
+        groups = {}
+        for g in elastic:
+            placed = gpu.get(g)
+            groups[g.name] = {"hostlist": hostlist.compress(g.hostnames), "instance_type": g.instance_type, "azure": {
+                "subscription_id": subscription_id, "resource_group": self.rg.name, "location": spec.region,
+                "vm_size": g.instance_type, "image": settings.gpu_image if is_gpu(g) else settings.head_image,
+                "subnet_id": (self.network.compute if is_gpu(g) else self.network.head).id,
+                "availability_set_id": placed.avset.id if placed else None,
+                "proximity_placement_group_id": placed.ppg.id if placed else None,
+                "identity_id": self.identities.of(g.hostnames[0]).id, "admin_username": settings.admin_username,
+                "ssh_public_key": settings.ssh_public_key, "os_disk_gb": OS_DISK_GB}}
+        client_id = node_identity.client_id if node_identity is not None else None
+        return pulumi.Output.from_input({"elastic": groups, "client_id": client_id}).apply(lambda r: {
+            "version": 1, "cluster": spec.cluster, "provider": "azure", "region": spec.region, "zone": spec.zone,
+            "bootstrap": boot.config(r["client_id"]), "elastic": r["elastic"]})
 
 
 def _node(nic: az.network.NetworkInterface, g: GroupSpec) -> pulumi.Output:
@@ -453,4 +742,4 @@ def _node(nic: az.network.NetworkInterface, g: GroupSpec) -> pulumi.Output:
 
 def build(spec: CloudSpec, render_dir: Path | None = None) -> Cluster:
     """Create the stack's Azure resources for ``spec``; returns the cluster component."""
-    return Cluster(spec.cluster, spec)
+    return Cluster(spec.cluster, spec, render_dir=render_dir)

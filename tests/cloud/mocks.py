@@ -14,6 +14,7 @@ programs use (AMI/image, zones) and ``{}`` for everything else.
 from __future__ import annotations
 
 import itertools
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -137,6 +138,14 @@ class RecordingMocks(pulumi.runtime.Mocks):
                 for c in configs:
                     c.setdefault("privateIPAddress", self._private_ip())
                 state["ipConfigurations"] = configs
+            elif typ == "azure-native:compute:VirtualMachine" and inputs.get("identity"):
+                # the input lists identity ids; the state maps each to its principal and client ids
+                ident = dict(inputs["identity"])
+                ident["userAssignedIdentities"] = {i: {} for i in ident.get("userAssignedIdentities", [])}
+                state["identity"] = ident
+            elif typ == "azure-native:managedidentity:UserAssignedIdentity":
+                state["clientId"] = str(uuid.uuid5(uuid.NAMESPACE_DNS, f"client.{args.name}"))
+                state["principalId"] = str(uuid.uuid5(uuid.NAMESPACE_DNS, f"principal.{args.name}"))
         self.created.append((typ, args.name, inputs, state))
         return rid, state
 

@@ -128,8 +128,12 @@ def test_amlfs_and_anf_size_rules():
     assert azure.anf_size(8, 0.1) == ("Standard", 8)
 
 
+def _of_component(rec, token, component):
+    return [r for r in rec.of_type(token) if r.parent_type == f"clusterctl:azure:{component}"]
+
+
 def test_checkpoint_storage_account_is_locked_down(rec):
-    (acct,) = rec.of_type("azure-native:storage:StorageAccount")
+    (acct,) = _of_component(rec, "azure-native:storage:StorageAccount", "Storage")
     i = acct.inputs
     assert i["enableHttpsTrafficOnly"] is True
     assert i["minimumTlsVersion"] == "TLS1_2"
@@ -139,7 +143,7 @@ def test_checkpoint_storage_account_is_locked_down(rec):
     assert i["networkRuleSet"]["defaultAction"] == "Deny"
     (blob,) = rec.of_type("azure-native:storage:BlobServiceProperties")
     assert blob.inputs["isVersioningEnabled"] is True
-    (container,) = rec.of_type("azure-native:storage:BlobContainer")
+    (container,) = _of_component(rec, "azure-native:storage:BlobContainer", "Storage")
     assert container.inputs["publicAccess"] == "None"
 
 
@@ -229,3 +233,278 @@ def test_munge_key_value_in_no_plain_output_or_input(rec):
 def test_munge_key_is_required(spec):
     with pytest.raises(Exception, match="mungeKey"):
         run_program(spec, config=CONFIG)
+
+
+# --- issue 12: bootstrap custom data, identities, the config object, elastic groups
+
+import base64  # noqa: E402
+import dataclasses  # noqa: E402
+import hashlib  # noqa: E402
+import copy  # noqa: E402
+import gzip  # noqa: E402
+import io  # noqa: E402
+import json  # noqa: E402
+import tarfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import yaml  # noqa: E402
+
+from clusterctl.cloud import bundle, identity, userdata  # noqa: E402
+from tests.helpers import cli  # noqa: E402
+
+BOOT_SECRETS = {**SECRETS, "clusterctl:slurmdbdPassword": "Zm9yLXRoZS1hY2NvdW50aW5nLWRiLW9ubHk"}
+SUBSCRIPTION = "00000000-0000-0000-0000-000000000001"  # what tests/cloud/mocks answers getClientConfig with
+IDENTITY = "azure-native:managedidentity:UserAssignedIdentity"
+ASSIGNMENT = "azure-native:authorization:RoleAssignment"
+CONFIG_URL = "https://azurendh100v5cfg.blob.core.windows.net/config/clusterctl/config.tar.gz"
+MUNGE_URL = "https://azure-nd-h100-v5-kv.vault.azure.net/secrets/munge-key"
+DBPASS_URL = "https://azure-nd-h100-v5-kv.vault.azure.net/secrets/slurmdbd-password"
+# Azure built-in role definition GUIDs (learn.microsoft.com/azure/role-based-access-control/built-in-roles)
+BLOB_READER, SECRETS_USER = "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1", "4633458b-17de-408a-b874-0445c86b69e6"
+VM_CONTRIBUTOR, NET_CONTRIBUTOR = "9980e02c-c2be-4d73-94e8-173b1dc7cf3c", "4d97b98b-1d4f-4787-a291-c67834d212e7"
+IDENTITY_OPERATOR = "f1a07417-d97a-45cb-824c-7a7467783830"
+
+
+def _render(blueprint: Path, out: Path) -> Path:
+    proc = cli("render", str(blueprint), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def _elastic_blueprint(tmp: Path) -> Path:
+    doc = yaml.safe_load((BLUEPRINTS / "azure-nd-h100-v5.yaml").read_text())
+    doc = copy.deepcopy(doc)
+    (gpu,) = [g for g in doc["node_groups"] if g["name"] == "hpc"]
+    gpu["cloud"] = {"elastic": True}
+    path = tmp / "azure-elastic.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+@pytest.fixture(scope="module")
+def booted(tmp_path_factory):
+    """(spec, render dir, recorded program) of the shipped blueprint, rendered, run with its render."""
+    out = _render(BLUEPRINTS / "azure-nd-h100-v5.yaml", tmp_path_factory.mktemp("render") / "out")
+    spec = cloud_spec(validate_file(BLUEPRINTS / "azure-nd-h100-v5.yaml").plan)
+    return spec, out, run_program(spec, config=CONFIG, secrets=BOOT_SECRETS, render_dir=out)
+
+
+@pytest.fixture(scope="module")
+def elastic(tmp_path_factory):
+    """The same with the GPU group ``cloud: {elastic: true}``."""
+    tmp = tmp_path_factory.mktemp("elastic")
+    bp = _elastic_blueprint(tmp)
+    out = _render(bp, tmp / "out")
+    spec = cloud_spec(validate_file(bp).plan)
+    assert [g.name for g in spec.groups if g.elastic] == ["hpc"]
+    return spec, out, run_program(spec, config=CONFIG, secrets=BOOT_SECRETS, render_dir=out)
+
+
+def _cloud_config(vm) -> dict:
+    text = base64.b64decode(vm.inputs["osProfile"]["customData"]).decode()
+    assert text.startswith("#cloud-config\n")
+    assert len(text.encode()) <= 65535  # OSProfile.customData: "The maximum length of the binary array is 65535 bytes"
+    return yaml.safe_load(text)
+
+
+def _identity_of(rec, vm):
+    assert vm.inputs["identity"]["type"] == "UserAssigned"
+    (ident_id,) = vm.inputs["identity"]["userAssignedIdentities"]
+    (ident,) = [r for r in rec.of_type(IDENTITY) if r.outputs["id"] == ident_id]
+    return ident
+
+
+def _expected_bootstrap(client_id: str, accounting: bool) -> dict:
+    secrets = {"vault_munge_key": {"azure-keyvault": MUNGE_URL}}
+    if accounting:
+        secrets["vault_slurmdbd_storage_pass"] = {"azure-keyvault": DBPASS_URL}
+    return {"version": 1, "provider": "azure", "region": "eastus", "config_url": CONFIG_URL, "secrets": secrets,
+            "timeout_s": 1800, "identity": client_id}
+
+
+def test_every_vm_boots_its_host_with_the_bootstrap(booted):
+    spec, _out, rec = booted
+    vms = rec.of_type(VM)
+    assert len(vms) == 34
+    for vm in vms:
+        host = vm.inputs["vmName"]
+        cc = _cloud_config(vm)
+        assert (cc["hostname"], cc["fqdn"]) == (host, host)
+        files = {f["path"]: f for f in cc["write_files"]}
+        program = files[userdata.BOOTSTRAP_PROGRAM]
+        assert gzip.decompress(base64.b64decode(program["content"])).decode() == userdata.program_text()
+        assert program["permissions"] == "0755"
+        settings = json.loads(files[userdata.BOOTSTRAP_CONFIG]["content"])
+        client_id = _identity_of(rec, vm).outputs["clientId"]
+        assert settings == {**_expected_bootstrap(client_id, host in ("scheduler01",)), "host": host}
+        assert cc["runcmd"] == [[userdata.BOOTSTRAP_PROGRAM]]
+
+
+def test_without_a_render_no_custom_data(rec):
+    for vm in rec.of_type(VM):
+        assert "customData" not in vm.inputs["osProfile"]
+        assert vm.inputs["identity"]["type"] == "UserAssigned"
+    assert not rec.of_type("azure-native:storage:Blob") and "stack" not in rec.outputs
+
+
+def _expected_grants(rec, spec, caps: frozenset[str], hosts: list[str], ids: dict) -> set[tuple[str, str]]:
+    """(role definition id, scope) of each capability, written out here (not taken from the program)."""
+    def role(guid):
+        return f"/subscriptions/{SUBSCRIPTION}/providers/Microsoft.Authorization/roleDefinitions/{guid}"
+    grants = set()
+    if "read-config" in caps:
+        grants.add((role(BLOB_READER), ids["container"]))
+    if "read-secrets" in caps:
+        grants.add((role(SECRETS_USER), ids["munge"]))
+        if set(hosts) <= set(spec.accounting):
+            grants.add((role(SECRETS_USER), ids["dbpass"]))
+    if "manage-instances" in caps:
+        grants |= {(role(VM_CONTRIBUTOR), ids["rg"]), (role(NET_CONTRIBUTOR), ids["rg"])}
+    if "pass-identity" in caps:
+        grants.add((role(IDENTITY_OPERATOR), ids["compute-identity"]))
+    return grants
+
+
+def _check_identities(spec, rec, vms_by_host: dict, expected_classes: dict[str, list[str]]):
+    (container,) = _of_component(rec, "azure-native:storage:BlobContainer", "ConfigStore")
+    secrets = {r.inputs["secretName"]: r.outputs["id"] for r in rec.of_type(SECRET)}
+    (rg,) = rec.of_type("azure-native:resources:ResourceGroup")
+    idents = {r.inputs["resourceName"]: r for r in rec.of_type(IDENTITY)}
+    assert sorted(idents) == sorted(f"{spec.cluster}-{c}" for c in expected_classes)
+    ids = {"container": container.outputs["id"], "munge": secrets["munge-key"],
+           "dbpass": secrets["slurmdbd-password"], "rg": rg.outputs["id"],
+           "compute-identity": idents[f"{spec.cluster}-compute"].outputs["id"]}
+    elastic = any(g.elastic for g in spec.groups)
+    for cls, hosts in expected_classes.items():
+        ident = idents[f"{spec.cluster}-{cls}"]
+        for h in hosts:
+            if h in vms_by_host:
+                assert _identity_of(rec, vms_by_host[h]).urn == ident.urn, h
+        caps = identity.needs("azure", controller=set(hosts) <= set(spec.controllers), elastic=elastic)
+        got = {(r.inputs["roleDefinitionId"], r.inputs["scope"]) for r in rec.of_type(ASSIGNMENT)
+               if r.inputs["principalId"] == ident.outputs["principalId"]}
+        assert got == _expected_grants(rec, spec, caps, hosts, ids), cls
+        for r in rec.of_type(ASSIGNMENT):
+            assert r.inputs["principalType"] == "ServicePrincipal"
+
+
+def test_identity_per_role_class_with_what_identity_needs(booted):
+    spec, _out, rec = booted
+    vms = {r.inputs["vmName"]: r for r in rec.of_type(VM)}
+    _check_identities(spec, rec, vms, {"compute": list(spec.groups[0].hostnames), "controller": ["scheduler01"],
+                                       "login": ["login01"]})
+    assert len(rec.of_type(ASSIGNMENT)) == 7  # 3 x (config, munge key) + the controller's database password
+
+
+def test_elastic_controllers_manage_vms_and_pass_only_the_compute_identity(elastic):
+    spec, _out, rec = elastic
+    vms = {r.inputs["vmName"]: r for r in rec.of_type(VM)}
+    _check_identities(spec, rec, vms, {"compute": list(spec.groups[0].hostnames), "controller": ["scheduler01"],
+                                       "login": ["login01"]})
+    ops = [r for r in rec.of_type(ASSIGNMENT) if r.inputs["roleDefinitionId"].endswith(IDENTITY_OPERATOR)]
+    assert len(ops) == 1  # on the compute identity only, held by the controller identity only
+
+
+def test_accounting_hosts_do_not_share_an_identity_with_hosts_that_must_not_read_the_password(spec):
+    two = dataclasses.replace(spec, controllers=("scheduler01", "login01"), accounting=("scheduler01",))
+    assert azure.identity_classes(two) == {"compute": list(spec.groups[0].hostnames),
+                                           "controller-accounting": ["scheduler01"], "controller": ["login01"]}
+    apart = dataclasses.replace(spec, controllers=("scheduler01",), accounting=("login01",))
+    assert azure.identity_classes(apart)["accounting"] == ["login01"]
+    assert azure.identity_classes(apart)["controller"] == ["scheduler01"]
+
+
+def _blob_bytes(rec) -> bytes:
+    (blob,) = rec.of_type("azure-native:storage:Blob")
+    return Path(blob.inputs["source"].path).read_bytes()
+
+
+def _expected_stack(rec, elastic: dict) -> dict:
+    (compute,) = [r for r in rec.of_type(IDENTITY) if r.inputs["resourceName"].endswith("-compute")]
+    boot = _expected_bootstrap(compute.outputs["clientId"], False)
+    return {"version": 1, "cluster": "azure-nd-h100-v5", "provider": "azure", "region": "eastus", "zone": "1",
+            "bootstrap": boot, "elastic": elastic}
+
+
+def test_config_object_is_the_bundle_of_the_render(booted):
+    _spec, out, rec = booted
+    (blob,) = rec.of_type("azure-native:storage:Blob")
+    (container,) = _of_component(rec, "azure-native:storage:BlobContainer", "ConfigStore")
+    (account,) = _of_component(rec, "azure-native:storage:StorageAccount", "ConfigStore")
+    assert blob.inputs["blobName"] == bundle.OBJECT_KEY and blob.inputs["type"] == "Block"
+    assert blob.inputs["containerName"] == container.outputs["name"]
+    assert container.inputs["containerName"] == "config" and container.inputs["publicAccess"] == "None"
+    assert account.inputs["accountName"] == "azurendh100v5cfg" and account.inputs["allowBlobPublicAccess"] is False
+    assert account.inputs["networkRuleSet"]["defaultAction"] == "Deny"
+    stack = _expected_stack(rec, {})
+    data = _blob_bytes(rec)
+    assert data == bundle.config_bundle(out, stack)
+    assert json.loads(_tar_texts(data)[bundle.STACK_FILE]) == stack
+    assert {"ansible/site.yml", "slurm/slurm.conf"} <= set(_tar_texts(data))
+    assert blob.inputs["contentMd5"] == base64.b64encode(hashlib.md5(data).digest()).decode()
+    assert rec.outputs["stack"] == stack and rec.outputs["config_url"] == CONFIG_URL
+
+
+def _tar_texts(data: bytes) -> dict[str, str]:
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        return {m.name: tar.extractfile(m).read().decode(errors="replace") for m in tar.getmembers() if m.isfile()}
+
+
+@pytest.mark.parametrize("which", ["booted", "elastic"])
+def test_no_secret_in_any_input_output_custom_data_or_object(which, request):
+    _spec, _out, rec = request.getfixturevalue(which)
+    values = [SECRETS["clusterctl:mungeKey"], BOOT_SECRETS["clusterctl:slurmdbdPassword"]]
+    texts = [str(rec.outputs), str(rec.component_outputs)]
+    for r in rec.resources:
+        texts.append(str({k: v for k, v in r.inputs.items() if not is_secret(v)}))
+    texts += [base64.b64decode(vm.inputs["osProfile"]["customData"]).decode() for vm in rec.of_type(VM)]
+    texts += list(_tar_texts(_blob_bytes(rec)).values())
+    for value in values:
+        assert not any(value in t for t in texts)
+    secrets = {r.inputs["secretName"]: r for r in rec.of_type(SECRET)}
+    assert is_secret(secrets["slurmdbd-password"].inputs["properties"])
+    assert reveal(secrets["slurmdbd-password"].inputs["properties"])["value"] == values[1]
+
+
+def test_elastic_group_has_no_vms_and_its_stack_entry(elastic):
+    spec, out, rec = elastic
+    assert not [r for r in rec.of_type(VM) if r.inputs["tags"]["group"] == "hpc"]
+    assert sorted(r.inputs["vmName"] for r in rec.of_type(VM)) == ["login01", "scheduler01"]
+    assert sorted(rec.outputs["nodes"]) == ["login01", "scheduler01"]
+    (ppg,) = rec.of_type("azure-native:compute:ProximityPlacementGroup")
+    (avset,) = rec.of_type("azure-native:compute:AvailabilitySet")
+    subnets = {r.inputs["subnetName"]: r.outputs["id"] for r in rec.of_type("azure-native:network:Subnet")}
+    (compute,) = [r for r in rec.of_type(IDENTITY) if r.inputs["resourceName"].endswith("-compute")]
+    entry = {"hostlist": "ndv5-[001-032]", "instance_type": "Standard_ND96isr_H100_v5", "azure": {
+        "subscription_id": SUBSCRIPTION, "resource_group": "azure-nd-h100-v5-rg", "location": "eastus",
+        "vm_size": "Standard_ND96isr_H100_v5", "image": "microsoft-dsvm:ubuntu-hpc:2204:latest",
+        "subnet_id": subnets["compute"], "availability_set_id": avset.outputs["id"],
+        "proximity_placement_group_id": ppg.outputs["id"], "identity_id": compute.outputs["id"],
+        "admin_username": "azureuser", "ssh_public_key": CONFIG["clusterctl:sshPublicKey"], "os_disk_gb": 256}}
+    stack = _expected_stack(rec, {"hpc": entry})
+    assert rec.outputs["stack"] == stack
+    data = _blob_bytes(rec)
+    assert data == bundle.config_bundle(out, stack)
+    assert json.loads(_tar_texts(data)[bundle.STACK_FILE]) == stack
+
+
+def test_custom_data_is_ignored_after_creation(booted, monkeypatch):
+    """Azure refuses a changed customData on an existing VM and cloud-init reads it at first boot only: the VMs
+    ignore changes to it (a new bootstrap program does not replace every VM)."""
+    spec, out, _rec = booted
+    seen = {}
+    init = azure.az.compute.VirtualMachine.__init__
+
+    def recording(self, name, *args, **kwargs):
+        seen[kwargs["vm_name"]] = kwargs["opts"].ignore_changes
+        init(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(azure.az.compute.VirtualMachine, "__init__", recording)
+    run_program(spec, config=CONFIG, secrets=BOOT_SECRETS, render_dir=out)
+    assert len(seen) == 34 and set(map(tuple, seen.values())) == {("osProfile.customData",)}
+
+
+def test_slurmdbd_password_is_required_with_a_render(booted):
+    spec, out, _rec = booted
+    with pytest.raises(Exception, match="slurmdbdPassword"):
+        run_program(spec, config=CONFIG, secrets=SECRETS, render_dir=out)
