@@ -13,6 +13,8 @@ from clusterctl.source import load_yaml_file
 
 CATALOG_DIR = Path(__file__).parent
 SECTIONS = ("accelerators", "nics", "switches", "servers", "rack_systems", "instances")
+NOT_HARDWARE = ("prices.yaml",)
+"""catalog-directory files that are not hardware sections (loaded by clusterctl.catalog.prices)"""
 
 
 class CatalogFileError(Exception):
@@ -47,7 +49,7 @@ class Catalog:
 def load_shipped_catalog(directory: Path = CATALOG_DIR) -> Catalog:
     merged: dict[str, dict] = {s: {} for s in SECTIONS}
     origin: dict[tuple[str, str], str] = {}
-    for path in sorted(directory.glob("*.yaml")):
+    for path in sorted(p for p in directory.glob("*.yaml") if p.name not in NOT_HARDWARE):
         data, smap = load_yaml_file(path)
         try:
             part = CatalogData.model_validate(data or {})
