@@ -75,11 +75,12 @@ def markdown(d: dict[str, Any]) -> str:
                      "Source", "Capacity Block rate"], rows, "llrlrrlll"),
            "\n"]
     static = usd(d["static_usd_per_hour"])
-    partial = " (the priced instances only: see below)" if d["unpriced"] else ""
+    who = "the priced instances (those without a list price, below, are not counted)" if d["unpriced"] else \
+        "every instance"
     if d["elastic_usd_per_hour_max"] is None:
-        out.append(f"- **{static} per hour**: every instance of the cluster, all the time{partial}.\n")
+        out.append(f"- **{static} per hour**, all the time: {who}.\n")
     else:
-        out.append(f"- **{static} per hour** for the static groups, all the time{partial}.\n")
+        out.append(f"- **{static} per hour** for the static groups, all the time: {who}.\n")
         out.append(f"- **up to {usd(d['full_usd_per_hour'])} per hour** with the elastic groups at full size "
                    f"(they add up to {usd(d['elastic_usd_per_hour_max'])} while every elastic node runs; "
                    "nothing while Slurm has them powered down).\n")

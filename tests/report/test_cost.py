@@ -104,3 +104,12 @@ def test_cli_json_and_markdown_carry_the_cost(tmp_path):
     md = (out / "report.md").read_text()
     assert "## Cost per hour at list price" in md
     assert f"${p.usd_per_hour * 32:,.2f} per hour" in md
+
+
+@pytest.mark.parametrize("name", CLOUD)
+def test_docs_show_the_section_as_the_report_prints_it(name):
+    from tests.helpers import REPO
+
+    doc = (REPO / "docs" / "cloud.md").read_text()
+    assert "## What it costs" in doc
+    assert f"### {name}\n\n" + section(shipped(name)).markdown in doc
