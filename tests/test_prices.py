@@ -79,3 +79,12 @@ def test_unknown_type_unknown_source_untagged_source_and_future_date_are_reporte
         ("prices.p9.huge.on_demand.us-east-1", "unknown source 't'"),
         ("prices.p9.huge.on_demand.us-east-1", "as_of 2999-01-01 is in the future"),
     }
+
+
+def test_loading_against_the_catalog_refuses_what_check_finds(tmp_path):
+    path = _write(tmp_path, "currency: USD\nsources: {s: '[S] x'}\nprices:\n  p9.huge:\n    on_demand:\n"
+                            "      us-east-1: {usd_per_hour: 1, as_of: 2026-01-01, source: s}\n")
+    assert load_prices(path).price("p9.huge", "us-east-1").usd_per_hour == 1  # shape only
+    with pytest.raises(CatalogFileError,
+                       match=r"^prices.yaml: prices.p9.huge: not an instance type of the catalog \(nor pending\)$"):
+        load_prices(path, CATALOG)

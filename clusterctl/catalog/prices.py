@@ -92,18 +92,25 @@ def check(prices: PriceList, catalog: Catalog) -> list[PriceProblem]:
     return problems
 
 
-def load_prices(path: Path = CATALOG_DIR / PRICES_FILE) -> PriceList:
-    """The price list at ``path``; a broken file is a CatalogFileError with its location."""
+def load_prices(path: Path = CATALOG_DIR / PRICES_FILE, catalog: Catalog | None = None) -> PriceList:
+    """The price list at ``path``, checked against ``catalog`` when given; a broken file is a
+    CatalogFileError with its location (shape errors) or the entry at fault (cross-checks)."""
     data, smap = load_yaml_file(path)
     try:
-        return PriceList.model_validate(data or {})
+        prices = PriceList.model_validate(data or {})
     except ValidationError as exc:
         first = exc.errors()[0]
         pos = smap.locate(tuple(first["loc"]))
         raise CatalogFileError(f"{path.name}:{pos.line}:{pos.col}: {first['msg']}") from None
+    problems = check(prices, catalog) if catalog is not None else []
+    if problems:
+        raise CatalogFileError("; ".join(f"{path.name}: {p.where}: {p.message}" for p in problems))
+    return prices
 
 
 @functools.lru_cache(maxsize=1)
 def shipped_prices() -> PriceList:
-    """The shipped price list (loaded once)."""
-    return load_prices()
+    """The shipped price list, checked against the shipped catalog (loaded once)."""
+    from clusterctl.catalog import load_shipped_catalog
+
+    return load_prices(catalog=load_shipped_catalog())

@@ -299,7 +299,9 @@ def hourly_budget(plan: ClusterPlan) -> Iterator[Hit]:
     once with the elastic groups (``node_groups[].cloud.elastic``) at full size, which is what the cluster
     costs while every elastic node runs. Instance types without a list price in the catalog for the
     region are not counted and the message says so; storage, disks and traffic are never counted.
-    Reservations (Capacity Blocks, committed use) are billed differently: compare their rate yourself."""
+    Reservations (Capacity Blocks, committed use) are billed differently: compare their rate yourself.
+    When the priced instances fit the budget but some types have no price, an info finding says the
+    budget could not be checked for them."""
     from clusterctl.cloud.cost import breakdown, hourly_cost, usd
 
     budget = plan.blueprint.cloud.hourly_budget_usd if plan.blueprint.cloud is not None else None
@@ -309,7 +311,13 @@ def hourly_budget(plan: ClusterPlan) -> Iterator[Hit]:
     unpriced = "".join(f"; {g.count:,} × {g.instance_type} (group {g.group}) have no list price in the catalog "
                        f"for {cost.region} and are not counted" for g in cost.unpriced)
     hint = "raise cloud.hourly_budget_usd, or use fewer or smaller instances"
-    if cost.static_usd_per_hour > budget:
+    if cost.unpriced and cost.full_usd_per_hour <= budget:
+        yield Hit(("cloud", "hourly_budget_usd"),
+                  f"cloud.hourly_budget_usd {usd(budget)} covers the priced instances ({usd(cost.full_usd_per_hour)} "
+                  f"per hour at list price in {cost.region}) but cannot be checked for the rest{unpriced}",
+                  "add a sourced price for the type and region to clusterctl/catalog/prices.yaml",
+                  severity=Severity.INFO)
+    elif cost.static_usd_per_hour > budget:
         yield Hit(("cloud", "hourly_budget_usd"),
                   f"the static groups cost {usd(cost.static_usd_per_hour)} per hour at list price in {cost.region} "
                   f"({breakdown(cost, elastic=False)}), over cloud.hourly_budget_usd {usd(budget)}{unpriced}",

@@ -232,9 +232,9 @@ def test_cloud_host_names_an_instance_cannot_take():
     assert hits(data, "CLOUD009") == []
 
 
-def _p5_price():
+def _p5_price(region: str = "us-east-1") -> float:
     from clusterctl.catalog.prices import shipped_prices
-    return shipped_prices().price("p5.48xlarge", "us-east-1").usd_per_hour
+    return shipped_prices().price("p5.48xlarge", region).usd_per_hour
 
 
 def test_hourly_budget_below_the_static_groups():
@@ -271,3 +271,17 @@ def test_hourly_budget_names_the_unpriced_instances():
     (h,) = hits(data, "CLOUD014")
     assert h.message.endswith("; 1 × c7i.8xlarge (group head) have no list price in the catalog for us-east-2 and "
                               "are not counted")
+
+
+def test_hourly_budget_that_cannot_be_checked_for_unpriced_types_is_an_info():
+    from clusterctl.rules.base import Severity
+
+    data = p5()
+    data["cloud"].update(region="us-east-2", zone="us-east-2a", hourly_budget_usd=1000)
+    data["node_types"]["head"] = {"instance": "c7i.8xlarge"}
+    (h,) = hits(data, "CLOUD014")
+    p = _p5_price("us-east-2")
+    assert h.severity == Severity.INFO
+    assert h.message == (f"cloud.hourly_budget_usd $1,000.00 covers the priced instances (${4 * p:,.2f} per hour at "
+                         "list price in us-east-2) but cannot be checked for the rest; 1 × c7i.8xlarge (group head) "
+                         "have no list price in the catalog for us-east-2 and are not counted")
