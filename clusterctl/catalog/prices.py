@@ -15,12 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from clusterctl.blueprint.base import StrictModel
 from clusterctl.blueprint.kinds import CloudRegion, FreeText, Identifier
-from clusterctl.catalog import CATALOG_DIR, Catalog, CatalogFileError
-from clusterctl.source import load_yaml_file
+from clusterctl.catalog import CATALOG_DIR, Catalog, CatalogFileError, validate_file
 
 PRICES_FILE = "prices.yaml"
 PRICES_REF = "clusterctl/catalog/prices.yaml"
@@ -95,13 +94,7 @@ def check(prices: PriceList, catalog: Catalog) -> list[PriceProblem]:
 def load_prices(path: Path = CATALOG_DIR / PRICES_FILE, catalog: Catalog | None = None) -> PriceList:
     """The price list at ``path``, checked against ``catalog`` when given; a broken file is a
     CatalogFileError with its location (shape errors) or the entry at fault (cross-checks)."""
-    data, smap = load_yaml_file(path)
-    try:
-        prices = PriceList.model_validate(data or {})
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        pos = smap.locate(tuple(first["loc"]))
-        raise CatalogFileError(f"{path.name}:{pos.line}:{pos.col}: {first['msg']}") from None
+    prices = validate_file(PriceList, path)
     problems = check(prices, catalog) if catalog is not None else []
     if problems:
         raise CatalogFileError("; ".join(f"{path.name}: {p.where}: {p.message}" for p in problems))
