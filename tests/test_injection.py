@@ -157,7 +157,9 @@ def _locate_model(name: str, model: dict, value: object, path: tuple, base: str,
 @cache
 def _shipped_catalog() -> dict:
     out: dict = {}
-    for path in sorted((REPO / "clusterctl" / "catalog").glob("*.yaml")):
+    from clusterctl.catalog import NOT_HARDWARE
+
+    for path in sorted(p for p in (REPO / "clusterctl" / "catalog").glob("*.yaml") if p.name not in NOT_HARDWARE):
         for section, entries in (yaml.safe_load(path.read_text()) or {}).items():
             out.setdefault(section, {}).update(entries)
     return out

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from clusterctl.catalog.models import (Accelerator, CatalogData, CloudInstance, Nic, RackSystem, Server,
                                        Switch)
@@ -13,6 +14,11 @@ from clusterctl.source import load_yaml_file
 
 CATALOG_DIR = Path(__file__).parent
 SECTIONS = ("accelerators", "nics", "switches", "servers", "rack_systems", "instances")
+NOT_HARDWARE = ("prices.yaml",)
+"""catalog-directory files that are not hardware sections (loaded by clusterctl.catalog.prices)"""
+
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class CatalogFileError(Exception):
@@ -44,17 +50,22 @@ class Catalog:
         return Catalog(**merged, origin=origin)
 
 
+def validate_file(model: type[M], path: Path) -> M:
+    """``path`` loaded and validated as ``model``; a broken file is a CatalogFileError at file:line:col."""
+    data, smap = load_yaml_file(path)
+    try:
+        return model.model_validate(data or {})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        pos = smap.locate(tuple(first["loc"]))
+        raise CatalogFileError(f"{path.name}:{pos.line}:{pos.col}: {first['msg']}") from None
+
+
 def load_shipped_catalog(directory: Path = CATALOG_DIR) -> Catalog:
     merged: dict[str, dict] = {s: {} for s in SECTIONS}
     origin: dict[tuple[str, str], str] = {}
-    for path in sorted(directory.glob("*.yaml")):
-        data, smap = load_yaml_file(path)
-        try:
-            part = CatalogData.model_validate(data or {})
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            pos = smap.locate(tuple(first["loc"]))
-            raise CatalogFileError(f"{path.name}:{pos.line}:{pos.col}: {first['msg']}") from None
+    for path in sorted(p for p in directory.glob("*.yaml") if p.name not in NOT_HARDWARE):
+        part = validate_file(CatalogData, path)
         for s in SECTIONS:
             for name, entry in getattr(part, s).items():
                 if name in merged[s]:

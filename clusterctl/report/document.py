@@ -16,6 +16,7 @@ from clusterctl.report import (
     bom,
     capacity,
     collective_report,
+    cost,
     power,
     reliability,
     storage,
@@ -23,7 +24,8 @@ from clusterctl.report import (
 )
 from clusterctl.report.section import ReportContext, Section
 
-SECTIONS = (capacity, collective_report, training_report, storage, reliability, power, bom)
+SECTIONS = (capacity, collective_report, training_report, storage, reliability, power, bom, cost)
+"""a module's ``build`` may return None: the section does not apply (cost: blueprints without ``cloud:``)"""
 REPORT_FORMAT = 1
 """version of the JSON report's shape"""
 
@@ -92,7 +94,7 @@ def build(plan: ClusterPlan, overrides: dict[str, Any] | None = None, *, checkpo
 
     training = training_report.run(plan, overrides)
     ctx = context(plan, training, checkpoint_interval_min=checkpoint_interval_min, pue=pue, ranks=ranks)
-    sections = tuple(mod.build(ctx) for mod in SECTIONS)
+    sections = tuple(s for s in (mod.build(ctx) for mod in SECTIONS) if s is not None)
     series = collective_report.chart_series(next(s for s in sections if s.key == "collectives"))
     svgs = figures.pictures(plan, series) if pictures else {}
     return Report(plan.blueprint.name, sections, svgs, series)

@@ -289,3 +289,45 @@ def instance_host_names(plan: ClusterPlan) -> Iterator[Hit]:
                 yield Hit(g.path + ("hostnames",), f"node group {g.name}: {why}",
                           "use lower-case letters, digits and hyphens, starting with a letter, e.g. gpu[0001-0128]")
                 break
+
+
+@rule("CLOUD014", "cloud", Severity.WARNING, "list-price cost per hour over the budget")
+def hourly_budget(plan: ClusterPlan) -> Iterator[Hit]:
+    """``cloud.hourly_budget_usd`` is compared with the cluster's cost per hour at the on-demand list
+    prices of ``clusterctl/catalog/prices.yaml`` in ``cloud.region`` (instances per group x price; the
+    same figure ``clusterctl report`` shows): once for the static groups, which run all the time, and
+    once with the elastic groups (``node_groups[].cloud.elastic``) at full size, which is what the cluster
+    costs while every elastic node runs. Instance types without a list price in the catalog for the
+    region are not counted and the message says so; storage, disks and traffic are never counted.
+    Reservations (Capacity Blocks, committed use) are billed differently: compare their rate yourself.
+    When the priced instances fit the budget but some types have no price, an info finding says the
+    budget could not be checked for them."""
+    from clusterctl.cloud.cost import breakdown, hourly_cost, usd
+
+    budget = plan.blueprint.cloud.hourly_budget_usd if plan.blueprint.cloud is not None else None
+    cost = hourly_cost(plan) if budget is not None else None
+    if cost is None:
+        return
+    unpriced = "".join(f"; {g.count:,} × {g.instance_type} (group {g.group}) have no list price in the catalog "
+                       f"for {cost.region} and are not counted" for g in cost.unpriced)
+    hint = "raise cloud.hourly_budget_usd, or use fewer or smaller instances"
+    if cost.unpriced and cost.full_usd_per_hour <= budget:
+        yield Hit(("cloud", "hourly_budget_usd"),
+                  f"cloud.hourly_budget_usd {usd(budget)} covers the priced instances ({usd(cost.full_usd_per_hour)} "
+                  f"per hour at list price in {cost.region}) but cannot be checked for the rest{unpriced}",
+                  "add a sourced price for the type and region to clusterctl/catalog/prices.yaml",
+                  severity=Severity.INFO)
+    elif cost.static_usd_per_hour > budget:
+        yield Hit(("cloud", "hourly_budget_usd"),
+                  f"the static groups cost {usd(cost.static_usd_per_hour)} per hour at list price in {cost.region} "
+                  f"({breakdown(cost, elastic=False)}), over cloud.hourly_budget_usd {usd(budget)}{unpriced}",
+                  hint)
+    elif cost.has_elastic and cost.full_usd_per_hour > budget:
+        yield Hit(("cloud", "hourly_budget_usd"),
+                  f"with the elastic groups at full size the cluster costs up to {usd(cost.full_usd_per_hour)} "
+                  f"per hour at list price in {cost.region} (static {usd(cost.static_usd_per_hour)}: "
+                  f"{breakdown(cost, elastic=False) or 'none priced'}; elastic {usd(cost.elastic_usd_per_hour_max)}: "
+                  f"{breakdown(cost, elastic=True) or 'none priced'}), over cloud.hourly_budget_usd "
+                  f"{usd(budget)}{unpriced}",
+                  "raise cloud.hourly_budget_usd, make an elastic group smaller, or cap the jobs' node count "
+                  "(the budget is exceeded only while more elastic nodes run than it covers)")

@@ -6,7 +6,8 @@ import copy
 
 from tests.helpers import hits, shipped
 
-CODES = ("CLOUD001", "CLOUD002", "CLOUD003", "CLOUD004", "CLOUD005", "CLOUD006", "CLOUD007", "CLOUD008", "CLOUD009")
+CODES = ("CLOUD001", "CLOUD002", "CLOUD003", "CLOUD004", "CLOUD005", "CLOUD006", "CLOUD007", "CLOUD008", "CLOUD009",
+         "CLOUD014")
 
 P5 = {
     "name": "p5-small",
@@ -229,3 +230,58 @@ def test_cloud_host_names_an_instance_cannot_take():
     del data["cloud"]
     data["node_types"]["p5"] = {"server": "hgx-h100-8gpu"}
     assert hits(data, "CLOUD009") == []
+
+
+def _p5_price(region: str = "us-east-1") -> float:
+    from clusterctl.catalog.prices import shipped_prices
+    return shipped_prices().price("p5.48xlarge", region).usd_per_hour
+
+
+def test_hourly_budget_below_the_static_groups():
+    data = p5()
+    data["cloud"]["hourly_budget_usd"] = 100
+    (h,) = hits(data, "CLOUD014")
+    p = _p5_price()
+    assert h.path == ("cloud", "hourly_budget_usd")
+    assert h.message == (f"the static groups cost ${4 * p:,.2f} per hour at list price in us-east-1 "
+                         f"(4 × p5.48xlarge at ${p:,.2f}), over cloud.hourly_budget_usd $100.00")
+
+
+def test_hourly_budget_exceeded_only_with_elastic_groups_at_full_size():
+    data = p5()
+    data["node_groups"][0].update(count=2, hostnames="gpu[01-02]")
+    data["node_groups"].insert(1, {"name": "burst", "type": "p5", "count": 6, "hostnames": "gpu[03-08]",
+                                   "cloud": {"elastic": True}})
+    data["slurm"]["partitions"][0]["groups"] = ["gpu", "burst"]
+    p = _p5_price()
+    data["cloud"]["hourly_budget_usd"] = round(5 * p, 2)  # covers the 2 static nodes, not all 8
+    (h,) = hits(data, "CLOUD014")
+    assert h.message == (f"with the elastic groups at full size the cluster costs up to ${8 * p:,.2f} per hour at "
+                         f"list price in us-east-1 (static ${2 * p:,.2f}: 2 × p5.48xlarge at ${p:,.2f}; "
+                         f"elastic ${6 * p:,.2f}: 6 × p5.48xlarge at ${p:,.2f}), over cloud.hourly_budget_usd "
+                         f"${5 * p:,.2f}")
+    data["cloud"]["hourly_budget_usd"] = round(8 * p, 2) + 1
+    assert hits(data, "CLOUD014") == []
+
+
+def test_hourly_budget_names_the_unpriced_instances():
+    data = p5()
+    data["cloud"].update(region="us-east-2", zone="us-east-2a", hourly_budget_usd=10)
+    data["node_types"]["head"] = {"instance": "c7i.8xlarge"}
+    (h,) = hits(data, "CLOUD014")
+    assert h.message.endswith("; 1 × c7i.8xlarge (group head) have no list price in the catalog for us-east-2 and "
+                              "are not counted")
+
+
+def test_hourly_budget_that_cannot_be_checked_for_unpriced_types_is_an_info():
+    from clusterctl.rules.base import Severity
+
+    data = p5()
+    data["cloud"].update(region="us-east-2", zone="us-east-2a", hourly_budget_usd=1000)
+    data["node_types"]["head"] = {"instance": "c7i.8xlarge"}
+    (h,) = hits(data, "CLOUD014")
+    p = _p5_price("us-east-2")
+    assert h.severity == Severity.INFO
+    assert h.message == (f"cloud.hourly_budget_usd $1,000.00 covers the priced instances (${4 * p:,.2f} per hour at "
+                         "list price in us-east-2) but cannot be checked for the rest; 1 × c7i.8xlarge (group head) "
+                         "have no list price in the catalog for us-east-2 and are not counted")
