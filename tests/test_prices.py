@@ -1,5 +1,5 @@
 """The shipped price list (clusterctl/catalog/prices.yaml): it loads, every price is sourced and dated, and
-every priced type is a catalog instance type except the ones listed as pending."""
+every priced type is a catalog instance type."""
 
 from __future__ import annotations
 
@@ -12,18 +12,13 @@ from clusterctl.catalog.prices import EVIDENCE_TAG, check, load_prices, shipped_
 
 CATALOG = load_shipped_catalog()
 PRICES = shipped_prices()
-# priced before their instance entry reached this branch (engineer AWS adds p6-b200.48xlarge to instances.yaml)
-PENDING = {"p6-b200.48xlarge"}
-
-
 def test_price_list_loads_and_passes_its_checks():
     assert PRICES.currency == "USD"
     assert check(PRICES, CATALOG) == []
 
 
-def test_only_the_listed_pending_types_may_be_unknown_to_the_catalog():
-    assert set(PRICES.pending_instances) == PENDING
-    assert set(PRICES.unknown_types(CATALOG)) <= PENDING
+def test_every_priced_type_is_a_catalog_instance_type():
+    assert PRICES.unknown_types(CATALOG) == []
 
 
 def test_the_hardware_catalog_does_not_read_the_price_file():
@@ -75,7 +70,7 @@ def test_unknown_type_unknown_source_untagged_source_and_future_date_are_reporte
     problems = {(p.where, p.message) for p in check(load_prices(path), CATALOG)}
     assert problems == {
         ("sources.s", "no [P]/[Q]/[S]/[D] evidence tag"),
-        ("prices.p9.huge", "not an instance type of the catalog (nor pending)"),
+        ("prices.p9.huge", "not an instance type of the catalog"),
         ("prices.p9.huge.on_demand.us-east-1", "unknown source 't'"),
         ("prices.p9.huge.on_demand.us-east-1", "as_of 2999-01-01 is in the future"),
     }
@@ -86,5 +81,5 @@ def test_loading_against_the_catalog_refuses_what_check_finds(tmp_path):
                             "      us-east-1: {usd_per_hour: 1, as_of: 2026-01-01, source: s}\n")
     assert load_prices(path).price("p9.huge", "us-east-1").usd_per_hour == 1  # shape only
     with pytest.raises(CatalogFileError,
-                       match=r"^prices.yaml: prices.p9.huge: not an instance type of the catalog \(nor pending\)$"):
+                       match=r"^prices.yaml: prices.p9.huge: not an instance type of the catalog$"):
         load_prices(path, CATALOG)

@@ -194,7 +194,7 @@ class Cloud(StrictModel):
     admin_cidr: Cidr = "0.0.0.0/32"
     """where SSH to the head node may come from"""
     hourly_budget_usd: float | None = Field(default=None, gt=0, le=1_000_000_000)  # $1bn an hour
-    """rule CLOUD014 warns when the instances' on-demand list price per hour (clusterctl/catalog/prices.yaml)
+    """rule CLOUD016 warns when the instances' on-demand list price per hour (clusterctl/catalog/prices.yaml)
     exceeds it: static groups, and with elastic groups at full size"""
 
 

@@ -44,8 +44,6 @@ class InstancePrices(StrictModel):
 
 class PriceList(StrictModel):
     currency: Literal["USD"]
-    pending_instances: list[Identifier] = Field(default_factory=list, max_length=1024)
-    """priced types whose instance entry is not in the catalog yet (allowed to be unknown)"""
     sources: dict[Identifier, FreeText] = Field(min_length=1)
     prices: dict[Identifier, InstancePrices] = Field(default_factory=dict)
 
@@ -71,14 +69,13 @@ class PriceProblem:
 
 def check(prices: PriceList, catalog: Catalog) -> list[PriceProblem]:
     """Cross-checks the model cannot do alone: sources resolve and carry an evidence tag, every priced type
-    is a catalog instance type (or listed as pending), no price is dated in the future."""
+    is a catalog instance type, no price is dated in the future."""
     problems = []
     for key, text in prices.sources.items():
         if not EVIDENCE_TAG.search(text):
             problems.append(PriceProblem(f"sources.{key}", "no [P]/[Q]/[S]/[D] evidence tag"))
     for name in prices.unknown_types(catalog):
-        if name not in prices.pending_instances:
-            problems.append(PriceProblem(f"prices.{name}", "not an instance type of the catalog (nor pending)"))
+        problems.append(PriceProblem(f"prices.{name}", "not an instance type of the catalog"))
     today = datetime.date.today()
     for name, entry in prices.prices.items():
         for kind in ("on_demand", "capacity_block"):

@@ -291,7 +291,7 @@ def instance_host_names(plan: ClusterPlan) -> Iterator[Hit]:
                 break
 
 
-@rule("CLOUD014", "cloud", Severity.WARNING, "list-price cost per hour over the budget")
+@rule("CLOUD016", "cloud", Severity.WARNING, "list-price cost per hour over the budget")
 def hourly_budget(plan: ClusterPlan) -> Iterator[Hit]:
     """``cloud.hourly_budget_usd`` is compared with the cluster's cost per hour at the on-demand list
     prices of ``clusterctl/catalog/prices.yaml`` in ``cloud.region`` (instances per group x price; the

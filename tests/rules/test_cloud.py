@@ -7,7 +7,7 @@ import copy
 from tests.helpers import hits, shipped
 
 CODES = ("CLOUD001", "CLOUD002", "CLOUD003", "CLOUD004", "CLOUD005", "CLOUD006", "CLOUD007", "CLOUD008", "CLOUD009",
-         "CLOUD014")
+         "CLOUD016")
 
 P5 = {
     "name": "p5-small",
@@ -240,7 +240,7 @@ def _p5_price(region: str = "us-east-1") -> float:
 def test_hourly_budget_below_the_static_groups():
     data = p5()
     data["cloud"]["hourly_budget_usd"] = 100
-    (h,) = hits(data, "CLOUD014")
+    (h,) = hits(data, "CLOUD016")
     p = _p5_price()
     assert h.path == ("cloud", "hourly_budget_usd")
     assert h.message == (f"the static groups cost ${4 * p:,.2f} per hour at list price in us-east-1 "
@@ -255,20 +255,20 @@ def test_hourly_budget_exceeded_only_with_elastic_groups_at_full_size():
     data["slurm"]["partitions"][0]["groups"] = ["gpu", "burst"]
     p = _p5_price()
     data["cloud"]["hourly_budget_usd"] = round(5 * p, 2)  # covers the 2 static nodes, not all 8
-    (h,) = hits(data, "CLOUD014")
+    (h,) = hits(data, "CLOUD016")
     assert h.message == (f"with the elastic groups at full size the cluster costs up to ${8 * p:,.2f} per hour at "
                          f"list price in us-east-1 (static ${2 * p:,.2f}: 2 × p5.48xlarge at ${p:,.2f}; "
                          f"elastic ${6 * p:,.2f}: 6 × p5.48xlarge at ${p:,.2f}), over cloud.hourly_budget_usd "
                          f"${5 * p:,.2f}")
     data["cloud"]["hourly_budget_usd"] = round(8 * p, 2) + 1
-    assert hits(data, "CLOUD014") == []
+    assert hits(data, "CLOUD016") == []
 
 
 def test_hourly_budget_names_the_unpriced_instances():
     data = p5()
     data["cloud"].update(region="us-east-2", zone="us-east-2a", hourly_budget_usd=10)
     data["node_types"]["head"] = {"instance": "c7i.8xlarge"}
-    (h,) = hits(data, "CLOUD014")
+    (h,) = hits(data, "CLOUD016")
     assert h.message.endswith("; 1 × c7i.8xlarge (group head) have no list price in the catalog for us-east-2 and "
                               "are not counted")
 
@@ -279,7 +279,7 @@ def test_hourly_budget_that_cannot_be_checked_for_unpriced_types_is_an_info():
     data = p5()
     data["cloud"].update(region="us-east-2", zone="us-east-2a", hourly_budget_usd=1000)
     data["node_types"]["head"] = {"instance": "c7i.8xlarge"}
-    (h,) = hits(data, "CLOUD014")
+    (h,) = hits(data, "CLOUD016")
     p = _p5_price("us-east-2")
     assert h.severity == Severity.INFO
     assert h.message == (f"cloud.hourly_budget_usd $1,000.00 covers the priced instances (${4 * p:,.2f} per hour at "
