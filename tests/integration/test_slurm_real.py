@@ -359,6 +359,35 @@ def _remove_cgroups(paths: set[Path]) -> None:
                 pass
 
 
+def _write_config(base: Path, files: dict[str, str], conf: str) -> tuple[Path, dict]:
+    """The test's slurm.conf, the other rendered files (job_container.conf's BasePath moved) and a MUNGE key
+    under ``base``; returns the key and the environment every command runs with."""
+    etc = base / "etc"
+    (etc / "slurm.conf").write_text(conf)
+    for name in ("gres.conf", "topology.conf", "cgroup.conf"):
+        (etc / name).write_text(files[f"slurm/{name}"])  # as rendered
+    (etc / "job_container.conf").write_text(job_container_conf(files["slurm/job_container.conf"], base))
+    key = base / "munge" / "munge.key"
+    key.write_bytes(os.urandom(1024))
+    key.chmod(0o600)
+    env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"), "SLURM_CONF": str(etc / "slurm.conf"),
+           "LANG": "C"}
+    return key, env
+
+
+def _start_controller(c: Cluster, key: Path) -> None:
+    """A private munged, then slurmctld in the foreground; returns once slurmctld answers."""
+    base = c.base
+    sock = base / "munge" / "munge.socket"
+    c.start("munged", ["munged", "--foreground", "--force", f"--socket={sock}", f"--key-file={key}",
+                       f"--pid-file={base}/munge/munged.pid", f"--log-file={base}/log/munged.log",
+                       f"--seed-file={base}/munge/munged.seed"])
+    _wait(lambda: sock.exists(), c, "munged socket")
+    c.start("slurmctld", ["slurmctld", "-D"])
+    _wait(lambda: subprocess.run(["scontrol", "ping"], env=c.env, capture_output=True, text=True, check=False)
+          .stdout.count("UP") >= 1, c, "slurmctld to answer scontrol ping")
+
+
 @pytest.fixture(scope="module")
 def cluster():
     _require()
@@ -381,29 +410,13 @@ def cluster():
     ports = free_ports(3)
     overrides = Overrides(base, host, ports[0], ports[1:], cgroups)
     conf = overrides.apply(files["slurm/slurm.conf"])
-    etc = base / "etc"
-    (etc / "slurm.conf").write_text(conf)
-    for name in ("gres.conf", "topology.conf", "cgroup.conf"):
-        (etc / name).write_text(files[f"slurm/{name}"])  # as rendered
-    (etc / "job_container.conf").write_text(job_container_conf(files["slurm/job_container.conf"], base))
-    key = base / "munge" / "munge.key"
-    key.write_bytes(os.urandom(1024))
-    key.chmod(0o600)
-    env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"), "SLURM_CONF": str(etc / "slurm.conf"),
-           "LANG": "C"}
+    key, env = _write_config(base, files, conf)
     c = Cluster(base, env, plan, files, conf, cgroups)
     c.timings["render"] = time.monotonic() - t0
     cgroups_before = _cgroup_dirs()
     ok = False
     try:
-        sock = base / "munge" / "munge.socket"
-        c.start("munged", ["munged", "--foreground", "--force", f"--socket={sock}", f"--key-file={key}",
-                           f"--pid-file={base}/munge/munged.pid", f"--log-file={base}/log/munged.log",
-                           f"--seed-file={base}/munge/munged.seed"])
-        _wait(lambda: sock.exists(), c, "munged socket")
-        c.start("slurmctld", ["slurmctld", "-D"])
-        _wait(lambda: subprocess.run(["scontrol", "ping"], env=env, capture_output=True, text=True, check=False)
-              .stdout.count("UP") >= 1, c, "slurmctld to answer scontrol ping")
+        _start_controller(c, key)
         # slurmd reads the same files (SLURM_CONF): a configless slurmd (--conf-server) would need munged
         # on the system socket before it has the AuthInfo of the fetched slurm.conf
         for n in NODES:
@@ -614,27 +627,11 @@ def power_save():
     files = target.render(plan, dev_dir=str(base / "dev"))
     ports = free_ports(3)
     conf = PowerSaveOverrides(base, host, ports[0], ports[1:], cgroup_v1_usable()).apply(files["slurm/slurm.conf"])
-    etc = base / "etc"
-    (etc / "slurm.conf").write_text(conf)
-    for name in ("gres.conf", "topology.conf", "cgroup.conf"):
-        (etc / name).write_text(files[f"slurm/{name}"])
-    (etc / "job_container.conf").write_text(job_container_conf(files["slurm/job_container.conf"], base))
-    key = base / "munge" / "munge.key"
-    key.write_bytes(os.urandom(1024))
-    key.chmod(0o600)
-    env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"), "SLURM_CONF": str(etc / "slurm.conf"),
-           "LANG": "C"}
+    key, env = _write_config(base, files, conf)
     c = Cluster(base, env, plan, files, conf, False)
     ok = False
     try:
-        sock = base / "munge" / "munge.socket"
-        c.start("munged", ["munged", "--foreground", "--force", f"--socket={sock}", f"--key-file={key}",
-                           f"--pid-file={base}/munge/munged.pid", f"--log-file={base}/log/munged.log",
-                           f"--seed-file={base}/munge/munged.seed"])
-        _wait(lambda: sock.exists(), c, "munged socket")
-        c.start("slurmctld", ["slurmctld", "-D"])
-        _wait(lambda: subprocess.run(["scontrol", "ping"], env=env, capture_output=True, text=True, check=False)
-              .stdout.count("UP") >= 1, c, "slurmctld to answer scontrol ping")
+        _start_controller(c, key)
         yield c
         ok = True
     finally:
