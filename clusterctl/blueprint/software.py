@@ -266,7 +266,8 @@ class Cloud(StrictModel):
     """rule CLOUD016 warns when the instances' on-demand list price per hour (clusterctl/catalog/prices.yaml)
     exceeds it: static groups, and with elastic groups at full size"""
     identities: CloudIdentities = Field(default_factory=lambda: CloudIdentities())
-    """per node role, an existing identity to use instead of the one the program creates (docs/cloud.md)"""
+    """per node role, an existing identity and what it grants, checked against what the role needs (CLOUD011,
+    CLOUD015; docs/cloud.md "Existing identities": the programs do not attach it yet)"""
 
 
 class Suppression(StrictModel):
