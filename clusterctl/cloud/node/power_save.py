@@ -20,7 +20,7 @@ ResumeProgram / SuspendProgram / ResumeFailProgram), as SlurmUser and with almos
   accelerated networking, no public address, NIC and OS disk deleted with the VM), after ``az login
   --identity`` with the controller's own identity.
   When a host cannot be created, whatever was created is deleted and the node is set
-  ``State=POWER_DOWN_FORCE`` with a reason (scontrol(1), Slurm 22.05 and later: "cancel all jobs on the node,
+  ``State=POWER_DOWN_FORCE`` with a reason (scontrol(1) of Slurm 22.05: "Will cancel all jobs on the node,
   power it down, and reset its state to IDLE"), so its jobs are requeued at once instead of after
   ResumeTimeout, and the node can be tried again.
 - ``clusterctl-suspend HOSTS``: delete each host's instance (AWS: found by its tags in state pending or
