@@ -258,3 +258,14 @@ def test_generator_enforces_each_providers_limit(provider, fits, too_big):
     assert len(ok.encode()) <= generator.LIMITS[provider]
     with pytest.raises(generator.UserDataTooLarge, match=f"the limit is {generator.LIMITS[provider]}"):
         generator.cloud_config(provider, "gpu001", BOOT, "#" + os.urandom(too_big).hex())
+
+
+def test_clusterctl_user_data_is_the_generators_text():
+    """the Pulumi programs' static instances and the resume program's elastic ones get the same user data"""
+    from clusterctl.cloud.userdata import UserDataTooLarge, program_text, user_data
+
+    assert UserDataTooLarge is generator.UserDataTooLarge
+    assert user_data("aws", "gpu001", BOOT) == generator.cloud_config("aws", "gpu001", BOOT, program_text())
+    assert program_text() == (NODE / "bootstrap.py").read_text()
+    with pytest.raises(ValueError, match="start with a letter"):  # the provider's own rule stays in userdata
+        user_data("gcp", "1gpu", BOOT)
