@@ -48,7 +48,7 @@ class NodeGroupCloud(StrictModel):
 
     elastic: bool = False
     """Slurm power saving: the group's nodes are ``State=CLOUD``; slurmctld's ResumeProgram creates an
-    instance when a job needs the node and SuspendProgram deletes it after ``slurm.power_save.suspend_time``
+    instance when a job needs the node and SuspendProgram deletes it after ``slurm.power_save.suspend_time_s``
     idle. Default: one instance per host, created by ``pulumi up`` and kept."""
 
 

@@ -293,6 +293,24 @@ OS_NAME = Kind(
     "OsName", "an OS identifier", "distribution and release in lower case, e.g. ubuntu-22.04 or debian-12",
     "ubuntu-22.04", r"^[a-z][a-z0-9._-]*$", 32, "starts with a lower-case letter", r"a-z0-9._-")
 
+_AWS_IDENTITY = r"arn:aws(-cn|-us-gov)?:iam::[0-9]{12}:(instance-profile|role)(/[A-Za-z0-9_.@-]+)+"
+_GCP_IDENTITY = r"[a-z][a-z0-9-]{4,61}[a-z0-9]@[a-z0-9][a-z0-9.-]*\.gserviceaccount\.com"
+_AZURE_IDENTITY = (r"/subscriptions/[0-9A-Fa-f-]{36}/resource[Gg]roups/[A-Za-z0-9_.-]{1,90}/providers/"
+                   r"Microsoft\.ManagedIdentity/userAssignedIdentities/[A-Za-z0-9_-]{3,128}")
+CLOUD_IDENTITY_PATTERNS = {"aws": _AWS_IDENTITY, "gcp": _GCP_IDENTITY, "azure": _AZURE_IDENTITY}
+"""provider -> the shape of an existing identity: an IAM instance profile or role ARN, a service account e-mail, a
+user-assigned managed identity's resource id"""
+
+CLOUD_IDENTITY = Kind(
+    "CloudIdentity", "a cloud identity", "an existing identity: an AWS IAM instance profile or role ARN "
+    "(arn:aws:iam::123456789012:instance-profile/name), a GCP service account e-mail (name@project.iam.gserviceaccount"
+    ".com) or an Azure user-assigned managed identity's resource id (/subscriptions/<id>/resourceGroups/<rg>/providers/"
+    "Microsoft.ManagedIdentity/userAssignedIdentities/<name>)", "arn:aws:iam::123456789012:instance-profile/gpu-nodes",
+    "^(" + "|".join(CLOUD_IDENTITY_PATTERNS.values()) + ")$", 512,
+    "is an IAM instance profile or role ARN, a service account e-mail or a managed identity's resource id",
+    r"A-Za-z0-9_.@:/-")
+
+
 def _git_ref(value: str) -> str | None:
     if ".." in value or "//" in value or value.endswith(("/", ".", ".lock")) or "/." in value:
         return "a git ref may not contain '..', '//' or '/.', nor end with '/', '.' or '.lock' (git-check-ref-format)"
@@ -342,10 +360,11 @@ AptKey = Annotated[str, APT_KEY]
 AptSuite = Annotated[str, APT_SUITE]
 PullSource = Annotated[str, PULL_SOURCE]
 GitRef = Annotated[str, GIT_REF]
+CloudIdentityRef = Annotated[str, CLOUD_IDENTITY]
 
 ALL_KINDS: tuple[Kind, ...] = (
     FREE_TEXT, IDENTIFIER, CLUSTER_NAME, SLURM_CLUSTER_NAME, GROUP_NAME, FABRIC_NAME, HOST_NAME, HOST_LIST,
     ABSOLUTE_PATH, NFS_EXPORT, MOUNT_SOURCE, ENDPOINT, SLURM_TIME, SLURM_FEATURE, INTERFACE_NAME,
     NCCL_SOCKET_IFNAME, HCA_NAME, VERSION, SLURM_VERSION, CIDR, CLOUD_REGION, CLOUD_ZONE, RESERVATION, OS_NAME,
-    APT_URL, APT_KEY, APT_SUITE, PULL_SOURCE, GIT_REF)
+    APT_URL, APT_KEY, APT_SUITE, PULL_SOURCE, GIT_REF, CLOUD_IDENTITY)
 """every kind, for documentation and for the tests that check each one refuses the injection payloads"""

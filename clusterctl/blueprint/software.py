@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator
 
 from clusterctl.blueprint.base import StrictModel
-from clusterctl.blueprint.kinds import (AbsolutePath, AptKey, AptSuite, AptUrl, Cidr, CloudRegion, CloudZone, FreeText,
-                                        GitRef, HostList, HostName, Identifier, OsName, PullSource, Reservation,
+from clusterctl.blueprint.kinds import (AbsolutePath, AptKey, AptSuite, AptUrl, Cidr, CloudIdentityRef, CloudRegion,
+                                        CloudZone, FreeText, GitRef, HostList, HostName, Identifier, OsName, PullSource, Reservation,
                                         SlurmClusterName, SlurmTime, SlurmVersion, Version)
 
 
@@ -120,6 +120,34 @@ class SlurmInstallDebs(StrictModel):
 SlurmInstall = Annotated[SlurmInstallDistro | SlurmInstallRepo | SlurmInstallDebs, Field(discriminator="kind")]
 
 
+SLURM_UINT16_MAX = 65533
+"""ResumeTimeout, SuspendTimeout, ResumeRate and SuspendRate are 16-bit in slurmctld (slurm.h: uint16_t
+resume_timeout, suspend_timeout, resume_rate, suspend_rate; 65534 and 65535 mean INFINITE and NO_VAL)"""
+
+
+class PowerSave(StrictModel):
+    """Slurm power saving for the elastic node groups (``node_groups[].cloud.elastic``): when idle nodes are deleted
+    and how long a created instance may take to register (slurm.conf(5), power_save.html; docs/slurm.md, "Power
+    saving")."""
+
+    suspend_time_s: int = Field(default=600, ge=60, le=604_800)  # a week: above it, keep the group static
+    """SuspendTime: seconds a node is idle before SuspendProgram deletes its instance; default 600, ParallelCluster's
+    ScaledownIdletime default (10 minutes)"""
+    resume_timeout_s: int = Field(default=1800, ge=60, le=SLURM_UINT16_MAX)
+    """ResumeTimeout: seconds from ResumeProgram to a registered slurmd before the node is marked DOWN and its job
+    requeued; default 1800, ParallelCluster's ComputeNodeBootstrapTimeout and CycleCloud's resume_timeout: a GPU
+    instance's boot plus the bootstrap's Ansible run (CLOUD013 warns below the estimate for the instance)"""
+    suspend_timeout_s: int = Field(default=300, ge=30, le=SLURM_UINT16_MAX)
+    """SuspendTimeout: seconds SuspendProgram has to delete an instance before the node may be resumed again;
+    default 300 (slurm-gcp's value; instance deletion takes one to a few minutes)"""
+    resume_rate_per_min: int = Field(default=0, ge=0, le=SLURM_UINT16_MAX)
+    """ResumeRate: nodes created per minute at most, 0 = no limit (slurm-gcp's value: a 256-node job should not
+    wait for Slurm's default of 300 a minute; the provider's API limits are the program's to respect)"""
+    suspend_rate_per_min: int = Field(default=0, ge=0, le=SLURM_UINT16_MAX)
+    """SuspendRate: nodes deleted per minute at most, 0 = no limit (Slurm's default 60 keeps idle GPU instances
+    billing for minutes after a large job)"""
+
+
 class Slurm(StrictModel):
     """Slurm intent; slurm.conf, gres.conf and topology.conf are rendered from it and the plan."""
 
@@ -164,6 +192,9 @@ class Slurm(StrictModel):
     install: SlurmInstall = Field(default_factory=lambda: SlurmInstallDistro(kind="distro"))
     """where the Slurm packages come from: distro (default), repo (URL, signing key, suite) or debs (a directory
     of .deb files on the hosts), each with the package version to pin (docs/ansible.md, "Slurm install source")"""
+    power_save: PowerSave = Field(default_factory=PowerSave)
+    """Slurm power saving of the elastic node groups (node_groups[].cloud.elastic): rendered only when a group is
+    elastic"""
 
 
 class Software(StrictModel):
@@ -181,6 +212,44 @@ class Software(StrictModel):
     it first as NVIDIA documents and install the pinned one (default: keep on cloud blueprints, else replace)"""
 
 
+Capability = Literal["read-config", "read-secrets", "manage-instances", "pass-identity", "write-dns"]
+"""what a node's cloud identity may do (clusterctl.cloud.identity.CAPABILITIES)"""
+
+
+class CloudIdentity(StrictModel):
+    """An identity the site already has, used for one node role instead of the one the Pulumi program creates."""
+
+    existing: CloudIdentityRef
+    """an AWS IAM instance profile ARN, a GCP service account e-mail or an Azure user-assigned managed identity's
+    resource id"""
+    grants: list[Capability] = Field(default_factory=list, max_length=8)
+    """what its policies allow: read-config, read-secrets, manage-instances, pass-identity, write-dns (CLOUD011
+    compares them with what the role needs)"""
+
+    @field_validator("grants")
+    @classmethod
+    def _unique_grants(cls, value: list[str]) -> list[str]:
+        twice = sorted({g for g in value if value.count(g) > 1})
+        if twice:
+            raise ValueError(f"{', '.join(twice)} listed more than once")
+        return value
+
+
+class CloudIdentities(StrictModel):
+    """Existing identities by node role (``node_groups[].role``); a role not named gets the identity the Pulumi
+    program creates with exactly what it needs (clusterctl.cloud.identity.needs)."""
+
+    compute: CloudIdentity | None = None
+    head: CloudIdentity | None = None
+    login: CloudIdentity | None = None
+    storage: CloudIdentity | None = None
+    service: CloudIdentity | None = None
+
+    def items(self) -> list[tuple[str, CloudIdentity]]:
+        """(role, identity) of the roles that name one, in field order."""
+        return [(r, i) for r in type(self).model_fields if (i := getattr(self, r)) is not None]
+
+
 class Cloud(StrictModel):
     """Cloud target for node types given as instance types."""
 
@@ -194,6 +263,8 @@ class Cloud(StrictModel):
     admin_cidr: Cidr = "0.0.0.0/32"
     """where SSH to the head node may come from"""
     hourly_budget_usd: float | None = Field(default=None, gt=0, le=1_000_000_000)  # $1bn an hour
+    identities: CloudIdentities = Field(default_factory=lambda: CloudIdentities())
+    """per node role, an existing identity to use instead of the one the program creates (docs/cloud.md)"""
 
 
 class Suppression(StrictModel):
