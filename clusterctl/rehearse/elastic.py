@@ -65,6 +65,10 @@ RUNCMD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 CLOUD_CONFIG_KEYS = {"hostname", "fqdn", "prefer_fqdn_over_hostname", "preserve_hostname", "manage_etc_hosts",
                      "write_files", "runcmd"}
 """the cloud-config keys the stand-in applies (the ones clusterctl.cloud.userdata renders); any other is refused"""
+CALLS_FILE = "elastic-calls.jsonl"
+"""in DIR/.rehearsal: the fake provider API's calls.jsonl of the head node after the cycle"""
+CONTROL_FILE = "elastic-cycle.json"
+"""in DIR/.rehearsal: the job, where it ran and what the control plane did for each request"""
 JOB = "hostname; test -c /dev/nvidia0 && echo gpu-stand-in; sleep 5"
 
 
@@ -453,6 +457,11 @@ class ElasticCycle:
                  ssh(state, self.head, f"cat {FAKE_DIR}/calls.jsonl").stdout.splitlines() if line.strip()]
         out = ssh(state, self.head, f"cat /tmp/elastic-{job}.out 2>/dev/null || true").stdout
         self.summary.update(job=job, job_state=job_state(), ran_on=ran_on, calls=calls, control_plane=cp.log)
+        # for the reader and the tests: every provider call as recorded, and what the control plane did
+        sdir = state_dir(Path(state.dir))
+        (sdir / CALLS_FILE).write_text("".join(json.dumps(c, sort_keys=True) + "\n" for c in calls))
+        (sdir / CONTROL_FILE).write_text(json.dumps({k: v for k, v in self.summary.items() if k != "calls"},
+                                                    indent=1, sort_keys=True) + "\n")
         secret_values = [v for v in secrets.values() if isinstance(v, str) and v]
         for h in self.elastic:
             problems = check_host(h, provider, stack, created.get(h), deleted.get(h), calls, secret_values,

@@ -127,7 +127,7 @@ def build(scenario: str, blueprint: Path, plan, output: Path, per_group: int,
                              "elastic scenario")
     if scenario == ALL:
         why = failover_applies(plan)
-        if why:
+        if why and "failover" in wanted:
             wanted.remove("failover")
             skipped["failover"] = f"not applicable: {why}"
         if plan.blueprint.slurm is None or not any(g.role == "compute" for g in plan.groups):
