@@ -289,3 +289,190 @@ def instance_host_names(plan: ClusterPlan) -> Iterator[Hit]:
                 yield Hit(g.path + ("hostnames",), f"node group {g.name}: {why}",
                           "use lower-case letters, digits and hyphens, starting with a letter, e.g. gpu[0001-0128]")
                 break
+
+
+# --- elastic node groups and identities (issue 12: Slurm power saving, existing identities) ----------------------
+
+def _elastic(plan: ClusterPlan):
+    from clusterctl.cloud.spec import is_elastic
+
+    return [g for g in plan.groups if is_elastic(plan, g.index)]
+
+
+@rule("CLOUD010", "cloud", Severity.ERROR, "elastic node group that is no cloud instance group")
+def elastic_needs_cloud(plan: ClusterPlan) -> Iterator[Hit]:
+    """``node_groups[].cloud.elastic`` makes Slurm's ResumeProgram create the group's instances from the launch
+    template / instance template / VM settings the Pulumi program writes for it, and SuspendProgram delete them.
+    That needs a cloud instance type (``node_types.<t>.instance``), a ``cloud:`` section (the provider and region
+    the programs call) and a ``slurm:`` section (slurmctld runs the programs). A bare-metal group cannot be created
+    on demand: an error naming what is missing."""
+    bp = plan.blueprint
+    for g in _elastic(plan):
+        missing = []
+        if g.type.instance is None:
+            missing.append(f"its node type {g.type.name} is {g.type.server_name or 'a server'}, not a cloud instance "
+                           "type")
+        if bp.cloud is None:
+            missing.append("the blueprint has no cloud: section")
+        if bp.slurm is None:
+            missing.append("the blueprint has no slurm: section (slurmctld's power saving creates the instances)")
+        if missing:
+            yield Hit(g.path + ("cloud", "elastic"),
+                      f"node group {g.name} ({g.count:,} nodes) is elastic, but " + "; ".join(missing),
+                      "make the group static (remove cloud.elastic) or use an instance type in a cloud blueprint with "
+                      "slurm:")
+
+
+@rule("CLOUD011", "cloud", Severity.ERROR, "existing identity lacks what its nodes must do")
+def identity_capabilities(plan: ClusterPlan) -> Iterator[Hit]:
+    """An identity named in ``cloud.identities.<role>`` is used as it is: the program attaches it and grants it
+    nothing. Every node reads the cluster's configuration object and its secrets (``read-config``,
+    ``read-secrets``); a Slurm controller of a cluster with elastic groups also creates and deletes instances,
+    hands them the compute identity and, on AWS, writes their Route 53 records (``manage-instances``,
+    ``pass-identity``, ``write-dns``): clusterctl.cloud.identity.needs. An identity whose ``grants`` lack one of
+    the capabilities its role's nodes need fails on the node (the bootstrap cannot fetch the configuration, or
+    ResumeProgram's API call is refused and the job's nodes go DOWN after ResumeTimeout): an error naming the
+    missing capabilities. ``grants`` is what the site says its policies allow; clusterctl cannot read them."""
+    from clusterctl.cloud.identity import CAPABILITIES, needs
+    from clusterctl.cloud.spec import slurm_hosts
+
+    cloud = plan.blueprint.cloud
+    if cloud is None:
+        return
+    controllers = set(slurm_hosts(plan)[0])
+    elastic = bool(_elastic(plan))
+    for role, ident in cloud.identities.items():
+        groups = [g for g in plan.groups if g.role == role]
+        needed: set[str] = set()
+        why: dict[str, str] = {}
+        for g in groups:
+            ctl = bool(controllers.intersection(g.hosts))
+            for cap in needs(cloud.provider, controller=ctl, elastic=elastic):
+                needed.add(cap)
+                why.setdefault(cap, g.name)
+        missing = sorted(needed - set(ident.grants))
+        if not missing:
+            continue
+        listed = "; ".join(f"{c} ({CAPABILITIES[c]}; node group {why[c]})" for c in missing)
+        yield Hit(("cloud", "identities", role, "grants"),
+                  f"the existing {role} identity {ident.existing} grants {', '.join(ident.grants) or 'nothing'}, but "
+                  f"the {role} nodes need {len(missing)} more: {listed}",
+                  f"grant it in the provider's policies and add {', '.join(missing)} to cloud.identities.{role}.grants, "
+                  f"or remove cloud.identities.{role} so the program creates an identity with what the role needs")
+
+
+@rule("CLOUD012", "cloud", Severity.ERROR, "elastic controllers or login nodes")
+def elastic_only_compute(plan: ClusterPlan) -> Iterator[Hit]:
+    """Only Slurm compute nodes can be elastic: power saving creates a node when a job is given it and deletes it
+    when idle. A group holding a Slurm controller or the accounting host (slurmctld would delete its own host), a
+    login group (users' sessions are not jobs, so the nodes would be deleted under them), or a group that runs no
+    slurmd (not compute and in no partition: nothing would ever resume it) cannot be: an error."""
+    from clusterctl.cloud.spec import slurm_hosts
+
+    controllers, accounting = slurm_hosts(plan)
+    daemons = set(controllers) | set(accounting)
+    named = {n for p in plan.blueprint.slurm.partitions for n in p.groups} if plan.blueprint.slurm else set()
+    for g in _elastic(plan):
+        held = sorted(daemons.intersection(g.hosts))
+        if held:
+            why = f"it holds the Slurm controller/accounting host(s) {', '.join(held)}"
+        elif g.role == "login":
+            why = "it is a login group (sessions on it are no Slurm jobs)"
+        elif g.role != "compute" and g.name not in named:
+            why = f"its role is {g.role} and no partition names it, so no job ever resumes it"
+        else:
+            continue
+        yield Hit(g.path + ("cloud", "elastic"), f"node group {g.name} is elastic, but {why}",
+                  "keep controllers, accounting and login groups static; make only compute groups elastic")
+
+
+INSTANCE_BOOT_S = {True: 300, False: 120}
+"""seconds from the create call to cloud-init's runcmd, by whether the type has GPUs: clusterctl's estimate, not a
+measurement (8-GPU instances enumerate their GPUs and up to 32 EFA/RDMA devices at boot)"""
+DRIVER_CHECK_S = 60
+"""nvidia_driver/doca_ofed verifying the image's stack (software.image_stack: keep, the cloud default)"""
+DRIVER_INSTALL_S = 900
+"""installing the pinned driver and DOCA-OFED and rebooting (software.image_stack: replace)"""
+BOOTSTRAP_ANSIBLE_S = 600
+"""the bootstrap: fetching the configuration object and the roles' package installs and configuration on a fresh
+instance (apt on a cloud mirror; slurm, munge, enroot, node_health)"""
+
+
+def resume_estimate(plan: ClusterPlan, g) -> tuple[int, str]:
+    """(seconds, how they add up) from the create call to a registered slurmd for one node of group ``g``."""
+    sw = plan.blueprint.software
+    keep = sw is None or (sw.image_stack or "keep") == "keep"
+    parts = [(INSTANCE_BOOT_S[g.type.gpus > 0], "boot")]
+    if g.type.gpus:
+        parts.append((DRIVER_CHECK_S, "driver check (image stack kept)") if keep else
+                     (DRIVER_INSTALL_S, "driver install and reboot (image_stack: replace)"))
+    parts.append((BOOTSTRAP_ANSIBLE_S, "bootstrap Ansible run"))
+    return sum(s for s, _ in parts), " + ".join(f"{w} {s} s" for s, w in parts)
+
+
+@rule("CLOUD013", "cloud", Severity.WARNING, "ResumeTimeout shorter than an instance takes to join")
+def resume_timeout(plan: ClusterPlan) -> Iterator[Hit]:
+    """A node that has not registered within ``slurm.power_save.resume_timeout_s`` of ResumeProgram is marked DOWN
+    and its job requeued (slurm.conf(5) ResumeTimeout), while the instance keeps booting and billing. An elastic
+    node needs the instance's boot (300 s for GPU instance types, 120 s otherwise), on GPU types the driver stack
+    (60 s to verify the image's, 900 s to install the pinned one and reboot with ``software.image_stack:
+    replace``) and the bootstrap's Ansible run (600 s): clusterctl's estimates, not measurements. ParallelCluster's
+    ComputeNodeBootstrapTimeout and CycleCloud's resume_timeout default to 1800 s. A shorter timeout is a warning
+    with the sum; measure one node (`scontrol show node` BootTime minus the resume in slurmctld.log) and set it."""
+    slurm = plan.blueprint.slurm
+    if slurm is None:
+        return
+    timeout = slurm.power_save.resume_timeout_s
+    worst = None
+    for g in _elastic(plan):
+        s, how = resume_estimate(plan, g)
+        if worst is None or s > worst[0]:
+            worst = (s, how, g)
+    if worst is None or timeout >= worst[0]:
+        return
+    s, how, g = worst
+    yield Hit(("slurm", "power_save", "resume_timeout_s"),
+              f"ResumeTimeout is {timeout:,} s, but a {g.type.instance_name or g.type.name} node of elastic group "
+              f"{g.name} needs about {s:,} s to register ({how}; clusterctl's estimate)",
+              f"raise slurm.power_save.resume_timeout_s to at least {s:,} (1800 is ParallelCluster's default)")
+
+
+@rule("CLOUD014", "cloud", Severity.INFO, "elastic groups on a reservation")
+def elastic_reservation(plan: ClusterPlan) -> Iterator[Hit]:
+    """Resumed instances launch into ``cloud.reservation`` (the launch / instance template names it), so they
+    consume it while they run and fall back to nothing when it is used up or expired. A capacity reservation or
+    Capacity Block is billed whether instances run in it or not (EC2 User Guide, Capacity Reservation billing: the
+    On-Demand rate whether instances run in the reserved capacity or not; Capacity Blocks and GCP reservations are
+    paid for their term likewise), so deleting idle nodes saves nothing while it lasts: info."""
+    cloud = plan.blueprint.cloud
+    if cloud is None or not cloud.reservation:
+        return
+    groups = [g for g in _elastic(plan) if g.type.instance is not None]
+    if not groups:
+        return
+    listed = ", ".join(f"{g.name} ({g.count:,} x {g.type.instance_name})" for g in groups)
+    yield Hit(("cloud", "reservation"),
+              f"elastic groups {listed} are created in reservation {cloud.reservation} when jobs need them; the "
+              f"reservation is billed whether they run or not, so suspending them saves nothing while it lasts",
+              "keep the groups static for the reservation's term, or use elastic groups for on-demand capacity")
+
+
+@rule("CLOUD015", "cloud", Severity.ERROR, "existing identity of another provider")
+def identity_provider(plan: ClusterPlan) -> Iterator[Hit]:
+    """``cloud.identities.<role>.existing`` must be the provider's kind of identity: an IAM instance profile or
+    role ARN on AWS, a service account e-mail on GCP, a user-assigned managed identity's resource id on Azure
+    (the kind CloudIdentity allows all three; the provider decides)."""
+    from clusterctl.blueprint.kinds import CLOUD_IDENTITY_PATTERNS
+
+    cloud = plan.blueprint.cloud
+    if cloud is None:
+        return
+    pattern = re.compile(CLOUD_IDENTITY_PATTERNS[cloud.provider])
+    what = {"aws": "an IAM instance profile or role ARN (arn:aws:iam::123456789012:instance-profile/name)",
+            "gcp": "a service account e-mail (name@project.iam.gserviceaccount.com)",
+            "azure": "a user-assigned managed identity's resource id (/subscriptions/.../userAssignedIdentities/name)"}
+    for role, ident in cloud.identities.items():
+        if not pattern.fullmatch(ident.existing):
+            yield Hit(("cloud", "identities", role, "existing"),
+                      f"the {role} identity {ident.existing} is not a {cloud.provider} identity",
+                      f"on {cloud.provider} name {what[cloud.provider]}")

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from clusterctl import hostlist
 from clusterctl.blueprint.software import Partition
+from clusterctl.cloud.spec import is_elastic
 from clusterctl.plan.model import ClusterPlan, FabricPlan, GroupPlan
 from clusterctl.rules.nvlink import IMEX_CHANNEL_COUNT, IMEX_SWITCH, multi_node
 from clusterctl.rules.slurm import (AUTODETECT_NVIDIA, BLOCK_PLUGIN, BLOCK_SIZES, TOPOLOGY_YAML, parse_version,
@@ -187,16 +188,16 @@ def _is_amd(g: GroupPlan) -> bool:
     return g.type.accelerator is not None and vendor(g.type.accelerator) == "AMD"
 
 
-def node_line(g: GroupPlan, reserve_gb: float) -> str:
+def node_line(g: GroupPlan, reserve_gb: float, elastic: bool = False) -> str:
     t = g.type
     with at(("node_types", t.name, "features")):
         for feature in t.features:
             conf_value(feature, f"node type {t.name} feature", extra=",")
     with at(g.path):
-        return _node_line(g, reserve_gb)
+        return _node_line(g, reserve_gb, elastic)
 
 
-def _node_line(g: GroupPlan, reserve_gb: float) -> str:
+def _node_line(g: GroupPlan, reserve_gb: float, elastic: bool = False) -> str:
     t = g.type
     return key_values([
         ("NodeName", g.hostlist),
@@ -206,7 +207,8 @@ def _node_line(g: GroupPlan, reserve_gb: float) -> str:
         ("RealMemory", real_memory_mib(t.memory_gb, reserve_gb)),
         ("Gres", f"gpu:{gres_type(t.gpu_model)}:{t.gpus}" if t.gpus and t.gpu_model else None),
         ("Features", _dedupe([g.name, t.gpu_model or "", *t.features])),
-        ("State", "UNKNOWN"),
+        # an elastic group's nodes exist only while ResumeProgram's instance runs (slurm.conf(5) State=CLOUD)
+        ("State", "CLOUD" if elastic else "UNKNOWN"),
     ], f"node group {g.name}")
 
 
@@ -464,6 +466,7 @@ def slurm_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan])
         control.insert(-3, _kv("StateSaveLocation", conf_value(slurm.state_save_location, "StateSaveLocation")))
     # no SlurmctldParameters=enable_configless: the Ansible roles install the rendered files on every node
     # (one source of truth, reviewed in git); a slurmd with local files logs an error under configless
+    elastic = {g.name for g in elastic_groups(plan, groups)}
     sections = [
         Section(f"control: {len(controllers)} slurmctld host(s), the first is the primary", tuple(control)),
         Section("accounting through slurmdbd; GPUs are a tracked resource", (
@@ -491,7 +494,7 @@ def slurm_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan])
             _kv("HealthCheckInterval", 300),
             _kv("HealthCheckNodeState", "ANY"),
             _kv("RebootProgram", "/usr/sbin/reboot"),
-            _kv("ResumeTimeout", 900),
+            *(() if elastic else (_kv("ResumeTimeout", REBOOT_RESUME_TIMEOUT_S),)),
         )),
         Section("prolog and epilog: every piece of prolog.d/epilog.d, in reverse alphabetical order (prolog_epilog.html; node_health installs "
                 "the GPU health prolog and the cleanup epilog); a failing prolog drains the node and requeues the job "
@@ -499,7 +502,7 @@ def slurm_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan])
         Section("per-job private /tmp and /dev/shm on node-local storage (job_container.conf; slurm.conf(5) "
                 "JobContainerType: needs PrologFlags=Contain)", (_kv("JobContainerType", "job_container/tmpfs"),)),
         Section(f"scale ({plan.nodes} nodes; SchedMD's Large Cluster Administration Guide, big_sys.html, and "
-                "slurm.conf(5))", tuple(_scale_lines(plan.nodes))),
+                "slurm.conf(5))", tuple(_scale_lines(plan.nodes, cloud_tree_width(plan, version) if elastic else None))),
         Section("scheduling priority and limits: fair share per account, QOS, limits enforced from slurmdbd "
                 "(jobs of users without an association are refused: sacctmgr add account/user first)", (
             _kv("PriorityType", "priority/multifactor"),
@@ -511,7 +514,9 @@ def slurm_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan])
             _kv("PriorityWeightPartition", 1000),
             _kv("AccountingStorageEnforce", "associations,limits,qos"),
         )),
-        Section("nodes: one line per node group", tuple(node_line(g, memory_reserve_gb(slurm, g.type.memory_gb)) for g in groups)),
+        *power_save_sections(plan, version, groups),
+        Section("nodes: one line per node group", tuple(node_line(g, memory_reserve_gb(slurm, g.type.memory_gb),
+                                                                  g.name in elastic) for g in groups)),
         Section("partitions", tuple(partition_lines(plan))),
     ]
     return render_template("slurm/slurm.conf.j2", header=header(plan), version=_v(version), sections=sections)
@@ -535,6 +540,113 @@ def imex_switch_sections(plan: ClusterPlan, version: Version) -> list[Section]:
             _kv("SwitchType", "switch/nvidia_imex"),
             f"SwitchParameters=imex_channel_count={IMEX_CHANNEL_COUNT}",  # constants only: key=value inside
         ))]
+
+
+# --- power saving of elastic cloud node groups (docs/slurm.md, "Power saving") ------------------------------
+
+REBOOT_RESUME_TIMEOUT_S = 900
+"""ResumeTimeout without power saving: `scontrol reboot` of a DGX/HGX server (slow firmware POST; DeepOps' 900)"""
+POWER_SAVE_PROGRAMS = (("SuspendProgram", "/usr/local/sbin/clusterctl-suspend", "deletes the idle nodes' instances"),
+                       ("ResumeProgram", "/usr/local/sbin/clusterctl-resume", "creates the instances of nodes a job was "
+                        "given"),
+                       ("ResumeFailProgram", "/usr/local/sbin/clusterctl-resume-fail", "deletes the instances of "
+                        "nodes that did not register within ResumeTimeout"))
+"""symbolic links to clusterctl-power-save, which dispatches on its name (installed by roles/slurm_power_save)"""
+PRIVATE_DATA_CLOUD_UNTIL: Version = (23, 2)
+"""PrivateData=cloud: before 23.02 powered-down cloud nodes are hidden from sinfo even for root (slurm.conf(5) of
+22.05 PrivateData "cloud"); NEWS 23.02.0rc1 "Change cloud nodes to show by default. PrivateData=cloud is no longer
+needed" """
+CLOUD_ADDRS_UNTIL: Version = (23, 11)
+"""SlurmctldParameters=cloud_reg_addrs (NEWS 20.11.0rc1) and CommunicationParameters=NoAddrCache (NEWS 18.08.6): both
+removed in 23.11 (NEWS 23.11.0rc1 "Remove cloud_reg_addrs and make it default behavior", "Remove NoAddrCache
+CommunicationParameter"), where slurmctld always takes a cloud node's address from its registration"""
+CLOUD_REG_ADDRS: Version = (20, 11)
+KEEP_POWER_SAVE_SETTINGS: Version = (23, 2)
+"""ReconfigFlags=KeepPowerSaveSettings (NEWS 23.02.0rc1; slurm.conf(5) of 23.02 ReconfigFlags)"""
+CLOUD_FANOUT: Version = (23, 11)
+"""NEWS 23.11.0rc1 "Enable fanout for dynamic and unaddresable cloud nodes"; before it SchedMD's Cloud Scheduling
+Guide (elastic_computing.html of 22.05) says to "configure TreeWidth to a number at least as large as the maximum
+node count" because slurmd daemons do not know each other's cloud addresses"""
+TREE_WIDTH_MAX = 65533
+"""slurm.conf(5) TreeWidth: "The value may not exceed 65533" """
+FEATURES.update({
+    "PrivateData=cloud (needed until)": PRIVATE_DATA_CLOUD_UNTIL,
+    "SlurmctldParameters=cloud_reg_addrs": CLOUD_REG_ADDRS,
+    "ReconfigFlags=KeepPowerSaveSettings": KEEP_POWER_SAVE_SETTINGS,
+})
+
+
+def elastic_groups(plan: ClusterPlan, groups: Sequence[GroupPlan]) -> list[GroupPlan]:
+    """The Slurm node groups whose instances Slurm's power saving creates and deletes (``cloud.elastic``)."""
+    return [g for g in groups if is_elastic(plan, g.index)]
+
+
+def cloud_tree_width(plan: ClusterPlan, version: Version) -> int | None:
+    """TreeWidth before :data:`CLOUD_FANOUT` with elastic nodes: at least the node count (no fan-out through
+    slurmd daemons that cannot resolve each other), at most 65533; None from 23.11 (the usual width)."""
+    if version >= CLOUD_FANOUT:
+        return None
+    return min(TREE_WIDTH_MAX, max(plan.nodes, tree_width(plan.nodes)))
+
+
+def power_save_sections(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan]) -> list[Section]:
+    """Slurm power saving when a node group is elastic (power_save.html, elastic_computing.html, slurm.conf(5));
+    nothing for static clusters. Every option is one the blueprint's release has."""
+    elastic = elastic_groups(plan, groups)
+    if not elastic:
+        return []
+    ps = plan.blueprint.slurm.power_save
+    static = [g.hostlist for g in groups if g not in elastic]
+    names = ", ".join(f"{g.name} ({g.count})" for g in elastic)
+    lines = []
+
+    def add(line: str, why: str) -> None:
+        lines.extend([f"# {why}", line])
+
+    for key, program, what in POWER_SAVE_PROGRAMS:
+        add(_kv(key, program), f"{what} through the provider's CLI; run by slurmctld as SlurmUser with the host list "
+            "as argument (power_save.html; installed by roles/slurm_power_save)")
+    add(_kv("SuspendTime", ps.suspend_time_s), "seconds idle before SuspendProgram deletes the instance "
+        "(slurm.power_save.suspend_time_s; slurm.conf(5) SuspendTime)")
+    add(_kv("SuspendTimeout", ps.suspend_timeout_s), "the deletion must be done by then; only afterwards may the "
+        "node be resumed again (slurm.conf(5) SuspendTimeout)")
+    add(_kv("ResumeTimeout", ps.resume_timeout_s), "create, boot, bootstrap (Ansible) and register: a node not "
+        "registered by then is marked DOWN and its job requeued (slurm.conf(5) ResumeTimeout); also `scontrol "
+        "reboot`'s limit for static nodes")
+    add(_kv("ResumeRate", ps.resume_rate_per_min), "nodes created per minute at most, 0 = no limit (slurm.conf(5) "
+        "ResumeRate, default 300)")
+    add(_kv("SuspendRate", ps.suspend_rate_per_min), "nodes deleted per minute at most, 0 = no limit (slurm.conf(5) "
+        "SuspendRate, default 60)")
+    if static:
+        add(key_values([("SuspendExcNodes", static)], "SuspendExcNodes"), "the static nodes: never suspended "
+            "(power_save.html: by default no node is excluded)")
+    params = ["idle_on_node_suspend"]
+    why = "idle_on_node_suspend: a node suspended while DOWN or DRAINED comes back IDLE and can be resumed again"
+    if CLOUD_REG_ADDRS <= version < CLOUD_ADDRS_UNTIL:
+        params.append("cloud_reg_addrs")
+        why += ("; cloud_reg_addrs: NodeAddr and NodeHostName from the registering slurmd, so slurmctld needs no DNS "
+                f"for the node (the default from {_v(CLOUD_ADDRS_UNTIL)}, which removed the option)")
+    add(key_values([("SlurmctldParameters", params)], "SlurmctldParameters"), why + " (slurm.conf(5) "
+        "SlurmctldParameters)")
+    if version < CLOUD_ADDRS_UNTIL:
+        add(_kv("CommunicationParameters", "NoAddrCache"), "an instance created again has another address: no "
+            f"cached node addresses (slurm.conf(5) CommunicationParameters; removed in {_v(CLOUD_ADDRS_UNTIL)})")
+    flags = ["KeepPartState"] + (["KeepPowerSaveSettings"] if version >= KEEP_POWER_SAVE_SETTINGS else [])
+    add(key_values([("ReconfigFlags", flags)], "ReconfigFlags"), "scontrol reconfigure (the roles' handler) keeps "
+        "a partition state an operator set" + (" and SuspendExcNodes changed with scontrol" if len(flags) > 1 else
+                                               f"; KeepPowerSaveSettings needs {_v(KEEP_POWER_SAVE_SETTINGS)}")
+        + " (slurm.conf(5) ReconfigFlags)")
+    if version < PRIVATE_DATA_CLOUD_UNTIL:
+        add(_kv("PrivateData", "cloud"), "powered-down cloud nodes are listed by sinfo (idle~), hidden otherwise "
+            f"before {_v(PRIVATE_DATA_CLOUD_UNTIL)} (slurm.conf(5) PrivateData)")
+    width = cloud_tree_width(plan, version)
+    fanout = (f"TreeWidth {width} (scale section): before {_v(CLOUD_FANOUT)} slurmd daemons do not fan messages out "
+              "to cloud nodes (elastic_computing.html)" if width else "")
+    return [Section(
+        f"power saving: elastic node groups {names} are created by ResumeProgram when a job needs them and deleted "
+        f"by SuspendProgram after SuspendTime idle (power_save.html, elastic_computing.html, slurm.conf(5) of "
+        f"{_v(version)}); every other node is in SuspendExcNodes" + (f"; {fanout}" if fanout else ""),
+        tuple(lines))]
 
 
 PROLOG_DIR = "/etc/slurm/prolog.d"
@@ -588,13 +700,14 @@ def tree_width(nodes: int) -> int:
     return max(2, min(root, 65533))
 
 
-def _scale_lines(nodes: int) -> list[str]:
+def _scale_lines(nodes: int, width: int | None = None) -> list[str]:
     """Timeouts and intervals that keep slurmctld responsive as the node count grows, each with its reason
     in docs/slurm.md ("Scale"): the fan-out, slower messages at scale, and no node declared DOWN or a step
-    unkillable while a large job's nodes tear down."""
+    unkillable while a large job's nodes tear down. ``width``: TreeWidth when power saving needs another
+    (:func:`cloud_tree_width`)."""
     large = nodes > 1000
     return [
-        _kv("TreeWidth", tree_width(nodes)),
+        _kv("TreeWidth", width or tree_width(nodes)),
         _kv("MessageTimeout", 30 if large else 10),
         _kv("SlurmdTimeout", 300),
         _kv("UnkillableStepTimeout", 180),

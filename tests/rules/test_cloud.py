@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import copy
 
-from tests.helpers import hits, shipped
+import json
 
-CODES = ("CLOUD001", "CLOUD002", "CLOUD003", "CLOUD004", "CLOUD005", "CLOUD006", "CLOUD007", "CLOUD008", "CLOUD009")
+import pytest
+
+from clusterctl.blueprint import kinds
+from clusterctl.blueprint.software import Capability
+from clusterctl.cloud.identity import CAPABILITIES
+from tests.helpers import cli, hits, shipped, to_yaml
+
+CODES = ("CLOUD001", "CLOUD002", "CLOUD003", "CLOUD004", "CLOUD005", "CLOUD006", "CLOUD007", "CLOUD008", "CLOUD009",
+         "CLOUD010", "CLOUD011", "CLOUD012", "CLOUD013", "CLOUD014", "CLOUD015")
 
 P5 = {
     "name": "p5-small",
@@ -229,3 +237,121 @@ def test_cloud_host_names_an_instance_cannot_take():
     del data["cloud"]
     data["node_types"]["p5"] = {"server": "hgx-h100-8gpu"}
     assert hits(data, "CLOUD009") == []
+
+
+# --- elastic node groups and existing identities ---------------------------------------------------------------
+
+def elastic(data: dict, group: int = 0) -> dict:
+    data["node_groups"][group]["cloud"] = {"elastic": True}
+    return data
+
+
+def located(data: dict, code: str, tmp_path) -> list[dict]:
+    """The findings of ``code`` as `clusterctl validate --format json` prints them (file, line, column)."""
+    path = tmp_path / "bp.yaml"
+    path.write_text(to_yaml(data))
+    out = json.loads(cli("validate", str(path), "--format", "json", "--fail-on", "never").stdout)
+    return [f for f in out["findings"] if f["code"] == code]
+
+
+def line_with(data: dict, text: str) -> int:
+    return next(n for n, line in enumerate(to_yaml(data).splitlines(), 1) if text in line)
+
+
+def test_elastic_p5_is_quiet_but_for_the_reservation_note():
+    data = elastic(p5())
+    for code in CODES:
+        if code != "CLOUD014":
+            assert hits(data, code) == [], code
+    (h,) = hits(data, "CLOUD014")
+    assert h.path == ("cloud", "reservation")
+    assert "elastic groups gpu (4 x p5.48xlarge) are created in reservation cr-0123" in h.message
+
+
+def test_elastic_bare_metal_group_is_an_error_at_the_key(tmp_path):
+    data = elastic(shipped("lab-2node"))
+    (h,) = hits(data, "CLOUD010")
+    group = data["node_groups"][0]
+    assert h.path == ("node_groups", 0, "cloud", "elastic")
+    assert f"node group {group['name']} ({group['count']} nodes) is elastic, but its node type" in h.message
+    assert "not a cloud instance type; the blueprint has no cloud: section" in h.message
+    (f,) = located(data, "CLOUD010", tmp_path)
+    assert f["location"]["line"] == line_with(data, "elastic: true")
+
+
+def test_elastic_controller_or_login_group_is_an_error():
+    data = p5()
+    data["node_types"]["head"] = {"instance": "c7i.8xlarge"}
+    (h,) = hits(elastic(copy.deepcopy(data), 1), "CLOUD012")
+    assert h.path == ("node_groups", 1, "cloud", "elastic")
+    assert h.message == "node group head is elastic, but it holds the Slurm controller/accounting host(s) head01"
+    data["node_groups"].append({"name": "login", "type": "head", "role": "login", "count": 2,
+                                "hostnames": "login[1-2]", "cloud": {"elastic": True}})
+    (h,) = hits(data, "CLOUD012")
+    assert "node group login is elastic, but it is a login group" in h.message
+
+
+def test_resume_timeout_shorter_than_the_estimate_warns_with_the_sum(tmp_path):
+    data = elastic(p5())
+    data["slurm"]["power_save"] = {"resume_timeout_s": 600}
+    (h,) = hits(data, "CLOUD013")
+    assert h.message == ("ResumeTimeout is 600 s, but a p5.48xlarge node of elastic group gpu needs about 960 s to "
+                         "register (boot 300 s + driver check (image stack kept) 60 s + bootstrap Ansible run 600 s; "
+                         "clusterctl's estimate)")
+    assert "at least 960" in h.hint
+    (f,) = located(data, "CLOUD013", tmp_path)
+    assert f["location"]["line"] == line_with(data, "resume_timeout_s: 600")
+    data["software"]["image_stack"] = "replace"
+    data["slurm"]["power_save"] = {"resume_timeout_s": 1500}
+    (h,) = hits(data, "CLOUD013")
+    assert "needs about 1,800 s" in h.message and "driver install and reboot (image_stack: replace) 900 s" in h.message
+    data["slurm"]["power_save"] = {"resume_timeout_s": 1800}
+    assert hits(data, "CLOUD013") == []
+
+
+PROFILE = "arn:aws:iam::123456789012:instance-profile/site-head"
+
+
+def test_existing_identity_without_what_the_controller_needs_is_an_error(tmp_path):
+    data = elastic(p5())
+    data["cloud"]["identities"] = {"head": {"existing": PROFILE, "grants": ["read-config", "read-secrets"]}}
+    (h,) = hits(data, "CLOUD011")
+    assert h.path == ("cloud", "identities", "head", "grants")
+    assert h.message.startswith(f"the existing head identity {PROFILE} grants read-config, read-secrets, but the "
+                                "head nodes need 3 more: manage-instances (")
+    assert "pass-identity (" in h.message and "write-dns (" in h.message and "node group head" in h.message
+    (f,) = located(data, "CLOUD011", tmp_path)
+    assert f["location"]["line"] == line_with(data, "grants:") + 1  # the list value
+    # static cluster: the head only reads its configuration and secrets
+    data["node_groups"][0].pop("cloud")
+    assert hits(data, "CLOUD011") == []
+    data["cloud"]["identities"]["compute"] = {"existing": PROFILE, "grants": []}
+    (h,) = hits(data, "CLOUD011")
+    assert "grants nothing, but the compute nodes need 2 more: read-config" in h.message
+
+
+def test_existing_identity_of_another_provider_is_an_error():
+    data = p5()
+    data["cloud"]["identities"] = {"compute": {"existing": "gpu-nodes@proj-1.iam.gserviceaccount.com",
+                                               "grants": ["read-config", "read-secrets"]}}
+    (h,) = hits(data, "CLOUD015")
+    assert h.path == ("cloud", "identities", "compute", "existing")
+    assert h.message == "the compute identity gpu-nodes@proj-1.iam.gserviceaccount.com is not a aws identity"
+    data["cloud"]["identities"]["compute"]["existing"] = PROFILE
+    assert hits(data, "CLOUD015") == []
+
+
+@pytest.mark.parametrize("value, ok", [
+    (PROFILE, True), ("arn:aws:iam::123456789012:role/path/gpu-nodes", True),
+    ("gpu-nodes@my-project.iam.gserviceaccount.com", True),
+    ("/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-1/providers/"
+     "Microsoft.ManagedIdentity/userAssignedIdentities/gpu-nodes", True),
+    ("arn:aws:iam::123456789012:user/alice", False), ("arn:aws:iam::12345:role/x", False),
+    ("gpu@gmail.com", False), ("role/x", False), (PROFILE + " --debug", False),
+])
+def test_cloud_identity_kind(value, ok):
+    assert (kinds.CLOUD_IDENTITY.explain(value) is None) is ok
+
+
+def test_blueprint_capabilities_are_the_identity_modules():
+    assert set(Capability.__args__) == set(CAPABILITIES)

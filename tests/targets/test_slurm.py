@@ -596,3 +596,82 @@ def test_job_container_base_never_under_tmp():
         if t.get("tier") == "local":
             t["mount"] = "/tmp/nvme"
     assert "BasePath=/var/spool/slurmd/job_tmp" in settings(render(data)["slurm/job_container.conf"])
+
+
+# --- power saving (elastic cloud node groups) --------------------------------------------------------------
+
+def elastic_p5(version: str = "24.11", static_cpu: bool = True, **power_save) -> dict:
+    """aws-p5 with its GPU group elastic, Slurm from the distribution, optionally a static CPU group."""
+    data = shipped("aws-p5")
+    data["node_groups"][0]["cloud"] = {"elastic": True}
+    data["slurm"].update(version=version, install={"kind": "distro"})
+    if static_cpu:
+        data["node_groups"].append({"name": "cpu", "type": "head", "count": 4, "hostnames": "cpu[1-4]"})
+        data["slurm"]["partitions"][0]["groups"] = ["gpu", "cpu"]
+    if power_save:
+        data["slurm"]["power_save"] = power_save
+    return data
+
+
+def power_save_settings(conf: str) -> list[str]:
+    """The settings of the power-saving section."""
+    text = conf.split("\n# power saving: ", 1)[1].split("\n\n", 1)[0]
+    return settings(text.split("\n", 1)[1])
+
+
+PROGRAMS = ["SuspendProgram=/usr/local/sbin/clusterctl-suspend", "ResumeProgram=/usr/local/sbin/clusterctl-resume",
+            "ResumeFailProgram=/usr/local/sbin/clusterctl-resume-fail"]
+
+
+@pytest.mark.parametrize("version, expected", [
+    ("22.05", ["SlurmctldParameters=idle_on_node_suspend,cloud_reg_addrs", "CommunicationParameters=NoAddrCache",
+               "ReconfigFlags=KeepPartState", "PrivateData=cloud"]),
+    ("23.02", ["SlurmctldParameters=idle_on_node_suspend,cloud_reg_addrs", "CommunicationParameters=NoAddrCache",
+               "ReconfigFlags=KeepPartState,KeepPowerSaveSettings"]),
+    ("23.11", ["SlurmctldParameters=idle_on_node_suspend", "ReconfigFlags=KeepPartState,KeepPowerSaveSettings"]),
+    ("24.05", ["SlurmctldParameters=idle_on_node_suspend", "ReconfigFlags=KeepPartState,KeepPowerSaveSettings"]),
+    ("24.11", ["SlurmctldParameters=idle_on_node_suspend", "ReconfigFlags=KeepPartState,KeepPowerSaveSettings"]),
+])
+def test_power_save_lines_per_release(version, expected):
+    conf = render(elastic_p5(version))["slurm/slurm.conf"]
+    assert power_save_settings(conf) == PROGRAMS + [
+        "SuspendTime=600", "SuspendTimeout=300", "ResumeTimeout=1800", "ResumeRate=0", "SuspendRate=0",
+        "SuspendExcNodes=cpu[1-4]", *expected]
+    assert settings(conf).count("ResumeTimeout=1800") == 1 and "ResumeTimeout=900" not in conf
+    assert "NodeName=gpu[001-016] Sockets=2 CoresPerSocket=48 ThreadsPerCore=2 RealMemory=2034688 Gres=gpu:h100:8 " \
+           "Features=gpu,h100-sxm,h100,efa State=CLOUD" in lines(conf)
+    assert "NodeName=cpu[1-4] Sockets=2 CoresPerSocket=8 ThreadsPerCore=2 RealMemory=49152 Features=cpu " \
+           "State=UNKNOWN" in lines(conf)
+    # every power-saving setting has its own comment line just above it
+    section = conf.split("\n# power saving: ", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    assert all(a.startswith("# ") and not b.startswith("#") for a, b in zip(section[::2], section[1::2]))
+
+
+def test_power_save_takes_the_blueprint_values_and_tree_width_before_23_11():
+    conf = render(elastic_p5("22.05", suspend_time_s=900, resume_timeout_s=2400, suspend_timeout_s=120,
+                             resume_rate_per_min=50, suspend_rate_per_min=20))["slurm/slurm.conf"]
+    assert power_save_settings(conf)[3:8] == ["SuspendTime=900", "SuspendTimeout=120", "ResumeTimeout=2400",
+                                              "ResumeRate=50", "SuspendRate=20"]
+    # elastic_computing.html (22.05): TreeWidth at least the node count, so messages never fan out through slurmd
+    assert "TreeWidth=21" in lines(conf)
+    assert "TreeWidth=5" in lines(render(elastic_p5("23.11"))["slurm/slurm.conf"])
+
+
+def test_all_elastic_has_no_suspend_exclusion_and_static_clusters_render_as_before():
+    conf = render(elastic_p5("24.11", static_cpu=False))["slurm/slurm.conf"]
+    assert not any(line.startswith("SuspendExcNodes") for line in lines(conf))
+    static = render(shipped("aws-p5"))["slurm/slurm.conf"]
+    assert "power saving" not in static and "State=CLOUD" not in static and "ResumeTimeout=900" in lines(static)
+
+
+def test_suspend_exclusion_is_the_static_groups_ranges_and_fast_at_scale():
+    data = elastic_p5("24.11")
+    data["node_groups"][0].update(count=25_000, hostnames="gpu[00001-25000]")
+    data["node_groups"][2].update(count=4_000, hostnames="cpu[0001-4000]")
+    data["cloud"]["reservation"] = None
+    plan = plan_of(data)
+    start = time.perf_counter()
+    conf = slurm.render(plan)["slurm/slurm.conf"]
+    assert time.perf_counter() - start < 2.0
+    assert "SuspendExcNodes=cpu[0001-4000]" in lines(conf)
+    assert len(conf.splitlines()) < 200
