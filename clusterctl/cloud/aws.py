@@ -13,20 +13,30 @@ Everything is built from a :class:`~clusterctl.cloud.spec.CloudSpec` plus the st
 ``publicHead``            head/login nodes in the public subnet with a public IP (default false)
 ``rootVolumeGb``          root volume size of GPU instances (default 512)
 ``mungeKey`` (secret)     the Slurm munge key, kept as a SecureString SSM parameter
+``slurmdbdPassword``      (secret) the slurmdbd database password, a second SecureString parameter; required
+                          when the blueprint has an accounting host
 ========================  ==========================================================================
+
+With the render directory (``build(spec, render_dir)``) the program also uploads the configuration object
+(:mod:`clusterctl.cloud.bundle`) to a private config bucket, gives every static instance bootstrap user data
+(:mod:`clusterctl.cloud.userdata`) and an instance profile per node role class (:func:`role_classes`,
+:func:`policy_document`), and names the instances in a Route 53 private hosted zone (docs/cloud.md, "AWS").
 """
 
 from __future__ import annotations
 
+import base64
 import ipaddress
+import json
 import math
 from dataclasses import dataclass
-
 from pathlib import Path
 
 import pulumi
 import pulumi_aws as aws
 
+from clusterctl import hostlist
+from clusterctl.cloud import bundle, identity, userdata
 from clusterctl.cloud.hostname import aws_user_data
 from clusterctl.cloud.spec import CloudSpec, GroupSpec, StorageSpec
 
@@ -42,18 +52,46 @@ ANYWHERE = ("0.0.0.0/0", "::/0")
 # --- pure helpers (unit-tested without Pulumi) -------------------------------------------------------------
 
 
-def efa_interfaces(count: int) -> list[dict]:
-    """The EFA interface layout of an instance type with ``count`` EFA devices on as many network cards.
+EFA_ONLY_TYPES = frozenset({"p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge"})
+"""multi-card EFA instance types laid out with ``efa-only`` interfaces: one EFA per network card, every card
+EFA-capable (EC2 "Specifications for accelerated computing instances", network specifications: 32 network
+cards on p5/p5e, 16 on p5en, 8 on p6-b200; Nitro v4, v4, v5, v6)"""
 
-    Network card 0 carries the primary interface (device index 0) as an EFA (EFA with ENA) interface;
-    every further card 1..count-1 gets one EFA interface at device index 1. This is the layout AWS
-    documents for P5 ("Maximize network bandwidth on Amazon EC2 instances with multiple network cards",
-    section "EFA configuration for P5 instances": 32 network cards on p5.48xlarge, 16 on p5en.48xlarge).
+
+def efa_interfaces(count: int, efa_only: bool = False) -> list[dict]:
+    """The network interfaces of an instance type with ``count`` EFA devices, one per network card.
+
+    ``efa_only`` (EFA_ONLY_TYPES): AWS's current guidance, EC2 User Guide "Maximize network bandwidth on
+    Amazon EC2 instances with multiple network cards" (efa-acc-inst-types): "For the primary network interface
+    (network card index 0, device index 0), create an ENA interface. You can't use an EFA-only network
+    interface as the primary network interface." / "If the network card index 0 supports EFA, create an
+    EFA-only network interface for network card index 0, device index 1." / "For each additional network
+    interface, use the next unused network card index, device index 0, for EFA-only network interface": one
+    ENA interface and ``count`` EFA-only interfaces (the page's run-instances example: "32 EFA devices and
+    one ENA device"). EFA-only interfaces take no IP address, so the instance uses one address of the subnet.
+
+    Otherwise (older multi-card types such as p4d) the previous layout: card 0 / device 0 an EFA with ENA,
+    cards 1..count-1 an EFA at device index 1.
     """
     if count <= 0:
         return [{"device_index": 0, "network_card_index": 0}]
+    if efa_only:
+        return ([{"device_index": 0, "network_card_index": 0},
+                 {"device_index": 1, "network_card_index": 0, "interface_type": "efa-only"}]
+                + [{"device_index": 0, "network_card_index": card, "interface_type": "efa-only"}
+                   for card in range(1, count)])
     return [{"device_index": 0 if card == 0 else 1, "network_card_index": card, "interface_type": "efa"}
             for card in range(count)]
+
+
+def fsx_efa(spec: CloudSpec) -> bool:
+    """Whether the cluster's FSx for Lustre file systems are created EFA-enabled: FSx supports EFA only on
+    PERSISTENT_2 with a metadata configuration and an EFA-enabled security group (FSx API
+    CreateFileSystemLustreConfiguration ``EfaEnabled``; pulumi-aws ``efa_enabled``: "only supported when
+    deploymentType is set to PERSISTENT_2, metadataConfiguration is used, and an EFA-enabled security group is
+    attached"), which this program always gives; and the GPU nodes must reach it over EFA, so at least one GPU
+    group is an EFA type laid out with EFA-only interfaces (EFA_ONLY_TYPES)."""
+    return any(g.network_fabric == "efa" and g.instance_type in EFA_ONLY_TYPES for g in spec.groups)
 
 
 @dataclass(frozen=True)
@@ -105,6 +143,103 @@ def subnet_cidrs(vpc_cidr: str) -> tuple[str, str]:
     return str(private), str(public)
 
 
+MUNGE_VAR = "vault_munge_key"
+DBD_VAR = "vault_slurmdbd_storage_pass"
+
+
+def parameter_names(cluster: str) -> dict[str, str]:
+    """Ansible variable -> SSM parameter name of each secret the nodes read."""
+    return {MUNGE_VAR: f"/clusterctl/{cluster}/munge-key", DBD_VAR: f"/clusterctl/{cluster}/slurmdbd-password"}
+
+
+def role_classes(spec: CloudSpec) -> dict[str, dict[str, str]]:
+    """node group -> {host: role class} for the hosts whose class is not the group's role (the Slurm controllers
+    and accounting hosts), plus the group's own class under the key ``""``.
+
+    A class is what a host's identity must be allowed to do: ``controller`` (slurmctld; creates elastic
+    instances), ``accounting`` (slurmdbd; reads the database password), both (``controller-accounting``), or
+    the group's role (``compute``, ``login``, ``head``, ...): a host that reads the database password never
+    shares an instance profile with one that must not."""
+    controllers, accounting = set(spec.controllers), set(spec.accounting)
+    classes: dict[str, dict[str, str]] = {}
+    for g in spec.groups:
+        special = {}
+        for host in controllers | accounting:
+            if host in g.hostnames:
+                special[host] = "-".join(p for p, on in (("controller", host in controllers),
+                                                         ("accounting", host in accounting)) if on)
+        classes[g.name] = {"": g.role, **dict(sorted(special.items()))}
+    return classes
+
+
+def class_needs(cls: str, elastic: bool) -> frozenset[str]:
+    """identity.needs of a role class (role_classes)."""
+    return identity.needs("aws", controller="controller" in cls.split("-"), elastic=elastic)
+
+
+def class_secrets(cls: str, cluster: str) -> dict[str, str]:
+    """Ansible variable -> SSM parameter name of the secrets the hosts of a class read."""
+    names = parameter_names(cluster)
+    return {MUNGE_VAR: names[MUNGE_VAR], **({DBD_VAR: names[DBD_VAR]} if "accounting" in cls.split("-") else {})}
+
+
+def policy_document(needs: frozenset[str], *, object_arn: str, parameter_arns: list[str],
+                    launch: dict | None = None) -> dict:
+    """The IAM policy of a role class granting exactly ``needs`` (identity.CAPABILITIES), nothing wider.
+
+    ``launch`` (manage-instances, pass-identity, write-dns; a controller of a cluster with elastic groups):
+    ``cluster``, ``region``, ``account``, ``launch_template_arns``, ``resource_arns`` (the subnet, security
+    group, placement group, AMI, capacity reservation, key pair the launch templates name), ``compute_role_arns`` (the roles of
+    the elastic groups' instance profiles),
+    ``zone_id``. RunInstances is allowed only from the cluster's launch templates (``ec2:LaunchTemplate``)
+    with the instance tagged ``clusterctl:cluster`` in the request (``aws:RequestTag``); CreateTags only as
+    part of RunInstances (``ec2:CreateAction``); TerminateInstances only on instances tagged with the cluster
+    (``ec2:ResourceTag``); PassRole only of the compute role, only to EC2; Route 53 changes only in the
+    cluster's zone. DescribeInstances has no resource-level permissions (Service Authorization Reference), so
+    it is ``*``. The SecureString parameters use the AWS managed key ``aws/ssm``, whose key policy lets the
+    account's principals decrypt through SSM (``kms:ViaService``), so no ``kms:Decrypt`` statement is needed."""
+    statements: list[dict] = []
+    if "read-config" in needs:
+        statements.append({"Sid": "ReadConfig", "Effect": "Allow", "Action": "s3:GetObject", "Resource": object_arn})
+    if "read-secrets" in needs:
+        statements.append({"Sid": "ReadSecrets", "Effect": "Allow", "Action": "ssm:GetParameter",
+                           "Resource": sorted(parameter_arns)})
+    if "manage-instances" in needs:
+        if launch is None:
+            raise ValueError("manage-instances needs the launch templates")
+        ec2 = f"arn:aws:ec2:{launch['region']}:{launch['account']}"
+        created = [f"{ec2}:instance/*", f"{ec2}:volume/*", f"{ec2}:network-interface/*"]
+        from_template = {"ArnEquals": {"ec2:LaunchTemplate": sorted(launch["launch_template_arns"])}}
+        tagged = {"StringEquals": {"aws:RequestTag/clusterctl:cluster": launch["cluster"]}}
+        statements += [
+            {"Sid": "RunTaggedInstancesFromTheLaunchTemplates", "Effect": "Allow", "Action": "ec2:RunInstances",
+             "Resource": f"{ec2}:instance/*", "Condition": {**from_template, **tagged}},
+            {"Sid": "RunTheirVolumesAndInterfaces", "Effect": "Allow", "Action": "ec2:RunInstances",
+             "Resource": created[1:], "Condition": from_template},
+            {"Sid": "RunWithTheClusterResources", "Effect": "Allow", "Action": "ec2:RunInstances",
+             "Resource": sorted(launch["launch_template_arns"]) + sorted(launch["resource_arns"])},
+            {"Sid": "TagOnLaunch", "Effect": "Allow", "Action": "ec2:CreateTags", "Resource": created,
+             "Condition": {"StringEquals": {"ec2:CreateAction": "RunInstances",
+                                            "aws:RequestTag/clusterctl:cluster": launch["cluster"]}}},
+            {"Sid": "TerminateClusterInstances", "Effect": "Allow", "Action": "ec2:TerminateInstances",
+             "Resource": f"{ec2}:instance/*",
+             "Condition": {"StringEquals": {"ec2:ResourceTag/clusterctl:cluster": launch["cluster"]}}},
+            {"Sid": "DescribeInstances", "Effect": "Allow", "Action": "ec2:DescribeInstances", "Resource": "*"},
+        ]
+    if "pass-identity" in needs:
+        statements.append({"Sid": "PassComputeRole", "Effect": "Allow", "Action": "iam:PassRole",
+                           "Resource": launch["compute_role_arns"],
+                           "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}})
+    if "write-dns" in needs:
+        statements.append({"Sid": "WriteDns", "Effect": "Allow", "Action": "route53:ChangeResourceRecordSets",
+                           "Resource": f"arn:aws:route53:::hostedzone/{launch['zone_id']}"})
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
+ASSUME_EC2 = json.dumps({"Version": "2012-10-17", "Statement": [{
+    "Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}]})
+
+
 # --- settings from the stack configuration -----------------------------------------------------------------
 
 
@@ -143,8 +278,10 @@ def _tags(spec: CloudSpec, name: str, **extra: str) -> dict[str, str]:
     return {**spec.tags, "Name": name, **extra}
 
 
-IMDSV2 = {"http_endpoint": "enabled", "http_tokens": "required", "http_put_response_hop_limit": 2}
-"""instance metadata: session tokens required (IMDSv2); hop limit 2 so containers reach it"""
+IMDSV2 = {"http_endpoint": "enabled", "http_tokens": "required", "http_put_response_hop_limit": 2,
+          "instance_metadata_tags": "disabled"}
+"""instance metadata: session tokens required (IMDSv2); hop limit 2 so containers reach it; the instance's tags
+stay out of the metadata service (the node learns its name and settings from its user data, not its tags)"""
 
 
 # --- components ----------------------------------------------------------------------------------------------
@@ -228,20 +365,52 @@ def _ami(settings: Settings) -> pulumi.Input[str]:
     ]).id
 
 
+class Boot:
+    """What every instance of the cluster boots with: its instance profile (per role class) and, with a render
+    directory, its bootstrap user data. Without one (``bucket_name`` None) the user data only names the host."""
+
+    def __init__(self, spec: CloudSpec, ident: "Identity", bucket_name: pulumi.Output[str] | None):
+        self.spec, self.identity, self.bucket_name = spec, ident, bucket_name
+        self.classes = role_classes(spec)
+
+    def cls(self, group: GroupSpec, host: str | None = None) -> str:
+        classes = self.classes[group.name]
+        return classes.get(host, classes[""]) if host else classes[""]
+
+    def config_url(self, bucket: str) -> str:
+        return f"s3://{bucket}/{bundle.OBJECT_KEY}"
+
+    def bootstrap(self, bucket: str, cls: str) -> dict:
+        secrets = {var: {"aws-ssm": name} for var, name in class_secrets(cls, self.spec.cluster).items()}
+        return userdata.bootstrap_config("aws", region=self.spec.region, config_url=self.config_url(bucket),
+                                         secrets=secrets)
+
+    def user_data(self, group: GroupSpec, host: str) -> pulumi.Input[str]:
+        if self.bucket_name is None:
+            return aws_user_data(host)
+        cls = self.cls(group, host)
+        return self.bucket_name.apply(lambda b: userdata.user_data("aws", host, self.bootstrap(b, cls)))
+
+    def profile(self, group: GroupSpec, host: str | None = None) -> aws.iam.InstanceProfile:
+        return self.identity.profiles[self.cls(group, host)]
+
+
 class GpuNodeGroup(pulumi.ComponentResource):
-    """One launch template (full EFA interface layout, IMDSv2, encrypted root volume, capacity reservation)
-    and one instance per hostname, all in the cluster placement group, named by its cloud-init user data
-    (:func:`clusterctl.cloud.hostname.aws_user_data`) and its ``Name`` tag."""
+    """One launch template (the instance type's EFA interface layout, IMDSv2, encrypted root volume, capacity
+    reservation, placement group, the group's instance profile) and, unless the group is elastic, one instance
+    per hostname from it, named by its cloud-init user data and its ``Name`` tag. An elastic group has only the
+    launch template: Slurm's ResumeProgram starts its instances from it (stack.json)."""
 
     def __init__(self, name: str, spec: CloudSpec, group: GroupSpec, settings: Settings, network: Network,
-                 placement_group: aws.ec2.PlacementGroup, ami: pulumi.Input[str],
+                 placement_group: aws.ec2.PlacementGroup, ami: pulumi.Input[str], boot: Boot,
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("clusterctl:aws:GpuNodeGroup", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         tags = _tags(spec, f"{spec.cluster}-{group.name}", **{"clusterctl:group": group.name})
         nics = group.accelerator_nics if group.network_fabric == "efa" else 0
         interfaces = [{**nic, "subnet_id": network.subnet_id, "security_groups": [network.security_group_id],
-                       "delete_on_termination": "true"} for nic in efa_interfaces(nics)]
+                       "delete_on_termination": "true"}
+                      for nic in efa_interfaces(nics, efa_only=group.instance_type in EFA_ONLY_TYPES)]
         reservation = None
         market = None
         if spec.reservation:
@@ -251,6 +420,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
         template = aws.ec2.LaunchTemplate(
             f"{name}-lt", name_prefix=f"{spec.cluster}-{group.name}-", image_id=ami,
             instance_type=group.instance_type, key_name=settings.key_name, network_interfaces=interfaces,
+            iam_instance_profile={"arn": boot.profile(group).arn},
             placement={"group_name": placement_group.name} if spec.placement_group else None,
             metadata_options=IMDSV2,
             block_device_mappings=[{"device_name": "/dev/sda1", "ebs": {
@@ -261,14 +431,18 @@ class GpuNodeGroup(pulumi.ComponentResource):
                                 {"resource_type": "volume", "tags": tags},
                                 {"resource_type": "network-interface", "tags": tags}],
             update_default_version=True, tags=tags, opts=child)
+        self.launch_template = template
         self.launch_template_id = template.id
         self.instances: dict[str, aws.ec2.Instance] = {}
-        for host in group.hostnames:
+        for host in () if group.elastic else group.hostnames:
+            # user_data_replace_on_change stays false: cloud-init runs the bootstrap once per instance, so a
+            # changed user data (a new bootstrap program) must not replace - and wipe - running GPU nodes
             self.instances[host] = aws.ec2.Instance(
                 host, instance_type=group.instance_type,
                 launch_template={"id": template.id, "version": template.latest_version.apply(str)},
                 placement_group=placement_group.name if spec.placement_group else None,
-                metadata_options=IMDSV2, user_data=aws_user_data(host),
+                iam_instance_profile=boot.profile(group, host).name,
+                metadata_options=IMDSV2, user_data=boot.user_data(group, host), user_data_replace_on_change=False,
                 tags={**tags, "Name": host, "clusterctl:hostname": host}, opts=child)
         self.register_outputs({"launch_template_id": template.id,
                                "private_ips": {h: i.private_ip for h, i in self.instances.items()}})
@@ -276,10 +450,11 @@ class GpuNodeGroup(pulumi.ComponentResource):
 
 class HeadNodes(pulumi.ComponentResource):
     """Head and login instances (CPU types) outside the placement group: IMDSv2, encrypted root volume, in
-    the cluster subnet (or the public one with ``publicHead``); named like the GPU instances."""
+    the cluster subnet (or the public one with ``publicHead``); named and bootstrapped like the GPU instances,
+    each with the instance profile of its role class."""
 
     def __init__(self, name: str, spec: CloudSpec, groups: list[GroupSpec], settings: Settings, network: Network,
-                 ami: pulumi.Input[str], opts: pulumi.ResourceOptions | None = None):
+                 ami: pulumi.Input[str], boot: Boot, opts: pulumi.ResourceOptions | None = None):
         super().__init__("clusterctl:aws:HeadNodes", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         public = settings.public_head and network.public_subnet_id is not None
@@ -293,7 +468,9 @@ class HeadNodes(pulumi.ComponentResource):
                     host, ami=ami, instance_type=group.instance_type, key_name=settings.key_name,
                     subnet_id=network.public_subnet_id if public else network.subnet_id,
                     vpc_security_group_ids=[network.security_group_id], associate_public_ip_address=public,
-                    metadata_options=IMDSV2, user_data=aws_user_data(host),
+                    iam_instance_profile=boot.profile(group, host).name,
+                    metadata_options=IMDSV2, user_data=boot.user_data(group, host),
+                    user_data_replace_on_change=False,
                     root_block_device={"volume_size": 200, "volume_type": "gp3", "encrypted": True,
                                        "delete_on_termination": True, "tags": tags},
                     tags={**tags, "Name": host, "clusterctl:hostname": host}, opts=child)
@@ -301,6 +478,102 @@ class HeadNodes(pulumi.ComponentResource):
         self.public_ip = self.instances[heads[0]].public_ip if public and heads else None
         self.register_outputs({"private_ips": {h: i.private_ip for h, i in self.instances.items()},
                                "head_public_ip": self.public_ip})
+
+
+class Identity(pulumi.ComponentResource):
+    """An IAM role and instance profile per node role class present (:func:`role_classes`). The policies come
+    later (:meth:`grant`): a controller's names the launch templates, which carry the compute profile."""
+
+    def __init__(self, name: str, spec: CloudSpec, classes: list[str], opts: pulumi.ResourceOptions | None = None):
+        super().__init__("clusterctl:aws:Identity", name, None, opts)
+        self._child = pulumi.ResourceOptions(parent=self)
+        self.name, self.spec = name, spec
+        self.roles: dict[str, aws.iam.Role] = {}
+        self.profiles: dict[str, aws.iam.InstanceProfile] = {}
+        for cls in classes:
+            tags = _tags(spec, f"{spec.cluster}-{cls}", **{"clusterctl:role-class": cls})
+            # named (not prefixed) like the SSM parameters: one stack of a cluster name per account
+            role = aws.iam.Role(f"{name}-{cls}", name=f"clusterctl-{spec.cluster}-{cls}"[:64],
+                                assume_role_policy=ASSUME_EC2, description=f"clusterctl {spec.cluster}: {cls} nodes",
+                                tags=tags, opts=self._child)
+            self.roles[cls] = role
+            self.profiles[cls] = aws.iam.InstanceProfile(f"{name}-{cls}", name=f"clusterctl-{spec.cluster}-{cls}"[:128],
+                                                         role=role.name, tags=tags, opts=self._child)
+
+    def grant(self, elastic: bool, object_arn: pulumi.Input[str], parameter_arns: dict[str, pulumi.Input[str]],
+              launch: dict | None) -> None:
+        """One inline policy per role (:func:`policy_document`); ``launch`` as there, with Outputs inside."""
+        self.policies: dict[str, aws.iam.RolePolicy] = {}
+        for cls, role in self.roles.items():
+            needs = class_needs(cls, elastic)
+            params = [parameter_arns[var] for var in class_secrets(cls, self.spec.cluster)]
+            doc = pulumi.Output.all(object_arn, params, launch if "manage-instances" in needs else None).apply(
+                lambda a, needs=needs: json.dumps(policy_document(needs, object_arn=a[0], parameter_arns=a[1],
+                                                                  launch=a[2]), indent=1, sort_keys=True))
+            self.policies[cls] = aws.iam.RolePolicy(f"{self.name}-{cls}", role=role.id, policy=doc, opts=self._child)
+        self.register_outputs({"roles": {c: r.arn for c, r in self.roles.items()},
+                               "instance_profiles": {c: p.name for c, p in self.profiles.items()}})
+
+
+class Names(pulumi.ComponentResource):
+    """The cluster's private DNS: a Route 53 private hosted zone ``<cluster>.internal`` associated with the VPC,
+    a DHCP options set whose domain name is the zone (so the short names resolve) associated with a VPC this
+    program created (an existing VPC keeps its DHCP options: its owner's choice), and an A record per static
+    instance. Elastic instances get theirs from the resume program."""
+
+    def __init__(self, name: str, spec: CloudSpec, network: Network, created_vpc: bool,
+                 instances: dict[str, aws.ec2.Instance], opts: pulumi.ResourceOptions | None = None):
+        super().__init__("clusterctl:aws:Names", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.domain = f"{spec.cluster}.internal"
+        zone = aws.route53.Zone(f"{name}-zone", name=self.domain, vpcs=[{"vpc_id": network.vpc_id}],
+                                comment=f"clusterctl {spec.cluster}: node names", force_destroy=True,
+                                tags=_tags(spec, self.domain), opts=child)
+        self.zone_id = zone.id  # the hosted zone ID (Z...), as zone_id
+        self.zone_arn = zone.arn
+        if created_vpc:
+            dhcp = aws.ec2.VpcDhcpOptions(f"{name}-dhcp", domain_name=self.domain,
+                                          domain_name_servers=["AmazonProvidedDNS"],
+                                          tags=_tags(spec, f"{spec.cluster}-dhcp"), opts=child)
+            aws.ec2.VpcDhcpOptionsAssociation(f"{name}-dhcp", vpc_id=network.vpc_id, dhcp_options_id=dhcp.id,
+                                              opts=child)
+        for host, inst in instances.items():
+            aws.route53.Record(f"{name}-{host}", zone_id=zone.id, name=f"{host}.{self.domain}", type="A",
+                               ttl=60, records=[inst.private_ip], opts=child)
+        self.register_outputs({"hosted_zone_id": zone.id, "dns_domain": self.domain})
+
+
+class ConfigStore(pulumi.ComponentResource):
+    """The private bucket of the configuration object: all four public-access blocks, BucketOwnerEnforced,
+    SSE-S3. Its own bucket, not a prefix of the checkpoint bucket: the nodes' roles get ``s3:GetObject`` on
+    the one object and nothing else, and the checkpoint bucket's users (training jobs) never see the cluster's
+    configuration. Nothing in the object is secret, so SSE-S3 suffices and no KMS permission is needed."""
+
+    def __init__(self, name: str, spec: CloudSpec, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("clusterctl:aws:ConfigStore", name, None, opts)
+        self._child = pulumi.ResourceOptions(parent=self)
+        self.name = name
+        self.bucket = aws.s3.Bucket(name, bucket_prefix=f"{spec.cluster}-config-"[:37], force_destroy=True,
+                                    tags=_tags(spec, f"{spec.cluster}-config"), opts=self._child)
+        aws.s3.BucketPublicAccessBlock(f"{name}-pab", bucket=self.bucket.id, block_public_acls=True,
+                                       block_public_policy=True, ignore_public_acls=True,
+                                       restrict_public_buckets=True, opts=self._child)
+        aws.s3.BucketOwnershipControls(f"{name}-owner", bucket=self.bucket.id,
+                                       rule={"object_ownership": "BucketOwnerEnforced"}, opts=self._child)
+        aws.s3.BucketServerSideEncryptionConfiguration(
+            f"{name}-sse", bucket=self.bucket.id,
+            rules=[{"apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"}}], opts=self._child)
+        self.bucket_name = self.bucket.bucket
+        self.object_arn = self.bucket.arn.apply(lambda arn: f"{arn}/{bundle.OBJECT_KEY}")
+
+    def upload(self, spec: CloudSpec, render_dir: Path, stack: pulumi.Output[dict]) -> None:
+        """The object ``config_bundle(render_dir, stack)`` (bytes, so given base64-encoded)."""
+        content = stack.apply(lambda st: base64.b64encode(bundle.config_bundle(render_dir, st)).decode())
+        self.object = aws.s3.BucketObjectv2(f"{self.name}-object", bucket=self.bucket.id, key=bundle.OBJECT_KEY,
+                                            content_base64=content, content_type="application/gzip",
+                                            server_side_encryption="AES256",
+                                            tags=_tags(spec, f"{spec.cluster}-config"), opts=self._child)
+        self.register_outputs({"bucket": self.bucket_name, "object_key": bundle.OBJECT_KEY})
 
 
 class Storage(pulumi.ComponentResource):
@@ -340,19 +613,22 @@ class Storage(pulumi.ComponentResource):
             f"{name}-{tier.name}", deployment_type="PERSISTENT_2", storage_type="SSD",
             storage_capacity=sizing.capacity_gib, per_unit_storage_throughput=sizing.per_unit_storage_throughput,
             file_system_type_version="2.15", subnet_ids=network.subnet_id,
+            efa_enabled=True if fsx_efa(spec) else None,
+            metadata_configuration={"mode": "AUTOMATIC"} if fsx_efa(spec) else None,
             security_group_ids=[network.security_group_id], copy_tags_to_backups=True,
             tags=_tags(spec, f"{spec.cluster}-{tier.name}", **{"clusterctl:mount": tier.mount}), opts=child)
         return {"fs": fs, "sizing": sizing, "outputs": {
             "dns_name": fs.dns_name, "mount_name": fs.mount_name, "mount": tier.mount,
             "capacity_gib": sizing.capacity_gib, "per_unit_storage_throughput": sizing.per_unit_storage_throughput,
             "throughput_mb_per_s": round(sizing.throughput_mb_per_s), "sizing": sizing.note,
-            "capacity_grown": sizing.grown}}
+            "capacity_grown": sizing.grown, "efa_enabled": fsx_efa(spec)}}
 
 
 class Cluster(pulumi.ComponentResource):
     """The whole cluster; its outputs are the stack outputs (docs/cloud.md)."""
 
-    def __init__(self, name: str, spec: CloudSpec, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, spec: CloudSpec, render_dir: Path | None = None,
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__("clusterctl:aws:Cluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         settings = Settings.load(spec)
@@ -362,23 +638,56 @@ class Cluster(pulumi.ComponentResource):
         placement = aws.ec2.PlacementGroup(f"{name}-pg", strategy="cluster", tags=_tags(spec, f"{name}-pg"),
                                            opts=child)
         ami = _ami(settings)
-        gpu_groups = [g for g in spec.groups if g.gpus > 0 or g.accelerator_nics > 0]
-        cpu_groups = [g for g in spec.groups if g not in gpu_groups]
-        node_groups = [GpuNodeGroup(f"{name}-{g.name}", spec, g, settings, network, placement, ami, opts=child)
-                       for g in gpu_groups]
-        heads = HeadNodes(f"{name}-head", spec, cpu_groups, settings, network, ami, opts=child)
-        storage = Storage(f"{name}-storage", spec, network, opts=child)
-        munge = aws.ssm.Parameter(f"{name}-munge-key", name=f"/clusterctl/{spec.cluster}/munge-key",
+        names = parameter_names(spec.cluster)
+        munge = aws.ssm.Parameter(f"{name}-munge-key", name=names[MUNGE_VAR],
                                   type="SecureString", value=config.require_secret("mungeKey"),
                                   description="Slurm munge key (base64)", tags=_tags(spec, f"{name}-munge-key"),
                                   opts=child)
+        params = {MUNGE_VAR: munge}
+        if spec.accounting:
+            params[DBD_VAR] = aws.ssm.Parameter(
+                f"{name}-slurmdbd-password", name=names[DBD_VAR], type="SecureString",
+                value=config.require_secret("slurmdbdPassword"), description="slurmdbd database password",
+                tags=_tags(spec, f"{name}-slurmdbd-password"), opts=child)
+        store = ConfigStore(f"{name}-config", spec, opts=child)
+        elastic = any(g.elastic for g in spec.groups)
+        classes = role_classes(spec)
+        present = sorted({c for g in spec.groups for h, c in classes[g.name].items()
+                          if h or g.elastic or g.gpus > 0 or g.accelerator_nics > 0
+                          or len(classes[g.name]) <= len(g.hostnames)})
+        ident = Identity(f"{name}-identity", spec, present, opts=child)
+        boot = Boot(spec, ident, store.bucket_name if render_dir is not None else None)
 
+        gpu_groups = [g for g in spec.groups if g.gpus > 0 or g.accelerator_nics > 0 or g.elastic]
+        cpu_groups = [g for g in spec.groups if g not in gpu_groups]
+        node_groups = [GpuNodeGroup(f"{name}-{g.name}", spec, g, settings, network, placement, ami, boot,
+                                    opts=child) for g in gpu_groups]
+        heads = HeadNodes(f"{name}-head", spec, cpu_groups, settings, network, ami, boot, opts=child)
+        storage = Storage(f"{name}-storage", spec, network, opts=child)
+
+        static: dict[str, aws.ec2.Instance] = {}
         nodes: dict[str, pulumi.Output] = {}
         for group, ng in zip(gpu_groups, node_groups):
             for host, inst in ng.instances.items():
                 nodes[host] = _node(inst, group)
+                static[host] = inst
         for host, inst in heads.instances.items():
             nodes[host] = _node(inst, heads.groups[host])
+            static[host] = inst
+        dns = Names(f"{name}-names", spec, network, created_vpc=not settings.subnet_ids, instances=static,
+                    opts=child)
+
+        templates = {g.name: ng.launch_template for g, ng in zip(gpu_groups, node_groups) if g.elastic}
+        launch = None
+        if elastic:
+            launch = _launch_facts(spec, settings, network, placement, ami, templates, ident, dns)
+        ident.grant(elastic, store.object_arn, {var: p.arn for var, p in params.items()}, launch)
+
+        stack = pulumi.Output.all(store.bucket_name, {g: t.id for g, t in templates.items()}, dns.zone_id).apply(
+            lambda a: stack_json(spec, boot.bootstrap(a[0], "compute"), a[1], a[2], dns.domain))
+        if render_dir is not None:
+            store.upload(spec, Path(render_dir), stack)
+
         first_fs = next(iter(storage.file_systems.values()), None)
         self.outputs = {
             "nodes": dict(sorted(nodes.items())),
@@ -387,13 +696,52 @@ class Cluster(pulumi.ComponentResource):
             "fsx_mount_name": first_fs["outputs"]["mount_name"] if first_fs else None,
             "file_systems": {k: v["outputs"] for k, v in storage.file_systems.items()},
             "bucket_name": storage.bucket_name,
+            "config_bucket": store.bucket_name,
+            "config_url": store.bucket_name.apply(boot.config_url),
             "placement_group": placement.name,
             "vpc_id": network.vpc_id,
             "subnet_id": network.subnet_id,
             "security_group_id": network.security_group_id,
             "munge_key_parameter": munge.name,
+            "slurmdbd_password_parameter": params[DBD_VAR].name if DBD_VAR in params else None,
+            "hosted_zone_id": dns.zone_id,
+            "dns_domain": dns.domain,
+            "instance_profiles": {c: p.name for c, p in ident.profiles.items()},
+            "stack": stack,
         }
         self.register_outputs(self.outputs)
+
+
+def stack_json(spec: CloudSpec, bootstrap: dict, launch_templates: dict[str, str], zone_id: str,
+               domain: str) -> dict:
+    """``cloud/stack.json`` of the configuration object (the issue 12 design): no secret and nothing that
+    depends on an instance; the elastic groups with what the resume program starts their instances from."""
+    return {"version": 1, "cluster": spec.cluster, "provider": "aws", "region": spec.region, "zone": spec.zone,
+            "bootstrap": bootstrap,
+            "elastic": {g.name: {"hostlist": hostlist.compress(g.hostnames), "instance_type": g.instance_type,
+                                 "aws": {"launch_template_id": launch_templates[g.name],
+                                         "hosted_zone_id": zone_id, "dns_domain": domain}}
+                        for g in spec.groups if g.elastic}}
+
+
+def _launch_facts(spec: CloudSpec, settings: Settings, network: Network, placement: aws.ec2.PlacementGroup,
+                  ami: pulumi.Input[str], templates: dict[str, aws.ec2.LaunchTemplate], ident: Identity,
+                  dns: Names) -> pulumi.Output[dict]:
+    """The ``launch`` argument of :func:`policy_document` for the controllers (resolved Outputs)."""
+    account = aws.get_caller_identity_output().account_id
+    compute = sorted({role_classes(spec)[g][""] for g in templates})
+    return pulumi.Output.all(account, [t.arn for t in templates.values()], network.subnet_id,
+                             network.security_group_id, placement.arn, ami, [ident.roles[c].arn for c in compute], dns.zone_id).apply(
+        lambda a: {
+            "cluster": spec.cluster, "region": spec.region, "account": a[0], "launch_template_arns": a[1],
+            "resource_arns": sorted(
+                [f"arn:aws:ec2:{spec.region}:{a[0]}:subnet/{a[2]}",
+                 f"arn:aws:ec2:{spec.region}:{a[0]}:security-group/{a[3]}", a[4],
+                 f"arn:aws:ec2:{spec.region}::image/{a[5]}"]
+                + ([f"arn:aws:ec2:{spec.region}:{a[0]}:capacity-reservation/{spec.reservation}"]
+                   if spec.reservation else [])
+                + ([f"arn:aws:ec2:{spec.region}:{a[0]}:key-pair/{settings.key_name}"] if settings.key_name else [])),
+            "compute_role_arns": sorted(a[6]), "zone_id": a[7]})
 
 
 def _node(instance: aws.ec2.Instance, group: GroupSpec) -> pulumi.Output:
@@ -402,5 +750,6 @@ def _node(instance: aws.ec2.Instance, group: GroupSpec) -> pulumi.Output:
 
 
 def build(spec: CloudSpec, render_dir: Path | None = None) -> Cluster:
-    """Create the stack's AWS resources for ``spec``; returns the cluster component."""
-    return Cluster(spec.cluster, spec)
+    """Create the stack's AWS resources for ``spec``; returns the cluster component. With ``render_dir`` the
+    configuration object is uploaded and every instance boots into the bootstrap."""
+    return Cluster(spec.cluster, spec, render_dir=render_dir)

@@ -1,17 +1,30 @@
-"""clusterctl.cloud.aws under Pulumi mocks: the aws-p5 blueprint (32 EFA per p5.48xlarge) and a p5en
-variant (16 EFA), checked resource by resource as the engine would receive them (wire names)."""
+"""clusterctl.cloud.aws under Pulumi mocks: the aws-p5 blueprint (32 EFA per p5.48xlarge) and p5en (16 EFA) and
+p6-b200 (8 EFA) variants, checked resource by resource as the engine would receive them (wire names); and the
+rendered aws-p5 (``python3 -m clusterctl render``) built with its render directory: bootstrap user data,
+instance profiles, the configuration object, names, an elastic variant."""
 
 from __future__ import annotations
 
+import base64
+import gzip
+import io
+import json
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
 import pytest
+import yaml
 
 from clusterctl.cloud import aws as cloud_aws
 from clusterctl.cloud.spec import CloudSpec, cloud_spec
 from tests.cloud.mocks import Recorded, is_secret, reveal, run_program
-from tests.helpers import plan_of, shipped
+from clusterctl.cloud import bundle, identity, userdata
+from tests.helpers import BLUEPRINTS, REPO, plan_of, shipped
 
 CONFIG = {"clusterctl:keyName": "ops"}
-SECRETS = {"clusterctl:mungeKey": "bXVuZ2Uta2V5LWZvci10ZXN0cw=="}
+SECRETS = {"clusterctl:mungeKey": "bXVuZ2Uta2V5LWZvci10ZXN0cw==", "clusterctl:slurmdbdPassword": "db-Pa55-for-tests"}
 ANYWHERE = {"0.0.0.0/0", "::/0"}
 
 INSTANCE = "aws:ec2/instance:Instance"
@@ -21,7 +34,9 @@ UNTAGGABLE = {"aws:ec2/routeTableAssociation:RouteTableAssociation",
               "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock",
               "aws:s3/bucketOwnershipControls:BucketOwnershipControls",
               "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
-              "aws:s3/bucketVersioning:BucketVersioning"}
+              "aws:s3/bucketVersioning:BucketVersioning",
+              "aws:ec2/vpcDhcpOptionsAssociation:VpcDhcpOptionsAssociation", "aws:iam/rolePolicy:RolePolicy",
+              "aws:route53/record:Record"}
 
 
 def spec_of(instance: str = "p5.48xlarge", **cloud) -> CloudSpec:
@@ -31,7 +46,7 @@ def spec_of(instance: str = "p5.48xlarge", **cloud) -> CloudSpec:
     return cloud_spec(plan_of(data))
 
 
-SPECS = {"p5.48xlarge": 32, "p5en.48xlarge": 16}
+SPECS = {"p5.48xlarge": 32, "p5en.48xlarge": 16, "p6-b200.48xlarge": 8}
 
 
 @pytest.fixture(scope="module", params=sorted(SPECS))
@@ -66,15 +81,29 @@ def test_instance_count_and_type_per_group(case):
             assert instances[host].inputs["instanceType"] == group.instance_type
 
 
-def test_full_efa_layout_on_every_gpu_instance(case):
+EFA_LAYOUT = {
+    # AWS EC2 User Guide, "Maximize network bandwidth on Amazon EC2 instances with multiple network cards"
+    # (efa-acc-inst-types): primary ENA interface at network card 0 / device index 0 ("You can't use an EFA-only
+    # network interface as the primary network interface"); "If the network card index 0 supports EFA, create an
+    # EFA-only network interface for network card index 0, device index 1"; every further card: "device index 0,
+    # for EFA-only network interface". Network cards per type: EC2 "Specifications for accelerated computing
+    # instances", Network specifications (p5.48xlarge 32, p5en.48xlarge 16, p6-b200.48xlarge 8).
+    # (network card, device index, interface type; None = ENA)
+    "p5.48xlarge": [(0, 0, None), (0, 1, "efa-only")] + [(c, 0, "efa-only") for c in range(1, 32)],
+    "p5en.48xlarge": [(0, 0, None), (0, 1, "efa-only")] + [(c, 0, "efa-only") for c in range(1, 16)],
+    "p6-b200.48xlarge": [(0, 0, None), (0, 1, "efa-only")] + [(c, 0, "efa-only") for c in range(1, 8)],
+}
+
+
+def test_efa_only_layout_on_every_gpu_instance(case):
     spec, rec, efa = case
     assert gpu_instances(spec, rec)
     for inst in gpu_instances(spec, rec):
         nics = template_of(rec, inst)["networkInterfaces"]
-        assert len(nics) == efa
-        assert all(n["interfaceType"] == "efa" for n in nics)
-        layout = [(int(n["networkCardIndex"]), int(n["deviceIndex"])) for n in nics]
-        assert layout == [(0, 0)] + [(card, 1) for card in range(1, efa)]
+        layout = [(int(n["networkCardIndex"]), int(n["deviceIndex"]), n.get("interfaceType")) for n in nics]
+        assert layout == EFA_LAYOUT[inst.inputs["instanceType"]]
+        assert sum(n.get("interfaceType") == "efa-only" for n in nics) == efa  # one EFA per network card
+        assert all(n["securityGroups"] == [rec.outputs["security_group_id"]] for n in nics)
 
 
 def test_every_gpu_instance_is_in_the_cluster_placement_group(case):
@@ -129,14 +158,17 @@ def test_encryption_of_volumes_bucket_and_file_system(case):
     for inst in rec.of_type(INSTANCE):
         if "launchTemplate" not in inst.inputs:
             assert inst.inputs["rootBlockDevice"]["encrypted"] is True
-    (bucket,) = rec.of_type("aws:s3/bucket:Bucket")
-    (sse,) = rec.of_type("aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration")
-    assert sse.inputs["bucket"] == bucket.outputs["id"]
-    assert sse.inputs["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"] == "aws:kms"
-    (pab,) = rec.of_type("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock")
-    assert pab.inputs["bucket"] == bucket.outputs["id"]
-    assert all(pab.inputs[k] is True for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls",
-                                                "restrictPublicBuckets"))
+    buckets = {r.outputs["bucket"]: r for r in rec.of_type("aws:s3/bucket:Bucket")}
+    assert set(buckets) == {rec.outputs["bucket_name"], rec.outputs["config_bucket"]}
+    sse = {r.inputs["bucket"]: r.inputs["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"] for r in
+           rec.of_type("aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration")}
+    assert sse == {buckets[rec.outputs["bucket_name"]].outputs["id"]: "aws:kms",
+                   buckets[rec.outputs["config_bucket"]].outputs["id"]: "AES256"}
+    pabs = rec.of_type("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock")
+    assert {p.inputs["bucket"] for p in pabs} == {b.outputs["id"] for b in buckets.values()}
+    for pab in pabs:
+        assert all(pab.inputs[k] is True for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls",
+                                                    "restrictPublicBuckets"))
     (versioning,) = rec.of_type("aws:s3/bucketVersioning:BucketVersioning")
     assert versioning.inputs["versioningConfiguration"]["status"] == "Enabled"
     # FSx for Lustre persistent file systems are always encrypted at rest (AWS-managed or customer KMS key)
@@ -171,7 +203,8 @@ def test_components_and_parents(case):
     _, rec, _ = case
     components = {r.type for r in rec.resources if not r.custom}
     assert components == {"clusterctl:aws:Cluster", "clusterctl:aws:Network", "clusterctl:aws:GpuNodeGroup",
-                          "clusterctl:aws:HeadNodes", "clusterctl:aws:Storage"}
+                          "clusterctl:aws:HeadNodes", "clusterctl:aws:Storage", "clusterctl:aws:Identity",
+                          "clusterctl:aws:Names", "clusterctl:aws:ConfigStore"}
     assert rec.root.type == "clusterctl:aws:Cluster"
     for res in rec.resources:
         if res is not rec.root:
@@ -195,13 +228,17 @@ def test_outputs(case):
     assert out["file_systems"]["fsx"]["capacity_grown"] is False
 
 
-def test_munge_key_is_a_secure_parameter_from_secret_config(case):
+def test_munge_key_and_db_password_are_secure_parameters_from_secret_config(case):
     _, rec, _ = case
-    (param,) = rec.of_type("aws:ssm/parameter:Parameter")
-    assert param.inputs["type"] == "SecureString"
-    assert is_secret(param.inputs["value"])
-    assert reveal(param.inputs["value"]) == SECRETS["clusterctl:mungeKey"]
-    assert SECRETS["clusterctl:mungeKey"] not in str(rec.outputs)
+    params = {p.inputs["name"]: p for p in rec.of_type("aws:ssm/parameter:Parameter")}
+    assert set(params) == {"/clusterctl/aws-p5/munge-key", "/clusterctl/aws-p5/slurmdbd-password"}
+    for name, key in (("munge-key", "mungeKey"), ("slurmdbd-password", "slurmdbdPassword")):
+        param = params[f"/clusterctl/aws-p5/{name}"]
+        assert param.inputs["type"] == "SecureString"
+        assert is_secret(param.inputs["value"])
+        assert reveal(param.inputs["value"]) == SECRETS[f"clusterctl:{key}"]
+        assert SECRETS[f"clusterctl:{key}"] not in str(rec.outputs)
+    assert rec.outputs["slurmdbd_password_parameter"] == "/clusterctl/aws-p5/slurmdbd-password"
 
 
 def test_dlami_lookup_without_ami_config(case):
@@ -255,6 +292,13 @@ def test_spec_from_rendered_cluster_json_builds_the_same_cluster():
 
 
 def test_efa_interfaces_layout():
+    assert cloud_aws.efa_interfaces(3, efa_only=True) == [
+        {"device_index": 0, "network_card_index": 0},
+        {"device_index": 1, "network_card_index": 0, "interface_type": "efa-only"},
+        {"device_index": 0, "network_card_index": 1, "interface_type": "efa-only"},
+        {"device_index": 0, "network_card_index": 2, "interface_type": "efa-only"},
+    ]
+    # older multi-card types (p4d: Nitro v3) keep EFA-with-ENA interfaces
     assert cloud_aws.efa_interfaces(4) == [
         {"device_index": 0, "network_card_index": 0, "interface_type": "efa"},
         {"device_index": 1, "network_card_index": 1, "interface_type": "efa"},
@@ -290,3 +334,301 @@ def test_grown_file_system_is_reported_in_an_output():
 def test_subnet_cidrs():
     assert cloud_aws.subnet_cidrs("10.0.0.0/16") == ("10.0.0.0/18", "10.0.255.0/24")
     assert cloud_aws.subnet_cidrs("10.100.0.0/20") == ("10.100.0.0/22", "10.100.15.0/24")
+
+
+# --- with the render directory: bootstrap, identity, configuration object, names ----------------------------
+
+ACTIONS = {"s3:GetObject": "read-config", "ssm:GetParameter": "read-secrets", "ec2:RunInstances": "manage-instances",
+           "ec2:CreateTags": "manage-instances", "ec2:TerminateInstances": "manage-instances",
+           "ec2:DescribeInstances": "manage-instances", "iam:PassRole": "pass-identity",
+           "route53:ChangeResourceRecordSets": "write-dns"}
+"""what each action a policy grants is for (identity.CAPABILITIES)"""
+PROFILE = "aws:iam/instanceProfile:InstanceProfile"
+ROLE = "aws:iam/role:Role"
+POLICY = "aws:iam/rolePolicy:RolePolicy"
+OBJECT = "aws:s3/bucketObjectv2:BucketObjectv2"
+
+
+def render(tmp: Path, data: dict | None = None) -> Path:
+    """``python3 -m clusterctl render`` of aws-p5 (or of ``data``, written next to it) into ``tmp/out``."""
+    source = BLUEPRINTS / "aws-p5.yaml"
+    if data is not None:
+        source = tmp / "aws-p5.yaml"
+        source.write_text(yaml.safe_dump(data, sort_keys=False))
+    out = tmp / "out"
+    r = subprocess.run([sys.executable, "-m", "clusterctl", "render", str(source), "-o", str(out)], cwd=REPO,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def build_rendered(out: Path) -> tuple[CloudSpec, Recorded]:
+    spec = CloudSpec.from_json((out / "pulumi" / "cluster.json").read_text())
+    return spec, run_program(spec, config=CONFIG, secrets=SECRETS, render_dir=out)
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory) -> tuple[Path, CloudSpec, Recorded]:
+    out = render(tmp_path_factory.mktemp("aws-p5"))
+    return (out, *build_rendered(out))
+
+
+@pytest.fixture(scope="module")
+def elastic(tmp_path_factory) -> tuple[Path, CloudSpec, Recorded]:
+    data = shipped("aws-p5")
+    gpu = next(g for g in data["node_groups"] if g["name"] == "gpu")
+    gpu["cloud"] = {"elastic": True}
+    out = render(tmp_path_factory.mktemp("aws-p5-elastic"), data)
+    return (out, *build_rendered(out))
+
+
+def ints(value):
+    """Recorded outputs carry JSON numbers as floats (the engine's wire format): 1.0 -> 1."""
+    if isinstance(value, dict):
+        return {k: ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [ints(v) for v in value]
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def cloud_config(text: str) -> dict:
+    assert text.startswith("#cloud-config\n")
+    return yaml.safe_load(text)
+
+
+def bootstrap_of(text: str) -> dict:
+    (settings,) = [f for f in cloud_config(text)["write_files"] if f["path"] == userdata.BOOTSTRAP_CONFIG]
+    return json.loads(settings["content"])
+
+
+def policy_of(rec: Recorded, profile_name: str) -> tuple[dict, dict]:
+    """(the role, the parsed policy document) behind an instance profile name."""
+    (profile,) = [p for p in rec.of_type(PROFILE) if p.outputs["name"] == profile_name]
+    (role,) = [r for r in rec.of_type(ROLE) if r.outputs["name"] == profile.inputs["role"]]
+    (policy,) = [p for p in rec.of_type(POLICY) if p.inputs["role"] == role.outputs["id"]]
+    return role, json.loads(policy.inputs["policy"])
+
+
+def granted(doc: dict) -> frozenset[str]:
+    actions = [a for st in doc["Statement"] for a in ([st["Action"]] if isinstance(st["Action"], str)
+                                                      else st["Action"])]
+    assert all(st["Effect"] == "Allow" for st in doc["Statement"])
+    return frozenset(ACTIONS[a] for a in actions)
+
+
+def statement(doc: dict, sid: str) -> dict:
+    (st,) = [s for s in doc["Statement"] if s["Sid"] == sid]
+    return st
+
+
+def config_object_arn(rec: Recorded) -> str:
+    (bucket,) = [b for b in rec.of_type("aws:s3/bucket:Bucket") if b.outputs["bucket"] == rec.outputs["config_bucket"]]
+    return f"{bucket.outputs['arn']}/{bundle.OBJECT_KEY}"
+
+
+def parameter_arns(rec: Recorded) -> dict[str, str]:
+    return {p.inputs["name"]: p.outputs["arn"] for p in rec.of_type("aws:ssm/parameter:Parameter")}
+
+
+def test_every_instance_boots_into_the_bootstrap_with_its_exact_host(rendered):
+    _, spec, rec = rendered
+    url = f"s3://{rec.outputs['config_bucket']}/{bundle.OBJECT_KEY}"
+    assert rec.outputs["config_url"] == url
+    hosts = [h for g in spec.groups for h in g.hostnames]
+    assert {r.name for r in rec.of_type(INSTANCE)} == set(hosts)
+    for host in hosts:
+        inst = rec.named(host)
+        config = cloud_config(inst.inputs["userData"])
+        assert (config["hostname"], config["fqdn"]) == (host, host)
+        assert config["runcmd"] == [[userdata.BOOTSTRAP_PROGRAM]]
+        boot = bootstrap_of(inst.inputs["userData"])
+        assert (boot["host"], boot["provider"], boot["region"], boot["config_url"]) == (host, "aws", spec.region, url)
+        secrets = {"vault_munge_key": {"aws-ssm": "/clusterctl/aws-p5/munge-key"}}
+        if host in spec.accounting:
+            secrets["vault_slurmdbd_storage_pass"] = {"aws-ssm": "/clusterctl/aws-p5/slurmdbd-password"}
+        assert boot["secrets"] == secrets
+        assert inst.inputs["userDataReplaceOnChange"] is False
+    assert spec.accounting == ("head01",)
+
+
+def test_every_instance_has_a_profile_granting_exactly_what_identity_needs(rendered):
+    _, spec, rec = rendered
+    params = parameter_arns(rec)
+    for group in spec.groups:
+        for host in group.hostnames:
+            inst = rec.named(host)
+            role, doc = policy_of(rec, inst.inputs["iamInstanceProfile"])
+            assert json.loads(role.inputs["assumeRolePolicy"])["Statement"] == [{
+                "Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}]
+            assert granted(doc) == identity.needs("aws", controller=host in spec.controllers, elastic=False)
+            assert statement(doc, "ReadConfig")["Resource"] == config_object_arn(rec)
+            readable = ["/clusterctl/aws-p5/munge-key"] + (["/clusterctl/aws-p5/slurmdbd-password"]
+                                                           if host in spec.accounting else [])
+            assert statement(doc, "ReadSecrets")["Resource"] == sorted(params[p] for p in readable)
+            assert "Condition" not in statement(doc, "ReadConfig")
+            if "launchTemplate" in inst.inputs:  # GPU instances: their launch template carries the profile too
+                (profile,) = [p for p in rec.of_type(PROFILE) if p.outputs["name"] == inst.inputs["iamInstanceProfile"]]
+                assert template_of(rec, inst)["iamInstanceProfile"] == {"arn": profile.outputs["arn"]}
+    # the accounting host reads the database password: its own role, shared with no GPU node
+    gpu_profiles = {rec.named(h).inputs["iamInstanceProfile"] for g in spec.groups if g.gpus for h in g.hostnames}
+    assert rec.named("head01").inputs["iamInstanceProfile"] not in gpu_profiles
+    assert len(rec.of_type(ROLE)) == len(rec.of_type(PROFILE)) == len(rec.of_type(POLICY)) == 2
+
+
+def test_the_configuration_object_is_the_bundle_of_the_render(rendered):
+    out, spec, rec = rendered
+    (obj,) = rec.of_type(OBJECT)
+    (bucket,) = [b for b in rec.of_type("aws:s3/bucket:Bucket") if b.outputs["bucket"] == rec.outputs["config_bucket"]]
+    assert (obj.inputs["bucket"], obj.inputs["key"]) == (bucket.outputs["id"], bundle.OBJECT_KEY)
+    assert obj.inputs["serverSideEncryption"] == "AES256"
+    content = base64.b64decode(obj.inputs["contentBase64"])
+    stack = ints(rec.outputs["stack"])
+    assert content == bundle.config_bundle(out, stack)
+    with tarfile.open(fileobj=io.BytesIO(gzip.decompress(content))) as tar:
+        names = tar.getnames()
+        assert json.loads(tar.extractfile(bundle.STACK_FILE).read()) == stack
+    assert "ansible/site.yml" in names and not any(n.startswith(("pulumi/", "secrets/")) for n in names)
+    assert stack == {"version": 1, "cluster": "aws-p5", "provider": "aws", "region": "us-east-2",
+                     "zone": "us-east-2a", "elastic": {},
+                     "bootstrap": {"version": 1, "provider": "aws", "region": "us-east-2", "timeout_s": 1800,
+                                   "config_url": rec.outputs["config_url"],
+                                   "secrets": {"vault_munge_key": {"aws-ssm": "/clusterctl/aws-p5/munge-key"}}}}
+
+
+def _plain_strings(value, secret_ok: bool = False):
+    """Every string of a recorded value outside Pulumi secrets."""
+    if is_secret(value):
+        return
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _plain_strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _plain_strings(v)
+    elif isinstance(value, str):
+        yield value
+
+
+def test_no_secret_value_in_inputs_outputs_user_data_or_the_object(rendered):
+    out, _, rec = rendered
+    values = [SECRETS["clusterctl:mungeKey"], SECRETS["clusterctl:slurmdbdPassword"],
+              base64.b64encode(SECRETS["clusterctl:slurmdbdPassword"].encode()).decode()]
+    texts = [s for r in rec.resources for s in _plain_strings(r.inputs)]
+    texts.append(json.dumps(rec.outputs))
+    (obj,) = rec.of_type(OBJECT)
+    with tarfile.open(fileobj=io.BytesIO(gzip.decompress(base64.b64decode(obj.inputs["contentBase64"])))) as tar:
+        texts += [tar.extractfile(m).read().decode(errors="replace") for m in tar.getmembers()]
+    assert any("#cloud-config" in t for t in texts)
+    for value in values:
+        assert not [t[:60] for t in texts if value in t]
+    # the values are there, as secrets, in the two SSM parameters only
+    assert sorted(reveal(p.inputs["value"]) for p in rec.of_type("aws:ssm/parameter:Parameter")) == sorted(values[:2])
+
+
+def test_private_zone_dhcp_options_and_a_record_per_instance(rendered):
+    _, spec, rec = rendered
+    (zone,) = rec.of_type("aws:route53/zone:Zone")
+    assert zone.inputs["name"] == "aws-p5.internal" == rec.outputs["dns_domain"]
+    assert zone.inputs["vpcs"] == [{"vpcId": rec.outputs["vpc_id"]}]
+    (dhcp,) = rec.of_type("aws:ec2/vpcDhcpOptions:VpcDhcpOptions")
+    assert (dhcp.inputs["domainName"], dhcp.inputs["domainNameServers"]) == ("aws-p5.internal", ["AmazonProvidedDNS"])
+    (assoc,) = rec.of_type("aws:ec2/vpcDhcpOptionsAssociation:VpcDhcpOptionsAssociation")
+    assert (assoc.inputs["vpcId"], assoc.inputs["dhcpOptionsId"]) == (rec.outputs["vpc_id"], dhcp.outputs["id"])
+    records = {r.inputs["name"]: (r.inputs["type"], r.inputs["records"], r.inputs["zoneId"])
+               for r in rec.of_type("aws:route53/record:Record")}
+    assert records == {f"{h}.aws-p5.internal": ("A", [n["private_ip"]], zone.outputs["id"])
+                       for h, n in rec.outputs["nodes"].items()}
+
+
+def test_an_existing_vpc_keeps_its_dhcp_options_and_gets_the_zone():
+    rec = run_program(spec_of(), config={**CONFIG, "clusterctl:vpcId": "vpc-0abc",
+                                         "clusterctl:subnetIds": '["subnet-0abc"]'}, secrets=SECRETS)
+    assert not rec.of_type("aws:ec2/vpcDhcpOptions:VpcDhcpOptions")
+    assert not rec.of_type("aws:ec2/vpcDhcpOptionsAssociation:VpcDhcpOptionsAssociation")
+    (zone,) = rec.of_type("aws:route53/zone:Zone")
+    assert zone.inputs["vpcs"] == [{"vpcId": "vpc-0abc"}]
+
+
+def test_elastic_group_has_a_launch_template_and_no_instances(elastic):
+    out, spec, rec = elastic
+    gpu = next(g for g in spec.groups if g.name == "gpu")
+    assert gpu.elastic
+    assert {r.name for r in rec.of_type(INSTANCE)} == {"head01"}
+    assert set(rec.outputs["nodes"]) == {"head01"}
+    assert {r.inputs["name"] for r in rec.of_type("aws:route53/record:Record")} == {"head01.aws-p5.internal"}
+    (lt,) = rec.of_type(LAUNCH_TEMPLATE)
+    lt_in = lt.inputs
+    layout = [(int(n["networkCardIndex"]), int(n["deviceIndex"]), n.get("interfaceType"))
+              for n in lt_in["networkInterfaces"]]
+    assert layout == EFA_LAYOUT["p5.48xlarge"]
+    (pg,) = rec.of_type("aws:ec2/placementGroup:PlacementGroup")
+    assert lt_in["placement"]["groupName"] == pg.outputs["name"]
+    assert lt_in["capacityReservationSpecification"]["capacityReservationTarget"]["capacityReservationId"] == \
+        spec.reservation
+    assert lt_in["metadataOptions"]["httpTokens"] == "required"
+    assert "userData" not in lt_in  # the resume program gives each instance its own user data
+    (compute,) = [p for p in rec.of_type(PROFILE) if p.outputs["arn"] == lt_in["iamInstanceProfile"]["arn"]]
+    _, doc = policy_of(rec, compute.outputs["name"])
+    assert granted(doc) == identity.needs("aws", controller=False, elastic=True)
+    (zone,) = rec.of_type("aws:route53/zone:Zone")
+    stack = ints(rec.outputs["stack"])
+    assert stack["elastic"] == {"gpu": {"hostlist": "gpu[001-016]", "instance_type": "p5.48xlarge", "aws": {
+        "launch_template_id": lt.outputs["id"], "hosted_zone_id": zone.outputs["id"],
+        "dns_domain": "aws-p5.internal"}}}
+    (obj,) = rec.of_type(OBJECT)
+    assert base64.b64decode(obj.inputs["contentBase64"]) == bundle.config_bundle(out, stack)
+
+
+def test_elastic_controller_may_run_terminate_tag_pass_and_name_only_the_clusters_instances(elastic):
+    _, spec, rec = elastic
+    role, doc = policy_of(rec, rec.named("head01").inputs["iamInstanceProfile"])
+    assert granted(doc) == identity.needs("aws", controller=True, elastic=True)
+    (lt,) = rec.of_type(LAUNCH_TEMPLATE)
+    (zone,) = rec.of_type("aws:route53/zone:Zone")
+    (compute_profile,) = [p for p in rec.of_type(PROFILE) if p.outputs["arn"] == lt.inputs["iamInstanceProfile"]["arn"]]
+    (compute_role,) = [r for r in rec.of_type(ROLE) if r.outputs["name"] == compute_profile.inputs["role"]]
+    ec2 = "arn:aws:ec2:us-east-2:123456789012"
+    run = statement(doc, "RunTaggedInstancesFromTheLaunchTemplates")
+    assert (run["Action"], run["Resource"]) == ("ec2:RunInstances", f"{ec2}:instance/*")
+    assert run["Condition"] == {"ArnEquals": {"ec2:LaunchTemplate": [lt.outputs["arn"]]},
+                                "StringEquals": {"aws:RequestTag/clusterctl:cluster": "aws-p5"}}
+    assert statement(doc, "RunTheirVolumesAndInterfaces")["Condition"] == {
+        "ArnEquals": {"ec2:LaunchTemplate": [lt.outputs["arn"]]}}
+    (pg,) = rec.of_type("aws:ec2/placementGroup:PlacementGroup")
+    assert set(statement(doc, "RunWithTheClusterResources")["Resource"]) == {
+        lt.outputs["arn"], f"{ec2}:subnet/{rec.outputs['subnet_id']}",
+        f"{ec2}:security-group/{rec.outputs['security_group_id']}", pg.outputs["arn"],
+        "arn:aws:ec2:us-east-2::image/ami-0123456789abcdef0", f"{ec2}:capacity-reservation/{spec.reservation}",
+        f"{ec2}:key-pair/ops"}
+    assert statement(doc, "TagOnLaunch")["Condition"] == {"StringEquals": {
+        "ec2:CreateAction": "RunInstances", "aws:RequestTag/clusterctl:cluster": "aws-p5"}}
+    assert statement(doc, "TerminateClusterInstances")["Condition"] == {
+        "StringEquals": {"ec2:ResourceTag/clusterctl:cluster": "aws-p5"}}
+    assert statement(doc, "PassComputeRole")["Resource"] == [compute_role.outputs["arn"]]
+    assert statement(doc, "PassComputeRole")["Condition"] == {
+        "StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}
+    assert statement(doc, "WriteDns")["Resource"] == f"arn:aws:route53:::hostedzone/{zone.outputs['id']}"
+    assert statement(doc, "DescribeInstances")["Resource"] == "*"
+    assert role.outputs["arn"] != compute_role.outputs["arn"]
+
+
+@pytest.mark.parametrize("instance, efa", [("p5.48xlarge", True), ("p5en.48xlarge", True),
+                                           ("p6-b200.48xlarge", True), ("p4d.24xlarge", False)])
+def test_fsx_efa_where_the_file_system_and_the_gpu_type_support_it(instance, efa):
+    rec = run_program(spec_of(instance), config=CONFIG, secrets=SECRETS)
+    (fs,) = rec.of_type(FSX)
+    assert fs.inputs["deploymentType"] == "PERSISTENT_2" and fs.inputs["fileSystemTypeVersion"] == "2.15"
+    if efa:
+        assert fs.inputs["efaEnabled"] is True
+        assert fs.inputs["metadataConfiguration"] == {"mode": "AUTOMATIC"}
+    else:
+        assert "efaEnabled" not in fs.inputs and "metadataConfiguration" not in fs.inputs
+    assert rec.outputs["file_systems"]["fsx"]["efa_enabled"] is efa
+
+
+def test_p4d_keeps_efa_with_ena_interfaces():
+    spec = spec_of("p4d.24xlarge")
+    rec = run_program(spec, config=CONFIG, secrets=SECRETS)
+    (lt,) = rec.of_type(LAUNCH_TEMPLATE)
+    assert [(int(n["networkCardIndex"]), int(n["deviceIndex"]), n["interfaceType"])
+            for n in lt.inputs["networkInterfaces"]] == [(0, 0, "efa"), (1, 1, "efa"), (2, 1, "efa"), (3, 1, "efa")]
