@@ -116,30 +116,33 @@ def bootstrap_settings(plan) -> dict:
 
 
 def rehearsal_stack(plan) -> dict:
-    """``cloud/stack.json`` as the rehearsal's stand-in for the Pulumi program writes it (the shape of the issue 12
-    design; identifiers the cloud would assign are rehearsal values)."""
+    """``cloud/stack.json`` as the rehearsal's stand-in for the Pulumi program writes it: on AWS the program's own
+    :func:`clusterctl.cloud.aws.stack_json` with rehearsal identifiers where the cloud would assign them (launch
+    template, hosted zone); elsewhere the same shape (the issue 12 design)."""
     from clusterctl import hostlist
-    from clusterctl.cloud.spec import is_elastic
+    from clusterctl.cloud.spec import cloud_spec
 
     bp = plan.blueprint
     cloud = bp.cloud
-    elastic = {}
-    for g in plan.groups:
-        if not is_elastic(plan, g.index):
-            continue
-        extra = {"aws": {"launch_template_id": f"lt-{g.index + 1:017x}", "hosted_zone_id": "Z0REHEARSAL0000000000",
-                         "dns_domain": f"{bp.name}.internal"},
-                 "gcp": {"project": "rehearsal", "zone": cloud.zone or f"{cloud.region}-a",
-                         "instance_template": f"projects/rehearsal/global/instanceTemplates/{bp.name}-{g.name}"},
-                 "azure": {"subscription_id": "00000000-0000-0000-0000-000000000000", "resource_group": bp.name,
-                           "location": cloud.region, "vm_size": g.type.instance_name,
-                           "image": "microsoft-dsvm:ubuntu-hpc:2204:latest", "subnet_id": "rehearsal",
-                           "availability_set_id": "", "proximity_placement_group_id": "", "identity_id": "rehearsal",
-                           "admin_username": "clusterctl", "ssh_public_key": "", "os_disk_gb": 256}}[cloud.provider]
-        elastic[g.name] = {"hostlist": hostlist.compress(list(g.hosts)), "instance_type": g.type.instance_name,
-                           cloud.provider: extra}
-    return {"version": 1, "cluster": bp.name, "provider": cloud.provider, "region": cloud.region,
-            "zone": cloud.zone, "bootstrap": bootstrap_settings(plan), "elastic": elastic}
+    spec = cloud_spec(plan)
+    groups = [g for g in spec.groups if g.elastic]
+    if cloud.provider == "aws":
+        from clusterctl.cloud.aws import stack_json
+
+        return stack_json(spec, bootstrap_settings(plan), {g.name: f"lt-{i + 1:017x}" for i, g in enumerate(groups)},
+                          "Z0REHEARSAL0000000000", f"{bp.name}.internal")
+    extra = {"gcp": lambda g: {"project": "rehearsal", "zone": cloud.zone or f"{cloud.region}-a",
+                               "instance_template": f"projects/rehearsal/global/instanceTemplates/{bp.name}-{g.name}"},
+             "azure": lambda g: {"subscription_id": "00000000-0000-0000-0000-000000000000", "resource_group": bp.name,
+                                 "location": cloud.region, "vm_size": g.instance_type,
+                                 "image": "microsoft-dsvm:ubuntu-hpc:2204:latest", "subnet_id": "rehearsal",
+                                 "availability_set_id": "", "proximity_placement_group_id": "",
+                                 "identity_id": "rehearsal", "admin_username": "clusterctl", "ssh_public_key": "",
+                                 "os_disk_gb": 256}}[cloud.provider]
+    return {"version": 1, "cluster": bp.name, "provider": cloud.provider, "region": cloud.region, "zone": cloud.zone,
+            "bootstrap": bootstrap_settings(plan),
+            "elastic": {g.name: {"hostlist": hostlist.compress(g.hostnames), "instance_type": g.instance_type,
+                                 cloud.provider: extra(g)} for g in groups}}
 
 
 def host_vars(hosts) -> dict[str, str]:
