@@ -168,7 +168,9 @@ def render(
             where = f"{where}:{pos.line}:{pos.col}"
         raise _misuse(f"{where}: cannot render: {exc}",
                       exc.hint or "this needs a rule that reports it at validate time: please report it") from None
-    executable = {p for p in files if p.endswith(".sh")}
+    from clusterctl.targets.cloud_node import EXECUTABLE as CLOUD_PROGRAMS
+
+    executable = {p for p in files if p.endswith(".sh") or p in CLOUD_PROGRAMS}
     try:
         if check:
             result = compare(files, output, executable=executable, sealed=RENDER_SEALED)

@@ -4,8 +4,9 @@ Refresh after an intended change with:
 
     CLUSTERCTL_UPDATE_GOLDEN=1 python -m pytest tests/test_golden.py
 
-and review the diff like code. The Ansible roles copied into ``ansible/roles/`` are not stored again
-here; a separate test checks they are byte-identical copies of the top-level ``roles/``.
+and review the diff like code. The Ansible roles copied into ``ansible/roles/`` and the node programs copied into
+``cloud/bin/`` are not stored again here; separate tests check they are byte-identical copies of the top-level
+``roles/`` and of ``clusterctl/cloud/node/``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def rendered(name: str) -> dict[str, str]:
 
 
 def stored(files: dict[str, str]) -> dict[str, str]:
-    return {p: t for p, t in files.items() if not p.startswith("ansible/roles/")}
+    return {p: t for p, t in files.items() if not p.startswith(("ansible/roles/", "cloud/bin/"))}
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -51,7 +52,7 @@ def test_golden(name):
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_every_target_renders_something(target):
-    name = "aws-p5" if target == "pulumi" else "lab-2node"  # pulumi renders for cloud blueprints only
+    name = "aws-p5" if target in ("pulumi", "cloud_node") else "lab-2node"  # cloud blueprints only
     name = "hgx-h200-roce-1024" if target == "switches" else name  # switch files for RoCE fabrics only
     assert render_targets(expand(load_blueprint(BLUEPRINTS / f"{name}.yaml")), [target])
 
@@ -63,3 +64,14 @@ def test_copied_roles_are_the_shipped_roles():
     src = data_dir("roles")
     for path, text in roles.items():
         assert (src / path.removeprefix("ansible/roles/")).read_text() == text, path
+
+
+def test_copied_node_programs_are_the_package_files():
+    from clusterctl.targets.cloud_node import PROGRAMS
+
+    for name in ("aws-p5", "gcp-a3-mega", "azure-nd-h100-v5"):
+        files = rendered(name)
+        assert {p for p in files if p.startswith("cloud/bin/")} == set(PROGRAMS)
+        for path, module in PROGRAMS.items():
+            assert (REPO / "clusterctl" / "cloud" / "node" / module).read_text() == files[path], path
+    assert not [p for p in rendered("lab-2node") if p.startswith("cloud/")]  # bare metal: none

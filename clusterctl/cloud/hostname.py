@@ -23,15 +23,14 @@ resource per blueprint host, so each instance is named where it is created:
   resources in Azure virtual networks"). Linux computer names: at most 64 characters, no ``.`` or ``_``.
 
 Every name reaching a program is checked here (:func:`check`) when the spec is made from the plan and again
-when the program loads ``cluster.json``; the user data is written by a YAML emitter, never by concatenation.
+when the program loads ``cluster.json``; the user data is written by the one generator
+(clusterctl/cloud/node/cloud_config.py: cloud-config in JSON form, which is YAML), never by concatenation.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-
-import yaml
 
 LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
 """a lower-case RFC 1123 label: what every provider can name an instance and what slurmd finds unchanged"""
@@ -62,7 +61,7 @@ def check(provider: str, hosts: Iterable[str]) -> None:
 
 def aws_user_data(host: str) -> str:
     """cloud-config user data naming an EC2 instance ``host`` (module docstring)."""
+    from clusterctl.cloud.node.cloud_config import cloud_config
+
     check("aws", [host])
-    config = {"hostname": host, "fqdn": host, "prefer_fqdn_over_hostname": False, "preserve_hostname": False,
-              "manage_etc_hosts": "localhost"}
-    return CLOUD_CONFIG_HEADER + yaml.safe_dump(config, sort_keys=False, default_flow_style=False)
+    return cloud_config("aws", host)

@@ -6,35 +6,26 @@
 
 The settings name *where* the configuration object and each secret are (an object URL, an SSM parameter
 name, a Secret Manager secret, a Key Vault secret URL), never a secret's value: the instance fetches the
-values with its own identity (clusterctl.cloud.identity). The user data is written by a YAML emitter.
+values with its own identity (clusterctl.cloud.identity). The text comes from the one generator,
+clusterctl/cloud/node/cloud_config.py (cloud-config in JSON form; the power-saving resume program on the
+controllers runs the same file for the instances it creates); this module adds the providers' own host-name
+checks and the packaged bootstrap program.
 """
 
 from __future__ import annotations
 
-import base64
-import gzip
-import json
 from collections.abc import Mapping
 from importlib import resources
 
-import yaml
+from clusterctl.cloud.hostname import check
+from clusterctl.cloud.node.cloud_config import BOOTSTRAP_CONFIG, BOOTSTRAP_PROGRAM, LIMITS, UserDataTooLarge, cloud_config
 
-from clusterctl.cloud.hostname import CLOUD_CONFIG_HEADER, check
-
-BOOTSTRAP_PROGRAM = "/usr/local/sbin/clusterctl-bootstrap"
-BOOTSTRAP_CONFIG = "/etc/clusterctl/bootstrap.json"
-
-LIMITS = {"aws": 16384, "gcp": 262144, "azure": 65535}
-"""bytes of user data each provider accepts (before its own base64 encoding); verified by the node-programs
-work against each provider's documentation"""
+__all__ = ["BOOTSTRAP_CONFIG", "BOOTSTRAP_PROGRAM", "LIMITS", "SECRET_KINDS", "UserDataTooLarge", "bootstrap_config",
+           "program_text", "user_data"]
 
 SECRET_KINDS = ("aws-ssm", "gcp-secret", "azure-keyvault", "file")
 """how a secret reference says where its value is: an SSM SecureString parameter name, a Secret Manager
 secret (projects/P/secrets/S), a Key Vault secret URL, or a file on the node (the rehearsal's stand-in)"""
-
-
-class UserDataTooLarge(ValueError):
-    pass
 
 
 def bootstrap_config(provider: str, *, region: str, config_url: str, secrets: Mapping[str, Mapping[str, str]],
@@ -58,27 +49,10 @@ def program_text() -> str:
     return resources.files("clusterctl.cloud.node").joinpath("bootstrap.py").read_text()
 
 
-def _gz_b64(text: str) -> str:
-    return base64.b64encode(gzip.compress(text.encode(), mtime=0)).decode()
-
-
 def user_data(provider: str, host: str, bootstrap: Mapping | None = None) -> str:
     """cloud-config naming the instance ``host`` and, with ``bootstrap``, installing and running the bootstrap
-    program (write_files, gzip+base64; runcmd as an argument list). Raises UserDataTooLarge over LIMITS."""
+    program (write_files, gzip+base64; runcmd as an argument list). Raises UserDataTooLarge over LIMITS
+    (clusterctl/cloud/node/cloud_config.py: the limits and their sources)."""
     check(provider, [host])
-    config: dict = {"hostname": host, "fqdn": host, "prefer_fqdn_over_hostname": False, "preserve_hostname": False,
-                    "manage_etc_hosts": "localhost"}
-    if bootstrap is not None:
-        settings = {**bootstrap, "host": host}
-        config["write_files"] = [
-            {"path": BOOTSTRAP_PROGRAM, "permissions": "0755", "owner": "root:root", "encoding": "gz+b64",
-             "content": _gz_b64(program_text())},
-            {"path": BOOTSTRAP_CONFIG, "permissions": "0644", "owner": "root:root",
-             "content": json.dumps(settings, indent=1, sort_keys=True) + "\n"},
-        ]
-        config["runcmd"] = [[BOOTSTRAP_PROGRAM]]
-    text = CLOUD_CONFIG_HEADER + yaml.safe_dump(config, sort_keys=False, default_flow_style=False, width=1 << 16)
-    if len(text.encode()) > LIMITS[provider]:
-        raise UserDataTooLarge(f"{provider} user data for {host} is {len(text.encode())} bytes; the limit is "
-                               f"{LIMITS[provider]}")
-    return text
+    return cloud_config(provider, host, dict(bootstrap) if bootstrap is not None else None,
+                        program_text() if bootstrap is not None else None)

@@ -17,7 +17,8 @@ that call (the documented output shape, only the keys a caller reads plus their 
 - ``gcloud compute instances create NAME ... --format=json`` -> ``[{"name", "id", "status",
   "networkInterfaces": [{"networkIP"}], ...}]``; ``delete`` prints ``Deleted [URL].`` on stderr;
   ``gcloud storage cp gs://B/K FILE``; ``gcloud secrets versions access latest --secret=S --project=P``.
-- ``az vm create`` -> ``{"id", "location", "macAddress", "powerState", "privateIpAddress",
+- ``az login --identity`` -> the subscriptions list (nothing with ``--output none``);
+  ``az vm create`` -> ``{"id", "location", "macAddress", "powerState", "privateIpAddress",
   "publicIpAddress", "resourceGroup", "zones"}``; ``az vm delete`` prints nothing.
 
 Instance addresses come from ``addresses.json`` ({host: ip}; a host not listed gets 10.255.x.y from its
@@ -274,6 +275,15 @@ class Cloud:
     # --- az ---
 
     def az(self, a: list[str]):
+        if a[:2] == ["login", "--identity"]:
+            client = option(a, "--client-id") or option(a, "--username")
+            if option(a, "--output") == "none":
+                return None
+            return [{"environmentName": "AzureCloud", "id": "00000000-0000-0000-0000-000000000000", "isDefault": True,
+                     "name": "subscription", "state": "Enabled", "tenantId": "00000000-0000-0000-0000-000000000001",
+                     "user": {"assignedIdentityInfo": f"MSIClient-{client}" if client else "MSI",
+                              "name": "userAssignedIdentity" if client else "systemAssignedIdentity",
+                              "type": "servicePrincipal"}}]
         if a[:2] == ["vm", "create"]:
             host, rg = option(a, "--name"), option(a, "--resource-group")
             why = self.failure(host)

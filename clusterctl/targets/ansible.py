@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from clusterctl import hostlist
 from clusterctl.cloud.gpudirect import RXDM_ROLE, needs_rxdm
-from clusterctl.cloud.spec import slurm_hosts
+from clusterctl.cloud.spec import is_elastic, slurm_hosts
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.resources import data_dir
 from clusterctl.rules.nvlink import IMEX_SWITCH, imex_configured
@@ -29,7 +29,8 @@ ROLE_GROUPS = ("compute", "head", "login", "storage", "service")
 """inventory groups by node role, in this order"""
 CONTRACT_ROLES = ("slurm_preflight", "common", "munge", "slurm_controller", "slurm_compute", "slurm_login",
                   "slurmdbd", "nccl", "storage_clients", "node_health", "nvidia_driver", "doca_ofed", "dcgm",
-                  "enroot_pyxis", "nvidia_imex", "node_drain", "roce_network", "nfs_server", "gcp_tcpxo", "ansible_pull")
+                  "enroot_pyxis", "nvidia_imex", "node_drain", "roce_network", "nfs_server", "gcp_tcpxo", "ansible_pull",
+                  "slurm_power_save")
 """every role docs/render-layout.md names"""
 HARDWARE_ROLES = ("doca_ofed", "nvidia_driver", "nvidia_imex", "dcgm", "enroot_pyxis")
 """GPU node roles, in the order they are applied (DOCA-OFED before the driver: nvidia-peermem needs both)"""
@@ -483,9 +484,12 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
     if slurm:
         out.append(Play("Slurm accounting daemon", "slurm_accounting", ["slurmdbd"]))
         shared_state = any(storage_mounts(plan, g)[0] for g in plan.groups if state_mount_tiers(plan, g))
+        power_save = ["slurm_power_save"] if elastic_groups(plan) and "slurm_power_save" in available else []
         out.append(Play("Slurm controllers", "slurm_controllers",
-                        (["storage_clients"] if shared_state else []) + ["slurm_controller"],
+                        (["storage_clients"] if shared_state else []) + power_save + ["slurm_controller"],
                         comment="one controller at a time: a backup keeps answering while the primary restarts"
+                                + ("; the power-save programs before slurmctld, which disables power saving when "
+                                   "ResumeProgram or SuspendProgram is missing" if power_save else "")
                                 + ("; StateSaveLocation is on shared storage: mounted before slurmctld's state "
                                    "directory is created" if shared_state else ""),
                         serial=1, max_fail_percentage=0))
@@ -805,7 +809,27 @@ def controllers_vars_file(plan: ClusterPlan, controllers: Sequence[str]) -> str:
     _, served = time_vars(plan, controllers)
     return yaml_file(plan, ["The Slurm controllers: the time servers every other node follows (group_vars/all.yml)."],
                      [(["chrony: follow site.time_servers (else the cloud provider's time service, else the public pool), serve the in-band networks, and keep "
-                       "serving one time in orphan mode when no upstream answers (air-gapped sites)"], served)])
+                       "serving one time in orphan mode when no upstream answers (air-gapped sites)"], served),
+                      *power_save_vars(plan)])
+
+
+def elastic_groups(plan: ClusterPlan) -> list[GroupPlan]:
+    """Node groups Slurm's power saving creates and deletes (``cloud.elastic``), in a blueprint with Slurm and cloud."""
+    if plan.blueprint.slurm is None or plan.blueprint.cloud is None:
+        return []
+    return [g for g in plan.groups if g.type.instance is not None and is_elastic(plan, g.index)]
+
+
+def power_save_vars(plan: ClusterPlan) -> list[Section]:
+    """slurm_power_save's variables: the provider and the elastic groups as host ranges (none without them)."""
+    groups = elastic_groups(plan)
+    if not groups:
+        return []
+    return [(["slurm_power_save: the elastic node groups whose instances slurm.conf's ResumeProgram and SuspendProgram "
+              "create and delete (docs/ansible.md, \"Power saving\")"],
+             unsafe({"slurm_power_save_provider": plan.blueprint.cloud.provider,
+                     "slurm_power_save_elastic_groups": [FlowMap({"name": g.name, "hosts": g.hostlist})
+                                                         for g in groups]}))]
 
 
 def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Sequence[str]) -> str:

@@ -55,7 +55,25 @@ def _group_context(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> di
         "mounts": mounts,
         "expected_mounts": expected,
         "local_dirs": local,
+        **_power_save_context(plan, slurm and bool(hosts & set(controllers))),
     }
+
+
+POWER_SAVE_PROGRAMS = {"clusterctl-power-save": 0o755, "clusterctl-bootstrap": 0o755,
+                       "clusterctl_cloud_config.py": 0o644}
+"""what roles/slurm_power_save installs from the render's cloud/bin/, with its modes"""
+POWER_SAVE_CLI = {"aws": "aws", "gcp": "gcloud", "azure": "az"}
+
+
+def _power_save_context(plan: ClusterPlan, controller: bool) -> dict:
+    """On the controllers of a blueprint with elastic groups: what slurm_power_save installs."""
+    groups = ansible.elastic_groups(plan) if controller else []
+    if not groups:
+        return {"power_save": None}
+    return {"power_save": {"groups": [g.name for g in groups], "programs": POWER_SAVE_PROGRAMS,
+                           "links": ["clusterctl-resume", "clusterctl-suspend", "clusterctl-resume-fail"],
+                           "cli": POWER_SAVE_CLI[plan.blueprint.cloud.provider], "provider": plan.blueprint.cloud.provider,
+                           "path": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}}
 
 
 def docstring_text(text: object) -> str:

@@ -65,14 +65,20 @@ def test_every_instance_carries_its_exact_blueprint_host_name(deployed):
     assert sorted(named) == sorted(_hosts(spec)) and len(instances) == len(named)
 
 
-def test_aws_user_data_is_emitted_yaml():
-    assert aws_user_data("gpu0001") == (
+def test_aws_user_data_is_emitted_json_which_is_yaml():
+    text = aws_user_data("gpu0001")
+    assert text == (
         "#cloud-config\n"
-        "hostname: gpu0001\n"
-        "fqdn: gpu0001\n"
-        "prefer_fqdn_over_hostname: false\n"
-        "preserve_hostname: false\n"
-        "manage_etc_hosts: localhost\n")
+        "{\n"
+        ' "hostname": "gpu0001",\n'
+        ' "fqdn": "gpu0001",\n'
+        ' "prefer_fqdn_over_hostname": false,\n'
+        ' "preserve_hostname": false,\n'
+        ' "manage_etc_hosts": "localhost"\n'
+        "}\n")
+    # cloud-init reads it with yaml.safe_load: every key with its type
+    assert yaml.safe_load(text) == {"hostname": "gpu0001", "fqdn": "gpu0001", "prefer_fqdn_over_hostname": False,
+                                    "preserve_hostname": False, "manage_etc_hosts": "localhost"}
     # a name YAML would read as another type stays a string
     assert yaml.safe_load(aws_user_data("0123"))["hostname"] == "0123"
     assert yaml.safe_load(aws_user_data("1e10"))["fqdn"] == "1e10"

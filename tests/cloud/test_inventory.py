@@ -395,3 +395,23 @@ def test_not_utf8(shared_render, tmp_path):
     path = tmp_path / "latin1.json"
     path.write_bytes(b'{"nodes": {}}\n{"x": "\xe9"}')
     refused(shared_render, path, ":2: not UTF-8 text")
+
+
+def test_elastic_group_hosts_are_absent_by_design_but_static_ones_are_required():
+    """An elastic group has no instance until Slurm resumes a node: the stack's nodes output lists only the
+    static hosts, and that is complete; a missing static host is still an error."""
+    from clusterctl.cloud.inventory import OutputsError, cloud_nodes
+    from tests.helpers import plan_of
+
+    data = yaml.safe_load((REPO / BLUEPRINT).read_text())
+    data["node_groups"][0]["cloud"] = {"elastic": True}
+    plan = plan_of(data)
+    recorded = outputs()
+    static = {h: v for h, v in recorded["nodes"].items() if not h.startswith("gpu")}
+    nodes = cloud_nodes(plan, {**recorded, "nodes": static}, "outputs.json")
+    assert [(n.host, n.group) for n in nodes] == [("head01", "head")]
+    with pytest.raises(OutputsError, match=r"1 host\(s\) of blueprint 'aws-p5' are missing: head01"):
+        cloud_nodes(plan, {**recorded, "nodes": {}}, "outputs.json")
+    # the static blueprint still requires every GPU host
+    with pytest.raises(OutputsError, match=r"16 host\(s\) of blueprint 'aws-p5' are missing: gpu\[001-016\]"):
+        cloud_nodes(plan_of(yaml.safe_load((REPO / BLUEPRINT).read_text())), {**recorded, "nodes": static}, "o")

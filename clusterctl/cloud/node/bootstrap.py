@@ -23,7 +23,8 @@ Steps (each named in the status file when it fails):
    https://vault.azure.net), ``file`` (a path on the node) - reading values only from a pipe or the HTTP
    response, never from or into an argument, and write them as the JSON vars file
    /etc/clusterctl/secrets.json, created 0600 (never readable by others, not even for a moment).
-6. ``ansible``: install ansible-core with apt when ``ansible-playbook`` is missing.
+6. ``ansible``: install ansible-core with apt when ``ansible-playbook`` is missing or older than 2.14 (on
+   Ubuntu from the Ansible PPA when the distribution's is older: 22.04 ships 2.12).
 7. ``converge``: ``ansible-playbook -i inventory.yml -c local --limit HOST -e @/etc/clusterctl/secrets.json
    site.yml`` in BUNDLE/ansible with ANSIBLE_CONFIG=BUNDLE/ansible/ansible.cfg (as clusterctl-pull runs a tree:
    roles/ansible_pull/files/clusterctl-pull). The roles read the render from ``{{ playbook_dir }}/..``: the
@@ -89,6 +90,9 @@ BLOB_URL = re.compile(r"https://[a-z0-9]{3,24}\.blob\.core\.windows\.net/[^?#]+"
 VAULT_URL = re.compile(r"https://[A-Za-z0-9-]{3,24}\.vault\.azure\.net/secrets/[A-Za-z0-9-]{1,127}(?:/[0-9a-f]{32})?")
 GCP_SECRET = re.compile(r"projects/([a-z0-9-]{1,64}|[0-9]+)/secrets/([A-Za-z0-9_-]{1,255})")
 SSM_NAME = re.compile(r"[A-Za-z0-9_.\-/]{1,2048}")
+MIN_ANSIBLE = (2, 14)
+"""the oldest ansible-core the roles are converged with (Debian 12's 2.14: the rehearsal nodes'); Ubuntu 22.04's
+2.12 is older"""
 EXIT = {"ok": 0, "converge": 1, "config": 2, "fetch": 3, "extract": 4, "secrets": 5, "ansible": 6, "hostname": 7}
 
 
@@ -380,18 +384,54 @@ def write_secrets(path: str, values: dict) -> None:
 
 # --- Ansible ------------------------------------------------------------------------------------------------
 
-def ensure_ansible(env: dict, log: Log) -> None:
-    if shutil.which("ansible-playbook", path=env["PATH"]):
-        return
-    log("ansible-playbook missing: installing ansible-core with apt")
-    apt_env = {**env, "DEBIAN_FRONTEND": "noninteractive"}
-    for args in (["apt-get", "update", "-q"],
-                 ["apt-get", "install", "-q", "-y", "--no-install-recommends", "ansible-core"]):
-        r = run(args, apt_env)
-        if r.returncode != 0:
-            raise StepError("ansible", f"{' '.join(args[:2])}: {r.stderr.strip()[-300:]}")
+def ansible_version(env: dict) -> tuple[int, int] | None:
+    """The installed ansible-core's (major, minor), None when there is none."""
     if not shutil.which("ansible-playbook", path=env["PATH"]):
-        raise StepError("ansible", "ansible-core installed but ansible-playbook is not on PATH")
+        return None
+    r = run(["ansible-playbook", "--version"], env)
+    m = re.search(r"core (\d+)\.(\d+)", r.stdout)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def ensure_ansible(env: dict, log: Log) -> None:
+    """ansible-core at least MIN_ANSIBLE: the distribution's package (Debian 12: 2.14, Ubuntu 24.04: 2.16), else
+    on Ubuntu the Ansible PPA (Ubuntu 22.04 ships 2.12)."""
+    have = ansible_version(env)
+    if have is not None and have >= MIN_ANSIBLE:
+        return
+    apt_env = {**env, "DEBIAN_FRONTEND": "noninteractive"}
+
+    def apt(*args: str) -> None:
+        r = run(["apt-get", "-q", "-y", *args], apt_env)
+        if r.returncode != 0:
+            raise StepError("ansible", f"apt-get {args[0]}: {r.stderr.strip()[-300:]}")
+    log(f"ansible-core {have or 'missing'}: installing ansible-core with apt")
+    apt("update")
+    apt("install", "--no-install-recommends", "ansible-core")
+    have = ansible_version(env)
+    if (have is None or have < MIN_ANSIBLE) and os_id() == "ubuntu":
+        log(f"ansible-core {have} is older than {MIN_ANSIBLE}: adding the Ansible PPA (ppa:ansible/ansible)")
+        apt("install", "--no-install-recommends", "software-properties-common")
+        r = run(["add-apt-repository", "--yes", "ppa:ansible/ansible"], apt_env)
+        if r.returncode != 0:
+            raise StepError("ansible", f"add-apt-repository: {r.stderr.strip()[-300:]}")
+        apt("update")
+        apt("install", "--no-install-recommends", "ansible-core")
+        have = ansible_version(env)
+    if have is None or have < MIN_ANSIBLE:
+        raise StepError("ansible", f"ansible-core {have} installed; the roles need {MIN_ANSIBLE[0]}.{MIN_ANSIBLE[1]} "
+                                   "or later (install it in the image)")
+
+
+def os_id() -> str:
+    try:
+        with open("/etc/os-release") as f:
+            for line in f:
+                if line.startswith("ID="):
+                    return line[3:].strip().strip('"')
+    except OSError:
+        pass
+    return ""
 
 
 def converge(host: str, bundle: str, secrets_path: str, env: dict, log: Log) -> tuple[int, str | None]:
