@@ -458,8 +458,11 @@ class ElasticCycle:
         final = {h: node_info(state, self.head, h) for h in self.elastic}
         calls = [json.loads(line) for line in
                  ssh(state, self.head, f"cat {FAKE_DIR}/calls.jsonl").stdout.splitlines() if line.strip()]
-        out = ssh(state, self.head, f"cat /tmp/elastic-{job}.out 2>/dev/null || true").stdout
-        self.summary.update(job=job, job_state=job_state(), ran_on=ran_on, calls=calls, control_plane=cp.log)
+        out = ssh(state, ran_on, f"cat /tmp/elastic-{job}.out 2>/dev/null || true").stdout \
+            if ran_on in self.elastic else ""  # written on the node the job ran on
+        instances = ssh(state, self.head, f"cat {FAKE_DIR}/instances.json 2>/dev/null || echo '{{}}'").stdout
+        self.summary.update(job=job, job_state=job_state(), ran_on=ran_on, calls=calls, control_plane=cp.log,
+                            job_output=out, instances=json.loads(instances or "{}"))
         # for the reader and the tests: every provider call as recorded, and what the control plane did
         sdir = state_dir(Path(state.dir))
         (sdir / CALLS_FILE).write_text("".join(json.dumps(c, sort_keys=True) + "\n" for c in calls))
@@ -474,8 +477,8 @@ class ElasticCycle:
                 a = after_job[h]
                 if js != "COMPLETED":
                     problems.append(f"job {job} {js}")
-                if h not in out and out:
-                    problems.append(f"job output names no {h}: {out.strip()[-200:]}")
+                if out.split() != [h, "gpu-stand-in"]:
+                    problems.append(f"job output {out.strip()[-200:]!r}, expected its host name and gpu-stand-in")
                 st = a.get("State", "")
                 if "CLOUD" not in st.upper().split("+") or "POWER" in st.upper():
                     problems.append(f"after the job: State={st} (expected up, CLOUD, not powered down)")
@@ -506,8 +509,8 @@ def check_host(host: str, provider: str, stack: dict, created: dict | None, dele
     """What the recorded calls and the control plane's log must show for ``host``."""
     problems: list[str] = []
     cli = CLI[provider]
-    creates = [c for c in calls if c["cli"] == cli and _creates(c, host)]
-    deletes = [c for c in calls if c["cli"] == cli and _deletes(c, host)]
+    creates = [c for c in calls if c["cli"] == cli and call_host(c, "create") == host]
+    deletes = [c for c in calls if c["cli"] == cli and call_host(c, "delete") in (host, "?")]
     if not needed:
         if creates or created:
             problems.append(f"{host} was created though no job needed it")
@@ -516,18 +519,17 @@ def check_host(host: str, provider: str, stack: dict, created: dict | None, dele
         problems.append(f"{len(creates)} create calls for {host}, expected 1")
         return problems
     call = creates[0]
-    expect = expected_create(host, stack)
-    if expect is not None and call["argv"][:len(expect)] != expect:
+    expect = create_prefix(host, stack)
+    if expect and call["argv"][:len(expect)] != expect:
         problems.append(f"create argv {call['argv']} does not start with {expect}")
     texts = list(call["files"].values())
     want = user_data(provider, host, stack["bootstrap"])
     if want not in texts:
         problems.append(f"the user data of the create call is not user_data({provider!r}, {host!r}, the stack's "
                         "bootstrap settings)")
-    if not any(f"hostname: {host}\n" in t for t in texts):
-        problems.append(f"the user data names no hostname {host}")
-    leaked = [c for c in calls for v in secret_values if v in json.dumps(c)]
-    if leaked:
+    elif yaml.safe_load(want).get("hostname") != host:
+        problems.append(f"the user data names another host than {host}")
+    if [c for c in calls for v in secret_values if v in json.dumps(c)]:
         problems.append("a secret value is in a recorded provider call")
     if created is None:
         problems.append("no create request reached the control plane")
@@ -537,7 +539,7 @@ def check_host(host: str, provider: str, stack: dict, created: dict | None, dele
         if ci.get("runcmd_exit") != 0 or bs.get("result") != "ok":
             problems.append(f"bootstrap: runcmd exit {ci.get('runcmd_exit')}, status {bs}")
     if len(deletes) != 1:
-        problems.append(f"{len(deletes)} terminate calls for {host}, expected 1")
+        problems.append(f"{len(deletes)} delete calls for {host}, expected 1")
     if deleted is None:
         problems.append("no delete request reached the control plane")
     elif deleted.get("left_running"):
@@ -545,38 +547,33 @@ def check_host(host: str, provider: str, stack: dict, created: dict | None, dele
     return problems
 
 
-def _creates(call: dict, host: str) -> bool:
+def call_host(call: dict, op: str) -> str | None:
+    """The host a recorded create or delete call is for (``?``: an AWS terminate names instance ids only; one host
+    is created in the cycle); None for any other call."""
     a = call["argv"]
-    if a[:2] == ["ec2", "run-instances"]:
-        return f'"Value": "{host}"' in json.dumps(a) or any(f"Value={host}" in x for x in a)
-    if a[:3] == ["compute", "instances", "create"]:
-        return len(a) > 3 and a[3] == host
-    if a[:2] == ["vm", "create"]:
-        return host in a
-    return False
+    if op == "create" and a[:2] == ["ec2", "run-instances"]:
+        specs = json.loads(a[a.index("--tag-specifications") + 1]) if "--tag-specifications" in a else []
+        return next((t["Value"] for s in specs for t in s.get("Tags", []) if t["Key"] == "clusterctl:hostname"), "?")
+    if op == "delete" and a[:2] == ["ec2", "terminate-instances"]:
+        return "?"
+    if a[:3] == ["compute", "instances", op] and len(a) > 3:
+        return a[3]
+    if a[:2] == ["vm", op] and "--name" in a:
+        return a[a.index("--name") + 1]
+    return None
 
 
-def _deletes(call: dict, host: str) -> bool:
-    a = call["argv"]
-    if a[:2] == ["ec2", "terminate-instances"]:
-        return True  # the instance id: one elastic host is created in the cycle
-    if a[:3] == ["compute", "instances", "delete"]:
-        return host in a
-    if a[:2] == ["vm", "delete"]:
-        return host in a
-    return False
-
-
-def expected_create(host: str, stack: dict) -> list[str] | None:
-    """The start of the create call's argv the power-saving program must make for ``host`` (the provider CLI's
-    documented arguments with the stack's launch template / instance template)."""
+def create_prefix(host: str, stack: dict) -> list[str]:
+    """The start of the create call's argv the power-saving program must make for ``host``: the provider CLI's
+    create with the stack's launch template / instance template."""
     group = next(iter(stack["elastic"].values()))
     if stack["provider"] == "aws":
         return ["ec2", "run-instances", "--launch-template",
-                f"LaunchTemplateId={group['aws']['launch_template_id']}"]
+                f"LaunchTemplateId={group['aws']['launch_template_id']},Version=$Latest"]
     if stack["provider"] == "gcp":
-        return ["compute", "instances", "create", host]
-    return None
+        return ["compute", "instances", "create", host, "--project", group["gcp"]["project"], "--zone",
+                group["gcp"]["zone"], "--source-instance-template", group["gcp"]["instance_template"]]
+    return ["vm", "create"]
 
 
 def elastic_steps(plan, cluster: Cluster, addresses: dict[str, str]) -> list:

@@ -116,14 +116,27 @@ def test_the_provider_calls_create_with_the_launch_template_and_the_exact_user_d
     assert len(runs) == 1
     argv = runs[0]["argv"]
     lt = stack["elastic"]["gpu"]["aws"]["launch_template_id"]
-    assert argv[argv.index("--launch-template") + 1].startswith(f"LaunchTemplateId={lt}")
+    tags = [{"ResourceType": "instance", "Tags": [{"Key": "Name", "Value": ran}, {"Key": "clusterctl:hostname",
+                                                                                  "Value": ran},
+                                                   {"Key": "clusterctl:cluster", "Value": "lab-cloud"}]}]
+    # the exact argv but the user data's temporary file (0600, removed after the call)
+    user_data_file = argv[7]
+    assert user_data_file.startswith("file://")
+    assert argv == ["ec2", "run-instances", "--launch-template", f"LaunchTemplateId={lt},Version=$Latest",
+                    "--count", "1", "--user-data", user_data_file,
+                    "--tag-specifications", json.dumps(tags, separators=(",", ":")),
+                    "--region", "us-east-2", "--output", "json"]
     # the user data of the created instance: the exact text clusterctl.cloud.userdata renders for that host
-    texts = list(runs[0]["files"].values())
-    assert user_data("aws", ran, stack["bootstrap"]) in texts
-    assert any(f"hostname: {ran}\n" in t for t in texts)
+    text = runs[0]["files"][user_data_file.removeprefix("file://")]
+    assert text == user_data("aws", ran, stack["bootstrap"])
+    assert yaml.safe_load(text)["hostname"] == ran
+    # the terminate names the instance the run-instances answer gave that host
+    (iid,) = [i for i, inst in cycle["instances"].items()
+              if {"Key": "clusterctl:hostname", "Value": ran} in inst["Tags"]]
     terminates = [c for c in calls if c["cli"] == "aws" and c["argv"][:2] == ["ec2", "terminate-instances"]]
-    assert len(terminates) == 1
-    assert terminates[0]["argv"][terminates[0]["argv"].index("--instance-ids") + 1].startswith("i-")
+    assert [c["argv"] for c in terminates] == [["ec2", "terminate-instances", "--instance-ids", iid,
+                                                "--region", "us-east-2", "--output", "json"]]
+    assert cycle["instances"][iid]["State"]["Name"] == "shutting-down"
 
 
 def test_no_secret_in_the_calls_the_user_data_the_object_or_the_render(cloud_lab):
