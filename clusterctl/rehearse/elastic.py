@@ -200,7 +200,8 @@ def parse_cloud_config(text: str) -> dict:
 def apply_cloud_config(state: State, host: str, text: str, timeout_s: float) -> dict:
     """Apply cloud-config ``text`` to node ``host`` in cloud-init's order: the host name (init stage), write_files
     (init stage: content decoded, permissions, owner), /etc/hosts for ``manage_etc_hosts: localhost``, then runcmd
-    (final stage: one shell script, ``sh``, with PATH set as on a booted system). Returns what was done."""
+    (final stage: one shell script, ``sh``, with PATH set as on a booted system, in a time namespace whose boot time
+    is now, as a fresh instance's). Returns what was done."""
     config = parse_cloud_config(text)
     name = config.get("hostname")
     done: dict = {"hostname": name, "files": [], "runcmd": []}
@@ -233,9 +234,14 @@ def apply_cloud_config(state: State, host: str, text: str, timeout_s: float) -> 
         # skipped by tag as in deploy (the bootstrap passes its environment to ansible-playbook)
         env = (f"env -i PATH={RUNCMD_PATH} HOME=/root LANG=C.UTF-8 "
                f"ANSIBLE_SKIP_TAGS={','.join(HARDWARE_ROLES)}")
+        # a fresh instance boots after the create: slurmctld ignores the registration of a powering-up node whose
+        # boot time precedes the resume request (Slurm 22.05 node_mgr.c: "Still waiting for boot of node"), and a
+        # rehearsal node shares the machine's uptime. So runcmd (and the daemons it starts) runs in a new time
+        # namespace whose boot time is now (CLOCK_BOOTTIME offset by minus the uptime: /proc/uptime, sysinfo)
+        fresh = 'u=$(cut -d. -f1 /proc/uptime); exec unshare --time --boottime "-$((u - 1))"'
         t0 = time.monotonic()
         try:
-            r = ssh(state, host, f"{env} sh /var/lib/cloud/instance/scripts/runcmd "
+            r = ssh(state, host, f"{fresh} {env} sh /var/lib/cloud/instance/scripts/runcmd "
                                  ">> /var/log/cloud-init-output.log 2>&1", timeout=timeout_s)
             rc = r.returncode
         except subprocess.TimeoutExpired:
