@@ -45,7 +45,7 @@ from pathlib import Path
 
 import yaml
 
-from clusterctl.rehearse.deploy import HARDWARE_ROLES, REHEARSAL_VARS, Cluster
+from clusterctl.rehearse.deploy import HARDWARE_ROLES, Cluster, rehearsal_vars_text
 from clusterctl.rehearse.nodes import ssh, ssh_command
 from clusterctl.rehearse.state import State, state_dir
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
@@ -148,11 +148,7 @@ def rehearsal_stack(plan) -> dict:
 def host_vars(hosts) -> dict[str, str]:
     """``ansible/host_vars/HOST.yml`` for each elastic host: the rehearsal variables of the deploy scenario (the
     bootstrap runs site.yml on the node itself: no ``-e`` file reaches it, host variables in the object do)."""
-    lines = ["# clusterctl rehearsal: variables for a rehearsal node (clusterctl/rehearse/deploy.py, elastic.py)"]
-    for key, (value, why) in REHEARSAL_VARS.items():
-        lines.append(f"# {why}")
-        lines.append(yaml.safe_dump({key: value}, default_flow_style=False).strip())
-    text = "\n".join(lines) + "\n"
+    text = rehearsal_vars_text()
     return {f"ansible/host_vars/{h}.yml": text for h in hosts}
 
 
