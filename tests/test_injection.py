@@ -248,10 +248,21 @@ def roce_extended() -> dict:
     return data
 
 
+def aws_extended() -> dict:
+    """aws-p5 with its GPU group elastic (the power-save render) and an existing compute identity."""
+    data = shipped("aws-p5")
+    data["node_groups"][0]["cloud"] = {"elastic": True}
+    data["cloud"]["identities"] = {"compute": {"existing": "arn:aws:iam::123456789012:instance-profile/gpu-nodes",
+                                               "grants": ["read-config", "read-secrets"]}}
+    return data
+
+
 @cache
 def base(name: str) -> dict:
     if name == "lab-extended":
         return lab_extended()
+    if name == "aws-p5":
+        return with_catalog_copies(aws_extended())
     if name == "lab-distro":
         return lab_distro()
     return with_catalog_copies(roce_extended() if name == "hgx-h200-roce-1024" else shipped(name))

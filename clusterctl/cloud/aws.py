@@ -189,8 +189,8 @@ def policy_document(needs: frozenset[str], *, object_arn: str, parameter_arns: l
 
     ``launch`` (manage-instances, pass-identity, write-dns; a controller of a cluster with elastic groups):
     ``cluster``, ``region``, ``account``, ``launch_template_arns``, ``resource_arns`` (the subnet, security
-    group, placement group, AMI, capacity reservation, key pair the launch templates name), ``compute_role_arns`` (the roles of
-    the elastic groups' instance profiles),
+    group, placement group, AMI, capacity reservation, key pair the launch templates name),
+    ``compute_role_arns`` (the roles of the elastic groups' instance profiles),
     ``zone_id``. RunInstances is allowed only from the cluster's launch templates (``ec2:LaunchTemplate``)
     with the instance tagged ``clusterctl:cluster`` in the request (``aws:RequestTag``); CreateTags only as
     part of RunInstances (``ec2:CreateAction``); TerminateInstances only on instances tagged with the cluster
@@ -729,9 +729,9 @@ def _launch_facts(spec: CloudSpec, settings: Settings, network: Network, placeme
                   dns: Names) -> pulumi.Output[dict]:
     """The ``launch`` argument of :func:`policy_document` for the controllers (resolved Outputs)."""
     account = aws.get_caller_identity_output().account_id
-    compute = sorted({role_classes(spec)[g][""] for g in templates})
+    compute = [ident.roles[c].arn for c in sorted({role_classes(spec)[g][""] for g in templates})]
     return pulumi.Output.all(account, [t.arn for t in templates.values()], network.subnet_id,
-                             network.security_group_id, placement.arn, ami, [ident.roles[c].arn for c in compute], dns.zone_id).apply(
+                             network.security_group_id, placement.arn, ami, compute, dns.zone_id).apply(
         lambda a: {
             "cluster": spec.cluster, "region": spec.region, "account": a[0], "launch_template_arns": a[1],
             "resource_arns": sorted(

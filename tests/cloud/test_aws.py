@@ -632,3 +632,26 @@ def test_p4d_keeps_efa_with_ena_interfaces():
     (lt,) = rec.of_type(LAUNCH_TEMPLATE)
     assert [(int(n["networkCardIndex"]), int(n["deviceIndex"]), n["interfaceType"])
             for n in lt.inputs["networkInterfaces"]] == [(0, 0, "efa"), (1, 1, "efa"), (2, 1, "efa"), (3, 1, "efa")]
+
+
+def test_an_accounting_host_that_shares_a_group_with_others_gets_its_own_role():
+    from dataclasses import replace
+
+    spec = spec_of()
+    gpu, head = spec.groups
+    spec = replace(spec, groups=(gpu, replace(head, count=2, hostnames=("head01", "head02"))),
+                   controllers=("head01", "head02"), accounting=("head02",))
+    assert cloud_aws.role_classes(spec) == {"gpu": {"": "compute"},
+                                            "head": {"": "head", "head01": "controller",
+                                                     "head02": "controller-accounting"}}
+    rec = run_program(spec, config=CONFIG, secrets=SECRETS)
+    params = parameter_arns(rec)
+    profiles = {h: rec.named(h).inputs["iamInstanceProfile"] for h in ("head01", "head02", "gpu001")}
+    assert len(set(profiles.values())) == 3
+    readable = {h: statement(policy_of(rec, p)[1], "ReadSecrets")["Resource"] for h, p in profiles.items()}
+    assert readable["head02"] == sorted([params["/clusterctl/aws-p5/munge-key"],
+                                         params["/clusterctl/aws-p5/slurmdbd-password"]])
+    assert readable["head01"] == readable["gpu001"] == [params["/clusterctl/aws-p5/munge-key"]]
+    # no role for a class without hosts (every head host is a controller)
+    assert {r.inputs["name"] for r in rec.of_type(ROLE)} == {
+        "clusterctl-aws-p5-compute", "clusterctl-aws-p5-controller", "clusterctl-aws-p5-controller-accounting"}

@@ -297,3 +297,25 @@ def test_a_second_run_waits_for_the_first(node):
         assert proc.poll() is None and calls(state) == []  # waiting on the lock, nothing fetched
     assert proc.wait(timeout=120) == 0
     assert os.path.exists(lock_dir / "bootstrap-status.json")
+
+
+def test_the_real_configuration_object_extracts(tmp_path):
+    """the bundle the Pulumi programs upload (a render of aws-p5 + stack.json) passes the safe extraction whole"""
+    from clusterctl.cloud.bundle import config_bundle
+    from clusterctl.cloud.node import bootstrap
+    from clusterctl.targets import render_targets
+    from tests.helpers import plan_of, shipped
+
+    out = tmp_path / "out"
+    for path, text in render_targets(plan_of(shipped("aws-p5"))).items():
+        (out / path).parent.mkdir(parents=True, exist_ok=True)
+        (out / path).write_text(text)
+    (out / "cloud/bin/clusterctl-bootstrap").chmod(0o755)
+    archive = tmp_path / "config.tar.gz"
+    archive.write_bytes(config_bundle(out, {"version": 1, "cluster": "aws-p5"}))
+    digest, target = bootstrap.extract(str(archive), str(tmp_path / "state"))
+    got = Path(target)
+    assert (got / "ansible/site.yml").read_text() == (out / "ansible/site.yml").read_text()
+    assert (got / "slurm/slurm.conf").is_file() and json.loads((got / "cloud/stack.json").read_text())["cluster"] == "aws-p5"
+    assert os.access(got / "cloud/bin/clusterctl-bootstrap", os.X_OK)
+    assert not (got / "pulumi").exists()

@@ -18,9 +18,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -30,19 +28,11 @@ from clusterctl.targets import yamlout
 from clusterctl.targets.nccl import TCPXO_LIB
 from tests.cloud.test_hostnames import BLUEPRINTS as CLOUD_BLUEPRINTS
 from tests.helpers import BLUEPRINTS, REPO, plan_of, shipped
+from tests.roles import local_converge
 
 ROLE = "gcp_tcpxo"
 DATA = Path(__file__).parent / "data" / ROLE
 PIECES = {"prolog": "gcp_tcpxo_prolog_path", "epilog": "gcp_tcpxo_epilog_path"}
-
-
-def _tool(name: str) -> str:
-    path = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{name} is not installed")
-        pytest.skip(f"{name} is not installed (the test extras install ansible-core and ansible-lint)")
-    return path
 
 
 def _site(data: dict) -> list[dict]:
@@ -72,20 +62,9 @@ def test_an_a3_ultra_group_gets_no_rxdm():
 
 
 def _converge(root: Path, extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    playbook = root / "play.yml"
     variables = {var: str(root / "etc" / f"{kind}.d" / "50-rxdm") for kind, var in PIECES.items()}
     variables.update(extra or {})
-    playbook.write_text(yamlout.dump([{"name": "gcp_tcpxo", "hosts": "localhost", "connection": "local",
-                                       "gather_facts": False, "roles": [{"role": ROLE, "vars": variables}]}]))
-    env = {**os.environ, "ANSIBLE_ROLES_PATH": str(REPO / "roles"), "ANSIBLE_NOCOLOR": "1",
-           "ANSIBLE_LOCALHOST_WARNING": "False", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False"}
-    return subprocess.run([_tool("ansible-playbook"), "-i", "localhost,", "-e",
-                           f"ansible_python_interpreter={sys.executable}", str(playbook)], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=300)
-
-
-def _changed(stdout: str) -> int:
-    return int(re.search(r"localhost\s*:.*changed=(\d+)", stdout).group(1))
+    return local_converge.converge(ROLE, root, variables)
 
 
 @pytest.fixture(scope="module")
@@ -129,8 +108,8 @@ def test_prolog_starts_the_pinned_rxdm_with_the_tcpxo_mounts(converged):
 
 def test_second_converge_changes_nothing(converged):
     _, first, second = converged
-    assert _changed(first.stdout) > 0
-    assert second.returncode == 0 and _changed(second.stdout) == 0, second.stdout[-3000:]
+    assert local_converge.changed(first.stdout) > 0
+    assert second.returncode == 0 and local_converge.changed(second.stdout) == 0, second.stdout[-3000:]
 
 
 def test_an_image_value_with_shell_syntax_stays_one_quoted_word(tmp_path):
@@ -143,10 +122,7 @@ def test_an_image_value_with_shell_syntax_stays_one_quoted_word(tmp_path):
 
 
 def test_ansible_lint_production_on_the_role(tmp_path):
-    project = tmp_path / "project"
-    shutil.copytree(REPO / "roles" / ROLE, project / "roles" / ROLE)
-    result = subprocess.run([_tool("ansible-lint"), "--profile", "production", "--offline", "roles/"],
-                            cwd=project, capture_output=True, text=True, timeout=600)
+    result = local_converge.lint(ROLE, tmp_path)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
 
 

@@ -359,6 +359,35 @@ def _remove_cgroups(paths: set[Path]) -> None:
                 pass
 
 
+def _write_config(base: Path, files: dict[str, str], conf: str) -> tuple[Path, dict]:
+    """The test's slurm.conf, the other rendered files (job_container.conf's BasePath moved) and a MUNGE key
+    under ``base``; returns the key and the environment every command runs with."""
+    etc = base / "etc"
+    (etc / "slurm.conf").write_text(conf)
+    for name in ("gres.conf", "topology.conf", "cgroup.conf"):
+        (etc / name).write_text(files[f"slurm/{name}"])  # as rendered
+    (etc / "job_container.conf").write_text(job_container_conf(files["slurm/job_container.conf"], base))
+    key = base / "munge" / "munge.key"
+    key.write_bytes(os.urandom(1024))
+    key.chmod(0o600)
+    env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"), "SLURM_CONF": str(etc / "slurm.conf"),
+           "LANG": "C"}
+    return key, env
+
+
+def _start_controller(c: Cluster, key: Path) -> None:
+    """A private munged, then slurmctld in the foreground; returns once slurmctld answers."""
+    base = c.base
+    sock = base / "munge" / "munge.socket"
+    c.start("munged", ["munged", "--foreground", "--force", f"--socket={sock}", f"--key-file={key}",
+                       f"--pid-file={base}/munge/munged.pid", f"--log-file={base}/log/munged.log",
+                       f"--seed-file={base}/munge/munged.seed"])
+    _wait(lambda: sock.exists(), c, "munged socket")
+    c.start("slurmctld", ["slurmctld", "-D"])
+    _wait(lambda: subprocess.run(["scontrol", "ping"], env=c.env, capture_output=True, text=True, check=False)
+          .stdout.count("UP") >= 1, c, "slurmctld to answer scontrol ping")
+
+
 @pytest.fixture(scope="module")
 def cluster():
     _require()
@@ -381,29 +410,13 @@ def cluster():
     ports = free_ports(3)
     overrides = Overrides(base, host, ports[0], ports[1:], cgroups)
     conf = overrides.apply(files["slurm/slurm.conf"])
-    etc = base / "etc"
-    (etc / "slurm.conf").write_text(conf)
-    for name in ("gres.conf", "topology.conf", "cgroup.conf"):
-        (etc / name).write_text(files[f"slurm/{name}"])  # as rendered
-    (etc / "job_container.conf").write_text(job_container_conf(files["slurm/job_container.conf"], base))
-    key = base / "munge" / "munge.key"
-    key.write_bytes(os.urandom(1024))
-    key.chmod(0o600)
-    env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"), "SLURM_CONF": str(etc / "slurm.conf"),
-           "LANG": "C"}
+    key, env = _write_config(base, files, conf)
     c = Cluster(base, env, plan, files, conf, cgroups)
     c.timings["render"] = time.monotonic() - t0
     cgroups_before = _cgroup_dirs()
     ok = False
     try:
-        sock = base / "munge" / "munge.socket"
-        c.start("munged", ["munged", "--foreground", "--force", f"--socket={sock}", f"--key-file={key}",
-                           f"--pid-file={base}/munge/munged.pid", f"--log-file={base}/log/munged.log",
-                           f"--seed-file={base}/munge/munged.seed"])
-        _wait(lambda: sock.exists(), c, "munged socket")
-        c.start("slurmctld", ["slurmctld", "-D"])
-        _wait(lambda: subprocess.run(["scontrol", "ping"], env=env, capture_output=True, text=True, check=False)
-              .stdout.count("UP") >= 1, c, "slurmctld to answer scontrol ping")
+        _start_controller(c, key)
         # slurmd reads the same files (SLURM_CONF): a configless slurmd (--conf-server) would need munged
         # on the system socket before it has the AuthInfo of the fetched slurm.conf
         for n in NODES:
@@ -550,3 +563,114 @@ def test_no_error_lines_in_the_daemon_logs(cluster):
     assert bad == [], "\n".join(bad)
     print("\nreal-Slurm timings (s): " + ", ".join(f"{k} {v:.1f}" for k, v in cluster.timings.items())
           + f"; cgroups: {'cgroup/v1 (production plugins)' if cluster.cgroups else 'fallback linuxproc'}")
+
+
+# --- power saving: slurmctld 22.05 takes the rendered power-save slurm.conf of an elastic cloud group ----------
+
+POWER_PROGRAMS = ("SuspendProgram", "ResumeProgram", "ResumeFailProgram")
+CLOUD_NODES = ("cloud01", "cloud02")
+
+
+def power_save_blueprint(host: str, version: str, hw: Hardware) -> dict:
+    """The test blueprint plus an elastic AWS group (two c7i.8xlarge, a partition of their own): the slurm target
+    renders power saving for it. Only the slurm target is rendered (the other rules and targets would object
+    to a lab with a cloud group, which is not what this checks)."""
+    bp = blueprint(host, version, hw)
+    bp["cloud"] = {"provider": "aws", "region": "us-east-1", "zone": "us-east-1a"}
+    bp["node_types"]["ec2"] = {"instance": "c7i.8xlarge"}
+    bp["node_groups"].append({"name": "cloud", "type": "ec2", "count": len(CLOUD_NODES),
+                              "hostnames": "cloud[01-02]", "cloud": {"elastic": True}})
+    bp["slurm"]["partitions"].append({"name": "cloud", "groups": ["cloud"]})
+    return bp
+
+
+@dataclass
+class PowerSaveOverrides(Overrides):
+    """The documented overrides, plus: the three programs are stand-ins that record their argument (the rendered
+    ones create and delete cloud instances), and the CLOUD NodeName line stays as rendered (no address: slurmctld
+    learns it from the registration, cloud_reg_addrs)."""
+
+    def replace(self) -> dict[str, tuple[str | None, str]]:
+        out = super().replace()
+        for key in POWER_PROGRAMS:
+            out[key] = (f"{self.base}/bin/{key}", "a stand-in that records its host list")
+        return out
+
+    def apply(self, text: str) -> str:
+        cloud = [line for line in text.splitlines() if line.startswith("NodeName=") and "State=CLOUD" in line]
+        marker = "# power-save test: the CLOUD node line {}"
+        for i, line in enumerate(cloud):
+            text = text.replace(line, marker.format(i))
+        text = super().apply(text)
+        for i, line in enumerate(cloud):
+            text = text.replace(marker.format(i), line)
+        return text
+
+
+@pytest.fixture(scope="module")
+def power_save():
+    """munged and slurmctld (no slurmd: the CLOUD nodes have no instance, the static ones are not needed) from the
+    rendered power-save slurm.conf; stopped by the PIDs started here."""
+    _require()
+    slurm_user = pwd.getpwnam("slurm")
+    host = socket.gethostname().split(".")[0]
+    bp = power_save_blueprint(host, installed_slurm(), machine_hardware())
+    base = Path(tempfile.mkdtemp(prefix="clusterctl-slurm-ps-"))
+    _make_dirs(base, slurm_user.pw_uid, slurm_user.pw_gid)
+    (base / "bin").mkdir(mode=0o755)
+    for key in POWER_PROGRAMS:  # run by slurmctld as SlurmUser: not group/world writable (power_save.c _valid_prog)
+        prog = base / "bin" / key
+        prog.write_text(f'#!/bin/sh\necho "{key} $*" >> {base}/log/power-save.calls\n')
+        prog.chmod(0o755)
+    _stand_in_gpus(base / "dev")
+    plan = plan_of(bp)
+    files = target.render(plan, dev_dir=str(base / "dev"))
+    ports = free_ports(3)
+    conf = PowerSaveOverrides(base, host, ports[0], ports[1:], cgroup_v1_usable()).apply(files["slurm/slurm.conf"])
+    key, env = _write_config(base, files, conf)
+    c = Cluster(base, env, plan, files, conf, False)
+    ok = False
+    try:
+        _start_controller(c, key)
+        yield c
+        ok = True
+    finally:
+        c.stop()
+        if ok and not os.environ.get("CLUSTERCTL_KEEP_SLURM_TEST"):
+            shutil.rmtree(base, ignore_errors=True)
+            shutil.rmtree(JOB_TMP_PARENT / base.name, ignore_errors=True)
+        else:
+            print(f"real-Slurm power-save test files kept in {base}")
+
+
+def test_power_save_slurm_conf_is_taken_by_slurmctld(power_save):
+    rendered = power_save.files["slurm/slurm.conf"]
+    assert "NodeName=cloud[01-02] Sockets=2 CoresPerSocket=8 ThreadsPerCore=2 RealMemory=64512 Features=cloud " \
+           "State=CLOUD" in rendered.splitlines()
+    assert "NodeName=cloud[01-02] Sockets=2 CoresPerSocket=8 ThreadsPerCore=2 RealMemory=64512 Features=cloud " \
+           "State=CLOUD" in power_save.conf.splitlines()  # as rendered: no address until it registers
+    out = power_save.run("scontrol", "show", "config")
+    conf = dict(re.findall(r"^(\w+)\s+=\s+(.*?)\s*$", out, re.MULTILINE))
+    base = power_save.base
+    expected = {"SuspendProgram": f"{base}/bin/SuspendProgram", "ResumeProgram": f"{base}/bin/ResumeProgram",
+                "ResumeFailProgram": f"{base}/bin/ResumeFailProgram", "SuspendTime": "600 sec",
+                "SuspendTimeout": "300 sec", "ResumeTimeout": "1800 sec", "ResumeRate": "0 nodes/min",
+                "SuspendRate": "0 nodes/min", "SuspendExcNodes": "gpu[01-02]", "TreeWidth": "5"}
+    assert {k: conf.get(k) for k in expected} == expected
+    assert set(conf["SlurmctldParameters"].split(",")) >= {"idle_on_node_suspend", "cloud_reg_addrs"}
+    assert "NoAddrCache" in conf["CommunicationParameters"] and "KeepPartState" in conf["ReconfigFlags"]
+    assert "cloud" in conf["PrivateData"]
+    assert "power_save module disabled" not in (base / "log" / "slurmctld.log").read_text()
+
+
+def test_cloud_nodes_are_listed_powered_down_and_a_job_resumes_one(power_save):
+    out = power_save.run("sinfo", "-N", "-h", "-p", "cloud", "-o", "%N %t")
+    assert sorted(line.split() for line in out.splitlines()) == [[n, "idle~"] for n in CLOUD_NODES]
+    job = power_save.run("sbatch", "--parsable", "-p", "cloud", "-N1", "-o", "/dev/null", "--wrap", "true").strip()
+    calls = power_save.base / "log" / "power-save.calls"
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline and not (calls.exists() and calls.read_text().strip()):
+        power_save.alive()
+        time.sleep(0.5)
+    power_save.run("scancel", job)
+    assert calls.read_text().splitlines() == ["ResumeProgram cloud01"], power_save.logs()

@@ -16,10 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import jinja2
@@ -27,19 +24,11 @@ import pytest
 
 from clusterctl.targets import render_targets, yamlout
 from tests.helpers import BLUEPRINTS, REPO, plan_of, shipped
+from tests.roles import local_converge
 
 ROLE = "slurm_power_save"
 PROGRAMS = {"clusterctl-power-save": 0o755, "clusterctl-bootstrap": 0o755, "clusterctl_cloud_config.py": 0o644}
 LINKS = ("clusterctl-resume", "clusterctl-suspend", "clusterctl-resume-fail")
-
-
-def _tool(name: str) -> str:
-    path = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{name} is not installed")
-        pytest.skip(f"{name} is not installed (the test extras install ansible-core and ansible-lint)")
-    return path
 
 
 def elastic_p5() -> dict:
@@ -96,18 +85,7 @@ def _converge(root: Path, provider: str = "aws", cli_dir: str = "path", **extra)
                  "slurm_power_save_stack": str(root / "etc" / "clusterctl" / "stack.json"),
                  "slurm_power_save_path": str(root / "path"), "slurm_power_save_cli_extra_dirs": [str(root / "snap")],
                  "slurm_power_save_cli_link_dir": str(root / "path"), "slurm_power_save_install_cli": False, **extra}
-    playbook = root / "play.yml"
-    playbook.write_text(yamlout.dump([{"name": ROLE, "hosts": "localhost", "connection": "local",
-                                       "gather_facts": False, "roles": [{"role": ROLE, "vars": variables}]}]))
-    env = {**os.environ, "ANSIBLE_ROLES_PATH": str(REPO / "roles"), "ANSIBLE_NOCOLOR": "1",
-           "ANSIBLE_LOCALHOST_WARNING": "False", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False"}
-    return subprocess.run([_tool("ansible-playbook"), "-i", "localhost,", "-e",
-                           f"ansible_python_interpreter={sys.executable}", str(playbook)], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=300)
-
-
-def _changed(stdout: str) -> int:
-    return int(re.search(r"localhost\s*:.*changed=(\d+)", stdout).group(1))
+    return local_converge.converge(ROLE, root, variables)
 
 
 @pytest.fixture(scope="module")
@@ -135,8 +113,8 @@ def test_programs_links_and_stack_are_installed(converged):
 
 def test_second_converge_changes_nothing(converged):
     _, first, second = converged
-    assert _changed(first.stdout) > 0
-    assert second.returncode == 0 and _changed(second.stdout) == 0, second.stdout[-3000:]
+    assert local_converge.changed(first.stdout) > 0
+    assert second.returncode == 0 and local_converge.changed(second.stdout) == 0, second.stdout[-3000:]
 
 
 def test_a_cli_only_under_snap_is_linked_onto_the_path(tmp_path):
@@ -144,7 +122,7 @@ def test_a_cli_only_under_snap_is_linked_onto_the_path(tmp_path):
     assert result.returncode == 0, result.stdout[-3000:]
     assert os.readlink(tmp_path / "path" / "gcloud") == str(tmp_path / "snap" / "gcloud")
     again = _converge(tmp_path, provider="gcp", cli_dir="snap")
-    assert again.returncode == 0 and _changed(again.stdout) == 0, again.stdout[-3000:]
+    assert again.returncode == 0 and local_converge.changed(again.stdout) == 0, again.stdout[-3000:]
 
 
 def test_a_missing_cli_stops_the_role_with_what_to_do(tmp_path):
@@ -175,8 +153,5 @@ def test_azure_cli_sources_file_is_microsofts_signed_repository():
 
 
 def test_ansible_lint_production_on_the_role(tmp_path):
-    project = tmp_path / "project"
-    shutil.copytree(REPO / "roles" / ROLE, project / "roles" / ROLE)
-    result = subprocess.run([_tool("ansible-lint"), "--profile", "production", "--offline", "roles/"],
-                            cwd=project, capture_output=True, text=True, timeout=600)
+    result = local_converge.lint(ROLE, tmp_path)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]

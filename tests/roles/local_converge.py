@@ -1,0 +1,51 @@
+"""Converge one shipped role for real on localhost (ansible-playbook, connection local) and lint it: the
+helpers of the role tests whose install paths can all be moved into a temporary directory."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from clusterctl.targets import yamlout
+from tests.helpers import REPO
+
+
+def tool(name: str) -> str:
+    """The path of an Ansible tool; skipped when missing, a failure in CI."""
+    path = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} is not installed")
+        pytest.skip(f"{name} is not installed (the test extras install ansible-core and ansible-lint)")
+    return path
+
+
+def converge(role: str, root: Path, variables: dict) -> subprocess.CompletedProcess:
+    """ansible-playbook of a play applying ``role`` with ``variables`` to localhost, from ``root``."""
+    playbook = root / "play.yml"
+    playbook.write_text(yamlout.dump([{"name": role, "hosts": "localhost", "connection": "local",
+                                       "gather_facts": False, "roles": [{"role": role, "vars": variables}]}]))
+    env = {**os.environ, "ANSIBLE_ROLES_PATH": str(REPO / "roles"), "ANSIBLE_NOCOLOR": "1",
+           "ANSIBLE_LOCALHOST_WARNING": "False", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False"}
+    return subprocess.run([tool("ansible-playbook"), "-i", "localhost,", "-e",
+                           f"ansible_python_interpreter={sys.executable}", str(playbook)], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def changed(stdout: str) -> int:
+    """changed= of localhost in the play recap."""
+    return int(re.search(r"localhost\s*:.*changed=(\d+)", stdout).group(1))
+
+
+def lint(role: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    """ansible-lint --profile production on a copy of the role."""
+    project = tmp_path / "project"
+    shutil.copytree(REPO / "roles" / role, project / "roles" / role)
+    return subprocess.run([tool("ansible-lint"), "--profile", "production", "--offline", "roles/"],
+                          cwd=project, capture_output=True, text=True, timeout=600)
