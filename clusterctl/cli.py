@@ -424,6 +424,7 @@ class RehearseScenario(str, Enum):
     failover = "failover"
     rolling = "rolling"
     pull = "pull"
+    elastic = "elastic"
 
 
 @app.command()
@@ -438,8 +439,8 @@ def rehearse(
     fmt: Annotated[RehearseFormat, typer.Option("--format", help="human progress, or a JSON summary on stdout")] = RehearseFormat.human,
     scenario: Annotated[RehearseScenario, typer.Option(
         "--scenario", help="all (every scenario that applies, on one boot); nodes: boot and SSH only; deploy: "
-                         "converge site.yml twice, testinfra, srun; version-guard, node-failure, failover, pull, rolling: "
-                         "docs/rehearse.md")] = RehearseScenario.all,
+                         "converge site.yml twice, testinfra, srun; version-guard, node-failure, failover, pull, elastic, "
+                         "rolling: docs/rehearse.md")] = RehearseScenario.all,
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
 ) -> None:
     """Render the blueprint, boot its hosts as isolated nodes on this machine (root; docs/rehearse.md) and

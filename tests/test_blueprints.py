@@ -13,7 +13,7 @@ from tests.helpers import BLUEPRINTS
 
 EXAMPLES = ["dgx-h100-superpod-1su", "dgx-h100-superpod-4su", "gb200-nvl72-8rack", "hgx-h200-roce-1024",
             "frontier-3tier-100k", "aws-p5", "gcp-a3-mega", "azure-nd-h100-v5", "lab-2node",
-            "lab-ha"]
+            "lab-ha", "lab-cloud"]
 
 
 @lru_cache(maxsize=None)
@@ -177,6 +177,19 @@ def test_cloud_clusters(name, provider, instance, nodes, gpus):
 def test_lab_unchanged():
     p = plan("lab-2node")
     assert (p.gpus, p.nodes, len(p.racks)) == (16, 3, 1)
+
+
+def test_lab_cloud():
+    """The cloud lab the elastic rehearsal runs: a static head node (controller, accounting, the NFS home it
+    exports) and an elastic group of two p5.48xlarge (Slurm power saving creates them)."""
+    p = plan("lab-cloud")
+    assert (p.gpus, p.nodes, p.racks) == (16, 3, ())
+    assert p.blueprint.cloud.provider == "aws"
+    assert [(g.name, g.role, g.type.instance_name, g.hosts) for g in p.groups] == [
+        ("gpu", "compute", "p5.48xlarge", ("gpu01", "gpu02")), ("head", "head", "c7i.8xlarge", ("head01",))]
+    assert [bool(g.cloud and g.cloud.elastic) for g in p.blueprint.node_groups] == [True, False]
+    home = next(t for t in p.blueprint.storage if t.name == "home")
+    assert home.export.startswith("head01:")
 
 
 def test_lab_ha():

@@ -88,8 +88,17 @@ def test_superpod_hosts_include_every_controller_and_login_host():
     assert selected_hosts(plan, 2) == ["head01", "head02", "login01", "login02", "dgx001", "dgx002"]
 
 
-def test_cloud_blueprint_gets_the_rehearsal_range():
+def test_cloud_blueprint_nodes_take_addresses_of_its_vpc_range():
+    """A cloud blueprint's hosts have no in-band address before the cloud assigns one: the nodes take addresses
+    of its VPC range after the ones the provider keeps (so a copy moved to another range rehearses there)."""
     specs = node_specs(plan_of(shipped("aws-p5")), 1, "abcdef")
+    assert [(s.name, s.address) for s in specs] == [("head01", "10.100.0.4"), ("gpu001", "10.100.0.5")]
+
+
+def test_blueprint_without_any_inband_range_gets_the_rehearsal_range():
+    data = shipped("aws-p5")
+    data.pop("addressing")
+    specs = node_specs(plan_of(data), 1, "abcdef")
     net = FALLBACK_NET.format(int("abcdef", 16) % 200 + 20).rsplit(".", 1)[0]
     assert [s.address.rsplit(".", 1)[0] for s in specs] == [net] * len(specs)
     assert len({s.address for s in specs}) == len(specs)

@@ -148,15 +148,20 @@ def _write_private(path: Path, text: str) -> None:
     path.chmod(0o600)
 
 
-def rehearsal_files(state: State) -> tuple[Path, Path]:
-    """Write the rehearsal variables file (with reasons) and a fresh secrets file (0600); return both."""
-    sdir = state_dir(Path(state.dir))
-    vars_path = sdir / "deploy-vars.yml"
+def rehearsal_vars_text() -> str:
+    """:data:`REHEARSAL_VARS` as a YAML variables file, each value with its reason."""
     lines = ["# clusterctl rehearsal: variables for rehearsal nodes (clusterctl/rehearse/deploy.py)"]
     for key, (value, why) in REHEARSAL_VARS.items():
         lines.append(f"# {why}")
         lines.append(yaml.safe_dump({key: value}, default_flow_style=False).strip())
-    vars_path.write_text("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
+
+
+def rehearsal_files(state: State) -> tuple[Path, Path]:
+    """Write the rehearsal variables file (with reasons) and a fresh secrets file (0600); return both."""
+    sdir = state_dir(Path(state.dir))
+    vars_path = sdir / "deploy-vars.yml"
+    vars_path.write_text(rehearsal_vars_text())
     secrets_path = sdir / "secrets.yml"
     if not secrets_path.exists():  # kept across converges of one rehearsal: a new key would restart munged
         _write_private(secrets_path, yaml.safe_dump({

@@ -3,7 +3,9 @@
 Every Slurm controller, the accounting host and every host of a login group, plus the first K hosts of
 each compute group (K = ``--nodes-per-group``): the hosts whose interplay the rehearsal proves, at a
 size that fits one machine. Addresses are the blueprint's in-band addresses (what the rendered
-inventory and /etc/hosts use) when every selected host has one, otherwise a rehearsal range.
+inventory and /etc/hosts use) when every selected host has one; for a cloud blueprint with one IPv4 VPC range,
+addresses of that range as the cloud would assign them (after the first :data:`CLOUD_RESERVED`); otherwise a
+rehearsal range.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ from clusterctl.plan.model import ClusterPlan
 from clusterctl.rehearse import RehearsalError
 from clusterctl.rehearse.nodes import NodeSpec, fallback_specs
 from clusterctl.targets.ansible import group_addresses
+
+CLOUD_RESERVED = 4
+"""addresses at the start of a subnet the provider keeps for itself (AWS and Azure: 4; GCP: 2)"""
 
 
 def selected_hosts(plan: ClusterPlan, per_group: int) -> list[str]:
@@ -51,4 +56,13 @@ def node_specs(plan: ClusterPlan, per_group: int, rid: str) -> list[NodeSpec]:
     values = [address[n] for n in names]
     if all(a is not None and ":" not in a for a in values):
         return [NodeSpec(n, a) for n, a in zip(names, values)]  # type: ignore[arg-type]
+    from clusterctl.cloud.spec import cloud_network
+
+    vpc = cloud_network(plan) if plan.blueprint.cloud is not None else None
+    if vpc is not None:
+        import ipaddress
+
+        net = ipaddress.ip_network(vpc.cidr)
+        if net.num_addresses >= len(names) + CLOUD_RESERVED + 2:
+            return [NodeSpec(n, str(net.network_address + CLOUD_RESERVED + i)) for i, n in enumerate(names)]
     return fallback_specs(names, rid)

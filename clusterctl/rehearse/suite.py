@@ -9,7 +9,9 @@ order where each leaves the cluster as the next expects it:
 3. ``node-failure``: the health check drains a node that lost a GPU, and returns it;
 4. ``failover`` (blueprints with a backup controller and shared StateSaveLocation);
 5. ``pull``: every node applies the rendered tree itself from a git remote, gated by rollout.yml;
-6. ``rolling``: last, because it re-renders the changed blueprint over the rehearsal's own adjustments.
+6. ``elastic`` (cloud blueprints with elastic node groups, and then alone: their compute nodes come up only
+   through it): the bootstrap from user data and Slurm's power-saving cycle (clusterctl/rehearse/elastic.py);
+7. ``rolling``: last, because it re-renders the changed blueprint over the rehearsal's own adjustments.
 
 A scenario that does not apply (failover with one controller) is listed with the reason in the summary's
 ``scenarios``; it is not counted as passed.
@@ -18,7 +20,8 @@ A scenario that does not apply (failover with one controller) is listed with the
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+import json
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from clusterctl.rehearse import RehearsalError
@@ -26,7 +29,7 @@ from clusterctl.rehearse.state import State
 from clusterctl.rehearse.steps import Record
 
 ALL = "all"
-ORDER = ("version-guard", "deploy", "node-failure", "failover", "pull", "rolling")
+ORDER = ("version-guard", "deploy", "node-failure", "failover", "pull", "elastic", "rolling")
 """the scenarios of ``--scenario all``, in the order they run"""
 
 
@@ -89,7 +92,7 @@ def build(scenario: str, blueprint: Path, plan, output: Path, per_group: int,
     """The rehearsal of ``scenario`` (a name of :data:`ORDER`, ``all`` or ``nodes``) for the validated ``plan``
     of ``blueprint``; ``render`` turns a plan into files. Writes the files as rehearsed into ``output``."""
     from clusterctl.rehearse import nodes
-    from clusterctl.rehearse.deploy import SHARED_STORAGE, cluster_of, deploy_steps
+    from clusterctl.rehearse.deploy import SHARED_STORAGE, Converge, cluster_of, deploy_steps
     from clusterctl.rehearse.rolling import Rolling, change_blueprint
     from clusterctl.rehearse.scenarios import (
         Failover,
@@ -105,12 +108,26 @@ def build(scenario: str, blueprint: Path, plan, output: Path, per_group: int,
     from clusterctl.rehearse.steps import default_steps
     from clusterctl.rehearse.variant import installed_slurm, rehearsed_plan
 
+    from clusterctl.rehearse import elastic as el
+
     installed = installed_slurm()
     wanted = list(ORDER) if scenario == ALL else [] if scenario == "nodes" else [scenario]
     skipped: dict[str, str] = {}
+    no_elastic = el.applies(plan)
+    if scenario == "elastic" and no_elastic:
+        raise RehearsalError(f"the elastic scenario needs a cloud blueprint with an elastic node group: {no_elastic}",
+                             "rehearse blueprints/lab-cloud.yaml, or set cloud.elastic: true on a compute group")
+    if scenario == ALL and no_elastic:
+        wanted.remove("elastic")
+        skipped["elastic"] = f"not applicable: {no_elastic}"
+    elif scenario == ALL:
+        for name in [w for w in wanted if w != "elastic"]:
+            wanted.remove(name)
+            skipped[name] = ("not applicable: the compute nodes are elastic (State=CLOUD): they come up through the "
+                             "elastic scenario")
     if scenario == ALL:
         why = failover_applies(plan)
-        if why:
+        if why and "failover" in wanted:
             wanted.remove("failover")
             skipped["failover"] = f"not applicable: {why}"
         if plan.blueprint.slurm is None or not any(g.role == "compute" for g in plan.groups):
@@ -126,11 +143,22 @@ def build(scenario: str, blueprint: Path, plan, output: Path, per_group: int,
         adjust_variant(alone, var, installed)
         if source:
             adjust_pull(var, source, v2)
+        if "elastic" in wanted:
+            el.adjust_elastic(var)
     base, variant = rehearsed_plan(blueprint, plan, adjust=adjust)
     files = render(base)
-    write_render(files, output)  # first: the directory must be empty or a render before .rehearsal/ is made
     rid = nodes.rehearsal_id(output)
     specs = node_specs(base, per_group, rid)
+    elastic = {h: g for h, g in el.elastic_hosts(base).items() if h in {s.name for s in specs}}
+    if "elastic" in wanted:  # the stack the Pulumi program would write, and the elastic nodes' rehearsal variables
+        files = {**files, "cloud/stack.json": json.dumps(el.rehearsal_stack(base), indent=1, sort_keys=True) + "\n",
+                 **el.host_vars(elastic)}
+    write_render(files, output)  # first: the directory must be empty or a render before .rehearsal/ is made
+    if "elastic" in wanted:  # the "bucket", bind-mounted in every elastic node
+        bucket = el.bucket_dir(output)
+        bucket.mkdir(parents=True, exist_ok=True)
+        specs = [replace(s, binds=tuple(s.binds) + ((str(bucket), el.BUCKET),)) if s.name in elastic else s
+                 for s in specs]
     info = variant.summary()
     after_plan = change = None
     if "rolling" in wanted:
@@ -170,7 +198,7 @@ def build(scenario: str, blueprint: Path, plan, output: Path, per_group: int,
             info["version_guard"] = other.changes.get("slurm.version")
         else:
             steps.append(VersionGuard(cluster, str(base.blueprint.slurm.version), installed))
-    needs_converge = [w for w in wanted if w != "version-guard"]
+    needs_converge = [w for w in wanted if w not in ("version-guard", "elastic")]  # elastic: its own converge
     if "failover" in wanted:
         steps.append(label(FailoverTimeout(), "failover"))
     if "deploy" in wanted:
@@ -186,6 +214,15 @@ def build(scenario: str, blueprint: Path, plan, output: Path, per_group: int,
     if "pull" in wanted:
         v2_plan, _ = rehearsed_plan(blueprint, plan, adjust=lambda var: adjust(var, v2=True))
         steps += [label(s, "pull") for s in pull_steps(cluster, files, render(v2_plan), host_batches(files))]
+    if "elastic" in wanted:
+        addresses = {s.name: s.address for s in specs}
+        setup, after = el.elastic_steps(base, cluster, addresses)
+        static = tuple(h for h in cluster.groups if h not in elastic)
+        steps += [label(s, "elastic") for s in setup]
+        steps.append(label(Converge(cluster, hosts=static), "elastic"))
+        steps += [label(s, "elastic") for s in after]
+        info["elastic"] = {"hosts": dict(elastic), "static": list(static), "provider": base.blueprint.cloud.provider,
+                           "no_cloud_init": "the rehearsal applies the user data's keys itself (no cloud-init)"}
     if "rolling" in wanted:
         after_files = render(after_plan)
         steps.append(label(Rolling(cluster, everyone, lambda: write_render(after_files, output), change),

@@ -11,7 +11,10 @@ that slurmd here cannot report (slurmctld drains such a node). So the rehearsal 
 - ``slurm.gres_autodetect: off``: Debian builds Slurm without NVML (slurmd is fatal on AutoDetect=nvml);
   gres.conf's File= lines then point at the GPU stand-in devices the rehearsal creates;
 - every compute node type: this machine's sockets, cores, threads and memory (``slurmd -C``), the rest
-  of its server spec (GPUs, NICs) unchanged; ``slurm.memory_reserve_gb: 1``.
+  of its server spec (GPUs, NICs) unchanged; ``slurm.memory_reserve_gb: 1``. A cloud instance type has no CPU
+  layout a blueprint can write (the plan derives one from its vCPUs): its groups keep the instance type (the
+  cloud stack, the elastic groups' launch templates) and the plan of the variant gets this machine's CPUs and
+  memory for them (:func:`with_machine_hardware`).
 
 Each change is listed in :class:`Variant` and in the JSON summary (``rehearsed_as``), so a reader sees
 exactly how the rehearsed files differ from the ones the blueprint renders for production.
@@ -25,7 +28,7 @@ import copy
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pathlib import Path
 
@@ -52,6 +55,8 @@ class Variant:
 
     data: dict
     changes: dict[str, dict[str, object]] = field(default_factory=dict)
+    instance_hardware: dict[str, Hardware] = field(default_factory=dict)
+    """cloud instance node types of compute groups -> the hardware their plan gets (this machine's)"""
 
     def summary(self) -> dict:
         """For the JSON summary: ``slurm_version`` (blueprint vs rehearsed) and every change."""
@@ -117,6 +122,17 @@ def rehearsal_variant(data: dict, plan: ClusterPlan, version: str, hw: Hardware)
     memory_gb = max(1, hw.memory_mib // 1024)
     types = out.get("node_types", {})
     for g in plan.groups:
+        if g.role == "compute" and g.type.name in types and g.type.instance is not None:
+            v.instance_hardware[g.type.name] = Hardware(hw.sockets, hw.cores_per_socket, hw.threads_per_core,
+                                                        memory_gb * 1024)
+            v.changes[f"node_types.{g.type.name}"] = {
+                "blueprint": {"instance": g.type.instance_name, "sockets": g.type.sockets,
+                              "cores_per_socket": g.type.cores_per_socket,
+                              "threads_per_core": g.type.threads_per_core, "memory_gb": g.type.memory_gb},
+                "rehearsed": {"instance": g.type.instance_name, "sockets": hw.sockets,
+                              "cores_per_socket": hw.cores_per_socket, "threads_per_core": hw.threads_per_core,
+                              "memory_gb": memory_gb}}
+            continue
         if g.role != "compute" or g.type.name not in types or g.type.server is None:
             continue
         spec = g.type.server.model_dump(mode="json", exclude_none=True)
@@ -132,6 +148,20 @@ def rehearsal_variant(data: dict, plan: ClusterPlan, version: str, hw: Hardware)
         v.changes[f"node_types.{g.type.name}"] = {
             "blueprint": before, "rehearsed": {**spec["cpu"], "memory_gb": memory_gb}}
     return v
+
+
+def with_machine_hardware(plan: ClusterPlan, hardware: dict[str, Hardware]) -> ClusterPlan:
+    """``plan`` with the CPUs and memory of ``hardware`` (node type name -> Hardware) in those node types' plans
+    (cloud instance types: the instance, its GPUs and network stay as the catalog has them)."""
+    if not hardware:
+        return plan
+
+    def hw(t):
+        h = hardware.get(t.name)
+        return t if h is None else replace(t, sockets=h.sockets, cores_per_socket=h.cores_per_socket,
+                                           threads_per_core=h.threads_per_core, memory_gb=h.memory_mib / 1024)
+    return replace(plan, node_types={k: hw(t) for k, t in plan.node_types.items()},
+                   groups=tuple(replace(g, type=hw(g.type)) for g in plan.groups))
 
 
 def rehearsed_plan(path: Path, plan: ClusterPlan,
@@ -151,4 +181,4 @@ def rehearsed_plan(path: Path, plan: ClusterPlan,
     except BlueprintError as exc:
         raise RehearsalError(f"{path}: cannot be rehearsed on this machine: {exc}",
                              "see docs/rehearse.md, 'The blueprint as rehearsed'") from None
-    return rehearsed, variant
+    return with_machine_hardware(rehearsed, variant.instance_hardware), variant

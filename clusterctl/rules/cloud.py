@@ -154,12 +154,15 @@ def reservation(plan: ClusterPlan) -> Iterator[Hit]:
     """On-demand GPU capacity is scarce: launching many GPU instances at once commonly fails with
     insufficient capacity (AWS ICE), often after part of the cluster is up and billing. A GPU group of
     8 or more instances without ``cloud.reservation`` (capacity reservation, Capacity Block, GCP
-    reservation) is a warning; 2 to 7 instances is info."""
+    reservation) is a warning; 2 to 7 instances is info. Elastic groups are left to CLOUD014: they are on-demand
+    capacity by design (created one node at a time as jobs need them), and a reservation would bill while they
+    are suspended."""
     cloud = plan.blueprint.cloud
     if cloud is None or cloud.reservation:
         return
+    elastic = {g.index for g in _elastic(plan)}
     for g in plan.groups:
-        if g.type.instance is None or not g.type.gpus or g.count < 2:
+        if g.type.instance is None or not g.type.gpus or g.count < 2 or g.index in elastic:
             continue
         sev = Severity.WARNING if g.count >= RESERVATION_WARN_NODES else Severity.INFO
         yield Hit(("cloud", "reservation"),

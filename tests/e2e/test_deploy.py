@@ -48,7 +48,8 @@ def test_rehearse_exits_0_with_every_scenario_that_applies_ok(deployed):
     assert summary["scenarios"] == {"version-guard": "run", "deploy": "run", "node-failure": "run",
                                     "pull": "run", "rolling": "run",
                                     "failover": "not applicable: one Slurm controller (slurm.controllers names "
-                                                "no backup)"}
+                                                "no backup)",
+                                    "elastic": "not applicable: not a cloud blueprint with Slurm"}
 
 
 def test_summary_names_the_slurm_version_rehearsed(deployed):

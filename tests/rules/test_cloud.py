@@ -141,6 +141,15 @@ def test_gpu_capacity_without_reservation():
     assert hits(data, "CLOUD006") == []
 
 
+def test_elastic_gpu_group_without_reservation_is_left_to_cloud014():
+    """An elastic group is on-demand capacity by design; CLOUD014 says a reservation would bill while it is
+    suspended, so CLOUD006 must not ask for one (lab-cloud is quiet)."""
+    data = p5()
+    del data["cloud"]["reservation"]
+    data["node_groups"][0]["cloud"] = {"elastic": True}
+    assert hits(data, "CLOUD006") == [] and hits(data, "CLOUD014") == []
+
+
 def test_cpu_instances_need_no_placement_group_or_reservation():
     data = p5()
     data["node_types"]["head"] = {"instance": "c7i.8xlarge"}
