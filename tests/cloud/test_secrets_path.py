@@ -106,7 +106,7 @@ def test_no_instruction_puts_a_secret_on_a_command_line():
 
 def test_rendered_pulumi_projects_take_secrets_on_stdin():
     projects = rendered_pulumi_projects()
-    assert len(projects) == 3  # aws-p5, gcp-a3-mega, azure-nd-h100-v5
+    assert len(projects) == 4  # aws-p5, gcp-a3-mega, azure-nd-h100-v5, lab-cloud
     found = [f for name, text in projects.items() for f in findings(name, text)]
     assert found == []
     for name, text in projects.items():

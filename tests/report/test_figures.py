@@ -24,7 +24,7 @@ from tests.helpers import BLUEPRINTS, plan_of, shipped
 NS = "{http://www.w3.org/2000/svg}"
 U_PX = 10.0
 ALL = sorted(p.stem for p in BLUEPRINTS.glob("*.yaml"))
-CLOUD = ("aws-p5", "gcp-a3-mega", "azure-nd-h100-v5")
+CLOUD = ("aws-p5", "gcp-a3-mega", "azure-nd-h100-v5", "lab-cloud")
 
 _plans: dict = {}
 

@@ -49,7 +49,18 @@ def test_site_applies_the_role_on_the_controllers_before_slurmctld():
     assert yamlout.load(text)["slurm_power_save_elastic_groups"] == [{"name": "gpu", "hosts": "gpu[001-016]"}]
 
 
-@pytest.mark.parametrize("name", sorted(p.stem for p in BLUEPRINTS.glob("*.yaml")))
+ELASTIC = {"lab-cloud"}
+"""shipped blueprints with an elastic node group"""
+
+
+@pytest.mark.parametrize("name", sorted(ELASTIC))
+def test_shipped_elastic_blueprints_get_the_role(name):
+    files = render_targets(plan_of(shipped(name)), ["ansible"])
+    assert f"- role: {ROLE}" in files["ansible/site.yml"]
+    assert f"ansible/roles/{ROLE}/tasks/main.yml" in files
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in BLUEPRINTS.glob("*.yaml") if p.stem not in ELASTIC))
 def test_static_blueprints_do_not_get_the_role(name):
     files = render_targets(plan_of(shipped(name)), ["ansible"])
     assert ROLE not in files["ansible/site.yml"]
