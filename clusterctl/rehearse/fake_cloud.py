@@ -27,7 +27,8 @@ for aws, 1 for gcloud and az, the message on stderr). Every create and delete al
 ``requests/NNNNNN-create-HOST.json`` / ``NNNNNN-delete-HOST.json`` ({"op", "host", "cli", "address",
 "user_data", "seq"}) for the rehearsal's stand-in control plane to act on (create: run the user data's
 bootstrap on that node; delete: stop its daemons). State (instances.json) is kept under a lock, so parallel
-calls are safe.
+calls are safe. An instance is ``pending`` in the run-instances answer and ``running`` from the next
+describe-instances on, unless its host is listed in ``pending.json`` ([host, ...]), which keeps it pending.
 """
 
 from __future__ import annotations
@@ -186,6 +187,12 @@ class Cloud:
             return {"Groups": [], "Instances": [inst], "OwnerId": OWNER,
                     "ReservationId": "r-" + iid[2:]}
         if a[:2] == ["ec2", "describe-instances"]:
+            held = read_json(os.path.join(self.base, "pending.json"), [])
+            for inst in self.instances.values():  # launched by the time anyone asks again (unless held pending)
+                host = next((t["Value"] for t in inst["Tags"] if t["Key"] == "clusterctl:hostname"), None)
+                if inst["State"]["Name"] == "pending" and host not in held:
+                    inst["State"] = {"Code": 16, "Name": "running"}
+            self.save()
             found = list(self.instances.values())
             for f in options(a, "--filters"):
                 m = re.fullmatch(r"Name=([^,]+),Values=(.+)", f)

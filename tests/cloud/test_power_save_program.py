@@ -137,8 +137,24 @@ def test_aws_resume_creates_the_instance_from_the_launch_template_and_its_dns_re
     assert MUNGE not in log_text(root)
 
 
-def test_aws_resume_reuses_an_instance_already_running(controller):
+def test_aws_resume_replaces_an_instance_that_booted_before_the_request(controller):
+    """slurmctld ignores a powering-up node whose boot time precedes the resume request: a running instance of
+    the host is terminated and a new one created (a pending one would be reused)."""
     run, root, state, _ = controller
+    assert run("resume", "gpu001").returncode == 0
+    first = json.loads((state / "instances.json").read_text())
+    assert run("resume", "gpu001").returncode == 0  # slurmctld ran it again for a node whose instance runs
+    assert [c["argv"][:2] for c in calls(state)] == [
+        ["ec2", "describe-instances"], ["ec2", "run-instances"], ["route53", "change-resource-record-sets"],
+        ["ec2", "describe-instances"], ["ec2", "terminate-instances"], ["ec2", "run-instances"],
+        ["route53", "change-resource-record-sets"]]
+    terminated = next(c["argv"] for c in calls(state) if c["argv"][:2] == ["ec2", "terminate-instances"])
+    assert terminated[3:4] == list(first)
+
+
+def test_aws_resume_reuses_an_instance_still_pending(controller):
+    run, root, state, _ = controller
+    (state / "pending.json").write_text('["gpu001"]')
     assert run("resume", "gpu001").returncode == 0
     assert run("resume", "gpu001").returncode == 0  # slurmctld restarted and ran it again
     assert [a[:2] for a in of(state, "gpu001")] == [

@@ -13,8 +13,11 @@ ResumeProgram / SuspendProgram / ResumeFailProgram), as SlurmUser and with almos
   AWS: ``aws ec2 run-instances --launch-template LaunchTemplateId=ID,Version=$Latest`` (the launch template
   carries the AMI, interfaces, placement group, capacity reservation and instance profile) with the tags Name,
   clusterctl:hostname and clusterctl:cluster, then a Route 53 UPSERT of ``HOST.<dns_domain>`` A
-  <PrivateIpAddress>; an instance of the host already pending or running is reused (Slurm may run the resume
-  program twice for a node after a slurmctld restart). GCP: ``gcloud compute instances create HOST
+  <PrivateIpAddress>; an instance of the host still pending is reused (Slurm may run the resume program twice
+  for a node after a slurmctld restart), one already running is terminated and replaced: slurmctld ignores
+  the registration of a powering-up node whose boot time precedes the resume request (found by the
+  rehearsal's elastic scenario on Slurm 22.05). GCP deletes an existing VM of the host and creates it again
+  for the same reason. GCP: ``gcloud compute instances create HOST
   --source-instance-template T --metadata-from-file user-data=F``. Azure: ``az vm create`` with the group's VM
   settings (size, image, subnet, availability set / proximity placement group, user-assigned identity,
   accelerated networking, no public address, NIC and OS disk deleted with the VM), after ``az login
@@ -177,9 +180,16 @@ class PowerSave:
 
     def aws_create(self, host: str, g: dict) -> None:
         existing = self.aws_instances(host)
-        if existing:
-            inst = existing[0]
-            self.log(f"{host}: {inst['InstanceId']} already {inst['State']['Name']}: reused")
+        pending = [i for i in existing if i["State"]["Name"] == "pending"]
+        running = [i["InstanceId"] for i in existing if i["State"]["Name"] != "pending"]
+        if running:
+            # slurmctld ignores the registration of a powering-up node whose boot time precedes the resume
+            # request, so an instance that booted before it cannot serve this resume: replace it
+            self.run(host, self.aws("ec2", "terminate-instances", "--instance-ids", *running))
+            self.log(f"{host}: {' '.join(running)} already running (booted before this resume): terminated")
+        if pending:
+            inst = pending[0]
+            self.log(f"{host}: {inst['InstanceId']} already pending: reused")
         else:
             tags = [{"ResourceType": "instance", "Tags": [
                 {"Key": "Name", "Value": host}, {"Key": "clusterctl:hostname", "Value": host},
@@ -208,7 +218,7 @@ class PowerSave:
 
     # --- GCP ---
 
-    def gcp_create(self, host: str, g: dict) -> None:
+    def gcp_create(self, host: str, g: dict, retried: bool = False) -> None:
         f = self.temp_file(self.user_data(host))
         try:
             r = self.run(host, ["gcloud", "compute", "instances", "create", host, "--project", g["project"],
@@ -217,9 +227,11 @@ class PowerSave:
         finally:
             os.unlink(f)
         if r.returncode != 0:
-            if "already exists" in r.stderr:
-                self.log(f"{host}: instance already exists: reused")
-                return
+            if "already exists" in r.stderr and not retried:
+                # it booted before this resume request, which slurmctld does not accept: delete it, create anew
+                self.log(f"{host}: instance already exists (booted before this resume): deleted and created again")
+                self.gcp_delete(host, g)
+                return self.gcp_create(host, g, retried=True)
             raise HostError(f"gcloud compute instances create exited {r.returncode}: {r.stderr.strip()[-200:]}")
 
     def gcp_delete(self, host: str, g: dict) -> None:
