@@ -248,6 +248,9 @@ class Cloud:
             why = self.failure(host)
             if why:
                 raise Fail(f"ERROR: (gcloud.compute.instances.create) Could not fetch resource:\n - {why}", 1)
+            if host in self.instances:
+                raise Fail(f"ERROR: (gcloud.compute.instances.create) Could not fetch resource:\n - The resource "
+                           f"'projects/{project}/zones/{zone}/instances/{host}' already exists", 1)
             meta = option(a, "--metadata-from-file") or ""
             path = next((kv.split("=", 1)[1] for kv in meta.split(",") if kv.startswith("user-data=")), None)
             inst = {"name": host, "id": str(int(hashlib.sha256(host.encode()).hexdigest()[:15], 16)),

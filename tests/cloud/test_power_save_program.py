@@ -197,6 +197,15 @@ def test_gcp_resume_and_suspend(controller):
                                         "us-central1-a", "--quiet"]
 
 
+def test_gcp_resume_recreates_a_vm_that_booted_before_the_request(controller):
+    run, root, state, _ = controller
+    assert run("resume", "gpu003", "gcp").returncode == 0, log_text(root)
+    assert run("resume", "gpu003", "gcp").returncode == 0, log_text(root)  # the VM exists: deleted, created again
+    assert [c["argv"][:3] for c in calls(state)] == [["compute", "instances", "create"]] * 2 + [
+        ["compute", "instances", "delete"], ["compute", "instances", "create"]]
+    assert "already exists (booted before this resume)" in log_text(root)
+
+
 def test_azure_resume_and_suspend(controller):
     run, root, state, _ = controller
     assert run("resume", "gpu004", "azure").returncode == 0, log_text(root)
