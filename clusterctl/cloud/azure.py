@@ -45,7 +45,6 @@ import hashlib
 import ipaddress
 import itertools
 import math
-import os
 import re
 import uuid
 from dataclasses import dataclass
@@ -84,8 +83,6 @@ ROLES = {
 }
 CONFIG_CONTAINER = "config"
 """private container of the config storage account holding bundle.OBJECT_KEY"""
-CONFIG_FILE = ".clusterctl-config.tar.gz"
-"""where, under OUT/pulumi, the program writes the configuration object it uploads (a Blob's source is a file)"""
 MUNGE_SECRET = "munge-key"
 DBPASS_SECRET = "slurmdbd-password"
 OS_DISK_GB = 256
@@ -551,17 +548,13 @@ class ConfigStore(pulumi.ComponentResource):
         self.blob = None
         self.register_outputs({"account": self.account.name, "container": self.container.name, "url": self.url})
 
-    def upload(self, data: pulumi.Output, path: Path) -> az.storage.Blob:
-        """The blob ``bundle.OBJECT_KEY`` holding ``data`` (the bundle's bytes), written to ``path`` first (a
-        Blob's source is an asset). Replaced, not updated, when the bytes change: delete first, since the new
-        blob has the old one's name."""
+    def upload(self, data: pulumi.Output, render_dir: Path) -> az.storage.Blob:
+        """The blob ``bundle.OBJECT_KEY`` holding ``data`` (the bundle's bytes), written to ``bundle.BUNDLE_FILE``
+        of the render first (a Blob's source is an asset). Replaced, not updated, when the bytes change: delete
+        first, since the new blob has the old one's name."""
 
         def asset(content: bytes) -> pulumi.FileAsset:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            part = path.with_name(path.name + ".part")
-            part.write_bytes(content)
-            os.replace(part, path)
-            return pulumi.FileAsset(str(path))
+            return pulumi.FileAsset(str(bundle.bundle_file(render_dir, content)))
 
         self.blob = az.storage.Blob(
             f"{self.base}-object", account_name=self.account.name, resource_group_name=self.rg.name,
@@ -683,8 +676,7 @@ class Cluster(pulumi.ComponentResource):
         if render_dir is not None:
             self.stack = self._stack(spec, settings, boot, client.subscription_id, dict(zip(gpu_groups,
                                                                                             self.gpu_groups)))
-            self.config_store.upload(self.stack.apply(lambda st: bundle.config_bundle(render_dir, st)),
-                                     render_dir / "pulumi" / CONFIG_FILE)
+            self.config_store.upload(self.stack.apply(lambda st: bundle.config_bundle(render_dir, st)), render_dir)
 
         nodes: dict[str, pulumi.Output] = {}
         for g, gg in zip(gpu_groups, self.gpu_groups):

@@ -19,6 +19,9 @@ BUNDLE_DIRS = ("ansible", "slurm", "nccl", "hosts", "cloud")
 STACK_FILE = "cloud/stack.json"
 OBJECT_KEY = "clusterctl/config.tar.gz"
 """where the object is in the cluster's bucket / container"""
+BUNDLE_FILE = "pulumi/.clusterctl/config.tar.gz"
+"""where a program that uploads the object from a file (GCS and Blob resources take a file asset for binary
+content) keeps it in the render: beside the project, left alone by re-renders"""
 
 
 def _add(tar: tarfile.TarFile, name: str, data: bytes, mode: int) -> None:
@@ -43,3 +46,15 @@ def config_bundle(render_dir: Path, stack: dict) -> bytes:
                 _add(tar, rel, path.read_bytes(), 0o755 if path.stat().st_mode & 0o111 else 0o644)
         _add(tar, STACK_FILE, (json.dumps(stack, indent=1, sort_keys=True) + "\n").encode(), 0o644)
     return buf.getvalue()
+
+
+def bundle_file(render_dir: Path, data: bytes) -> Path:
+    """``data`` (the bundle's bytes) as BUNDLE_FILE of ``render_dir``, written atomically and only when it
+    differs (a concurrent reader sees the old or the new object, never half; the same render keeps its file)."""
+    path = Path(render_dir) / BUNDLE_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.is_file() or path.read_bytes() != data:
+        part = path.with_name(path.name + ".part")
+        part.write_bytes(data)
+        part.replace(path)
+    return path

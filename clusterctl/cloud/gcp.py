@@ -507,18 +507,12 @@ class ConfigStore(pulumi.ComponentResource):
 
     def upload(self, render_dir: Path | None, stack: pulumi.Output) -> None:
         """With a render: the object ``bundle.OBJECT_KEY`` = config_bundle(render_dir, stack), written to
-        ``pulumi/.clusterctl/config.tar.gz`` of the render (a binary file: GCS objects from Pulumi take a file
-        asset, ``content`` is text) and uploaded from there."""
+        ``bundle.BUNDLE_FILE`` of the render (a binary file: GCS objects from Pulumi take a file asset,
+        ``content`` is text) and uploaded from there."""
         if render_dir is not None:
             def asset(doc: dict) -> pulumi.FileAsset:
-                path = Path(render_dir) / "pulumi" / ".clusterctl" / "config.tar.gz"
-                path.parent.mkdir(parents=True, exist_ok=True)
                 data = bundle.config_bundle(Path(render_dir), doc)
-                if not path.is_file() or path.read_bytes() != data:
-                    part = path.with_name(path.name + ".part")
-                    part.write_bytes(data)
-                    os.replace(part, path)  # a concurrent reader sees the old or the new object, never half
-                return pulumi.FileAsset(str(path))
+                return pulumi.FileAsset(str(bundle.bundle_file(Path(render_dir), data)))
 
             self.object = gcp.storage.BucketObject(
                 f"{self._name}-object", bucket=self.bucket.name, name=bundle.OBJECT_KEY,
