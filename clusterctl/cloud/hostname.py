@@ -32,8 +32,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
-"""a lower-case RFC 1123 label: what every provider can name an instance and what slurmd finds unchanged"""
+from clusterctl.cloud.node.cloud_config import LABEL
+
+# LABEL: a lower-case RFC 1123 label, what every provider can name an instance and what slurmd finds unchanged;
+# defined once in the user-data generator (the node programs, which run alone on an instance, keep a copy)
 GCP_NAME = re.compile(r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?")
 """Compute Engine resource names (RFC 1035): a lower-case letter first"""
 
