@@ -1,0 +1,158 @@
+"""Published measurements the performance model is set from (calibration) and checked against (validation).
+
+Every row is one published figure with its source: a training run (model, layout, GPUs, measured throughput)
+or a collective (nccl-tests bus bandwidth). Each row has a *role*:
+
+* ``calibration`` - the row was used to set a constant of the model (a fit): agreement is expected and proves
+  little beyond arithmetic;
+* ``validation`` - the row was not used to set any constant (a holdout): agreement is evidence.
+
+Rows belong to a *family* (same kind of hardware and measurement) whose *band* is the allowed relative error
+``|model / published - 1|``: the observed spread of the family plus a stated margin, not a blanket 15 %.
+A row outside 15 % carries an ``explanation``.
+
+One module per source family; ``rows()`` imports them explicitly (no discovery by name). The tables in
+docs/report.md are generated from here: ``python -m clusterctl.report.published`` prints them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+from clusterctl.report.interconnect import Interconnect, collective, placement
+from clusterctl.report.training import Accelerator, ModelShape, Parallelism, TrainingEstimate, estimate
+
+CALIBRATION = "calibration"
+VALIDATION = "validation"
+ROLES = (CALIBRATION, VALIDATION)
+
+
+@dataclass(frozen=True)
+class Family:
+    """Rows of one kind, judged with one band."""
+
+    name: str
+    band: float
+    """allowed |model / published - 1|"""
+    band_reason: str
+    """how the band was set: the observed spread of the family and the margin added to it"""
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class TrainingRow:
+    """A published training run: the estimate is compared on model TFLOP/s per GPU (Megatron-LM count) unless
+    ``metric`` says ``hardware_tflops`` (Narayanan et al. 2021 count recomputation)."""
+
+    id: str
+    family: str
+    role: str
+    source: str
+    model: ModelShape
+    gpus: int
+    par: Parallelism
+    accelerator: Accelerator
+    interconnect: Interconnect
+    step_s: float | None = None
+    """measured seconds per step"""
+    tokens_per_s_per_gpu: float | None = None
+    tflops: float | None = None
+    """the source's own TFLOP/s per GPU (only where it publishes no usable throughput)"""
+    metric: str = "model_tflops"
+    explanation: str = ""
+    """why the row is outside 15 %, when it is"""
+    memory_gb: float | None = None
+    """published peak memory per GPU, when the source gives it"""
+
+    def published(self) -> float:
+        if self.tflops is not None:
+            return self.tflops
+        if self.step_s is not None:
+            tokens_per_gpu = self.par.global_batch * self.model.seq_len / self.step_s / self.gpus
+        else:
+            tokens_per_gpu = self.tokens_per_s_per_gpu
+        return tokens_per_gpu * self.model.flops_per_token / 1e12
+
+    def run(self) -> TrainingEstimate:
+        return estimate(self.model, self.par, self.gpus, self.accelerator, self.interconnect)
+
+    def predicted(self) -> float:
+        e = self.run()
+        return e.hardware_tflops_per_gpu if self.metric == "hardware_tflops" else e.model_tflops_per_gpu
+
+    @property
+    def unit(self) -> str:
+        return "TFLOP/s per GPU" + (" (incl. recomputation)" if self.metric == "hardware_tflops" else "")
+
+
+@dataclass(frozen=True)
+class CollectiveRow:
+    """A published nccl-tests figure: bus bandwidth of ``op`` on ``ranks`` GPUs at ``size_bytes``."""
+
+    id: str
+    family: str
+    role: str
+    source: str
+    op: str
+    size_bytes: int
+    ranks: int
+    interconnect: Interconnect
+    busbw_gb_per_s: float
+    stride: int = 1
+    explanation: str = ""
+
+    def published(self) -> float:
+        return self.busbw_gb_per_s
+
+    def predicted(self) -> float:
+        return collective(self.op, self.size_bytes, self.interconnect,
+                          placement(self.ranks, self.interconnect, self.stride))[0].busbw_gb_per_s
+
+    unit = "GB/s busbw"
+
+
+Row = Union[TrainingRow, CollectiveRow]
+
+
+@dataclass(frozen=True)
+class Result:
+    row: Row
+    predicted: float
+    published: float
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def error(self) -> float:
+        return self.predicted / self.published - 1
+
+
+def families() -> dict[str, Family]:
+    out: dict[str, Family] = {}
+    for mod in _modules():
+        for f in mod.FAMILIES:
+            if f.name in out:
+                raise ValueError(f"family {f.name!r} defined twice")
+            out[f.name] = f
+    return out
+
+
+def rows() -> list[Row]:
+    out: list[Row] = []
+    for mod in _modules():
+        out.extend(mod.ROWS)
+    return out
+
+
+def evaluate(row: Row) -> Result:
+    return Result(row, row.predicted(), row.published())
+
+
+def _modules():
+    from clusterctl.report.published import blackwell, fabric, hopper, moe, narayanan, nccl
+
+    return (narayanan, hopper, nccl, fabric, blackwell, moe)
+
+
+__all__ = ["CALIBRATION", "VALIDATION", "CollectiveRow", "Family", "Result", "Row", "TrainingRow", "evaluate",
+           "families", "rows"]
