@@ -38,6 +38,9 @@ class Family:
     band_reason: str
     """how the band was set: the observed spread of the family and the margin added to it"""
     description: str = ""
+    margin: float | None = None
+    """the stated margin added to the observed spread (max |error| over the family's rows); the band may not
+    be looser than spread + margin (tests/report/test_published.py)"""
 
 
 @dataclass(frozen=True)

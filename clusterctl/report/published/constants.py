@@ -1,0 +1,134 @@
+"""Every model constant of the training and collective models, and whether the validation rows constrain it.
+
+A constant is ``constrained`` when moving it by +5 % takes at least one *validation* row (a holdout, see
+clusterctl/report/published/__init__.py) outside its family's band, and so does moving it by -5 %. Otherwise
+it is ``unconstrained``: the rows that were not used to set it cannot tell its value from one 5 % away (in at
+least one direction), whatever the calibration rows say. tests/report/test_published.py moves each constant
+both ways and checks the label (a constrained constant must move a row out both ways; an unconstrained one
+must leave every validation row inside its band in at least one direction), so a label cannot go stale
+silently; docs/report.md lists the table with the rows that leave (``python -m clusterctl.report.published``).
+
+``DEFINITIONS`` are module-level numbers that are units or conventions, not fitted (bf16 is 2 bytes): they are
+listed so that the completeness test can tell that every other upper-case number of training.py and
+interconnect.py is here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+CONSTRAINED = "constrained"
+UNCONSTRAINED = "unconstrained"
+STEP = 0.05
+"""the relative move of the sensitivity test"""
+
+TRAINING = "clusterctl.report.training"
+INTERCONNECT = "clusterctl.report.interconnect"
+MODULES = (TRAINING, INTERCONNECT)
+
+
+@dataclass(frozen=True)
+class Constant:
+    module: str
+    name: str
+    key: str | None
+    """for a dict constant: the entry"""
+    label: str
+    why: str
+
+    @property
+    def ref(self) -> str:
+        return self.name + (f"[{self.key!r}]" if self.key is not None else "")
+
+    def value(self) -> float:
+        v = getattr(importlib.import_module(self.module), self.name)
+        return v[self.key] if self.key is not None else v
+
+
+@contextmanager
+def perturbed(c: Constant, factor: float):
+    """``c`` multiplied by ``factor`` while the block runs (module attribute or dict entry), then restored."""
+    mod = importlib.import_module(c.module)
+    old = getattr(mod, c.name)
+    if c.key is None:
+        setattr(mod, c.name, old * factor)
+    else:
+        setattr(mod, c.name, {**old, c.key: old[c.key] * factor})
+    try:
+        yield
+    finally:
+        setattr(mod, c.name, old)
+
+
+def outside_band(factor: float, c: Constant) -> list[str]:
+    """Ids of the validation rows outside their family's band while ``c`` is multiplied by ``factor``."""
+    from clusterctl.report.published import VALIDATION, evaluate, families, rows
+
+    bands = {f.name: f.band for f in families().values()}
+    with perturbed(c, factor):
+        return [r.id for r in rows() if r.role == VALIDATION and abs(evaluate(r).error) > bands[r.family]]
+
+
+def sensitivity(c: Constant) -> dict[float, list[str]]:
+    """The validation rows that leave their band at ``1 - STEP`` and at ``1 + STEP`` times ``c``."""
+    return {f: outside_band(f, c) for f in (1 - STEP, 1 + STEP)}
+
+
+def _c(module, name, label, why, key=None) -> Constant:
+    return Constant(module, name, key, label, why)
+
+
+C, U = CONSTRAINED, UNCONSTRAINED
+CONSTANTS: list[Constant] = [
+    _c(TRAINING, "SUSTAINED_GEMM", C,
+       "every validation family is GEMM-bound: -5 % takes the Llama 3.1 405B proxy rows (BF16 and FP8) below "
+       "their bands, +5 % the Llama 3.1 8B rows above theirs"),
+    _c(TRAINING, "GEMM_SHAPE_HALF", U,
+       "5 % moves no validation prediction by 1 %: their per-GPU widths are h/tp >= 768, where d/(d+128) "
+       "hardly moves; only the small Narayanan models (calibration) feel it"),
+    _c(TRAINING, "FLASH_ATTENTION_EFFICIENCY", U,
+       "bounded on one side only: +5 % takes the 128K-context Llama 3 row (the largest attention share) above "
+       "its band, -5 % leaves every validation row inside"),
+    _c(TRAINING, "UNFUSED_ATTENTION_EFFICIENCY", U,
+       "no validation row runs without flash attention: only Narayanan Table 1 (calibration) uses it"),
+    _c(TRAINING, "HBM_EFFICIENCY", U,
+       "element-wise work and the Adam step are a small share of the validation steps: 5 % moves no prediction "
+       "by 1 %"),
+    _c(TRAINING, "ELEMENTWISE_REPLICATED", U,
+       "with sequence parallelism (every TP > 1 validation row) the replicated bytes are split by TP: 5 % moves "
+       "no prediction by 1 %"),
+    _c(TRAINING, "USABLE_HBM", U,
+       "decides fits_memory only, never a throughput: no throughput row can constrain it"),
+    _c(TRAINING, "ADAM_BYTES_PER_PARAM_STEP", U,
+       "the optimizer step is sharded over dp x cp: 5 % moves no validation prediction by 1 %"),
+    _c(TRAINING, "FP8_CAST_BYTES", U,
+       "the casts are a small share of an FP8 step: 5 % moves no FP8 prediction by 1 %"),
+    _c(INTERCONNECT, "NVLINK_RING_EFFICIENCY", U,
+       "set from the no-NVLS H100 and the A100 nccl-tests rows (calibration); every validation row is H100 with "
+       "NVLS, whose TP all-reduces do not use it: no validation prediction moves"),
+    _c(INTERCONNECT, "NVLS_EFFICIENCY", U,
+       "set from the 480 GB/s nccl-tests row (calibration); the TP all-reduces it times are a small share of "
+       "the validation steps: 5 % moves no prediction by 1 %"),
+    _c(INTERCONNECT, "NIC_EFFICIENCY", U,
+       "set from the NDR/HDR nccl-tests rows (calibration); in the validation runs data-parallel traffic "
+       "mostly hides behind the backward pass and pipeline sends are small: 5 % moves no prediction by 2 %",
+       "rdma"),
+    _c(INTERCONNECT, "NIC_EFFICIENCY", U,
+       "an assumption (GPUDirect-TCPX/O): no published row runs on a TCP fabric", "tcp"),
+    _c(INTERCONNECT, "NVLINK_STEP_LATENCY_US", U,
+       "an assumption: microseconds per step are invisible in steps of seconds"),
+    _c(INTERCONNECT, "NETWORK_STEP_LATENCY_US", U,
+       "an assumption: microseconds per step are invisible in steps of seconds", "infiniband"),
+    _c(INTERCONNECT, "NETWORK_STEP_LATENCY_US", U, "an assumption; no validation row runs on RoCE in the model", "roce"),
+    _c(INTERCONNECT, "NETWORK_STEP_LATENCY_US", U, "an assumption; no validation row runs on this fabric", "ethernet"),
+    _c(INTERCONNECT, "NETWORK_STEP_LATENCY_US", U, "an assumption; no validation row runs on EFA", "efa"),
+    _c(INTERCONNECT, "NETWORK_STEP_LATENCY_US", U, "an assumption; no validation row runs on a TCP fabric", "tcp"),
+    _c(INTERCONNECT, "LAUNCH_LATENCY_US", U,
+       "an assumption: microseconds per collective are invisible in steps of seconds"),
+]
+
+DEFINITIONS = {
+    (TRAINING, "BYTES_BF16"): "bytes of a bf16 element: a unit",
+}
