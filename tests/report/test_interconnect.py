@@ -1,7 +1,7 @@
-"""The collective model against published nccl-tests measurements (each number's source next to it).
+"""The collective model's behaviour (algorithm choice, trends, placement, blueprint links, refusals).
 
-Target from the issue: within +-10 %. The efficiencies are per link class (interconnect.py), not per
-test; these rows check that one set of constants reproduces all of them.
+The nccl-tests figures its efficiencies were computed from are calibration rows in
+clusterctl/report/published/nccl.py, judged in tests/report/test_published.py.
 """
 
 from __future__ import annotations
@@ -34,45 +34,15 @@ def within(value, target, tol=0.10):
     return abs(value / target - 1) <= tol
 
 
-def test_h100_single_node_allreduce_with_nvls():
-    # ~480 GB/s busbw, 8 x H100 with NVLS (NVIDIA/nccl-tests issues; project reference slurm-nccl.md)
-    assert within(busbw(H100_NODE, ALL_REDUCE, 8), 480)
+def test_h100_single_node_allreduce_runs_nvls_where_the_hardware_has_it():
+    # the bandwidths are calibration rows (clusterctl/report/published/nccl.py); here: the algorithm NCCL picks
     assert collective(ALL_REDUCE, LARGE, H100_NODE, placement(8, H100_NODE))[1] == "nvls"
+    assert collective(ALL_REDUCE, LARGE, H100_NODE_NO_NVLS, placement(8, H100_NODE_NO_NVLS))[1] == "ring"
 
 
-def test_h100_single_node_allreduce_without_nvls():
-    # ~370 GB/s busbw, 8 x H100 without NVLS (NCCL_NVLS_ENABLE=0; NVIDIA/nccl-tests issues)
-    assert within(busbw(H100_NODE_NO_NVLS, ALL_REDUCE, 8), 370)
-
-
-def test_a100_single_node_allreduce():
-    # ~230 GB/s busbw, 8 x A100 SXM (NVIDIA/nccl-tests issues)
-    assert within(busbw(A100_NODE, ALL_REDUCE, 8), 230)
-
-
-@pytest.mark.parametrize("nodes", [2, 4, 16, 128])
-def test_multi_node_8x400g_per_nic(nodes):
-    # "For NDR @ 400Gbps you should see 46-48GB/s per NIC" (NVIDIA/nccl-tests#290, AddyLaddy); ring
-    # (NCCL_ALGO=RING is how the networks are benchmarked, nccl#209 / nccl-tests#196)
-    n = 8 * nodes
-    ic = H100_NODE_NO_NVLS
-    est, algo = collective(ALL_REDUCE, LARGE, ic, placement(n, ic))
-    per_nic = est.busbw_gb_per_s / 8
-    assert 46 * 0.9 <= per_nic <= 48 * 1.1, per_nic
-
-
-def test_hdr_per_nic():
-    # "~160GB/s intra-node and 24GB/s inter-node" with 1 x HDR per GPU (NVIDIA/nccl#412, sjeaugey)
-    ic = Interconnect(8, 300, False, 8, 25)
-    assert within(busbw(ic, ALL_REDUCE, 16) / 8, 24)
-
-
-def test_alltoall_two_nodes_is_twice_the_network():
-    # multi-node AlltoAll busbw = N/(N-1) x per-GPU network bandwidth, N = nodes (sjeaugey,
-    # NVIDIA/nccl-tests#130): 2 nodes -> 2 x ~47 GB/s
-    assert within(busbw(H100_NODE, ALL_TO_ALL, 16), 2 * 47)
-    # and it falls toward the per-GPU network bandwidth as nodes are added
-    assert within(busbw(H100_NODE, ALL_TO_ALL, 8 * 64), 64 / 63 * 47)
+def test_alltoall_busbw_falls_toward_the_per_gpu_network_as_nodes_are_added():
+    bws = [busbw(H100_NODE, ALL_TO_ALL, 8 * nodes) for nodes in (2, 4, 16, 64)]
+    assert bws == sorted(bws, reverse=True)
 
 
 def test_allgather_reducescatter_same_busbw():
