@@ -32,7 +32,7 @@ def markdown() -> str:
             r = res.row
             if r.role != role:
                 continue
-            note = f" {r.explanation}" if r.explanation else ""
+            note = f"; off because: {r.explanation}" if r.explanation else ""
             out.append(f"| {r.id} | {r.family} | {res.predicted:,.1f} | {res.published:,.1f} {r.unit} | "
                        f"{100 * res.error:+.1f} % | {r.source}{note} |")
         out.append("")
