@@ -22,8 +22,8 @@
 
 Efficiencies and latencies are the module constants below, each with where it comes from. Calibration
 is on principles: an efficiency per *link class* (NCCL's protocol overhead on NVLink, RDMA goodput on a
-NIC, NVSwitch reduction throughput for NVLS), never a per-test fudge. tests/report/test_interconnect.py
-checks the result against published nccl-tests measurements.
+NIC, NVSwitch reduction throughput for NVLS), never a per-test fudge. The nccl-tests figures they were
+computed from are calibration rows (clusterctl/report/published/nccl.py): reproducing them is a fit.
 """
 
 from __future__ import annotations
