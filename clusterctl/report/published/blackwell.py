@@ -15,7 +15,9 @@ layout (its parenthesised GA 16 does not follow from its GBS, MBS and DP); NVFP4
 model); DGX-GB300 and DGX-B300 rows (not in the accelerator catalog). MLPerf Training v5.0/v5.1 (Llama 3.1
 405B, Llama 2 70B LoRA on GB200/B200): the results report time to train to a target loss, with evaluation
 pauses and, for LoRA, frozen weights; turning that into tokens/s per GPU needs the samples to converge and
-the evaluation time, which the results tables do not give - not used.
+the evaluation time, which the results tables do not give - not used. NVIDIA/dgxc-benchmarking READMEs
+(llama3.1, qwen3, deepseek_v3, gpt-oss recipes for B200/GB200) publish layouts and how to compute
+throughput from a run's s/iter, but no measured figures - not rows.
 """
 
 from __future__ import annotations

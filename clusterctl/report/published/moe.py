@@ -24,7 +24,8 @@ Collected and not expressible here (left out):
 * Older containers of the same tables (25.09, 25.11) are not rows: the same Qwen3-30B-A3B layout on DGX-B200
   reads 18,066 (25.09, token-drop), 9,299 (25.11, MBS 1) and 27,136 (26.04.01, MBS 4) tokens/s/GPU - software
   and micro-batch changes of up to 3x between releases, which no hardware model can follow; the newest
-  container with B200, GB200 and H100 rows side by side is used.
+  container with B200, GB200 and H100 rows side by side is used. The newest table (performance-summary.md,
+  26.08) has GB200 Qwen3-30B-A3B at 39,936 (+53 % on 26.04.01 for the same layout) and no B200/H100 rows.
 * Mixtral 8x7B / 8x22B: no B200/GB200/H100 throughput with a stated EP layout was found in the stored
   performance summaries (NVIDIA/NeMo's performance_summary.md history holds only 24.07 dense H100 tables).
 """
@@ -41,7 +42,7 @@ CONSTANTS = {
     "training.MOE_GEMM_TOKENS_HALF": "calibration: qwen3-30b-a3b-b200-ep8, qwen3-235b-a22b-b200-pp8-ep8; "
                                      "validation: the GB200 and H100 Qwen3 rows (weakly constrained)",
     "training.MOE_PERMUTE_ELEMENTS": "derived from Megatron-Core's permute/unpermute reads and writes; not calibrated",
-    "training.MOE_ROUTER_ELEMENTS": "derived (router softmax/top-k traffic); not calibrated",
+    "training.MOE_ROUTER_ELEMENTS": "derived (router softmax/top-k traffic); not calibrated; unconstrained",
     "training.moe_load (no constant)": "multinomial expected maximum; the rows force-balance (expert_load=1.0)",
 }
 
