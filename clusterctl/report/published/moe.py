@@ -52,6 +52,8 @@ SOURCE = ("[P] NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md, 
 QWEN3_30B = preset("qwen3-30b-a3b")[0]
 QWEN3_235B = preset("qwen3-235b-a22b")[0]
 GPT_OSS_120B = preset("gpt-oss-120b")[0]
+TABLE = {"qwen3-30b-a3b": "Qwen3_30B_a3B", "qwen3-235b-a22b": "Qwen3_235B_a22B", "gpt-oss-120b": "GPT OSS 120B"}
+"""the summary's table heading per preset"""
 
 FAMILIES = [
     Family("moe-ep", 0.25,
@@ -69,7 +71,7 @@ FAMILIES = [
 def _row(id: str, family: str, role: str, model, system: str, gpus: int, par: Parallelism, acc, ic,
          tokens: float, explanation: str = "") -> TrainingRow:
     return TrainingRow(id=id, family=family, role=role,
-                       source=SOURCE.format(model=model.name, system=system),
+                       source=SOURCE.format(model=TABLE[model.name], system=system),
                        model=model, gpus=gpus, par=par, accelerator=acc, interconnect=ic,
                        tokens_per_s_per_gpu=tokens, explanation=explanation)
 
