@@ -260,16 +260,15 @@ FP8_CAST_BYTES = 3
 casts activations before each FP8 GEMM and the gradients in the backward pass)."""
 
 # --- mixture of experts ------------------------------------------------------------------------------
-MOE_GEMM_TOKENS_HALF = 1000
-"""Grouped-GEMM token factor ``n / (n + MOE_GEMM_TOKENS_HALF)`` for ``n`` tokens per local expert (the M
-dimension of each expert's forward GEMM and the reduction dimension of its weight-gradient GEMM): a grouped
-GEMM over many small per-expert batches fills fewer tiles and waves than one dense GEMM, and the weight
-gradient reduces over only ``n`` tokens. Value 1000 tokens (calibration): chosen on the two DGX-B200 Qwen3
-rows of clusterctl/report/published/moe.py (8,192 and 2,048 tokens per expert): 30B-A3B lands at +15 %, and
-235B-A22B (EP 8) moves from +53 % at 256 to +43 % at 1000 and +31 % at 2000 - the published B200/GB200 gap of
-that model is larger than any credible GEMM factor explains, so the value stops at the half-point of a few
-hundred to a thousand tokens that grouped-GEMM kernels show. Weakly constrained: +-5 % moves the MoE rows by
-at most 1.3 %; the GB200 and H100 Qwen3 rows are its validation."""
+EXPERT_WEIGHT_BYTES = {"bf16": 2 * 2 + 8, "fp8": 2 * 1 + 8}
+"""HBM bytes per weight element of a GEMM, per microbatch, forward + backward: the weight read for the
+forward and for the data gradient (2 bytes in BF16, 1 in FP8), and the weight gradient accumulated into the
+fp32 main gradient (read 4 + write 4: Megatron's gradient-accumulation fusion). Against ``6 n`` FLOPs per
+weight element for ``n`` tokens, a GEMM is weight-bandwidth-bound below ``n* = rate x bytes / (6 x HBM
+bandwidth)`` tokens (its roofline ridge): ``n*`` is ~600-900 tokens on B200/GB200/H100 in FP8. Derived from
+the kernels' traffic, not calibrated; dense GEMMs see whole microbatches (thousands of tokens) and their
+share of it is inside ``SUSTAINED_GEMM``, experts see ``tokens x topk x ep / experts`` - see
+``expert_gemm_factor``."""
 
 MOE_PERMUTE_ELEMENTS = 8
 """Elements moved through HBM per routed token copy and hidden element, forward pass, by the token
@@ -311,15 +310,24 @@ def moe_tokens_per_expert(model: ModelShape, par: Parallelism, local_tokens: flo
     return local_tokens * model.topk * par.ep / model.experts
 
 
-def expert_gemm_factor(model: ModelShape, par: Parallelism, local_tokens: float) -> float:
-    """Expert GEMM rate / the dense GEMM rate of the same layout: the narrower expert matrix (``moe_ffn /
-    tp`` against ``hidden / tp``, the dense ``GEMM_SHAPE_HALF`` shape factor) times the grouped-GEMM token
-    factor (``MOE_GEMM_TOKENS_HALF``)."""
+def gemm_roofline(acc: Accelerator, rate: float, precision: str, n: float) -> float:
+    """Share of the GEMM rate ``rate`` (FLOP/s) a GEMM over ``n`` tokens reaches when its weights and weight
+    gradient also move through HBM (``EXPERT_WEIGHT_BYTES``): ``n / (n + n*)``, the smooth roofline."""
+    ridge = rate * EXPERT_WEIGHT_BYTES[precision] / (6 * acc.hbm_tb_per_s * 1e12 * HBM_EFFICIENCY)
+    return n / (n + ridge)
+
+
+def expert_gemm_factor(model: ModelShape, par: Parallelism, local_tokens: float, acc: Accelerator,
+                       rate: float) -> float:
+    """Expert GEMM rate / the dense GEMM rate ``rate`` of the same layout: the narrower expert matrix
+    (``moe_ffn / tp`` against ``hidden / tp``, the dense ``GEMM_SHAPE_HALF`` shape factor) times the weight-
+    traffic roofline at the tokens per local expert against the same roofline at the microbatch's tokens
+    (which the dense calibration already contains)."""
     d = model.hidden / par.tp
     de = min(model.hidden, model.expert_ffn) / par.tp
     width = (de / (de + GEMM_SHAPE_HALF)) / (d / (d + GEMM_SHAPE_HALF))
     n = moe_tokens_per_expert(model, par, local_tokens)
-    return width * n / (n + MOE_GEMM_TOKENS_HALF)
+    return width * gemm_roofline(acc, rate, par.precision, n) / gemm_roofline(acc, rate, par.precision, local_tokens)
 
 
 def expert_flops_per_token_layer(model: ModelShape) -> float:
@@ -348,7 +356,7 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
     load = moe_load(model, par, local_tokens)
     if model.experts:  # expert GEMMs: the busiest rank's tokens, at the grouped-GEMM rate
         t_expert = layers * tokens * expert_flops_per_token_layer(model) * rc_dense / (tp * cp) / r_linear
-        t_gemm += t_expert * (load / expert_gemm_factor(model, par, local_tokens) - 1)
+        t_gemm += t_expert * (load / expert_gemm_factor(model, par, local_tokens, acc, r_linear) - 1)
     if par.flash_attention:
         t_attn = layers * tokens * model.attention_flops_per_token_layer * rc_attn * 0.5 / (tp * cp) / (
             r_gemm * FLASH_ATTENTION_EFFICIENCY)

@@ -7,10 +7,11 @@ import pytest
 from clusterctl.report.published import CALIBRATION, VALIDATION, blackwell, evaluate, families, moe
 from clusterctl.report.published.systems import B200, DGX_B200, GB200, GB200_NVL72
 from clusterctl.report.training import (
-    MOE_GEMM_TOKENS_HALF,
+    EXPERT_WEIGHT_BYTES,
     Parallelism,
     estimate,
     expert_gemm_factor,
+    gemm_roofline,
     moe_load,
 )
 from clusterctl.report.workload import preset
@@ -82,9 +83,16 @@ def test_expert_ranks_are_tp_apart_not_tp_x_cp():
     assert e.comm["ep"]["ranks_per_nvlink_domain"] == 4
 
 def test_grouped_gemm_slows_with_few_tokens_per_expert():
-    assert MOE_GEMM_TOKENS_HALF > 0
-    small, large = Parallelism(512, ep=8, micro_batch=1), Parallelism(512, ep=8, micro_batch=8)
-    assert expert_gemm_factor(QWEN3_30B, small, 4096) < expert_gemm_factor(QWEN3_30B, large, 8 * 4096) < 1.0
+    # roofline ridge on B200 in FP8: 0.86 x 3,432.5 TF x 10 bytes / (6 x 8 TB/s x 0.7) = 878 tokens
+    rate = 0.86 * 3432.5e12
+    assert EXPERT_WEIGHT_BYTES["fp8"] == 10
+    assert gemm_roofline(B200, rate, "fp8", 878.4) == pytest.approx(0.5, rel=1e-3)
+    small, large = (Parallelism(512, ep=8, micro_batch=mb, precision="fp8") for mb in (1, 8))
+    f_small = expert_gemm_factor(QWEN3_30B, small, 4096, B200, rate)
+    f_large = expert_gemm_factor(QWEN3_30B, large, 8 * 4096, B200, rate)
+    assert f_small < f_large < 1.0
+    # without EP a Qwen3-235B expert sees 4096 x 8 / 128 = 256 tokens per microbatch: weight-bound
+    assert expert_gemm_factor(QWEN3_235B, Parallelism(512, precision="fp8"), 4096, B200, rate) < 0.4
     # the wider EP of the GB200 layout (more tokens per local expert) runs its experts faster than EP 8
     gb = _qwen235(ep=32, acc=B200, ic=GB200_NVL72)
     b = _qwen235(ep=8, acc=B200, ic=GB200_NVL72)

@@ -8,8 +8,10 @@ token distribution among experts and all benchmarks are token-dropless" - so eve
 separately). MXFP8 and FP8-CS rows are modelled as ``precision="fp8"``; recomputation is not stated, none is
 assumed.
 
-Calibration (``MOE_GEMM_TOKENS_HALF`` in clusterctl/report/training.py was chosen looking at these): the two
-DGX-B200 Qwen3 rows. Everything else is validation.
+Calibration: the two DGX-B200 Qwen3 rows - looked at while choosing the form of the expert-GEMM term in
+clusterctl/report/training.py (a weight-traffic roofline at the tokens per expert, ``EXPERT_WEIGHT_BYTES``;
+its values are derived, not fitted; a fitted half-point of 1,000 tokens gave +15 % / +43 % on them, the
+derived term +16 % / +51 %). Everything else is validation.
 
 Collected and not expressible here (left out):
 
@@ -39,8 +41,8 @@ from clusterctl.report.workload import preset
 
 # Model constants this family constrains (for clusterctl/report/published/constants.py when it lands):
 CONSTANTS = {
-    "training.MOE_GEMM_TOKENS_HALF": "calibration: qwen3-30b-a3b-b200-ep8, qwen3-235b-a22b-b200-pp8-ep8; "
-                                     "validation: the GB200 and H100 Qwen3 rows (weakly constrained)",
+    "training.EXPERT_WEIGHT_BYTES": "derived (weight reads fwd + dgrad, fp32 main-grad accumulate); rows "
+                                    "qwen3-30b-a3b-b200-ep8 and qwen3-235b-a22b-b200-pp8-ep8 shaped its form",
     "training.MOE_PERMUTE_ELEMENTS": "derived from Megatron-Core's permute/unpermute reads and writes; not calibrated",
     "training.MOE_ROUTER_ELEMENTS": "derived (router softmax/top-k traffic); not calibrated; unconstrained",
     "training.moe_load (no constant)": "multinomial expected maximum; the rows force-balance (expert_load=1.0)",
@@ -56,14 +58,14 @@ TABLE = {"qwen3-30b-a3b": "Qwen3_30B_a3B", "qwen3-235b-a22b": "Qwen3_235B_a22B",
 """the summary's table heading per preset"""
 
 FAMILIES = [
-    Family("moe-ep", 0.25,
-           "observed spread |error| of the Qwen3 rows up to 0.22 (GB200 30B-A3B, validation) plus a 0.03 margin; "
-           "the DGX-B200 Qwen3-235B row (+0.43) is in moe-unmodelled with its explanation",
+    Family("moe-ep", 0.26,
+           "observed spread |error| of the Qwen3 rows up to 0.23 (GB200 30B-A3B, validation) plus a 0.03 margin; "
+           "the DGX-B200 Qwen3-235B row (+0.51) is in moe-unmodelled with its explanation",
            "Qwen3 MoE pre-training, Megatron-Bridge 26.04.01, B200 / GB200 NVL72 / H100, EP 8-32"),
-    Family("moe-unmodelled", 1.0,
+    Family("moe-unmodelled", 1.1,
            "not a validation band: rows with an effect the model does not represent (GPT-OSS attention sinks "
-           "and sliding windows; the unexplained B200 Qwen3-235B gap), over-predicted by 0.28-0.85; band = "
-           "that spread plus 0.15 so the rows stay in the tables with their explanations",
+           "and sliding windows; the unexplained B200 Qwen3-235B gap), over-predicted by 0.5-0.96; band = "
+           "that spread plus 0.14 so the rows stay in the tables with their explanations",
            "MoE rows kept to show what the model misses, each with its explanation"),
 ]
 
@@ -82,18 +84,23 @@ def _par(global_batch: int, **kw) -> Parallelism:
 
 ROWS: list[Row] = [
     _row("qwen3-30b-a3b-b200-ep8", "moe-ep", CALIBRATION, QWEN3_30B, "DGX-B200, 8 GPUs, MXFP8, GBS 512, MBS 4, EP 8",
-         8, _par(512, micro_batch=4, ep=8, precision="fp8"), B200, DGX_B200, 27136),
+         8, _par(512, micro_batch=4, ep=8, precision="fp8"), B200, DGX_B200, 27136,
+         explanation="predicted 1.16x. A 3B-active model's step is many short kernels (48 layers of router, "
+                     "permutation, grouped GEMMs on 16 local experts, all-to-all) whose launch and host "
+                     "overheads the model does not have; the same layout's published throughput moved from 9,299 "
+                     "(25.11) to 27,136 (26.04.01), and on GB200 to 39,936 (26.08), so the gap is software that "
+                     "changes between releases, not hardware"),
     _row("qwen3-235b-a22b-b200-pp8-ep8", "moe-unmodelled", CALIBRATION, QWEN3_235B,
          "DGX-B200, 256 GPUs, MXFP8, GBS 8192, MBS 1, PP 8, EP 8",
          256, _par(8192, pp=8, ep=8, precision="fp8"), B200, DGX_B200, 3776,
-         explanation="predicted 1.43x the published figure. The same software on GB200 with EP 32 (row "
+         explanation="predicted 1.51x the published figure. The same software on GB200 with EP 32 (row "
                      "qwen3-235b-a22b-gb200-pp8-vp3-ep32) reaches 5,680, 1.5x this B200 run on nearly the same "
-                     "GPU; the model attributes only ~1.06x of that to the wider EP (more tokens per expert). "
+                     "GPU; the model attributes only ~1.03x of that to the wider EP (more tokens per expert). "
                      "The B200 layout holds 16 experts per layer per GPU (weights + Adam state ~90 GB) and the "
                      "table does not say what it recomputes or offloads to fit; the gap is not modelled"),
     _row("qwen3-30b-a3b-gb200-ep8", "moe-ep", VALIDATION, QWEN3_30B, "DGX-GB200, 8 GPUs, MXFP8, GBS 512, MBS 4, EP 8",
          8, _par(512, micro_batch=4, ep=8, precision="fp8"), GB200, GB200_NVL72, 26112,
-         explanation="predicted 1.22x: the published GB200 figure is 4 % below the B200 one for the identical "
+         explanation="predicted 1.23x: the published GB200 figure is 4 % below the B200 one for the identical "
                      "layout while the GB200 has 4 % more matmul throughput (MAMF); the model has no term that "
                      "makes a GB200 slower than a B200 on one 8-GPU job"),
     _row("qwen3-235b-a22b-gb200-pp8-vp3-ep32", "moe-ep", VALIDATION, QWEN3_235B,
