@@ -22,6 +22,9 @@ The step time is built bottom-up for one pipeline stage and one microbatch, then
 * tensor-parallel all-reduces (or reduce-scatter/all-gather pairs with sequence parallelism) sit on the
   critical path (Megatron-LM's default); context-parallel KV exchange hides behind attention compute;
   expert-parallel all-to-all is exposed; pipeline sends are exposed once per microbatch;
+* mixture of experts: expert GEMMs on the busiest expert-parallel rank's tokens (``moe_load``) at a
+  weight-traffic roofline for the tokens per local expert (``expert_gemm_factor``), token permutation and
+  router traffic through HBM, and the all-to-all over NVLink while EP x TP fits the domain;
 * 1F1B pipeline schedule: ``(m + (p-1)/v)`` microbatch slots of the slowest stage (the last one also
   computes the logits);
 * the data-parallel gradient reduction overlaps with the backward pass of the last microbatch only;
@@ -268,7 +271,7 @@ weight element for ``n`` tokens, a GEMM is weight-bandwidth-bound below ``n* = r
 bandwidth)`` tokens (its roofline ridge): ``n*`` is ~600-900 tokens on B200/GB200/H100 in FP8. Derived from
 the kernels' traffic, not calibrated; dense GEMMs see whole microbatches (thousands of tokens) and their
 share of it is inside ``SUSTAINED_GEMM``, experts see ``tokens x topk x ep / experts`` - see
-``expert_gemm_factor``."""
+``expert_gemm_factor``. Weakly constrained: +-5 % moves the MoE rows by at most 0.5 %."""
 
 MOE_PERMUTE_ELEMENTS = 8
 """Elements moved through HBM per routed token copy and hidden element, forward pass, by the token

@@ -42,7 +42,8 @@ from clusterctl.report.workload import preset
 # Model constants this family constrains (for clusterctl/report/published/constants.py when it lands):
 CONSTANTS = {
     "training.EXPERT_WEIGHT_BYTES": "derived (weight reads fwd + dgrad, fp32 main-grad accumulate); rows "
-                                    "qwen3-30b-a3b-b200-ep8 and qwen3-235b-a22b-b200-pp8-ep8 shaped its form",
+                                    "qwen3-30b-a3b-b200-ep8 and qwen3-235b-a22b-b200-pp8-ep8 shaped its form; "
+                                    "+-5 % moves the rows <= 0.5 %: weakly constrained",
     "training.MOE_PERMUTE_ELEMENTS": "derived from Megatron-Core's permute/unpermute reads and writes; not calibrated",
     "training.MOE_ROUTER_ELEMENTS": "derived (router softmax/top-k traffic); not calibrated; unconstrained",
     "training.moe_load (no constant)": "multinomial expected maximum; the rows force-balance (expert_load=1.0)",
