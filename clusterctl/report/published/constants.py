@@ -105,6 +105,15 @@ CONSTANTS: list[Constant] = [
        "the optimizer step is sharded over dp x cp: 5 % moves no validation prediction by 1 %"),
     _c(TRAINING, "FP8_CAST_BYTES", U,
        "the casts are a small share of an FP8 step: 5 % moves no FP8 prediction by 1 %"),
+    _c(TRAINING, "EXPERT_WEIGHT_BYTES", U,
+       "derived (weight reads for forward and data gradient plus the fp32 main-gradient accumulate), not fitted; "
+       "the expert GEMMs of the MoE validation rows are rarely weight-bound: 5 % moves no prediction by 1 %",
+       "bf16"),
+    _c(TRAINING, "EXPERT_WEIGHT_BYTES", U,
+       "derived as for bf16 with 1-byte FP8 weights; 5 % moves no MoE validation prediction by 1 %", "fp8"),
+    _c(TRAINING, "MOE_PERMUTE_ELEMENTS", U,
+       "derived from Megatron-Core's token permute/unpermute reads and writes; 5 % moves the MoE rows by ~1 %"),
+    _c(TRAINING, "MOE_ROUTER_ELEMENTS", U, "derived (router logits, softmax, top-k): invisible in a step"),
     _c(INTERCONNECT, "NVLINK_RING_EFFICIENCY", U,
        "set from the no-NVLS H100 and the A100 nccl-tests rows (calibration); every validation row is H100 with "
        "NVLS, whose TP all-reduces do not use it: no validation prediction moves"),
