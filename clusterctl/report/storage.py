@@ -29,16 +29,25 @@ from clusterctl.rules.storage import checkpoint_tier
 GB = 1e9
 TB = 1e12
 
-BYTES_PER_TOKEN = 2
-"""Training data is read as pre-tokenized token ids stored as uint16 (2 bytes per token): enough for a
-vocabulary below 65,536 ids (GPT-2's 50,257; Megatron-LM and nanoGPT ``.bin`` shards). Vocabularies above that
-(Llama 3's 128k) need uint32, 4 bytes per token: the need below then doubles."""
+UINT16_VOCAB_LIMIT = 65500
+"""Training data is read as pre-tokenized token ids in Megatron-LM's indexed dataset (``.bin``/``.idx``):
+``megatron/core/datasets/indexed_dataset.py`` ``DType.optimal_dtype(cardinality)`` stores them as uint16 (2 bytes)
+when the cardinality is below 65,500 and as int32 (4 bytes) otherwise, and ``tools/preprocess_data.py`` passes
+the tokenizer's vocabulary size as the cardinality [P]. GPT-3's 51,200 ids fit uint16; Llama 3's 128,256 and
+most current vocabularies need int32."""
+
+
+def bytes_per_token(vocab: int | None) -> int:
+    """Bytes per stored token id for a vocabulary of ``vocab`` ids, as Megatron-LM chooses them: 2 below
+    UINT16_VOCAB_LIMIT, else 4; 4 when the vocabulary is not known (``optimal_dtype(None)`` is int32)."""
+    return 2 if vocab is not None and vocab < UINT16_VOCAB_LIMIT else 4
+
 
 def token_bytes(ctx: ReportContext) -> int:
-    """Bytes per stored token id: 2 (uint16) unless the training model's vocabulary needs uint32."""
+    """Bytes per stored token id of the training model's vocabulary (``bytes_per_token``)."""
     training = ctx.extra.get("training")
     model = training.workload.model if training is not None else None
-    return 4 if model is not None and model.vocab > 65536 else BYTES_PER_TOKEN
+    return bytes_per_token(model.vocab if model is not None else None)
 
 
 BYTES_PER_PARAM_NOTE = ("bf16 weights 2 + fp32 master weights 4 + Adam moments m, v 4 + 4 = 14 bytes per "
@@ -347,7 +356,7 @@ def _markdown(data: dict, tiers: list[dict]) -> str:
                    f"(limited by {dl['limited_by']}).\n")
     else:
         share = _cell(dl["share"] * 100 if dl["share"] is not None else None, " %")
-        ids = "uint32" if dl["bytes_per_token"] == 4 else "uint16"
+        ids = "int32" if dl["bytes_per_token"] == 4 else "uint16"
         out.append(f"Data loading: {fmt(dl['tokens_per_s'])} tokens/s × {dl['bytes_per_token']} bytes/token "
                    f"({ids} token ids) = {fmt(dl['need_gb_per_s'])} GB/s from **{dl['tier']}**, which delivers "
                    f"{_cell(dl['available_gb_per_s'], ' GB/s')} to the GPU nodes (the need is {share} of it).\n")
