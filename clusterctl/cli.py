@@ -256,7 +256,8 @@ def report(
                      dp=dp, cp=cp, ep=ep, micro_batch=micro_batch, virtual_stages=virtual_stages,
                      recompute=recompute, precision=precision, mfu=mfu, gpus=gpus, restart_min=restart_min)
     try:
-        rep = document.build(v.plan, overrides, checkpoint_interval_min=checkpoint_interval_min, pue=pue, ranks=ranks)
+        rep = document.build(v.plan, overrides, checkpoint_interval_min=checkpoint_interval_min, pue=pue, ranks=ranks,
+                             findings=diag.from_findings(v.result.findings, loaded.source))
     except TrainingConfigError as exc:
         raise _misuse(f"{loaded.source.file}: cannot estimate training: {exc}",
                       "change workload.training in the blueprint or the command-line option") from None
