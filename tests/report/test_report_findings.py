@@ -110,3 +110,75 @@ def test_blueprint_with_errors_is_still_not_reported(tmp_path):
     bp.write_text(to_yaml(data))
     r = cli("report", str(bp))
     assert r.returncode == 1 and "not reported" in r.stderr and "WORKLOAD001" in r.stderr and r.stdout == ""
+
+
+def _no_storage_fabric(tmp_path: Path) -> Path:
+    """The 1-SU SuperPOD without its storage fabric: the DGX storage NICs are cabled to nothing, and the Lustre
+    servers' only NID is in the storage address pool, so no fabric joins the GPU nodes to Lustre. /home (on
+    head01, in-band) stays reachable over the in-band fabric."""
+    data = shipped("dgx-h100-superpod-1su")
+    data["fabrics"] = [f for f in data["fabrics"] if f["name"] != "stor"]
+    data["storage"][0]["servers"] = "10.31.1.250@tcp:/lustre"
+    bp = tmp_path / "no-storage-fabric.yaml"
+    bp.write_text(to_yaml(data))
+    return bp
+
+
+def test_no_network_path_to_storage_states_no_bandwidth_or_checkpoint_time(tmp_path):
+    bp = _no_storage_fabric(tmp_path)
+    data = _report_json(str(bp))
+    st = data["storage"]
+    lustre, home = st["tiers"][0], st["tiers"][1]
+    assert lustre["name"] == "lustre" and not lustre["available"]
+    assert [lustre[k] for k in ("write_gb_per_s", "read_gb_per_s", "write_s", "restore_s")] == [None] * 4
+    reason = lustre["no_path_reason"]
+    assert "group dgx has no network path to storage tier lustre" in reason
+    assert "10.31.1.250" in reason and "storage NICs are attached to no fabric" in reason
+    assert home["available"] and home["write_s"] > 0 and "fabric inband" in home["path"]
+    ck = st["checkpoint"]
+    assert ck["tier"] == "lustre" and not ck["available"] and ck["write_s"] is None and ck["reason"] == reason
+    dl = st["data_loading"]
+    assert not dl["available"] and dl["available_gb_per_s"] is None and dl["share"] is None
+    assert data["reliability"]["goodput"]["write_s"] is None  # no checkpoint time to build goodput on
+    assert st["client"]["basis"] == "inband NICs"  # the uncabled storage NICs are not counted
+
+    md = cli("report", str(bp)).stdout
+    storage_md = md[md.index("## Storage"):md.index("## Reliability")]
+    assert "**lustre is not reachable from the GPU nodes**: group dgx has no network path" in storage_md
+    assert "| lustre (checkpoint) | parallel | 2,000 | n/a | no network path | n/a | n/a | n/a |" in storage_md
+    assert "s to write" not in storage_md and "no checkpoint write or restore time can be stated" in storage_md
+    assert "**lustre** has no network path from the GPU nodes" in storage_md
+
+
+@pytest.mark.parametrize("name", ["dgx-h100-superpod-1su", "hgx-h200-roce-1024", "lab-2node", "aws-p5"])
+def test_shipped_blueprints_reach_their_storage(name):
+    from clusterctl.plan.paths import storage_path
+    from tests.helpers import plan_of
+
+    plan = plan_of(shipped(name))
+    paths = {(g.name, t.name): storage_path(plan, g, t) for g in plan.groups if g.type.gpus
+             for t in plan.blueprint.storage}
+    assert all(p is not None for p in paths.values()), paths
+    if name == "dgx-h100-superpod-1su":  # Lustre's o2ib NID is in the storage pool; home is on head01 (in-band)
+        assert (paths["dgx", "lustre"].fabric.name, paths["dgx", "lustre"].nic_role) == ("stor", "storage")
+        assert (paths["dgx", "home"].fabric.name, paths["dgx", "home"].nic_role) == ("inband", "inband")
+    if name == "hgx-h200-roce-1024":  # head01 is on svc, the GPU nodes' in-band NICs on converged: one network
+        assert paths["gpu", "home"].fabric.name == "converged" and "routed to svc" in paths["gpu", "home"].via
+    if name == "lab-2node":  # no fabric models the in-band network: a flat one
+        assert paths["gpu", "home"].fabric is None and paths["gpu", "home"].nic_role == "inband"
+    if name == "aws-p5":
+        assert paths["gpu", "fsx"].via == "the instance network"
+
+
+def test_storage_path_is_none_without_a_shared_fabric():
+    from clusterctl.plan.paths import storage_path
+    from tests.helpers import plan_of
+
+    data = shipped("dgx-h100-superpod-1su")
+    data["fabrics"] = [f for f in data["fabrics"] if f["name"] != "stor"]
+    plan = plan_of(data)
+    dgx, lustre = plan.group("dgx"), plan.blueprint.storage[0]
+    assert storage_path(plan, dgx, lustre).fabric.name == "inband"  # the @tcp NID is in the in-band pool
+    data["storage"][0]["servers"] = "10.31.1.250@tcp:/lustre"
+    plan = plan_of(data)
+    assert storage_path(plan, plan.group("dgx"), plan.blueprint.storage[0]) is None
