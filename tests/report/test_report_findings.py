@@ -182,3 +182,18 @@ def test_storage_path_is_none_without_a_shared_fabric():
     data["storage"][0]["servers"] = "10.31.1.250@tcp:/lustre"
     plan = plan_of(data)
     assert storage_path(plan, plan.group("dgx"), plan.blueprint.storage[0]) is None
+
+
+def test_injection_counts_only_nics_cabled_to_a_fabric():
+    # 1-SU SuperPOD: the DGX storage ports (2 x 200G) are on fabric stor; the head and login nodes' storage
+    # NIC (1 x 100G) is cabled to no fabric, so it injects nothing
+    data = _report_json("blueprints/dgx-h100-superpod-1su.yaml")
+    inj = data["capacity"]["injection"]
+    rows = {(r["node_type"], r["role"]): r for r in inj["per_node_type"]}
+    assert rows["dgx", "storage"]["cabled_to"] == ["stor"]
+    assert rows["service", "storage"]["cabled_to"] == []
+    assert rows["service", "inband"]["cabled_to"] == ["inband"]
+    assert inj["total_gbps_by_role"]["storage"] == 32 * 2 * 200
+    assert inj["compute_total_gbps"] == 32 * 8 * 400
+    md = cli("report", "blueprints/dgx-h100-superpod-1su.yaml").stdout
+    assert "| service | storage | 1 x eth-100g (100G) | **no fabric** |" in md
