@@ -200,7 +200,8 @@ class ReportFormat(str, Enum):
 
 @app.command()
 def report(
-    blueprint: Annotated[Path, typer.Argument(help="blueprint YAML file")],
+    blueprint: Annotated[Optional[Path], typer.Argument(help="blueprint YAML file (not needed with --list-models)",
+                                                        show_default=False)] = None,
     output: Annotated[Optional[Path], typer.Option("-o", "--output",
                                                    help="write report.md, report.json and pictures/ here")] = None,
     fmt: Annotated[ReportFormat, typer.Option("--format", help="what to print when no -o is given")] = ReportFormat.markdown,
@@ -242,10 +243,10 @@ def report(
     from clusterctl.write import OutputDirError
 
     if list_models:
-        for name, entry in sorted(presets().items()):
-            _out(f"{name:16} {entry['layers']} layers, hidden {entry['hidden']}, {entry['heads']} heads, "
-                 f"seq {entry['seq_len']}  ({entry['source'][:80]})")
+        _out(_models_listing(presets()))
         raise typer.Exit(EXIT_OK)
+    if blueprint is None:
+        raise _misuse("missing argument BLUEPRINT", "clusterctl report BLUEPRINT, or clusterctl report --list-models")
     for name, value, low, high in (("--mfu", mfu, 0, 1), ("--pue", pue, 1, 5)):
         if value is not None and not low < value <= high:
             raise _misuse(f"{name} must be in ({low}, {high}], got {value}")
@@ -255,7 +256,8 @@ def report(
                      dp=dp, cp=cp, ep=ep, micro_batch=micro_batch, virtual_stages=virtual_stages,
                      recompute=recompute, precision=precision, mfu=mfu, gpus=gpus, restart_min=restart_min)
     try:
-        rep = document.build(v.plan, overrides, checkpoint_interval_min=checkpoint_interval_min, pue=pue, ranks=ranks)
+        rep = document.build(v.plan, overrides, checkpoint_interval_min=checkpoint_interval_min, pue=pue, ranks=ranks,
+                             findings=diag.from_findings(v.result.findings, loaded.source))
     except TrainingConfigError as exc:
         raise _misuse(f"{loaded.source.file}: cannot estimate training: {exc}",
                       "change workload.training in the blueprint or the command-line option") from None
@@ -280,6 +282,20 @@ def report(
     except RuntimeError as exc:
         raise _misuse(str(exc)) from None
     _err(f"{output}: {len(files)} files (report.md, report.json, {len(files) - 2} pictures)")
+
+
+def _models_listing(presets: dict, width: int = 100) -> str:
+    """One block per model preset: its name and shape, then its whole source wrapped at word boundaries."""
+    import textwrap
+
+    blocks = []
+    for name, entry in sorted(presets.items()):
+        head = (f"{name:16} {entry['layers']} layers, hidden {entry['hidden']:,}, {entry['heads']} heads, "
+                f"vocabulary {entry['vocab']:,}, seq {entry['seq_len']:,}")
+        source = textwrap.fill(entry["source"], width, initial_indent=" " * 17 + "source: ",
+                               subsequent_indent=" " * 25, break_long_words=False, break_on_hyphens=False)
+        blocks.append(head + "\n" + source)
+    return "\n".join(blocks)
 
 
 @rules_app.command("list")

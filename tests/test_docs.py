@@ -31,11 +31,13 @@ def test_example_report_is_current(tmp_path):
     not compared: their bytes depend on the Cairo version). Regenerate with:
     clusterctl report blueprints/dgx-h100-superpod-1su.yaml -o docs/examples/report-dgx-h100-superpod-1su --png"""
     from clusterctl.blueprint.load import load_blueprint
-    from clusterctl.plan import expand
+    from clusterctl.output import diagnostics
     from clusterctl.report import document
+    from clusterctl.validate import validate_loaded
 
     committed = REPO / "docs" / "examples" / "report-dgx-h100-superpod-1su"
-    rep = document.build(expand(load_blueprint(REPO / "blueprints" / "dgx-h100-superpod-1su.yaml")))
+    v = validate_loaded(load_blueprint(REPO / "blueprints" / "dgx-h100-superpod-1su.yaml"))
+    rep = document.build(v.plan, findings=diagnostics.from_findings(v.result.findings, v.loaded.source))
     document.write(rep, tmp_path / "r")
     fresh = sorted(p.relative_to(tmp_path / "r") for p in (tmp_path / "r").rglob("*")
                    if p.suffix in (".md", ".json", ".svg"))

@@ -12,7 +12,8 @@ Formulas
 * **HBM** = GPUs x ``hbm_gb`` / 1000 (TB); **HBM bandwidth** = GPUs x ``hbm_tb_per_s`` (TB/s).
 * **Injection per node** = sum over the node's NICs of one role of ports x port speed
   (``nics.<model>.speed_gbps``; for a cloud instance its ``network.total_gbps`` over its ``gpu_nics``);
-  GB/s = Gb/s / 8. The cluster total is that times the nodes.
+  GB/s = Gb/s / 8. The cluster total is that times the nodes, counting only NICs cabled to a fabric (each
+  row names the fabrics; cloud instances: their instance network).
 * **Bisection bandwidth** of a fat-tree fabric, one direction across a balanced cut::
 
       bisection = min(E, U_leaf, U_spine) / 2
@@ -180,8 +181,20 @@ def injection_rows(plan: ClusterPlan) -> list[dict[str, Any]]:
             rows.append({"node_type": name, "hardware": _hardware(nt), "role": role, "ports": desc,
                          "gbps_per_node": gbps, "gb_per_s_per_node": gbps / 8, "nodes": nodes,
                          "total_gbps": gbps * nodes, "catalog": [k for k, _ in refs],
-                         "source": [s for _, s in refs]})
+                         "source": [s for _, s in refs], "cabled_to": cabled_to(plan, name, role)})
     return rows
+
+
+def cabled_to(plan: ClusterPlan, node_type: str, role: str) -> list[str]:
+    """Fabrics the ``role`` NICs of ``node_type``'s groups are cabled to (cloud: the instance network; in-band NICs
+    when no fabric models the in-band network: that network); empty: attached to no fabric, injecting nothing."""
+    groups = {g.index for g in plan.groups if g.type.name == node_type}
+    if plan.node_types[node_type].instance is not None:
+        return ["instance network"]
+    names = [f.name for f in plan.fabrics if any(gi in groups and r == role for gi, r in f.attached)]
+    if not names and role == "inband" and not any(r == "inband" for f in plan.fabrics for _, r in f.attached):
+        return ["in-band network (no fabric models it)"]
+    return names
 
 
 # --- bisection ---------------------------------------------------------------------------------------
@@ -298,8 +311,8 @@ def build(ctx: ReportContext) -> Section:
     hbm_bw = model_figure(plan, "hbm_tb_per_s", "TB/s")
     inj = injection_rows(plan)
     totals: dict[str, float] = {}
-    for r in inj:
-        totals[r["role"]] = totals.get(r["role"], 0.0) + r["total_gbps"]
+    for r in inj:  # NICs cabled to no fabric inject nothing
+        totals[r["role"]] = totals.get(r["role"], 0.0) + (r["total_gbps"] if r["cabled_to"] else 0.0)
     gpus = plan.gpus
     compute_total = totals.get("compute", 0.0)
     fabrics = fabric_rows(plan)
@@ -380,12 +393,15 @@ def _markdown(plan: ClusterPlan, d: dict[str, Any]) -> str:
                           g["gpu_model"] or "-"] for g in d["groups"]], "lllrrrl"))
 
     if inj["per_node_type"]:
-        out.append("\n**Injection bandwidth per node** (NIC ports x speed)\n\n")
+        out.append("\n**Injection bandwidth per node** (NIC ports x speed; NICs cabled to no fabric inject "
+                   "nothing and are left out of the totals)\n\n")
         out.append(md_table(
-            ["Node type", "Role", "Ports", "Gb/s per node", "GB/s per node", "Nodes", "Total Tb/s", "Source"],
-            [[r["node_type"], r["role"], r["ports"], fmt(r["gbps_per_node"], 4), fmt(r["gb_per_s_per_node"], 4),
+            ["Node type", "Role", "Ports", "Cabled to", "Gb/s per node", "GB/s per node", "Nodes", "Total Tb/s",
+             "Source"],
+            [[r["node_type"], r["role"], r["ports"], ", ".join(r["cabled_to"]) or "**no fabric**",
+              fmt(r["gbps_per_node"], 4), fmt(r["gb_per_s_per_node"], 4),
               r["nodes"], fmt(r["total_gbps"] / 1000, 5), src.refs(list(zip(r["catalog"], r["source"])))]
-             for r in inj["per_node_type"]], "lllrrrrl"))
+             for r in inj["per_node_type"]], "llllrrrrl"))
 
     if d["fabrics"]:
         out.append("\n**Bisection bandwidth per fabric**\n\n")

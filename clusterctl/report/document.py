@@ -6,17 +6,20 @@ and storage (data-loading bandwidth) use its tokens/s.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from clusterctl.output import finite_json
+from clusterctl.output.diagnostics import Diagnostic
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.report import (
     bom,
     capacity,
     collective_report,
     cost,
+    findings,
     power,
     reliability,
     storage,
@@ -24,8 +27,9 @@ from clusterctl.report import (
 )
 from clusterctl.report.section import ReportContext, Section
 
-SECTIONS = (capacity, collective_report, training_report, storage, reliability, power, bom, cost)
-"""a module's ``build`` may return None: the section does not apply (cost: blueprints without ``cloud:``)"""
+SECTIONS = (findings, capacity, collective_report, training_report, storage, reliability, power, bom, cost)
+"""a module's ``build`` may return None: the section does not apply (cost: blueprints without ``cloud:``;
+validation findings: the caller passed none)"""
 REPORT_FORMAT = 1
 """version of the JSON report's shape"""
 
@@ -73,7 +77,7 @@ def _anchor(title: str) -> str:
 
 def context(plan: ClusterPlan, training: training_report.TrainingResult | None, *,
             checkpoint_interval_min: float | None = None, pue: float | None = None,
-            ranks: int | None = None) -> ReportContext:
+            ranks: int | None = None, findings: Sequence[Diagnostic] | None = None) -> ReportContext:
     w = plan.blueprint.workload
     interval = (checkpoint_interval_min * 60 if checkpoint_interval_min is not None
                 else w.checkpoint_every_min * 60 if w is not None else None)
@@ -84,16 +88,19 @@ def context(plan: ClusterPlan, training: training_report.TrainingResult | None, 
         plan=plan, params=params, tokens_per_s=training.tokens_per_s if training is not None else None,
         checkpoint_bytes_per_param=w.checkpoint_bytes_per_param if w is not None else 14.0,
         checkpoint_interval_s=interval, restart_s=restart, pue=pue if pue is not None else site_pue,
-        extra={"training": training, "ranks": ranks})
+        extra={"training": training, "ranks": ranks, "findings": findings})
 
 
 def build(plan: ClusterPlan, overrides: dict[str, Any] | None = None, *, checkpoint_interval_min: float | None = None,
-          pue: float | None = None, ranks: int | None = None, pictures: bool = True) -> Report:
-    """Every section (and the SVG pictures) for ``plan``. Raises TrainingConfigError for a bad workload."""
+          pue: float | None = None, ranks: int | None = None, pictures: bool = True,
+          findings: Sequence[Diagnostic] | None = None) -> Report:
+    """Every section (and the SVG pictures) for ``plan``; ``findings``: the blueprint's validation findings
+    (``clusterctl.output.diagnostics``), listed first. Raises TrainingConfigError for a bad workload."""
     from clusterctl.report import figures
 
     training = training_report.run(plan, overrides)
-    ctx = context(plan, training, checkpoint_interval_min=checkpoint_interval_min, pue=pue, ranks=ranks)
+    ctx = context(plan, training, checkpoint_interval_min=checkpoint_interval_min, pue=pue, ranks=ranks,
+                  findings=findings)
     sections = tuple(s for s in (mod.build(ctx) for mod in SECTIONS) if s is not None)
     series = collective_report.chart_series(next(s for s in sections if s.key == "collectives"))
     svgs = figures.pictures(plan, series) if pictures else {}

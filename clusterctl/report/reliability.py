@@ -240,7 +240,7 @@ def _goodput(ctx: ReportContext, mtbi_h: float | None) -> dict[str, Any]:
                            "mtbi_s": _r(mtbi_h * 3600) if mtbi_h else None,
                            "wasted_fraction": None, "goodput": None,
                            "optimal_interval_s": None, "goodput_at_optimal": None, "missing": None}
-    missing = [name for name, v in (("a checkpoint write time (model size and checkpoint tier)", delta),
+    missing = [name for name, v in (("a checkpoint write time (model size, checkpoint tier and a network path to it)", delta),
                                     ("a checkpoint interval", tau), ("a failure rate", mtbi_h)) if v is None]
     if missing:
         out["missing"] = ", ".join(missing)

@@ -23,22 +23,32 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterctl.plan.model import ClusterPlan, GroupPlan
+from clusterctl.plan.paths import StoragePath, no_path_reason, storage_path
 from clusterctl.report.section import ReportContext, Section, fmt, md_table
 from clusterctl.rules.storage import checkpoint_tier
 
 GB = 1e9
 TB = 1e12
 
-BYTES_PER_TOKEN = 2
-"""Training data is read as pre-tokenized token ids stored as uint16 (2 bytes per token): enough for a
-vocabulary below 65,536 ids (GPT-2's 50,257; Megatron-LM and nanoGPT ``.bin`` shards). Vocabularies above that
-(Llama 3's 128k) need uint32, 4 bytes per token: the need below then doubles."""
+UINT16_VOCAB_LIMIT = 65500
+"""Training data is read as pre-tokenized token ids in Megatron-LM's indexed dataset (``.bin``/``.idx``):
+``megatron/core/datasets/indexed_dataset.py`` ``DType.optimal_dtype(cardinality)`` stores them as uint16 (2 bytes)
+when the cardinality is below 65,500 and as int32 (4 bytes) otherwise, and ``tools/preprocess_data.py`` passes
+the tokenizer's vocabulary size as the cardinality [P]. GPT-3's 51,200 ids fit uint16; Llama 3's 128,256 and
+most current vocabularies need int32."""
+
+
+def bytes_per_token(vocab: int | None) -> int:
+    """Bytes per stored token id for a vocabulary of ``vocab`` ids, as Megatron-LM chooses them: 2 below
+    UINT16_VOCAB_LIMIT, else 4; 4 when the vocabulary is not known (``optimal_dtype(None)`` is int32)."""
+    return 2 if vocab is not None and vocab < UINT16_VOCAB_LIMIT else 4
+
 
 def token_bytes(ctx: ReportContext) -> int:
-    """Bytes per stored token id: 2 (uint16) unless the training model's vocabulary needs uint32."""
+    """Bytes per stored token id of the training model's vocabulary (``bytes_per_token``)."""
     training = ctx.extra.get("training")
     model = training.workload.model if training is not None else None
-    return 4 if model is not None and model.vocab > 65536 else BYTES_PER_TOKEN
+    return bytes_per_token(model.vocab if model is not None else None)
 
 
 BYTES_PER_PARAM_NOTE = ("bf16 weights 2 + fp32 master weights 4 + Adam moments m, v 4 + 4 = 14 bytes per "
@@ -70,6 +80,10 @@ class TierTime:
     read_limited_by: str
     write_s: float | None
     read_s: float | None
+    path: str = "node-local NVMe"
+    """how the GPU nodes reach the tier (per group when they differ)"""
+    no_path: str | None = None
+    """why some GPU group has no network path to the tier (then no bandwidth or time is stated)"""
 
 
 def gpu_groups(plan: ClusterPlan) -> list[GroupPlan]:
@@ -100,15 +114,56 @@ def interval_s(ctx: ReportContext) -> float | None:
     return w.checkpoint_every_min * 60.0 if w is not None else None
 
 
-def _node_storage_gb_per_s(g: GroupPlan) -> tuple[float | None, str]:
+def _node_storage_gb_per_s(g: GroupPlan, plan: ClusterPlan | None = None) -> tuple[float | None, str]:
+    """GB/s one node of ``g`` moves to shared storage: its storage NICs, else its in-band NICs, counting only NICs
+    cabled to a fabric of ``plan`` (in-band NICs also when no fabric models the in-band network)."""
     nt = g.type
+    uncabled = []
     for role in ("storage", "inband"):
         nics = nt.nics_of(role)
         if nics and nt.server is not None:
+            if plan is not None and not _cabled(plan, g, role):
+                uncabled.append(role)
+                continue
             return sum(n.count * n.speed_gbps for n in nics) / 8, f"{role} NICs"
     if nt.instance is not None:
         return nt.instance.network.total_gbps / 8, "instance network (upper bound)"
+    if uncabled:
+        return None, f"{g.name}'s {' and '.join(uncabled)} NICs are attached to no fabric"
     return None, "no storage or in-band NIC"
+
+
+def _cabled(plan: ClusterPlan, g: GroupPlan, role: str) -> bool:
+    return any((g.index, role) in f.attached for f in plan.fabrics) or (
+        role == "inband" and not any(r == "inband" for f in plan.fabrics for _, r in f.attached))
+
+
+def _path_gb_per_s(g: GroupPlan, path: StoragePath) -> tuple[float | None, str]:
+    """GB/s one node of ``g`` moves over ``path`` (the NICs of its role; cloud: the instance network)."""
+    if path.nic_role is None:
+        return _node_storage_gb_per_s(g)
+    return sum(n.count * n.speed_gbps for n in g.type.nics_of(path.nic_role)) / 8, path.via
+
+
+def tier_client(plan: ClusterPlan, tier: Any) -> tuple[ClientBandwidth, tuple[str, ...]]:
+    """(what the GPU nodes move to or from shared ``tier`` over their network paths to it, why a GPU group has
+    no path: one sentence per such group). The bandwidth is None when some group has no path."""
+    groups, missing = [], []
+    total: float | None = 0.0
+    for g in gpu_groups(plan):
+        path = storage_path(plan, g, tier)
+        if path is None:
+            missing.append(no_path_reason(plan, g, tier))
+            groups.append((g.name, g.count, None, "no network path"))
+            total = None
+            continue
+        per_node, basis = _path_gb_per_s(g, path)
+        groups.append((g.name, g.count, per_node, basis))
+        total = None if per_node is None or total is None else total + g.count * per_node
+    if not groups:
+        total = None
+    bases = sorted({b for _, _, _, b in groups}) or ["no GPU nodes"]
+    return ClientBandwidth(sum(n for _, n, _, _ in groups), total, ", ".join(bases), tuple(groups)), tuple(missing)
 
 
 def client_bandwidth(plan: ClusterPlan) -> ClientBandwidth:
@@ -116,7 +171,7 @@ def client_bandwidth(plan: ClusterPlan) -> ClientBandwidth:
     groups = []
     total: float | None = 0.0
     for g in gpu_groups(plan):
-        per_node, basis = _node_storage_gb_per_s(g)
+        per_node, basis = _node_storage_gb_per_s(g, plan)
         groups.append((g.name, g.count, per_node, basis))
         if per_node is None or total is None:
             total = None
@@ -169,16 +224,21 @@ def local_capacity_tb(plan: ClusterPlan) -> float:
 def tier_time(size_bytes: float | None, tier: Any, plan: ClusterPlan,
               client: ClientBandwidth | None = None) -> TierTime:
     """Write and restore time of a ``size_bytes`` checkpoint on ``tier`` (times None without a size)."""
+    path, no_path = "node-local NVMe", None
     if tier.tier == "local":
         w_bw, w_by = local_bandwidth(plan)
         r_bw, r_by = local_bandwidth(plan, read=True)
     else:
-        client = client or client_bandwidth(plan)
+        client, missing = tier_client(plan, tier)  # over the GPU nodes' network paths to this tier
+        path = client.basis
+        if missing:
+            no_path = "; ".join(missing)
+            return TierTime(None, "no network path", None, "no network path", None, None, path, no_path)
         w_bw, w_by = shared_bandwidth(tier.write_gb_per_s, client)
         r_bw, r_by = shared_bandwidth(tier.read_gb_per_s, client)
     w_s = size_bytes / (w_bw * GB) if (size_bytes is not None and w_bw) else None
     r_s = size_bytes / (r_bw * GB) if (size_bytes is not None and r_bw) else None
-    return TierTime(w_bw, w_by, r_bw, r_by, w_s, r_s)
+    return TierTime(w_bw, w_by, r_bw, r_by, w_s, r_s, path, no_path)
 
 
 def checkpoint_write_s(plan: ClusterPlan, size_bytes: float) -> float | None:
@@ -244,6 +304,9 @@ def build(ctx: ReportContext) -> Section:
             "restore_s": _r(tt.read_s),
             "retained_tb": _r(kept_tb),
             "retained_share": _r(kept_tb / cap) if (kept_tb is not None and cap) else None,
+            "available": tt.no_path is None,
+            "path": tt.path,
+            "no_path_reason": tt.no_path,
         })
 
     ck = tiers[ck_index] if ck_index is not None else None
@@ -262,6 +325,8 @@ def build(ctx: ReportContext) -> Section:
         "available_gb_per_s": avail,
         "limited_by": tiers[dt[0]]["read_limited_by"] if dt else None,
         "share": _r(need / avail) if (need is not None and avail) else None,
+        "available": dt is None or tiers[dt[0]]["available"],
+        "reason": tiers[dt[0]]["no_path_reason"] if dt else None,
     }
 
     data = {
@@ -290,6 +355,8 @@ def build(ctx: ReportContext) -> Section:
             "retained_tb": ck["retained_tb"] if ck else None,
             "capacity_tb": ck["capacity_tb"] if ck else None,
             "retained_share": ck["retained_share"] if ck else None,
+            "available": ck is None or ck["available"],
+            "reason": ck["no_path_reason"] if ck else None,
         },
         "tiers": tiers,
         "data_loading": data_loading,
@@ -325,7 +392,14 @@ def _markdown(data: dict, tiers: list[dict]) -> str:
                             rows, "llrrlrrrr"))
     else:
         out.append("No storage tiers are declared.\n")
-    if ck["tier"] is None:
+    for t in tiers:
+        if not t["available"]:
+            out.append(f"**{t['name']} is not reachable from the GPU nodes**: {t['no_path_reason']}. No bandwidth, "
+                       "checkpoint or restore time is stated for it.\n")
+    if ck["tier"] is not None and not ck["available"]:
+        out.append(f"Checkpoints go to **{ck['tier']}**, which the GPU nodes have no network path to (above): no "
+                   "checkpoint write or restore time can be stated.\n")
+    elif ck["tier"] is None:
         out.append("No shared tier takes checkpoints (none marked `checkpoint: true`, no parallel or NFS tier).\n")
     elif ck["write_s"] is not None:
         line = (f"Checkpoints go to **{ck['tier']}**: {fmt(ck['write_s'])} s to write, "
@@ -341,13 +415,18 @@ def _markdown(data: dict, tiers: list[dict]) -> str:
         out.append(f"Checkpoints go to **{ck['tier']}**.\n")
     if dl["tier"] is None:
         out.append("Data loading: no parallel, object or NFS tier to read training data from.\n")
+    elif not dl["available"]:
+        need = (f"the need is {fmt(dl['need_gb_per_s'])} GB/s ({fmt(dl['tokens_per_s'])} tokens/s × "
+                f"{dl['bytes_per_token']} bytes/token), " if dl["need_gb_per_s"] is not None else "")
+        out.append(f"Data loading: {need}but **{dl['tier']}** has no network path from the GPU nodes (above): "
+                   "it delivers nothing to them.\n")
     elif dl["need_gb_per_s"] is None:
         out.append(f"Data loading: no training throughput is given (tokens/s), so the need is not computed; "
                    f"**{dl['tier']}** can deliver {_cell(dl['available_gb_per_s'], ' GB/s')} to the GPU nodes "
                    f"(limited by {dl['limited_by']}).\n")
     else:
         share = _cell(dl["share"] * 100 if dl["share"] is not None else None, " %")
-        ids = "uint32" if dl["bytes_per_token"] == 4 else "uint16"
+        ids = "int32" if dl["bytes_per_token"] == 4 else "uint16"
         out.append(f"Data loading: {fmt(dl['tokens_per_s'])} tokens/s × {dl['bytes_per_token']} bytes/token "
                    f"({ids} token ids) = {fmt(dl['need_gb_per_s'])} GB/s from **{dl['tier']}**, which delivers "
                    f"{_cell(dl['available_gb_per_s'], ' GB/s')} to the GPU nodes (the need is {share} of it).\n")

@@ -164,6 +164,12 @@ def build(ctx: ReportContext) -> Section:
         md.append("")
         for n in e.notes:
             md.append(f"Note: {n}.")
+        ic = interconnect_of(ctx.plan, compute_group(ctx.plan))
+        if ic is not None and p.tp > ic.gpus_per_domain:  # validate's WORKLOAD003, for any TP the report used
+            data["tp_beyond_nvlink_domain"] = {"tp": p.tp, "nvlink_domain_gpus": ic.gpus_per_domain}
+            md.append(f"Note: TP {p.tp} is larger than the NVLink domain ({ic.gpus_per_domain} GPUs): the tensor-parallel "
+                      f"all-reduces cross the network at {fmt(ic.per_gpu_network_gb_per_s)} GB/s per GPU instead of "
+                      "NVLink, on the critical path (validate's WORKLOAD003 warning).")
     if r.simple_tokens_per_s is not None:
         mfu = w.training.mfu
         fpt = w.model.flops_per_token if w.model is not None else 6 * w.params
