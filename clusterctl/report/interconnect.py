@@ -135,12 +135,12 @@ class Interconnect:
     def domain_network_gb_per_s(self) -> float:
         return self.nics_per_domain * self.nic_effective_gb_per_s
 
-    def routing_efficiency(self, domains: int) -> float:
-        """Share of the network bandwidth a placement over ``domains`` NVLink domains gets from routing:
+    def routing_efficiency(self, span: int) -> float:
+        """Share of the network bandwidth a placement spanning ``span`` NVLink domains gets from routing:
         ECMP_EFFICIENCY when static hashing has to spread it over spine uplinks (Ethernet without adaptive
         routing, more domains than one leaf holds), else 1."""
         static = not self.adaptive_routing and self.network in ("roce", "ethernet")
-        return ECMP_EFFICIENCY if static and domains > self.leaf_domains else 1.0
+        return ECMP_EFFICIENCY if static and span > self.leaf_domains else 1.0
 
     @property
     def per_gpu_network_gb_per_s(self) -> float:
@@ -164,10 +164,18 @@ class Placement:
     ranks: int
     per_domain: int
     nic_share: float = 1.0
+    spread: int = 1
+    """NVLink domains between consecutive members' domains (8 for a data-parallel group of a TP 8 x PP 8
+    job on 8-GPU nodes): the group's domains sit among ``domains x spread`` of the job's"""
 
     @property
     def domains(self) -> int:
         return -(-self.ranks // self.per_domain)
+
+    @property
+    def span(self) -> int:
+        """NVLink domains the group's placement covers: whether it fits under one leaf group"""
+        return self.domains * self.spread
 
 
 def placement(ranks: int, ic: Interconnect, stride: int = 1) -> Placement:
@@ -176,7 +184,8 @@ def placement(ranks: int, ic: Interconnect, stride: int = 1) -> Placement:
     fits in it; parallel groups of the same kind share the domain's NICs evenly."""
     per_domain = max(1, min(ranks, ic.gpus_per_domain // max(1, stride)))
     parallel = max(1, min(stride, ic.gpus_per_domain))
-    return Placement(ranks, per_domain, 1.0 / parallel if per_domain < ranks else 1.0)
+    spread = max(1, stride // max(1, ic.gpus_per_domain))
+    return Placement(ranks, per_domain, 1.0 / parallel if per_domain < ranks else 1.0, spread)
 
 
 def _ring_busbw(ic: Interconnect, pl: Placement) -> float:
@@ -184,7 +193,7 @@ def _ring_busbw(ic: Interconnect, pl: Placement) -> float:
     g, k = pl.per_domain, pl.domains
     if k == 1:  # several GPUs of one domain: NVLink (Interconnect guarantees it is there)
         return ic.nvlink_ring_gb_per_s
-    net = ic.domain_network_gb_per_s * pl.nic_share * ic.routing_efficiency(k)
+    net = ic.domain_network_gb_per_s * pl.nic_share * ic.routing_efficiency(pl.span)
     return min(ic.nvlink_ring_gb_per_s * g / (g - 1), net) if g > 1 else net
 
 
@@ -218,7 +227,7 @@ def collective(op: str, size_bytes: float, ic: Interconnect, pl: Placement) -> t
     if op == ALL_TO_ALL:
         off = S * (n - g) / n
         on = S * (g - 1) / n
-        net_per_gpu = ic.domain_network_gb_per_s * pl.nic_share * ic.routing_efficiency(k) / g
+        net_per_gpu = ic.domain_network_gb_per_s * pl.nic_share * ic.routing_efficiency(pl.span) / g
         t_off = off / (net_per_gpu * GB) if off else 0.0
         t_on = on / (ic.nvlink_ring_gb_per_s * GB) if on else 0.0
         latency = (a_net if k > 1 else a_nv) * math.ceil(math.log2(n))
@@ -229,7 +238,8 @@ def collective(op: str, size_bytes: float, ic: Interconnect, pl: Placement) -> t
         # two-level: intra-domain reduce-scatter (NVLS or ring), tree across domains, all-gather back;
         # phases pipeline, so the slowest phase sets the bandwidth
         t_intra = S * factor / (_intra_busbw(ic, g, op) * GB) if g > 1 else 0.0
-        t_net = S * factor / (ic.domain_network_gb_per_s * pl.nic_share * ic.routing_efficiency(k) * GB) if k > 1 else 0.0
+        net = ic.domain_network_gb_per_s * pl.nic_share * ic.routing_efficiency(pl.span)
+        t_net = S * factor / (net * GB) if k > 1 else 0.0
         latency = (2 * (g - 1) * a_nv if not ic.nvls else 2 * a_nv) if g > 1 else 0.0
         latency += 2 * math.ceil(math.log2(k)) * a_net if k > 1 else 0.0
         name = ("nvls" if ic.nvls and g > 1 else "") + ("tree" if k > 1 else "")
