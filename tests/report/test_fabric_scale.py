@@ -7,6 +7,8 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from clusterctl.report import interconnect as icm
 from clusterctl.report import training
@@ -145,3 +147,20 @@ def test_fabric_rows_within_their_band(row):
 def test_fabric_rows_keep_a_third_as_holdouts():
     roles = [r.role for r in fabric.ROWS]
     assert roles.count("validation") >= len(roles) / 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(g=st.sampled_from([1, 4, 8, 72]), nics=st.sampled_from([1, 4, 8]), leaf=st.integers(1, 64),
+       ranks=st.integers(2, 4096), stride=st.sampled_from([1, 2, 4, 8, 64]),
+       op=st.sampled_from([ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL]))
+def test_static_ecmp_never_helps_and_costs_only_across_leaves(g, nics, leaf, ranks, stride, op):
+    ib = Interconnect(g, 450 if g > 1 else 0, g >= 4, nics * max(1, g // 8), 50, leaf_domains=leaf)
+    roce = replace(ib, network="roce", adaptive_routing=False)
+    pl = placement(ranks, ib, stride)
+    t_ib = collective(op, SIZE, ib, pl)[0].time_s
+    t_roce = collective(op, SIZE, roce, pl)[0].time_s
+    assert t_roce >= t_ib * (1 - 1e-12)
+    if pl.span <= leaf or pl.domains == 1:  # one leaf group: only the latency per step (5 vs 4 us) differs
+        assert t_roce <= t_ib + 2 * ranks * 1e-6 * (1 + 1e-9)  # at most 1 us more for each of <= 2n steps
+    elif g == 1:  # one-GPU domains: the network is the bottleneck, and loses 1 - ECMP_EFFICIENCY of it
+        assert t_roce > t_ib * 1.4
