@@ -78,7 +78,8 @@ Spectrum-X, "up to 95 % effective bandwidth" with adaptive routing and "1.6x" th
 performance of standard Ethernet (95 % / 1.6 = 59 %, so 0.59 / 0.95 = 0.625 of the adaptive-routing
 figure: row ``ecmp-static-ethernet`` in clusterctl/report/published/fabric.py, a calibration row), and
 with Meta's "up to 40 %" AllReduce gain from enhanced ECMP with QP scaling over plain ECMP (SIGCOMM 2024;
-1 / 1.4 = 0.71 >= 0.632: enhanced ECMP, still hashed, stays at or below adaptive routing). Applied only
+1 / 1.4 = 0.71 >= 0.632: enhanced ECMP, still hashed, stays at or below adaptive routing). Holdouts: the
+MegaScale Megatron-LM rows at 6,144-12,288 GPUs (RoCE, ECMP; published/fabric.py). Applied only
 to a placement that spans more than one leaf (``Interconnect.leaf_domains``): within a leaf there is no
 path choice (uccl-project/uccl#153: same-rack nodes see no ECMP congestion)."""
 
