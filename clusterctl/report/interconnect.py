@@ -68,6 +68,25 @@ few microseconds for the whole 8-GPU ring) - an assumption, not calibrated."""
 NETWORK_STEP_LATENCY_US = {"infiniband": 4.0, "roce": 5.0, "ethernet": 5.0, "efa": 10.0, "tcp": 20.0}
 """Per ring step across the network (NIC + switch hops + NCCL proxy) - assumptions, not calibrated."""
 
+ECMP_EFFICIENCY = 1 - 1 / math.e
+"""Share of the spine uplinks' capacity a collective gets when a RoCE/Ethernet fabric spreads its flows with
+static ECMP hashing (no adaptive routing): 1 - 1/e = 0.632. Derivation (balls into bins): a collective's
+cross-leaf traffic is a few long flows per NIC, about one per uplink; hashed independently onto ``u`` equal
+uplinks, an uplink stays idle with probability (1 - 1/u)^u -> 1/e, while the flows that collide share one
+link, so the fabric delivers 1 - 1/e of the bandwidth it has. Checked against NVIDIA's figures for
+Spectrum-X, "up to 95 % effective bandwidth" with adaptive routing and "1.6x" the AI networking
+performance of standard Ethernet (95 % / 1.6 = 59 %, so 0.59 / 0.95 = 0.625 of the adaptive-routing
+figure: row ``ecmp-static-ethernet`` in clusterctl/report/published/fabric.py, a calibration row), and
+with Meta's "up to 40 %" AllReduce gain from enhanced ECMP with QP scaling over plain ECMP (SIGCOMM 2024;
+1 / 1.4 = 0.71 >= 0.632: enhanced ECMP, still hashed, stays at or below adaptive routing). Holdouts: the
+MegaScale Megatron-LM rows at 6,144-12,288 GPUs (RoCE, ECMP; published/fabric.py). Applied only
+to a placement that spans more than one leaf (``Interconnect.leaf_domains``): within a leaf there is no
+path choice (uccl-project/uccl#153: same-rack nodes see no ECMP congestion)."""
+
+LEAF_DOMAINS = 32
+"""Default NVLink domains (nodes) under one leaf group: a DGX SuperPOD scalable unit is 32 DGX nodes on
+its rail leaves (NVIDIA DGX SuperPOD reference architecture); interconnect_of() sets the plan's own."""
+
 LAUNCH_LATENCY_US = 5.0
 """Fixed cost of any collective: kernel launch, NCCL's proxy hand-off and the final synchronisation
 (nccl-tests' smallest messages on one 8-GPU node take ~10 us) - an assumption, not calibrated."""
@@ -92,6 +111,11 @@ class Interconnect:
     """key of NETWORK_STEP_LATENCY_US"""
     oversubscription: float = 1.0
     """worst down:up ratio of the compute fabric (bandwidth leaving a leaf is divided by it)"""
+    adaptive_routing: bool = True
+    """the fabric spreads traffic per packet over the uplinks (InfiniBand adaptive routing, Spectrum-X);
+    False: static ECMP hashing of flows, ECMP_EFFICIENCY on placements that span several leaves"""
+    leaf_domains: int = LEAF_DOMAINS
+    """NVLink domains whose NICs share one leaf (group of rail leaves): larger placements cross spines"""
 
     def __post_init__(self) -> None:
         if self.gpus_per_domain > 1 and not self.nvlink_gb_per_s > 0:
@@ -111,6 +135,13 @@ class Interconnect:
     @property
     def domain_network_gb_per_s(self) -> float:
         return self.nics_per_domain * self.nic_effective_gb_per_s
+
+    def routing_efficiency(self, span: int) -> float:
+        """Share of the network bandwidth a placement spanning ``span`` NVLink domains gets from routing:
+        ECMP_EFFICIENCY when static hashing has to spread it over spine uplinks (Ethernet without adaptive
+        routing, more domains than one leaf holds), else 1."""
+        static = not self.adaptive_routing and self.network in ("roce", "ethernet")
+        return ECMP_EFFICIENCY if static and span > self.leaf_domains else 1.0
 
     @property
     def per_gpu_network_gb_per_s(self) -> float:
@@ -134,10 +165,18 @@ class Placement:
     ranks: int
     per_domain: int
     nic_share: float = 1.0
+    spread: int = 1
+    """NVLink domains between consecutive members' domains (8 for a data-parallel group of a TP 8 x PP 8
+    job on 8-GPU nodes): the group's domains sit among ``domains x spread`` of the job's"""
 
     @property
     def domains(self) -> int:
         return -(-self.ranks // self.per_domain)
+
+    @property
+    def span(self) -> int:
+        """NVLink domains the group's placement covers: whether it fits under one leaf group"""
+        return self.domains * self.spread
 
 
 def placement(ranks: int, ic: Interconnect, stride: int = 1) -> Placement:
@@ -146,7 +185,8 @@ def placement(ranks: int, ic: Interconnect, stride: int = 1) -> Placement:
     fits in it; parallel groups of the same kind share the domain's NICs evenly."""
     per_domain = max(1, min(ranks, ic.gpus_per_domain // max(1, stride)))
     parallel = max(1, min(stride, ic.gpus_per_domain))
-    return Placement(ranks, per_domain, 1.0 / parallel if per_domain < ranks else 1.0)
+    spread = max(1, stride // max(1, ic.gpus_per_domain))
+    return Placement(ranks, per_domain, 1.0 / parallel if per_domain < ranks else 1.0, spread)
 
 
 def _ring_busbw(ic: Interconnect, pl: Placement) -> float:
@@ -154,7 +194,7 @@ def _ring_busbw(ic: Interconnect, pl: Placement) -> float:
     g, k = pl.per_domain, pl.domains
     if k == 1:  # several GPUs of one domain: NVLink (Interconnect guarantees it is there)
         return ic.nvlink_ring_gb_per_s
-    net = ic.domain_network_gb_per_s * pl.nic_share
+    net = ic.domain_network_gb_per_s * pl.nic_share * ic.routing_efficiency(pl.span)
     return min(ic.nvlink_ring_gb_per_s * g / (g - 1), net) if g > 1 else net
 
 
@@ -188,7 +228,7 @@ def collective(op: str, size_bytes: float, ic: Interconnect, pl: Placement) -> t
     if op == ALL_TO_ALL:
         off = S * (n - g) / n
         on = S * (g - 1) / n
-        net_per_gpu = ic.domain_network_gb_per_s * pl.nic_share / g
+        net_per_gpu = ic.domain_network_gb_per_s * pl.nic_share * ic.routing_efficiency(pl.span) / g
         t_off = off / (net_per_gpu * GB) if off else 0.0
         t_on = on / (ic.nvlink_ring_gb_per_s * GB) if on else 0.0
         latency = (a_net if k > 1 else a_nv) * math.ceil(math.log2(n))
@@ -199,7 +239,8 @@ def collective(op: str, size_bytes: float, ic: Interconnect, pl: Placement) -> t
         # two-level: intra-domain reduce-scatter (NVLS or ring), tree across domains, all-gather back;
         # phases pipeline, so the slowest phase sets the bandwidth
         t_intra = S * factor / (_intra_busbw(ic, g, op) * GB) if g > 1 else 0.0
-        t_net = S * factor / (ic.domain_network_gb_per_s * pl.nic_share * GB) if k > 1 else 0.0
+        net = ic.domain_network_gb_per_s * pl.nic_share * ic.routing_efficiency(pl.span)
+        t_net = S * factor / (net * GB) if k > 1 else 0.0
         latency = (2 * (g - 1) * a_nv if not ic.nvls else 2 * a_nv) if g > 1 else 0.0
         latency += 2 * math.ceil(math.log2(k)) * a_net if k > 1 else 0.0
         name = ("nvls" if ic.nvls and g > 1 else "") + ("tree" if k > 1 else "")
@@ -256,7 +297,26 @@ def interconnect_of(plan, group=None) -> Interconnect | None:
     over = fabric.oversubscription_achieved if fabric is not None else 1.0
     if fabric is not None:
         speed = min(speed, fabric.nic_gbps or speed)
-    return Interconnect(domain, nvlink, nvls, per_domain(count), speed / 8, kind, network, over)
+    adaptive, leaf = _routing_of(plan, fabric, gpn, domain)
+    return Interconnect(domain, nvlink, nvls, per_domain(count), speed / 8, kind, network, over, adaptive, leaf)
+
+
+def _routing_of(plan, fabric, gpus_per_node: int, domain: int) -> tuple[bool, int]:
+    """(adaptive routing, NVLink domains under one leaf group) of the planned compute fabric.
+
+    InfiniBand: the blueprint's ``adaptive_routing`` (default on). RoCE: adaptive routing only when every
+    switch tier is a Spectrum-X switch (catalog description says "Spectrum-X": Spectrum-4 with RoCE adaptive
+    routing), else static ECMP. One leaf group: a one-tier fabric holds all its nodes; otherwise one
+    scalable unit (its nodes share their rail leaves, or one leaf when not rail-optimized)."""
+    if fabric is None:
+        return True, LEAF_DOMAINS
+    if fabric.kind == "infiniband":
+        bp = plan.blueprint.fabrics[fabric.index] if fabric.index < len(plan.blueprint.fabrics) else None
+        adaptive = bool(getattr(bp, "adaptive_routing", True))
+    else:
+        adaptive = bool(fabric.tiers) and all("Spectrum-X" in (t.switch.description or "") for t in fabric.tiers)
+    nodes = fabric.nodes if len(fabric.tiers) <= 1 else (fabric.su_nodes or fabric.nodes)
+    return adaptive, max(1, nodes * gpus_per_node // max(1, domain))
 
 
 def message_sizes(lo: int = 8, hi: int = 16 * 2**30) -> list[int]:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from statistics import NormalDist
 
 from clusterctl.blueprint.training import ModelSpec
 from clusterctl.report.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, SEND_RECV
@@ -338,6 +339,32 @@ def expert_flops_per_token_layer(model: ModelShape) -> float:
     return 6.0 * model.mlp_matrices * model.hidden * model.expert_ffn * model.topk if model.experts else 0.0
 
 
+STEP_JITTER_CV = 0.014
+"""Relative spread (standard deviation / mean) of one node's step time from step to step: OS and daemon
+noise, clock and thermal throttling, NIC and PCIe hiccups, uneven kernel tails. Every step ends on
+synchronising collectives, so the job waits for the slowest of its N nodes: the expected maximum of N
+normal deviations, ``STEP_JITTER_CV x E[max of N standard normals] x step`` (``scale_synchronisation``).
+Fitted, not measured directly, on three DGX Cloud weak-scaling tables (same layout and batch per GPU, the
+step grows with the node count while the rest of the model stays nearly flat): GPT-3 175B 16 -> 256 nodes
+(README_175b: +2.2 %, the rest of the model +0.5 %; CV 0.0167), Nemotron-4 340B 16 -> 256 nodes
+(README_340b: +5.0 % vs +3.5 %; 0.0137), Llama 3.1 70B 8 -> 256 nodes (README_70b: +1.8 % vs +0.4 %;
+0.0101); 0.014 is their median. Calibration rows: ``scale-dgxc-gpt3-175b-*``,
+``scale-dgxc-nemotron4-340b-*``, ``scale-dgxc-llama3.1-70b-*`` (clusterctl/report/published/fabric.py);
+the other ``scale-*`` rows and the MegaScale rows are holdouts."""
+
+
+def expected_max_normal(n: int) -> float:
+    """E[max of n independent standard normals], Blom's approximation ``Phi^-1((n - 0.375) / (n + 0.25))``
+    (0 for one node; within 5 % of the exact value at 2, 10 and 1,000: tests/report/test_fabric_scale.py)."""
+    return NormalDist().inv_cdf((n - 0.375) / (n + 0.25)) if n > 1 else 0.0
+
+
+def scale_synchronisation(step_s: float, gpus: int, ic: Interconnect) -> float:
+    """Seconds per step lost waiting for the slowest node: ``STEP_JITTER_CV x E[max of N] x step`` over the
+    job's N nodes (NVLink domains), zero on one node."""
+    return STEP_JITTER_CV * expected_max_normal(math.ceil(gpus / max(1, ic.gpus_per_domain))) * step_s
+
+
 def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, ic: Interconnect) -> TrainingEstimate:
     dp = check(model, par, gpus)
     used = par.tp * par.pp * par.cp * dp
@@ -454,7 +481,8 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
     opt_params = params_local / (replicas if par.distributed_optimizer else 1)  # sharded as in _memory
     t_opt = opt_params * ADAM_BYTES_PER_PARAM_STEP / (acc.hbm_tb_per_s * 1e12 * HBM_EFFICIENCY)
 
-    step = t_pipeline + dp_exposed + t_opt
+    t_sync = scale_synchronisation(t_pipeline + dp_exposed + t_opt, used, ic)
+    step = t_pipeline + dp_exposed + t_opt + t_sync
     tokens_step = par.global_batch * model.seq_len
     model_flops = tokens_step * model.flops_per_token
     layer_flops = model.layers * (model.dense_flops_per_token_layer * rc_dense
@@ -470,6 +498,7 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
         "pipeline bubble": bubble_slots * slot,
         "dp communication (exposed)": dp_exposed,
         "optimizer": t_opt,
+        "stragglers and jitter (scale)": t_sync,
     }
     memory = _memory(model, par, dp, m, acc)
     notes = []
