@@ -104,8 +104,7 @@ def test_weak_scaling_creep(series):
     """The published step-time creep from the smallest to the largest run of one layout is reproduced
     within 1 point (Llama 3.1 405B within 1.5: its table creeps 2.4 %, the model 1.0 %)."""
     name, _, _, _, _, runs = series
-    rows = {r.id: r for r in fabric.WEAK_ROWS}
-    small, large = rows[f"scale-{name}-{runs[0][0]}"], rows[f"scale-{name}-{runs[-1][0]}"]
+    small, large = fabric.weak_pair(name, runs)
     published = large.published() / small.published()
     predicted = large.predicted() / small.predicted()
     tolerance = 0.015 if name == "dgxc-llama3.1-405b" else 0.01
@@ -115,8 +114,7 @@ def test_weak_scaling_creep(series):
 def test_scale_constant_matters_on_the_holdout_series(monkeypatch):
     """Without the term the holdout Nemotron-4 15B table's creep (1.5 %) is missed by more than a point."""
     monkeypatch.setattr(training, "STEP_JITTER_CV", 0.0)
-    rows = {r.id: r for r in fabric.WEAK_ROWS}
-    small, large = rows["scale-dgxc-nemotron4-15b-64"], rows["scale-dgxc-nemotron4-15b-2048"]
+    small, large = fabric.weak_pair("dgxc-nemotron4-15b", [(64,), (2048,)])
     assert abs(large.predicted() / small.predicted() - large.published() / small.published()) > 0.01
 
 

@@ -12,11 +12,12 @@ Three families:
 * ``megascale-175b`` - MegaScale's Megatron-LM baseline (Jiang et al., NSDI 2024, Table 2): the same 175B
   layout on 256 to 12,288 A100 on a RoCE fabric with static ECMP hashing, the one published training
   series that runs one layout from one leaf group to many (holdouts for both constants).
-* ``weak-scaling`` - the same model and layout run at a growing GPU count with the batch grown in
-  proportion (per-GPU work constant): the step time creeps up with the node count. Sets
-  ``STEP_JITTER_CV`` (training.py) on the GPT-3 175B, Nemotron-4 340B and Llama 3.1 70B series; the
-  others are holdouts. The figures are the DGX Cloud tables also carried by hopper.py (same sources,
-  engineer E's rows); here only each series' smallest and largest run, as the scale term's constraint.
+* weak scaling (``WEAK_SCALING``, not a family here): the same model and layout run at a growing GPU count
+  with the batch grown in proportion (per-GPU work constant): the step time creeps up with the node count.
+  ``STEP_JITTER_CV`` (training.py) is set on the creep of the GPT-3 175B, Nemotron-4 340B and Llama 3.1 70B
+  DGX Cloud tables, whose rows in hopper.py are therefore calibration; the Nemotron-4 15B, Llama 3.1 8B
+  and 405B tables are holdouts. The rows themselves live in hopper.py only (one copy of each figure);
+  tests/report/test_fabric_scale.py compares each table's creep.
 
 Sources abbreviated: DGXC = github.com/NVIDIA/dgxc-benchmarking (READMEs of the DGX Cloud benchmark
 recipes, H100 tables); LAUNCHER = github.com/NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/.
@@ -50,11 +51,12 @@ from __future__ import annotations
 
 from clusterctl.report.collectives import ALL_REDUCE
 from clusterctl.report.interconnect import Interconnect
-from clusterctl.report.published import CALIBRATION, VALIDATION, CollectiveRow, Family, Row, TrainingRow
+from clusterctl.report.published import CALIBRATION, VALIDATION, CollectiveRow, Family, Row, TrainingRow, hopper
 from clusterctl.report.published.systems import A100, DGX_H100, H100
+from clusterctl.report.published.hopper import GPT3_175B, LLAMA31_8B, LLAMA31_70B, LLAMA31_405B_KV16, NEMOTRON4_15B, NEMOTRON4_340B
 from clusterctl.report.training import ModelShape, Parallelism
 
-ROUTING, IB_NODES, MEGASCALE, WEAK = "fabric-routing", "ib-node-count", "megascale-175b", "weak-scaling"
+ROUTING, IB_NODES, MEGASCALE = "fabric-routing", "ib-node-count", "megascale-175b"
 
 FAMILIES: list[Family] = [
     Family(ROUTING, 0.04, "observed |error| 0.0-1.1 % + 3 points for the rounding of the published shares",
@@ -63,8 +65,6 @@ FAMILIES: list[Family] = [
            "nccl-tests all_reduce busbw on InfiniBand at 2-4 nodes"),
     Family(MEGASCALE, 0.14, "observed |error| 0.9-10.3 % + 3 points (the baseline's settings are not all stated)",
            "MegaScale's Megatron-LM baseline, 175B on 256-12,288 A100, RoCE with static ECMP"),
-    Family(WEAK, 0.13, "observed |error| 1.0-9.5 % (the largest: Llama 3.1 405B, explained) + 3 points",
-           "smallest and largest run of each DGX Cloud weak-scaling table (H100, same layout)"),
 ]
 
 LARGE = 8 * 2**30
@@ -118,20 +118,6 @@ IB_ROWS: list[Row] = [
 ]
 
 # --- weak-scaling ----------------------------------------------------------------------------------------
-# Shapes as tests/report/test_published_runs.py and hopper.py give them (same sources).
-GPT3_175B = ModelShape(name="gpt3-175b", layers=96, hidden=12288, heads=96, vocab=51200, seq_len=2048,
-                       kv_heads=None, ffn_hidden=49152, swiglu=False)
-LLAMA31_405B_KV16 = ModelShape(name="llama3.1-405b-kv16", layers=126, hidden=16384, heads=128, vocab=128256,
-                               seq_len=8192, kv_heads=16, ffn_hidden=53248, swiglu=True, tied_embeddings=False)
-LLAMA31_70B = ModelShape(name="llama3.1-70b", layers=80, hidden=8192, heads=64, vocab=128256, seq_len=8192,
-                         kv_heads=8, ffn_hidden=28672, swiglu=True, tied_embeddings=False)
-LLAMA31_8B = ModelShape(name="llama3.1-8b", layers=32, hidden=4096, heads=32, vocab=128256, seq_len=8192,
-                        kv_heads=8, ffn_hidden=14336, swiglu=True, tied_embeddings=False)
-NEMOTRON4_15B = ModelShape(name="nemotron4-15b", layers=32, hidden=6144, heads=48, vocab=256000, seq_len=4096,
-                           kv_heads=8, ffn_hidden=24576, swiglu=False, tied_embeddings=False)
-NEMOTRON4_340B = ModelShape(name="nemotron4-340b", layers=96, hidden=18432, heads=96, vocab=256000, seq_len=4096,
-                            kv_heads=8, ffn_hidden=73728, swiglu=False, tied_embeddings=False)
-
 # (id, role, source, model, layout of a global batch, [(GPUs, global batch, seconds per step)] smallest and
 # largest run of the table)
 WEAK_SCALING = [
@@ -166,16 +152,11 @@ WEAK_SCALING = [
      [(576, 252, 17.20), (2304, 1008, 17.62)]),
 ]
 
-_EXPLAIN_405B = ("the whole Llama 3.1 405B table sits 8-10 % below (hopper.py: TP communication overlap, "
-                 "ub_tp_comm_overlap, is not modelled); its 576 -> 2,304 creep (+2.4 %) is larger than the "
-                 "scale term gives (+1.0 %)")
+def weak_pair(name: str, runs) -> tuple[Row, Row]:
+    """The smallest and largest run of one weak-scaling table: hopper.py's rows (one copy of each figure)."""
+    by_id = {r.id: r for r in hopper.ROWS}
+    return by_id[f"{name}-{runs[0][0]}"], by_id[f"{name}-{runs[-1][0]}"]
 
-WEAK_ROWS: list[Row] = [
-    TrainingRow(f"scale-{name}-{gpus}", WEAK, role, source, model, gpus, par_of(gbs), H100, DGX_H100,
-                step_s=step, explanation=_EXPLAIN_405B if name == "dgxc-llama3.1-405b" else "")
-    for name, role, source, model, par_of, runs in WEAK_SCALING
-    for gpus, gbs, step in runs
-]
 
 # --- megascale-175b --------------------------------------------------------------------------------------
 # Jiang et al., "MegaScale: Scaling Large Language Model Training to More Than 10,000 GPUs", NSDI 2024
@@ -209,19 +190,4 @@ MEGASCALE_ROWS: list[Row] = [
                                  (12288, 6144, 8.57, 1_466_800)]
 ]
 
-ROWS: list[Row] = ROUTING_ROWS + IB_ROWS + MEGASCALE_ROWS + WEAK_ROWS
-
-# --- constants this module's rows set (for published/constants.py: the lead folds these in) ---------------
-# (module, name, label, why). Moving either by 5 % moves no holdout row out of its band: ECMP_EFFICIENCY
-# moves the MegaScale 6,144-12,288 GPU holdouts by about 1 % (tests/report/test_fabric_scale.py checks that
-# static ECMP brings them closer than adaptive routing would); STEP_JITTER_CV x 1.05
-# changes a step by 0.1-0.2 %, far inside every band (its holdouts are the weak-scaling creeps, checked to a
-# point in tests/report/test_fabric_scale.py, which a 5 % move does not break either).
-CONSTANTS = [
-    ("clusterctl.report.interconnect", "ECMP_EFFICIENCY", "unconstrained",
-     "1 - 1/e by derivation; calibration row ecmp-static-ethernet; MegaScale rows are holdouts (direction)"),
-    ("clusterctl.report.interconnect", "LEAF_DOMAINS", "unconstrained",
-     "default leaf group (32-node DGX SuperPOD scalable unit) when the plan gives none"),
-    ("clusterctl.report.training", "STEP_JITTER_CV", "unconstrained",
-     "median of three weak-scaling fits; a 5 % move shifts steps by < 0.2 %, inside every band"),
-]
+ROWS: list[Row] = ROUTING_ROWS + IB_ROWS + MEGASCALE_ROWS

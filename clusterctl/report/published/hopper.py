@@ -137,6 +137,8 @@ NEMOTRON4_340B = ModelShape(name="nemotron4-340b", layers=96, hidden=18432, head
 
 
 # --- BF16 rows -------------------------------------------------------------------------------------------
+# The GPT-3 175B, Llama 3.1 70B and Nemotron-4 340B BF16 tables are calibration rows: their step-time creep
+# from the smallest to the largest GPU count set training.STEP_JITTER_CV (published/fabric.py WEAK_SCALING).
 ROWS: list[Row] = []
 
 
@@ -145,7 +147,7 @@ ROWS: list[Row] = []
 # 52.40 %. Config DGXC nemo_megatron/gpt3_175b_hydra.yaml: no recomputation, sequence parallel,
 # ub_tp_comm_overlap, distributed_fused_adam with overlap_grad_sync and grad_sync_dtype bf16 (2 bytes).
 src = _Src(BENCH_BF16, '[P] github.com/NVIDIA/dgxc-benchmarking nemo_megatron/README_175b.md, table "NeMo Megatron '
-                       'BF16 (TP=4,PP=8, MBS=1, VP=12, SEQ=2048)": step time')
+                       'BF16 (TP=4,PP=8, MBS=1, VP=12, SEQ=2048)": step time', CALIBRATION)
 ROWS += _runs(src, "dgxc-gpt3-175b", GPT3_175B,
               lambda gbs: Parallelism(gbs, tp=4, pp=8, virtual_stages=12, micro_batch=1, grad_bytes=2), [
                   (128, 256, 8.309),
@@ -182,7 +184,7 @@ ROWS += [
 # step time; README MFU 54.10 / 54.06 / 53.81 / 53.48 / 53.38 / 53.38 %. Config LAUNCHER
 # llama/llama3_1_70b.yaml: no recomputation, sequence parallel, ub_tp_comm_overlap (gradient dtype unstated).
 src = _Src(BENCH_BF16, '[P] github.com/NVIDIA/dgxc-benchmarking llama3.1/README_70b.md, table "Llama 3.1 70b 24.09 '
-                       'BF16 (TP=4, PP=4, CP=2, VP=5, MBS=1, GA=64)": step time')
+                       'BF16 (TP=4, PP=4, CP=2, VP=5, MBS=1, GA=64)": step time', CALIBRATION)
 ROWS += _runs(src, "dgxc-llama3.1-70b", LLAMA31_70B,
               lambda gbs: Parallelism(gbs, tp=4, pp=4, cp=2, virtual_stages=5, micro_batch=1), [
                   (64, 128, 14.72),
@@ -226,7 +228,7 @@ ROWS += _runs(src, "dgxc-nemotron4-15b", NEMOTRON4_15B,
 # nemotron/nemotron_340b.yaml (the README's "default configuration"): no recomputation, sequence
 # parallel, ub_tp_comm_overlap, mcore_distributed_optim with overlap_grad_sync, grad_sync_dtype bf16.
 src = _Src(BENCH_BF16, '[P] github.com/NVIDIA/dgxc-benchmarking nemotron/README_340b.md, table "Nemotron4 340b 24.11'
-                       ' BF16 (TP=8, PP=8, MBS=1, GA=16, VP=12)": step time')
+                       ' BF16 (TP=8, PP=8, MBS=1, GA=16, VP=12)": step time', CALIBRATION)
 ROWS += _runs(src, "dgxc-nemotron4-340b", NEMOTRON4_340B,
               lambda gbs: Parallelism(gbs, tp=8, pp=8, virtual_stages=12, micro_batch=1, grad_bytes=2), [
                   (128, 32, 4.61),
