@@ -96,13 +96,15 @@ def weight_and_optimizer_bytes(model: ModelShape, par: Parallelism, dp: int) -> 
     """bf16 weights, main gradients and sharded optimizer state of one first-stage GPU, bytes.
 
     Megatron-LM ``compute_weight_and_optimizer_memory``: the most loaded shard holds ``1/pp`` of the
-    layers and the embedding (``V h / tp``); per parameter ``6 + 12/dp`` bytes with the distributed optimizer
+    layers and the embedding (``V h / tp``; with pp = 1 also the untied output layer); per parameter ``6 + 12/dp`` bytes with the distributed optimizer
     (2 weights + 4 gradients + 12 sharded), 18 without; routed experts with the expert-data-parallel size.
     """
     layers = _first_stage_layers(model, par)
     dense = model.attention_params + 4 * model.hidden + (0 if model.experts else model.mlp_params)
     experts = model.mlp_params if model.experts else 0
-    dense_local = layers * dense / par.tp + model.vocab * model.hidden / par.tp
+    # the input embedding; with pp = 1 this GPU also holds the output layer unless it is tied
+    embedding = model.vocab * model.hidden * (2 if par.pp == 1 and not model.tied_embeddings else 1)
+    dense_local = (layers * dense + embedding) / par.tp
     expert_local = layers * experts / (par.tp * par.ep)
     params = dense_local + expert_local
     replicas = dp * par.cp
