@@ -72,14 +72,16 @@ if TYPE_CHECKING:
 GIB = 2**30
 GB = 1e9
 
-USABLE_HBM = 0.96
-"""Share of the marketed HBM (``hbm_gb x 2^30`` bytes) a layout may plan for. H100: 0.96 x 85.9 GB = 82.5 GB,
-3.0 GB below the 81,559 MiB (85.5 GB) nvidia-smi shows for "NVIDIA H100 80GB HBM3" ([S] nvidia-smi output
-copied in many public READMEs), for the CUDA context (~0.5 GB), NCCL communicator buffers and the caching
-allocator's fragmentation. Constrained from below by the layouts that ran (calibration): NVIDIA's DGX Cloud
-Llama 3.1 405B layout (TP 8, PP 9, CP 2, VP 7, fp32 gradients, 576 GPUs) needs 82.0 GB by this model, i.e.
-0.955 of 80 GiB; from above by the physical 0.995 (81,559 MiB / 80 GiB). The earlier 0.9 of 80 decimal GB
-(72 GB) would refuse layouts that ran."""
+USABLE_HBM = 0.97
+"""Share of the marketed HBM (``hbm_gb x 2^30`` bytes) a layout may plan for. H100: 0.97 x 85.9 GB = 83.3 GB,
+2.2 GB below the 81,559 MiB (85.5 GB) nvidia-smi shows as total for "NVIDIA H100 80GB HBM3" ([S] nvidia-smi
+outputs copied in public READMEs), left for the CUDA context, NCCL communicator buffers, cuBLAS workspaces
+and the caching allocator's fragmentation ([D]: no published breakdown was found). A calibration constant:
+set from the layouts that ran, the tightest being NVIDIA's DGX Cloud Llama 3.1 405B layout on 576 GPUs
+(TP 8, PP 9, CP 2, VP 7, apex distributed Adam with fp32 gradients), 82.4 GB by this model = 0.959 of
+80 GiB; bounded above by nvidia-smi's 0.995. The Megatron-Bridge Llama 3 70B measurements (tests) show
+fragmentation alone can make a 59 GB peak fail without ``expandable_segments``. The earlier 0.9 of 80
+decimal GB (72 GB) refused layouts that ran."""
 
 LOGIT_BYTES = 4
 """Bytes per logit of one microbatch on the last stage (fp32 logits for the cross entropy; Megatron-LM

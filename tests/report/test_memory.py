@@ -195,3 +195,35 @@ def test_memory_terms_add_up():
     m = estimate(model, Parallelism(512, tp=4, pp=4, cp=2, virtual_stages=5), 512, H100, H100_CLUSTER).memory_gb
     assert m["total"] == pytest.approx(m["weights"] + m["gradients"] + m["optimizer"] + m["activations"])
     assert m["hbm"] == pytest.approx(80 * GIB / 1e9) and math.isclose(m["usable"], m["hbm"] * USABLE_HBM)
+
+
+# --- measured peak memory of named runs ---------------------------------------------------------------------
+# NVIDIA-NeMo/Megatron-Bridge skills/nemo-mbridge-perf-memory-tuning/SKILL.md, "Measured Results": Llama3 70B
+# SFT on 32 x H100 80GB, FP8 (current scaling), MBS 1, GBS 32, seq_len 4096, VPP 5; "Peak Mem (GB)" per layout
+# (the unit is not defined further: torch/Megatron report binary units, so GB may be GiB, +7.4 %). The H100
+# Llama 3 recipes of that repository (src/megatron/bridge/recipes/llama/h100/llama3.py) reduce gradients in
+# fp32 (grad_reduce_in_fp32 = True) and use no precision-aware optimizer (12 bytes): the model's defaults.
+# Validation rows (not used to set any constant). Model vs measured: TP4/PP4 76.9 vs 58.8 (+31 %),
+# TP4/PP8 66.1 vs 53.2 (+24 %), TP8/PP4 52.1 vs 50.2 (+4 %): the model is conservative where TP = 4. Not
+# explained by a figure found: the SFT recipe's own settings (FP8 parameters, sequence packing) were not read.
+MBRIDGE_70B_SFT_PEAK_GB = [(4, 4, 58.8), (4, 8, 53.2), (8, 4, 50.2)]
+
+
+def _mbridge_70b_sft(tp, pp):
+    model = preset("llama3-70b")[0].model_copy(update={"seq_len": 4096})
+    par = Parallelism(32, tp=tp, pp=pp, virtual_stages=5, precision="fp8")
+    return estimate(model, par, 32, H100, H100_CLUSTER)
+
+
+@pytest.mark.parametrize("tp,pp,peak", MBRIDGE_70B_SFT_PEAK_GB, ids=["tp4pp4", "tp4pp8", "tp8pp4"])
+def test_megatron_bridge_measured_peak_memory(tp, pp, peak):
+    e = _mbridge_70b_sft(tp, pp)
+    # never below the measured peak (the report must not promise memory a run did not have), at most +35 %
+    assert peak * 0.98 <= e.memory_gb["total"] <= peak * 1.35, e.memory_gb
+    assert e.fits_memory  # all three ran (the first needed expandable segments against fragmentation)
+
+
+def test_megatron_bridge_measured_peak_memory_ordering():
+    # the measured order: TP4/PP4 > TP4/PP8 > TP8/PP4
+    totals = [_mbridge_70b_sft(tp, pp).memory_gb["total"] for tp, pp, _ in MBRIDGE_70B_SFT_PEAK_GB]
+    assert totals == sorted(totals, reverse=True)
