@@ -29,7 +29,9 @@ flash attention log-sum-exp      a  fp32                                      tp
 scores (no flash attention)      softmax 2 a s + dropout mask a s + dropout   tp
                                  output 2 a s  bytes
 MLP                              SwiGLU: FC1 output 2 f + activation output   tp
-                                 f; GeLU/squared ReLU: f + f
+                                 f; GeLU/squared ReLU: f + f (MoE: f = topk
+                                 x expert width)
+MoE expert input                 topk h  (tokens after dispatch, FC1 input)   tp with sequence parallelism
 ===============================  ===========================================  =================================
 
 in bf16 (2 bytes; masks 1 byte). With FP8 (Transformer Engine) the inputs of the four linear layers are
@@ -146,6 +148,8 @@ def activation_bytes_per_token(model: ModelShape, par: Parallelism, seq: float |
         mlp = BF16 * 2 * mlp_width + lin * mlp_width
     else:
         mlp = BF16 * mlp_width + lin * mlp_width
+    if model.experts:  # the tokens dispatched to the experts: FC1 input, topk copies of each token
+        replicated += lin * model.topk * h
     return replicated / sp + (attention + mlp) / t
 
 
