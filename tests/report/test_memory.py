@@ -227,3 +227,25 @@ def test_megatron_bridge_measured_peak_memory_ordering():
     # the measured order: TP4/PP4 > TP4/PP8 > TP8/PP4
     totals = [_mbridge_70b_sft(tp, pp).memory_gb["total"] for tp, pp, _ in MBRIDGE_70B_SFT_PEAK_GB]
     assert totals == sorted(totals, reverse=True)
+
+
+@pytest.mark.parametrize("key,nvidia_smi_mib", [
+    ("h100-sxm", 81559),   # "NVIDIA H100 80GB HBM3 ... 81559MiB" (public nvidia-smi outputs)
+    ("h200-sxm", 143771),  # "NVIDIA H200 ... 143771MiB"
+    ("b200", 183359),      # "NVIDIA B200 ... 183359MiB"
+])
+def test_catalog_hbm_is_gib_as_marketed(key, nvidia_smi_mib):
+    # the total nvidia-smi shows is within 1 % of the catalog figure read as GiB, and 4-7 % above it read
+    # as decimal GB: the marketed capacities are binary
+    from pathlib import Path
+
+    import yaml
+
+    import clusterctl
+
+    catalog = yaml.safe_load((Path(clusterctl.__file__).parent / "catalog" / "accelerators.yaml").read_text())
+    hbm_gb = catalog["accelerators"][key]["hbm_gb"]
+    acc = Accelerator(key, 1, 1, "", hbm_gb, 1)
+    visible = nvidia_smi_mib * 2**20
+    assert visible / capacity_bytes(acc) == pytest.approx(1, abs=0.01)
+    assert visible / (hbm_gb * 1e9) > 1.04
