@@ -57,7 +57,8 @@ first stage is also the last and holds one microbatch's logits (Megatron: ``4 sb
 
 Capacity (``capacity_bytes``): the catalog's ``hbm_gb`` is the marketed capacity, which for HBM is binary
 (H100 "80 GB" = 5 stacks x 16 GiB = 80 GiB; ``nvidia-smi`` shows 81,559 MiB total for "NVIDIA H100 80GB
-HBM3", i.e. 79.6 GiB visible); the plan may use ``USABLE_HBM`` of ``hbm_gb x 2^30`` bytes.
+HBM3", i.e. 79.6 GiB visible; H200 "141 GB" shows 143,771 MiB = 140.4 GiB, B200 "180 GB" 183,359 MiB =
+179.1 GiB); the plan may use ``USABLE_HBM`` of ``hbm_gb x 2^30`` bytes.
 
 Constants of this module (for clusterctl/report/published/constants.py, which is not on this branch):
 CONSTANTS = ["USABLE_HBM", "LOGIT_BYTES"].
