@@ -365,7 +365,7 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
             dp_exposed = max(0.0, t_dp - bwd_window)
             comm["dp"] = {"op": "all_reduce", "ranks": replicas, "bytes": grads, "time_s": t_dp,
                           "busbw_gb_per_s": ar.busbw_gb_per_s, "algorithm": algo}
-    opt_params = params_local / (replicas if par.distributed_optimizer else 1)  # sharded as in _memory
+    opt_params = params_local / (replicas if par.distributed_optimizer else 1)  # sharded as in memory.py
     t_opt = opt_params * ADAM_BYTES_PER_PARAM_STEP / (acc.hbm_tb_per_s * 1e12 * HBM_EFFICIENCY)
 
     step = t_pipeline + dp_exposed + t_opt

@@ -127,8 +127,11 @@ def test_hbm_capacity_is_binary_and_usable_share_below_what_nvidia_smi_shows():
 
 # --- every published layout of the suites fits -------------------------------------------------------------
 # Settings the model reads that the rows do not carry, from the runs' own configurations:
-# NVIDIA-NeMo-Framework-Launcher nemotron/nemotron_340b.yaml `optim: {name: mcore_distributed_optim,
-# dtype: bf16, grad_sync_dtype: bf16}`: optimizer state in bf16 (6 bytes per parameter).
+# NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/nemotron/nemotron_340b.yaml `optim: {name:
+# mcore_distributed_optim, dtype: bf16, grad_sync_dtype: bf16}` (the DGX Cloud 340B rows' configuration; the
+# NeMo 24.07 FP8 340B row is taken to use it too): optimizer state in bf16, 6 bytes per parameter (bf16
+# master + m + v; [D] what `dtype: bf16` allocates was not read in NeMo's code). Without it the 128-GPU
+# layout (DP 2: 34.6 GB of fp32 optimizer state) would need 85 GB.
 # Llama 3 (Dubey et al. 2024 sec. 3.3.2): "Our use of FSDP for Llama 3 shards optimizer states and
 # gradients"; "we reduce one Transformer layer each from the first and the last stages" (126 layers on 16
 # stages: 7 on the first).
@@ -136,7 +139,7 @@ LLAMA3_MEMORY = dict(shard_gradients=True, first_stage_layers=7)
 
 
 def _as_run(run):
-    if "nemotron4-340b" in run.id and "report" not in run.id or "nemotron-340b" in run.id:
+    if ("nemotron4-340b" in run.id and "report" not in run.id) or "nemotron-340b" in run.id:
         return replace(run.par, optimizer_bytes=6)
     if "llama3-405b-table4" in run.id:
         return replace(run.par, **LLAMA3_MEMORY)
