@@ -80,9 +80,8 @@ USABLE_HBM = 0.96
 3.0 GB below the 81,559 MiB (85.5 GB) nvidia-smi shows as total for "NVIDIA H100 80GB HBM3" ([S] nvidia-smi
 outputs copied in public READMEs), left for the CUDA context, NCCL communicator buffers, cuBLAS workspaces
 and the caching allocator's fragmentation ([D]: no published breakdown was found). A calibration constant,
-set from the layouts that ran: the tightest that fits is NVIDIA's DGX Cloud Llama 3.1 405B on 576 GPUs
-(TP 8, PP 9, CP 2, VP 7, apex distributed Adam, fp32 gradients), 80.9 GB = 0.942 of 80 GiB; one published
-layout is above it (DGX Cloud Nemotron-4 340B BF16 on 128 GPUs, 85.3 GB: see tests/report/test_memory.py);
+set from the layouts that ran: the tightest is NVIDIA's DGX Cloud Llama 3.1 405B on 576 GPUs (TP 8, PP 9,
+CP 2, VP 7, apex distributed Adam, fp32 gradients), 80.9 GB = 0.942 of 80 GiB (tests/report/test_memory.py);
 bounded above by nvidia-smi's 0.995. The Megatron-Bridge Llama 3 70B measurements (tests) show
 fragmentation alone can make a 59 GB peak fail without ``expandable_segments``. The earlier 0.9 of 80
 decimal GB (72 GB) refused layouts that ran."""
