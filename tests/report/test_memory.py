@@ -98,6 +98,23 @@ def test_weights_gradients_optimizer_match_megatron_formula(name, tp, pp, dp):
     assert w["optimizer"] == pytest.approx(12 * w["params"] / dp)
 
 
+def test_moe_expert_weights_match_megatron_formula():
+    # compute_weight_and_optimizer_memory with experts: routed experts / (etp x ep) at 6 + 12/edp bytes, the
+    # expert-data-parallel size edp = world / (etp ep pp) = dp cp / ep (etp = tp); the rest / tp at 6 + 12/dp.
+    # Mixtral 8x7B, TP 2, PP 4, EP 4, DP 8 (256 GPUs): 8 layers per stage
+    model, _ = preset("mixtral-8x7b")
+    tp, pp, ep, dp = 2, 4, 4, 8
+    h, L = model.hidden, model.layers
+    attention = 2 * h * h * (1 + model.kv_heads / model.heads)
+    experts = 2 * h * model.ffn * model.experts * (3 / 2) + h * model.experts  # routed experts + router
+    dense = (attention * L / pp + h * model.vocab) / tp + 2 * h * L / pp
+    expert = experts * L / pp / (tp * ep)
+    megatron = dense * (6 + 12 / dp) + expert * (6 + 12 / (dp // ep))
+    w = weight_and_optimizer_bytes(model, Parallelism(64, tp=tp, pp=pp, ep=ep), dp)
+    # the model splits the router over TP x EP with the experts (Megatron: replicated, h x 8 per layer, 0.03 %)
+    assert w["weights"] + w["gradients"] + w["optimizer"] == pytest.approx(megatron, rel=1e-3)
+
+
 def test_in_flight_microbatches_match_megatron_interleaved_penalty():
     # compute_activation_memory: L layers (p microbatches of L/p) x (1 + (p-1)/(p v)) with interleaving;
     # x min(1, m/p) without. DGX Cloud GPT-3 175B layout: TP 4, PP 8, VP 12 (12 layers per stage)
