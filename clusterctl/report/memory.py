@@ -7,11 +7,13 @@ schedules, the most microbatches in flight. Every term is in bytes; ``memory`` r
 Weights and optimizer (``weight_and_optimizer_bytes``) follow Megatron-LM's
 ``compute_weight_and_optimizer_memory``: bf16 weights (2 bytes) and fp32 main gradients (4; Megatron-core's
 grad buffer, ``grad_reduce_in_fp32``; ``Parallelism.grad_bytes`` = 2 where a run reduces in bf16) on every
-GPU holding the parameter, and fp32 master weights + Adam m, v (``Parallelism.optimizer_bytes`` = 12) sharded over the data-parallel
-ranks with the distributed optimizer (``6 + 12/dp`` bytes per parameter; 18 without it). Dense weights are
+GPU holding the parameter, and fp32 master weights + Adam m, v (``Parallelism.optimizer_bytes`` = 12)
+sharded over the data-parallel ranks with the distributed optimizer (``6 + 12/dp`` bytes per parameter; 18
+without it). Dense weights are
 split over TP; routed-expert weights over TP x EP, their optimizer state over the expert-data-parallel group
 ``dp cp / ep``. ``Parallelism.shard_gradients`` (FSDP/ZeRO-2, as Llama 3 ran: Dubey et al. 2024 sec. 3.3.2
-"we shard the optimizer states and gradients") shards the gradients like the optimizer state.
+"Our use of FSDP for Llama 3 shards optimizer states and gradients") shards the gradients like the
+optimizer state.
 
 Activations (``activation_bytes_per_token``) are the tensors the forward pass saves for the backward, per
 token and transformer layer, as Megatron-core with Transformer Engine saves them:
@@ -47,9 +49,10 @@ layer input only (``2 sbh / t`` with sequence parallelism). Dropout: models are 
 default ``None`` means "dropout iff no flash attention" (the 2021 Megatron-LM / Narayanan et al. setting).
 
 Microbatches in flight on the first stage (``layer_microbatches_in_flight``): with 1F1B ``min(m, p)``
-microbatches of its layers; with the interleaved schedule Megatron-core runs ``2 (p-1) + (v-1) p`` warm-up
-forward passes of model chunks and one more in the steady state (get_pipeline_parallel... warm-up count in
-megatron/core/pipeline_parallel/schedules.py), which for equal chunks is Megatron's
+microbatches of its layers; with the interleaved schedule Megatron-core's first stage runs
+``2 (p-1) + (v-1) p`` warm-up forward passes of model chunks and holds one more in the steady state
+(``get_pp_rank_microbatches`` and ``get_schedule_table`` in megatron/core/pipeline_parallel/schedules.py:
+forwards go through the chunks in groups of p microbatches), which for equal chunks is Megatron's
 ``p (1 + (p-1)/(p v))`` microbatches of the stage's layers. The first stage holds ``ceil(L / p)`` layers
 unless ``Parallelism.first_stage_layers`` says fewer (Megatron-LM ``--decoder-first-pipeline-num-layers``;
 Llama 3 put one layer less on the first and last stages, Dubey et al. 2024 sec. 3.3.2). With pp = 1 the
@@ -166,8 +169,8 @@ def layer_microbatches_in_flight(model: ModelShape, par: Parallelism, m: int) ->
 
     1F1B: ``min(m, p)`` microbatches of its layers. Interleaved (v > 1): Megatron-core's first stage runs
     ``2 (p-1) + (v-1) p`` warm-up forward chunks (capped at ``m v``) and holds one more in the steady state;
-    forwards go through the chunks in groups of ``p`` microbatches (schedules.py), so the layers held are the
-    sum over those chunks' sizes: ``L_stage p (1 + (p-1)/(p v))`` for equal chunks.
+    forwards go through the chunks in groups of ``p`` microbatches (the last group: the rest), so the layers
+    held are the sum over those chunks' sizes: ``L_stage p (1 + (p-1)/(p v))`` for equal chunks.
     """
     p, v = par.pp, par.virtual_stages
     layers = _first_stage_layers(model, par)
@@ -175,10 +178,13 @@ def layer_microbatches_in_flight(model: ModelShape, par: Parallelism, m: int) ->
         return layers * min(m, p)
     chunks = chunk_layers(layers, v)
     in_flight = min(m * v, 2 * (p - 1) + (v - 1) * p + 1)
-    held = 0
-    for k in range(in_flight):
-        held += chunks[(k // p) % v]
-    return held
+    order = []  # chunk of each forward pass: get_schedule_table, groups of p microbatches (the last: the rest)
+    for first in range(0, m, p):
+        group = p if first + p < m else m - first
+        order += [c for c in range(v) for _ in range(group)]
+        if len(order) >= in_flight:
+            break
+    return sum(chunks[c] for c in order[:in_flight])
 
 
 def capacity_bytes(acc: Accelerator) -> float:
