@@ -42,6 +42,7 @@ from statistics import NormalDist
 from clusterctl.blueprint.training import ModelSpec
 from clusterctl.report.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, SEND_RECV
 from clusterctl.report.interconnect import Interconnect, collective, placement
+from clusterctl.report.memory import USABLE_HBM, memory
 
 SUSTAINED_GEMM = 0.86
 """Training GEMMs against the best-shape MAMF: sustained clocks under full-node power and thermal load,
@@ -67,9 +68,6 @@ parallel ranks unless sequence parallelism splits it: two layer norms (read h, w
 bias-dropout-residual adds (read 2h, write h, mask h/2)."""
 
 BYTES_BF16 = 2
-USABLE_HBM = 0.9
-"""Share of HBM a layout may plan for: the CUDA context, NCCL buffers, the caching allocator's
-fragmentation and framework workspaces take the rest."""
 ADAM_BYTES_PER_PARAM_STEP = 30
 """Adam step traffic per parameter: read fp32 param, m, v, grad; write fp32 param, m, v, bf16 param."""
 
@@ -175,6 +173,16 @@ class Parallelism:
     expert_load: float | None = None
     """MoE: routed tokens on the busiest expert-parallel rank / the mean. None: derived (``moe_load``);
     1.0: force-balanced routing (NVIDIA's MoE benchmarks); a capacity factor with token dropping caps it"""
+    dropout: bool | None = None
+    """the model trains with dropout (masks saved for the backward); None: only without flash attention
+    (2021 Megatron-LM GPT runs); modern models (Llama, Nemotron) use none"""
+    shard_gradients: bool = False
+    """gradients sharded over the data-parallel ranks like the optimizer state (FSDP / ZeRO-2, Llama 3)"""
+    first_stage_layers: int | None = None
+    """layers on the first pipeline stage when fewer than ceil(L / pp) [--decoder-first-pipeline-num-layers]"""
+    optimizer_bytes: int = 12
+    """optimizer state per parameter: fp32 master weights + Adam m, v (12); 6 with bf16 state (NeMo
+    ``optim.dtype: bf16``)"""
 
 
 @dataclass(frozen=True)
@@ -478,7 +486,7 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
             dp_exposed = max(0.0, t_dp - bwd_window)
             comm["dp"] = {"op": "all_reduce", "ranks": replicas, "bytes": grads, "time_s": t_dp,
                           "busbw_gb_per_s": ar.busbw_gb_per_s, "algorithm": algo}
-    opt_params = params_local / (replicas if par.distributed_optimizer else 1)  # sharded as in _memory
+    opt_params = params_local / (replicas if par.distributed_optimizer else 1)  # sharded as in memory.py
     t_opt = opt_params * ADAM_BYTES_PER_PARAM_STEP / (acc.hbm_tb_per_s * 1e12 * HBM_EFFICIENCY)
 
     t_sync = scale_synchronisation(t_pipeline + dp_exposed + t_opt, used, ic)
@@ -500,7 +508,7 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
         "optimizer": t_opt,
         "stragglers and jitter (scale)": t_sync,
     }
-    memory = _memory(model, par, dp, m, acc)
+    mem = memory(model, par, dp, m, acc)
     notes = []
     if used < gpus:
         notes.append(f"the layout uses {used:,} of {gpus:,} GPUs")
@@ -510,7 +518,7 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
         model_tflops_per_gpu=model_flops / step / used / 1e12,
         hardware_tflops_per_gpu=hw_flops / step / used / 1e12,
         mfu=model_flops / step / used / (acc.peak_tflops * 1e12),
-        breakdown_s=breakdown, memory_gb=memory, notes=tuple(notes), comm=comm)
+        breakdown_s=breakdown, memory_gb=mem, notes=tuple(notes), comm=comm)
 
 
 def _params_per_gpu(model: ModelShape, par: Parallelism) -> float:
@@ -520,30 +528,6 @@ def _params_per_gpu(model: ModelShape, par: Parallelism) -> float:
     mlp_layer = 0 if model.experts else model.mlp_params
     per_layer = (dense_layer + mlp_layer) / par.tp + expert_layer / (par.tp * par.ep)
     return math.ceil(model.layers / par.pp) * per_layer + model.vocab * model.hidden / par.tp
-
-
-def _memory(model: ModelShape, par: Parallelism, dp: int, m: int, acc: Accelerator) -> dict[str, float]:
-    """Per-GPU memory of the first pipeline stage, GB (Korthikanti et al. 2022 activation counts)."""
-    p = _params_per_gpu(model, par)
-    weights = p * 2
-    grads = p * par.grad_bytes
-    optimizer = p * 12 / (dp * par.cp if par.distributed_optimizer else 1)
-    s, b, h, a = model.seq_len / par.cp, par.micro_batch, model.hidden, model.heads
-    t = par.tp
-    sp = t if par.sequence_parallel else 1
-    if par.recompute == "full":
-        per_layer = 2 * s * b * h / sp
-    else:
-        per_layer = s * b * h * (10 / sp + 24 / t)
-        if not par.flash_attention and par.recompute != "selective":
-            per_layer += 5 * a * s * s * b / t
-    in_flight = min(m, par.pp)
-    interleave = 1 + (par.pp - 1) / (par.pp * par.virtual_stages) if par.virtual_stages > 1 else 1
-    acts = per_layer * math.ceil(model.layers / par.pp) * in_flight * interleave
-    gb = 1e9
-    total = (weights + grads + optimizer + acts) / gb
-    return {"weights": weights / gb, "gradients": grads / gb, "optimizer": optimizer / gb,
-            "activations": acts / gb, "total": total, "hbm": acc.hbm_gb}
 
 
 def simple_throughput(flops_per_token: float, gpus: int, peak_tflops: float, mfu: float) -> float:

@@ -153,8 +153,8 @@ def build(ctx: ReportContext) -> Section:
                                               "recomputation or a smaller micro batch is needed"
         md.append(f"Memory per GPU (first pipeline stage): weights {fmt(mem['weights'])} GB, gradients "
                   f"{fmt(mem['gradients'])} GB, optimizer {fmt(mem['optimizer'])} GB, activations "
-                  f"{fmt(mem['activations'])} GB = **{fmt(mem['total'])} GB** of {fmt(mem['hbm'])} GB HBM "
-                  f"({USABLE_HBM:.0%} usable): {verdict}.")
+                  f"{fmt(mem['activations'])} GB = **{fmt(mem['total'])} GB** of {fmt(mem['usable'])} GB usable "
+                  f"({USABLE_HBM:.0%} of {mem['hbm'] * 1e9 / 2**30:.0f} GiB HBM): {verdict}.")
         md.append("")
         md.append(f"Compute model: GEMMs at {SUSTAINED_GEMM:.0%} of the measured maximum achievable matmul rate "
                   f"({fmt(r.mamf_tflops)} TFLOP/s BF16 for {r.accelerator}: {r.mamf_source}) with a shape factor "
