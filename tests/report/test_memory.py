@@ -8,11 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-# The published layouts of the suites (one import place: the rows move to clusterctl/report/published/)
-from tests.report.test_published_runs import BF16_RUNS, FP8_ROWS
-from tests.report.test_training import NARAYANAN_TABLE_1, narayanan_run
-
 from clusterctl.report.interconnect import Interconnect
+from clusterctl.report.published import hopper
 from clusterctl.report.memory import (
     GIB,
     USABLE_HBM,
@@ -143,49 +140,12 @@ def test_hbm_capacity_is_binary_and_usable_share_below_what_nvidia_smi_shows():
 
 
 # --- every published layout of the suites fits -------------------------------------------------------------
-# Settings the model reads that the rows do not carry, from the runs' own configurations and NeMo's code.
-# NVIDIA/NeMo nemo/collections/nlp/models/language_modeling/megatron_base_model.py (distributed Adam):
-# optimizer dtype `optim.dtype` (default fp32); with a bf16 model and fp32 state it sets
-# `store_param_remainders = True` (the fp32 master weight is the bf16 weight + a 16-bit remainder: 2 + 4 + 4
-# = 10 bytes per parameter), with bf16 state `store_params = False` (no master copy: m + v = 4 bytes).
-# * DGX Cloud GPT-3 175B: NVIDIA/dgxc-benchmarking nemo_megatron/gpt3_175b_hydra.yaml, distributed_fused_adam,
-#   optimizer dtype not set (fp32): 10 bytes.
-# * DGX Cloud Llama 3.1 405B: NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/llama/
-#   llama3_1_405b.yaml, distributed_fused_adam, optimizer dtype not set: 10 bytes.
-# * DGX Cloud Nemotron-4 340B: NVIDIA/dgxc-benchmarking nemotron/nemotron4-340b-synth.yaml (TP 8, PP 8, VP 12,
-#   MBS 1, GBS 96 on 48 nodes = GA 16, the README's layout), distributed_fused_adam with `dtype: bf16` and
-#   `grad_sync_dtype: bf16`: 4 bytes. The NeMo 24.07 FP8 340B row is taken to use the same settings
-#   (assumed: the performance summary prints no configuration).
-# * Llama 3 (Dubey et al. 2024 sec. 3.3.2): "Our use of FSDP for Llama 3 shards optimizer states and
-#   gradients"; "we reduce one Transformer layer each from the first and the last stages" (126 layers on 16
-#   stages: 7 on the first).
-LLAMA3_MEMORY = dict(shard_gradients=True, first_stage_layers=7)
-RUN_MEMORY_SETTINGS = [  # (row id contains, settings)
-    ("dgxc-gpt3-175b", dict(optimizer_bytes=10)),
-    ("dgxc-llama3.1-405b", dict(optimizer_bytes=10)),
-    ("dgxc-nemotron4-340b", dict(optimizer_bytes=4)),
-    ("nemo24.07-nemotron-340b", dict(optimizer_bytes=4, grad_bytes=2)),
-    ("llama3-405b-table4", LLAMA3_MEMORY),
-]
-
-
-def _as_run(run):
-    for part, settings in RUN_MEMORY_SETTINGS:
-        if part in run.id:
-            return replace(run.par, **settings)
-    return run.par
-
-
-@pytest.mark.parametrize("run", BF16_RUNS + FP8_ROWS, ids=[r.id for r in BF16_RUNS + FP8_ROWS])
-def test_published_run_fits(run):
-    e = estimate(run.model, _as_run(run), run.gpus, H100, H100_CLUSTER)
-    assert e.fits_memory, e.memory_gb
-
-
-@pytest.mark.parametrize("row", NARAYANAN_TABLE_1, ids=[f"{r[0]}B" for r in NARAYANAN_TABLE_1])
-def test_narayanan_table_1_fits_on_a100_80gb(row):
-    _, e = narayanan_run(*row[:-1])
-    assert e.fits_memory, e.memory_gb
+# The rows carry the memory settings their runs' configurations state (clusterctl/report/published/hopper.py:
+# NeMo's distributed Adam at 10 or 4 bytes per parameter; Llama 3's FSDP-sharded gradients and 7-layer first
+# stage, Dubey et al. 2024 sec. 3.3.2).
+LLAMA3_MEMORY = hopper.LLAMA3_MEMORY
+# Every published layout of clusterctl/report/published/ (the rows carry these settings) is asserted to fit
+# in tests/report/test_published.py::test_training_row_uses_every_gpu_and_fits_in_memory.
 
 
 @pytest.mark.parametrize("gpus", [8192, 16384])

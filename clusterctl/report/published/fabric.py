@@ -52,7 +52,7 @@ from __future__ import annotations
 from clusterctl.report.collectives import ALL_REDUCE
 from clusterctl.report.interconnect import Interconnect
 from clusterctl.report.published import CALIBRATION, VALIDATION, CollectiveRow, Family, Row, TrainingRow, hopper
-from clusterctl.report.published.systems import A100, DGX_H100, H100
+from clusterctl.report.published.systems import A100, DGX_H100
 from clusterctl.report.published.hopper import GPT3_175B, LLAMA31_8B, LLAMA31_70B, LLAMA31_405B_KV16, NEMOTRON4_15B, NEMOTRON4_340B
 from clusterctl.report.training import ModelShape, Parallelism
 

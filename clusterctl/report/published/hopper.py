@@ -136,6 +136,19 @@ NEMOTRON4_340B = ModelShape(name="nemotron4-340b", layers=96, hidden=18432, head
                             kv_heads=8, ffn_hidden=73728, swiglu=False, tied_embeddings=False)
 
 
+# --- memory settings the runs' configurations state (they change what fits, not the throughput) ----------
+# * DGX Cloud GPT-3 175B and Llama 3.1 405B: NeMo's apex distributed Adam with fp32 state and
+#   store_param_remainders keeps 10 bytes per parameter (NeMo megatron_base_model.py; DGXC
+#   gpt3_175b_hydra.yaml, LAUNCHER llama/llama3_1_405b.yaml: distributed_fused_adam).
+# * DGX Cloud Nemotron-4 340B: DGXC nemotron/nemotron4-340b-synth.yaml, distributed_fused_adam with
+#   `dtype: bf16` and `grad_sync_dtype: bf16`: 4 bytes of optimizer state. The NeMo 24.07 FP8 340B row is
+#   taken to use the same settings (assumed: the performance summary prints no configuration).
+# * Llama 3 (Dubey et al. 2024 sec. 3.3.2): FSDP-sharded gradients, 7 layers on the first of 16 stages.
+APEX_ADAM = dict(optimizer_bytes=10)
+BF16_ADAM = dict(optimizer_bytes=4)
+LLAMA3_MEMORY = dict(shard_gradients=True, first_stage_layers=7)
+
+
 # --- BF16 rows -------------------------------------------------------------------------------------------
 # The GPT-3 175B, Llama 3.1 70B and Nemotron-4 340B BF16 tables are calibration rows: their step-time creep
 # from the smallest to the largest GPU count set training.STEP_JITTER_CV (published/fabric.py WEAK_SCALING).
@@ -271,27 +284,31 @@ ROWS += [
 # Dubey et al. 2024, "The Llama 3 Herd of Models" (arXiv:2407.21783) Table 4: 8K sequences, TP 8, PP 16,
 # 8,192 GPUs at DP 64 -> 430 TFLOP/s per GPU (43 % BF16 MFU); 16,384 GPUs at DP 128 -> 400 (41 %).
 # Batch 16M tokens (2,048 sequences); interleaved pipeline schedule (section 3.3.2): depth not stated,
-# virtual_stages=4 assumed; selective recomputation assumed. Calibration: in view when the constants were set
-# (see the module docstring).
+# virtual_stages=4 assumed. Section 3.3.2: "we could pre-train Llama 3 on sequences of 8K tokens without
+# activation checkpointing" (recompute none); "Our use of FSDP for Llama 3 shards optimizer states and
+# gradients" (shard_gradients); "we reduce one Transformer layer each from the first and the last stages"
+# (126 layers on 16 stages: 7 on the first). Calibration: in view when the constants were set (see the module
+# docstring).
 src = _Src(PRETRAINING, "[Q] Dubey et al. 2024, The Llama 3 Herd of Models (arXiv:2407.21783) Table 4, first two "
            "rows: 430 and 400 TFLOP/s per GPU, as reproduced at glennklockwood.com/garden/llama-3.1 (Balaji, SC'24)",
            CALIBRATION)
 ROWS += [
     _row(src, f"llama3-405b-table4-8k-{gpus}", LLAMA3_405B, gpus,
-         Parallelism(2048, tp=8, pp=16, virtual_stages=4, recompute="selective"), tflops=tflops)
+         Parallelism(2048, tp=8, pp=16, virtual_stages=4, **LLAMA3_MEMORY), tflops=tflops)
     for gpus, tflops in [(8192, 430), (16384, 400)]
 ]
 
 # Dubey et al. 2024, "The Llama 3 Herd of Models" (arXiv:2407.21783) Table 4, third row (long-context
 # stage): 16,384 GPUs, TP 8, CP 16, PP 16, DP 8, sequence 131,072, batch size/DP 16 (-> 128 sequences,
 # 16M tokens), 380 TFLOPs/GPU, 38 % BF16 MFU. The paper gives no step time: its TFLOP/s is the figure.
-# Interleaving depth and recomputation not stated: the same assumptions as for the first two rows of this
-# table above (virtual_stages=4, selective recomputation).
+# Interleaving depth and recomputation not stated: virtual_stages=4 as above, selective recomputation; the
+# memory measures of section 3.3.2 as for the 8K rows.
 src = _Src(PRETRAINING, "[Q] Dubey et al. 2024, The Llama 3 Herd of Models (arXiv:2407.21783) Table 4, third row: "
                         "380 TFLOP/s per GPU, as reproduced at glennklockwood.com/garden/llama-3.1 (Balaji, SC'24)")
 ROWS += [
     _row(src, "llama3-405b-table4-128k-16384", LLAMA3_405B_128K, 16384,
-         Parallelism(128, tp=8, pp=16, cp=16, virtual_stages=4, micro_batch=1, recompute="selective"),
+         Parallelism(128, tp=8, pp=16, cp=16, virtual_stages=4, micro_batch=1, recompute="selective",
+                     **LLAMA3_MEMORY),
          tflops=380,
          explanation="The model is fast here: Megatron's count (the model's figure) charges the full causal "
                      "score matrix, 12 s q FLOPs per token and layer, which at 128K is a large share of the "
@@ -388,4 +405,17 @@ FP8_ROWS += [
 
 FP8_ROWS = [replace(r, par=replace(r.par, precision="fp8")) for r in FP8_ROWS]
 ROWS += FP8_ROWS
+
+
+def _with_memory_settings(row: TrainingRow) -> TrainingRow:
+    """The row with the optimizer settings its run's configuration states (see the top of the BF16 rows)."""
+    for part, settings in (("dgxc-gpt3-175b", APEX_ADAM), ("dgxc-llama3.1-405b", APEX_ADAM),
+                           ("dgxc-nemotron4-340b", BF16_ADAM),
+                           ("nemo24.07-nemotron-340b", dict(BF16_ADAM, grad_bytes=2))):
+        if part in row.id:
+            return replace(row, par=replace(row.par, **settings))
+    return row
+
+
+ROWS = [_with_memory_settings(r) for r in ROWS]
 
