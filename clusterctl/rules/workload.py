@@ -66,7 +66,8 @@ def layout(plan: ClusterPlan) -> Iterator[Hit]:
     rank whole micro batches (global batch a multiple of dp x micro batch), use expert parallelism only
     for an MoE model, and ask for no more GPUs than the group has. Checked only for the parts that are
     given: the report chooses tp and pp itself when they are left out."""
-    from clusterctl.report.training import TrainingConfigError, check
+    from clusterctl.report.layout import check
+    from clusterctl.report.training import TrainingConfigError
     from clusterctl.report.workload import parallelism
 
     job = _job(plan)
