@@ -258,6 +258,8 @@ class SearchResult:
     example: dict[str, str] = field(default_factory=dict)
     """rule key -> the message of the first candidate rejected for it"""
     batch_note: str = ""
+    layouts: tuple[Parallelism, ...] = ()
+    """every accepted candidate (DP set), for tests and callers that want more than the best"""
 
     @property
     def fits(self) -> bool:
@@ -325,6 +327,7 @@ def search(model: ModelShape, t: TrainingSpec, gpus: int, acc: Accelerator, ic: 
     tried = accepted = fitting = 0
     rejected: dict[str, int] = {}
     example: dict[str, str] = {}
+    layouts: list[Parallelism] = []
     for tp in tps:
         for pp in pps:
             for v in vs:
@@ -343,6 +346,7 @@ def search(model: ModelShape, t: TrainingSpec, gpus: int, acc: Accelerator, ic: 
                         example.setdefault(bad[0].key, str(bad[0]))
                         continue
                     e = estimate(model, par, gpus, acc, ic)
+                    layouts.append(e.par)
                     accepted += 1
                     if least is None or e.memory_gb["total"] < least.memory_gb["total"]:
                         least = e
@@ -359,7 +363,7 @@ def search(model: ModelShape, t: TrainingSpec, gpus: int, acc: Accelerator, ic: 
             note = (f"the default global batch of {default:,} sequences is rounded to {chosen.par.global_batch:,}, a "
                     f"multiple of micro batch x dp{' x pp' if chosen.par.virtual_stages > 1 else ''} "
                     "(Megatron-LM: global_batch_size % (micro_batch_size * data_parallel_size) == 0)")
-    return SearchResult(chosen, tried, accepted, fitting, rejected, example, note)
+    return SearchResult(chosen, tried, accepted, fitting, rejected, example, note, tuple(layouts))
 
 
 def no_layout_error(model: ModelShape, gpus: int, r: SearchResult) -> TrainingConfigError:
