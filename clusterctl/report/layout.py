@@ -64,7 +64,7 @@ and the report's model is the same with or without it at TP 1.
 
 For MoE Megatron lays the same GPUs out twice (parallel_state.py:856-892): attention and the dense parts
 as TP x CP x DP x PP, the experts as ETP x EP x EDP x PP, so EDP = TP x CP x DP / (ETP x EP). The search
-(`search`) enumerates TP (powers of two up to the NVLink domain, 72 on NVL72), PP 1..min(64, layers),
+(`search`) enumerates TP (powers of two up to the NVLink domain, 72 on NVL72), PP 1..min(64, layers, GPUs / TP CP),
 1/2/4 interleaved chunks and selective/full recomputation unless given; for each it picks the largest DP
 that passes every rule (see `_dp_and_batch`), estimates the step, and keeps the fastest that fits in HBM.
 """
@@ -316,11 +316,10 @@ def search(model: ModelShape, t: TrainingSpec, gpus: int, acc: Accelerator, ic: 
     tps = [x for x in (1, 2, 4, 8, 16, 32, 64, 72) if x <= ic.gpus_per_domain]
     if t.tp is not None:
         tps = [t.tp]
-    pps = [t.pp] if t.pp is not None else list(range(1, min(64, model.layers) + 1))
     vs = [t.virtual_stages] if t.virtual_stages != 1 or (t.tp is not None and t.pp is not None) else [1, 2, 4]
     recomputes = [t.recompute] if "recompute" in t.model_fields_set else ["selective", "full"]
     batch_given = t.global_batch is not None
-    policy = len(tps) * len(pps) * len(vs) * len(recomputes) > 1  # a layout given in full is checked as given
+    policy = t.tp is None or t.pp is None or len(vs) * len(recomputes) > 1  # one given in full: checked as given
     divisors = _divisors_desc(t.global_batch // t.micro_batch) if batch_given and t.global_batch % t.micro_batch == 0 else []
     best: TrainingEstimate | None = None
     least: TrainingEstimate | None = None
@@ -328,7 +327,8 @@ def search(model: ModelShape, t: TrainingSpec, gpus: int, acc: Accelerator, ic: 
     rejected: dict[str, int] = {}
     example: dict[str, str] = {}
     layouts: list[Parallelism] = []
-    for tp in tps:
+    for tp in tps:  # PP up to 64, the layers, and the GPUs left by TP x CP
+        pps = [t.pp] if t.pp is not None else range(1, min(64, model.layers, max(1, gpus // (tp * t.cp))) + 1)
         for pp in pps:
             for v in vs:
                 if v > 1 and pp == 1 and len(vs) > 1:
