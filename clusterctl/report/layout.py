@@ -88,8 +88,6 @@ if TYPE_CHECKING:
     from clusterctl.report.interconnect import Interconnect
     from clusterctl.report.training import Accelerator
 
-MEGATRON = "NVIDIA/Megatron-LM d98e8a6 (Megatron-Core 0.20.0)"
-
 RULES: dict[str, str] = {
     "setting": "a setting out of range (not a Megatron rule)",
     "gpus": "world_size % (tensor_model_parallel_size * pipeline_model_parallel_size * context_parallel_size) "
@@ -135,8 +133,8 @@ SHORT: dict[str, str] = {
 }
 """rule key -> a few words for the report's rejection counts"""
 
-SEARCH_ONLY = frozenset({"pp_fill"})
-"""keys the search applies but an explicitly given layout is not refused for"""
+NOT_MEGATRON = frozenset({"setting", "pp_fill"})
+"""keys that are not Megatron-LM assertions: settings out of range, and the search's own policy"""
 
 
 @dataclass(frozen=True)
@@ -147,7 +145,7 @@ class Violation:
 
     def __str__(self) -> str:
         rule = RULES[self.key]
-        return f"{self.message} ({'Megatron-LM: ' if self.key not in ('setting', 'pp_fill') else ''}{rule})"
+        return f"{self.message} ({'' if self.key in NOT_MEGATRON else 'Megatron-LM: '}{rule})"
 
 
 def etp_of(par: Parallelism) -> int:
@@ -374,22 +372,25 @@ def no_layout_error(model: ModelShape, gpus: int, r: SearchResult) -> TrainingCo
         f"settings: of {r.tried:,} tried, rejected: {r.rejections()}")
 
 
-def gpu_note(e: TrainingEstimate, gpus: int) -> str | None:
+def gpu_note(e: TrainingEstimate, gpus: int, dp_given: bool = False) -> str | None:
     """Why a layout uses fewer GPUs than asked, or None when it uses them all."""
     if e.gpus >= gpus:
         return None
     p = e.par
     mp = p.tp * p.pp * p.cp
     full = gpus // mp
-    if e.dp < full:
-        why = (f"data parallelism is {e.dp:,}, not {full:,}, because the global batch of {p.global_batch:,} "
-               f"sequences at micro batch {p.micro_batch} "
-               + (f"with at least {p.pp} microbatches per pipeline " if p.pp > 1 else "")
-               + "feeds no more (a larger --global-batch uses more GPUs)")
+    if e.dp == full:
+        why = f"tp x pp x cp = {p.tp} x {p.pp} x {p.cp} = {mp} does not divide {gpus:,}"
+    elif dp_given:
+        why = f"dp {e.dp:,} is given"
+    elif violations(e.model, replace(p, dp=full), gpus, search=True):
+        why = (f"the global batch of {p.global_batch:,} sequences at micro batch {p.micro_batch}"
+               + (f" with at least {p.pp} microbatches per step" if p.pp > 1 else "")
+               + f" feeds {e.dp:,} data-parallel ranks, not {full:,} (a larger --global-batch uses more GPUs)")
     else:
-        why = f"tp x pp x cp = {mp} does not divide {gpus:,}"
+        why = f"dp {e.dp:,} is what the search chose"
     return f"uses {e.gpus:,} of the {gpus:,} GPUs asked for: {why}"
 
 
-__all__ = ["MEGATRON", "RULES", "SEARCH_ONLY", "SPLIT_OPTIONS", "SearchResult", "Violation", "check", "dp_of",
+__all__ = ["NOT_MEGATRON", "RULES", "SHORT", "SPLIT_OPTIONS", "SearchResult", "Violation", "check", "dp_of",
            "etp_of", "gpu_note", "no_layout_error", "pipeline_split", "search", "violations"]

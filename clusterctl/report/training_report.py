@@ -91,7 +91,7 @@ def notes_of(r: TrainingResult) -> tuple[list[str], list[str]]:
     if e is None:
         return [], []
     head: list[str] = []
-    idle = gpu_note(e, r.gpus)
+    idle = gpu_note(e, r.gpus, r.workload.training.dp is not None)
     if idle:
         head.append(idle)
     if not e.fits_memory:
@@ -132,7 +132,7 @@ def build(ctx: ReportContext) -> Section:
     data: dict = {"available": r.estimate is not None or r.simple_tokens_per_s is not None,
                   "gpus": r.gpus, "accelerator": r.accelerator,
                   "peak_bf16_tflops": r.peak_tflops, "mamf_bf16_tflops": r.mamf_tflops,
-                  "mamf_source": r.mamf_source}
+                  "mamf_source": r.mamf_source, "notes": []}
     if w.model is None and r.simple_tokens_per_s is None:
         md.append("No model is given: set `workload.model` (a preset or layers/hidden/heads/vocab/seq_len) or "
                   "`workload.training.mfu`, or pass `--model PRESET` / `--mfu` to `clusterctl report`. "
@@ -236,7 +236,7 @@ def build(ctx: ReportContext) -> Section:
         md.append("")
         for n in other:
             md.append(f"Note: {n}.")
-        data["notes"] = head + other
+        data["notes"] = head + other  # [] without a model: the simple form has no layout
     if r.simple_tokens_per_s is not None:
         mfu = w.training.mfu
         fpt = w.model.flops_per_token if w.model is not None else 6 * w.params
