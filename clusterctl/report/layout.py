@@ -64,9 +64,10 @@ and the report's model is the same with or without it at TP 1.
 
 For MoE Megatron lays the same GPUs out twice (parallel_state.py:856-892): attention and the dense parts
 as TP x CP x DP x PP, the experts as ETP x EP x EDP x PP, so EDP = TP x CP x DP / (ETP x EP). The search
-(`search`) enumerates TP (powers of two up to the NVLink domain, 72 on NVL72), PP 1..min(64, layers, GPUs / TP CP),
-1/2/4 interleaved chunks and selective/full recomputation unless given; for each it picks the largest DP
-that passes every rule (see `_dp_and_batch`), estimates the step, and keeps the fastest that fits in HBM.
+(`search`) enumerates TP (powers of two up to the NVLink domain, 72 on NVL72), PP from 1 to
+min(64, layers, GPUs / (TP x CP)), 1/2/4 interleaved chunks and selective/full recomputation unless given;
+for each it picks the largest DP that passes the batch and expert rules (`_dp_and_batch`), counts the
+candidate under the first rule it still breaks or estimates it, and keeps the fastest that fits in HBM.
 """
 
 from __future__ import annotations
@@ -295,7 +296,8 @@ def _dp_and_batch(base: Parallelism, gpus: int, batch_given: bool, divisors: lis
                 return d, base.global_batch
         return base.dp or dp_max, base.global_batch  # none passes: the rules say why for this one
     k = pp if pp > 1 else 1
-    d = base.dp or max(q, min(dp_max, max(1, base.global_batch // (mbs * k))) // q * q)
+    fed = min(dp_max, max(1, base.global_batch // (mbs * k)))
+    d = base.dp or fed // q * q or fed  # no multiple of q fits: the rules say why (ep_grid)
     step = d * mbs * (pp if v > 1 and pp > 1 else 1)
     return d, max(d * mbs * k, base.global_batch // step * step)
 
