@@ -72,7 +72,7 @@ def problems(draw):
     moe = draw(st.booleans()) and draw(st.booleans())
     experts = draw(st.sampled_from([8, 16, 64])) if moe else 0
     model = ModelShape(
-        name="random", layers=draw(st.integers(1, 96)), hidden=heads * head_dim, heads=heads,
+        name="random", layers=draw(st.one_of(st.integers(1, 96), st.sampled_from([32, 48, 60, 80, 96, 126]))), hidden=heads * head_dim, heads=heads,
         kv_heads=kv, ffn_hidden=draw(st.integers(1, 64)) * 96 * draw(st.sampled_from([1, 3, 7])),
         vocab=32000, seq_len=draw(st.sampled_from([2048, 4096, 6000, 8192])), swiglu=True,
         experts=experts, topk=draw(st.integers(1, 2)) if moe else 1)
