@@ -223,39 +223,6 @@ class TrainingConfigError(ValueError):
     """The model and parallelism do not fit together (message says what to change)."""
 
 
-def check(model: ModelShape, par: Parallelism, gpus: int) -> int:
-    """Validate the layout; returns the data-parallel size."""
-    for name in ("tp", "pp", "cp", "ep", "micro_batch", "virtual_stages", "global_batch"):
-        v = getattr(par, name)
-        if not isinstance(v, int) or v < 1:
-            raise TrainingConfigError(f"{name} must be an integer >= 1, got {v!r}")
-    mp = par.tp * par.pp * par.cp
-    dp = par.dp if par.dp is not None else gpus // mp
-    if dp < 1 or mp * dp > gpus:
-        raise TrainingConfigError(
-            f"tp x pp x cp x dp = {par.tp} x {par.pp} x {par.cp} x {dp} = {mp * max(dp, 1):,} GPUs, but the "
-            f"cluster has {gpus:,}; lower a parallel size")
-    if model.heads % par.tp or (model.kv_heads or model.heads) % par.tp and (model.kv_heads or 0) >= par.tp:
-        raise TrainingConfigError(f"attention heads ({model.heads}) must divide by tp ({par.tp})")
-    if model.layers < par.pp * par.virtual_stages:
-        raise TrainingConfigError(
-            f"layers ({model.layers}) must be at least pp x virtual stages ({par.pp} x {par.virtual_stages})")
-    if par.global_batch % (dp * par.micro_batch):
-        raise TrainingConfigError(
-            f"global batch ({par.global_batch}) must be a multiple of dp x micro batch ({dp} x {par.micro_batch})")
-    if model.seq_len % par.cp:
-        raise TrainingConfigError(f"sequence length ({model.seq_len}) must divide by cp ({par.cp})")
-    if par.ep > 1 and (not model.experts or model.experts % par.ep or dp * par.cp % par.ep):
-        raise TrainingConfigError(f"ep ({par.ep}) needs an MoE model whose experts and dp x cp divide by it")
-    if par.recompute not in ("none", "selective", "full"):
-        raise TrainingConfigError(f"recompute must be none, selective or full, got {par.recompute!r}")
-    if par.virtual_stages > 1 and par.pp == 1:
-        raise TrainingConfigError("virtual_stages > 1 needs pp > 1")
-    if par.precision not in ("bf16", "fp8"):
-        raise TrainingConfigError(f"precision must be bf16 or fp8, got {par.precision!r}")
-    return dp
-
-
 def gemm_rate(acc: Accelerator, model: ModelShape, tp: int, precision: str = "bf16") -> float:
     """Sustained FLOP/s of the model's GEMMs on one GPU."""
     d = model.hidden / tp
@@ -374,6 +341,7 @@ def scale_synchronisation(step_s: float, gpus: int, ic: Interconnect) -> float:
 
 
 def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, ic: Interconnect) -> TrainingEstimate:
+    from clusterctl.report.layout import check  # the layout rules (layout.py imports this module)
     dp = check(model, par, gpus)
     used = par.tp * par.pp * par.cp * dp
     m = par.global_batch // (dp * par.micro_batch)
@@ -542,5 +510,5 @@ def dense_flops_per_token(params: float) -> float:
     return 6.0 * params
 
 
-__all__ = ["Accelerator", "ModelShape", "Parallelism", "TrainingConfigError", "TrainingEstimate", "check",
+__all__ = ["Accelerator", "ModelShape", "Parallelism", "TrainingConfigError", "TrainingEstimate",
            "dense_flops_per_token", "estimate", "gemm_rate", "simple_throughput"]

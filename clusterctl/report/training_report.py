@@ -16,10 +16,19 @@ from clusterctl.report.training import (
     TrainingConfigError,
     TrainingEstimate,
     dense_flops_per_token,
-    estimate,
     simple_throughput,
 )
-from clusterctl.report.workload import Workload, accelerator_of, best_layout, parallelism, resolve
+from clusterctl.report.layout import (
+    SHORT,
+    SPLIT_OPTIONS,
+    SearchResult,
+    etp_of,
+    gpu_note,
+    no_layout_error,
+    pipeline_split,
+    search,
+)
+from clusterctl.report.workload import Workload, accelerator_of, resolve
 
 
 @dataclass(frozen=True)
@@ -34,6 +43,8 @@ class TrainingResult:
     mamf_tflops: float
     mamf_source: str
     error: str | None = None
+    search: SearchResult | None = None
+    """what the layout search tried, accepted and rejected (per rule); one candidate for a layout given in full"""
 
     @property
     def tokens_per_s(self) -> float | None:
@@ -58,22 +69,52 @@ def run(plan: ClusterPlan, overrides: dict | None = None) -> TrainingResult | No
     if w.training.precision == "fp8" and acc.fp8_mamf_tflops is None:
         raise TrainingConfigError(f"{key} has no FP8 matmul rate in the catalog (no FP8 tensor cores, or not "
                                   "measured): use precision bf16")
-    est, tried = None, 0
+    est, tried, found = None, 0, None
     if w.model is not None:
-        t = w.training
-        if t.tp is not None and t.pp is not None and "recompute" in t.model_fields_set:
-            est = estimate(w.model, parallelism(t, w.model, t.tp, t.pp, gpus), gpus, acc, ic)
-            tried = 1
-        else:
-            est, tried = best_layout(w.model, t, gpus, acc, ic)
-            if est is None:
-                raise TrainingConfigError(
-                    f"no tensor/pipeline layout of {w.model.name} fits {gpus:,} GPUs with the given settings")
+        found = search(w.model, w.training, gpus, acc, ic)
+        if found.best is None:  # every candidate breaks a rule: name it
+            raise TrainingConfigError(next(iter(found.example.values()))) if found.tried == 1 else \
+                no_layout_error(w.model, gpus, found)
+        est, tried = found.best, found.tried
     simple = None
     if w.training.mfu is not None and w.params is not None:
         fpt = w.model.flops_per_token if w.model is not None else dense_flops_per_token(w.params)
         simple = simple_throughput(fpt, gpus, acc.peak_tflops, w.training.mfu)
-    return TrainingResult(w, est, tried, simple, gpus, key, acc.peak_tflops, acc.mamf_tflops, acc.mamf_source)
+    return TrainingResult(w, est, tried, simple, gpus, key, acc.peak_tflops, acc.mamf_tflops, acc.mamf_source,
+                          search=found)
+
+
+def notes_of(r: TrainingResult) -> tuple[list[str], list[str]]:
+    """(headline, other) notes of the estimate: the headline ones (fewer GPUs than asked, a layout that does
+    not fit in memory) open the section's Markdown; all go to the JSON ``notes`` list."""
+    e, found = r.estimate, r.search
+    if e is None:
+        return [], []
+    head: list[str] = []
+    idle = gpu_note(e, r.gpus, r.workload.training.dp is not None)
+    if idle:
+        head.append(idle)
+    if not e.fits_memory:
+        mem = e.memory_gb
+        need = f"{fmt(mem['total'])} GB per GPU, more than {USABLE_HBM:.0%} of {fmt(mem['hbm'])} GB HBM"
+        if r.layouts_tried == 1:
+            head.append(f"the given layout does not fit in memory: {need}")
+        else:
+            t = r.workload.training
+            given = ", ".join(f"{k.upper()} {getattr(t, k)}" for k in ("tp", "pp") if getattr(t, k) is not None)
+            head.append(f"no layout Megatron-LM accepts{' with ' + given if given else ''} fits in memory "
+                        f"({found.accepted:,} accepted of {found.tried:,} tried): the one needing the least "
+                        f"memory is shown, {need}")
+    other: list[str] = []
+    if found is not None and found.batch_note:
+        other.append(found.batch_note)
+    split = pipeline_split(e.model.layers, e.par.pp, e.par.virtual_stages)
+    if split:
+        other.append(f"{e.model.layers} layers on pp {e.par.pp} split evenly with the embedding and loss counted as "
+                     f"layers ({SPLIT_OPTIONS[split]})")
+    own = f"the layout uses {e.gpus:,} of {r.gpus:,} GPUs"
+    other += [n for n in e.notes if not (idle and n == own)]
+    return head, other
 
 
 def build(ctx: ReportContext) -> Section:
@@ -83,10 +124,15 @@ def build(ctx: ReportContext) -> Section:
                        "No training estimate: the cluster has no GPU nodes with a network.\n")
     w = r.workload
     md: list[str] = []
+    head, other = notes_of(r)
+    if head:
+        first = "; ".join(head)
+        md.append(f"**{first[0].upper()}{first[1:]}.**")
+        md.append("")
     data: dict = {"available": r.estimate is not None or r.simple_tokens_per_s is not None,
                   "gpus": r.gpus, "accelerator": r.accelerator,
                   "peak_bf16_tflops": r.peak_tflops, "mamf_bf16_tflops": r.mamf_tflops,
-                  "mamf_source": r.mamf_source}
+                  "mamf_source": r.mamf_source, "notes": []}
     if w.model is None and r.simple_tokens_per_s is None:
         md.append("No model is given: set `workload.model` (a preset or layers/hidden/heads/vocab/seq_len) or "
                   "`workload.training.mfu`, or pass `--model PRESET` / `--mfu` to `clusterctl report`. "
@@ -116,6 +162,15 @@ def build(ctx: ReportContext) -> Section:
                           "precision": p.precision,
                           "gpus_used": e.gpus, "chosen_by_search": r.layouts_tried > 1,
                           "layouts_tried": r.layouts_tried}
+        if r.search is not None:
+            data["layout"]["search"] = {"tried": r.search.tried, "accepted": r.search.accepted,
+                                        "fit": r.search.fitting, "rejected": dict(sorted(r.search.rejected.items()))}
+        split = pipeline_split(e.model.layers, p.pp, p.virtual_stages)
+        data["layout"]["pipeline_split_options"] = SPLIT_OPTIONS[split].split() if split else []
+        etp = etp_of(p)
+        if e.model.experts:
+            data["layout"]["attention"] = {"tp": p.tp, "cp": p.cp, "dp": e.dp, "pp": p.pp}
+            data["layout"]["experts"] = {"etp": etp, "ep": p.ep, "edp": e.gpus // (etp * p.ep * p.pp), "pp": p.pp}
         data["step_s"] = e.step_s
         data["tokens_per_s"] = e.tokens_per_s
         data["model_tflops_per_gpu"] = e.model_tflops_per_gpu
@@ -127,15 +182,32 @@ def build(ctx: ReportContext) -> Section:
         data["communication"] = e.comm
         data["assumptions"] = {"sustained_gemm_of_mamf": SUSTAINED_GEMM, "gemm_shape_half_width": GEMM_SHAPE_HALF,
                                "flash_attention_of_gemm": FLASH_ATTENTION_EFFICIENCY, "hbm_efficiency": HBM_EFFICIENCY}
-        chosen = (f"the fastest that fits in {USABLE_HBM:.0%} of HBM, of {r.layouts_tried:,} layouts tried"
-                  if r.layouts_tried > 1 else "as given")
+        found = r.search
+        if r.layouts_tried == 1:
+            chosen = "as given"
+        elif e.fits_memory:
+            chosen = f"the fastest that fits in {USABLE_HBM:.0%} of HBM, of {found.accepted:,} that Megatron-LM accepts"
+        else:
+            chosen = (f"none of the {found.accepted:,} layouts Megatron-LM accepts fits in {USABLE_HBM:.0%} of HBM; "
+                      "this one needs the least memory")
         md.append(f"Layout ({chosen}): TP {p.tp} × PP {p.pp}"
                   + (f" (interleaved ×{p.virtual_stages})" if p.virtual_stages > 1 else "")
                   + f" × CP {p.cp} × DP {e.dp}" + (f", EP {p.ep}" if p.ep > 1 else "")
-                  + f" = {e.gpus:,} GPUs; global batch {p.global_batch:,} sequences "
+                  + f" = {e.gpus:,} GPUs"
+                  + (f" (experts: ETP {etp} × EP {p.ep} × EDP {e.gpus // (etp * p.ep * p.pp)} × PP {p.pp})"
+                     if e.model.experts else "")
+                  + f"; global batch {p.global_batch:,} sequences "
                   f"({fmt(p.global_batch * e.model.seq_len / 1e6)} M tokens), micro batch {p.micro_batch}, "
                   f"{e.microbatches} microbatches per step; recompute {p.recompute}; "
                   f"{'FP8 linear layers' if p.precision == 'fp8' else 'BF16'}.")
+        if found is not None and found.tried > 1:
+            rejected = sum(found.rejected.values())
+            why = "; ".join(f"{SHORT[k]} (`{k}`) {n:,}" for k, n in
+                            sorted(found.rejected.items(), key=lambda kv: (-kv[1], kv[0])))
+            md.append("")
+            md.append(f"Search: of {found.tried:,} layouts tried (TP × PP × interleaving × recomputation), "
+                      f"{rejected:,} rejected" + (f" because {why}" if rejected else "")
+                      + f"; {found.accepted:,} accepted, {found.fitting:,} of them fit in memory.")
         md.append("")
         md.append(md_table(["figure", "value"], [
             ["step time", f"{fmt(e.step_s)} s"],
@@ -162,7 +234,7 @@ def build(ctx: ReportContext) -> Section:
                   f"element-wise work at {HBM_EFFICIENCY:.0%} of HBM bandwidth; communication from the Collectives "
                   "section's model on this interconnect. Derivation: docs/report.md.")
         md.append("")
-        for n in e.notes:
+        for n in other:
             md.append(f"Note: {n}.")
         ic = interconnect_of(ctx.plan, compute_group(ctx.plan))
         if ic is not None and p.tp > ic.gpus_per_domain:  # validate's WORKLOAD003, for any TP the report used
@@ -170,6 +242,7 @@ def build(ctx: ReportContext) -> Section:
             md.append(f"Note: TP {p.tp} is larger than the NVLink domain ({ic.gpus_per_domain} GPUs): the tensor-parallel "
                       f"all-reduces cross the network at {fmt(ic.per_gpu_network_gb_per_s)} GB/s per GPU instead of "
                       "NVLink, on the critical path (validate's WORKLOAD003 warning).")
+        data["notes"] = head + other  # [] without a model: the simple form has no layout
     if r.simple_tokens_per_s is not None:
         mfu = w.training.mfu
         fpt = w.model.flops_per_token if w.model is not None else 6 * w.params

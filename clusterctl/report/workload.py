@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,14 +11,11 @@ import yaml
 
 from clusterctl.blueprint.training import ModelSpec, TrainingSpec
 from clusterctl.plan.model import ClusterPlan, GroupPlan
-from clusterctl.report.interconnect import Interconnect
 from clusterctl.report.training import (
     Accelerator,
     ModelShape,
     Parallelism,
     TrainingConfigError,
-    TrainingEstimate,
-    estimate,
 )
 
 TOKENS_PER_STEP_DEFAULT = 4 * 2**20
@@ -124,52 +121,3 @@ def parallelism(t: TrainingSpec, model: ModelShape, tp: int, pp: int, gpus: int)
                        sequence_parallel=t.sequence_parallel, flash_attention=t.flash_attention,
                        overlap_grad_reduce=t.overlap_grad_reduce, distributed_optimizer=t.distributed_optimizer,
                        precision=t.precision)
-
-
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
-def best_layout(model: ModelShape, t: TrainingSpec, gpus: int, acc: Accelerator,
-                ic: Interconnect) -> tuple[TrainingEstimate | None, int]:
-    """The fastest layout that fits in HBM; returns (estimate, layouts tried).
-
-    Tries tp within one NVLink domain (dividing the heads), pp up to 64 (uneven stages allowed, as Llama
-    3 ran 126 layers on 16 stages) and 1, 2 or 4 interleaved chunks, unless the blueprint fixes them.
-    dp is what is left, capped so that dp x micro batch does not exceed the global batch; a layout may
-    then leave GPUs idle, and the fastest in tokens/s wins (that is the one using the cluster best).
-    Recomputation is tried selective and full unless the blueprint sets it. Without any layout that fits
-    in HBM, the one needing the least memory is returned and the report says it does not fit."""
-    best: TrainingEstimate | None = None
-    best_any: TrainingEstimate | None = None
-    tried = 0
-    tps = [x for x in (1, 2, 4, 8, 16, 32, 64, 72) if x <= ic.gpus_per_domain and model.heads % x == 0]
-    if t.tp is not None:
-        tps = [t.tp]
-    pps = [t.pp] if t.pp is not None else list(range(1, min(64, model.layers) + 1))
-    vs = [t.virtual_stages] if t.virtual_stages != 1 or (t.tp is not None and t.pp is not None) else [1, 2, 4]
-    recomputes = [t.recompute] if "recompute" in t.model_fields_set else ["selective", "full"]
-    for tp in tps:
-        for pp in pps:
-            mp = tp * pp * t.cp
-            if mp > gpus:
-                continue
-            base = parallelism(t, model, tp, pp, gpus)
-            dp = t.dp or min(gpus // mp, max(1, base.global_batch // base.micro_batch))
-            unit = dp * base.micro_batch
-            batch = max(unit, base.global_batch // unit * unit)
-            for v in vs:
-                if (v > 1 and pp == 1) or model.layers < pp * v:
-                    continue
-                for rc in recomputes:
-                    par = replace(base, global_batch=batch, dp=dp, virtual_stages=v, recompute=rc)
-                    try:
-                        e = estimate(model, par, gpus, acc, ic)
-                    except TrainingConfigError:
-                        continue
-                    tried += 1
-                    if best_any is None or e.memory_gb["total"] < best_any.memory_gb["total"]:
-                        best_any = e
-                    if e.fits_memory and (best is None or e.tokens_per_s > best.tokens_per_s):
-                        best = e
-    return best or best_any, tried

@@ -61,12 +61,15 @@ def unknown_preset(plan: ClusterPlan) -> Iterator[Hit]:
 
 @rule("WORKLOAD002", "workload", Severity.ERROR, "training layout does not fit the cluster or the model")
 def layout(plan: ClusterPlan) -> Iterator[Hit]:
-    """The parallel layout in ``workload.training`` must multiply out to at most the GPUs of the largest
-    GPU group (tp x pp x cp x dp), split the attention heads evenly over tp, give every data-parallel
-    rank whole micro batches (global batch a multiple of dp x micro batch), use expert parallelism only
-    for an MoE model, and ask for no more GPUs than the group has. Checked only for the parts that are
-    given: the report chooses tp and pp itself when they are left out."""
-    from clusterctl.report.training import TrainingConfigError, check
+    """The parallel layout in ``workload.training`` must pass Megatron-LM's layout rules
+    (clusterctl/report/layout.py, each citing the Megatron-LM source line): tp x pp x cp x dp at most the
+    GPUs of the largest GPU group; attention heads, KV heads and the MLP width split over tp; layers split
+    evenly over pp (the embedding and loss may count as a layer each) and over interleaved chunks; with
+    interleaving, microbatches a multiple of pp; global batch a multiple of dp x micro batch; sequence a
+    multiple of 2 x cp; experts divisible by ep and ep x tp x pp dividing the GPUs. Checked only for the
+    parts that are given: the report chooses tp and pp itself when they are left out."""
+    from clusterctl.report.layout import check
+    from clusterctl.report.training import TrainingConfigError
     from clusterctl.report.workload import parallelism
 
     job = _job(plan)

@@ -1,0 +1,231 @@
+"""Layouts Megatron-LM runs: the search returns only those, counts what it rejects, and says when it leaves
+GPUs idle or a layout does not fit (issue 13, "Layouts Megatron rejects").
+
+`megatron_accepts` below restates Megatron-LM's assertions independently of clusterctl/report/layout.py
+(read at NVIDIA/Megatron-LM d98e8a6): the property test holds every layout the search accepts against it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from clusterctl.blueprint.training import TrainingSpec
+from clusterctl.report.interconnect import Interconnect
+from clusterctl.report.layout import check, gpu_note, pipeline_split, search, violations
+from clusterctl.report.training import Accelerator, ModelShape, Parallelism, TrainingConfigError
+from clusterctl.report.workload import preset
+from tests.helpers import cli
+
+H100 = Accelerator("h100-sxm", 989, 794.5, "", 80, 3.35)
+B200 = Accelerator("b200", 2250, 1745, "", 180, 8.0)
+HGX = Interconnect(8, 450, True, 8, 50)
+NVL72 = Interconnect(72, 900, True, 72, 50)
+
+
+def megatron_accepts(model: ModelShape, par: Parallelism, gpus: int) -> list[str]:
+    """What Megatron-LM would assert on this layout (empty: it runs), written from Megatron's source."""
+    tp, pp, cp, dp, v, ep = par.tp, par.pp, par.cp, par.dp, par.virtual_stages, par.ep
+    world = tp * pp * cp * dp
+    bad = []
+    if world > gpus:
+        bad.append("world")
+    if model.heads % tp:                                          # transformer_config.py:1446
+        bad.append("heads")
+    groups = model.kv_heads or model.heads
+    if groups % tp != 0 and tp % groups != 0:                     # transformer_config.py:1461
+        bad.append("query groups")
+    if not model.experts and model.ffn % tp:                      # layers.py:1038 divide()
+        bad.append("ffn")
+    # transformer_block.get_num_layers_to_build: embedding and/or loss may count as a layer; a stage's
+    # layers split into v chunks
+    if not any((model.layers + extra) % pp == 0 and (model.layers + extra) // pp % v == 0
+               for extra in ([0] if pp == 1 else [0, 1, 2])):
+        bad.append("layers")
+    if v > 1 and pp < 2:                                          # parallel_state.py:828
+        bad.append("vpp")
+    if par.global_batch % (par.micro_batch * dp):                 # num_microbatches_calculator.py:381
+        bad.append("batch")
+    m = par.global_batch // (par.micro_batch * dp)
+    if v > 1:  # schedules.py:1160-1179, microbatch_group_size_per_vp_stage defaults to pp
+        group = pp
+        if not pp <= group <= m or 0 < m % group < pp:
+            bad.append("interleaved microbatches")
+    if cp > 1 and model.seq_len % (2 * cp):                      # arguments.py:1336
+        bad.append("cp")
+    if ep > 1 and (not model.experts or model.experts % ep):     # arguments.py:1657
+        bad.append("experts")
+    if ep > 1 and world % (tp * ep * pp):                         # parallel_state.py:878, etp = tp
+        bad.append("expert grid")
+    return bad
+
+
+@st.composite
+def problems(draw):
+    heads = draw(st.sampled_from([8, 12, 16, 24, 32, 40, 48, 56, 64, 96, 128]))
+    kv = draw(st.sampled_from([d for d in range(1, heads + 1) if heads % d == 0]))
+    head_dim = draw(st.sampled_from([64, 128]))
+    moe = draw(st.booleans()) and draw(st.booleans())
+    experts = draw(st.sampled_from([8, 16, 64])) if moe else 0
+    model = ModelShape(
+        name="random", layers=draw(st.one_of(st.integers(1, 96), st.sampled_from([32, 48, 60, 80, 96, 126]))), hidden=heads * head_dim, heads=heads,
+        kv_heads=kv, ffn_hidden=draw(st.integers(1, 64)) * 96 * draw(st.sampled_from([1, 3, 7])),
+        vocab=32000, seq_len=draw(st.sampled_from([2048, 4096, 6000, 8192])), swiglu=True,
+        experts=experts, topk=draw(st.integers(1, 2)) if moe else 1)
+    ic = draw(st.sampled_from([HGX, NVL72]))
+    gpus = draw(st.one_of(st.integers(1, 64).map(lambda n: n * ic.gpus_per_domain), st.integers(1, 3000)))
+    spec = {"recompute": "full"}
+    if draw(st.booleans()):
+        spec["global_batch"] = draw(st.integers(1, 4096))
+    spec["micro_batch"] = draw(st.sampled_from([1, 1, 2]))
+    spec["cp"] = draw(st.sampled_from([1, 1, 2, 4]))
+    if moe:
+        spec["ep"] = draw(st.sampled_from([1, 2, 4, 8]))
+    if draw(st.booleans()):
+        spec["tp"] = draw(st.sampled_from([1, 2, 3, 4, 8]))
+    return model, TrainingSpec(**spec), gpus, ic
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problems())
+def test_the_search_returns_only_layouts_megatron_accepts(problem):
+    model, spec, gpus, ic = problem
+    try:
+        r = search(model, spec, gpus, B200 if ic is NVL72 else H100, ic)
+    except TrainingConfigError:
+        return
+    assert r.accepted == len(r.layouts) and r.tried == r.accepted + sum(r.rejected.values())
+    for par in r.layouts:
+        assert megatron_accepts(model, par, gpus) == [], par
+        m = par.global_batch // (par.micro_batch * par.dp)
+        assert par.pp == 1 or m >= par.pp  # the search's own policy: every stage gets work
+    e = r.best
+    if e is None:
+        assert r.accepted == 0
+        return
+    assert e.par in r.layouts and e.gpus == e.par.tp * e.par.pp * e.par.cp * e.dp <= gpus
+    note = gpu_note(e, gpus)
+    assert (note is None) == (e.gpus == gpus)
+    if note:
+        assert note.startswith(f"uses {e.gpus:,} of the {gpus:,} GPUs asked for")
+
+
+def test_the_interleaved_layout_with_one_microbatch_is_rejected():
+    # the issue's pick: TP 2 x PP 2, 4 chunks, 512 sequences on 2,048 GPUs = 1 microbatch per step
+    model, _ = preset("llama3-70b")
+    par = Parallelism(512, tp=2, pp=2, dp=512, virtual_stages=4)
+    assert [v.key for v in violations(model, par, 2048)] == ["virtual_microbatches"]
+    with pytest.raises(TrainingConfigError, match=r"1 microbatches per step are not a multiple of pp 2 .*"
+                                                   r"num_microbatches % pipeline_model_parallel_size == 0"):
+        check(model, par, 2048)
+
+
+@pytest.mark.parametrize("change,key,message", [
+    (dict(tp=3), "heads", "tp 3: attention heads 64 are not divisible by tp 3"),
+    (dict(tp=16, dp=1), "ffn", None),  # 64 heads / 16 fine, 8 KV heads divide 16, MLP 28,672 / 16 fine
+    (dict(pp=7), "layers", "pp 7: 80 layers (+0, +1 or +2 for embedding and loss) do not split evenly over pp 7"),
+    (dict(pp=4, virtual_stages=3), "virtual_layers", "20 layers per pipeline stage are not divisible by 3"),
+    (dict(pp=1, virtual_stages=2), "virtual_pp", "interleaving needs pp > 1"),
+    (dict(global_batch=100), "global_batch", "global batch 100 is not divisible by micro batch 1 x dp 16 = 16"),
+    (dict(cp=2, dp=8, seq_len=None), "seq_cp", None),
+    (dict(ep=2), "experts_ep", "ep 2: the model has 0 experts (not an MoE model)"),
+])
+def test_each_rule_names_its_numbers(change, key, message):
+    model, _ = preset("llama3-70b")
+    change = dict(change)
+    change.pop("seq_len", None)
+    par = Parallelism(**({"global_batch": 512, "tp": 8, "pp": 2} | change))
+    keys = [v.key for v in violations(model, par, 256)]
+    if key in ("ffn", "seq_cp"):  # llama3-70b passes these: the model is changed to break them
+        bad = model.model_copy(update={"ffn_hidden": 28680} if key == "ffn" else {"seq_len": 8190})
+        keys = [v.key for v in violations(bad, par, 256)]
+    assert keys[0] == key
+    if message:
+        assert message in str(violations(model, par, 256)[0])
+
+
+def test_gqa_and_mla_style_kv_heads_follow_megatron():
+    # Megatron accepts TP larger than the KV heads when TP is a multiple of them (transformer_config.py:1461)
+    model = ModelShape(name="m", layers=8, hidden=4096, heads=32, kv_heads=8, vocab=32000, seq_len=4096)
+    assert [v.key for v in violations(model, Parallelism(64, tp=16, dp=1), 16)] == []
+    odd = model.model_copy(update={"kv_heads": 6, "heads": 48, "hidden": 6144})
+    assert [v.key for v in violations(odd, Parallelism(64, tp=4, dp=1), 4)] == ["kv_heads"]
+
+
+def test_uneven_layers_use_megatrons_embedding_and_loss_accounting():
+    assert pipeline_split(126, 16, 4) == 2   # Llama 3 405B on 16 stages: (126 + 2) / 16 = 8, 2 per chunk
+    assert pipeline_split(80, 3) == 1        # (80 + 1) / 3 = 27
+    assert pipeline_split(80, 7) is None
+    assert pipeline_split(96, 8, 12) == 0    # GPT-3 175B, 12 chunks of one layer
+
+
+def test_moe_layout_is_stated_both_ways():
+    r = cli("report", "blueprints/dgx-h100-superpod-1su.yaml", "--format", "json", "--model", "mixtral-8x7b",
+            "--tp", "2", "--pp", "4", "--ep", "8", "--recompute", "full", "--global-batch", "256")
+    assert r.returncode == 0, r.stderr
+    lay = json.loads(r.stdout)["training"]["layout"]
+    assert lay["attention"] == {"tp": 2, "cp": 1, "dp": 32, "pp": 4}
+    assert lay["experts"] == {"etp": 2, "ep": 8, "edp": 4, "pp": 4}
+    assert 2 * 1 * 32 * 4 == 2 * 8 * 4 * 4 == lay["gpus_used"]
+
+
+# --- the three cases of the issue, through the real command line -----------------------------------------
+BP = "blueprints/frontier-3tier-100k.yaml"
+CASE = ["--gpus", "2048", "--model", "llama3-70b"]
+
+
+def report(tmp_path, *args: str) -> tuple[list[str], dict]:
+    """The training section's Markdown lines and JSON of one ``report -o`` run."""
+    r = cli("report", BP, *CASE, *args, "-o", str(tmp_path / "r"))
+    assert r.returncode == 0, r.stderr
+    md = (tmp_path / "r" / "report.md").read_text()
+    section = md.split("## Training estimate", 1)[1].split("\n## ", 1)[0]
+    data = json.loads((tmp_path / "r" / "report.json").read_text())["training"]
+    return [line for line in section.splitlines() if line.strip()], data
+
+
+def test_cli_search_picks_only_what_megatron_runs_and_counts_rejections(tmp_path):
+    md, t = report(tmp_path)
+    lay = t["layout"]
+    m = lay["microbatches"]
+    assert lay["pp"] == 1 or m >= lay["pp"]
+    assert lay["virtual_stages"] == 1 or m % lay["pp"] == 0  # was: TP 2 x PP 2 x 4 chunks, 1 microbatch
+    s = lay["search"]
+    assert s["tried"] == s["accepted"] + sum(s["rejected"].values()) and s["rejected"]["layers"] > 0
+    assert lay["gpus_used"] == 2048 and t["notes"] == [] and t["fits_memory"]
+    assert md[0].startswith("Model **llama3-70b**")
+    assert any(line.startswith(f"Search: of {s['tried']:,} layouts tried") and "rejected because layers not "
+               f"split evenly over PP (`layers`) {s['rejected']['layers']:,}" in line for line in md)
+
+
+def test_cli_idle_gpus_and_a_layout_that_does_not_fit_open_the_estimate(tmp_path):
+    md, t = report(tmp_path / "a", "--tp", "2", "--pp", "1")
+    assert md[0].startswith("**Uses 1,024 of the 2,048 GPUs asked for") and "fits in memory" in md[0]
+    assert not any("the fastest that fits" in line for line in md)
+    assert t["layout"]["gpus_used"] == 1024 and not t["fits_memory"]
+    assert t["notes"][0].startswith("uses 1,024 of the 2,048 GPUs asked for")
+    assert "no layout Megatron-LM accepts with TP 2, PP 1 fits in memory" in t["notes"][1]
+    # given in full: said plainly
+    md, t = report(tmp_path / "b", "--tp", "2", "--pp", "1", "--recompute", "full")
+    assert md[0].startswith("**Uses 1,024 of the 2,048 GPUs") and "the given layout does not fit in memory" in md[0]
+    assert t["notes"][1].startswith("the given layout does not fit in memory")
+
+
+@pytest.mark.parametrize("extra", [[], ["--pp", "2", "--recompute", "full"]])
+def test_cli_a_given_layout_that_breaks_a_rule_names_it(extra):
+    r = cli("report", BP, *CASE, "--tp", "3", *extra)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "tp 3: attention heads 64 are not divisible by tp 3 (Megatron-LM: num_attention_heads % " \
+           "tensor_model_parallel_size == 0" in r.stderr
+    assert ("of 380 tried, rejected: heads 380" in r.stderr) == (not extra)
+
+
+def test_search_stays_fast():
+    model, _ = preset("llama3-405b")
+    t0 = time.perf_counter()
+    r = search(model, TrainingSpec(), 16384, H100, HGX)
+    assert r.best is not None and time.perf_counter() - t0 < 2.0
