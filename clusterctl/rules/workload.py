@@ -112,8 +112,8 @@ def tp_beyond_nvlink(plan: ClusterPlan) -> Iterator[Hit]:
 def memory(plan: ClusterPlan) -> Iterator[Hit]:
     """With tp, pp and recompute fixed in ``workload.training``, the first pipeline stage must hold its
     bf16 weights, gradients, Adam state (sharded over data parallelism with the distributed optimizer)
-    and activations (Korthikanti et al. 2022) in 90 % of HBM: the CUDA context, NCCL buffers, allocator
-    fragmentation and framework workspaces take the rest."""
+    and activations (clusterctl/report/memory.py) in the usable share of HBM (``memory.USABLE_HBM``): the
+    CUDA context, NCCL buffers, allocator fragmentation and framework workspaces take the rest."""
     from clusterctl.report.training import TrainingConfigError, estimate
     from clusterctl.report.workload import accelerator_of, parallelism
 
@@ -134,7 +134,8 @@ def memory(plan: ClusterPlan) -> Iterator[Hit]:
         yield Hit(("workload", "training"),
                   f"{model.name} with tp {t.tp} × pp {t.pp}, recompute {t.recompute}: ~{m['total']:.0f} GB per GPU "
                   f"(weights {m['weights']:.0f}, gradients {m['gradients']:.0f}, optimizer {m['optimizer']:.0f}, "
-                  f"activations {m['activations']:.0f}) of {m['hbm']:.0f} GB HBM, of which ~90 % is usable",
+                  f"activations {m['activations']:.0f}) of {m['hbm'] * 1e9 / 2**30:.0f} GiB HBM "
+                  f"({m['hbm']:.1f} GB), of which {m['usable']:.1f} GB is usable",
                   "raise pp or tp, use recompute: full, or let `clusterctl report` search a layout (leave tp/pp out)")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clusterctl.report.published import CALIBRATION, VALIDATION, blackwell, evaluate, families, moe
+from clusterctl.report.published import CALIBRATION, VALIDATION, blackwell, evaluate, moe
 from clusterctl.report.published.systems import B200, DGX_B200, GB200, GB200_NVL72
 from clusterctl.report.training import (
     EXPERT_WEIGHT_BYTES,
@@ -20,13 +20,7 @@ ROWS = blackwell.ROWS + moe.ROWS
 QWEN3_30B = preset("qwen3-30b-a3b")[0]
 QWEN3_235B = preset("qwen3-235b-a22b")[0]
 
-@pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
-def test_row_within_its_family_band(row):
-    result = evaluate(row)
-    band = families()[row.family].band
-    assert abs(result.error) <= band, f"{row.id}: model {result.predicted:.0f} vs {result.published:.0f}"
-    if abs(result.error) > 0.15:
-        assert row.explanation, f"{row.id} is {result.error:+.0%} off and says nothing about why"
+# every row inside its family's band, and explained beyond 15 %: tests/report/test_published.py (all rows)
 
 def test_roles_and_sources_are_honest():
     roles = [r.role for r in ROWS]

@@ -15,6 +15,7 @@ from clusterctl.report import training
 from clusterctl.report.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER
 from clusterctl.report.interconnect import ECMP_EFFICIENCY, Interconnect, collective, interconnect_of, placement
 from clusterctl.report.published import evaluate, fabric
+from clusterctl.report.published.systems import DGX_H100, H100
 from clusterctl.report.training import Parallelism, estimate, expected_max_normal
 from tests.helpers import plan_of, shipped
 
@@ -50,11 +51,11 @@ def test_adaptive_routing_closes_the_gap_within_published_bounds():
 def test_static_ecmp_slows_a_training_step_only_when_data_parallelism_crosses_leaves():
     model = fabric.GPT3_175B
     par = Parallelism(512, tp=8, pp=8, grad_bytes=4, overlap_grad_reduce=False)
-    ib, ecmp = (estimate(model, par, 2048, fabric.H100, ic) for ic in (IB, ROCE_ECMP))
+    ib, ecmp = (estimate(model, par, 2048, H100, ic) for ic in (IB, ROCE_ECMP))
     assert ecmp.step_s > ib.step_s  # 32 data-parallel ranks, one per node, over 8 leaf groups
     assert ecmp.breakdown_s["dp communication (exposed)"] > 1.5 * ib.breakdown_s["dp communication (exposed)"]
     one_leaf = replace(ROCE_ECMP, leaf_domains=256)
-    assert estimate(model, par, 2048, fabric.H100, one_leaf).step_s == pytest.approx(ib.step_s, rel=1e-3)
+    assert estimate(model, par, 2048, H100, one_leaf).step_s == pytest.approx(ib.step_s, rel=1e-3)
 
 
 def test_interconnect_of_takes_routing_and_leaf_groups_from_the_plan():
@@ -92,7 +93,7 @@ def test_scale_term_is_zero_on_one_node_and_grows_with_nodes():
     model = fabric.LLAMA31_8B
     terms = []
     for gpus in (8, 16, 64, 512, 4096):
-        e = estimate(model, Parallelism(gpus * 4, tp=1, pp=1), gpus, fabric.H100, fabric.DGX_H100)
+        e = estimate(model, Parallelism(gpus * 4, tp=1, pp=1), gpus, H100, DGX_H100)
         terms.append(e.breakdown_s["stragglers and jitter (scale)"] / e.step_s)
     assert terms[0] == 0.0
     assert all(b > a for a, b in zip(terms, terms[1:]))
@@ -134,12 +135,7 @@ def test_static_ecmp_brings_megascale_large_runs_closer():
         replace(small, interconnect=replace(small.interconnect, adaptive_routing=True))).predicted, rel=1e-3)
 
 
-@pytest.mark.parametrize("row", fabric.ROWS, ids=[r.id for r in fabric.ROWS])
-def test_fabric_rows_within_their_band(row):
-    bands = {f.name: f.band for f in fabric.FAMILIES}
-    result = evaluate(row)
-    assert abs(result.error) <= bands[row.family], (row.id, result.predicted, result.published)
-    assert abs(result.error) <= 0.15 or row.explanation
+# every row inside its family's band, and explained beyond 15 %: tests/report/test_published.py (all rows)
 
 
 def test_fabric_rows_keep_a_third_as_holdouts():
