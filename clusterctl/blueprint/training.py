@@ -60,6 +60,10 @@ class TrainingSpec(StrictModel):
     flash_attention: bool = True
     overlap_grad_reduce: bool = True
     distributed_optimizer: bool = True
+    shard_gradients: bool = False
+    """gradients sharded over the data-parallel ranks like the optimizer state (FSDP / ZeRO-2, as Llama 3 ran;
+    Megatron-LM's distributed optimizer keeps a full fp32 gradient buffer per GPU): memory only, the
+    per-microbatch reduce-scatter this implies is not charged"""
     mfu: float | None = Field(default=None, gt=0, le=1)
     """model FLOPs utilisation to use for the simple throughput form (batch x seq x MFU x peak / FLOPs)"""
     restart_min: float = Field(default=10.0, gt=0, le=525_600)  # a year

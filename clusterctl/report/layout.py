@@ -65,7 +65,7 @@ and the report's model is the same with or without it at TP 1.
 For MoE Megatron lays the same GPUs out twice (parallel_state.py:856-892): attention and the dense parts
 as TP x CP x DP x PP, the experts as ETP x EP x EDP x PP, so EDP = TP x CP x DP / (ETP x EP). The search
 (`search`) enumerates TP (powers of two up to the NVLink domain, 72 on NVL72), PP from 1 to
-min(64, layers, GPUs / (TP x CP)), 1/2/4 interleaved chunks and selective/full recomputation unless given;
+min(64, layers, GPUs / (TP x CP)), 1/2/4 interleaved chunks and no, selective or full recomputation unless given;
 for each it picks the largest DP that passes the batch and expert rules (`_dp_and_batch`), counts the
 candidate under the first rule it still breaks or estimates it, and keeps the fastest that fits in HBM.
 """
@@ -168,6 +168,19 @@ def pipeline_split(layers: int, pp: int, v: int = 1) -> int | None:
         if n % pp == 0 and (n // pp) % v == 0:
             return extra
     return None
+
+
+def with_pipeline_split(model: ModelShape, par: Parallelism) -> Parallelism:
+    """``par`` with the first stage's transformer layers that Megatron-LM's split gives it: with
+    ``--account-for-embedding-in-pipeline-split`` the embedding counts as a layer of the first stage, which
+    then holds one transformer layer fewer (Llama 3 405B: 126 + 2 = 128 on 16 stages, 7 on the first, as
+    Dubey et al. 2024 sec. 3.3.2 ran it). A first-stage size that is already given is kept."""
+    if par.first_stage_layers is not None or par.pp == 1:
+        return par
+    extra = pipeline_split(model.layers, par.pp, par.virtual_stages)
+    if not extra:
+        return par
+    return replace(par, first_stage_layers=(model.layers + extra) // par.pp - 1)
 
 
 SPLIT_OPTIONS = {0: "", 1: "--account-for-embedding-in-pipeline-split",
@@ -306,7 +319,7 @@ def search(model: ModelShape, t: TrainingSpec, gpus: int, acc: Accelerator, ic: 
     """The fastest layout Megatron-LM accepts that fits in HBM, with counts of what was rejected and why.
 
     Tries TP within one NVLink domain (powers of two, and 72 on NVL72), PP 1..min(64, layers), 1, 2 or 4
-    interleaved chunks (unless virtual_stages is set or TP and PP both are), selective and full
+    interleaved chunks (unless virtual_stages is set or TP and PP both are), no, selective and full
     recomputation (unless recompute is set); a value the blueprint or command line gives is the only one.
     Each candidate gets the largest DP that passes (`_dp_and_batch`); a candidate breaking a rule is counted
     under the first rule it breaks and not estimated. Without any accepted layout that fits in HBM, the one
@@ -317,7 +330,7 @@ def search(model: ModelShape, t: TrainingSpec, gpus: int, acc: Accelerator, ic: 
     if t.tp is not None:
         tps = [t.tp]
     vs = [t.virtual_stages] if t.virtual_stages != 1 or (t.tp is not None and t.pp is not None) else [1, 2, 4]
-    recomputes = [t.recompute] if "recompute" in t.model_fields_set else ["selective", "full"]
+    recomputes = [t.recompute] if "recompute" in t.model_fields_set else ["none", "selective", "full"]
     batch_given = t.global_batch is not None
     policy = t.tp is None or t.pp is None or len(vs) * len(recomputes) > 1  # one given in full: checked as given
     divisors = _divisors_desc(t.global_batch // t.micro_batch) if batch_given and t.global_batch % t.micro_batch == 0 else []
@@ -339,7 +352,7 @@ def search(model: ModelShape, t: TrainingSpec, gpus: int, acc: Accelerator, ic: 
                     base = replace(base, dp=dp, global_batch=batch)
                 for rc in recomputes:
                     tried += 1
-                    par = replace(base, recompute=rc)
+                    par = with_pipeline_split(model, replace(base, recompute=rc))
                     bad = violations(model, par, gpus, search=policy)
                     if bad:
                         rejected[bad[0].key] = rejected.get(bad[0].key, 0) + 1

@@ -114,6 +114,7 @@ def memory(plan: ClusterPlan) -> Iterator[Hit]:
     bf16 weights, gradients, Adam state (sharded over data parallelism with the distributed optimizer)
     and activations (clusterctl/report/memory.py) in the usable share of HBM (``memory.USABLE_HBM``): the
     CUDA context, NCCL buffers, allocator fragmentation and framework workspaces take the rest."""
+    from clusterctl.report.layout import with_pipeline_split
     from clusterctl.report.training import TrainingConfigError, estimate
     from clusterctl.report.workload import accelerator_of, parallelism
 
@@ -126,7 +127,7 @@ def memory(plan: ClusterPlan) -> Iterator[Hit]:
     gpus = min(t.gpus or group.gpus, group.gpus)
     acc, _ = accelerator_of(group)
     try:
-        e = estimate(model, parallelism(t, model, t.tp, t.pp, gpus), gpus, acc, ic)
+        e = estimate(model, with_pipeline_split(model, parallelism(t, model, t.tp, t.pp, gpus)), gpus, acc, ic)
     except TrainingConfigError:
         return  # WORKLOAD002 says why
     if not e.fits_memory:

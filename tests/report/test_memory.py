@@ -242,3 +242,21 @@ def test_catalog_hbm_is_gib_as_marketed(key, nvidia_smi_mib):
     visible = nvidia_smi_mib * 2**20
     assert visible / capacity_bytes(acc) == pytest.approx(1, abs=0.01)
     assert visible / (hbm_gb * 1e9) > 1.04
+
+
+def test_search_runs_llama3_405b_as_meta_did_when_the_gradients_are_sharded():
+    # Dubey et al. 2024 Table 4 / sec. 3.3.2: TP 8 x PP 16 interleaved at 8K, no activation checkpointing, FSDP-
+    # sharded gradients, one layer fewer on the first stage. The search finds the 7-layer first stage itself
+    # (Megatron's --account-for-embedding-in-pipeline-split); with Megatron's full fp32 gradient buffer the
+    # layout needs full recomputation at 32 microbatches, with sharded gradients it runs without.
+    from clusterctl.blueprint.training import TrainingSpec
+    from clusterctl.report.layout import search
+    from clusterctl.report.published.systems import DGX_H100
+
+    model, _ = preset("llama3-405b")
+    spec = dict(tp=8, pp=16, virtual_stages=4, global_batch=2048)
+    sharded = search(model, TrainingSpec(**spec, shard_gradients=True), 8192, H100, DGX_H100).best
+    assert sharded.fits_memory and sharded.par.recompute == "none" and sharded.par.first_stage_layers == 7
+    zero1 = search(model, TrainingSpec(**spec), 8192, H100, DGX_H100).best
+    assert zero1.fits_memory and zero1.par.recompute == "full"
+    assert sharded.model_tflops_per_gpu > 1.15 * zero1.model_tflops_per_gpu
