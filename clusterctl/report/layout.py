@@ -320,7 +320,8 @@ def search(model: ModelShape, t: TrainingSpec, gpus: int, acc: Accelerator, ic: 
 
     Tries TP within one NVLink domain (powers of two, and 72 on NVL72), PP 1..min(64, layers), 1, 2 or 4
     interleaved chunks (unless virtual_stages is set or TP and PP both are), no, selective and full
-    recomputation (unless recompute is set); a value the blueprint or command line gives is the only one.
+    recomputation (unless recompute is set), and for an MoE model EP in powers of two dividing the experts
+    (unless ep is set); a value the blueprint or command line gives is the only one.
     Each candidate gets the largest DP that passes (`_dp_and_batch`); a candidate breaking a rule is counted
     under the first rule it breaks and not estimated. Without any accepted layout that fits in HBM, the one
     needing the least memory is returned (the report says it does not fit)."""
@@ -331,6 +332,10 @@ def search(model: ModelShape, t: TrainingSpec, gpus: int, acc: Accelerator, ic: 
         tps = [t.tp]
     vs = [t.virtual_stages] if t.virtual_stages != 1 or (t.tp is not None and t.pp is not None) else [1, 2, 4]
     recomputes = [t.recompute] if "recompute" in t.model_fields_set else ["none", "selective", "full"]
+    # expert parallelism for an MoE model unless given: powers of two dividing the experts (the rules and
+    # _dp_and_batch keep EP within DP x CP)
+    eps = [t.ep] if "ep" in t.model_fields_set or not model.experts else \
+        [e for e in (1, 2, 4, 8, 16, 32, 64, 128, 256) if e <= model.experts and model.experts % e == 0]
     batch_given = t.global_batch is not None
     policy = t.tp is None or t.pp is None or len(vs) * len(recomputes) > 1  # one given in full: checked as given
     divisors = _divisors_desc(t.global_batch // t.micro_batch) if batch_given and t.global_batch % t.micro_batch == 0 else []
@@ -343,10 +348,10 @@ def search(model: ModelShape, t: TrainingSpec, gpus: int, acc: Accelerator, ic: 
     for tp in tps:  # PP up to 64, the layers, and the GPUs left by TP x CP
         pps = [t.pp] if t.pp is not None else range(1, min(64, model.layers, max(1, gpus // (tp * t.cp))) + 1)
         for pp in pps:
-            for v in vs:
+            for v, ep in ((v, ep) for v in vs for ep in eps):
                 if v > 1 and pp == 1 and len(vs) > 1:
                     continue  # interleaving needs pipeline stages: not a candidate unless asked for
-                base = replace(parallelism(t, model, tp, pp, gpus), virtual_stages=v)
+                base = replace(parallelism(t, model, tp, pp, gpus), virtual_stages=v, ep=ep)
                 if tp * pp * base.cp <= gpus:
                     dp, batch = _dp_and_batch(base, gpus, batch_given, divisors)
                     base = replace(base, dp=dp, global_batch=batch)
