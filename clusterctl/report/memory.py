@@ -43,7 +43,12 @@ attention) this is Korthikanti et al. 2022 ("Reducing Activation Recomputation i
 Models", arXiv:2205.05198) Table 2: ``sbh (34 + 5 a s / h)`` per layer, ``sbh (10 + 24/t + 5 a s / h t)``
 with TP, ``sbh/t (34 + 5 a s / h)`` with TP and sequence parallelism, ``34 sbh / t`` with selective
 recomputation (which drops the score terms only; flash attention has none). Full recomputation keeps the
-layer input only (``2 sbh / t`` with sequence parallelism). Dropout: models are taken to have none
+layer input only (``2 sbh / t`` with sequence parallelism). Recomputed element-wise modules (``Parallelism.recompute_modules``,
+Megatron-core ``--recompute-modules`` with selective granularity; Megatron-Bridge performance configs set
+them per GPU, e.g. ``recompute_modules=["layernorm", "moe_act"]``): "layernorm" drops a norm output where
+the norm is its own module - with Transformer Engine only an MoE layer's pre-MLP norm (the input norm is
+fused into the QKV LayerNormLinear, a dense layer's pre-MLP norm into FC1, and Megatron-core skips fused
+norms: ``IdentityOp``); "moe_act" drops the experts' activation output (FC2 input, ``f`` per routed token). Dropout: models are taken to have none
 (Llama, Nemotron, GPT-3 as NVIDIA benchmarks it with Megatron-core: dropout 0 saves no mask, since
 ``torch.nn.functional.dropout`` with p = 0 returns its input) unless ``Parallelism.dropout`` says so; the
 default ``None`` means "dropout iff no flash attention" (the 2021 Megatron-LM / Narayanan et al. setting).
@@ -126,6 +131,19 @@ def weight_and_optimizer_bytes(model: ModelShape, par: Parallelism, dp: int) -> 
     return {"params": params, "weights": params * BF16, "gradients": grads, "optimizer": optimizer}
 
 
+RECOMPUTE_MODULES = ("layernorm", "moe_act")
+"""Megatron-core ``recompute_modules`` entries the model represents (``Parallelism.recompute_modules``)."""
+
+
+def recomputed_modules(par: Parallelism) -> frozenset[str]:
+    """``par.recompute_modules`` checked against what the model represents; full recomputation keeps
+    the layer input only, so it supersedes them."""
+    unknown = set(par.recompute_modules) - set(RECOMPUTE_MODULES)
+    if unknown:
+        raise ValueError(f"recompute_modules {sorted(unknown)} not modelled ({', '.join(RECOMPUTE_MODULES)} are)")
+    return frozenset() if par.recompute == "full" else frozenset(par.recompute_modules)
+
+
 def has_dropout(par: Parallelism) -> bool:
     return (not par.flash_attention) if par.dropout is None else par.dropout
 
@@ -154,6 +172,11 @@ def activation_bytes_per_token(model: ModelShape, par: Parallelism, seq: float |
         mlp = BF16 * mlp_width + lin * mlp_width
     if model.experts:  # the tokens dispatched to the experts: FC1 input, topk copies of each token
         replicated += lin * model.topk * h
+    modules = recomputed_modules(par)
+    if model.experts and "layernorm" in modules:  # the pre-MLP norm output (router and dispatch input)
+        replicated -= lin * h
+    if model.experts and "moe_act" in modules:  # the experts' activation output (FC2 input)
+        mlp -= lin * mlp_width
     return replicated / sp + (attention + mlp) / t
 
 
@@ -210,5 +233,5 @@ def memory(model: ModelShape, par: Parallelism, dp: int, m: int, acc: Accelerato
             "activations_per_layer": per_layer / GB}
 
 
-__all__ = ["USABLE_HBM", "activation_bytes_per_token", "capacity_bytes", "chunk_layers", "has_dropout",
-           "layer_microbatches_in_flight", "memory", "weight_and_optimizer_bytes"]
+__all__ = ["RECOMPUTE_MODULES", "USABLE_HBM", "activation_bytes_per_token", "capacity_bytes", "chunk_layers",
+           "has_dropout", "layer_microbatches_in_flight", "memory", "recomputed_modules", "weight_and_optimizer_bytes"]

@@ -42,7 +42,7 @@ from statistics import NormalDist
 from clusterctl.blueprint.training import ModelSpec
 from clusterctl.report.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, SEND_RECV
 from clusterctl.report.interconnect import Interconnect, collective, placement
-from clusterctl.report.memory import USABLE_HBM, memory
+from clusterctl.report.memory import USABLE_HBM, memory, recomputed_modules
 
 SUSTAINED_GEMM = 0.86
 """Training GEMMs against the best-shape MAMF: sustained clocks under full-node power and thermal load,
@@ -183,6 +183,12 @@ class Parallelism:
     optimizer_bytes: int = 12
     """optimizer state per parameter: fp32 master weights + Adam m, v (12); 6 with bf16 state (NeMo
     ``optim.dtype: bf16``)"""
+    recompute_modules: tuple[str, ...] = ()
+    """element-wise modules recomputed in the backward instead of saved [--recompute-modules, with
+    --recompute-granularity selective]; modelled: "layernorm" (Megatron-core recomputes a norm only where
+    it is a separate module: with Transformer Engine the input norm is fused into the QKV LayerNormLinear and
+    a dense layer's pre-MLP norm into FC1, so it frees the MoE layers' pre-MLP norm output) and "moe_act"
+    (the experts' activation output, FC2's input). Others are rejected (``memory.RECOMPUTE_MODULES``)"""
 
 
 @dataclass(frozen=True)
@@ -382,7 +388,14 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
     if model.experts:  # token permutation around the all-to-all, and the router's softmax/top-k
         elem_bytes += (MOE_PERMUTE_ELEMENTS * model.hidden * model.topk * load
                        + MOE_ROUTER_ELEMENTS * model.experts) / tp * BYTES_BF16
-    t_mem = layers * local_tokens * elem_bytes * passes / (acc.hbm_tb_per_s * 1e12 * HBM_EFFICIENCY)
+    # recomputed element-wise modules (Parallelism.recompute_modules): one more forward pass of each
+    modules, rc_elements = recomputed_modules(par), 0.0
+    if model.experts and "layernorm" in modules:  # the pre-MLP norm: read h, write h
+        rc_elements += 2 * model.hidden / (tp if par.sequence_parallel else 1)
+    if model.experts and "moe_act" in modules:  # the experts' activation: read the FC1 output, write f
+        rc_elements += (3 if model.swiglu else 2) * mlp_width / tp
+    t_mem = layers * local_tokens * (elem_bytes * passes + rc_elements * BYTES_BF16) / (
+        acc.hbm_tb_per_s * 1e12 * HBM_EFFICIENCY)
     t_logit = tokens * model.logit_flops_per_token / (tp * cp) / r_gemm
 
     comm: dict[str, dict] = {}

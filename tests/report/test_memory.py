@@ -10,6 +10,7 @@ import pytest
 
 from clusterctl.report.interconnect import Interconnect
 from clusterctl.report.published import hopper
+from clusterctl.report.published.systems import B200, DGX_B200
 from clusterctl.report.memory import (
     GIB,
     USABLE_HBM,
@@ -18,7 +19,7 @@ from clusterctl.report.memory import (
     layer_microbatches_in_flight,
     weight_and_optimizer_bytes,
 )
-from clusterctl.report.training import Accelerator, ModelShape, Parallelism, estimate
+from clusterctl.report.training import HBM_EFFICIENCY, Accelerator, ModelShape, Parallelism, estimate
 from clusterctl.report.workload import preset
 
 H100 = Accelerator("h100-sxm", 989, 794.5, "", 80, 3.35, fp8_mamf_tflops=1402.6, fp8_peak_tflops=1979)
@@ -260,3 +261,52 @@ def test_search_runs_llama3_405b_as_meta_did_when_the_gradients_are_sharded():
     zero1 = search(model, TrainingSpec(**spec), 8192, H100, DGX_H100).best
     assert zero1.fits_memory and zero1.par.recompute == "full"
     assert sharded.model_tflops_per_gpu > 1.15 * zero1.model_tflops_per_gpu
+
+
+# --- recomputed element-wise modules (Megatron-core --recompute-modules; Parallelism.recompute_modules) ------
+
+GPT_OSS = preset("gpt-oss-120b")[0]
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp8"])
+def test_recompute_modules_drop_the_moe_norm_output_and_the_expert_activation_output(precision):
+    par = Parallelism(64, tp=2, ep=8, precision=precision)
+    lin = 1 if precision == "fp8" else 2  # a saved linear-layer input (module docstring)
+    base = activation_bytes_per_token(GPT_OSS, par)
+    norm = activation_bytes_per_token(GPT_OSS, replace(par, recompute_modules=("layernorm",)))
+    act = activation_bytes_per_token(GPT_OSS, replace(par, recompute_modules=("moe_act",)))
+    both = activation_bytes_per_token(GPT_OSS, replace(par, recompute_modules=("layernorm", "moe_act")))
+    h, f = GPT_OSS.hidden, GPT_OSS.topk * GPT_OSS.expert_ffn
+    assert base - norm == pytest.approx(lin * h / 2)  # pre-MLP norm output, split over TP by SP
+    assert base - act == pytest.approx(lin * f / 2)  # FC2 input of the topk experts, split over TP
+    assert base - both == pytest.approx(lin * (h + f) / 2)
+    # full recomputation keeps the layer input only, whatever else is listed
+    full = replace(par, recompute="full")
+    assert activation_bytes_per_token(GPT_OSS, replace(full, recompute_modules=("moe_act",))) == \
+        activation_bytes_per_token(GPT_OSS, full)
+
+
+def test_layernorm_recompute_frees_nothing_in_a_dense_transformer_engine_layer():
+    # both norms are fused into the following linear (TE LayerNormLinear): Megatron-core skips IdentityOp norms
+    model = preset("llama3-70b")[0]
+    par = Parallelism(64, tp=8)
+    assert activation_bytes_per_token(model, replace(par, recompute_modules=("layernorm",))) == \
+        activation_bytes_per_token(model, par)
+
+
+def test_unmodelled_recompute_modules_are_rejected():
+    with pytest.raises(ValueError, match="core_attn"):
+        activation_bytes_per_token(GPT_OSS, Parallelism(64, ep=8, recompute_modules=("core_attn",)))
+
+
+def test_recomputed_modules_cost_one_more_elementwise_pass():
+    par = Parallelism(1280, micro_batch=4, ep=8, expert_load=1.0)
+    e0 = estimate(GPT_OSS, par, 64, B200, DGX_B200)
+    e1 = estimate(GPT_OSS, replace(par, recompute_modules=("layernorm", "moe_act")), 64, B200, DGX_B200)
+    # the norm (read h, write h) and the SwiGLU activation (read 2f, write f) once more per token and layer
+    tokens = 4 * GPT_OSS.seq_len * e0.microbatches
+    elements = 2 * GPT_OSS.hidden + 3 * GPT_OSS.topk * GPT_OSS.expert_ffn
+    extra = GPT_OSS.layers * tokens * elements * 2 / (B200.hbm_tb_per_s * 1e12 * HBM_EFFICIENCY)
+    # (within 5 %: the stragglers-and-jitter term is a share of the step and grows with it)
+    assert e1.step_s - e0.step_s == pytest.approx(extra, rel=0.05)
+    assert e1.memory_gb["activations"] < e0.memory_gb["activations"]

@@ -5,8 +5,10 @@ Source: NVIDIA-NeMo/Megatron-Bridge ``docs/performance-summary-archive.md``, sec
 TP, PP, CP, VP, EP, Tokens / sec / GPU) [P]. Its footnote: "In MoE training benchmarks, we force-balance the
 token distribution among experts and all benchmarks are token-dropless" - so every row sets
 ``expert_load=1.0`` (the model's imbalance term is off; tests/report/test_blackwell_moe.py checks it
-separately). MXFP8 and FP8-CS rows are modelled as ``precision="fp8"``; recomputation is not stated, none is
-assumed.
+separately). MXFP8 and FP8-CS rows are modelled as ``precision="fp8"``; recomputation is not stated in the tables: the
+GPT-OSS rows take it, and the bf16 gradient reduction, from the Megatron-Bridge configs (``_GPT_OSS_BRIDGE``;
+without them the B200 EP 8 layout is predicted at 213 GB, above the B200's usable 185.5 GB); the Qwen3 rows
+assume none.
 
 Calibration: the two DGX-B200 Qwen3 rows - looked at while choosing the form of the expert-GEMM term in
 clusterctl/report/training.py (a weight-traffic roofline at the tokens per expert, ``EXPERT_WEIGHT_BYTES``;
@@ -83,6 +85,15 @@ def _par(global_batch: int, **kw) -> Parallelism:
     return Parallelism(global_batch, expert_load=1.0, **kw)
 
 
+# GPT-OSS 120B as Megatron-Bridge's performance scripts run it ([P] NVIDIA-NeMo/Megatron-Bridge r0.4.0-r0.4.2,
+# 26.04): scripts/performance/configs/gpt_oss/gpt_oss_llm_pretrain.py set_gpt_oss_common_configs
+# ``cfg.ddp.grad_reduce_in_fp32 = False`` (bf16 gradient buffer); gpt_oss_workload_base_configs.py
+# GPT_OSS_120B_PRETRAIN_CONFIG_{B200,GB200,H100}_BF16_V1 ``recompute_modules=["layernorm", "moe_act"]``
+# (utils/overrides.py _set_recompute_overrides: selective granularity), inherited by the V2 (GBS 1280)
+# configs. Optimizer state stays fp32 (recipes/gpt_oss/gpt_oss.py: main_params, exp_avg, exp_avg_sq float32).
+_GPT_OSS_BRIDGE = {"grad_bytes": 2, "recompute_modules": ("layernorm", "moe_act")}
+
+
 ROWS: list[Row] = [
     _row("qwen3-30b-a3b-b200-ep8", "moe-ep", CALIBRATION, QWEN3_30B, "DGX-B200, 8 GPUs, MXFP8, GBS 512, MBS 4, EP 8",
          8, _par(512, micro_batch=4, ep=8, precision="fp8"), B200, DGX_B200, 27136,
@@ -111,7 +122,7 @@ ROWS: list[Row] = [
          16, _par(1024, micro_batch=1, ep=16, precision="fp8"), H100, DGX_H100, 8960),
     _row("gpt-oss-120b-gb200-ep64", "moe-unmodelled", VALIDATION, GPT_OSS_120B,
          "DGX-GB200, 64 GPUs, BF16, GBS 1280, MBS 4, EP 64",
-         64, _par(1280, micro_batch=4, ep=64), GB200, GB200_NVL72, 16640,
+         64, _par(1280, micro_batch=4, ep=64, **_GPT_OSS_BRIDGE), GB200, GB200_NVL72, 16640,
          explanation="GPT-OSS attention has learned sinks (a softmax offset per head) and a 128-token sliding "
                      "window on every other layer, which ModelShape cannot express; attention with sinks is not "
                      "the dense flash-attention kernel the model assumes. The small hidden size (2,880) and 128 "
@@ -119,10 +130,10 @@ ROWS: list[Row] = [
                      "the model does not charge. Which of these costs the time is not established here"),
     _row("gpt-oss-120b-b200-ep8", "moe-unmodelled", VALIDATION, GPT_OSS_120B,
          "DGX-B200, 64 GPUs, BF16, GBS 1280, MBS 4, EP 8",
-         64, _par(1280, micro_batch=4, ep=8), B200, DGX_B200, 13568,
+         64, _par(1280, micro_batch=4, ep=8, **_GPT_OSS_BRIDGE), B200, DGX_B200, 13568,
          explanation="as gpt-oss-120b-gb200-ep64: attention sinks, sliding windows and short kernels are not modelled"),
     _row("gpt-oss-120b-h100-pp4-ep8", "moe-unmodelled", VALIDATION, GPT_OSS_120B,
          "DGX-H100, 64 GPUs, BF16, GBS 1280, MBS 1, PP 4, EP 8",
-         64, _par(1280, micro_batch=1, pp=4, ep=8), H100, DGX_H100, 5824,
+         64, _par(1280, micro_batch=1, pp=4, ep=8, **_GPT_OSS_BRIDGE), H100, DGX_H100, 5824,
          explanation="as gpt-oss-120b-gb200-ep64: attention sinks, sliding windows and short kernels are not modelled"),
 ]
