@@ -347,7 +347,7 @@ def scale_synchronisation(step_s: float, gpus: int, ic: Interconnect) -> float:
 
 
 def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, ic: Interconnect) -> TrainingEstimate:
-    from clusterctl.report.layout import check  # the layout rules (layout.py imports this module)
+    from clusterctl.report.layout import check, pipeline_split  # the layout rules (layout.py imports this module)
     dp = check(model, par, gpus)
     used = par.tp * par.pp * par.cp * dp
     m = par.global_batch // (dp * par.micro_batch)
@@ -437,7 +437,14 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
         comm["pp"] = {"op": "send_recv", "ranks": 2, "bytes": size, "time_s": est.time_s, "algorithm": algo}
 
     stage = t_gemm + t_attn + t_mem + t_tp + t_cp + t_ep + t_pp
-    slot = stage + t_logit  # one microbatch on the slowest stage: the last, which also computes the logits
+    # one microbatch on the slowest stage. The last stage also computes the logits; when Megatron's split
+    # counts the loss as a layer (--account-for-loss-in-pipeline-split, chosen by layout.pipeline_split when
+    # the layers need it: Llama 3 405B's 126 on 8 or 16 stages) it holds one transformer layer fewer, and
+    # the logits cost only what they exceed that layer by.
+    last = stage + t_logit
+    if pp > 1 and pipeline_split(model.layers, pp, v) == 2:
+        last -= (stage - t_pp) / layers
+    slot = max(stage, last)
     bubble_slots = (pp - 1) / v
     t_pipeline = (m + bubble_slots) * slot
 
@@ -479,7 +486,7 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
     hw_flops = tokens_step * (layer_flops + model.logit_flops_per_token)
     breakdown = {
         "compute": m * (t_gemm + t_attn + t_mem),
-        "logits (last stage)": m * t_logit,
+        "logits (last stage)": m * (slot - stage),
         "tp communication": m * t_tp,
         "cp communication": m * t_cp,
         "ep communication": m * t_ep,

@@ -124,9 +124,11 @@ CONSTANTS: list[Constant] = [
     _c(INTERCONNECT, "NVLS_EFFICIENCY", U,
        "set from the 480 GB/s nccl-tests row (calibration); the TP all-reduces it times are a small share of "
        "the validation steps: 5 % moves no prediction by 1 %"),
-    _c(INTERCONNECT, "NIC_EFFICIENCY", U,
-       "set from the NDR/HDR nccl-tests rows (calibration); in the validation runs data-parallel traffic "
-       "mostly hides behind the backward pass and pipeline sends are small: 5 % moves no prediction by 2 %",
+    _c(INTERCONNECT, "NIC_EFFICIENCY", C,
+       "set from the NDR/HDR nccl-tests rows (calibration); the InfiniBand nccl-tests holdouts at 2-4 nodes "
+       "(published/fabric.py) and the Spectrum-X row bound it both ways: -5 % takes the 3-node A100 and the "
+       "Spectrum-X rows below their bands, +5 % the 2-node A100 and 4-node H100 rows above. (The training "
+       "validation rows hide data-parallel traffic behind the backward pass and cannot tell it.)",
        "rdma"),
     _c(INTERCONNECT, "NIC_EFFICIENCY", U,
        "an assumption (GPUDirect-TCPX/O): no published row runs on a TCP fabric", "tcp"),

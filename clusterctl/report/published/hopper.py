@@ -74,14 +74,14 @@ MARGIN = 0.03
 """points added to each family's observed spread to make its band (the same for every family here)"""
 
 FAMILIES: list[Family] = [
-    Family(BENCH_BF16, 0.111,
-           "observed spread 8.2 % (Llama 3.1 8B on 128 GPUs, +8.2 %) + margin 3 points", "NVIDIA DGX Cloud benchmark recipes, BF16, 64-2,304 H100", margin=MARGIN),
-    Family(PRETRAINING, 0.178,
-           "observed spread 14.8 % (Llama 3 405B at 128K context, +14.8 %) + margin 3 points",
+    Family(BENCH_BF16, 0.131,
+           "largest |error| of the family + 3 points (run-to-run spread of the published step times)", "NVIDIA DGX Cloud benchmark recipes, BF16, 64-2,304 H100", margin=MARGIN),
+    Family(PRETRAINING, 0.159,
+           "largest |error| of the family + 3 points (the reports round their figures and leave settings unstated)",
            "pre-training runs reported in technical reports (Nemotron-4 15B/340B, Llama 3 405B), 768-16,384 H100",
            margin=MARGIN),
-    Family(FP8, 0.177,
-           "observed spread 14.8 % (Llama 3.1 405B 21-layer proxy on 96 GPUs, -14.8 %) + margin 3 points",
+    Family(FP8, 0.196,
+           "largest |error| of the family + 3 points (run-to-run spread of the published figures)",
            "FP8 benchmark rows: DGX Cloud recipes, NeMo 24.07 and Megatron-Bridge performance summaries",
            margin=MARGIN),
 ]
@@ -417,5 +417,18 @@ def _with_memory_settings(row: TrainingRow) -> TrainingRow:
     return row
 
 
-ROWS = [_with_memory_settings(r) for r in ROWS]
+EXPLANATIONS = {
+    "fp8-dgxc-llama3.1-405b-proxy21L-96":
+        "the model is slow here: the run overlaps its tensor-parallel communication with GEMMs "
+        "(ub_tp_comm_overlap in LAUNCHER llama/llama3_1_405b.yaml), which the model does not (TP all-reduces "
+        "on the critical path are 13 % of its FP8 step, 9 % in BF16); FP8 shrinks the compute, so the missing "
+        "overlap weighs more than in the BF16 twin (-10 %). The whole DGX Cloud 405B table sits 8-10 % below",
+}
+
+
+def _explained(row: TrainingRow) -> TrainingRow:
+    return replace(row, explanation=EXPLANATIONS[row.id]) if row.id in EXPLANATIONS else row
+
+
+ROWS = [_explained(_with_memory_settings(r)) for r in ROWS]
 
