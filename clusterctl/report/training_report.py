@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterctl.plan.model import ClusterPlan
-from clusterctl.report.interconnect import compute_group, interconnect_of
+from clusterctl.report.interconnect import Interconnect, compute_group, interconnect_of
 from clusterctl.report.section import ReportContext, Section, fmt, md_table
 from clusterctl.report.training import (
     FLASH_ATTENTION_EFFICIENCY,
@@ -45,6 +45,8 @@ class TrainingResult:
     error: str | None = None
     search: SearchResult | None = None
     """what the layout search tried, accepted and rejected (per rule); one candidate for a layout given in full"""
+    interconnect: Interconnect | None = None
+    """the links the estimate ran on"""
 
     @property
     def tokens_per_s(self) -> float | None:
@@ -81,7 +83,7 @@ def run(plan: ClusterPlan, overrides: dict | None = None) -> TrainingResult | No
         fpt = w.model.flops_per_token if w.model is not None else dense_flops_per_token(w.params)
         simple = simple_throughput(fpt, gpus, acc.peak_tflops, w.training.mfu)
     return TrainingResult(w, est, tried, simple, gpus, key, acc.peak_tflops, acc.mamf_tflops, acc.mamf_source,
-                          search=found)
+                          search=found, interconnect=ic)
 
 
 def notes_of(r: TrainingResult) -> tuple[list[str], list[str]]:
@@ -236,7 +238,7 @@ def build(ctx: ReportContext) -> Section:
         md.append("")
         for n in other:
             md.append(f"Note: {n}.")
-        ic = interconnect_of(ctx.plan, compute_group(ctx.plan))
+        ic = r.interconnect
         if ic is not None and p.tp > ic.gpus_per_domain:  # validate's WORKLOAD003, for any TP the report used
             data["tp_beyond_nvlink_domain"] = {"tp": p.tp, "nvlink_domain_gpus": ic.gpus_per_domain}
             md.append(f"Note: TP {p.tp} is larger than the NVLink domain ({ic.gpus_per_domain} GPUs): the tensor-parallel "
