@@ -53,7 +53,6 @@ from clusterctl.report.collectives import ALL_REDUCE
 from clusterctl.report.interconnect import Interconnect
 from clusterctl.report.published import CALIBRATION, VALIDATION, CollectiveRow, Family, Row, TrainingRow, hopper
 from clusterctl.report.published.systems import A100, DGX_H100
-from clusterctl.report.published.hopper import GPT3_175B, LLAMA31_8B, LLAMA31_70B, LLAMA31_405B_KV16, NEMOTRON4_15B, NEMOTRON4_340B
 from clusterctl.report.training import ModelShape, Parallelism
 
 ROUTING, IB_NODES, MEGASCALE = "fabric-routing", "ib-node-count", "megascale-175b"
@@ -118,44 +117,23 @@ IB_ROWS: list[Row] = [
 ]
 
 # --- weak-scaling ----------------------------------------------------------------------------------------
-# (id, role, source, model, layout of a global batch, [(GPUs, global batch, seconds per step)] smallest and
-# largest run of the table)
-WEAK_SCALING = [
-    ("dgxc-gpt3-175b", CALIBRATION,
-     "[P] DGXC nemo_megatron/README_175b.md, \"NeMo Megatron BF16 (TP=4,PP=8, MBS=1, VP=12, SEQ=2048)\": "
-     "training step time",
-     GPT3_175B, lambda gbs: Parallelism(gbs, tp=4, pp=8, virtual_stages=12, grad_bytes=2),
-     [(128, 256, 8.309), (2048, 4096, 8.49)]),
-    ("dgxc-nemotron4-340b", CALIBRATION,
-     "[P] DGXC nemotron/README_340b.md, \"Nemotron4 340b 24.11 BF16 (TP=8, PP=8, MBS=1, GA=16, VP=12)\": "
-     "step time",
-     NEMOTRON4_340B, lambda gbs: Parallelism(gbs, tp=8, pp=8, virtual_stages=12, grad_bytes=2),
-     [(128, 32, 4.61), (2048, 512, 4.84)]),
-    ("dgxc-llama3.1-70b", CALIBRATION,
-     "[P] DGXC llama3.1/README_70b.md, \"Llama 3.1 70b 24.09 BF16 (TP=4, PP=4, CP=2, VP=5, MBS=1, GA=64)\": "
-     "step time",
-     LLAMA31_70B, lambda gbs: Parallelism(gbs, tp=4, pp=4, cp=2, virtual_stages=5),
-     [(64, 128, 14.72), (2048, 4096, 14.98)]),
-    ("dgxc-nemotron4-15b", VALIDATION,
-     "[P] DGXC nemotron/README_15b.md, \"Nemotron4 15b BF16 (TP=4, PP=1, MBS=4, GA=4)\": step time",
-     NEMOTRON4_15B, lambda gbs: Parallelism(gbs, tp=4, pp=1, micro_batch=4),
-     [(64, 256, 2.845), (2048, 8192, 2.887)]),
-    ("dgxc-llama3.1-8b", VALIDATION,
-     "[P] DGXC llama3.1/README_8b.md, \"Llama 3.1 8b 24.09 BF16 (TP=1, PP=1, CP=2, MBS=1, GA=32)\": step "
-     "time, the >= 64-GPU columns",
-     LLAMA31_8B, lambda gbs: Parallelism(gbs, tp=1, pp=1, cp=2, sequence_parallel=False),
-     [(64, 1024, 13.08), (128, 2048, 13.10)]),
-    ("dgxc-llama3.1-405b", VALIDATION,
-     "[P] DGXC llama3.1/README_405b.md, \"Llama 3.1 405b 24.09 BF16 (TP=8, PP=9, CP=2, VP=7, MBS=1, "
-     "GA=63)\": step time (the benchmarked shape has 16 KV heads, LAUNCHER llama/llama3_1_405b.yaml)",
-     LLAMA31_405B_KV16, lambda gbs: Parallelism(gbs, tp=8, pp=9, cp=2, virtual_stages=7),
-     [(576, 252, 17.20), (2304, 1008, 17.62)]),
-]
+# The smallest and largest GPU count of each DGX Cloud weak-scaling table; the rows (figures, layouts,
+# sources, roles) are hopper.py's. The first three set STEP_JITTER_CV (calibration there), the rest are holdouts.
+WEAK_SCALING = {
+    "dgxc-gpt3-175b": (128, 2048),
+    "dgxc-nemotron4-340b": (128, 2048),
+    "dgxc-llama3.1-70b": (64, 2048),
+    "dgxc-nemotron4-15b": (64, 2048),
+    "dgxc-llama3.1-8b": (64, 128),
+    "dgxc-llama3.1-405b": (576, 2304),
+}
 
-def weak_pair(name: str, runs) -> tuple[Row, Row]:
-    """The smallest and largest run of one weak-scaling table: hopper.py's rows (one copy of each figure)."""
+
+def weak_pair(name: str) -> tuple[Row, Row]:
+    """The smallest and largest run of one weak-scaling table (hopper.py's rows: one copy of each figure)."""
     by_id = {r.id: r for r in hopper.ROWS}
-    return by_id[f"{name}-{runs[0][0]}"], by_id[f"{name}-{runs[-1][0]}"]
+    small, large = WEAK_SCALING[name]
+    return by_id[f"{name}-{small}"], by_id[f"{name}-{large}"]
 
 
 # --- megascale-175b --------------------------------------------------------------------------------------
