@@ -498,10 +498,6 @@ class Testinfra:
 
 # --- srun -------------------------------------------------------------------------------------------------
 
-FIRST_JOB_REQUEUED = "Something is wrong with the boot of the nodes"
-"""srun's words when the job left the running state before its step started (requeued by slurmd)"""
-
-
 @dataclass
 class Srun:
     """One job step across the rehearsed compute hosts, from the login host (or the controller): each
@@ -540,19 +536,9 @@ class Srun:
         cmd = (f"srun -N {n} -n {n} --ntasks-per-node=1 --mpi=pmix -t 2 "
                "sh -c 'echo \"$PMIX_RANK $SLURM_PROCID $(hostname)\"'")
         r = ssh(state, via, cmd, timeout=120)
-        retried = ""
-        if r.returncode != 0 and FIRST_JOB_REQUEUED in r.stderr:
-            # Slurm 22.05 with job_container/tmpfs: the first job after slurmd starts is, at times, requeued by
-            # slurmd before its step starts (slurmctld logs "Requeue of JobId=N ... Only batch jobs"); a batch job
-            # runs again by itself, an interactive srun fails. Said in the step's detail, and tried once more.
-            retried = f"; the first srun failed ({FIRST_JOB_REQUEUED}) and was run again"
-            problem = self._wait_idle(state, via)
-            if problem:
-                raise StepFailed(problem)
-            r = ssh(state, via, cmd, timeout=120)
         seconds = time.monotonic() - t0
         if r.returncode != 0:
-            raise StepFailed(f"{cmd} on {via}: exit {r.returncode}: {r.stderr.strip()[-600:]}{retried}")
+            raise StepFailed(f"{cmd} on {via}: exit {r.returncode}: {r.stderr.strip()[-600:]}")
         ranks: dict[str, tuple[str, str]] = {}
         for line in r.stdout.splitlines():
             parts = line.split()
@@ -566,7 +552,7 @@ class Srun:
             else:
                 pmix, proc = ranks[h]
                 ok = pmix == proc and pmix in expected
-                record(h, HostOutcome(OK if ok else FAILED, seconds, f"PMIx rank {pmix}, SLURM_PROCID {proc}{retried}",
+                record(h, HostOutcome(OK if ok else FAILED, seconds, f"PMIx rank {pmix}, SLURM_PROCID {proc}",
                                       {"rank": int(pmix) if pmix.isdigit() else -1}))
         if seen != expected:
             raise StepFailed(f"PMIx ranks {sorted(seen)}, expected 0..{n - 1}")

@@ -47,6 +47,7 @@ import yaml
 
 from clusterctl.rehearse.deploy import HARDWARE_ROLES, Cluster, rehearsal_vars_text
 from clusterctl.rehearse.nodes import ssh, ssh_command
+from clusterctl.rehearse.scenarios import launch_failure
 from clusterctl.rehearse.state import State, state_dir
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
@@ -434,6 +435,10 @@ class ElasticCycle:
             js = job_state()
             if js in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL"):
                 break
+            reason = ssh(state, self.head, f"squeue -h -j {job} -o %r").stdout.strip()
+            if "held" in reason.lower():  # Slurm requeued it held after a failed launch: it never runs by itself
+                raise StepFailed(f"job {job} is {js} ({reason}) {time.monotonic() - t0:.0f} s after sbatch; created: "
+                                 f"{sorted(created)}{launch_failure(state, self.head, job)}")
             if time.monotonic() - t0 > resume_timeout + 120:
                 raise StepFailed(f"job {job} is {js} {resume_timeout + 120} s after sbatch; created: "
                                  f"{sorted(created)}")

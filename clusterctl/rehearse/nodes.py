@@ -66,8 +66,10 @@ DEVICES = (("null", 1, 3, 0o666), ("zero", 1, 5, 0o666), ("full", 1, 7, 0o666), 
 # work, merged, then pairs of (host path, node path) to bind.
 STAGE1 = r"""
 set -eu
-name=$1 upper=$2 work=$3 root=$4
-shift 4
+name=$1 upper=$2 work=$3 root=$4 cpus=$5
+shift 5
+# the namespaces are made; the node runs on every CPU again (slurmd counts the CPUs it may use)
+if [ -n "$cpus" ]; then taskset -p -c "$cpus" $$ >/dev/null; fi
 hostname "$name"
 mount -t overlay overlay -o "lowerdir=/,upperdir=$upper,workdir=$work" "$root"
 mount -t proc -o nosuid,nodev,noexec proc "$root/proc"
@@ -240,11 +242,52 @@ def _ssh_config(state: State) -> str:
     return "\n".join(out) + "\n"
 
 
+# A persistent mount namespace (Slurm's job_container/tmpfs: each job's namespace is held by bind-mounting
+# /proc/PID/ns/mnt onto a file) is refused with EINVAL when the caller's mount namespace has an id not below
+# the new one's (the kernel's mnt_ns_loop guard against namespace loops). Kernels that hand out namespace ids
+# in per-CPU batches (seen on 6.18) make that depend on the CPU: a rehearsal node whose namespace was made on
+# the CPU holding the higher batch gets every job started from another CPU's lower batch requeued held
+# ("launch failed requeued held"), at random. Found by the elastic and rolling rehearsals, where the job was
+# PENDING for good in some CI runs. So each node's namespaces are made on the CPU whose ids are lowest now:
+# every namespace made later, on any CPU, has a higher id.
+NS_HOLD_PROBE = r"""
+d=$(mktemp -d) && mount --bind "$d" "$d" && mount --make-private "$d" && touch "$d/ns" || exit 2
+rc=0
+for c in $CPUS; do
+  if taskset -c "$c" unshare --mount="$d/ns" true 2>/dev/null; then umount "$d/ns"; else rc=1; fi
+done
+rm -f "$d/ns"; umount "$d"; rmdir "$d"
+exit $rc
+"""
+
+_NS_CPU: list[int | None] = []
+
+
+def namespace_cpu() -> int | None:
+    """The CPU on which a new mount namespace can hold the namespaces its processes make on any CPU (probed once
+    per process: from a throwaway namespace made on each CPU in turn); None when every CPU can, or none can."""
+    if _NS_CPU:
+        return _NS_CPU[0]
+    cpus = sorted(os.sched_getaffinity(0))
+    env = {**os.environ, "CPUS": " ".join(map(str, cpus))}
+    results = {c: subprocess.run(["taskset", "-c", str(c), "unshare", "--mount", "--propagation", "private",
+                                  "/bin/sh", "-c", NS_HOLD_PROBE], env=env, capture_output=True).returncode
+               for c in cpus}
+    good = [c for c, rc in results.items() if rc == 0]
+    _NS_CPU.append(good[0] if good and len(good) < len(cpus) else None)
+    return _NS_CPU[0]
+
+
 def _launch(node: NodeRecord, binds: Sequence[tuple[str, str]]) -> Proc:
-    """Start the node: nsenter (its netns) -> unshare (new mount, UTS, PID ns) -> stage 1 -> init."""
-    args = ["nsenter", f"--net=/run/netns/{node.netns}", "--",
+    """Start the node: nsenter (its netns) -> unshare (new mount, UTS, PID ns; on :func:`namespace_cpu`) ->
+    stage 1 (back on every CPU) -> init."""
+    cpu = namespace_cpu()
+    pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
+    every = ",".join(map(str, sorted(os.sched_getaffinity(0)))) if cpu is not None else ""
+    args = ["nsenter", f"--net=/run/netns/{node.netns}", "--", *pin,
             "unshare", "--mount", "--uts", "--pid", "--fork", "--propagation", "private", "--kill-child",
-            "/bin/sh", "-c", STAGE1, "stage1", node.name, str(node.upper), str(node.work), str(node.merged)]
+            "/bin/sh", "-c", STAGE1, "stage1", node.name, str(node.upper), str(node.work), str(node.merged),
+            every]
     for host_path, node_path in binds:
         args += [host_path, node_path]
     with open(node.console, "ab") as console:

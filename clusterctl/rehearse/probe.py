@@ -23,6 +23,7 @@ PROGRAMS = {  # program -> Debian package that ships it
     "ip": "iproute2",
     "unshare": "util-linux",
     "nsenter": "util-linux",
+    "taskset": "util-linux",
     "pivot_root": "util-linux",
     "mount": "mount",
     "umount": "mount",

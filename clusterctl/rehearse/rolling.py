@@ -26,7 +26,7 @@ from datetime import datetime
 
 from clusterctl.rehearse.deploy import Cluster, _recap_outcome, run_playbook
 from clusterctl.rehearse.nodes import ssh
-from clusterctl.rehearse.scenarios import JOB_START_TIMEOUT_S, _job_state, _ssh_ok, node_state, runner_events, wait_for
+from clusterctl.rehearse.scenarios import _ssh_ok, node_state, runner_events, wait_for, wait_running
 from clusterctl.rehearse.state import State
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
@@ -159,9 +159,7 @@ class Rolling:
             raise StepFailed(f"compute nodes not idle: {[node_state(state, via, h) for h in self.before.compute]}")
         job = _ssh_ok(state, via, f"sbatch --parsable -N1 -w {victim} -t 10 -J rehearse-rolling "
                                   f"--wrap {shlex.quote(JOB_SCRIPT)}").strip().split(";")[0]
-        running, _ = wait_for(lambda: _job_state(state, via, job) == "RUNNING" or None, JOB_START_TIMEOUT_S)
-        if not running:
-            raise StepFailed(f"job {job} not running: {_job_state(state, via, job)}")
+        wait_running(state, via, job)
         self.rerender()
         t0 = time.time()
         run = run_playbook(state, list(self.after.groups), ident="rolling")

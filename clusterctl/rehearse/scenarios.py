@@ -485,9 +485,7 @@ class Failover:
         submitted = float(_ssh_ok(state, primary, "date +%s.%N").strip())
         out = _ssh_ok(state, via, "sbatch --parsable -N1 -t 15 -J rehearse-failover --wrap 'sleep 600'")
         job = out.strip().split(";")[0]
-        running, _ = wait_for(lambda: _job_state(state, via, job) == "RUNNING" or None, JOB_START_TIMEOUT_S)
-        if not running:
-            raise StepFailed(f"job {job} not running: {_job_state(state, via, job)}")
+        wait_running(state, via, job)
         # slurmctld writes job_state a few seconds after a change, not at once: kill -9 before that and the backup
         # has never heard of the job. Wait until the state file on the shared tier was written after the sbatch
         # (it then knows the job, PENDING or RUNNING; it is not written again while nothing changes).
@@ -552,9 +550,35 @@ class Failover:
 
 
 JOB_START_TIMEOUT_S = 180
-"""How long a submitted job may stay PENDING before a scenario fails. With 60 s the rolling step of the lab
-rehearsal failed in two of three runs after the pull scenario (job still PENDING), and the job started after
-20 s in the third; the cause of the slow starts was not established."""
+"""How long a submitted job may stay PENDING before a scenario fails (a job slurmd requeued held fails at once)"""
+
+
+def wait_running(state: State, via: str, job: str, limit: float = JOB_START_TIMEOUT_S) -> None:
+    """Wait until ``job`` runs; raise :class:`StepFailed` after ``limit`` seconds, or as soon as Slurm holds it
+    after a failed launch (:func:`launch_failure`)."""
+    def check():
+        r = ssh(state, via, f"squeue -h -j {job} -o '%T|%r'")
+        st, _, reason = r.stdout.strip().partition("|")
+        if st == "RUNNING":
+            return "running"
+        if "held" in reason.lower() or st not in ("PENDING", "CONFIGURING"):
+            return f"{st or '?'} ({reason or r.stderr.strip()[-150:]})"
+        return None
+
+    got, seconds = wait_for(check, limit)
+    if got != "running":
+        raise StepFailed(f"job {job} not running {seconds:.0f} s after sbatch: {got or _job_state(state, via, job)}"
+                         f"{launch_failure(state, via, job)}")
+
+
+def launch_failure(state: State, via: str, job: str) -> str:
+    """'; slurmd on HOST: ...' with the last errors of slurmd's log on the job's batch host, or ''."""
+    host = ssh(state, via, f"scontrol show job {job} | grep -o 'BatchHost=[^ ]*'").stdout.strip().removeprefix(
+        "BatchHost=")
+    if not host or host == "(null)":
+        return ""
+    tail = ssh(state, host, "grep -i error /var/log/slurm/slurmd.log | tail -n 4").stdout.strip()[-600:]
+    return f"; slurmd on {host}: {tail}" if tail else ""
 
 
 def _job_state(state: State, via: str, job: str) -> str:

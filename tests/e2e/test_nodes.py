@@ -122,6 +122,24 @@ def test_node_sees_none_of_the_hosts_mounts(cluster):
     assert "/dev/shm" in points and "/run" in points and "/tmp" in points
 
 
+def test_every_node_holds_a_job_namespace_made_on_any_cpu_and_runs_on_every_cpu(cluster):
+    """Slurm's job_container/tmpfs holds each job's mount namespace by bind-mounting /proc/PID/ns/mnt onto a file;
+    a kernel with per-CPU namespace ids refuses that from a node whose namespace was made on the wrong CPU
+    (docs/rehearse.md). Made on every CPU in turn, several times, from each node; and the node is not left
+    pinned to the CPU its namespaces were made on (slurmd counts the CPUs it may use)."""
+    import os
+
+    cpus = sorted(os.sched_getaffinity(0))
+    probe = ("d=/root/ns-hold; mkdir -p $d; mount --bind $d $d; mount --make-private $d; touch $d/ns; "
+             f"for c in {' '.join(map(str, cpus))}; do for i in 1 2 3; do "
+             "if taskset -c $c unshare --mount=$d/ns true; then umount $d/ns; echo ok$c; else echo refused$c; fi; "
+             "done; done")
+    for n in cluster.nodes:
+        lines = sh(cluster, n.name, probe).split()
+        assert lines == [f"ok{c}" for c in cpus for _ in range(3)], f"{n.name}: {lines}"
+        assert sh(cluster, n.name, "nproc").strip() == str(len(cpus))  # sshd's children: not pinned
+
+
 def test_gpu_stand_in_devices_stay_in_their_node(cluster):
     on_host = Path("/dev/nvidia0").exists()
     sh(cluster, "gpu01", "mknod -m 666 /dev/nvidia0 c 195 0")
