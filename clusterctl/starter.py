@@ -76,6 +76,12 @@ class _Design:
         return replace(self, tiers=tuple((f, tiers if f == fabric else t) for f, t in self.tiers))
 
 
+def _choices(word: str, known: dict) -> str:
+    """did-you-mean (when close) and the full list of choices"""
+    close = did_you_mean(word, known)
+    return (f"{close} " if close else "") + f"one of {', '.join(known)}"
+
+
 def _kw(x: float) -> str:
     return f"{x:g}"
 
@@ -110,10 +116,9 @@ def starter_blueprint(gpus: int, gpu: str, fabric: str, catalog: Catalog | None 
     cat = catalog or load_shipped_catalog()
     gpu, fabric = gpu.lower(), fabric.lower()
     if gpu not in GPUS:
-        raise StarterError(f"unknown GPU '{gpu}'", did_you_mean(gpu, GPUS) or f"one of {', '.join(GPUS)}")
+        raise StarterError(f"unknown GPU '{gpu}'", _choices(gpu, GPUS))
     if fabric not in FABRICS:
-        raise StarterError(f"unknown fabric '{fabric}'",
-                           did_you_mean(fabric, FABRICS) or f"one of {', '.join(FABRICS)}")
+        raise StarterError(f"unknown fabric '{fabric}'", _choices(fabric, FABRICS))
     server = cat.servers[GPUS[gpu]]
     gpn = server.gpus.count
     system = cat.rack_systems.get(server.rack_system) if server.rack_system else None
@@ -123,7 +128,7 @@ def starter_blueprint(gpus: int, gpu: str, fabric: str, catalog: Catalog | None 
     if gpus % unit:
         down, up = gpus // unit * unit, -(-gpus // unit) * unit
         what = (f"{gpu} comes in {server.rack_system} racks of {unit} GPUs" if system else
-                f"a {GPUS[gpu]} server holds {gpn} GPUs")
+                f"each {GPUS[gpu]} server holds {gpn} GPUs")
         raise StarterError(f"--gpus {gpus} is not a multiple of {unit}: {what}",
                            f"try --gpus {up}" + (f" or --gpus {down}" if down else ""))
     nodes = gpus // gpn

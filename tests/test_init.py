@@ -1,0 +1,86 @@
+"""`clusterctl init`: the preset list, and starter blueprints sized from --gpus/--gpu/--fabric, through the
+real command line. A starter must validate with no finding at all and render."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from tests.helpers import BLUEPRINTS, cli
+
+
+@pytest.mark.parametrize("args", [("init", "--list"), ("init",)])
+def test_init_lists_every_shipped_blueprint_with_its_description(args):
+    r = cli(*args)
+    assert r.returncode == 0, r.stderr
+    for path in BLUEPRINTS.glob("*.yaml"):
+        description = yaml.safe_load(path.read_text())["description"]
+        assert any(line.split()[0] == path.stem and description[:40] in line
+                   for line in r.stdout.splitlines()[1:]), path.stem
+
+
+def test_init_without_argument_says_how_to_start():
+    r = cli("init")
+    assert "clusterctl init --gpus" in r.stderr and "clusterctl init PRESET" in r.stderr
+
+
+@pytest.mark.parametrize("gpus, gpu, fabric, tiers", [
+    (64, "b200", "roce", 1),
+    (2048, "b200", "roce", 2),
+    (256, "h100", "infiniband", 2),
+    (576, "gb200", "infiniband", 2),
+])
+def test_starter_blueprint_validates_clean_and_renders(tmp_path, gpus, gpu, fabric, tiers):
+    out = tmp_path / "starter.yaml"
+    r = cli("init", "--gpus", str(gpus), "--gpu", gpu, "--fabric", fabric, "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    data = yaml.safe_load(text)
+    compute = next(f for f in data["fabrics"] if f["name"] == "compute")
+    assert (compute["kind"], compute["tiers"]) == (fabric, tiers)
+    group = next(g for g in data["node_groups"] if g["name"] == "gpu")
+    assert data["node_types"][group["type"]]["server"]  # a catalog server
+    # every top-level section is introduced by a comment for a newcomer
+    lines = text.splitlines()
+    for n, line in enumerate(lines):
+        if line and not line.startswith((" ", "#")) and not line.startswith(("name:", "description:")):
+            assert lines[n - 1].startswith("#"), f"section without a comment: {line}"
+    v = cli("validate", str(out), "--fail-on", "info")
+    assert v.returncode == 0, v.stdout + v.stderr
+    assert f"{gpus:,} GPUs" in v.stderr + v.stdout and "0 error(s), 0 warning(s), 0 info" in v.stderr + v.stdout
+    rendered = tmp_path / "out"
+    rr = cli("render", str(out), "-o", str(rendered))
+    assert rr.returncode == 0, rr.stderr
+    assert (rendered / "slurm" / "slurm.conf").is_file() or any(rendered.rglob("slurm.conf"))
+
+
+def test_starter_nvl72_uses_block_topology_over_whole_racks(tmp_path):
+    out = tmp_path / "nvl.yaml"
+    assert cli("init", "--gpus", "144", "--gpu", "gb200", "--fabric", "roce", "-o", str(out)).returncode == 0
+    data = yaml.safe_load(out.read_text())
+    assert data["slurm"]["topology"] == "block" and data["slurm"]["block_sizes"] == [18, 36]
+    assert all(p.get("system") == "gb200-nvl72" for n, p in data["rack_profiles"].items() if n.startswith("nvl72"))
+    assert cli("validate", str(out), "--fail-on", "info").returncode == 0
+
+
+@pytest.mark.parametrize("args, message, hint", [
+    (("--gpus", "100", "--gpu", "h100"), "--gpus 100 is not a multiple of 8", "try --gpus 104 or --gpus 96"),
+    (("--gpus", "100", "--gpu", "gb200"), "not a multiple of 72", "try --gpus 144 or --gpus 72"),
+    (("--gpus", "64", "--gpu", "b300"), "unknown GPU 'b300'", "one of h100, h200, b200, gb200"),
+    (("--gpus", "64", "--fabric", "ethernet"), "unknown fabric 'ethernet'", "one of roce, infiniband"),
+    (("--gpus", "0",), "--gpus 0 is out of range", "between 8 and"),
+    (("lab-2node", "--gpus", "8"), "a preset or --gpus, not both", "clusterctl init lab-2node"),
+])
+def test_starter_refuses_impossible_questions_with_a_hint(tmp_path, args, message, hint):
+    out = tmp_path / "x.yaml"
+    r = cli("init", *args, "-o", str(out))
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr and "hint:" in r.stderr and hint in r.stderr
+    assert not out.exists()
+
+
+def test_starter_does_not_overwrite_without_force(tmp_path):
+    out = tmp_path / "x.yaml"
+    out.write_text("mine\n")
+    assert cli("init", "--gpus", "16", "-o", str(out)).returncode == 2 and out.read_text() == "mine\n"
+    assert cli("init", "--gpus", "16", "-o", str(out), "--force").returncode == 0
