@@ -84,3 +84,24 @@ def test_starter_does_not_overwrite_without_force(tmp_path):
     out.write_text("mine\n")
     assert cli("init", "--gpus", "16", "-o", str(out)).returncode == 2 and out.read_text() == "mine\n"
     assert cli("init", "--gpus", "16", "-o", str(out), "--force").returncode == 0
+
+
+def test_readme_shows_the_pipeline_picture_and_points_to_the_shipped_blueprints():
+    import re
+    import xml.etree.ElementTree as ET
+
+    from tests.helpers import REPO
+
+    readme = (REPO / "README.md").read_text()
+    assert "next milestone" not in readme
+    pictures = re.findall(r"!\[[^\]]*\]\(([^)]+\.svg)\)", readme)
+    assert pictures == ["docs/pipeline.svg"]
+    svg = ET.parse(REPO / pictures[0]).getroot()
+    words = " ".join(t.text or "" for t in svg.iter() if t.tag.endswith("text"))
+    for stage in ("blueprint", "load", "plan", "rules", "render", "report", "clusterctl validate"):
+        assert stage in words, stage
+    assert "[`blueprints/`](blueprints/)" in readme and "best examples" in readme
+    # the starter commands the README and docs/cli.md show are the ones the CLI takes
+    assert "clusterctl init --gpus 2048 --gpu b200 --fabric roce" in readme
+    assert "clusterctl init --gpus N [--gpu h100|h200|b200|gb200] [--fabric roce|infiniband]" in \
+        (REPO / "docs" / "cli.md").read_text()
