@@ -155,14 +155,19 @@ def starter_blueprint(gpus: int, gpu: str, fabric: str, catalog: Catalog | None 
     for name, first in d.tiers:
         for tiers in range(first, 4):
             d = d.with_tier(name, tiers)
-            if _fits(_fabric(_plan(render(d), cat), name)):
+            fp = _fabric(_plan(_yaml(d), cat), name)
+            if _fits(fp):
                 break
         else:
-            raise StarterError(f"{gpus:,} GPUs need more than three switch tiers on the {name} fabric",
-                               "fewer GPUs; split the cluster into several blueprints")
+            ports_per_node = fp.endpoints / max(1, fp.nodes)
+            most = int(fp.max_endpoints // ports_per_node) * gpn // unit * unit
+            raise StarterError(f"{gpus:,} GPUs need more than three switch tiers on the {name} fabric "
+                               f"({fp.endpoints:,} ports; three tiers of {fp.tiers[0].model} reach "
+                               f"{fp.max_endpoints:,})",
+                               f"at most about --gpus {most}, or split the cluster into several blueprints")
     # network racks: the planned switches outside the GPU racks, spread round-robin, within each rack's
     # units and power (the shipped net profile: 46 usable units, 34 kW)
-    plan = _plan(render(d), cat)
+    plan = _plan(_yaml(d), cat)
     units = kw = 0.0
     for fp in plan.fabrics:
         for t in fp.tiers:
@@ -172,15 +177,15 @@ def starter_blueprint(gpus: int, gpu: str, fabric: str, catalog: Catalog | None 
     usable = _RACK_U - _RACK_RESERVED_U
     racks = max(1, math.ceil(units / (usable - 4)), math.ceil(kw / (_NET_RACK_KW - 4)))
     switches = sum(t.count for fp in plan.fabrics for t in fp.tiers)
-    return render(replace(d, net_racks=racks, switches=switches))
+    return _yaml(replace(d, net_racks=racks, switches=switches))
 
 
-def render(d: _Design) -> str:
+def _yaml(d: _Design) -> str:
     """The commented YAML of design ``d``."""
     w_node, w_rack = _width(d.nodes), _width(d.gpu_racks)
     gpu_hosts = _hl("gpu", d.nodes, max(3, w_node))
     gpu_racks = _hl("r", d.gpu_racks, max(2, w_rack))
-    net_racks = _hl("net", d.net_racks, 2)
+    net_racks = _hl("net", d.net_racks, _width(d.net_racks))
     nvl = d.system is not None
     blackwell = d.gpu in _BLACKWELL
     fabric_desc = FABRICS[d.fabric][1]

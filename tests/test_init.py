@@ -105,3 +105,37 @@ def test_readme_shows_the_pipeline_picture_and_points_to_the_shipped_blueprints(
     assert "clusterctl init --gpus 2048 --gpu b200 --fabric roce" in readme
     assert "clusterctl init --gpus N [--gpu h100|h200|b200|gb200] [--fabric roce|infiniband]" in \
         (REPO / "docs" / "cli.md").read_text()
+
+
+@pytest.mark.parametrize("gpu", ["h100", "h200", "b200", "gb200"])
+@pytest.mark.parametrize("fabric", ["roce", "infiniband"])
+@pytest.mark.parametrize("size", ["one rack", "a few racks", "three tiers"])
+def test_every_starter_is_clean(gpu, fabric, size):
+    """Every GPU on every fabric, from one rack to a three-tier fabric, validates with no finding at all."""
+    from clusterctl.blueprint.load import load_blueprint_text
+    from clusterctl.starter import starter_blueprint
+    from clusterctl.validate import validate_loaded
+
+    gpus = {"one rack": 72 if gpu == "gb200" else 32, "a few racks": 576 if gpu == "gb200" else 512,
+            "three tiers": 8208 if gpu == "gb200" else 8192}[size]
+    v = validate_loaded(load_blueprint_text(starter_blueprint(gpus, gpu, fabric), "starter.yaml"))
+    assert [f"{f.code}: {f.message}" for f in v.result.active()] == []
+    assert sum(g.gpus for g in v.plan.groups) == gpus
+
+
+@pytest.mark.parametrize("gpus, fabric, tiers", [
+    # two tiers of SN5600 reach 64 spine ports x 64 leaf downlinks = 4,096 rail ports (512 nodes)
+    (4096, "roce", 2), (4104, "roce", 3),
+    # two tiers of QM9700 reach 64 x 32 = 2,048 (256 nodes)
+    (2048, "infiniband", 2), (2056, "infiniband", 3),
+    # one switch while every port fits on it (QM9700: 64 ports, 8 nodes)
+    (64, "infiniband", 1), (72, "infiniband", 2),
+])
+def test_starter_takes_the_fewest_tiers_the_fabric_builder_plans(gpus, fabric, tiers):
+    from clusterctl.blueprint.load import load_blueprint_text
+    from clusterctl.plan import expand
+    from clusterctl.starter import starter_blueprint
+
+    plan = expand(load_blueprint_text(starter_blueprint(gpus, "h100", fabric), "starter.yaml"))
+    compute = next(f for f in plan.fabrics if f.name == "compute")
+    assert compute.tiers_declared == tiers and compute.endpoints <= compute.max_endpoints
