@@ -27,11 +27,11 @@ GPUS: dict[str, str] = {
 }
 """``--gpu`` -> the catalog server the starter builds with (``clusterctl catalog`` lists them)"""
 
-FABRICS: dict[str, tuple[str, str]] = {
-    "roce": ("sn5600", "Spectrum-4 SN5600, 400G RoCEv2 (Spectrum-X)"),
-    "infiniband": ("qm9700", "Quantum-2 QM9700, NDR 400G InfiniBand"),
+FABRICS: dict[str, tuple[str, str, str]] = {
+    "roce": ("sn5600", "RoCE", "Spectrum-4 SN5600, 400G RoCEv2 (Spectrum-X)"),
+    "infiniband": ("qm9700", "InfiniBand", "Quantum-2 QM9700, NDR 400G InfiniBand"),
 }
-"""``--fabric`` -> (leaf/spine switch of the compute fabric, what it is)"""
+"""``--fabric`` -> (leaf/spine switch of the compute fabric, its name in prose, what it is)"""
 
 MAX_GPUS = 131_072
 _BLACKWELL = ("b200", "gb200")
@@ -188,7 +188,7 @@ def _yaml(d: _Design) -> str:
     net_racks = _hl("net", d.net_racks, _width(d.net_racks))
     nvl = d.system is not None
     blackwell = d.gpu in _BLACKWELL
-    fabric_desc = FABRICS[d.fabric][1]
+    _, fabric_name, fabric_desc = FABRICS[d.fabric]
     gpu_kw = d.gpu_racks * d.rack_kw
     site_kw = math.ceil((gpu_kw + d.net_racks * _NET_RACK_KW + 20) * 1.1 / 10) * 10
     liquid_kw = 110 if nvl else 0
@@ -197,13 +197,15 @@ def _yaml(d: _Design) -> str:
     nodes_fmt = f"{d.nodes:,}"
     lines: list[str] = []
     add = lines.append
-    add(f"# A starter blueprint: {d.gpus:,} {d.gpu.upper()} GPUs ({nodes_fmt} x {d.server}) on a {d.fabric} fabric.")
+    article = "an" if fabric_name[0] in "AEIOU" else "a"
+    add(f"# A starter blueprint: {d.gpus:,} {d.gpu.upper()} GPUs ({nodes_fmt} x {d.server}) on {article} "
+        f"{fabric_name} fabric.")
     add(f"# Written by `clusterctl init --gpus {d.gpus} --gpu {d.gpu} --fabric {d.fabric}`; sized by clusterctl's")
     add("# fabric builder. Check it with `clusterctl validate FILE`, see the numbers with `clusterctl report FILE`")
     add("# and the files it makes with `clusterctl render FILE -o DIR`. Every field is described in docs/blueprint.md;")
     add("# the shipped blueprints (blueprints/*.yaml) are fuller worked examples.")
     add(f"name: starter-{d.gpu}-{d.fabric}-{d.gpus}")
-    add(f"description: {nodes_fmt} {d.server} ({d.gpus:,} GPUs) on a {d.tier('compute')}-tier {d.fabric} fabric.")
+    add(f"description: {nodes_fmt} x {d.server} ({d.gpus:,} GPUs) on a {d.tier('compute')}-tier {fabric_name} fabric.")
     add("")
     add("# The data hall: IT power and room-air cooling it can deliver (kW), and its PUE. Replace with your site's.")
     add(f"site: {{name: dc1, it_power_kw: {site_kw}, air_cooling_kw: {site_air}, pue: 1.3}}")
@@ -216,13 +218,15 @@ def _yaml(d: _Design) -> str:
         for i in range(cdus):
             add(f"    - {{name: cdu{i + 1:02d}, capacity_kw: 600, flow_lpm: 1200, supply_c: 35, delta_t_c: 10, coolant: pg25}}")
         add("")
-    add("# Rack profiles: the power, feed, space and cooling budget shared by a set of racks.")
+    add("# Rack profiles: the budget shared by a set of racks. power_kw: what the rack may draw; feeds x feed_kw")
+    add("# must carry it with one feed lost (N+1) or half of them (2N); units/reserved_u: rack height and units kept")
+    add("# free; air_kw / liquid_kw: heat the rack can reject to room air / to its liquid loop.")
     add("rack_profiles:")
     if nvl:
         cdus = -(-d.gpu_racks // 4)
         for i in range(cdus):
             add(f"  nvl72-{i + 1:02d}: {{system: {d.system}, power_kw: {_kw(d.rack_kw)}, feeds: 4, feed_kw: 71.9, "
-                f"redundancy: N+1, units: 48, reserved_u: 19, liquid_kw: {liquid_kw}, air_kw: {air_kw}, cdu: cdu{i + 1:02d}}}")
+                f"redundancy: N+1,\n{' ' * 13}units: 48, reserved_u: 19, liquid_kw: {liquid_kw}, air_kw: {air_kw}, cdu: cdu{i + 1:02d}}}")
     else:
         add(f"  gpu: {{power_kw: {_kw(d.rack_kw)}, feeds: 3, feed_kw: 43.1, redundancy: N+1, units: 48, "
             f"reserved_u: 2, air_kw: {_kw(air_kw)}}}")
@@ -247,11 +251,11 @@ def _yaml(d: _Design) -> str:
     add(f"  {d.gpu}: {{server: {d.server}, features: [{d.gpu}, {d.fabric}]}}")
     add("  service: {server: cpu-2u}")
     add("")
-    add("# Node groups: how many of each type, their host names and the racks they sit in.")
+    add("# Node groups: how many of each type, their host names, the racks they sit in and how many per rack.")
     add("node_groups:")
     nvl_domain = ", nvlink_domain_gpus: 72" if nvl else ""
-    add(f"  - {{name: gpu, type: {d.gpu}, count: {d.nodes}, hostnames: \"{gpu_hosts}\", racks: \"{gpu_racks}\", "
-        f"per_rack: {d.per_rack}{nvl_domain}}}")
+    add(f"  - {{name: gpu, type: {d.gpu}, count: {d.nodes}, hostnames: \"{gpu_hosts}\", racks: \"{gpu_racks}\",\n"
+        f"     per_rack: {d.per_rack}{nvl_domain}}}")
     add("  - {name: head, type: service, role: head, count: 2, hostnames: \"head[01-02]\", racks: mgmt01}")
     add("  - {name: login, type: service, role: login, count: 2, hostnames: \"login[01-02]\", racks: mgmt01}")
     add("")
@@ -310,7 +314,9 @@ def _yaml(d: _Design) -> str:
     add(f"    switch_racks: \"{net_racks}\"")
     add("    attach: [{group: all, nic_role: bmc}]")
     add("")
-    add("# Storage tiers the nodes mount. Replace the parallel file system's servers with yours.")
+    add("# Storage tiers the nodes mount: a parallel file system that takes the checkpoints (replace its servers,")
+    add("# size and speed with yours), NFS home directories from the head node" +
+        (", and the nodes' local NVMe." if d.nvme else "."))
     add("storage:")
     add("  - {name: pfs, tier: parallel, filesystem: weka, mount: /mnt/pfs, checkpoint: true, "
         f"capacity_tb: {max(100, d.gpus * 2)},")
@@ -318,7 +324,7 @@ def _yaml(d: _Design) -> str:
     add("  - {name: home, tier: nfs, export: \"head01:/export/home\", mount: /home, capacity_tb: 100,")
     add("     read_gb_per_s: 10, write_gb_per_s: 5}")
     if d.nvme:
-        add("  - {name: scratch, tier: local, mount: /scratch}         # the nodes' local NVMe")
+        add("  - {name: scratch, tier: local, mount: /scratch}")
     add("")
     hosts = d.nodes + 4
     add("# Address pools, one per NIC role: a pool must hold every port of its role (compute: one per GPU NIC).")
