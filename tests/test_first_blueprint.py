@@ -134,3 +134,9 @@ def test_walkthrough_and_section_examples_validate(tmp_path):
     for name in bases:
         rc, out = results[f"examples-{name}"]
         assert rc == 0 and "valid: 0 error(s)" in out, f"the section examples break blueprints/{name}.yaml:\n{out}"
+
+
+def test_walkthrough_is_linked():
+    """A newcomer finds the walkthrough from the README and from the reference."""
+    assert "(docs/first-blueprint.md)" in (REPO / "README.md").read_text()
+    assert "(first-blueprint.md)" in REFERENCE.read_text()
