@@ -1,0 +1,74 @@
+"""Messages a new user meets first (issue 14, "Messages"), through the real command line."""
+
+from __future__ import annotations
+
+import json
+
+from tests.helpers import cli, shipped, to_yaml
+
+LOCAL_HGX = {
+    "description": "HGX with a GPU model the catalog does not know", "vendor": "oem",
+    "gpus": {"model": "b300", "count": 8},
+    "cpu": {"model": "Xeon", "sockets": 2, "cores_per_socket": 52, "threads_per_core": 2},
+    "memory_gb": 2048,
+    "nics": [{"model": "cx7-400g", "count": 8, "role": "compute"},
+             {"model": "bf3-2x200g", "count": 1, "role": "storage"},
+             {"model": "bf3-2x200g", "count": 1, "role": "inband"},
+             {"model": "eth-1g-bmc", "count": 1, "role": "bmc"}],
+    "power_kw": 10.2, "height_u": 6,
+}
+
+
+def _write(tmp_path, data: dict):
+    path = tmp_path / "bp.yaml"
+    text = to_yaml(data)
+    path.write_text(text)
+    return path, text.splitlines()
+
+
+def _json_findings(path) -> list[dict]:
+    r = cli("validate", str(path), "--format", "json")
+    assert r.returncode == 2, r.stderr
+    return json.loads(r.stdout)["findings"]
+
+
+def test_unknown_gpu_model_of_an_inline_server_is_reported_at_its_model_line_alone(tmp_path):
+    data = shipped("hgx-h200-roce-1024")
+    data["node_types"]["hgx"] = {"spec": LOCAL_HGX, "features": ["h200"]}
+    path, lines = _write(tmp_path, data)
+    findings = _json_findings(path)
+    assert [f["message"] for f in findings] == ["unknown accelerator (in server hgx) 'b300'"]
+    loc = findings[0]["location"]
+    assert lines[loc["line"] - 1][loc["column"] - 1:].startswith("b300")
+    assert findings[0]["path"] == "node_types.hgx.spec.gpus.model"
+
+
+def test_unknown_gpu_model_of_a_blueprint_catalog_server_is_reported_in_the_catalog(tmp_path):
+    data = shipped("hgx-h200-roce-1024")
+    data["node_types"]["hgx"]["server"] = "my-hgx"
+    data["catalog"] = {"servers": {"my-hgx": LOCAL_HGX}}
+    data["node_types"]["hgx2"] = {"server": "my-hgx"}  # a second user of the entry: still one problem
+    path, lines = _write(tmp_path, data)
+    findings = _json_findings(path)
+    assert [f["path"] for f in findings] == ["catalog.servers.my-hgx.gpus.model"]
+    loc = findings[0]["location"]
+    assert lines[loc["line"] - 1][loc["column"] - 1:].startswith("b300")
+
+
+def test_unknown_node_type_of_a_group_does_not_cascade_into_unknown_group_errors(tmp_path):
+    data = shipped("hgx-h200-roce-1024")
+    data["node_groups"][0]["type"] = "hgxx"
+    path, _ = _write(tmp_path, data)
+    r = cli("validate", str(path))
+    assert r.returncode == 2
+    assert "unknown node type 'hgxx'" in r.stderr and "did you mean 'hgx'?" in r.stderr
+    assert "unknown node group" not in r.stderr
+    assert "1 problem(s)" in r.stderr
+
+
+def test_an_unknown_group_name_is_still_reported(tmp_path):
+    data = shipped("hgx-h200-roce-1024")
+    data["fabrics"][0]["attach"][0]["group"] = "gpus"
+    path, _ = _write(tmp_path, data)
+    r = cli("validate", str(path))
+    assert r.returncode == 2 and "unknown node group 'gpus'" in r.stderr and "did you mean 'gpu'?" in r.stderr
