@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from tests.helpers import cli, shipped, to_yaml
+import yaml
+
+from tests.helpers import REPO, cli, shipped, to_yaml
 
 LOCAL_HGX = {
     "description": "HGX with a GPU model the catalog does not know", "vendor": "oem",
@@ -72,3 +74,25 @@ def test_an_unknown_group_name_is_still_reported(tmp_path):
     path, _ = _write(tmp_path, data)
     r = cli("validate", str(path))
     assert r.returncode == 2 and "unknown node group 'gpus'" in r.stderr and "did you mean 'gpu'?" in r.stderr
+
+
+def test_unquoted_version_is_quoted_as_typed(tmp_path):
+    text = (REPO / "blueprints/lab-2node.yaml").read_text()
+    assert 'version: "24.05"' in text
+    path = tmp_path / "bp.yaml"
+    path.write_text(text.replace('version: "24.05"', "version: 24.10   # the newest"))
+    r = cli("validate", str(path))
+    assert r.returncode == 2
+    assert "slurm.version must be text, got 24.10, which YAML reads as the number 24.1" in r.stderr
+    assert 'hint: quote it: "24.10"' in r.stderr and '"24.1"' not in r.stderr
+
+
+def test_unquoted_version_in_a_flow_mapping_is_quoted_as_typed(tmp_path):
+    data = shipped("lab-2node")
+    data["slurm"]["version"] = "@VERSION@"
+    path = tmp_path / "bp.yaml"
+    text = yaml.safe_dump(data, sort_keys=False, default_flow_style=True, width=100_000)
+    assert "{version: '@VERSION@', " in text
+    path.write_text(text.replace("'@VERSION@'", "24.20"))
+    r = cli("validate", str(path))
+    assert r.returncode == 2 and 'hint: quote it: "24.20"' in r.stderr
