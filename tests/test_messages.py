@@ -96,3 +96,46 @@ def test_unquoted_version_in_a_flow_mapping_is_quoted_as_typed(tmp_path):
     path.write_text(text.replace("'@VERSION@'", "24.20"))
     r = cli("validate", str(path))
     assert r.returncode == 2 and 'hint: quote it: "24.20"' in r.stderr
+
+
+def _over_budget(tmp_path, power_kw: float, gpu_nodes: int = 128):
+    data = shipped("hgx-h200-roce-1024")
+    data["rack_profiles"]["hgx"]["power_kw"] = power_kw
+    data["node_groups"][0].update(count=gpu_nodes, hostnames=f"gpu[001-{gpu_nodes:03d}]")
+    return _write(tmp_path, data)
+
+
+def test_rack_power_over_many_racks_is_one_grouped_finding_at_the_profile_field(tmp_path):
+    path, lines = _over_budget(tmp_path, 38)
+    r = cli("validate", str(path))
+    assert r.returncode == 1
+    assert r.stderr.count("error[POWER001]") == 1
+    assert "= racks c[01-32]: 41.1 kW of 38.0 kW each" in r.stderr
+    assert "= e.g. rack c01 draws 41.1 kW of a 38.0 kW budget" in r.stderr
+    assert "more POWER001" not in r.stderr and "32 error(s)" in r.stderr
+    (where,) = [ln for ln in r.stderr.splitlines() if ln.lstrip().startswith("-->")]
+    line, col = map(int, where.rsplit(":", 2)[1:])
+    assert lines[line - 2].strip() == "hgx:" and lines[line - 1][col - 1:] == "38" and "power_kw" in lines[line - 1]
+    # JSON keeps every rack's finding, each at the field to change and naming its rack
+    r = cli("validate", str(path), "--format", "json")
+    found = [f for f in json.loads(r.stdout)["findings"] if f["code"] == "POWER001"]
+    assert len(found) == 32
+    assert {f["path"] for f in found} == {"rack_profiles.hgx.power_kw"}
+    assert [f["subject"]["name"] for f in found] == [f"c{i:02d}" for i in range(1, 33)]
+
+
+def test_grouped_finding_lists_each_figure_over_its_racks(tmp_path):
+    path, _ = _over_budget(tmp_path, 30, gpu_nodes=127)  # c32 holds three servers, the others four
+    r = cli("validate", str(path))
+    assert r.returncode == 1 and r.stderr.count("error[POWER001]") == 1
+    assert "= racks c[01-31]: 41.1 kW of 30.0 kW; rack c32: 30.9 kW of 30.0 kW" in r.stderr
+
+
+def test_grouped_line_counts_the_racks_past_three_figures():
+    from clusterctl.output.diagnostics import Diagnostic, group_message
+    from clusterctl.rules.base import Severity
+
+    members = [Diagnostic("POWER001", Severity.ERROR, "t", f"m{i}", "h", (), "bp.yaml", 3, 5, "", None,
+                          ("rack", f"r{i:02d}"), f"{40 + i // 2} kW of 38 kW") for i in range(10)]
+    assert group_message(members) == ("racks r[00-01]: 40 kW of 38 kW; racks r[02-03]: 41 kW of 38 kW; "
+                                      "racks r[04-05]: 42 kW of 38 kW (+4 more racks)")

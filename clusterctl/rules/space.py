@@ -32,7 +32,8 @@ def rack_units(plan: ClusterPlan) -> Iterator[Hit]:
                   f"rack {rack.name} needs {rack.used_u} U of {prof.units} U "
                   f"({units_breakdown(plan, rack, prof.reserved_u)})",
                   f"lower per_rack, move switches (switch_racks) elsewhere, or raise "
-                  f"rack_profiles.{rack.profile_name}.units")
+                  f"rack_profiles.{rack.profile_name}.units",
+                  subject=("rack", rack.name), summary=f"{rack.used_u} U of {prof.units} U")
 
 
 @rule("SPACE002", "space", Severity.ERROR, "node group does not fit its racks")
