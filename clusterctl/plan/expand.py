@@ -82,12 +82,14 @@ def _node_type(name: str, bp: Blueprint, cat: Catalog, refs: _Refs) -> NodeTypeP
         nics = []
         for si, slot in enumerate(s.nics):
             where = spec_path + ("nics", si, "model") if spec_path else path + ("server",)
-            if not refs.need(slot.model, cat.nics, where, f"NIC model (in server {server_name})"):
+            if not refs.need(slot.model, cat.nics, where, f"NIC model (in server {server_name})",
+                             "clusterctl catalog nics"):
                 continue
             nic = cat.nics[slot.model]
             nics.append(NicPlan(slot.role, slot.model, slot.count * nic.ports, nic.speed_gbps, tuple(nic.protocols)))
         where = spec_path + ("gpus", "model") if spec_path else path + ("server",)
-        if gpu_model and not refs.need(gpu_model, cat.accelerators, where, f"accelerator (in server {server_name})"):
+        if gpu_model and not refs.need(gpu_model, cat.accelerators, where, f"accelerator (in server {server_name})",
+                                       "clusterctl catalog accelerators"):
             return None
         return NodeTypePlan(
             name=name, path=path, server=s, server_name=server_name, instance=None, instance_name=None,

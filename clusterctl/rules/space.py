@@ -87,4 +87,5 @@ def rack_system_contents(plan: ClusterPlan) -> Iterator[Hit]:
             yield Hit(rack.path + ("profile",),
                       f"rack {rack.name} holds {trays} {system.compute_tray} trays; a "
                       f"{plan.blueprint.rack_profiles[rack.profile_name].system} rack has {system.compute_trays}",
-                      f"set per_rack to {system.compute_trays} or less")
+                      f"set per_rack to {system.compute_trays} or less",
+                      subject=("rack", rack.name), summary=f"{trays} trays of {system.compute_trays}")
