@@ -139,3 +139,13 @@ def test_grouped_line_counts_the_racks_past_three_figures():
                           ("rack", f"r{i:02d}"), f"{40 + i // 2} kW of 38 kW") for i in range(10)]
     assert group_message(members) == ("racks r[00-01]: 40 kW of 38 kW; racks r[02-03]: 41 kW of 38 kW; "
                                       "racks r[04-05]: 42 kW of 38 kW (+4 more racks)")
+
+
+def test_a_number_yaml_reads_otherwise_is_quoted_as_typed(tmp_path):
+    text = (REPO / "blueprints/lab-2node.yaml").read_text()
+    path = tmp_path / "bp.yaml"
+    path.write_text(text.replace("name: lab-2node\n", "name: 0755\n", 1))
+    r = cli("validate", str(path))
+    assert r.returncode == 2
+    assert "name must be text, got 0755, which YAML reads as the number 493" in r.stderr
+    assert 'hint: quote it: "0755"' in r.stderr

@@ -8,6 +8,7 @@ import typing
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
 from pydantic import BaseModel, Tag, ValidationError
 
 from clusterctl.blueprint.kinds import KIND_ERROR
@@ -183,9 +184,9 @@ def _typed_number(source: SourceMap | None, path: tuple, value: int | float) -> 
     file's text there is not that number (an alias, a flow we cannot read back)."""
     raw = source.plain_scalar(path) if source is not None else None
     try:
-        if raw is not None and not isinstance(value, bool) and float(raw.replace("_", "")) == value:
-            return raw
-    except ValueError:
+        if raw is not None and not isinstance(value, bool) and yaml.safe_load(raw) == value:
+            return raw  # 24.10, 0755 (octal 493), 1:30 (sexagesimal 90) as written
+    except yaml.YAMLError:
         pass
     return str(value)
 
@@ -245,7 +246,7 @@ def _problem(err: dict, source: SourceMap | None = None) -> Problem:
             if typed != str(value):  # 24.10 read as 24.1: quote what the user wrote
                 return Problem(path, f"{where} must be text, got {typed}, which YAML reads as the number {value}",
                                hint=f'quote it: "{typed}"')
-            hint = f'quote it: "{value}" (YAML reads 24.10 as the number 24.1)'
+            hint = f'quote it: "{value}"' + (" (YAML reads 24.10 as the number 24.1)" if isinstance(value, float) else "")
         elif isinstance(value, str) and base == "bool":
             hint = "write true or false without quotes"
         return Problem(path, f"{where} must be {expected}, got {_describe(value)}", hint=hint)
