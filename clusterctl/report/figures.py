@@ -78,11 +78,12 @@ def _fits(s: str, width: float, size: float) -> bool:
 
 
 def _nice(v: float) -> float:
-    """The smallest 1/2/2.5/5 x 10^k at or above ``v``."""
+    """The smallest 1/1.2/1.5/2/2.5/3/4/5/6/8 x 10^k at or above ``v`` (an axis top whose fifths are round:
+    a 504 GB/s peak gets a 600 axis, not 1,000 with half the chart empty)."""
     if v <= 0:
         return 1.0
     e = 10 ** math.floor(math.log10(v))
-    for m in (1, 2, 2.5, 5, 10):
+    for m in (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
         if m * e >= v - 1e-12:
             return m * e
     return 10 * e
@@ -431,7 +432,8 @@ def busbw_svg(series: dict[str, list[tuple[float, float]]], title: str) -> str:
     hi = max(hi, lo + 1)
     ymax = _nice(max(bws + [0.0]) * 1.05) if bws and max(bws) > 0 else 1.0
     px0, px1, py0, py1 = 80.0, 560.0, 50.0, 360.0
-    legend_w = max([len(n) for n in pts] + [10]) * 7 + 60
+    # room for the longest name (11 px) and for a "(same as <name>)" note (9 px) under it
+    legend_w = max([len(n) * 7 for n in pts] + [(len(n) + 10) * 5.6 for n in pts] + [70]) + 60
     width, height = px1 + legend_w, py1 + 60
 
     def xv(s: float) -> float:

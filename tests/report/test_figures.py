@@ -395,3 +395,9 @@ def test_topology_labels_follow_the_topology():
         if fab.oversubscription_achieved < 1:
             assert "non-blocking" in sub and "oversubscription" not in sub
         assert not re.search(r"\b1 switches|\b1 tiers", sub)
+
+
+def test_busbw_axis_top_is_close_to_the_peak():
+    """A 480 GB/s peak gets a 600 GB/s axis (ticks of 120), not 1,000 with half the chart empty."""
+    root = parse(busbw_svg({"all_reduce": [(2.0 ** k, min(480.0, 2.0 ** k / 1e6)) for k in range(10, 34)]}, "t"))
+    assert "600" in texts(root) and "1,000" not in texts(root)
