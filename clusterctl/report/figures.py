@@ -304,6 +304,9 @@ def rack_elevations_svg(plan: ClusterPlan, max_racks: int = 24) -> str | None:
         notes.append(f"{left_out:,} more kinds of rack not drawn.")
     if notes:
         svg.text(20, 72, " ".join(notes), size=10, fill="#444444", class_="note")
+    # one or two racks are narrower than the title, the legend and the note: widen to fit them
+    title = f"Rack elevations: {plan.blueprint.name}"
+    width = max(width, 40 + len(title) * 16 * 0.62, lx + 20, 40 + len(" ".join(notes)) * 10 * 0.6)
     for k, (rack, caption, units, top, blocks) in enumerate(layouts):
         ox = 20 + (k % cols) * col_w + 22
         oy = head + (k // cols) * row_h + 46 + (tallest - top) * u_px

@@ -401,3 +401,12 @@ def test_busbw_axis_top_is_close_to_the_peak():
     """A 480 GB/s peak gets a 600 GB/s axis (ticks of 120), not 1,000 with half the chart empty."""
     root = parse(busbw_svg({"all_reduce": [(2.0 ** k, min(480.0, 2.0 ** k / 1e6)) for k in range(10, 34)]}, "t"))
     assert "600" in texts(root) and "1,000" not in texts(root)
+
+
+def test_one_rack_elevation_is_wide_enough_for_its_title_and_note():
+    """lab-ha has one rack: the picture is widened so the title and the 'positions assumed' note are not cut."""
+    root = parse(rack_elevations_svg(plan("lab-ha")))
+    width = float(root.get("width"))
+    note = find(root, "text", "note")[0].text
+    assert width >= 20 + len(note) * 10 * 0.6
+    assert width >= 20 + len("Rack elevations: lab-ha") * 16 * 0.6
