@@ -22,7 +22,7 @@ EXPECTED = {
              "eth-25g", "eth-100g"},
     "switches": {"qm9700", "qm8700", "q3400-ra", "sn5600", "sn2201", "tomahawk5-64x800"},
     "servers": {"dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200", "hgx-h100-8gpu", "hgx-h200-8gpu", "hgx-b200-8gpu",
-                "gb200-nvl72-tray", "mi300x-8gpu", "cpu-1u", "cpu-2u", "storage-2u"},
+                "gb200-nvl72-tray", "mi300x-8gpu", "cpu-1u", "cpu-2u", "storage-2u", "hgx-b200-8gpu-liquid"},
     "rack_systems": {"gb200-nvl72"},
     "instances": {"p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge", "p4d.24xlarge", "p4de.24xlarge", "a3-highgpu-8g",
                   "a3-megagpu-8g", "a3-ultragpu-8g", "a4-highgpu-8g", "Standard_ND96isr_H100_v5",
@@ -151,3 +151,50 @@ def test_switch_port_modes_start_at_the_native_speed():
 
 def test_data_sanity_h100_dense_bf16_is_989():
     assert CATALOG.accelerators["h100-sxm"].bf16_dense_tflops == 989
+
+
+# ---------------------------------------------------------------- issue 14: breakouts and new servers
+
+def _lab_with(tmp_path, **changes):
+    from tests.helpers import shipped, to_yaml
+    data = shipped("lab-2node")
+    for key, value in changes.items():
+        data[key] = value(data[key]) if callable(value) else value
+    path = tmp_path / "bp.yaml"
+    path.write_text(to_yaml(data))
+    return path
+
+
+def test_sn5600_leaf_takes_25g_and_100g_hosts_through_breakouts(tmp_path):
+    """Through the CLI: 25G head-node NICs and 100G links on an SN5600 validate (Spectrum-4 splits its OSFP
+    cages down to 10G), a 1G BMC port on it is still refused with the switch's real speed list."""
+    from tests.helpers import cli
+    fabrics = lambda fs: fs + [  # noqa: E731
+        {"name": "fe", "kind": "ethernet", "tiers": 1, "switch": "sn5600", "switch_racks": "lab01",
+         "attach": [{"group": "head", "nic_role": "inband"}]},
+        {"name": "stor", "kind": "roce", "tiers": 1, "rail_optimized": False, "switch": "sn5600",
+         "link_gbps": 100, "switch_racks": "lab01", "attach": [{"group": "gpu", "nic_role": "storage"}]}]
+    r = cli("validate", str(_lab_with(tmp_path, fabrics=fabrics)))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "FABRIC003" not in r.stdout + r.stderr
+    bmc = lambda fs: fs + [{"name": "oob2", "kind": "ethernet", "tiers": 1, "switch": "sn5600",  # noqa: E731
+                            "switch_racks": "lab01", "attach": [{"group": "head", "nic_role": "bmc"}]}]
+    r = cli("validate", str(_lab_with(tmp_path, fabrics=bmc)))
+    assert r.returncode != 0
+    assert "FABRIC003" in r.stdout + r.stderr and "800G/400G/200G/100G/50G/25G/10G" in r.stdout + r.stderr
+
+
+def test_liquid_cooled_hgx_b200_needs_a_liquid_loop(tmp_path):
+    """The new liquid-cooled HGX B200 is a catalog server: in an air-only rack it is refused (COOL005), with a
+    CDU and rack liquid capacity it validates."""
+    from tests.helpers import cli
+    types = lambda t: {**t, "hgx": {"server": "hgx-b200-8gpu-liquid"}}  # noqa: E731
+    r = cli("validate", str(_lab_with(tmp_path, node_types=types)))
+    assert r.returncode != 0 and "COOL005" in r.stdout + r.stderr
+    profiles = lambda p: {k: {**v, "liquid_kw": 30, "cdu": "cdu-1"} for k, v in p.items()}  # noqa: E731
+    cooling = {"cdus": [{"name": "cdu-1", "capacity_kw": 100, "flow_lpm": 200, "supply_c": 35, "delta_t_c": 10,
+                         "coolant": "pg25"}]}
+    software = lambda sw: {**sw, "driver": "570", "cuda": "12.8"}  # noqa: E731  (Blackwell needs R570)
+    r = cli("validate", str(_lab_with(tmp_path, node_types=types, rack_profiles=profiles, cooling=cooling,
+                                      software=software)))
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -138,11 +138,14 @@ def test_link_gbps_faster_than_the_nic():
 
 def test_leaf_uplinks_must_land_on_spine_ports_of_their_speed():
     data = lab()
-    data["fabrics"][1].update(tiers=2, spine_switch="sn5600")
+    # (an SN5600 spine would take them: Spectrum-4 splits its cages down to 10G)
+    data["fabrics"][1].update(tiers=2, spine_switch="tomahawk5-64x800")
     (h,) = hits(data, "FABRIC003")
     assert h.path == ("fabrics", 1, "spine_switch")
-    assert ("leaf uplinks of fabric mgmt run at 100G (sn2201) but spine switch sn5600 ports run "
+    assert ("leaf uplinks of fabric mgmt run at 100G (sn2201) but spine switch tomahawk5-64x800 ports run "
             "800G/400G/200G") in h.message
+    data["fabrics"][1].update(spine_switch="sn5600")
+    assert hits(data, "FABRIC003") == []
 
 
 # --- FABRIC004 size -------------------------------------------------------------------------------------
