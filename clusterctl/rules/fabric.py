@@ -502,5 +502,6 @@ def fabric_unattached(plan: ClusterPlan) -> Iterator[Hit]:
         entries = ", ".join(f"{a.group}/{a.nic_role}" for a in _intent(plan, fp).attach)
         yield Hit(fp.path + ("attach",),
                   f"fabric {fp.name} ({fp.kind}) connects no node: its attach entries ({entries}) name no NIC; "
-                  f"{fp.switch_count:,} switch{'es' if fp.switch_count != 1 else ''} planned for nothing",
+                  + (f"{fp.switch_count:,} switch{'es' if fp.switch_count != 1 else ''} planned for nothing"
+                     if fp.switch_count else "no switch is planned for it"),
                   "attach the NIC role the groups have (see `clusterctl catalog servers`), or remove the fabric")

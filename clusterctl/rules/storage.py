@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.paths import DATA_ROLES, no_path_reason, storage_path
@@ -172,6 +173,20 @@ def lustre_o2ib_nic(plan: ClusterPlan) -> Iterator[Hit]:
                       "@tcp NID to the source (10.0.0.1@o2ib,10.1.0.1@tcp:/fs)")
 
 
+def _attach_fix(plan: ClusterPlan, g, tier, loose: list[str]):
+    """(fabric, role): the first existing fabric that, with ``g``'s unattached ``role`` NICs added to it, gives
+    ``g`` a path to ``tier``; None when no single attach entry does."""
+    for role in loose:
+        for f in plan.fabrics:
+            if not any(r == role for _, r in f.attached):
+                continue
+            fabrics = tuple(replace(x, attached=x.attached + ((g.index, role),)) if x is f else x
+                            for x in plan.fabrics)
+            if storage_path(replace(plan, fabrics=fabrics), g, tier) is not None:
+                return f, role
+    return None
+
+
 MOUNTING_ROLES = ("compute", "login")
 """node roles that mount the shared tiers (the storage_clients role of the Ansible target)"""
 SOURCE_KEY = {"nfs": "export", "parallel": "servers", "object": "endpoint"}
@@ -198,11 +213,11 @@ def tier_reachable(plan: ClusterPlan) -> Iterator[Hit]:
                 continue
             loose = [r for r in DATA_ROLES
                      if g.type.nic_count(r) and not any((g.index, r) in f.attached for f in plan.fabrics)]
-            fix = next((f for r in loose for f in plan.fabrics if any(x == r for _, x in f.attached)), None)
-            if loose and fix is not None:
-                role = next(r for r in loose if any(x == r for _, x in fix.attached))
-                path, hint = (fix.path + ("attach",),
-                              f"add {{group: {g.name}, nic_role: {role}}} to the attach list of fabric {fix.name}")
+            fix = _attach_fix(plan, g, t, loose)
+            if fix is not None:
+                f, role = fix
+                path, hint = (f.path + ("attach",),
+                              f"add {{group: {g.name}, nic_role: {role}}} to the attach list of fabric {f.name}")
             else:
                 path = ("storage", i, SOURCE_KEY[t.tier])
                 hint = (f"attach group {g.name}'s {loose[0]} NICs to a fabric the tier's servers are on (add a "
