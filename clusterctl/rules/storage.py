@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.paths import DATA_ROLES, no_path_reason, storage_path
+from clusterctl.plan.sources import SourceError, mount_source
 from clusterctl.rules.base import Hit, Severity, rule
 
 
@@ -224,3 +225,19 @@ def tier_reachable(plan: ClusterPlan) -> Iterator[Hit]:
                         f"storage fabric if there is none), or name servers on a network {g.name} reaches" if loose
                         else f"name servers on a network group {g.name} is attached to")
             yield Hit(path, no_path_reason(plan, g, t) + f" (its {g.role} nodes mount {t.mount})", hint)
+
+
+@rule("STORAGE009", "storage", Severity.ERROR, "servers the file system client cannot be given")
+def mount_source_usable(plan: ClusterPlan) -> Iterator[Hit]:
+    """The mount source is built from a tier's ``servers`` with host lists expanded as each client takes them
+    (``clusterctl/plan/sources.py``): WEKA ``weka[01-16]/pfs`` becomes ``weka01,...,weka16/pfs``, Lustre
+    ``10.0.0.[1-2]@o2ib:/fs`` the failover MGS pair ``10.0.0.1@o2ib:10.0.0.2@o2ib:/fs``. Refused: a host list
+    that does not expand or names more than 1,024 servers; a VAST source (mounted over NFS, which takes one
+    server) naming several servers; Lustre NIDs of one MGS whose host lists name different numbers of nodes."""
+    for i, t in enumerate(plan.blueprint.storage):
+        try:
+            mount_source(t)
+        except SourceError as exc:
+            hint = ("name one server: the VIP pool's DNS name" if t.tier == "parallel" and t.filesystem == "vast"
+                    else "write a host list clusterctl can expand (name[01-16], comma lists)")
+            yield Hit(("storage", i, "servers"), f"{t.filesystem} tier {t.name}: {exc}", hint)
