@@ -132,6 +132,11 @@ def test_tier_on_the_storage_fabric_unreachable_from_groups_left_off_it():
     assert h.hint == "add {group: dgx2, nic_role: storage} to the attach list of fabric stor"
     assert "(its login nodes mount /lustre)" in found["group login has no network path to storage tier lustre"].message
     assert not hits(shipped("dgx-h100-superpod-1su"), "STORAGE008")  # the @tcp NID is on the in-band network
+    data = shipped("dgx-h100-superpod-1su")
+    data["storage"][0]["servers"] = "10.31.1.[250-251]@o2ib:/lustre"  # failover MGS pair, both in the storage pool
+    # the host list is expanded: the DGX reach both over fabric stor; login (no storage NIC cabled) reaches neither
+    assert [h.message.split(":")[0] for h in hits(data, "STORAGE008")] == [
+        "group login has no network path to storage tier lustre"]
     assert not hits(lab(), "STORAGE008")  # NFS over the flat in-band network
 
 
@@ -147,3 +152,28 @@ def test_cli_names_the_group_the_nic_role_and_the_tier_of_an_unreachable_tier():
             "storage, role storage) on no fabric;" in r.stderr)
     assert "its storage, inband NICs are attached to no fabric" in r.stderr
     assert "hint: attach group gpu's storage NICs to a fabric the tier's servers are on" in r.stderr
+
+
+def _parallel(filesystem: str, servers: str) -> dict:
+    data = lab()
+    data["storage"].append({"name": "pfs", "tier": "parallel", "filesystem": filesystem, "servers": servers,
+                            "mount": "/pfs", "capacity_tb": 100, "read_gb_per_s": 50, "write_gb_per_s": 30})
+    return data
+
+
+def test_servers_a_client_cannot_be_given():
+    (h,) = hits(_parallel("vast", "vast[01-04]"), "STORAGE009")
+    assert h.path == ("storage", 2, "servers") and str(h.severity) == "error"
+    assert h.message == ("vast tier pfs: 'vast[01-04]' names 4 servers but an NFS mount takes one (server:/path): "
+                         "name the VIP pool's DNS name, which spreads the clients over the VIPs")
+    assert h.hint == "name one server: the VIP pool's DNS name"
+    (h,) = hits(_parallel("lustre", "mgs[1-2]@tcp,mgs[1-3]@o2ib:/fs"), "STORAGE009")
+    assert "name different numbers of MGS nodes (2, 3)" in h.message
+    (h,) = hits(_parallel("weka", "weka[01-4096]/pfs"), "STORAGE009")
+    assert "names 4,096 servers; at most 1,024" in h.message
+
+
+def test_servers_a_client_takes_are_quiet():
+    for fs, servers in (("vast", "vip.vast.example"), ("vast", "vast[01]:/export/pfs"), ("weka", "weka[01-16]/pfs"),
+                        ("lustre", "10.10.0.[250-251]@tcp:/lustre"), ("lustre", "m[1-2]@tcp,m[1-2]@o2ib")):
+        assert not hits(_parallel(fs, servers), "STORAGE009"), servers
