@@ -16,6 +16,7 @@ CASES = [
     ("leaf-over-ports.yaml", "FABRIC001", "su_nodes: 48", "needs 48 downlinks + 48 uplinks = 96 ports of 64"),
     ("oversubscribed-1to1.yaml", "FABRIC002", "oversubscription: 1.0",
      "6,400 Gb/s down vs 8 × 400G = 3,200 Gb/s up"),
+    ("storage-unreachable.yaml", "STORAGE008", 'servers: "10.13.0.250@tcp:/lustre"', "10.13.0.250 (address pool storage"),
 ]
 
 
