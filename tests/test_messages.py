@@ -10,7 +10,7 @@ from tests.helpers import REPO, cli, shipped, to_yaml
 
 LOCAL_HGX = {
     "description": "HGX with a GPU model the catalog does not know", "vendor": "oem",
-    "gpus": {"model": "b300", "count": 8},
+    "gpus": {"model": "r100", "count": 8},  # Rubin: not in the shipped catalog
     "cpu": {"model": "Xeon", "sockets": 2, "cores_per_socket": 52, "threads_per_core": 2},
     "memory_gb": 2048,
     "nics": [{"model": "cx7-400g", "count": 8, "role": "compute"},
@@ -39,9 +39,9 @@ def test_unknown_gpu_model_of_an_inline_server_is_reported_at_its_model_line_alo
     data["node_types"]["hgx"] = {"spec": LOCAL_HGX, "features": ["h200"]}
     path, lines = _write(tmp_path, data)
     findings = _json_findings(path)
-    assert [f["message"] for f in findings] == ["unknown accelerator (in server hgx) 'b300'"]
+    assert [f["message"] for f in findings] == ["unknown accelerator (in server hgx) 'r100'"]
     loc = findings[0]["location"]
-    assert lines[loc["line"] - 1][loc["column"] - 1:].startswith("b300")
+    assert lines[loc["line"] - 1][loc["column"] - 1:].startswith("r100")
     assert findings[0]["path"] == "node_types.hgx.spec.gpus.model"
 
 
@@ -54,7 +54,7 @@ def test_unknown_gpu_model_of_a_blueprint_catalog_server_is_reported_in_the_cata
     findings = _json_findings(path)
     assert [f["path"] for f in findings] == ["catalog.servers.my-hgx.gpus.model"]
     loc = findings[0]["location"]
-    assert lines[loc["line"] - 1][loc["column"] - 1:].startswith("b300")
+    assert lines[loc["line"] - 1][loc["column"] - 1:].startswith("r100")
 
 
 def test_unknown_node_type_of_a_group_does_not_cascade_into_unknown_group_errors(tmp_path):
