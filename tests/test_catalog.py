@@ -173,7 +173,7 @@ def test_sn5600_leaf_takes_25g_and_100g_hosts_through_breakouts(tmp_path):
     from tests.helpers import cli
     fabrics = lambda fs: fs + [  # noqa: E731
         {"name": "fe", "kind": "ethernet", "tiers": 1, "switch": "sn5600", "switch_racks": "lab01",
-         "attach": [{"group": "head", "nic_role": "inband"}]},
+         "attach": [{"group": "head", "nic_role": "inband"}, {"group": "gpu", "nic_role": "inband"}]},
         {"name": "stor", "kind": "roce", "tiers": 1, "rail_optimized": False, "switch": "sn5600",
          "link_gbps": 100, "switch_racks": "lab01", "attach": [{"group": "gpu", "nic_role": "storage"}]}]
     r = cli("validate", str(_lab_with(tmp_path, fabrics=fabrics)))
