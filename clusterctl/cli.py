@@ -379,22 +379,57 @@ def catalog(
 
 @app.command()
 def init(
-    preset: Annotated[str, typer.Argument(help="a shipped blueprint name, e.g. lab-2node")],
+    preset: Annotated[Optional[str], typer.Argument(help="a shipped blueprint name, e.g. lab-2node (see --list)")] = None,
     output: Annotated[Path, typer.Option("-o", "--output", help="file to write")] = Path("blueprint.yaml"),
     force: Annotated[bool, typer.Option(help="overwrite an existing file")] = False,
+    list_presets: Annotated[bool, typer.Option("--list", help="list the presets and exit")] = False,
+    gpus: Annotated[Optional[int], typer.Option(help="start from a GPU count instead of a preset, e.g. 2048")] = None,
+    gpu: Annotated[str, typer.Option(help="with --gpus: the GPU, one of h100, h200, b200, gb200")] = "h100",
+    fabric: Annotated[str, typer.Option(help="with --gpus: the compute fabric, roce or infiniband")] = "roce",
 ) -> None:
-    """Start a blueprint from a shipped example."""
+    """Start a blueprint from a shipped example (a preset), or size one from --gpus/--gpu/--fabric."""
     from clusterctl.resources import shipped_blueprints
 
     presets = shipped_blueprints()
-    if preset not in presets:
+    if list_presets or (preset is None and gpus is None):
+        _out(_presets_listing(presets))
+        if not list_presets:
+            _err("start from one: clusterctl init PRESET -o FILE, or size your own: "
+                 "clusterctl init --gpus 2048 --gpu b200 --fabric roce -o FILE")
+        return
+    if preset is not None and gpus is not None:
+        raise _misuse("give a preset or --gpus, not both", f"clusterctl init {preset} -o FILE, or "
+                      f"clusterctl init --gpus {gpus} --gpu {gpu} --fabric {fabric} -o FILE")
+    if preset is not None and preset not in presets:
         raise _misuse(f"unknown preset '{preset}'", did_you_mean(preset, presets) or
-                      f"one of {', '.join(sorted(presets))}")
+                      f"one of {', '.join(sorted(presets))} (clusterctl init --list)")
     if output.exists() and not force:
         raise _misuse(f"{output} exists", "pass --force to overwrite")
-    shutil.copyfile(presets[preset], output)
-    _err(f"wrote {output} from preset {preset}; next: clusterctl validate {output}")
+    if preset is not None:
+        shutil.copyfile(presets[preset], output)
+        _err(f"wrote {output} from preset {preset}; next: clusterctl validate {output}")
+        return
+    from clusterctl.starter import StarterError, starter_blueprint
 
+    try:
+        text = starter_blueprint(gpus, gpu, fabric)
+    except StarterError as exc:
+        raise _misuse(str(exc), exc.hint) from None
+    output.write_text(text)
+    _err(f"wrote {output}: {gpus:,} {gpu} GPUs on {fabric}; next: clusterctl validate {output}")
+
+
+def _presets_listing(presets: dict[str, Path]) -> str:
+    """One line per shipped blueprint: its name and its ``description``."""
+    import yaml
+
+    rows = []
+    for name, path in sorted(presets.items()):
+        data = yaml.safe_load(path.read_text()) or {}
+        rows.append((name, str(data.get("description", "")) if isinstance(data, dict) else ""))
+    width = max(len(n) for n, _ in rows)
+    return "presets (clusterctl init PRESET -o FILE):\n" + "\n".join(
+        f"  {n.ljust(width)}  {d}" for n, d in rows)
 
 
 @app.command()

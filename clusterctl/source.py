@@ -9,6 +9,7 @@ win, are errors here: in a cluster blueprint a repeated key is almost always a c
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,19 @@ class SourceMap:
 
     def line_text(self, line: int) -> str:
         return self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+
+    def plain_scalar(self, path: Path_) -> str | None:
+        """The text of the unquoted scalar at ``path`` as written in the file (``24.10`` where YAML read
+        the number 24.1), or None when no value starts at ``path``'s own position."""
+        pos = self.values.get(tuple(path))
+        if pos is None:
+            return None
+        m = _PLAIN_WORD.match(self.line_text(pos.line), pos.col - 1)
+        return m.group(0) if m else None
+
+
+_PLAIN_WORD = re.compile(r"[^\s,\[\]{}#&*!|>'\"%@`]+")
+"""a plain scalar without spaces up to where flow or comment syntax ends it (numbers, booleans)"""
 
 
 #: libyaml's parser when PyYAML was built with it (5-10x faster); same events and marks

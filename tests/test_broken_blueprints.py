@@ -11,11 +11,12 @@ from tests.helpers import BROKEN, cli, line_of
 
 CASES = [
     # file, rule, text of the offending line, a piece of the message with its numbers
-    ("rack-over-power.yaml", "POWER001", "- {names: lab01, profile: lab}", "of a 20.0 kW budget"),
+    ("rack-over-power.yaml", "POWER001", "lab: {power_kw: 20,", "of a 20.0 kW budget"),
     ("cdu-over-capacity.yaml", "COOL001", "capacity_kw: 10", "15.3 kW of liquid heat"),
     ("leaf-over-ports.yaml", "FABRIC001", "su_nodes: 48", "needs 48 downlinks + 48 uplinks = 96 ports of 64"),
     ("oversubscribed-1to1.yaml", "FABRIC002", "oversubscription: 1.0",
      "6,400 Gb/s down vs 8 × 400G = 3,200 Gb/s up"),
+    ("storage-unreachable.yaml", "STORAGE008", 'servers: "10.13.0.250@tcp:/lustre"', "10.13.0.250 (address pool storage"),
 ]
 
 

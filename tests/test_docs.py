@@ -66,3 +66,20 @@ def test_every_option_docs_slurm_md_lists_for_slurm_conf_is_rendered():
     missing = [f"{k}={v}" if v else k for k, v in sorted(keys)
                if not re.search(rf"(?m)^{re.escape(k)}=" + (re.escape(v) if v else ""), rendered)]
     assert not missing, f"docs/slurm.md lists options no rendered slurm.conf has: {missing}"
+
+
+def test_catalog_doc_local_server_example_validates(tmp_path):
+    """docs/catalog.md's "Declaring a server in a blueprint" example is a whole blueprint whose GPU node type is
+    described inline (node_types.<name>.spec); it validates clean through the CLI."""
+    import re
+
+    from tests.helpers import cli
+    doc = (REPO / "docs" / "catalog.md").read_text()
+    section = doc.split("## Declaring a server in a blueprint", 1)[1]
+    (block,) = re.findall(r"```yaml\n(.*?)```", section, re.S)
+    assert "\n    spec:\n" in block and "type: b200dlc" in block
+    path = tmp_path / "local-server.yaml"
+    path.write_text(block)
+    r = cli("validate", str(path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "0 error(s), 0 warning(s)" in r.stdout + r.stderr

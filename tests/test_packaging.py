@@ -12,7 +12,7 @@ def test_wheel_contains_shipped_folders():
         files = [str(f) for f in md.files("clusterctl") or []]
     except md.PackageNotFoundError:
         pytest.fail("clusterctl is not installed: run `bash scripts/test`, which installs it")
-    for folder in ("templates", "roles", "blueprints"):
+    for folder in ("templates", "roles", "blueprints", "docs/examples/blueprint-sections"):  # the last: schema --markdown
         assert any(f.startswith(f"clusterctl/_data/{folder}/") for f in files), folder
     assert any(f.startswith("clusterctl/catalog/") and f.endswith(".yaml") for f in files)
     for data in ("models.yaml", "failure_rates.yaml", "optics.yaml"):  # report data beside its modules

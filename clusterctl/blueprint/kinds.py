@@ -191,14 +191,15 @@ MOUNT_SOURCE = Kind(
     "10.2.0.4@tcp:/lustrefs", r"^[A-Za-z0-9_\[][A-Za-z0-9._@:,/\[\]-]*$", 4095,
     "starts with a letter, a digit or '['", r"A-Za-z0-9._@:,/\[\]-")
 
-_NID = r"[A-Za-z0-9_][A-Za-z0-9_.-]*@(tcp|o2ib|kfi|gni|ptl4|ptlf)[0-9]{0,3}"
+_NID = r"[A-Za-z0-9_]([A-Za-z0-9_.-]|\[[0-9][0-9,-]*\])*@(tcp|o2ib|kfi|gni|ptl4|ptlf)[0-9]{0,3}"
 LUSTRE_SOURCE = Kind(
     "LustreSource", "a Lustre source", "the MGS's LNet NIDs (address@network: 10.0.0.1@o2ib, mgs01@tcp), several "
-    "NIDs of one MGS joined by ',' and failover MGSs by ':', optionally followed by :/fsname (at most 8 letters, "
-    "digits, '_' or '-'): the mount source of mount.lustre(8)", "10.0.0.1@o2ib:/lustre",
+    "NIDs of one MGS joined by ',' and failover MGSs by ':', or a host list of failover MGSs (10.0.0.[1-2]@o2ib), "
+    "optionally followed by :/fsname (at most 8 letters, digits, '_' or '-'): the mount source of mount.lustre(8)",
+    "10.0.0.1@o2ib:/lustre",
     rf"^{_NID}([,:]{_NID})*(:/[A-Za-z0-9_-]{{1,8}})?$", 4095,
     "is NID[,NID][:NID][:/fsname], every NID address@network (tcp, o2ib, ...): the LNet NID of the MGS",
-    r"A-Za-z0-9._@:,/-")
+    r"A-Za-z0-9._@:,/\[\]-")
 
 APT_REPO_URL = Kind(
     "AptRepoUrl", "an apt repository URL", "an https:// URL without credentials, query or fragment (a package "

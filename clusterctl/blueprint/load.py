@@ -8,6 +8,7 @@ import typing
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
 from pydantic import BaseModel, Tag, ValidationError
 
 from clusterctl.blueprint.kinds import KIND_ERROR
@@ -178,7 +179,19 @@ def _kind_problem(path: tuple, value: object, ctx: dict, *, key: bool) -> Proble
     return Problem(path, f"{format_path(path)} is {_describe(value)}: {reason}", hint=hint)
 
 
-def _problem(err: dict) -> Problem:
+def _typed_number(source: SourceMap | None, path: tuple, value: int | float) -> str:
+    """The number at ``path`` as the user typed it (``24.10``), read from the file; ``str(value)`` when the
+    file's text there is not that number (an alias, a flow we cannot read back)."""
+    raw = source.plain_scalar(path) if source is not None else None
+    try:
+        if raw is not None and not isinstance(value, bool) and yaml.safe_load(raw) == value:
+            return raw  # 24.10, 0755 (octal 493), 1:30 (sexagesimal 90) as written
+    except yaml.YAMLError:
+        pass
+    return str(value)
+
+
+def _problem(err: dict, source: SourceMap | None = None) -> Problem:
     etype = err["type"]
     loc = tuple(err["loc"])
     ctx = err.get("ctx") or {}
@@ -229,7 +242,11 @@ def _problem(err: dict) -> Problem:
         if isinstance(value, str) and base in ("int", "float"):
             hint = "write the number without quotes"
         elif isinstance(value, (int, float)) and base == "string":
-            hint = f'quote it: "{value}" (YAML reads 24.10 as the number 24.1)'
+            typed = _typed_number(source, path, value)
+            if typed != str(value):  # 24.10 read as 24.1: quote what the user wrote
+                return Problem(path, f"{where} must be text, got {typed}, which YAML reads as the number {value}",
+                               hint=f'quote it: "{typed}"')
+            hint = f'quote it: "{value}"' + (" (YAML reads 24.10 as the number 24.1)" if isinstance(value, float) else "")
         elif isinstance(value, str) and base == "bool":
             hint = "write true or false without quotes"
         return Problem(path, f"{where} must be {expected}, got {_describe(value)}", hint=hint)
@@ -260,18 +277,20 @@ problem of another kind is never hidden behind thousands of the same one."""
 _KIND_WORDS = {"extra_forbidden": "unknown key", "missing": "missing key"}
 
 
-def _problems(errors: list[dict]) -> list[Problem]:
+def _problems(errors: list[dict], source: SourceMap | None = None) -> list[Problem]:
     seen, out = set(), []
     for err in errors:
-        prob = _problem(err)
+        prob = _problem(err, source)
         if (prob.path, prob.message) not in seen:
             seen.add((prob.path, prob.message))
             out.append(prob)
     return out
 
 
-def problems_from_validation(exc: ValidationError, per_kind: int = MAX_PROBLEMS_PER_KIND) -> list[Problem]:
-    """The problems of ``exc``, at most ``per_kind`` of each error type plus one summary per type cut."""
+def problems_from_validation(exc: ValidationError, per_kind: int = MAX_PROBLEMS_PER_KIND,
+                             source: SourceMap | None = None) -> list[Problem]:
+    """The problems of ``exc``, at most ``per_kind`` of each error type plus one summary per type cut;
+    ``source`` lets a message quote a value as the file spells it."""
     kept: list[dict] = []
     left_out: dict[str, list] = {}  # type -> [first error left out, count]
     seen: dict[str, int] = {}
@@ -284,9 +303,9 @@ def problems_from_validation(exc: ValidationError, per_kind: int = MAX_PROBLEMS_
             left_out[kind][1] += 1
         else:
             left_out[kind] = [err, 1]
-    problems = _problems(kept)
+    problems = _problems(kept, source)
     for kind, (first, count) in left_out.items():
-        (where,) = _problems([first])
+        (where,) = _problems([first], source)
         words = _KIND_WORDS.get(kind, kind.replace("_", " "))
         problems.append(Problem(where.path, f"... and {count:,} more problems of this kind ({words}), "
                                             f"the first here", hint="fix the ones above first; they are often "
@@ -302,7 +321,7 @@ def parse_blueprint(data: object, source: SourceMap) -> LoadedBlueprint:
     try:
         bp = Blueprint.model_validate(data)
     except ValidationError as exc:
-        raise BlueprintError(source, problems_from_validation(exc)) from None
+        raise BlueprintError(source, problems_from_validation(exc, source=source)) from None
     return LoadedBlueprint(bp, source)
 
 

@@ -50,7 +50,9 @@ class ParallelTier(_SharedTier):
     filesystem: Literal["lustre", "gpfs", "weka", "vast", "beegfs", "daos"] = "lustre"
     servers: MountSource | None = None
     """MGS/MDS/OSS host list or management endpoint; Lustre: the MGS's LNet NIDs and file system name,
-    ``10.0.0.1@o2ib:/lustre`` (mount.lustre(8)); WEKA: backends (a host list or a comma list)"""
+    ``10.0.0.1@o2ib:/lustre`` (mount.lustre(8)), a host list naming failover MGSs (``10.0.0.[1-2]@o2ib`` mounts
+    ``10.0.0.1@o2ib:10.0.0.2@o2ib``); WEKA: backends (a host list or a comma list, optionally ``/filesystem``:
+    ``weka[01-16]/pfs`` mounts ``weka01,...,weka16/pfs``); VAST: one server (NFS), ``vip[:/path]``"""
     client_repo: AptRepoUrl | None = None
     """Lustre: the apt repository of the client packages (flat, ``Suites: /``), e.g. Whamcloud's
     ``https://downloads.whamcloud.com/public/lustre/lustre-2.15.6/ubuntu2204/client``"""

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from clusterctl import __version__
 from clusterctl.blueprint.load import format_path
 from clusterctl.errors import Problem
+from clusterctl.hostlist import compress
 from clusterctl.output import finite_json
 from clusterctl.rules.base import Finding, Rule, Severity
 from clusterctl.source import SourceMap
@@ -53,6 +54,9 @@ class Diagnostic:
     col: int
     source_line: str
     suppressed: str | None = None
+    subject: tuple[str, str] | None = None
+    """(kind, name) of a finding a rule repeats per rack or host; text output groups them"""
+    summary: str = ""
 
     def as_dict(self) -> dict:
         out = {"code": self.code, "severity": str(self.severity), "title": self.title, "message": self.message,
@@ -60,6 +64,8 @@ class Diagnostic:
                "location": {"file": self.file, "line": self.line, "column": self.col}}
         if self.suppressed is not None:
             out["suppressed"] = self.suppressed
+        if self.subject is not None:
+            out["subject"] = {"kind": self.subject[0], "name": self.subject[1]}
         return out
 
 
@@ -75,7 +81,7 @@ def from_findings(findings: Iterable[Finding], source: SourceMap) -> list[Diagno
     for f in findings:
         pos = source.locate(f.path)
         out.append(Diagnostic(f.code, f.severity, f.title, clip(f.message), clip(f.hint), f.path, source.file,
-                              pos.line, pos.col, source.line_text(pos.line), f.suppressed))
+                              pos.line, pos.col, source.line_text(pos.line), f.suppressed, f.subject, clip(f.summary)))
     return sorted(out, key=lambda d: (-d.severity, d.line, d.col, d.code))
 
 
@@ -90,8 +96,51 @@ def from_problems(problems: Iterable[Problem], source: SourceMap) -> list[Diagno
 
 # --- text ----------------------------------------------------------------------------------------------
 
+GROUP_SEGMENTS = 3
+"""in a grouped finding, at most this many distinct figures are listed (each over its host list)"""
+
+
+def _grouped(diags: Iterable[Diagnostic]) -> list[tuple[Diagnostic, list[Diagnostic]]]:
+    """Diagnostics in order, those one rule repeats per rack or host at one location with one hint
+    gathered behind the first: (first, all of its group)."""
+    groups: dict[tuple, list[Diagnostic]] = {}
+    out: list[tuple[Diagnostic, list[Diagnostic]]] = []
+    for d in diags:
+        if d.subject is None:
+            out.append((d, [d]))
+            continue
+        key = (d.code, d.severity, d.line, d.col, d.hint, d.suppressed, d.subject[0])
+        if key not in groups:
+            groups[key] = []
+            out.append((d, groups[key]))
+        groups[key].append(d)
+    return out
+
+
+def _plural(kind: str, names: list[str]) -> str:
+    return f"{kind}{'s' if len(names) > 1 else ''} {compress(names)}"
+
+
+def group_message(members: Sequence[Diagnostic]) -> str:
+    """One line for findings of one rule over many racks or hosts, by figures:
+    ``racks c[01-30]: 41.1 kW of 38.0 kW; rack c31: 45.2 kW of 38.0 kW (+3 more racks)``."""
+    kind = members[0].subject[0]
+    by_figures: dict[str, list[str]] = {}
+    for d in members:
+        by_figures.setdefault(d.summary or d.message, []).append(d.subject[1])
+    figures = list(by_figures.items())
+    if len(figures) == 1:
+        return clip(f"{_plural(kind, figures[0][1])}: {figures[0][0]} each")
+    text = "; ".join(f"{_plural(kind, names)}: {fig}" for fig, names in figures[:GROUP_SEGMENTS])
+    rest = sum(len(names) for _, names in figures[GROUP_SEGMENTS:])
+    if rest:
+        text += f" (+{rest:,} more {kind}{'s' if rest > 1 else ''})"
+    return clip(text)
+
+
 def to_text(diags: Sequence[Diagnostic], summary: str, show_suppressed: bool = False) -> str:
-    """Diagnostics as text, bounded: repeats at one location collapse after COLLAPSE_AFTER, each code shows
+    """Diagnostics as text, bounded: findings one rule repeats per rack or host at one location print as one
+    block over a host list, other repeats at one location collapse after COLLAPSE_AFTER, each code shows
     at most MAX_PER_CODE and the whole at most MAX_BLOCKS; what is left out is counted, never dropped
     silently (JSON and SARIF keep every finding)."""
     lines: list[str] = []
@@ -101,9 +150,7 @@ def to_text(diags: Sequence[Diagnostic], summary: str, show_suppressed: bool = F
     over_code: dict[str, int] = {}
     printed: set[tuple] = set()
     blocks = over_total = 0
-    for d in diags:
-        if d.suppressed is not None and not show_suppressed:
-            continue
+    for d, members in _grouped(x for x in diags if x.suppressed is None or show_suppressed):
         key = (d.code, d.line, d.col)
         shown[key] = shown.get(key, 0) + 1
         if shown[key] > COLLAPSE_AFTER and key in printed:
@@ -121,7 +168,7 @@ def to_text(diags: Sequence[Diagnostic], summary: str, show_suppressed: bool = F
         per_code[d.code] = per_code.get(d.code, 0) + 1
         blocks += 1
         printed.add(key)
-        lines.extend(_block(d))
+        lines.extend(_block(d, members))
         if shown[key] == COLLAPSE_AFTER:
             lines.append(f"   = (more {d.code} findings at this line are counted below)")
     for (code, line, col), n in hidden.items():
@@ -144,7 +191,7 @@ def _excerpt(line: str, col: int) -> tuple[str, int]:
     return head + line[start:start + SOURCE_WIDTH] + tail, col - start + len(head)
 
 
-def _block(d: Diagnostic) -> list[str]:
+def _block(d: Diagnostic, members: Sequence[Diagnostic] = ()) -> list[str]:
     sup = f" (suppressed: {d.suppressed})" if d.suppressed is not None else ""
     width = len(str(d.line))
     out = [f"{d.severity}[{d.code}]: {d.title}{sup}",
@@ -154,7 +201,11 @@ def _block(d: Diagnostic) -> list[str]:
         out.append(f"{' ' * width} |")
         out.append(f"{d.line} | {text}")
         out.append(f"{' ' * width} | {' ' * (col - 1)}^")
-    out.append(f"{' ' * width} = {d.message}")
+    if len(members) > 1:
+        out.append(f"{' ' * width} = {group_message(members)}")
+        out.append(f"{' ' * width} = e.g. {d.message}")
+    else:
+        out.append(f"{' ' * width} = {d.message}")
     if d.hint:
         out.append(f"{' ' * width} = hint: {d.hint}")
     out.append("")

@@ -9,6 +9,11 @@ from pydantic_core import PydanticUndefined
 
 from clusterctl.blueprint.kinds import ALL_KINDS, Kind
 from clusterctl.blueprint.model import Blueprint
+from clusterctl.resources import data_dir
+
+EXAMPLES = "docs/examples/blueprint-sections"
+"""One YAML fragment per top-level section (``<key>.yaml``), shown above the section's table. Each says in its
+first line which shipped blueprint it comes from or is added to; tests/test_first_blueprint.py validates it there."""
 
 
 def _type_name(ann) -> str:
@@ -52,12 +57,18 @@ def blueprint_markdown() -> str:
     lines = ["# Blueprint reference", "",
              "Generated from the models by `clusterctl schema --markdown > docs/blueprint.md`; do not edit by hand.",
              "Every mapping is strict: unknown keys are errors. Units are in the field names "
-             "(`_kw`, `_lpm`, `_gbps` = gigabits/s, `_gb_per_s` = gigabytes/s, `_tb` = terabytes).", ""]
+             "(`_kw`, `_lpm`, `_gbps` = gigabits/s, `_gb_per_s` = gigabytes/s, `_tb` = terabytes).",
+             "New to blueprints? [Your first blueprint](first-blueprint.md) builds one step by step. Each section "
+             "below starts with an example: a fragment of a shipped blueprint (`docs/examples/blueprint-sections/`, "
+             "each validated there by a test).", ""]
+    examples = _section_examples()
     for model in _models(Blueprint):
         lines += [f"## {model.__name__}", ""]
         doc = (model.__doc__ or "").strip()
         if doc and not doc.startswith("!!!") and "BaseModel" not in doc:
             lines += [doc, ""]
+        for key, text in examples.get(model, []):
+            lines += [f"Example (`{key}`):", "", "```yaml", text.rstrip("\n"), "```", ""]
         lines += ["| key | type | default | meaning |", "| --- | --- | --- | --- |"]
         for name, f in model.model_fields.items():
             if f.is_required():
@@ -76,6 +87,19 @@ def blueprint_markdown() -> str:
             lines.append(f"| `{name}` | {type_name} | {default} | {desc} |")
         lines.append("")
     return "\n".join(lines + _kinds_markdown())
+
+
+def _section_examples() -> dict[type[BaseModel], list[tuple[str, str]]]:
+    """model -> [(top-level key, example text)]: each example sits above the table of the first model its
+    top-level key holds (``name`` and ``description``: the Blueprint itself)."""
+    found: dict[type[BaseModel], list[tuple[str, str]]] = {}
+    folder = data_dir(EXAMPLES)
+    for key, field in Blueprint.model_fields.items():
+        path = folder / f"{key}.yaml"
+        if path.is_file():
+            held = [m for m in _models(field.annotation) if m is not Blueprint]
+            found.setdefault(held[0] if held else Blueprint, []).append((key, path.read_text()))
+    return found
 
 
 def _kinds_markdown() -> list[str]:

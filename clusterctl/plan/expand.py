@@ -36,6 +36,8 @@ class _Refs:
     def need(self, name: str, table, path: tuple, what: str, listing: str = "") -> bool:
         if name in table:
             return True
+        if any(p.path == path and p.code == "BP004" for p in self.problems):
+            return False  # one catalog entry used by several node types: one problem at its own line
         hint = did_you_mean(name, table) or (f"known: {', '.join(sorted(table)[:12])}" if table else "")
         if listing:
             hint = (hint + "; " if hint else "") + f"see `{listing}`"
@@ -68,22 +70,26 @@ def _node_type(name: str, bp: Blueprint, cat: Catalog, refs: _Refs) -> NodeTypeP
         return None
     if nt.server is not None or nt.spec is not None:
         if nt.spec is not None:
-            s, server_name = nt.spec, name
+            s, server_name, spec_path = nt.spec, name, path + ("spec",)
         elif refs.need(nt.server, cat.servers, path + ("server",), "server model", "clusterctl catalog servers"):
             s, server_name = cat.servers[nt.server], nt.server
+            # a server of the blueprint's own catalog: its names are reported at their own lines there
+            spec_path = ("catalog", "servers", nt.server) if nt.server in bp.catalog.servers else None
         else:
             return None
         gpu_model = s.gpus.model if s.gpus else None
         gpus = s.gpus.count if s.gpus else 0
-        where = path + (("spec", "nics") if nt.spec is not None else ("server",))
         nics = []
-        for slot in s.nics:
-            if not refs.need(slot.model, cat.nics, where, f"NIC model (in server {server_name})"):
+        for si, slot in enumerate(s.nics):
+            where = spec_path + ("nics", si, "model") if spec_path else path + ("server",)
+            if not refs.need(slot.model, cat.nics, where, f"NIC model (in server {server_name})",
+                             "clusterctl catalog nics"):
                 continue
             nic = cat.nics[slot.model]
             nics.append(NicPlan(slot.role, slot.model, slot.count * nic.ports, nic.speed_gbps, tuple(nic.protocols)))
-        if gpu_model and not refs.need(gpu_model, cat.accelerators, where[:-1] + ("gpus",) if nt.spec else where,
-                                       f"accelerator (in server {server_name})"):
+        where = spec_path + ("gpus", "model") if spec_path else path + ("server",)
+        if gpu_model and not refs.need(gpu_model, cat.accelerators, where, f"accelerator (in server {server_name})",
+                                       "clusterctl catalog accelerators"):
             return None
         return NodeTypePlan(
             name=name, path=path, server=s, server_name=server_name, instance=None, instance_name=None,
@@ -295,6 +301,9 @@ def expand(loaded: LoadedBlueprint, catalog: Catalog | None = None) -> ClusterPl
     rack_names = _rack_names(bp, refs)
     groups, rack_idx, next_u, occupancy = _place(bp, types, rack_names, refs)
     by_name = {g.name: g.index for g in groups}
+    # groups left out of the plan because their type or host list is broken (reported above): a name that
+    # refers to one of them follows from that problem and is not reported again
+    unplanned = {g.name for g in bp.node_groups} - set(by_name)
     pos = {g.index: k for k, g in enumerate(groups)}
     fabrics = []
     for fi, fab in enumerate(bp.fabrics):
@@ -315,6 +324,8 @@ def expand(loaded: LoadedBlueprint, catalog: Catalog | None = None) -> ClusterPl
         for ai, att in enumerate(fab.attach):
             if att.group == "all":
                 attached.extend((pos[g.index], att.nic_role) for g in groups)
+            elif att.group in unplanned:
+                continue
             elif refs.need(att.group, by_name | {"all": -1}, path + ("attach", ai, "group"), "node group"):
                 if by_name[att.group] in pos:
                     attached.append((pos[by_name[att.group]], att.nic_role))

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from clusterctl.plan.model import ClusterPlan, FabricPlan, GroupPlan
+from clusterctl.plan.sources import SourceError, mount_source
 
 DATA_ROLES = ("storage", "compute", "inband")
 """NIC roles that carry data, in the order a path over them is preferred (bmc and mgmt carry management only)"""
@@ -55,12 +56,18 @@ def _server_names(tier) -> list[str]:
     source = getattr(tier, "servers", None)
     if not source:
         return []
+    try:
+        found = mount_source(tier)
+    except SourceError:  # STORAGE009 reports it; the terms as written
+        found = None
+    if found is not None:
+        source = found[1]
     names: list[str] = []
     if "@" in source:  # Lustre NIDs: addr@net[,addr@net][:addr@net][:/fsname]
         for nid in source.split(":/", 1)[0].replace(":", ",").split(","):
             names.append(nid.split("@", 1)[0])
         return names
-    for term in source.split("/", 1)[0].split(","):
+    for term in source.split(":/", 1)[0].split("/", 1)[0].split(","):
         try:
             names.extend(hostlist.expand(term) if hostlist.count(term) <= MAX_SERVER_NAMES else [])
         except hostlist.HostlistError:

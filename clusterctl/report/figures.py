@@ -78,17 +78,40 @@ def _fits(s: str, width: float, size: float) -> bool:
 
 
 def _nice(v: float) -> float:
-    """The smallest 1/2/2.5/5 x 10^k at or above ``v``."""
+    """The smallest 1/1.2/1.5/2/2.5/3/4/5/6/8 x 10^k at or above ``v`` (an axis top whose fifths are round:
+    a 504 GB/s peak gets a 600 axis, not 1,000 with half the chart empty)."""
     if v <= 0:
         return 1.0
     e = 10 ** math.floor(math.log10(v))
-    for m in (1, 2, 2.5, 5, 10):
+    for m in (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
         if m * e >= v - 1e-12:
             return m * e
     return 10 * e
 
 
 # ---------------------------------------------------------------- topology
+
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+def oversubscription_label(ratio: float) -> str:
+    """``oversubscription 1.94:1`` where hosts can offer more than the uplinks carry (ratio >= 1); a leaf
+    whose uplinks exceed its host links (a 1G management leaf with 100G uplinks: 0.02:1) is
+    ``non-blocking`` and says by how much, since a ratio below one reads like a typo."""
+    if ratio >= 1 - 1e-9:
+        return f"oversubscription {fmt(ratio)}:1"
+    return f"non-blocking (uplinks {fmt(1 / ratio)}× the host links)"
+
+
+def node_row_label(fab: FabricPlan) -> str:
+    """``32 nodes × 8 rails`` on a rail-optimized fabric (NIC k of every node on rail k); otherwise the
+    links per node, which share the leaves (``260 nodes, 4 links each``)."""
+    nodes = _plural(fab.nodes, "node")
+    if fab.rail_optimized:
+        return f"{nodes} × {_plural(fab.rails, 'rail')}"
+    return f"{nodes}, {_plural(fab.rails, 'link')} each"
+
 
 def topology_svg(plan: ClusterPlan) -> str | None:
     """One panel per fabric with switches: tiers as rows (core on top), a node row, link bundles between."""
@@ -110,10 +133,10 @@ def _fabric_panel(svg: _Svg, fab: FabricPlan, y0: float, width: float) -> float:
     height = 58 + rows * row_gap - (row_gap - box_h) + 14
     svg.parts.append(f'<g class="fabric" data-fabric="{_attr(fab.name)}">')
     svg.rect(10, y0, width - 20, height, fill="#f7f7f7", stroke="#cccccc")
-    ratio = f"{fmt(fab.oversubscription_achieved)}:1"
     svg.text(20, y0 + 20, f"{fab.name} ({fab.kind})", size=14, font_weight="bold")
-    sub = (f"{fab.switch_count:,} switches, {len(fab.tiers)} tier{'s' * (len(fab.tiers) > 1)}, "
-           f"oversubscription {ratio}" + (", rail-optimized" if fab.rail_optimized else "")
+    sub = (f"{_plural(fab.switch_count, 'switch', 'switches')}, {_plural(len(fab.tiers), 'tier')}, "
+           f"{oversubscription_label(fab.oversubscription_achieved)}"
+           + (", rail-optimized" if fab.rail_optimized else "")
            + (f", {fab.pods:,} pods" if fab.pods > 1 else ""))
     svg.text(20, y0 + 38, sub, size=11, fill="#444444")
     anchors: dict[str, list[float]] = {}
@@ -124,7 +147,7 @@ def _fabric_panel(svg: _Svg, fab: FabricPlan, y0: float, width: float) -> float:
         role = t.role if t is not None else "node"
         row_y[role] = ry
         if t is None:
-            label = f"{fab.nodes:,} node{'s' * (fab.nodes != 1)} × {fab.rails} rail{'s' * (fab.rails != 1)}"
+            label = node_row_label(fab)
             w = max(320.0, len(label) * 7.2 + 20)
             svg.rect(cx - w / 2, ry, w, box_h, fill="#e8eef7", stroke="#4e79a7", class_="nodes",
                      data_nodes=fab.nodes, data_rails=fab.rails)
@@ -281,6 +304,9 @@ def rack_elevations_svg(plan: ClusterPlan, max_racks: int = 24) -> str | None:
         notes.append(f"{left_out:,} more kinds of rack not drawn.")
     if notes:
         svg.text(20, 72, " ".join(notes), size=10, fill="#444444", class_="note")
+    # one or two racks are narrower than the title, the legend and the note: widen to fit them
+    title = f"Rack elevations: {plan.blueprint.name}"
+    width = max(width, 40 + len(title) * 16 * 0.62, lx + 20, 40 + len(" ".join(notes)) * 10 * 0.6)
     for k, (rack, caption, units, top, blocks) in enumerate(layouts):
         ox = 20 + (k % cols) * col_w + 22
         oy = head + (k // cols) * row_h + 46 + (tallest - top) * u_px
@@ -409,7 +435,8 @@ def busbw_svg(series: dict[str, list[tuple[float, float]]], title: str) -> str:
     hi = max(hi, lo + 1)
     ymax = _nice(max(bws + [0.0]) * 1.05) if bws and max(bws) > 0 else 1.0
     px0, px1, py0, py1 = 80.0, 560.0, 50.0, 360.0
-    legend_w = max([len(n) for n in pts] + [10]) * 7 + 50
+    # room for the longest name (11 px) and for a "(same as <name>)" note (9 px) under it
+    legend_w = max([len(n) * 7 for n in pts] + [(len(n) + 10) * 5.6 for n in pts] + [70]) + 60
     width, height = px1 + legend_w, py1 + 60
 
     def xv(s: float) -> float:
@@ -435,18 +462,48 @@ def busbw_svg(series: dict[str, list[tuple[float, float]]], title: str) -> str:
     svg.text(22, cy, "bus bandwidth (GB/s)", size=12, anchor="middle", transform=f"rotate(-90 22 {_n(cy)})")
     if not sizes:
         svg.text((px0 + px1) / 2, cy, "no data", size=14, anchor="middle", fill="#777777")
+    seen: dict[tuple, str] = {}
     for i, (name, p) in enumerate(pts.items()):
         color = PALETTE[i % len(PALETTE)]
+        dash, shape = SERIES_STYLES[i % len(SERIES_STYLES)]
         if p:
-            svg.el("polyline", fill="none", stroke=color, stroke_width="2", class_="series", data_series=name,
+            svg.el("polyline", fill="none", stroke=color, stroke_width="2", stroke_dasharray=dash,
+                   class_="series", data_series=name, data_marker=shape,
                    points=" ".join(f"{_n(xv(s))},{_n(yv(b))}" for s, b in p))
             if len(p) <= 64:
                 for s, b in p:
-                    svg.el("circle", cx=_n(xv(s)), cy=_n(yv(b)), r="2.5", fill=color, class_="marker")
-        ly = py0 + 10 + i * 20
-        svg.line(px1 + 16, ly, px1 + 40, ly, stroke=color, stroke_width="3")
-        svg.text(px1 + 46, ly + 4, name, size=11, class_="legend")
+                    _marker(svg, shape, xv(s), yv(b), color, "marker")
+        ly = py0 + 10 + i * 26
+        svg.line(px1 + 12, ly, px1 + 44, ly, stroke=color, stroke_width="2", stroke_dasharray=dash,
+                 class_="legend-line", data_series=name)
+        _marker(svg, shape, px1 + 28, ly, color, "legend-marker")
+        svg.text(px1 + 50, ly + 4, name, size=11, class_="legend")
+        twin = seen.setdefault(tuple(p), name) if p else name
+        if twin != name:  # drawn exactly on top of an earlier series: say so, the dashes alone are subtle
+            svg.text(px1 + 50, ly + 15, f"(same as {twin})", size=9, fill="#555555", class_="legend-note",
+                     data_series=name)
     return svg.render(width, height, title)
+
+
+SERIES_STYLES = ((None, "circle"), ("7 4", "square"), ("2 3", "triangle"), ("9 3 2 3", "diamond"),
+                 ("4 2", "cross"))
+"""(stroke-dasharray, marker) per series, so lines that coincide stay distinguishable (all_gather and
+reduce_scatter have the same bus bandwidth) and the chart reads in grey-scale too"""
+
+
+def _marker(svg: _Svg, shape: str, x: float, y: float, color: str, cls: str) -> None:
+    r = 3.0
+    if shape == "circle":
+        svg.el("circle", cx=_n(x), cy=_n(y), r="2.5", fill=color, class_=cls, data_shape=shape)
+    elif shape == "square":
+        svg.rect(x - r, y - r, 2 * r, 2 * r, fill="none", stroke=color, stroke_width="1.2", class_=cls,
+                 data_shape=shape)
+    else:
+        pts = {"triangle": ((0, -r - 0.5), (r + 0.5, r), (-r - 0.5, r)),
+               "diamond": ((0, -r - 0.5), (r + 0.5, 0), (0, r + 0.5), (-r - 0.5, 0)),
+               "cross": ((-r, -r), (r, r), (0, 0), (r, -r), (-r, r), (0, 0))}[shape]
+        svg.el("polygon" if shape != "cross" else "polyline", fill="none", stroke=color, stroke_width="1.2",
+               class_=cls, data_shape=shape, points=" ".join(f"{_n(x + dx)},{_n(y + dy)}" for dx, dy in pts))
 
 
 # ---------------------------------------------------------------- output
@@ -482,7 +539,8 @@ def pictures(plan: ClusterPlan, busbw_series: dict[str, dict[str, list[tuple[flo
         while stem in used:
             stem, k = f"{base}-{k}", k + 1
         used.add(stem)
-        title = f"{plan.blueprint.name}: bus bandwidth, {name.replace('-', ' ')}"
+        shown = re.sub(r"\bgpus\b", "GPUs", name.replace("-", " "))
+        title = f"{plan.blueprint.name}: bus bandwidth, {shown}"
         figures.append((stem, busbw_svg(series, title)))
     return {f"{stem}.svg": svg for stem, svg in figures if svg is not None}
 

@@ -42,6 +42,11 @@ class Hit:
     hint: str = ""
     severity: Severity | None = None
     """overrides the rule's default severity (e.g. a warning threshold below an error threshold)"""
+    subject: tuple[str, str] | None = None
+    """(kind, name) of what the hit is about when a rule repeats it per rack or host, e.g. ("rack", "c01"):
+    text output groups the hits of one rule at one location into one block over a host list"""
+    summary: str = ""
+    """the figures of the hit without its subject ("41.1 kW of 38.0 kW"), for that grouped line"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +59,9 @@ class Finding:
     title: str = ""
     suppressed: str | None = None
     """the reason, when suppressed"""
+    subject: tuple[str, str] | None = None
+    """as :attr:`Hit.subject`"""
+    summary: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +130,7 @@ def run_rules(plan: ClusterPlan, suppress: dict[str, str] | None = None,
     for r in rules:
         for hit in _safely(r, plan):
             findings.append(Finding(r.code, hit.severity if hit.severity is not None else r.severity, hit.path,
-                                    hit.message, hit.hint, r.title, reasons.get(r.code)))
+                                    hit.message, hit.hint, r.title, reasons.get(r.code), hit.subject, hit.summary))
     for path, code in unknown:
         from clusterctl.blueprint.load import did_you_mean
         findings.append(Finding("META001", Severity.WARNING, path, f"suppression names unknown rule '{code}'",

@@ -85,10 +85,11 @@ def rack_liquid(plan: ClusterPlan) -> Iterator[Hit]:
             continue
         liquid, _ = rack_heat(rack, prof)
         if liquid > prof.liquid_kw + 1e-9:
-            yield Hit(rack.path + ("profile",),
+            yield Hit(rack.profile_path + ("liquid_kw",),
                       f"rack {rack.name} sends {liquid:.1f} kW to its liquid loop of {prof.liquid_kw:g} kW "
                       f"({rack.power_kw:.1f} kW draw)",
-                      f"raise rack_profiles.{rack.profile_name}.liquid_kw or put fewer nodes in the rack")
+                      f"raise rack_profiles.{rack.profile_name}.liquid_kw or put fewer nodes in the rack",
+                      subject=("rack", rack.name), summary=f"{liquid:.1f} kW of {prof.liquid_kw:g} kW liquid")
 
 
 @rule("COOL004", "cooling", Severity.ERROR, "rack air heat over the rack's air budget")
@@ -103,12 +104,13 @@ def rack_air(plan: ClusterPlan) -> Iterator[Hit]:
             continue
         _, air = rack_heat(rack, prof)
         if air > prof.air_kw + 1e-9:
-            yield Hit(rack.path + ("profile",),
+            yield Hit(rack.profile_path + ("air_kw",),
                       f"rack {rack.name} rejects {air:.1f} kW to air of a {prof.air_kw:g} kW air budget "
                       f"({rack.power_kw:.1f} kW draw" + (f", {rack.power_kw - air:.1f} kW to liquid)"
                                                         if rack.power_kw - air > 1e-9 else ")"),
                       f"raise rack_profiles.{rack.profile_name}.air_kw (rear-door heat exchanger, containment) "
-                      f"or put fewer air-cooled nodes in the rack")
+                      f"or put fewer air-cooled nodes in the rack",
+                      subject=("rack", rack.name), summary=f"{air:.1f} kW of {prof.air_kw:g} kW air")
 
 
 @rule("COOL005", "cooling", Severity.ERROR, "liquid-only hardware in a rack without a liquid loop")
@@ -122,10 +124,11 @@ def liquid_only_hardware(plan: ClusterPlan) -> Iterator[Hit]:
             continue
         missing = " and ".join(m for m, bad in (("liquid_kw", prof.liquid_kw <= 0), ("cdu", prof.cdu is None))
                                if bad)
-        yield Hit(rack.path + ("profile",),
+        yield Hit(rack.profile_path + ("liquid_kw",),
                   f"rack {rack.name} holds {rack.liquid_only_kw:.1f} kW of liquid-only heat but rack profile "
                   f"{rack.profile_name} has no {missing}",
-                  f"set rack_profiles.{rack.profile_name}.liquid_kw and cdu, or use air-cooled hardware")
+                  f"set rack_profiles.{rack.profile_name}.liquid_kw and cdu, or use air-cooled hardware",
+                  subject=("rack", rack.name), summary=f"{rack.liquid_only_kw:.1f} kW liquid-only, no {missing}")
 
 
 @rule("COOL006", "cooling", Severity.ERROR, "site air cooling exceeded")

@@ -447,3 +447,61 @@ def roce_qos_per_node_type(plan: ClusterPlan) -> Iterator[Hit]:
                           f"its nccl.conf holds one NCCL_IB_TC",
                           "give both fabrics the same traffic_class and pfc_priority")
                 break
+
+
+UNCABLED_ERROR = ("storage",)
+"""NIC roles of a GPU group that must be on their fabric (compute: FABRIC007 reports those)"""
+UNCABLED_WARN = ("inband", "bmc", "mgmt")
+"""management roles: a node left off them is unreachable for provisioning or power control, not for training"""
+
+
+@rule("FABRIC014", "fabric", Severity.ERROR, "NICs left off the fabric of their role")
+def nic_role_uncabled(plan: ClusterPlan) -> Iterator[Hit]:
+    """A bare-metal group has NICs of a role (storage, inband, bmc, mgmt) that no fabric attaches, while a
+    fabric carries that role for other groups: the network exists and this group was left out of its
+    ``attach`` list. A GPU group's storage NICs are an error (its nodes read data and write checkpoints over
+    them, and the storage fabric is planned without their ports); in-band, BMC and management NICs are a
+    warning on any group (the nodes cannot be provisioned, reached by Slurm or power-controlled over a network
+    that was planned without them). Compute NICs of GPU groups are FABRIC007's. Not reported: a role no
+    fabric carries at all (small labs model only the compute and BMC fabrics; the in-band network is then
+    taken as flat, and STORAGE008 reports a storage tier that becomes unreachable), the storage or compute
+    NICs of groups without GPUs (head and login nodes often reach storage over in-band), and cloud groups
+    (the provider's network)."""
+    carriers: dict[str, list[FabricPlan]] = {}
+    for fp in plan.fabrics:
+        for gi, role in _pairs(fp):
+            if plan.groups[gi].type.nic_count(role) and fp not in carriers.setdefault(role, []):
+                carriers[role].append(fp)
+    for g in plan.groups:
+        if g.type.instance is not None or not g.count:
+            continue
+        roles = (UNCABLED_ERROR if g.type.gpus else ()) + UNCABLED_WARN
+        for role in roles:
+            n = g.type.nic_count(role)
+            if not n or role not in carriers or any((g.index, role) in fp.attached for fp in plan.fabrics):
+                continue
+            fp = carriers[role][0]
+            others = sorted({plan.groups[gi].name for gi, r in fp.attached if r == role})
+            severity = None if role in UNCABLED_ERROR else Severity.WARNING
+            yield Hit(fp.path + ("attach",),
+                      f"the {role} NICs of group {g.name} ({g.count:,} nodes × {n} port{'s' if n != 1 else ''}, "
+                      f"{g.type.server_name}) are attached to no fabric; fabric {fp.name} carries the {role} NICs of "
+                      f"{', '.join(others)}",
+                      f"add {{group: {g.name}, nic_role: {role}}} to the attach list of fabric {fp.name}", severity)
+
+
+@rule("FABRIC015", "fabric", Severity.ERROR, "fabric attached to nothing")
+def fabric_unattached(plan: ClusterPlan) -> Iterator[Hit]:
+    """Every attach entry of the fabric resolves to no NIC (each names a group without NICs of that role, or
+    ``group: all`` with a role no node type has; FABRIC010 points at each entry): the fabric connects no node,
+    yet its switches are planned, racked and counted in power and cost. Usually a role mix-up (storage vs
+    inband) or a group renamed; a fabric that only serves appliances still needs the nodes that use them."""
+    for fp in plan.fabrics:
+        if any(plan.groups[gi].type.nic_count(role) for gi, role in fp.attached):
+            continue
+        entries = ", ".join(f"{a.group}/{a.nic_role}" for a in _intent(plan, fp).attach)
+        yield Hit(fp.path + ("attach",),
+                  f"fabric {fp.name} ({fp.kind}) connects no node: its attach entries ({entries}) name no NIC; "
+                  + (f"{fp.switch_count:,} switch{'es' if fp.switch_count != 1 else ''} planned for nothing"
+                     if fp.switch_count else "no switch is planned for it"),
+                  "attach the NIC role the groups have (see `clusterctl catalog servers`), or remove the fabric")

@@ -22,10 +22,11 @@ def rack_power_budget(plan: ClusterPlan) -> Iterator[Hit]:
         prof = plan.rack_profile(rack)
         if prof is None or rack.power_kw <= prof.power_kw + 1e-9:
             continue
-        yield Hit(rack.path + ("profile",),
+        yield Hit(rack.profile_path + ("power_kw",),
                   f"rack {rack.name} draws {rack.power_kw:.1f} kW of a {prof.power_kw:.1f} kW budget "
                   f"({breakdown(rack)})",
-                  f"move nodes to another rack (per_rack) or raise rack_profiles.{rack.profile_name}.power_kw")
+                  f"raise rack_profiles.{rack.profile_name}.power_kw or move nodes to another rack (per_rack)",
+                  subject=("rack", rack.name), summary=f"{rack.power_kw:.1f} kW of {prof.power_kw:.1f} kW")
 
 
 def usable_feed_kw(prof) -> tuple[float, int]:
@@ -60,11 +61,13 @@ def rack_feed_capacity(plan: ClusterPlan) -> Iterator[Hit]:
             continue
         if rack.power_kw > usable + 1e-9:
             feed_kw = prof.feed_kw if prof.feed_kw is not None else prof.power_kw
-            yield Hit(rack.path + ("profile",),
+            field = "feed_kw" if prof.feed_kw is not None else "feeds"
+            yield Hit(rack.profile_path + (field,),
                       f"rack {rack.name} draws {rack.power_kw:.1f} kW but with {prof.redundancy} feeds only "
                       f"{remaining} × {feed_kw:g} kW × {prof.continuous_load_factor:g} continuous = {usable:.1f} kW "
                       f"survive a feed failure",
-                      f"raise rack_profiles.{rack.profile_name}.feed_kw, add feeds, or put fewer nodes in the rack")
+                      f"raise rack_profiles.{rack.profile_name}.feed_kw, add feeds, or put fewer nodes in the rack",
+                      subject=("rack", rack.name), summary=f"{rack.power_kw:.1f} kW, {usable:.1f} kW after a feed failure")
 
 
 @rule("POWER003", "power", Severity.ERROR, "odd feed count for 2N")

@@ -32,7 +32,8 @@ def rack_units(plan: ClusterPlan) -> Iterator[Hit]:
                   f"rack {rack.name} needs {rack.used_u} U of {prof.units} U "
                   f"({units_breakdown(plan, rack, prof.reserved_u)})",
                   f"lower per_rack, move switches (switch_racks) elsewhere, or raise "
-                  f"rack_profiles.{rack.profile_name}.units")
+                  f"rack_profiles.{rack.profile_name}.units",
+                  subject=("rack", rack.name), summary=f"{rack.used_u} U of {prof.units} U")
 
 
 @rule("SPACE002", "space", Severity.ERROR, "node group does not fit its racks")
@@ -86,4 +87,5 @@ def rack_system_contents(plan: ClusterPlan) -> Iterator[Hit]:
             yield Hit(rack.path + ("profile",),
                       f"rack {rack.name} holds {trays} {system.compute_tray} trays; a "
                       f"{plan.blueprint.rack_profiles[rack.profile_name].system} rack has {system.compute_trays}",
-                      f"set per_rack to {system.compute_trays} or less")
+                      f"set per_rack to {system.compute_trays} or less",
+                      subject=("rack", rack.name), summary=f"{trays} trays of {system.compute_trays}")

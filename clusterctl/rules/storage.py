@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 from clusterctl.plan.model import ClusterPlan
+from clusterctl.plan.paths import DATA_ROLES, no_path_reason, storage_path
+from clusterctl.plan.sources import SourceError, mount_source
 from clusterctl.rules.base import Hit, Severity, rule
 
 
@@ -169,3 +172,72 @@ def lustre_o2ib_nic(plan: ClusterPlan) -> Iterator[Hit]:
                       f"(group {g.name}, role {g.role}) has no InfiniBand-capable storage NIC ({nics})",
                       "give the node type a storage NIC (role: storage) with InfiniBand/RoCE RDMA, or add the MGS's "
                       "@tcp NID to the source (10.0.0.1@o2ib,10.1.0.1@tcp:/fs)")
+
+
+def _attach_fix(plan: ClusterPlan, g, tier, loose: list[str]):
+    """(fabric, role): the first existing fabric that, with ``g``'s unattached ``role`` NICs added to it, gives
+    ``g`` a path to ``tier``; None when no single attach entry does."""
+    for role in loose:
+        for f in plan.fabrics:
+            if not any(r == role for _, r in f.attached):
+                continue
+            fabrics = tuple(replace(x, attached=x.attached + ((g.index, role),)) if x is f else x
+                            for x in plan.fabrics)
+            if storage_path(replace(plan, fabrics=fabrics), g, tier) is not None:
+                return f, role
+    return None
+
+
+MOUNTING_ROLES = ("compute", "login")
+"""node roles that mount the shared tiers (the storage_clients role of the Ansible target)"""
+SOURCE_KEY = {"nfs": "export", "parallel": "servers", "object": "endpoint"}
+
+
+@rule("STORAGE008", "storage", Severity.ERROR, "storage tier unreachable from a group that mounts it")
+def tier_reachable(plan: ClusterPlan) -> Iterator[Hit]:
+    """Compute and login groups mount every shared tier (NFS and parallel; compute groups also read the object
+    tiers). Each tier's servers are placed on the network they are on (a node of the blueprint, an address pool's
+    role, else the storage network) and the group must reach them over a fabric one of its data NICs (storage,
+    compute, in-band) is attached to, or over the in-band network (see ``clusterctl/plan/paths.py``). Without a
+    path the mount hangs at boot and jobs fail on their first read. Typical causes: the group's storage NICs are
+    attached to no fabric, or the design has no storage fabric and no in-band path to the servers. The finding
+    points at the fabric to attach the group to when its servers are on one the group has unattached NICs for,
+    else at the tier's source. Cloud groups reach storage over the instance network; node-local tiers need no
+    network."""
+    for i, t in enumerate(plan.blueprint.storage):
+        if t.tier == "local" or (t.tier == "parallel" and not t.servers):
+            continue
+        for g in plan.groups:
+            if g.role not in MOUNTING_ROLES or (t.tier == "object" and g.role != "compute") or not g.count:
+                continue
+            if storage_path(plan, g, t) is not None:
+                continue
+            loose = [r for r in DATA_ROLES
+                     if g.type.nic_count(r) and not any((g.index, r) in f.attached for f in plan.fabrics)]
+            fix = _attach_fix(plan, g, t, loose)
+            if fix is not None:
+                f, role = fix
+                path, hint = (f.path + ("attach",),
+                              f"add {{group: {g.name}, nic_role: {role}}} to the attach list of fabric {f.name}")
+            else:
+                path = ("storage", i, SOURCE_KEY[t.tier])
+                hint = (f"attach group {g.name}'s {loose[0]} NICs to a fabric the tier's servers are on (add a "
+                        f"storage fabric if there is none), or name servers on a network {g.name} reaches" if loose
+                        else f"name servers on a network group {g.name} is attached to")
+            yield Hit(path, no_path_reason(plan, g, t) + f" (its {g.role} nodes mount {t.mount})", hint)
+
+
+@rule("STORAGE009", "storage", Severity.ERROR, "servers the file system client cannot be given")
+def mount_source_usable(plan: ClusterPlan) -> Iterator[Hit]:
+    """The mount source is built from a tier's ``servers`` with host lists expanded as each client takes them
+    (``clusterctl/plan/sources.py``): WEKA ``weka[01-16]/pfs`` becomes ``weka01,...,weka16/pfs``, Lustre
+    ``10.0.0.[1-2]@o2ib:/fs`` the failover MGS pair ``10.0.0.1@o2ib:10.0.0.2@o2ib:/fs``. Refused: a host list
+    that does not expand or names more than 1,024 servers; a VAST source (mounted over NFS, which takes one
+    server) naming several servers; Lustre NIDs of one MGS whose host lists name different numbers of nodes."""
+    for i, t in enumerate(plan.blueprint.storage):
+        try:
+            mount_source(t)
+        except SourceError as exc:
+            hint = ("name one server: the VIP pool's DNS name" if t.tier == "parallel" and t.filesystem == "vast"
+                    else "write a host list clusterctl can expand (name[01-16], comma lists)")
+            yield Hit(("storage", i, "servers"), f"{t.filesystem} tier {t.name}: {exc}", hint)

@@ -17,6 +17,7 @@ from clusterctl import hostlist
 from clusterctl.cloud.gpudirect import RXDM_ROLE, needs_rxdm
 from clusterctl.cloud.spec import is_elastic, slurm_hosts
 from clusterctl.plan.model import ClusterPlan, GroupPlan
+from clusterctl.plan.sources import SourceError, mount_source
 from clusterctl.resources import data_dir
 from clusterctl.rules.nvlink import IMEX_SWITCH, imex_configured
 from clusterctl.rules.slurm import parse_version, state_tier
@@ -302,15 +303,6 @@ def state_mount_tiers(plan: ClusterPlan, g: GroupPlan) -> set[str]:
     return {found[1].name} if set(controllers) & set(g.hosts) else set()
 
 
-def weka_source(servers: str, fs: str) -> str:
-    """The wekafs mount source: a comma list of backends, then /filesystem (``mount -t wekafs b1,b2/fs``). A
-    host list (``weka[01-08]``) is expanded, since the WEKA client does not read ranges; a source that already
-    names its file system (``b1,b2/fs``) is kept."""
-    if "/" in servers:
-        return servers
-    return ",".join(hostlist.expand(servers)) + f"/{fs}"
-
-
 def nfs_exports(plan: ClusterPlan) -> list[dict]:
     """The NFS tiers served by one of the plan's own hosts (``export: head01:/export/home``), for the nfs_server
     role: {host, path, clients}, clients being the in-band network prefix (the network the mounts use).
@@ -385,15 +377,14 @@ def storage_mounts(plan: ClusterPlan, g: GroupPlan) -> tuple[list[dict], list[st
         if t.tier == "object":
             continue
         expected.append(t.mount)
-        if t.tier == "nfs":
-            mounts.append({"name": t.name, "path": t.mount, "src": t.export, "fstype": "nfs"})
-        elif t.filesystem == "lustre" and t.servers:
-            src = t.servers if ":/" in t.servers else f"{t.servers}:/{t.name}"
-            mounts.append({"name": t.name, "path": t.mount, "src": src, "fstype": "lustre"})
-        elif t.filesystem == "weka" and t.servers:
-            mounts.append({"name": t.name, "path": t.mount, "src": weka_source(t.servers, t.name), "fstype": "wekafs"})
-        elif t.filesystem == "vast" and t.servers:
-            mounts.append({"name": t.name, "path": t.mount, "src": f"{t.servers}:/{t.name}", "fstype": "nfs"})
+        try:  # host lists expanded as each client takes them (clusterctl/plan/sources.py)
+            found = mount_source(t)
+        except SourceError as exc:  # STORAGE009 reports it first
+            err = RenderError(f"storage tier {t.name}: {exc}")
+            err.path = ("storage", plan.blueprint.storage.index(t), "servers")
+            raise err from None
+        if found is not None:
+            mounts.append({"name": t.name, "path": t.mount, "src": found[1], "fstype": found[0]})
     tiers = {t.name: i for i, t in enumerate(plan.blueprint.storage)}
     for m in mounts:  # fstab fields: one word each, no '#', no control characters
         with at(("storage", tiers.get(m["name"], 0))):

@@ -134,8 +134,9 @@ B300_XDR_RA = [
     (18, 1296, 144, 72, 10368, 10368),
 ]
 
-# The catalog ships no server with ConnectX-8; this blueprint-local entry stands in for the DGX B300 of the
-# RA. Only its eight 800G XDR compute NICs matter to the fabric (the GPU model is a placeholder).
+# The catalog ships no DGX B300 (its generic HGX B300, hgx-b300-8gpu, has the same eight 800G NICs); this
+# blueprint-local entry stands in for the DGX B300 of the RA. Only its eight 800G XDR compute NICs matter to
+# the fabric (the GPU model is a placeholder).
 CX8_SERVER = {"servers": {"dgx-b300-xdr": {
     "description": "stand-in for DGX B300 (XDR SuperPOD RA): 8 GPUs, 8 x ConnectX-8 800G XDR compute NICs",
     "gpus": {"model": "b200", "count": 8},

@@ -353,3 +353,60 @@ def test_write_figures(tmp_path):
 def test_write_figures_cloud_blueprint_skips_rack_figures(tmp_path):
     written = write_figures(plan("aws-p5"), {"x": {"s": [(8.0, 1.0)]}}, tmp_path, png=False)
     assert written == ["busbw-x.svg"]
+
+
+# ---------------------------------------------------------------- what a reviewer reads off the pictures
+
+def test_busbw_coinciding_series_stay_distinguishable():
+    """all_gather and reduce_scatter have the same bus bandwidth: each series has its own dash pattern and
+    marker shape, the legend shows both, and a series drawn on top of another says so."""
+    same = [(2.0 ** k, min(300.0, 2.0 ** k / 1e6)) for k in range(10, 31)]
+    series = {"all_reduce": [(s, 1.2 * b) for s, b in same], "all_gather": same, "reduce_scatter": list(same),
+              "all_to_all": [(s, b / 2) for s, b in same], "send_recv": [(s, b / 3) for s, b in same]}
+    root = parse(busbw_svg(series, "t"))
+    lines = find(root, "polyline", "series")
+    styles = [(p.get("stroke-dasharray"), p.get("data-marker")) for p in lines]
+    assert len(set(styles)) == len(series)
+    assert len({d for d, _ in styles}) == len(series)  # dash patterns alone tell them apart
+    legend_lines = find(root, "line", "legend-line")
+    assert [(e.get("data-series"), e.get("stroke-dasharray")) for e in legend_lines] == \
+        [(p.get("data-series"), p.get("stroke-dasharray")) for p in lines]
+    assert [e.get("data-shape") for e in root.iter() if "legend-marker" in classes(e)] == \
+        [m for _, m in styles]
+    assert [t.text for t in find(root, "text", "legend")] == list(series)
+    notes = find(root, "text", "legend-note")
+    assert [(n.get("data-series"), n.text) for n in notes] == [("reduce_scatter", "(same as all_gather)")]
+
+
+def test_topology_labels_follow_the_topology():
+    """Only a rail-optimized fabric has rails; a ratio below 1:1 is shown as non-blocking."""
+    p = plan("gb200-nvl72-8rack")
+    root = parse(topology_svg(p))
+    for fab in p.fabrics:
+        if not fab.tiers:
+            continue
+        words = texts(panel(root, fab.name))
+        node_row = [w for w in words if w.startswith(f"{fab.nodes:,} node")]
+        if fab.rail_optimized:
+            assert node_row == [f"{fab.nodes:,} nodes × {fab.rails} rails"]
+        else:
+            assert node_row and "rail" not in node_row[0], node_row
+        sub = next(w for w in words if "switch" in w)
+        if fab.oversubscription_achieved < 1:
+            assert "non-blocking" in sub and "oversubscription" not in sub
+        assert not re.search(r"\b1 switches|\b1 tiers", sub)
+
+
+def test_busbw_axis_top_is_close_to_the_peak():
+    """A 480 GB/s peak gets a 600 GB/s axis (ticks of 120), not 1,000 with half the chart empty."""
+    root = parse(busbw_svg({"all_reduce": [(2.0 ** k, min(480.0, 2.0 ** k / 1e6)) for k in range(10, 34)]}, "t"))
+    assert "600" in texts(root) and "1,000" not in texts(root)
+
+
+def test_one_rack_elevation_is_wide_enough_for_its_title_and_note():
+    """lab-ha has one rack: the picture is widened so the title and the 'positions assumed' note are not cut."""
+    root = parse(rack_elevations_svg(plan("lab-ha")))
+    width = float(root.get("width"))
+    note = find(root, "text", "note")[0].text
+    assert width >= 20 + len(note) * 10 * 0.6
+    assert width >= 20 + len("Rack elevations: lab-ha") * 16 * 0.6

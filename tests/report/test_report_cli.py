@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -160,3 +161,25 @@ def test_gpu_without_scale_up_figure_reports(tmp_path):
     r = cli("report", str(bp), "--model", "llama3-8b", "--suppress", "SLURM004")
     assert r.returncode == 0, r.stderr
     assert "every GPU is taken as its own domain" in r.stdout
+
+
+def test_report_pictures_read_right(tmp_path):
+    """Through the CLI: the bus-bandwidth chart draws each collective with its own dash pattern (all_gather
+    is not hidden under reduce_scatter), the converged fabric is not labelled with rails and the
+    management fabric shows no '0.09:1' oversubscription."""
+    out = tmp_path / "r"
+    r = cli("report", "blueprints/gb200-nvl72-8rack.yaml", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    ns = "{http://www.w3.org/2000/svg}"
+    chart = ET.fromstring((out / "pictures" / "busbw-576-gpus.svg").read_text())
+    lines = [e for e in chart.iter(f"{ns}polyline") if "series" in (e.get("class") or "")]
+    ops = [e.get("data-series") for e in lines]
+    assert {"all_gather", "reduce_scatter"} <= set(ops)
+    assert len({e.get("stroke-dasharray") for e in lines}) == len(lines)
+    legend = [e.text for e in chart.iter(f"{ns}text") if e.get("class") == "legend"]
+    assert legend == ops
+    assert "576 GPUs" in chart.find(f"{ns}title").text
+    topo = (out / "pictures" / "topology.svg").read_text()
+    assert "144 nodes, 4 links each" in topo and "144 nodes × 4 rails" in topo  # converged vs ib
+    assert not re.search(r"oversubscription 0\.\d+:1", topo)
+    assert "non-blocking (uplinks" in topo

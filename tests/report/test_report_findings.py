@@ -119,6 +119,8 @@ def _no_storage_fabric(tmp_path: Path) -> Path:
     data = shipped("dgx-h100-superpod-1su")
     data["fabrics"] = [f for f in data["fabrics"] if f["name"] != "stor"]
     data["storage"][0]["servers"] = "10.31.1.250@tcp:/lustre"
+    # validate refuses the design (STORAGE008); suppressed to see what the report says of it
+    data["validation"] = {"suppress": [{"rule": "STORAGE008", "reason": "the report of an unreachable tier"}]}
     bp = tmp_path / "no-storage-fabric.yaml"
     bp.write_text(to_yaml(data))
     return bp
@@ -126,6 +128,8 @@ def _no_storage_fabric(tmp_path: Path) -> Path:
 
 def test_no_network_path_to_storage_states_no_bandwidth_or_checkpoint_time(tmp_path):
     bp = _no_storage_fabric(tmp_path)
+    r = cli("validate", str(bp), "--format", "json")  # STORAGE008 reports it (suppressed, with its reason)
+    assert any(f["code"] == "STORAGE008" and f["suppressed"] for f in json.loads(r.stdout)["findings"]), r.stdout
     data = _report_json(str(bp))
     st = data["storage"]
     lustre, home = st["tiers"][0], st["tiers"][1]

@@ -65,7 +65,7 @@ def test_rack_liquid_heat_over_the_loop():
     data = dlc()
     data["rack_profiles"]["lab"]["liquid_kw"] = 15
     (h,) = hits(data, "COOL003")
-    assert h.path == ("racks", 0, "profile")
+    assert h.path == ("rack_profiles", "lab", "liquid_kw")
     assert "rack lab01 sends 15.3 kW to its liquid loop of 15 kW" in h.message
 
 
@@ -73,7 +73,7 @@ def test_rack_air_heat_over_budget():
     data = lab()
     data["rack_profiles"]["lab"]["air_kw"] = 20
     (h,) = hits(data, "COOL004")
-    assert h.path == ("racks", 0, "profile")
+    assert h.path == ("rack_profiles", "lab", "air_kw")
     assert "rack lab01 rejects 23.2 kW to air of a 20 kW air budget" in h.message
     data = dlc()
     data["rack_profiles"]["lab"]["air_kw"] = 7  # 7.92 kW of air heat stays with the liquid-cooled servers
@@ -94,7 +94,7 @@ def test_liquid_only_hardware_needs_a_loop_and_a_cdu():
     data = dlc()
     del data["rack_profiles"]["lab"]["cdu"]
     (h,) = hits(data, "COOL005")
-    assert h.path == ("racks", 0, "profile")
+    assert h.path == ("rack_profiles", "lab", "liquid_kw")
     assert "15.3 kW of liquid-only heat" in h.message and "has no cdu" in h.message
     data["rack_profiles"]["lab"]["liquid_kw"] = 0
     (h,) = hits(data, "COOL005")

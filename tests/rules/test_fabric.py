@@ -138,11 +138,14 @@ def test_link_gbps_faster_than_the_nic():
 
 def test_leaf_uplinks_must_land_on_spine_ports_of_their_speed():
     data = lab()
-    data["fabrics"][1].update(tiers=2, spine_switch="sn5600")
+    # (an SN5600 spine would take them: Spectrum-4 splits its cages down to 10G)
+    data["fabrics"][1].update(tiers=2, spine_switch="tomahawk5-64x800")
     (h,) = hits(data, "FABRIC003")
     assert h.path == ("fabrics", 1, "spine_switch")
-    assert ("leaf uplinks of fabric mgmt run at 100G (sn2201) but spine switch sn5600 ports run "
+    assert ("leaf uplinks of fabric mgmt run at 100G (sn2201) but spine switch tomahawk5-64x800 ports run "
             "800G/400G/200G") in h.message
+    data["fabrics"][1].update(spine_switch="sn5600")
+    assert hits(data, "FABRIC003") == []
 
 
 # --- FABRIC004 size -------------------------------------------------------------------------------------
@@ -326,3 +329,38 @@ def test_node_type_on_roce_fabrics_with_different_qos():
                          "roce2 (traffic_class 98, pfc_priority 3); its nccl.conf holds one NCCL_IB_TC")
     data["fabrics"][4]["traffic_class"] = 106
     assert not hits(data, "FABRIC013")
+
+
+def superpod_plus_group():
+    """The 1-SU SuperPOD with a second DGX group cabled only to the compute fabric (as a new user adds one)."""
+    data = shipped("dgx-h100-superpod-1su")
+    data["node_groups"].append({"name": "dgx2", "type": "dgx", "count": 4, "hostnames": "dgx[101-104]"})
+    data["fabrics"][0]["attach"].append({"group": "dgx2", "nic_role": "compute"})
+    return data
+
+
+def test_gpu_storage_nics_left_off_the_storage_fabric():
+    found = {h.message.split(" NICs")[0]: h for h in hits(superpod_plus_group(), "FABRIC014")}
+    assert sorted(found) == ["the inband", "the storage"]  # bmc: attached by group all
+    h = found["the storage"]
+    assert str(h.severity) == "error" and h.path == ("fabrics", 1, "attach")
+    assert h.message == ("the storage NICs of group dgx2 (4 nodes × 2 ports, dgx-h100) are attached to no fabric; "
+                         "fabric stor carries the storage NICs of dgx")
+    assert h.hint == "add {group: dgx2, nic_role: storage} to the attach list of fabric stor"
+    h = found["the inband"]
+    assert str(h.severity) == "warning" and h.path == ("fabrics", 2, "attach")
+
+
+def test_nic_roles_no_fabric_carries_or_of_cpu_groups_are_quiet():
+    assert not hits(shipped("dgx-h100-superpod-1su"), "FABRIC014")  # head/login storage NICs: no GPUs
+    assert not hits(lab(), "FABRIC014")  # no storage or in-band fabric at all: not modelled
+
+
+def test_fabric_attached_to_nothing():
+    data = lab()
+    data["fabrics"][1]["attach"] = [{"group": "head", "nic_role": "storage"}]  # cpu-1u has no storage NIC
+    (h,) = hits(data, "FABRIC015")
+    assert h.path == ("fabrics", 1, "attach")
+    assert h.message == ("fabric mgmt (ethernet) connects no node: its attach entries (head/storage) name no NIC; "
+                         "no switch is planned for it")
+    assert not hits(lab(), "FABRIC015")

@@ -9,7 +9,7 @@ def test_rack_over_budget_names_the_rack_and_the_numbers():
     data = lab()
     data["rack_profiles"]["lab"]["power_kw"] = 20
     (h,) = hits(data, "POWER001")
-    assert h.path == ("racks", 0, "profile")
+    assert h.path == ("rack_profiles", "lab", "power_kw")
     assert "rack lab01 draws" in h.message and "of a 20.0 kW budget" in h.message
     assert "2 × hgx-h100-8gpu at 10.2 kW" in h.message
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from clusterctl.catalog import load_shipped_catalog
-from tests.helpers import codes, hits, lab
+from tests.helpers import BROKEN, cli, codes, hits, lab, line_of, shipped
 
 STORAGE = ("STORAGE001", "STORAGE002", "STORAGE003", "STORAGE004", "STORAGE005", "STORAGE006")
 LUSTRE = {"name": "lustre", "tier": "parallel", "mount": "/lustre", "capacity_tb": 100, "read_gb_per_s": 200,
@@ -111,3 +111,69 @@ def test_storage007_o2ib_nid_needs_an_rdma_storage_nic_on_every_client():
     assert h.path == ("storage", 2, "servers") and "node type head (group login, role login)" in h.message
     data["storage"][-1]["servers"] = "10.0.0.1@o2ib,10.1.0.1@tcp:/lustre"
     assert "STORAGE007" not in codes(data)
+
+
+def test_tier_on_the_storage_fabric_unreachable_from_groups_left_off_it():
+    data = shipped("dgx-h100-superpod-1su")
+    data["storage"][0]["servers"] = "10.31.1.250@o2ib:/lustre"  # the storage pool only: no @tcp NID in-band
+    data["node_groups"].append({"name": "dgx2", "type": "dgx", "count": 4, "hostnames": "dgx[101-104]"})
+    data["fabrics"][0]["attach"].append({"group": "dgx2", "nic_role": "compute"})
+    found = {h.message.split(":")[0]: h for h in hits(data, "STORAGE008")}
+    assert sorted(found) == ["group dgx2 has no network path to storage tier home",
+                             "group dgx2 has no network path to storage tier lustre",
+                             "group login has no network path to storage tier lustre"]
+    h = found["group dgx2 has no network path to storage tier home"]  # the NFS server is on the in-band fabric
+    assert h.path == ("fabrics", 2, "attach") and h.hint.startswith("add {group: dgx2, nic_role: inband}")
+    h = found["group dgx2 has no network path to storage tier lustre"]
+    assert h.path == ("fabrics", 1, "attach") and str(h.severity) == "error"
+    assert h.message.startswith("group dgx2 has no network path to storage tier lustre: the tier's servers are "
+                                "10.31.1.250 (address pool storage, role storage) on fabric stor;")
+    assert "its storage, inband NICs are attached to no fabric (its compute nodes mount /lustre)" in h.message
+    assert h.hint == "add {group: dgx2, nic_role: storage} to the attach list of fabric stor"
+    assert "(its login nodes mount /lustre)" in found["group login has no network path to storage tier lustre"].message
+    assert not hits(shipped("dgx-h100-superpod-1su"), "STORAGE008")  # the @tcp NID is on the in-band network
+    data = shipped("dgx-h100-superpod-1su")
+    data["storage"][0]["servers"] = "10.31.1.[250-251]@o2ib:/lustre"  # failover MGS pair, both in the storage pool
+    # the host list is expanded: the DGX reach both over fabric stor; login (no storage NIC cabled) reaches neither
+    assert [h.message.split(":")[0] for h in hits(data, "STORAGE008")] == [
+        "group login has no network path to storage tier lustre"]
+    assert not hits(lab(), "STORAGE008")  # NFS over the flat in-band network
+
+
+def test_cli_names_the_group_the_nic_role_and_the_tier_of_an_unreachable_tier():
+    """Issue 14's acceptance: GPU nodes with no network to the storage tier fail validation through the CLI."""
+    path = BROKEN / "storage-unreachable.yaml"
+    r = cli("validate", str(path))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "error[STORAGE008]" in r.stderr
+    line = line_of(path, 'servers: "10.13.0.250@tcp:/lustre"')
+    assert f"{path}:{line}:" in r.stderr
+    assert ("group gpu has no network path to storage tier lustre: the tier's servers are 10.13.0.250 (address pool "
+            "storage, role storage) on no fabric;" in r.stderr)
+    assert "its storage, inband NICs are attached to no fabric" in r.stderr
+    assert "hint: attach group gpu's storage NICs to a fabric the tier's servers are on" in r.stderr
+
+
+def _parallel(filesystem: str, servers: str) -> dict:
+    data = lab()
+    data["storage"].append({"name": "pfs", "tier": "parallel", "filesystem": filesystem, "servers": servers,
+                            "mount": "/pfs", "capacity_tb": 100, "read_gb_per_s": 50, "write_gb_per_s": 30})
+    return data
+
+
+def test_servers_a_client_cannot_be_given():
+    (h,) = hits(_parallel("vast", "vast[01-04]"), "STORAGE009")
+    assert h.path == ("storage", 2, "servers") and str(h.severity) == "error"
+    assert h.message == ("vast tier pfs: 'vast[01-04]' names 4 servers but an NFS mount takes one (server:/path): "
+                         "name the VIP pool's DNS name, which spreads the clients over the VIPs")
+    assert h.hint == "name one server: the VIP pool's DNS name"
+    (h,) = hits(_parallel("lustre", "mgs[1-2]@tcp,mgs[1-3]@o2ib:/fs"), "STORAGE009")
+    assert "name different numbers of MGS nodes (2, 3)" in h.message
+    (h,) = hits(_parallel("weka", "weka[01-4096]/pfs"), "STORAGE009")
+    assert "names 4,096 servers; at most 1,024" in h.message
+
+
+def test_servers_a_client_takes_are_quiet():
+    for fs, servers in (("vast", "vip.vast.example"), ("vast", "vast[01]:/export/pfs"), ("weka", "weka[01-16]/pfs"),
+                        ("lustre", "10.10.0.[250-251]@tcp:/lustre"), ("lustre", "m[1-2]@tcp,m[1-2]@o2ib")):
+        assert not hits(_parallel(fs, servers), "STORAGE009"), servers

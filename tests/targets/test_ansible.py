@@ -500,11 +500,13 @@ def test_controller_on_a_login_group_keeps_every_mount():
 
 def test_weka_backends_given_as_a_host_list_are_expanded_for_the_mount():
     """The WEKA client mounts ``backend1,backend2/fs``; a host list was written unexpanded (``weka[01-03]/fs``)."""
-    from clusterctl.targets.ansible import storage_mounts, weka_source
+    from clusterctl.plan.sources import weka_source
+    from clusterctl.targets.ansible import storage_mounts
     from tests.helpers import lab, plan_of
 
     assert weka_source("weka[01-03]", "data") == "weka01,weka02,weka03/data"
     assert weka_source("b1,b2/fs", "data") == "b1,b2/fs"
+    assert weka_source("weka[01-02],w9/pfs", "data") == "weka01,weka02,w9/pfs"  # the file system given: still expanded
     data = lab()
     data["storage"].append({"name": "data", "tier": "parallel", "filesystem": "weka", "servers": "weka[01-03]",
                             "mount": "/data", "capacity_tb": 100, "read_gb_per_s": 50, "write_gb_per_s": 30})

@@ -185,3 +185,35 @@ def test_nfs_server_role_exports_to_the_inband_network_with_safe_options():
     assert directory["state"] == "directory" and directory["path"] == "{{ nfs_server_export.path }}"
     handler = yaml.safe_load((ROLES / "nfs_server/handlers/main.yml").read_text())[0]
     assert handler["ansible.builtin.command"]["argv"] == ["exportfs", "-ra"]
+
+
+def test_host_lists_in_servers_reach_fstab_expanded_through_the_cli(tmp_path):
+    """Issue 14 item 2: ``weka[01-16]/pfs`` was written unexpanded into the mount source. Rendered through the
+    real CLI, parsed, and the role's fstab line built from it: WEKA takes ``b1,...,b16/pfs``, Lustre the failover
+    MGS pair ``nid1:nid2:/fs`` (sources cited in clusterctl/plan/sources.py)."""
+    from tests.helpers import cli, to_yaml
+
+    data = lab()
+    data["storage"] += [
+        {"name": "pfs", "tier": "parallel", "filesystem": "weka", "servers": "weka[01-16]/pfs", "mount": "/mnt/weka",
+         "capacity_tb": 1000, "read_gb_per_s": 200, "write_gb_per_s": 100},
+        _lustre("10.10.0.[250-251]@tcp:/lustre"),  # two MGS nodes in the in-band pool: a failover pair
+    ]
+    bp = tmp_path / "hostlists.yaml"
+    bp.write_text(to_yaml(data))
+    r = cli("render", str(bp), "-o", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    gv = yaml.safe_load((tmp_path / "out" / "ansible" / "group_vars" / "gpu.yml").read_text())
+    mounts = {m["path"]: (m["fstype"], m["src"]) for m in gv["storage_clients_mounts"]}
+    weka = ",".join(f"weka{n:02d}" for n in range(1, 17)) + "/pfs"
+    assert mounts["/mnt/weka"] == ("wekafs", weka)
+    assert mounts["/lustre"] == ("lustre", "10.10.0.250@tcp:10.10.0.251@tcp:/lustre")
+    assert mounts["/home"] == ("nfs", "head01:/export/home")
+    (fstab,) = [t for t in _tasks("storage_clients", "configure.yml") if t["name"] == "Add mounts to fstab"]
+    line = fstab["ansible.builtin.lineinfile"]["line"]
+    env = jinja2.Environment()
+    opts = {"wekafs": "x", "lustre": "x", "nfs": "x"}
+    for m in gv["storage_clients_mounts"]:
+        out = env.from_string(line).render(storage_clients_mount=m, storage_clients_mount_options=opts).split()
+        assert out[:3] == [mounts[m["path"]][1], m["path"], m["fstype"]]
+    assert not any("[" in m["src"] for m in gv["storage_clients_mounts"])

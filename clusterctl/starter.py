@@ -1,0 +1,361 @@
+"""``clusterctl init --gpus N --gpu MODEL --fabric KIND``: a commented starter blueprint from two answers.
+
+The sizes come from the same code that plans every blueprint: each candidate design is expanded
+(:func:`clusterctl.plan.expand`, whose fabric builder is :mod:`clusterctl.plan.fabric`), and the starter
+takes the fewest switch tiers whose fat tree reaches every NIC port, and as many network racks as the
+planned switches need (space and power). The shape follows the shipped reference blueprints
+(blueprints/hgx-h200-roce-1024.yaml, blueprints/gb200-nvl72-8rack.yaml): a rail-optimized compute fabric, a
+converged storage/in-band Ethernet fabric, a service network for the head and login nodes, and an
+out-of-band management network with one switch per rack.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from clusterctl.blueprint.load import did_you_mean, load_blueprint_text
+from clusterctl.catalog import Catalog, load_shipped_catalog
+from clusterctl.plan import ClusterPlan, expand
+from clusterctl.plan.fabric import down_capacity, leaf_port
+
+GPUS: dict[str, str] = {
+    "h100": "hgx-h100-8gpu",
+    "h200": "hgx-h200-8gpu",
+    "b200": "hgx-b200-8gpu",
+    "gb200": "gb200-nvl72-tray",
+}
+"""``--gpu`` -> the catalog server the starter builds with (``clusterctl catalog`` lists them)"""
+
+FABRICS: dict[str, tuple[str, str, str]] = {
+    "roce": ("sn5600", "RoCE", "Spectrum-4 SN5600, 400G RoCEv2 (Spectrum-X)"),
+    "infiniband": ("qm9700", "InfiniBand", "Quantum-2 QM9700, NDR 400G InfiniBand"),
+}
+"""``--fabric`` -> (leaf/spine switch of the compute fabric, its name in prose, what it is)"""
+
+MAX_GPUS = 131_072
+_BLACKWELL = ("b200", "gb200")
+"""need driver R570 / CUDA 12.8 or newer (rule SW001/SW002)"""
+_RACK_U, _RACK_RESERVED_U = 48, 2
+_NET_RACK_KW = 34.0
+_OOB_SWITCH = "sn2201"
+
+
+class StarterError(ValueError):
+    """A question the starter cannot answer; ``hint`` says what would work."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+@dataclass(frozen=True)
+class _Design:
+    gpus: int
+    gpu: str
+    fabric: str
+    server: str
+    gpus_per_node: int
+    nodes: int
+    per_rack: int
+    gpu_racks: int
+    rack_kw: float
+    system: str | None
+    compute_switch: str
+    su_nodes: int
+    rails: int
+    nvme: bool
+    tiers: tuple[tuple[str, int], ...] = (("compute", 1), ("converged", 1), ("oob", 2))
+    net_racks: int = 1
+    switches: int = 0
+
+    def tier(self, fabric: str) -> int:
+        return dict(self.tiers)[fabric]
+
+    def with_tier(self, fabric: str, tiers: int) -> "_Design":
+        return replace(self, tiers=tuple((f, tiers if f == fabric else t) for f, t in self.tiers))
+
+
+def _choices(word: str, known: dict) -> str:
+    """did-you-mean (when close) and the full list of choices"""
+    close = did_you_mean(word, known)
+    return (f"{close} " if close else "") + f"one of {', '.join(known)}"
+
+
+def _kw(x: float) -> str:
+    return f"{x:g}"
+
+
+def _prefix(needed: int) -> int:
+    """The longest IPv4 prefix with ``needed`` usable addresses and room to grow (at least /24)."""
+    return min(24, 32 - math.ceil(math.log2(needed * 2 + 2)))
+
+
+def _hl(prefix: str, count: int, width: int) -> str:
+    return f"{prefix}{1:0{width}d}" if count == 1 else f"{prefix}[{1:0{width}d}-{count:0{width}d}]"
+
+
+def _width(count: int) -> int:
+    return max(2, len(str(count)))
+
+
+def _plan(text: str, catalog: Catalog) -> ClusterPlan:
+    return expand(load_blueprint_text(text, "starter.yaml"), catalog)
+
+
+def _fabric(plan: ClusterPlan, name: str):
+    return next(f for f in plan.fabrics if f.name == name)
+
+
+def _fits(fp) -> bool:
+    return fp.endpoints <= fp.max_endpoints and not fp.disconnected_leaves
+
+
+def starter_blueprint(gpus: int, gpu: str, fabric: str, catalog: Catalog | None = None) -> str:
+    """The blueprint text for ``gpus`` GPUs of ``gpu`` on a ``fabric`` compute fabric, or StarterError."""
+    cat = catalog or load_shipped_catalog()
+    gpu, fabric = gpu.lower(), fabric.lower()
+    if gpu not in GPUS:
+        raise StarterError(f"unknown GPU '{gpu}'", _choices(gpu, GPUS))
+    if fabric not in FABRICS:
+        raise StarterError(f"unknown fabric '{fabric}'", _choices(fabric, FABRICS))
+    server = cat.servers[GPUS[gpu]]
+    gpn = server.gpus.count
+    system = cat.rack_systems.get(server.rack_system) if server.rack_system else None
+    unit = gpn * (system.compute_trays if system else 1)
+    if gpus <= 0 or gpus > MAX_GPUS:
+        raise StarterError(f"--gpus {gpus} is out of range", f"between {unit} and {MAX_GPUS:,}")
+    if gpus % unit:
+        down, up = gpus // unit * unit, -(-gpus // unit) * unit
+        what = (f"{gpu} comes in {server.rack_system} racks of {unit} GPUs" if system else
+                f"each {GPUS[gpu]} server holds {gpn} GPUs")
+        raise StarterError(f"--gpus {gpus} is not a multiple of {unit}: {what}",
+                           f"try --gpus {up}" + (f" or --gpus {down}" if down else ""))
+    nodes = gpus // gpn
+    if system:
+        per_rack = system.compute_trays
+        rack_kw = 132.0  # Supermicro's NVL72 figure, as the shipped GB200 blueprint budgets
+    else:
+        # as many servers as 48U and a ~60 kW air-cooled rack take, at most four (the common HGX layout)
+        per_rack = max(1, min(4, (_RACK_U - _RACK_RESERVED_U - 1) // server.height_u,
+                              int(60 // server.power_kw)))
+        rack_kw = math.ceil(per_rack * server.power_kw + cat.switches[_OOB_SWITCH].power_w / 1000 + 1)
+    gpu_racks = -(-nodes // per_rack)
+    sw_name = FABRICS[fabric][0]
+    sw = cat.switches[sw_name]
+    compute_nics = [n for n in server.nics if n.role == "compute"]
+    rails = sum(n.count for n in compute_nics)
+    nic_gbps = max(cat.nics[n.model].speed_gbps for n in compute_nics)
+    port = leaf_port(sw, nic_gbps)
+    su_nodes = down_capacity(port, port.native_gbps, 1.0, shared=True)
+    d = _Design(gpus, gpu, fabric, GPUS[gpu], gpn, nodes, per_rack, gpu_racks, rack_kw,
+                server.rack_system, sw_name, su_nodes, rails, server.nvme is not None)
+
+    # each fabric gets the fewest tiers whose fat tree reaches every port, as the fabric builder plans them
+    for name, first in d.tiers:
+        for tiers in range(first, 4):
+            d = d.with_tier(name, tiers)
+            fp = _fabric(_plan(_yaml(d), cat), name)
+            if _fits(fp):
+                break
+        else:
+            ports_per_node = fp.endpoints / max(1, fp.nodes)
+            most = int(fp.max_endpoints // ports_per_node) * gpn // unit * unit
+            raise StarterError(f"{gpus:,} GPUs need more than three switch tiers on the {name} fabric "
+                               f"({fp.endpoints:,} ports; three tiers of {fp.tiers[0].model} reach "
+                               f"{fp.max_endpoints:,})",
+                               f"at most about --gpus {most}, or split the cluster into several blueprints")
+    # network racks: the planned switches outside the GPU racks, spread round-robin, within each rack's
+    # units and power (the shipped net profile: 46 usable units, 34 kW)
+    plan = _plan(_yaml(d), cat)
+    units = kw = 0.0
+    for fp in plan.fabrics:
+        for t in fp.tiers:
+            if fp.name != "svc" and not (fp.name == "oob" and t.role == "leaf"):
+                units += t.count * t.switch.height_u
+                kw += t.count * t.switch.power_w / 1000
+    usable = _RACK_U - _RACK_RESERVED_U
+    racks = max(1, math.ceil(units / (usable - 4)), math.ceil(kw / (_NET_RACK_KW - 4)))
+    switches = sum(t.count for fp in plan.fabrics for t in fp.tiers)
+    return _yaml(replace(d, net_racks=racks, switches=switches))
+
+
+def _yaml(d: _Design) -> str:
+    """The commented YAML of design ``d``."""
+    w_node, w_rack = _width(d.nodes), _width(d.gpu_racks)
+    gpu_hosts = _hl("gpu", d.nodes, max(3, w_node))
+    gpu_racks = _hl("r", d.gpu_racks, max(2, w_rack))
+    net_racks = _hl("net", d.net_racks, _width(d.net_racks))
+    nvl = d.system is not None
+    blackwell = d.gpu in _BLACKWELL
+    _, fabric_name, fabric_desc = FABRICS[d.fabric]
+    gpu_kw = d.gpu_racks * d.rack_kw
+    site_kw = math.ceil((gpu_kw + d.net_racks * _NET_RACK_KW + 20) * 1.1 / 10) * 10
+    liquid_kw = 110 if nvl else 0
+    air_kw = 30 if nvl else d.rack_kw
+    site_air = math.ceil((d.gpu_racks * air_kw + d.net_racks * _NET_RACK_KW + 20) * 1.1 / 10) * 10
+    nodes_fmt = f"{d.nodes:,}"
+    lines: list[str] = []
+    add = lines.append
+    article = "an" if fabric_name[0] in "AEIOU" else "a"
+    add(f"# A starter blueprint: {d.gpus:,} {d.gpu.upper()} GPUs ({nodes_fmt} x {d.server}) on {article} "
+        f"{fabric_name} fabric.")
+    add(f"# Written by `clusterctl init --gpus {d.gpus} --gpu {d.gpu} --fabric {d.fabric}`; sized by clusterctl's")
+    add("# fabric builder. Check it with `clusterctl validate FILE`, see the numbers with `clusterctl report FILE`")
+    add("# and the files it makes with `clusterctl render FILE -o DIR`. Every field is described in docs/blueprint.md;")
+    add("# the shipped blueprints (blueprints/*.yaml) are fuller worked examples.")
+    add(f"name: starter-{d.gpu}-{d.fabric}-{d.gpus}")
+    add(f"description: {nodes_fmt} x {d.server} ({d.gpus:,} GPUs) on a {d.tier('compute')}-tier {fabric_name} fabric.")
+    add("")
+    add("# The data hall: IT power and room-air cooling it can deliver (kW), and its PUE. Replace with your site's.")
+    add(f"site: {{name: dc1, it_power_kw: {site_kw}, air_cooling_kw: {site_air}, pue: 1.3}}")
+    add("")
+    if nvl:
+        cdus = -(-d.gpu_racks // 4)
+        add("# Liquid cooling: one coolant distribution unit (CDU) per four NVL72 racks (about 100 kW of liquid heat each).")
+        add("cooling:")
+        add("  cdus:")
+        for i in range(cdus):
+            add(f"    - {{name: cdu{i + 1:02d}, capacity_kw: 600, flow_lpm: 1200, supply_c: 35, delta_t_c: 10, coolant: pg25}}")
+        add("")
+    add("# Rack profiles: the budget shared by a set of racks. power_kw: what the rack may draw; feeds x feed_kw")
+    add("# must carry it with one feed lost (N+1) or half of them (2N); units/reserved_u: rack height and units kept")
+    add("# free; air_kw / liquid_kw: heat the rack can reject to room air / to its liquid loop.")
+    add("rack_profiles:")
+    if nvl:
+        cdus = -(-d.gpu_racks // 4)
+        for i in range(cdus):
+            add(f"  nvl72-{i + 1:02d}: {{system: {d.system}, power_kw: {_kw(d.rack_kw)}, feeds: 4, feed_kw: 71.9, "
+                f"redundancy: N+1,\n{' ' * 13}units: 48, reserved_u: 19, liquid_kw: {liquid_kw}, air_kw: {air_kw}, cdu: cdu{i + 1:02d}}}")
+    else:
+        add(f"  gpu: {{power_kw: {_kw(d.rack_kw)}, feeds: 3, feed_kw: 43.1, redundancy: N+1, units: 48, "
+            f"reserved_u: 2, air_kw: {_kw(air_kw)}}}")
+    add(f"  net: {{power_kw: {_kw(_NET_RACK_KW)}, feeds: 2, feed_kw: 43.1, redundancy: 2N, units: 48, reserved_u: 2, "
+        f"air_kw: {_kw(_NET_RACK_KW)}}}")
+    add("  mgmt: {power_kw: 20, feeds: 2, feed_kw: 22, redundancy: 2N, units: 48, reserved_u: 2, air_kw: 20}")
+    add("")
+    add("# Racks by name (host-list syntax: r[01-04] is r01..r04), each with a profile.")
+    add("racks:")
+    if nvl:
+        for i in range(-(-d.gpu_racks // 4)):
+            lo, hi = 4 * i + 1, min(4 * i + 4, d.gpu_racks)
+            names = f"r{lo:0{max(2, w_rack)}d}" if lo == hi else f"r[{lo:0{max(2, w_rack)}d}-{hi:0{max(2, w_rack)}d}]"
+            add(f"  - {{names: \"{names}\", profile: nvl72-{i + 1:02d}}}")
+    else:
+        add(f"  - {{names: \"{gpu_racks}\", profile: gpu}}")
+    add(f"  - {{names: \"{net_racks}\", profile: net}}")
+    add("  - {names: mgmt01, profile: mgmt}")
+    add("")
+    add("# Node types: a catalog server (`clusterctl catalog` lists them) plus Slurm features.")
+    add("node_types:")
+    add(f"  {d.gpu}: {{server: {d.server}, features: [{d.gpu}, {d.fabric}]}}")
+    add("  service: {server: cpu-2u}")
+    add("")
+    add("# Node groups: how many of each type, their host names, the racks they sit in and how many per rack.")
+    add("node_groups:")
+    nvl_domain = ", nvlink_domain_gpus: 72" if nvl else ""
+    add(f"  - {{name: gpu, type: {d.gpu}, count: {d.nodes}, hostnames: \"{gpu_hosts}\", racks: \"{gpu_racks}\",\n"
+        f"     per_rack: {d.per_rack}{nvl_domain}}}")
+    add("  - {name: head, type: service, role: head, count: 2, hostnames: \"head[01-02]\", racks: mgmt01}")
+    add("  - {name: login, type: service, role: login, count: 2, hostnames: \"login[01-02]\", racks: mgmt01}")
+    add("")
+    add("# Fabrics: each network, the NIC roles attached to it, and the switches it is built from.")
+    add("fabrics:")
+    add(f"  # GPU-to-GPU traffic: {fabric_desc}, one NIC per GPU.")
+    if d.tier('compute') == 1:
+        add("  # Small enough for one switch: every compute port on one leaf.")
+    else:
+        add(f"  # Rail-optimized: NIC k of every node in a scalable unit of {d.su_nodes} nodes goes to the same leaf;")
+        add(f"  # {d.tier('compute')} tiers, non-blocking (1:1).")
+    add("  - name: compute")
+    add(f"    kind: {d.fabric}")
+    add(f"    tiers: {d.tier('compute')}")
+    add(f"    rail_optimized: {'true' if d.tier('compute') > 1 else 'false'}")
+    add("    oversubscription: 1.0")
+    add(f"    switch: {d.compute_switch}")
+    if d.tier('compute') > 1:
+        add(f"    su_nodes: {d.su_nodes}")
+    if d.fabric == "roce":
+        add("    traffic_class: 106             # RDMA in DSCP 26 with ECN")
+        add("    pfc_priority: 3                # lossless priority (PFC)")
+        add("    mtu: 9000")
+    else:
+        add("    adaptive_routing: true")
+        add("    sharp: true")
+    add(f"    switch_racks: \"{net_racks}\"")
+    add("    attach: [{group: gpu, nic_role: compute}]")
+    add("  # Storage and in-band (SSH, Slurm, images) share one Spectrum-4 Ethernet fabric on the nodes' two")
+    add("  # BlueField-3 cards (200G per port); 32 ports are left for the parallel file system's servers.")
+    add("  - name: converged")
+    add("    kind: roce")
+    add(f"    tiers: {d.tier('converged')}")
+    add("    switch: sn5600")
+    add("    link_gbps: 200")
+    if d.tier('converged') > 1:
+        add("    su_nodes: 48                   # 96 x 200G node ports per leaf: room for the storage ports")
+    add("    extra_endpoints: 32")
+    add(f"    switch_racks: \"{net_racks}\"")
+    add("    attach: [{group: gpu, nic_role: storage}, {group: gpu, nic_role: inband}]")
+    add("  # The head and login nodes' in-band network.")
+    add("  - name: svc")
+    add("    kind: ethernet")
+    add("    tiers: 1")
+    add("    switch: sn4600c")
+    add("    switch_racks: mgmt01")
+    add("    attach: [{group: head, nic_role: inband}, {group: login, nic_role: inband}]")
+    add("  # Out-of-band management (BMCs): one 1G switch in every rack, aggregated by 100G switches.")
+    add("  - name: oob")
+    add("    kind: ethernet")
+    add(f"    tiers: {d.tier('oob')}")
+    add("    su_by: rack")
+    add(f"    switch: {_OOB_SWITCH}")
+    add("    spine_switch: sn4600c")
+    add("    leaf_uplinks: 2")
+    add(f"    switch_racks: \"{net_racks}\"")
+    add("    attach: [{group: all, nic_role: bmc}]")
+    add("")
+    add("# Storage tiers the nodes mount: a parallel file system that takes the checkpoints (replace its servers,")
+    add("# size and speed with yours), NFS home directories from the head node" +
+        (", and the nodes' local NVMe." if d.nvme else "."))
+    add("storage:")
+    add("  - {name: pfs, tier: parallel, filesystem: weka, mount: /mnt/pfs, checkpoint: true, "
+        f"capacity_tb: {max(100, d.gpus * 2)},")
+    add(f"     read_gb_per_s: {max(20, d.gpus // 4)}, write_gb_per_s: {max(10, d.gpus // 8)}, servers: \"pfs-mgmt.dc1\"}}")
+    add("  - {name: home, tier: nfs, export: \"head01:/export/home\", mount: /home, capacity_tb: 100,")
+    add("     read_gb_per_s: 10, write_gb_per_s: 5}")
+    if d.nvme:
+        add("  - {name: scratch, tier: local, mount: /scratch}")
+    add("")
+    hosts = d.nodes + 4
+    add("# Address pools, one per NIC role: a pool must hold every port of its role (compute: one per GPU NIC).")
+    add("addressing:")
+    add(f"  inband: {{cidr: 10.1.0.0/{_prefix(hosts)}, role: inband}}")
+    add(f"  bmc: {{cidr: 10.2.0.0/{_prefix(hosts)}, role: bmc}}")
+    add(f"  mgmt: {{cidr: 10.3.0.0/{_prefix(hosts + max(d.switches, 64))}, role: mgmt}}")
+    add(f"  storage: {{cidr: 10.4.0.0/{_prefix(hosts)}, role: storage}}")
+    add(f"  rdma: {{cidr: 10.8.0.0/{_prefix(d.nodes * d.rails)}, role: compute}}")
+    add("")
+    slurm = "24.11.5" if blackwell else "24.05.4"
+    blocks = [18 * 2 ** k for k in range(20) if 18 * 2 ** k <= d.nodes] if nvl else []
+    add("# The Slurm scheduler: two controllers (state on shared storage), partitions, and the topology plugin")
+    add("# that places jobs close together on the fabric" + (" and inside NVLink domains." if nvl else "."))
+    add("slurm:")
+    add(f"  version: \"{slurm[:5]}\"")
+    add("  # packages built from SchedMD's release tarball (quickstart_admin.html, \"Debian Packages\"), copied to every host")
+    add(f"  install: {{kind: debs, path: /srv/slurm-debs, version: \"{slurm}-1\"}}")
+    add("  controllers: \"head[01-02]\"")
+    add("  state_save_location: /mnt/pfs/slurm/statesave")
+    add("  partitions:")
+    add("    - {name: batch, groups: [gpu], default: true, max_time: \"7-00:00:00\"}")
+    if nvl:
+        add("  topology: block")
+        add(f"  block_sizes: [{', '.join(str(b) for b in blocks)}]")
+    else:
+        add("  topology: tree")
+    add("")
+    add("# The software stack every node gets.")
+    if blackwell:
+        add("software: {os: ubuntu-24.04, driver: \"570\", cuda: \"12.8\", nccl: \"2.25.1\", doca: \"2.10.0\", containers: enroot}")
+    else:
+        add("software: {os: ubuntu-22.04, driver: \"550\", cuda: \"12.4\", nccl: \"2.21.5\", doca: \"2.7.0\", containers: enroot}")
+    return "\n".join(lines) + "\n"
