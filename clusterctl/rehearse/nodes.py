@@ -24,6 +24,7 @@ its last process; the host's mount table never holds them.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import ipaddress
 import json
@@ -260,22 +261,17 @@ rm -f "$d/ns"; umount "$d"; rmdir "$d"
 exit $rc
 """
 
-_NS_CPU: list[int | None] = []
-
-
+@functools.cache
 def namespace_cpu() -> int | None:
     """The CPU on which a new mount namespace can hold the namespaces its processes make on any CPU (probed once
     per process: from a throwaway namespace made on each CPU in turn); None when every CPU can, or none can."""
-    if _NS_CPU:
-        return _NS_CPU[0]
     cpus = sorted(os.sched_getaffinity(0))
     env = {**os.environ, "CPUS": " ".join(map(str, cpus))}
     results = {c: subprocess.run(["taskset", "-c", str(c), "unshare", "--mount", "--propagation", "private",
                                   "/bin/sh", "-c", NS_HOLD_PROBE], env=env, capture_output=True).returncode
                for c in cpus}
     good = [c for c, rc in results.items() if rc == 0]
-    _NS_CPU.append(good[0] if good and len(good) < len(cpus) else None)
-    return _NS_CPU[0]
+    return good[0] if good and len(good) < len(cpus) else None
 
 
 def _launch(node: NodeRecord, binds: Sequence[tuple[str, str]]) -> Proc:
