@@ -133,8 +133,8 @@ def optimal_interval_s(write_s: float, mtbi_s: float) -> float:
 
 def gpu_fabrics(plan: ClusterPlan):
     """Fabrics that carry a GPU group's compute-role NICs (the network a training job depends on)."""
-    gpu_idx = {g.index for g in plan.groups if g.type.gpus > 0}
-    return [f for f in plan.fabrics if any(role == "compute" and gi in gpu_idx for gi, role in f.attached)]
+    gpu_groups = [g for g in plan.groups if g.type.gpus > 0]
+    return list(plan.compute_fabrics(*gpu_groups)) if gpu_groups else []
 
 
 def cluster_counts(plan: ClusterPlan, calibration: Mapping[str, Any] | None = None) -> Counts:

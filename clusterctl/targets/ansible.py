@@ -110,10 +110,6 @@ def _slurm_hosts(plan: ClusterPlan) -> tuple[list[str], list[str]]:
     return slurm_hosts(plan)
 
 
-def compute_fabrics(plan: ClusterPlan):
-    return [f for f in plan.fabrics if any(role == "compute" for _, role in f.attached)]
-
-
 def _rack_hosts(plan: ClusterPlan) -> list[tuple[str, list[str]]]:
     per_rack: dict[int, list[str]] = {}
     for g in plan.groups:
@@ -213,7 +209,7 @@ def inventory_groups(plan: ClusterPlan) -> list[InvGroup]:
     for k, (rack, hosts) in enumerate(_rack_hosts(plan)):  # one comment for all racks: O(racks) lines
         add(InvGroup(f"rack_{group_name(rack)}", "" if k else "racks: rack_<name> holds the nodes in that rack",
                      hosts=ansible_ranges(hosts)))
-    for f in compute_fabrics(plan):
+    for f in plan.compute_fabrics():
         for su in f.sus:
             add(InvGroup(f"su_{group_name(f.name)}_{su.index + 1}",
                          "" if su.index else f"scalable units of compute fabric {f.name}: su_{group_name(f.name)}_<n>",

@@ -234,8 +234,8 @@ def _node_type(plan: ClusterPlan, nt: NodeTypePlan,
 
 
 def _compute_fabric(plan: ClusterPlan, nt: NodeTypePlan) -> _Compute | None:
-    positions = {i for i, g in enumerate(plan.groups) if g.type.name == nt.name}
-    fabrics = tuple(f for f in plan.fabrics if any(gi in positions and role == "compute" for gi, role in f.attached))
+    of_type = [g for g in plan.groups if g.type.name == nt.name]
+    fabrics = plan.compute_fabrics(*of_type) if of_type else ()
     if not fabrics or nt.nic_count("compute") == 0:
         return None
     rdma = tuple(f for f in fabrics if f.kind in ("infiniband", "roce"))

@@ -72,8 +72,7 @@ def fabric_qos(plan: ClusterPlan, fp: FabricPlan) -> RoceQos | None:
 
 def compute_roce_fabrics(plan: ClusterPlan, g: GroupPlan) -> list[FabricPlan]:
     """The RoCE fabrics a group's compute NICs are attached to (normally one; FABRIC011 warns about two)."""
-    pos = plan.groups.index(g)
-    return [f for f in plan.fabrics if f.kind == "roce" and (pos, "compute") in f.attached]
+    return [f for f in plan.compute_fabrics(g) if f.kind == "roce"]
 
 
 def compute_pool(plan: ClusterPlan, g: GroupPlan) -> tuple[AddressPool, int, int] | None:

@@ -306,15 +306,6 @@ class Block:
         return key_values([("BlockName", self.name), ("Nodes", self.nodes)], "topology block")
 
 
-def compute_fabric(plan: ClusterPlan, g: GroupPlan) -> FabricPlan | None:
-    """The first fabric the group is attached to with its compute NICs (the one jobs communicate over)."""
-    pos = next(i for i, x in enumerate(plan.groups) if x is g)
-    for f in plan.fabrics:
-        if (pos, "compute") in f.attached:
-            return f
-    return None
-
-
 def _width(n: int) -> int:
     return len(str(n))
 
@@ -375,7 +366,7 @@ def tree_switches(plan: ClusterPlan, groups: Sequence[GroupPlan]) -> list[Switch
     alone: list[GroupPlan] = []
     fabrics: dict[int, FabricPlan] = {}
     for g in groups:
-        f = compute_fabric(plan, g)
+        f = plan.compute_fabric(g)
         if f is None:
             alone.append(g)
         else:
