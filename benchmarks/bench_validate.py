@@ -138,6 +138,7 @@ addressing:
 {_host_pools(nodes)}slurm:
   version: "24.11"
   controllers: "head[01-02]"
+  state_save_location: /lustre/slurm/statesave
   partitions: [{{name: batch, groups: [gpu], default: true}}]
   topology: tree
 software: {{os: ubuntu-24.04, driver: "570", cuda: "12.8", containers: enroot}}
