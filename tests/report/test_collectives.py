@@ -5,7 +5,7 @@ from itertools import pairwise
 
 import pytest
 
-from clusterctl.report.collectives import (
+from clusterctl.perf.collectives import (
     ALL_GATHER,
     ALL_REDUCE,
     ALL_TO_ALL,

@@ -13,16 +13,8 @@ import re
 
 import pytest
 
-from clusterctl.report.published import (
-    CALIBRATION,
-    ROLES,
-    VALIDATION,
-    TrainingRow,
-    evaluate,
-    families,
-    rows,
-)
-from clusterctl.report.published.constants import (
+from clusterctl.perf.published.all_rows import families, rows
+from clusterctl.perf.published.constants import (
     CONSTANTS,
     CONSTRAINED,
     DEFINITIONS,
@@ -30,7 +22,14 @@ from clusterctl.report.published.constants import (
     UNCONSTRAINED,
     sensitivity,
 )
-from clusterctl.report.published.tables import markdown, spreads
+from clusterctl.perf.published.rows import (
+    CALIBRATION,
+    ROLES,
+    VALIDATION,
+    TrainingRow,
+    evaluate,
+)
+from clusterctl.perf.published.tables import markdown, spreads
 from tests.helpers import REPO
 
 ROWS = rows()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from clusterctl.report.published.hopper import (
+from clusterctl.perf.published.hopper import (
     GPT3_175B,
     LLAMA3_405B,
     LLAMA31_8B,
@@ -37,6 +37,6 @@ def test_flop_count_matches_the_source(model, source_flops_per_token):
 
 
 def test_llama3_405b_rows_use_the_repo_preset():
-    from clusterctl.report.workload import preset
+    from clusterctl.perf.model_presets import preset
 
     assert LLAMA3_405B.model_dump(exclude={"name"}) == preset("llama3-405b")[0].model_dump(exclude={"name"})

@@ -36,10 +36,23 @@ Collected and not expressible here (left out):
 
 from __future__ import annotations
 
-from clusterctl.report.published import CALIBRATION, VALIDATION, Family, Row, TrainingRow
-from clusterctl.report.published.systems import B200, DGX_B200, DGX_H100, GB200, GB200_NVL72, H100
-from clusterctl.report.training import Parallelism
-from clusterctl.report.workload import preset
+from clusterctl.perf.job import Parallelism
+from clusterctl.perf.model_presets import preset
+from clusterctl.perf.published.rows import (
+    CALIBRATION,
+    VALIDATION,
+    Family,
+    Row,
+    TrainingRow,
+)
+from clusterctl.perf.published.systems import (
+    B200,
+    DGX_B200,
+    DGX_H100,
+    GB200,
+    GB200_NVL72,
+    H100,
+)
 
 # Model constants this family constrains (for clusterctl/report/published/constants.py when it lands):
 CONSTANTS = {

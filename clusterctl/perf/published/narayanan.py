@@ -18,9 +18,9 @@ The Llama 3 405B rows of Dubey et al. 2024 Table 4 are H100 rows: clusterctl/rep
 
 from __future__ import annotations
 
-from clusterctl.report.published import CALIBRATION, Family, Row, TrainingRow
-from clusterctl.report.published.systems import A100, SELENE
-from clusterctl.report.training import ModelShape, Parallelism
+from clusterctl.perf.job import ModelShape, Parallelism
+from clusterctl.perf.published.rows import CALIBRATION, Family, Row, TrainingRow
+from clusterctl.perf.published.systems import A100, SELENE
 
 FAMILY = "a100-megatron-2021"
 MARGIN = 0.03

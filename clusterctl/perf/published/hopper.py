@@ -63,9 +63,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import NamedTuple
 
-from clusterctl.report.published import CALIBRATION, VALIDATION, Family, Row, TrainingRow
-from clusterctl.report.published.systems import DGX_H100, H100
-from clusterctl.report.training import ModelShape, Parallelism
+from clusterctl.perf.job import ModelShape, Parallelism
+from clusterctl.perf.published.rows import (
+    CALIBRATION,
+    VALIDATION,
+    Family,
+    Row,
+    TrainingRow,
+)
+from clusterctl.perf.published.systems import DGX_H100, H100
 
 BENCH_BF16 = "h100-bf16-benchmarks"
 PRETRAINING = "h100-bf16-pretraining"

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from clusterctl.report.collectives import ALL_REDUCE, ALL_TO_ALL
-from clusterctl.report.published import CALIBRATION, CollectiveRow, Family, Row
-from clusterctl.report.published.systems import DGX_H100, SELENE
+from clusterctl.perf.collectives import ALL_REDUCE, ALL_TO_ALL
+from clusterctl.perf.published.rows import CALIBRATION, CollectiveRow, Family, Row
+from clusterctl.perf.published.systems import DGX_H100, SELENE
 
 NVLINK = "nccl-nvlink"
 NETWORK = "nccl-network"
