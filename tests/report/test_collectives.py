@@ -1,4 +1,4 @@
-"""Tests for clusterctl.report.collectives (numbers computed by hand in comments)."""
+"""Tests for clusterctl.perf.collectives (numbers computed by hand in comments)."""
 
 import dataclasses
 from itertools import pairwise

@@ -1,5 +1,5 @@
 """Fabric kind and scale: RoCE with static ECMP vs InfiniBand / adaptive routing, and the per-step
-straggler/jitter term that grows with the node count (sources in clusterctl/report/published/fabric.py)."""
+straggler/jitter term that grows with the node count (sources in clusterctl/perf/published/fabric.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Layouts Megatron-LM runs: the search returns only those, counts what it rejects, and says when it leaves
 GPUs idle or a layout does not fit (issue 13, "Layouts Megatron rejects").
 
-`megatron_accepts` below restates Megatron-LM's assertions independently of clusterctl/report/layout.py
+`megatron_accepts` below restates Megatron-LM's assertions independently of clusterctl/perf/layout_rules.py
 (read at NVIDIA/Megatron-LM d98e8a6): the property test holds every layout the search accepts against it.
 """
 

@@ -1,4 +1,4 @@
-"""The per-GPU memory model (clusterctl/report/memory.py), term by term against published and source-code
+"""The per-GPU memory model (clusterctl/perf/memory.py), term by term against published and source-code
 figures, and every published layout of the suites predicted to fit (and oversized ones not)."""
 
 from __future__ import annotations
@@ -142,11 +142,11 @@ def test_hbm_capacity_is_binary_and_usable_share_below_what_nvidia_smi_shows():
 
 
 # --- every published layout of the suites fits -------------------------------------------------------------
-# The rows carry the memory settings their runs' configurations state (clusterctl/report/published/hopper.py:
+# The rows carry the memory settings their runs' configurations state (clusterctl/perf/published/hopper.py:
 # NeMo's distributed Adam at 10 or 4 bytes per parameter; Llama 3's FSDP-sharded gradients and 7-layer first
 # stage, Dubey et al. 2024 sec. 3.3.2).
 LLAMA3_MEMORY = hopper.LLAMA3_MEMORY
-# Every published layout of clusterctl/report/published/ (the rows carry these settings) is asserted to fit
+# Every published layout of clusterctl/perf/published/ (the rows carry these settings) is asserted to fit
 # in tests/report/test_published.py::test_training_row_uses_every_gpu_and_fits_in_memory.
 
 

@@ -1,4 +1,4 @@
-"""Published rows: fabric kind and scale (see clusterctl/report/published/__init__.py for rows and families).
+"""Published rows: fabric kind and scale (see clusterctl/perf/published/rows.py for rows and families).
 
 Three families:
 

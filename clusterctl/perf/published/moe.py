@@ -11,7 +11,7 @@ without them the B200 EP 8 layout is predicted at 213 GB, above the B200's usabl
 assume none.
 
 Calibration: the two DGX-B200 Qwen3 rows - looked at while choosing the form of the expert-GEMM term in
-clusterctl/report/training.py (a weight-traffic roofline at the tokens per expert, ``EXPERT_WEIGHT_BYTES``;
+clusterctl/perf/training.py (a weight-traffic roofline at the tokens per expert, ``EXPERT_WEIGHT_BYTES``;
 its values are derived, not fitted; a fitted half-point of 1,000 tokens gave +15 % / +43 % on them, the
 derived term +16 % / +51 %). Everything else is validation.
 
@@ -54,7 +54,7 @@ from clusterctl.perf.published.systems import (
     H100,
 )
 
-# Model constants this family constrains (for clusterctl/report/published/constants.py when it lands):
+# Model constants this family constrains (for clusterctl/perf/published/constants.py when it lands):
 CONSTANTS = {
     "training.EXPERT_WEIGHT_BYTES": "derived (weight reads fwd + dgrad, fp32 main-grad accumulate); rows "
                                     "qwen3-30b-a3b-b200-ep8 and qwen3-235b-a22b-b200-pp8-ep8 shaped its form; "

@@ -13,7 +13,7 @@ tests/report/test_training.py.
 Run as the paper ran (2021 Megatron-LM): full recomputation, no sequence parallelism, no flash attention,
 gradient all-reduce after the pipeline flush (not overlapped), no distributed optimizer, fp16 gradients.
 
-The Llama 3 405B rows of Dubey et al. 2024 Table 4 are H100 rows: clusterctl/report/published/hopper.py.
+The Llama 3 405B rows of Dubey et al. 2024 Table 4 are H100 rows: clusterctl/perf/published/hopper.py.
 """
 
 from __future__ import annotations
