@@ -68,7 +68,8 @@ class ModelShape(ModelSpec):
     @property
     def dense_flops_per_token_layer(self) -> float:
         mlp_width = self.expert_ffn * self.topk if self.experts else self.ffn
-        return 6.0 * (2 * self.hidden * self.q + 2 * self.hidden * self.kv) + 6.0 * self.mlp_matrices * self.hidden * mlp_width
+        return 6.0 * (2 * self.hidden * self.q + 2 * self.hidden * self.kv) + \
+            6.0 * self.mlp_matrices * self.hidden * mlp_width
 
     @property
     def attention_flops_per_token_layer(self) -> float:

@@ -106,7 +106,8 @@ def search(model: ModelShape, t: TrainingSpec, gpus: int, acc: Accelerator, ic: 
         [e for e in (1, 2, 4, 8, 16, 32, 64, 128, 256) if e <= model.experts and model.experts % e == 0]
     batch_given = t.global_batch is not None
     policy = t.tp is None or t.pp is None or len(vs) * len(recomputes) > 1  # one given in full: checked as given
-    divisors = _divisors_desc(t.global_batch // t.micro_batch) if batch_given and t.global_batch % t.micro_batch == 0 else []
+    divisors = _divisors_desc(t.global_batch // t.micro_batch) \
+        if batch_given and t.global_batch % t.micro_batch == 0 else []
     best: TrainingEstimate | None = None
     least: TrainingEstimate | None = None
     tried = accepted = fitting = 0

@@ -1,7 +1,7 @@
 """Every model constant of the training and collective models, and whether the validation rows constrain it.
 
 A constant is ``constrained`` when moving it by +5 % takes at least one *validation* row (a holdout, see
-clusterctl/perf/published/rows.py) outside its family's band, and so does moving it by -5 %. Otherwise
+clusterctl/perf/published/__init__.py) outside its family's band, and so does moving it by -5 %. Otherwise
 it is ``unconstrained``: the rows that were not used to set it cannot tell its value from one 5 % away (in at
 least one direction), whatever the calibration rows say. tests/report/test_published.py moves each constant
 both ways and checks the label (a constrained constant must move a row out both ways; an unconstrained one
