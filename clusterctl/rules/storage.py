@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
-from clusterctl.perf.storage_io import checkpoint_tier
+from clusterctl.perf.storage_io import checkpoint_bytes, checkpoint_tier
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.paths import DATA_ROLES, no_path_reason, storage_path
 from clusterctl.plan.sources import SourceError, mount_source
@@ -19,7 +19,7 @@ def checkpoint(plan: ClusterPlan):
     if w is None or found is None:
         return None
     i, tier = found
-    size = w.params_b * 1e9 * w.checkpoint_bytes_per_param
+    size = checkpoint_bytes(w.params_b * 1e9, w.checkpoint_bytes_per_param)
     return w, i, tier, size, size / (tier.write_gb_per_s * 1e9)
 
 
