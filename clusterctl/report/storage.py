@@ -108,13 +108,13 @@ def build(ctx: ReportContext) -> Section:
     overhead = write_s / tau if (write_s is not None and tau) else None
 
     dt = data_tier(plan)
-    bytes_per_token = token_bytes(ctx)
-    need = ctx.tokens_per_s * bytes_per_token / GB if ctx.tokens_per_s is not None else None
+    id_bytes = token_bytes(ctx)
+    need = ctx.tokens_per_s * id_bytes / GB if ctx.tokens_per_s is not None else None
     avail = tiers[dt[0]]["read_gb_per_s"] if dt else None
     data_loading = {
         "tier": dt[1].name if dt else None,
         "tokens_per_s": _r(ctx.tokens_per_s),
-        "bytes_per_token": bytes_per_token,
+        "bytes_per_token": id_bytes,
         "need_gb_per_s": _r(need),
         "available_gb_per_s": avail,
         "limited_by": tiers[dt[0]]["read_limited_by"] if dt else None,
