@@ -16,9 +16,8 @@ from typing import Annotated, Optional
 import typer
 
 from clusterctl import __version__
-from clusterctl.blueprint.load import did_you_mean
+from clusterctl.blueprint.load import did_you_mean, load_blueprint
 from clusterctl.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNREADABLE, BlueprintError
-from clusterctl.blueprint.load import load_blueprint
 from clusterctl.output import diagnostics as diag
 from clusterctl.output import finite_json
 from clusterctl.rules import Severity, all_rules
@@ -237,9 +236,9 @@ def report(
     """The cluster's key figures: capacity, collectives, training estimate, storage, reliability, power, BOM."""
     from pydantic import ValidationError
 
+    from clusterctl.perf.job import TrainingConfigError
+    from clusterctl.perf.model_presets import presets
     from clusterctl.report import document
-    from clusterctl.report.training import TrainingConfigError
-    from clusterctl.report.workload import presets
     from clusterctl.write import OutputDirError
 
     if list_models:
@@ -441,7 +440,12 @@ def inventory(
 ) -> None:
     """Ansible inventory of a deployed cloud cluster: the render's groups plus each host's private address
     from the Pulumi stack outputs (updates ansible/inventory.yml and hosts/hosts in DIR)."""
-    from clusterctl.cloud.inventory import OutputsError, cloud_nodes, read_outputs, write_inventory
+    from clusterctl.cloud.inventory import (
+        OutputsError,
+        cloud_nodes,
+        read_outputs,
+        write_inventory,
+    )
     from clusterctl.targets import RenderError
     from clusterctl.write import OutputDirError
 

@@ -15,5 +15,5 @@ def test_wheel_contains_shipped_folders():
     for folder in ("templates", "roles", "blueprints", "docs/examples/blueprint-sections"):  # the last: schema --markdown
         assert any(f.startswith(f"clusterctl/_data/{folder}/") for f in files), folder
     assert any(f.startswith("clusterctl/catalog/") and f.endswith(".yaml") for f in files)
-    for data in ("models.yaml", "failure_rates.yaml", "optics.yaml"):  # report data beside its modules
-        assert f"clusterctl/report/{data}" in files, data
+    for data in ("perf/models.yaml", "report/failure_rates.yaml", "report/optics.yaml"):  # data beside its modules
+        assert f"clusterctl/{data}" in files, data

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from clusterctl.report.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, SEND_RECV
-from clusterctl.report.interconnect import (
+from clusterctl.perf.collectives import (
+    ALL_GATHER,
+    ALL_REDUCE,
+    ALL_TO_ALL,
+    REDUCE_SCATTER,
+    SEND_RECV,
+)
+from clusterctl.perf.interconnect import (
     NIC_EFFICIENCY,
     NVLINK_RING_EFFICIENCY,
     NVLS_EFFICIENCY,

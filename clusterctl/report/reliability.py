@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from clusterctl.perf import storage_io
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.report import storage
 from clusterctl.report.section import ReportContext, Section, fmt, md_table
@@ -140,7 +141,7 @@ def gpu_fabrics(plan: ClusterPlan):
 def cluster_counts(plan: ClusterPlan, calibration: Mapping[str, Any] | None = None) -> Counts:
     """GPUs, GPU nodes, and the switches and links of the GPU fabrics. Without a planned GPU fabric (cloud)
     the links are estimated at the calibration cluster's links per GPU."""
-    groups = storage.gpu_groups(plan)
+    groups = storage_io.gpu_groups(plan)
     gpus = sum(g.gpus for g in groups)
     nodes = sum(g.count for g in groups)
     fabrics = gpu_fabrics(plan)
@@ -234,8 +235,8 @@ def build(ctx: ReportContext) -> Section:
 def _goodput(ctx: ReportContext, mtbi_h: float | None) -> dict[str, Any]:
     tau = storage.interval_s(ctx)
     params, _ = storage.model_params(ctx)
-    size = storage.checkpoint_bytes(params, ctx.checkpoint_bytes_per_param) if params is not None else None
-    delta = storage.checkpoint_write_s(ctx.plan, size) if size is not None else None
+    size = storage_io.checkpoint_bytes(params, ctx.checkpoint_bytes_per_param) if params is not None else None
+    delta = storage_io.checkpoint_write_s(ctx.plan, size) if size is not None else None
     out: dict[str, Any] = {"interval_s": _r(tau), "write_s": _r(delta), "restart_s": _r(ctx.restart_s),
                            "mtbi_s": _r(mtbi_h * 3600) if mtbi_h else None,
                            "wasted_fraction": None, "goodput": None,

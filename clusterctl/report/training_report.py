@@ -4,31 +4,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from clusterctl.plan.model import ClusterPlan
-from clusterctl.report.interconnect import Interconnect, compute_group, interconnect_of
-from clusterctl.report.section import ReportContext, Section, fmt, md_table
-from clusterctl.report.training import (
+from clusterctl.perf.interconnect import Interconnect, compute_group, interconnect_of
+from clusterctl.perf.job import TrainingConfigError
+from clusterctl.perf.layout_rules import SHORT, SPLIT_OPTIONS, etp_of, pipeline_split
+from clusterctl.perf.layout_search import (
+    SearchResult,
+    gpu_note,
+    no_layout_error,
+    search,
+)
+from clusterctl.perf.training import (
     FLASH_ATTENTION_EFFICIENCY,
     GEMM_SHAPE_HALF,
     HBM_EFFICIENCY,
     SUSTAINED_GEMM,
     USABLE_HBM,
-    TrainingConfigError,
     TrainingEstimate,
     dense_flops_per_token,
     simple_throughput,
 )
-from clusterctl.report.layout import (
-    SHORT,
-    SPLIT_OPTIONS,
-    SearchResult,
-    etp_of,
-    gpu_note,
-    no_layout_error,
-    pipeline_split,
-    search,
-)
-from clusterctl.report.workload import Workload, accelerator_of, resolve
+from clusterctl.perf.workload import Workload, accelerator_of, resolve
+from clusterctl.plan.model import ClusterPlan
+from clusterctl.report.section import ReportContext, Section, fmt, md_table
 
 
 @dataclass(frozen=True)

@@ -5,22 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
+from clusterctl.perf.storage_io import checkpoint_bytes, checkpoint_tier
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.paths import DATA_ROLES, no_path_reason, storage_path
 from clusterctl.plan.sources import SourceError, mount_source
 from clusterctl.rules.base import Hit, Severity, rule
-
-
-def checkpoint_tier(plan: ClusterPlan):
-    """(index, tier) checkpoints go to: the first shared tier marked ``checkpoint: true``, else the first
-    parallel tier, else the first NFS tier; None when only local or object tiers exist."""
-    tiers = list(enumerate(plan.blueprint.storage))
-    for pick in (lambda t: t.checkpoint and t.tier != "local", lambda t: t.tier == "parallel",
-                 lambda t: t.tier == "nfs"):
-        for i, t in tiers:
-            if pick(t):
-                return i, t
-    return None
 
 
 def checkpoint(plan: ClusterPlan):
@@ -30,7 +19,7 @@ def checkpoint(plan: ClusterPlan):
     if w is None or found is None:
         return None
     i, tier = found
-    size = w.params_b * 1e9 * w.checkpoint_bytes_per_param
+    size = checkpoint_bytes(w.params_b * 1e9, w.checkpoint_bytes_per_param)
     return w, i, tier, size, size / (tier.write_gb_per_s * 1e9)
 
 

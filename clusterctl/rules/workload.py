@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from clusterctl.blueprint.load import did_you_mean
 from clusterctl.blueprint.storage import Workload
 from clusterctl.blueprint.training import TrainingSpec
+from clusterctl.perf.interconnect import Interconnect, compute_group, interconnect_of
+from clusterctl.perf.job import ModelShape, TrainingConfigError
+from clusterctl.perf.layout_rules import check, with_pipeline_split
+from clusterctl.perf.model_presets import presets
+from clusterctl.perf.training import estimate
+from clusterctl.perf.workload import accelerator_of, parallelism, resolve
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.rules.base import Hit, Severity, rule
-
-if TYPE_CHECKING:  # the report imports the rules' plan types; import it lazily at run time
-    from clusterctl.report.interconnect import Interconnect
-    from clusterctl.report.training import ModelShape
 
 
 class _Job(NamedTuple):
@@ -28,10 +30,6 @@ class _Job(NamedTuple):
 
 def _job(plan: ClusterPlan) -> _Job | None:
     """The training job as the report resolves it, or None without a workload or GPU nodes with a network."""
-    from clusterctl.report.interconnect import compute_group, interconnect_of
-    from clusterctl.report.training import TrainingConfigError
-    from clusterctl.report.workload import resolve
-
     w = plan.blueprint.workload
     group = compute_group(plan)
     if w is None or group is None or group.type.accelerator is None:
@@ -50,8 +48,6 @@ def _job(plan: ClusterPlan) -> _Job | None:
 def unknown_preset(plan: ClusterPlan) -> Iterator[Hit]:
     """``workload.model`` names a preset (``clusterctl report --list-models``) or gives the shape
     (layers, hidden, heads, vocab, seq_len, ...). An unknown name would leave the report without a model."""
-    from clusterctl.report.workload import presets
-
     w = plan.blueprint.workload
     if w is not None and isinstance(w.model, str) and w.model not in presets():
         yield Hit(("workload", "model"), f"unknown model preset '{w.model}'",
@@ -62,16 +58,12 @@ def unknown_preset(plan: ClusterPlan) -> Iterator[Hit]:
 @rule("WORKLOAD002", "workload", Severity.ERROR, "training layout does not fit the cluster or the model")
 def layout(plan: ClusterPlan) -> Iterator[Hit]:
     """The parallel layout in ``workload.training`` must pass Megatron-LM's layout rules
-    (clusterctl/report/layout.py, each citing the Megatron-LM source line): tp x pp x cp x dp at most the
+    (clusterctl/perf/layout_rules.py, each citing the Megatron-LM source line): tp x pp x cp x dp at most the
     GPUs of the largest GPU group; attention heads, KV heads and the MLP width split over tp; layers split
     evenly over pp (the embedding and loss may count as a layer each) and over interleaved chunks; with
     interleaving, microbatches a multiple of pp; global batch a multiple of dp x micro batch; sequence a
     multiple of 2 x cp; experts divisible by ep and ep x tp x pp dividing the GPUs. Checked only for the
     parts that are given: the report chooses tp and pp itself when they are left out."""
-    from clusterctl.report.layout import check
-    from clusterctl.report.training import TrainingConfigError
-    from clusterctl.report.workload import parallelism
-
     job = _job(plan)
     if job is None or job.model is None or plan.blueprint.workload.training is None:
         return
@@ -112,12 +104,8 @@ def tp_beyond_nvlink(plan: ClusterPlan) -> Iterator[Hit]:
 def memory(plan: ClusterPlan) -> Iterator[Hit]:
     """With tp, pp and recompute fixed in ``workload.training``, the first pipeline stage must hold its
     bf16 weights, gradients, Adam state (sharded over data parallelism with the distributed optimizer)
-    and activations (clusterctl/report/memory.py) in the usable share of HBM (``memory.USABLE_HBM``): the
+    and activations (clusterctl/perf/memory.py) in the usable share of HBM (``memory.USABLE_HBM``): the
     CUDA context, NCCL buffers, allocator fragmentation and framework workspaces take the rest."""
-    from clusterctl.report.layout import with_pipeline_split
-    from clusterctl.report.training import TrainingConfigError, estimate
-    from clusterctl.report.workload import accelerator_of, parallelism
-
     job = _job(plan)
     if job is None or job.model is None:
         return

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from clusterctl.report.published import CALIBRATION, VALIDATION, blackwell, evaluate, moe
-from clusterctl.report.published.systems import B200, DGX_B200, GB200, GB200_NVL72
-from clusterctl.report.training import (
+from clusterctl.perf.job import Parallelism
+from clusterctl.perf.model_presets import preset
+from clusterctl.perf.published import blackwell, moe
+from clusterctl.perf.published.rows import CALIBRATION, VALIDATION, evaluate
+from clusterctl.perf.published.systems import B200, DGX_B200, GB200, GB200_NVL72
+from clusterctl.perf.training import (
     EXPERT_WEIGHT_BYTES,
-    Parallelism,
     estimate,
     expert_gemm_factor,
     gemm_roofline,
     moe_load,
 )
-from clusterctl.report.workload import preset
 
 ROWS = blackwell.ROWS + moe.ROWS
 QWEN3_30B = preset("qwen3-30b-a3b")[0]

@@ -1,11 +1,11 @@
-"""Tests for clusterctl.report.collectives (numbers computed by hand in comments)."""
+"""Tests for clusterctl.perf.collectives (numbers computed by hand in comments)."""
 
 import dataclasses
 from itertools import pairwise
 
 import pytest
 
-from clusterctl.report.collectives import (
+from clusterctl.perf.collectives import (
     ALL_GATHER,
     ALL_REDUCE,
     ALL_TO_ALL,

@@ -1,5 +1,5 @@
 """Fabric kind and scale: RoCE with static ECMP vs InfiniBand / adaptive routing, and the per-step
-straggler/jitter term that grows with the node count (sources in clusterctl/report/published/fabric.py)."""
+straggler/jitter term that grows with the node count (sources in clusterctl/perf/published/fabric.py)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,26 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clusterctl.report import interconnect as icm
-from clusterctl.report import training
-from clusterctl.report.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER
-from clusterctl.report.interconnect import ECMP_EFFICIENCY, Interconnect, collective, interconnect_of, placement
-from clusterctl.report.published import evaluate, fabric, hopper
-from clusterctl.report.published.systems import DGX_H100, H100
-from clusterctl.report.training import Parallelism, estimate, expected_max_normal
+from clusterctl.perf import interconnect as icm
+from clusterctl.perf import training
+from clusterctl.perf.collectives import (
+    ALL_GATHER,
+    ALL_REDUCE,
+    ALL_TO_ALL,
+    REDUCE_SCATTER,
+)
+from clusterctl.perf.interconnect import (
+    ECMP_EFFICIENCY,
+    Interconnect,
+    collective,
+    interconnect_of,
+    placement,
+)
+from clusterctl.perf.job import Parallelism
+from clusterctl.perf.published import fabric, hopper
+from clusterctl.perf.published.rows import evaluate
+from clusterctl.perf.published.systems import DGX_H100, H100
+from clusterctl.perf.training import estimate, expected_max_normal
 from tests.helpers import plan_of, shipped
 
 SIZE = 8 * 2**30

@@ -1,15 +1,21 @@
 """The collective model's behaviour (algorithm choice, trends, placement, blueprint links, refusals).
 
 The nccl-tests figures its efficiencies were computed from are calibration rows in
-clusterctl/report/published/nccl.py, judged in tests/report/test_published.py.
+clusterctl/perf/published/nccl.py, judged in tests/report/test_published.py.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from clusterctl.report.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, SEND_RECV
-from clusterctl.report.interconnect import (
+from clusterctl.perf.collectives import (
+    ALL_GATHER,
+    ALL_REDUCE,
+    ALL_TO_ALL,
+    REDUCE_SCATTER,
+    SEND_RECV,
+)
+from clusterctl.perf.interconnect import (
     Interconnect,
     collective,
     interconnect_of,
@@ -35,7 +41,7 @@ def within(value, target, tol=0.10):
 
 
 def test_h100_single_node_allreduce_runs_nvls_where_the_hardware_has_it():
-    # the bandwidths are calibration rows (clusterctl/report/published/nccl.py); here: the algorithm NCCL picks
+    # the bandwidths are calibration rows (clusterctl/perf/published/nccl.py); here: the algorithm NCCL picks
     assert collective(ALL_REDUCE, LARGE, H100_NODE, placement(8, H100_NODE))[1] == "nvls"
     assert collective(ALL_REDUCE, LARGE, H100_NODE_NO_NVLS, placement(8, H100_NODE_NO_NVLS))[1] == "ring"
 

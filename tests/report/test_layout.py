@@ -1,15 +1,14 @@
 """Layouts Megatron-LM runs: the search returns only those, counts what it rejects, and says when it leaves
 GPUs idle or a layout does not fit (issue 13, "Layouts Megatron rejects").
 
-`megatron_accepts` below restates Megatron-LM's assertions independently of clusterctl/report/layout.py
+`megatron_accepts` below restates Megatron-LM's assertions independently of clusterctl/perf/layout_rules.py
 (read at NVIDIA/Megatron-LM d98e8a6): the property test holds every layout the search accepts against it.
 """
 
 from __future__ import annotations
 
-import re
-
 import json
+import re
 import time
 
 import pytest
@@ -17,10 +16,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clusterctl.blueprint.training import TrainingSpec
-from clusterctl.report.interconnect import Interconnect
-from clusterctl.report.layout import check, gpu_note, pipeline_split, search, violations
-from clusterctl.report.training import Accelerator, ModelShape, Parallelism, TrainingConfigError
-from clusterctl.report.workload import preset
+from clusterctl.perf.interconnect import Interconnect
+from clusterctl.perf.job import (
+    Accelerator,
+    ModelShape,
+    Parallelism,
+    TrainingConfigError,
+)
+from clusterctl.perf.layout_rules import check, pipeline_split, violations
+from clusterctl.perf.layout_search import gpu_note, search
+from clusterctl.perf.model_presets import preset
 from tests.helpers import cli
 
 H100 = Accelerator("h100-sxm", 989, 794.5, "", 80, 3.35)

@@ -1,4 +1,4 @@
-"""The per-GPU memory model (clusterctl/report/memory.py), term by term against published and source-code
+"""The per-GPU memory model (clusterctl/perf/memory.py), term by term against published and source-code
 figures, and every published layout of the suites predicted to fit (and oversized ones not)."""
 
 from __future__ import annotations
@@ -8,10 +8,9 @@ from dataclasses import replace
 
 import pytest
 
-from clusterctl.report.interconnect import Interconnect
-from clusterctl.report.published import hopper
-from clusterctl.report.published.systems import B200, DGX_B200
-from clusterctl.report.memory import (
+from clusterctl.perf.interconnect import Interconnect
+from clusterctl.perf.job import Accelerator, ModelShape, Parallelism
+from clusterctl.perf.memory import (
     GIB,
     USABLE_HBM,
     activation_bytes_per_token,
@@ -19,8 +18,10 @@ from clusterctl.report.memory import (
     layer_microbatches_in_flight,
     weight_and_optimizer_bytes,
 )
-from clusterctl.report.training import HBM_EFFICIENCY, Accelerator, ModelShape, Parallelism, estimate
-from clusterctl.report.workload import preset
+from clusterctl.perf.model_presets import preset
+from clusterctl.perf.published import hopper
+from clusterctl.perf.published.systems import B200, DGX_B200
+from clusterctl.perf.training import HBM_EFFICIENCY, estimate
 
 H100 = Accelerator("h100-sxm", 989, 794.5, "", 80, 3.35, fp8_mamf_tflops=1402.6, fp8_peak_tflops=1979)
 H100_CLUSTER = Interconnect(8, 450, True, 8, 50)
@@ -141,11 +142,11 @@ def test_hbm_capacity_is_binary_and_usable_share_below_what_nvidia_smi_shows():
 
 
 # --- every published layout of the suites fits -------------------------------------------------------------
-# The rows carry the memory settings their runs' configurations state (clusterctl/report/published/hopper.py:
+# The rows carry the memory settings their runs' configurations state (clusterctl/perf/published/hopper.py:
 # NeMo's distributed Adam at 10 or 4 bytes per parameter; Llama 3's FSDP-sharded gradients and 7-layer first
 # stage, Dubey et al. 2024 sec. 3.3.2).
 LLAMA3_MEMORY = hopper.LLAMA3_MEMORY
-# Every published layout of clusterctl/report/published/ (the rows carry these settings) is asserted to fit
+# Every published layout of clusterctl/perf/published/ (the rows carry these settings) is asserted to fit
 # in tests/report/test_published.py::test_training_row_uses_every_gpu_and_fits_in_memory.
 
 
@@ -251,8 +252,8 @@ def test_search_runs_llama3_405b_as_meta_did_when_the_gradients_are_sharded():
     # (Megatron's --account-for-embedding-in-pipeline-split); with Megatron's full fp32 gradient buffer the
     # layout needs full recomputation at 32 microbatches, with sharded gradients it runs without.
     from clusterctl.blueprint.training import TrainingSpec
-    from clusterctl.report.layout import search
-    from clusterctl.report.published.systems import DGX_H100
+    from clusterctl.perf.layout_search import search
+    from clusterctl.perf.published.systems import DGX_H100
 
     model, _ = preset("llama3-405b")
     spec = dict(tp=8, pp=16, virtual_stages=4, global_batch=2048)

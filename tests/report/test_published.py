@@ -3,7 +3,7 @@
 Calibration rows are fits (a constant was set from them); validation rows are the holdout. Each family's band is
 its observed spread plus a stated margin; every row must sit inside its band, no band may be looser than spread
 + margin, and each model constant is moved by +-5 % to see whether the validation rows can tell
-(clusterctl/report/published/constants.py). docs/report.md carries the generated tables.
+(clusterctl/perf/published/constants.py). docs/report.md carries the generated tables.
 """
 
 from __future__ import annotations
@@ -13,16 +13,8 @@ import re
 
 import pytest
 
-from clusterctl.report.published import (
-    CALIBRATION,
-    ROLES,
-    VALIDATION,
-    TrainingRow,
-    evaluate,
-    families,
-    rows,
-)
-from clusterctl.report.published.constants import (
+from clusterctl.perf.published.all_rows import families, rows
+from clusterctl.perf.published.constants import (
     CONSTANTS,
     CONSTRAINED,
     DEFINITIONS,
@@ -30,7 +22,14 @@ from clusterctl.report.published.constants import (
     UNCONSTRAINED,
     sensitivity,
 )
-from clusterctl.report.published.tables import markdown, spreads
+from clusterctl.perf.published.rows import (
+    CALIBRATION,
+    ROLES,
+    VALIDATION,
+    TrainingRow,
+    evaluate,
+)
+from clusterctl.perf.published.tables import markdown, spreads
 from tests.helpers import REPO
 
 ROWS = rows()
@@ -89,7 +88,7 @@ def test_calibration_and_validation_both_present_and_a_third_held_out():
 def test_training_row_uses_every_gpu_and_fits_in_memory(row):
     e = row.run()
     assert e.gpus == row.gpus  # the published layout uses every GPU it names
-    # a published layout ran: the memory model must predict that it fits (clusterctl/report/memory.py)
+    # a published layout ran: the memory model must predict that it fits (clusterctl/perf/memory.py)
     assert e.fits_memory, f"{row.id}: {e.memory_gb}"
 
 
@@ -128,4 +127,4 @@ def _docs_section() -> str:
 
 
 def test_docs_tables_are_generated_from_the_rows():
-    assert _docs_section() == "\n" + markdown(), "run: python -m clusterctl.report.published, paste between markers"
+    assert _docs_section() == "\n" + markdown(), "run: python -m clusterctl.perf.published, paste between markers"

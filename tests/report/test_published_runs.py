@@ -1,7 +1,7 @@
 """The benchmarked model shapes against the per-token FLOP counts their sources print.
 
 The published H100 runs themselves (BF16 and FP8, DGX Cloud recipes, NeMo and Megatron-Bridge summaries,
-Nemotron-4 and Llama 3 reports) are rows of clusterctl/report/published/hopper.py, judged with their family's
+Nemotron-4 and Llama 3 reports) are rows of clusterctl/perf/published/hopper.py, judged with their family's
 band in tests/report/test_published.py. DGXC = github.com/NVIDIA/dgxc-benchmarking.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from clusterctl.report.published.hopper import (
+from clusterctl.perf.published.hopper import (
     GPT3_175B,
     LLAMA3_405B,
     LLAMA31_8B,
@@ -37,6 +37,6 @@ def test_flop_count_matches_the_source(model, source_flops_per_token):
 
 
 def test_llama3_405b_rows_use_the_repo_preset():
-    from clusterctl.report.workload import preset
+    from clusterctl.perf.model_presets import preset
 
     assert LLAMA3_405B.model_dump(exclude={"name"}) == preset("llama3-405b")[0].model_dump(exclude={"name"})

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterctl.report.workload import presets
+from clusterctl.perf.model_presets import presets
 from tests.helpers import cli, shipped, to_yaml
 
 

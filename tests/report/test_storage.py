@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from clusterctl.perf import storage_io
 from clusterctl.report import storage
 from clusterctl.report.section import ReportContext
 from tests.helpers import BLUEPRINTS, plan_of, shipped
@@ -35,7 +36,7 @@ def lustre(bp: dict) -> dict:
 
 
 def test_checkpoint_size_70b_times_14_bytes():
-    assert storage.checkpoint_bytes(70e9, 14) == pytest.approx(980e9)
+    assert storage_io.checkpoint_bytes(70e9, 14) == pytest.approx(980e9)
     s = storage.build(ReportContext(plan_of(shipped("dgx-h100-superpod-1su"))))
     assert s.data["model"]["params"] == 70e9
     assert s.data["model"]["params_from"] == "workload.params_b"
@@ -57,7 +58,7 @@ def test_1su_lustre_write_time_is_size_over_min_of_tier_and_nics():
     assert tier["write_s"] == pytest.approx(expected, rel=1e-5)
     assert tier["write_limited_by"] == "tier"
     assert tier["restore_s"] == pytest.approx(expected_read, rel=1e-5)
-    assert storage.checkpoint_write_s(plan, 980e9) == pytest.approx(expected)
+    assert storage_io.checkpoint_write_s(plan, 980e9) == pytest.approx(expected)
     assert s.data["client"]["gb_per_s"] == pytest.approx(nic_limit)
     assert s.data["checkpoint"]["tier"] == "lustre"
 
@@ -145,11 +146,11 @@ def test_data_tier_prefers_parallel_then_object_then_nfs():
     obj = {"name": "s3", "tier": "object", "endpoint": "https://s3.example", "mount": "/s3",
            "capacity_tb": 10, "read_gb_per_s": 30, "write_gb_per_s": 20}
     bp["storage"].insert(0, obj)
-    assert storage.data_tier(plan_of(bp))[1].name == "lustre"
+    assert storage_io.data_tier(plan_of(bp))[1].name == "lustre"
     bp["storage"] = [t for t in bp["storage"] if t["tier"] != "parallel"]
-    assert storage.data_tier(plan_of(bp))[1].name == "s3"
+    assert storage_io.data_tier(plan_of(bp))[1].name == "s3"
     bp["storage"] = [t for t in bp["storage"] if t["tier"] != "object"]
-    assert storage.data_tier(plan_of(bp))[1].name == "home"
+    assert storage_io.data_tier(plan_of(bp))[1].name == "home"
 
 
 def test_cloud_nodes_use_instance_network_as_upper_bound():

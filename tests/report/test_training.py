@@ -8,23 +8,19 @@ from dataclasses import replace
 
 import pytest
 
-from clusterctl.report.published import narayanan
-from clusterctl.report.published.systems import A100, DGX_H100, H100, SELENE
-from clusterctl.report.training import (
-    Parallelism,
-    TrainingConfigError,
-    estimate,
-    simple_throughput,
-)
-from clusterctl.report.workload import preset
+from clusterctl.perf.job import Parallelism, TrainingConfigError
+from clusterctl.perf.model_presets import preset
+from clusterctl.perf.published import narayanan
+from clusterctl.perf.published.systems import A100, DGX_H100, H100, SELENE
+from clusterctl.perf.training import estimate, simple_throughput
 
 # The published rows (Narayanan et al. 2021 Table 1 on A100, the Llama 3 405B and NVIDIA H100 runs) are in
-# clusterctl/report/published/ and judged in tests/report/test_published.py; here: behaviour.
+# clusterctl/perf/published/ and judged in tests/report/test_published.py; here: behaviour.
 H100_CLUSTER = DGX_H100
 
 
 def narayanan_run(params_b, heads, hidden, layers, tp, pp, gpus, batch):
-    """A Narayanan et al. 2021 Table 1 shape, run as the paper ran (clusterctl/report/published/narayanan.py)."""
+    """A Narayanan et al. 2021 Table 1 shape, run as the paper ran (clusterctl/perf/published/narayanan.py)."""
     model = narayanan.model_of(params_b, heads, hidden, layers)
     return model, estimate(model, narayanan.parallelism_of(tp, pp, batch), gpus, A100, SELENE)
 

@@ -1,12 +1,12 @@
 """Every model constant of the training and collective models, and whether the validation rows constrain it.
 
 A constant is ``constrained`` when moving it by +5 % takes at least one *validation* row (a holdout, see
-clusterctl/report/published/__init__.py) outside its family's band, and so does moving it by -5 %. Otherwise
+clusterctl/perf/published/__init__.py) outside its family's band, and so does moving it by -5 %. Otherwise
 it is ``unconstrained``: the rows that were not used to set it cannot tell its value from one 5 % away (in at
 least one direction), whatever the calibration rows say. tests/report/test_published.py moves each constant
 both ways and checks the label (a constrained constant must move a row out both ways; an unconstrained one
 must leave every validation row inside its band in at least one direction), so a label cannot go stale
-silently; docs/report.md lists the table with the rows that leave (``python -m clusterctl.report.published``).
+silently; docs/report.md lists the table with the rows that leave (``python -m clusterctl.perf.published``).
 
 ``DEFINITIONS`` are module-level numbers that are units or conventions, not fitted (bf16 is 2 bytes): they are
 listed so that the completeness test can tell that every other upper-case number of training.py and
@@ -19,13 +19,16 @@ import importlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from clusterctl.perf.published.all_rows import families, rows
+from clusterctl.perf.published.rows import VALIDATION, evaluate
+
 CONSTRAINED = "constrained"
 UNCONSTRAINED = "unconstrained"
 STEP = 0.05
 """the relative move of the sensitivity test"""
 
-TRAINING = "clusterctl.report.training"
-INTERCONNECT = "clusterctl.report.interconnect"
+TRAINING = "clusterctl.perf.training"
+INTERCONNECT = "clusterctl.perf.interconnect"
 MODULES = (TRAINING, INTERCONNECT)
 
 
@@ -64,8 +67,6 @@ def perturbed(c: Constant, factor: float):
 
 def outside_band(factor: float, c: Constant) -> list[str]:
     """Ids of the validation rows outside their family's band while ``c`` is multiplied by ``factor``."""
-    from clusterctl.report.published import VALIDATION, evaluate, families, rows
-
     bands = {f.name: f.band for f in families().values()}
     with perturbed(c, factor):
         return [r.id for r in rows() if r.role == VALIDATION and abs(evaluate(r).error) > bands[r.family]]

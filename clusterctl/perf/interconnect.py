@@ -23,7 +23,7 @@
 Efficiencies and latencies are the module constants below, each with where it comes from. Calibration
 is on principles: an efficiency per *link class* (NCCL's protocol overhead on NVLink, RDMA goodput on a
 NIC, NVSwitch reduction throughput for NVLS), never a per-test fudge. The nccl-tests figures they were
-computed from are calibration rows (clusterctl/report/published/nccl.py): reproducing them is a fit.
+computed from are calibration rows (clusterctl/perf/published/nccl.py): reproducing them is a fit.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from clusterctl.report.collectives import (
+from clusterctl.perf.collectives import (
     ALL_GATHER,
     ALL_REDUCE,
     ALL_TO_ALL,
@@ -76,7 +76,7 @@ uplinks, an uplink stays idle with probability (1 - 1/u)^u -> 1/e, while the flo
 link, so the fabric delivers 1 - 1/e of the bandwidth it has. Checked against NVIDIA's figures for
 Spectrum-X, "up to 95 % effective bandwidth" with adaptive routing and "1.6x" the AI networking
 performance of standard Ethernet (95 % / 1.6 = 59 %, so 0.59 / 0.95 = 0.625 of the adaptive-routing
-figure: row ``ecmp-static-ethernet`` in clusterctl/report/published/fabric.py, a calibration row), and
+figure: row ``ecmp-static-ethernet`` in clusterctl/perf/published/fabric.py, a calibration row), and
 with Meta's "up to 40 %" AllReduce gain from enhanced ECMP with QP scaling over plain ECMP (SIGCOMM 2024;
 1 / 1.4 = 0.71 >= 0.632: enhanced ECMP, still hashed, stays at or below adaptive routing). Holdouts: the
 MegaScale Megatron-LM rows at 6,144-12,288 GPUs (RoCE, ECMP; published/fabric.py). Applied only

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from clusterctl.report.published import CALIBRATION, VALIDATION, evaluate, families, rows
+from clusterctl.perf.published.all_rows import families, rows
+from clusterctl.perf.published.constants import CONSTANTS, STEP, perturbed, sensitivity
+from clusterctl.perf.published.rows import CALIBRATION, VALIDATION, evaluate
 
 
 def spreads() -> dict[str, float]:
@@ -18,8 +20,6 @@ def _pct(x: float) -> str:
 
 
 def markdown() -> str:
-    from clusterctl.report.published.constants import CONSTANTS, STEP, perturbed, sensitivity
-
     fams = families()
     results = [evaluate(r) for r in rows()]
     out = []

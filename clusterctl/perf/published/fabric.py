@@ -1,4 +1,4 @@
-"""Published rows: fabric kind and scale (see clusterctl/report/published/__init__.py for rows and families).
+"""Published rows: fabric kind and scale (see clusterctl/perf/published/rows.py for rows and families).
 
 Three families:
 
@@ -49,11 +49,19 @@ Collected but not used as rows (and why):
 
 from __future__ import annotations
 
-from clusterctl.report.collectives import ALL_REDUCE
-from clusterctl.report.interconnect import Interconnect
-from clusterctl.report.published import CALIBRATION, VALIDATION, CollectiveRow, Family, Row, TrainingRow, hopper
-from clusterctl.report.published.systems import A100, DGX_H100
-from clusterctl.report.training import ModelShape, Parallelism
+from clusterctl.perf.collectives import ALL_REDUCE
+from clusterctl.perf.interconnect import Interconnect
+from clusterctl.perf.job import ModelShape, Parallelism
+from clusterctl.perf.published import hopper
+from clusterctl.perf.published.rows import (
+    CALIBRATION,
+    VALIDATION,
+    CollectiveRow,
+    Family,
+    Row,
+    TrainingRow,
+)
+from clusterctl.perf.published.systems import A100, DGX_H100
 
 ROUTING, IB_NODES, MEGASCALE = "fabric-routing", "ib-node-count", "megascale-175b"
 

@@ -30,7 +30,7 @@ The step time is built bottom-up for one pipeline stage and one microbatch, then
 * the data-parallel gradient reduction overlaps with the backward pass of the last microbatch only;
   the optimizer step is HBM-bound.
 
-The collective times come from clusterctl.report.interconnect on the planned NVLink domain and NICs.
+The collective times come from clusterctl.perf.interconnect on the planned NVLink domain and NICs.
 """
 
 from __future__ import annotations
@@ -39,10 +39,22 @@ import math
 from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 
-from clusterctl.blueprint.training import ModelSpec
-from clusterctl.report.collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, SEND_RECV
-from clusterctl.report.interconnect import Interconnect, collective, placement
-from clusterctl.report.memory import USABLE_HBM, memory, recomputed_modules
+from clusterctl.perf.collectives import (
+    ALL_GATHER,
+    ALL_REDUCE,
+    ALL_TO_ALL,
+    REDUCE_SCATTER,
+    SEND_RECV,
+)
+from clusterctl.perf.interconnect import Interconnect, collective, placement
+from clusterctl.perf.job import (
+    Accelerator,
+    ModelShape,
+    Parallelism,
+    TrainingConfigError,
+)
+from clusterctl.perf.layout_rules import check, pipeline_split
+from clusterctl.perf.memory import USABLE_HBM, memory, recomputed_modules
 
 SUSTAINED_GEMM = 0.86
 """Training GEMMs against the best-shape MAMF: sustained clocks under full-node power and thermal load,
@@ -72,137 +84,6 @@ ADAM_BYTES_PER_PARAM_STEP = 30
 """Adam step traffic per parameter: read fp32 param, m, v, grad; write fp32 param, m, v, bf16 param."""
 
 
-class ModelShape(ModelSpec):
-    """A decoder-only transformer in Megatron-LM terms: the blueprint's ``workload.model`` with a name."""
-
-    name: str
-
-    @property
-    def q(self) -> int:
-        return self.heads * (self.head_dim or self.hidden // self.heads)
-
-    @property
-    def kv(self) -> int:
-        return (self.kv_heads or self.heads) * (self.head_dim or self.hidden // self.heads)
-
-    @property
-    def ffn(self) -> int:
-        return self.ffn_hidden or 4 * self.hidden
-
-    @property
-    def expert_ffn(self) -> int:
-        return self.moe_ffn_hidden or self.ffn
-
-    @property
-    def mlp_matrices(self) -> int:
-        return 3 if self.swiglu else 2
-
-    # --- parameters ----------------------------------------------------------------------------
-    @property
-    def attention_params(self) -> int:
-        return self.hidden * (self.q + 2 * self.kv) + self.q * self.hidden
-
-    @property
-    def mlp_params(self) -> int:
-        """all experts"""
-        if self.experts:
-            return self.experts * self.mlp_matrices * self.hidden * self.expert_ffn + self.hidden * self.experts
-        return self.mlp_matrices * self.hidden * self.ffn
-
-    @property
-    def embedding_params(self) -> int:
-        return self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
-
-    @property
-    def params(self) -> int:
-        return self.layers * (self.attention_params + self.mlp_params + 4 * self.hidden) + self.embedding_params
-
-    @property
-    def active_params(self) -> int:
-        if not self.experts:
-            return self.params
-        active_mlp = self.topk * self.mlp_matrices * self.hidden * self.expert_ffn
-        return self.layers * (self.attention_params + active_mlp + 4 * self.hidden) + self.embedding_params
-
-    # --- FLOPs per token (Megatron-LM, forward + backward) -------------------------------------------
-    @property
-    def dense_flops_per_token_layer(self) -> float:
-        mlp_width = self.expert_ffn * self.topk if self.experts else self.ffn
-        return 6.0 * (2 * self.hidden * self.q + 2 * self.hidden * self.kv) + 6.0 * self.mlp_matrices * self.hidden * mlp_width
-
-    @property
-    def attention_flops_per_token_layer(self) -> float:
-        return 12.0 * self.seq_len * self.q
-
-    @property
-    def logit_flops_per_token(self) -> float:
-        return 6.0 * self.hidden * self.vocab
-
-    @property
-    def flops_per_token(self) -> float:
-        return self.layers * (self.dense_flops_per_token_layer + self.attention_flops_per_token_layer) + \
-            self.logit_flops_per_token
-
-
-@dataclass(frozen=True)
-class Parallelism:
-    """How the job is laid out and run (Megatron-LM options in brackets)."""
-
-    global_batch: int
-    """sequences per step"""
-    tp: int = 1
-    pp: int = 1
-    dp: int | None = None
-    """default: the GPUs left over, ``gpus / (tp pp cp)``"""
-    cp: int = 1
-    ep: int = 1
-    micro_batch: int = 1
-    virtual_stages: int = 1
-    """interleaved 1F1B model chunks per stage [--num-layers-per-virtual-pipeline-stage]"""
-    recompute: str = "none"
-    """none | selective | full [--recompute-granularity]"""
-    sequence_parallel: bool = True
-    flash_attention: bool = True
-    overlap_grad_reduce: bool = True
-    distributed_optimizer: bool = True
-    grad_bytes: int = 4
-    """bytes per gradient element in the data-parallel reduction (4: fp32 accumulation and reduce)"""
-    precision: str = "bf16"
-    """bf16 | fp8: FP8 runs the transformer layers' linear GEMMs in FP8 (Transformer Engine); attention,
-    the logits and everything element-wise stay in BF16"""
-    expert_load: float | None = None
-    """MoE: routed tokens on the busiest expert-parallel rank / the mean. None: derived (``moe_load``);
-    1.0: force-balanced routing (NVIDIA's MoE benchmarks); a capacity factor with token dropping caps it"""
-    dropout: bool | None = None
-    """the model trains with dropout (masks saved for the backward); None: only without flash attention
-    (2021 Megatron-LM GPT runs); modern models (Llama, Nemotron) use none"""
-    shard_gradients: bool = False
-    """gradients sharded over the data-parallel ranks like the optimizer state (FSDP / ZeRO-2, Llama 3)"""
-    first_stage_layers: int | None = None
-    """layers on the first pipeline stage when fewer than ceil(L / pp) [--decoder-first-pipeline-num-layers]"""
-    optimizer_bytes: int = 12
-    """optimizer state per parameter: fp32 master weights + Adam m, v (12); 6 with bf16 state (NeMo
-    ``optim.dtype: bf16``)"""
-    recompute_modules: tuple[str, ...] = ()
-    """element-wise modules recomputed in the backward instead of saved [--recompute-modules, with
-    --recompute-granularity selective]; modelled: "layernorm" (Megatron-core recomputes a norm only where
-    it is a separate module: with Transformer Engine the input norm is fused into the QKV LayerNormLinear and
-    a dense layer's pre-MLP norm into FC1, so it frees the MoE layers' pre-MLP norm output) and "moe_act"
-    (the experts' activation output, FC2's input). Others are rejected (``memory.RECOMPUTE_MODULES``)"""
-
-
-@dataclass(frozen=True)
-class Accelerator:
-    name: str
-    peak_tflops: float
-    mamf_tflops: float
-    mamf_source: str
-    hbm_gb: float
-    hbm_tb_per_s: float
-    fp8_mamf_tflops: float | None = None
-    fp8_peak_tflops: float | None = None
-
-
 @dataclass(frozen=True)
 class TrainingEstimate:
     model: ModelShape
@@ -223,10 +104,6 @@ class TrainingEstimate:
     @property
     def fits_memory(self) -> bool:
         return self.memory_gb["total"] <= self.memory_gb["hbm"] * USABLE_HBM
-
-
-class TrainingConfigError(ValueError):
-    """The model and parallelism do not fit together (message says what to change)."""
 
 
 def gemm_rate(acc: Accelerator, model: ModelShape, tp: int, precision: str = "bf16") -> float:
@@ -330,7 +207,7 @@ step grows with the node count while the rest of the model stays nearly flat): G
 (README_175b: +2.2 %, the rest of the model +0.5 %; CV 0.0167), Nemotron-4 340B 16 -> 256 nodes
 (README_340b: +5.0 % vs +3.5 %; 0.0137), Llama 3.1 70B 8 -> 256 nodes (README_70b: +1.8 % vs +0.4 %;
 0.0101); 0.014 is their median. Calibration rows: ``scale-dgxc-gpt3-175b-*``,
-``scale-dgxc-nemotron4-340b-*``, ``scale-dgxc-llama3.1-70b-*`` (clusterctl/report/published/fabric.py);
+``scale-dgxc-nemotron4-340b-*``, ``scale-dgxc-llama3.1-70b-*`` (clusterctl/perf/published/fabric.py);
 the other ``scale-*`` rows and the MegaScale rows are holdouts."""
 
 
@@ -347,7 +224,6 @@ def scale_synchronisation(step_s: float, gpus: int, ic: Interconnect) -> float:
 
 
 def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, ic: Interconnect) -> TrainingEstimate:
-    from clusterctl.report.layout import check, pipeline_split  # the layout rules (layout.py imports this module)
     dp = check(model, par, gpus)
     used = par.tp * par.pp * par.cp * dp
     m = par.global_batch // (dp * par.micro_batch)
@@ -438,7 +314,7 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
 
     stage = t_gemm + t_attn + t_mem + t_tp + t_cp + t_ep + t_pp
     # one microbatch on the slowest stage. The last stage also computes the logits; when Megatron's split
-    # counts the loss as a layer (--account-for-loss-in-pipeline-split, chosen by layout.pipeline_split when
+    # counts the loss as a layer (--account-for-loss-in-pipeline-split, chosen by layout_rules.pipeline_split when
     # the layers need it: Llama 3 405B's 126 on 8 or 16 stages) it holds one transformer layer fewer, and
     # the logits cost only what they exceed that layer by.
     last = stage + t_logit
@@ -530,5 +406,4 @@ def dense_flops_per_token(params: float) -> float:
     return 6.0 * params
 
 
-__all__ = ["Accelerator", "ModelShape", "Parallelism", "TrainingConfigError", "TrainingEstimate",
-           "dense_flops_per_token", "estimate", "gemm_rate", "simple_throughput"]
+__all__ = ["TrainingEstimate", "dense_flops_per_token", "estimate", "gemm_rate", "simple_throughput"]

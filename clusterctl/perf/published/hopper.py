@@ -5,7 +5,7 @@ Roles. The NVIDIA benchmark rows (DGX Cloud recipes, NeMo and Megatron-Bridge pe
 Nemotron-4 reports were collected *after* the constants were set on Narayanan et al. 2021 and the nccl-tests
 figures (commit "73 published H100 runs ... as tests"); no constant was changed for them: they are
 ``validation`` rows. They did expose four changes of the model's *structure*, made in that same commit
-(git log -p clusterctl/report/training.py), so they are a holdout for the constants, not for the structure:
+(git log --follow -p clusterctl/perf/training.py), so they are a holdout for the constants, not for the structure:
 
 1. the context-parallel KV exchange carries this TP rank's KV heads only (``2 s/cp x kv / tp`` bytes, was
    all KV heads);
@@ -29,7 +29,7 @@ benchmark READMEs say "DGX H100" without the fabric (assumed the same); Llama 3 
 servers with RoCE (same node shape).
 
 What is compared. ``e.model_tflops_per_gpu`` counts model FLOPs the way Megatron-LM does (GQA-aware, full
-causal score matrix, no recomputation; see clusterctl/report/training.py). Sources count differently:
+causal score matrix, no recomputation; see clusterctl/perf/training.py). Sources count differently:
 the older DGX Cloud READMEs count Nemotron-4 attention as if it had no GQA, Megatron-Bridge halves the
 causal score FLOPs. So wherever a source publishes a measured *throughput* (seconds per step or tokens
 per second per GPU), the published figure used here is that throughput times the Megatron count of the
@@ -63,9 +63,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import NamedTuple
 
-from clusterctl.report.published import CALIBRATION, VALIDATION, Family, Row, TrainingRow
-from clusterctl.report.published.systems import DGX_H100, H100
-from clusterctl.report.training import ModelShape, Parallelism
+from clusterctl.perf.job import ModelShape, Parallelism
+from clusterctl.perf.published.rows import (
+    CALIBRATION,
+    VALIDATION,
+    Family,
+    Row,
+    TrainingRow,
+)
+from clusterctl.perf.published.systems import DGX_H100, H100
 
 BENCH_BF16 = "h100-bf16-benchmarks"
 PRETRAINING = "h100-bf16-pretraining"

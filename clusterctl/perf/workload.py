@@ -2,39 +2,21 @@
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import yaml
-
 from clusterctl.blueprint.training import ModelSpec, TrainingSpec
-from clusterctl.plan.model import ClusterPlan, GroupPlan
-from clusterctl.report.training import (
+from clusterctl.perf.job import (
     Accelerator,
     ModelShape,
     Parallelism,
     TrainingConfigError,
 )
+from clusterctl.perf.model_presets import preset
+from clusterctl.plan.model import ClusterPlan, GroupPlan
 
 TOKENS_PER_STEP_DEFAULT = 4 * 2**20
 """default global batch: ~4M tokens per step (GPT-3 175B used 3.2M, Llama 3 4M-16M)"""
-
-
-@functools.cache
-def presets() -> dict[str, dict[str, Any]]:
-    data = yaml.safe_load((Path(__file__).resolve().parent / "models.yaml").read_text())
-    return data["models"]
-
-
-def preset(name: str) -> tuple[ModelShape, str]:
-    table = presets()
-    if name not in table:
-        raise TrainingConfigError(f"unknown model preset {name!r}; presets: {', '.join(sorted(table))}")
-    entry = dict(table[name])
-    source = entry.pop("source")
-    return ModelShape(name=name, **entry), source
 
 
 def shape_of(name: str, spec: ModelSpec) -> ModelShape:

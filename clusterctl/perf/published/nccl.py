@@ -2,7 +2,7 @@
 
 Role: every row here is ``calibration``. NVLINK_RING_EFFICIENCY is 370/450 and 230/300 (averaged),
 NVLS_EFFICIENCY is 480 / (450 x 2 x 7/8), NIC_EFFICIENCY["rdma"] is 47/50 (NDR) and 24/25 (HDR)
-(clusterctl/report/interconnect.py): these rows reproduce the quotients they were made from, so agreement
+(clusterctl/perf/interconnect.py): these rows reproduce the quotients they were made from, so agreement
 proves the arithmetic and the algorithm choice (ring / NVLS / tree, the NVLink g/(g-1) lift, the NIC bound
 across 2-128 nodes), not the constants. The all-to-all rows' figure is itself built from the same ~47 GB/s per
 NIC (sjeaugey: multi-node AlltoAll busbw = N/(N-1) x per-GPU network bandwidth), so they are fits too.
@@ -14,16 +14,16 @@ nccl#209 / nccl-tests#196); the model picks the faster of ring and tree, which i
 at 8 GiB.
 
 Not found as a primary measurement in the stored corpora: no holdout nccl-tests figure for these systems; the
-fabric rows of clusterctl/report/published/fabric.py (RoCE, scale) are collected separately.
+fabric rows of clusterctl/perf/published/fabric.py (RoCE, scale) are collected separately.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from clusterctl.report.collectives import ALL_REDUCE, ALL_TO_ALL
-from clusterctl.report.published import CALIBRATION, CollectiveRow, Family, Row
-from clusterctl.report.published.systems import DGX_H100, SELENE
+from clusterctl.perf.collectives import ALL_REDUCE, ALL_TO_ALL
+from clusterctl.perf.published.rows import CALIBRATION, CollectiveRow, Family, Row
+from clusterctl.perf.published.systems import DGX_H100, SELENE
 
 NVLINK = "nccl-nvlink"
 NETWORK = "nccl-network"

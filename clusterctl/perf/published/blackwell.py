@@ -25,10 +25,10 @@ throughput from a run's s/iter, but no measured figures - not rows.
 
 from __future__ import annotations
 
-from clusterctl.report.published import VALIDATION, Family, Row, TrainingRow
-from clusterctl.report.published.systems import B200, DGX_B200, GB200, GB200_NVL72
-from clusterctl.report.training import Parallelism
-from clusterctl.report.workload import preset
+from clusterctl.perf.job import Parallelism
+from clusterctl.perf.model_presets import preset
+from clusterctl.perf.published.rows import VALIDATION, Family, Row, TrainingRow
+from clusterctl.perf.published.systems import B200, DGX_B200, GB200, GB200_NVL72
 
 ARCHIVE = "[P] NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md, {container} NeMo Container, {table}"
 

@@ -68,7 +68,7 @@ Capacity (``capacity_bytes``): the catalog's ``hbm_gb`` is the marketed capacity
 HBM3", i.e. 79.6 GiB visible; H200 "141 GB" shows 143,771 MiB = 140.4 GiB, B200 "180 GB" 183,359 MiB =
 179.1 GiB); the plan may use ``USABLE_HBM`` of ``hbm_gb x 2^30`` bytes.
 
-Constants of this module (for clusterctl/report/published/constants.py, which is not on this branch):
+Constants of this module (for clusterctl/perf/published/constants.py, which is not on this branch):
 CONSTANTS = ["USABLE_HBM", "LOGIT_BYTES"].
 """
 
@@ -78,7 +78,7 @@ import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from clusterctl.report.training import Accelerator, ModelShape, Parallelism
+    from clusterctl.perf.job import Accelerator, ModelShape, Parallelism
 
 GIB = 2**30
 GB = 1e9

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from clusterctl.report.interconnect import Interconnect
-from clusterctl.report.training import Accelerator
+from clusterctl.perf.interconnect import Interconnect
+from clusterctl.perf.job import Accelerator
 
 # A100 SXM 80 GB: 312 TF BF16 peak, 271.2 TF MAMF (stas00/ml-engineering MAMF table), 2.039 TB/s HBM
 A100 = Accelerator("a100-sxm-80gb", 312, 271.2, "", 80, 2.039)

@@ -13,14 +13,14 @@ tests/report/test_training.py.
 Run as the paper ran (2021 Megatron-LM): full recomputation, no sequence parallelism, no flash attention,
 gradient all-reduce after the pipeline flush (not overlapped), no distributed optimizer, fp16 gradients.
 
-The Llama 3 405B rows of Dubey et al. 2024 Table 4 are H100 rows: clusterctl/report/published/hopper.py.
+The Llama 3 405B rows of Dubey et al. 2024 Table 4 are H100 rows: clusterctl/perf/published/hopper.py.
 """
 
 from __future__ import annotations
 
-from clusterctl.report.published import CALIBRATION, Family, Row, TrainingRow
-from clusterctl.report.published.systems import A100, SELENE
-from clusterctl.report.training import ModelShape, Parallelism
+from clusterctl.perf.job import ModelShape, Parallelism
+from clusterctl.perf.published.rows import CALIBRATION, Family, Row, TrainingRow
+from clusterctl.perf.published.systems import A100, SELENE
 
 FAMILY = "a100-megatron-2021"
 MARGIN = 0.03

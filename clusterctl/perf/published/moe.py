@@ -11,7 +11,7 @@ without them the B200 EP 8 layout is predicted at 213 GB, above the B200's usabl
 assume none.
 
 Calibration: the two DGX-B200 Qwen3 rows - looked at while choosing the form of the expert-GEMM term in
-clusterctl/report/training.py (a weight-traffic roofline at the tokens per expert, ``EXPERT_WEIGHT_BYTES``;
+clusterctl/perf/training.py (a weight-traffic roofline at the tokens per expert, ``EXPERT_WEIGHT_BYTES``;
 its values are derived, not fitted; a fitted half-point of 1,000 tokens gave +15 % / +43 % on them, the
 derived term +16 % / +51 %). Everything else is validation.
 
@@ -36,12 +36,25 @@ Collected and not expressible here (left out):
 
 from __future__ import annotations
 
-from clusterctl.report.published import CALIBRATION, VALIDATION, Family, Row, TrainingRow
-from clusterctl.report.published.systems import B200, DGX_B200, DGX_H100, GB200, GB200_NVL72, H100
-from clusterctl.report.training import Parallelism
-from clusterctl.report.workload import preset
+from clusterctl.perf.job import Parallelism
+from clusterctl.perf.model_presets import preset
+from clusterctl.perf.published.rows import (
+    CALIBRATION,
+    VALIDATION,
+    Family,
+    Row,
+    TrainingRow,
+)
+from clusterctl.perf.published.systems import (
+    B200,
+    DGX_B200,
+    DGX_H100,
+    GB200,
+    GB200_NVL72,
+    H100,
+)
 
-# Model constants this family constrains (for clusterctl/report/published/constants.py when it lands):
+# Model constants this family constrains (for clusterctl/perf/published/constants.py when it lands):
 CONSTANTS = {
     "training.EXPERT_WEIGHT_BYTES": "derived (weight reads fwd + dgrad, fp32 main-grad accumulate); rows "
                                     "qwen3-30b-a3b-b200-ep8 and qwen3-235b-a22b-b200-pp8-ep8 shaped its form; "

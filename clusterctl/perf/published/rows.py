@@ -1,27 +1,14 @@
-"""Published measurements the performance model is set from (calibration) and checked against (validation).
-
-Every row is one published figure with its source: a training run (model, layout, GPUs, measured throughput)
-or a collective (nccl-tests bus bandwidth). Each row has a *role*:
-
-* ``calibration`` - the row was used to set a constant of the model (a fit): agreement is expected and proves
-  little beyond arithmetic;
-* ``validation`` - the row was not used to set any constant (a holdout): agreement is evidence.
-
-Rows belong to a *family* (same kind of hardware and measurement) whose *band* is the allowed relative error
-``|model / published - 1|``: the observed spread of the family plus a stated margin, not a blanket 15 %.
-A row outside 15 % carries an ``explanation``.
-
-One module per source family; ``rows()`` imports them explicitly (no discovery by name). The tables in
-docs/report.md are generated from here: ``python -m clusterctl.report.published`` prints them.
-"""
+"""What a published row is: its role (calibration or validation), its family and band, the training run or
+collective it records, and the model's result for it (package docstring: clusterctl/perf/published/__init__.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Union
 
-from clusterctl.report.interconnect import Interconnect, collective, placement
-from clusterctl.report.training import Accelerator, ModelShape, Parallelism, TrainingEstimate, estimate
+from clusterctl.perf.interconnect import Interconnect, collective, placement
+from clusterctl.perf.job import Accelerator, ModelShape, Parallelism
+from clusterctl.perf.training import TrainingEstimate, estimate
 
 CALIBRATION = "calibration"
 VALIDATION = "validation"
@@ -130,32 +117,9 @@ class Result:
         return self.predicted / self.published - 1
 
 
-def families() -> dict[str, Family]:
-    out: dict[str, Family] = {}
-    for mod in _modules():
-        for f in mod.FAMILIES:
-            if f.name in out:
-                raise ValueError(f"family {f.name!r} defined twice")
-            out[f.name] = f
-    return out
-
-
-def rows() -> list[Row]:
-    out: list[Row] = []
-    for mod in _modules():
-        out.extend(mod.ROWS)
-    return out
-
-
 def evaluate(row: Row) -> Result:
     return Result(row, row.predicted(), row.published())
 
 
-def _modules():
-    from clusterctl.report.published import blackwell, fabric, hopper, moe, narayanan, nccl
-
-    return (narayanan, hopper, nccl, fabric, blackwell, moe)
-
-
-__all__ = ["CALIBRATION", "VALIDATION", "CollectiveRow", "Family", "Result", "Row", "TrainingRow", "evaluate",
-           "families", "rows"]
+__all__ = ["CALIBRATION", "ROLES", "VALIDATION", "CollectiveRow", "Family", "Result", "Row", "TrainingRow",
+           "evaluate"]
