@@ -45,6 +45,21 @@ class Accelerator(Entry):
     """oldest datacenter driver branch that supports the device (NVIDIA R-branch number)"""
 
 
+_NVIDIA_GENERATIONS = ("volta", "turing", "ampere", "ada", "hopper", "blackwell", "rubin")
+
+
+def accelerator_vendor(acc: Accelerator) -> str:
+    """"NVIDIA", "AMD", another vendor as written, or "" when a blueprint entry leaves it out (an entry without
+    ``vendor`` is NVIDIA by its generation, volta to rubin, and AMD by a cdna generation)."""
+    v = acc.vendor.strip()
+    gen = acc.generation.lower()
+    if v.upper() == "NVIDIA" or (not v and gen in _NVIDIA_GENERATIONS):
+        return "NVIDIA"
+    if v.upper() == "AMD" or (not v and gen.startswith("cdna")):
+        return "AMD"
+    return v
+
+
 class Nic(Entry):
     ports: int = Field(default=1, gt=0, le=64)  # ports on one NIC card
     speed_gbps: float = Field(gt=0, le=100_000)  # 100 Tb/s: 60x today's fastest port

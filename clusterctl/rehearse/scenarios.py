@@ -398,7 +398,7 @@ def scenario_specs(scenario: str, plan, specs: Sequence, out: Path) -> list:
         return list(specs)
     from clusterctl import hostlist
     from clusterctl.rehearse import RehearsalError
-    from clusterctl.rules.slurm import state_tier
+    from clusterctl.plan.slurm import state_tier
 
     slurm = plan.blueprint.slurm
     controllers = hostlist.expand(slurm.controllers) if slurm is not None else []

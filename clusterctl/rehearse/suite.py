@@ -77,7 +77,7 @@ class Rehearsal:
 def failover_applies(plan) -> str:
     """'' when the failover scenario can run on ``plan``, else why not."""
     from clusterctl import hostlist
-    from clusterctl.rules.slurm import state_tier
+    from clusterctl.plan.slurm import state_tier
 
     s = plan.blueprint.slurm
     if s is None or len(hostlist.expand(s.controllers)) < 2:

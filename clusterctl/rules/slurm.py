@@ -1,8 +1,10 @@
 """Slurm: partitions, controllers, version-dependent features and GRES, checked before slurm.conf exists.
 
-Every rule is silent when the blueprint has no ``slurm:`` section. Version facts come from the Slurm
-CHANGELOG and man pages as summarised in the project's reference notes (/work/shared/reference/slurm-nccl.md
-section 6) and from SchedMD/slurm ``src/common/read_config.c``.
+Every rule is silent when the blueprint has no ``slurm:`` section. The release facts the slurm target renders
+by too (first release of topology/block, BlockSizes, topology.yaml, AutoDetect=nvidia) are in
+:mod:`clusterctl.plan.slurm`, with their sources; version facts come from the Slurm CHANGELOG and man pages as
+summarised in the project's reference notes (slurm-nccl.md section 6) and from SchedMD/slurm
+``src/common/read_config.c``.
 """
 
 from __future__ import annotations
@@ -13,35 +15,17 @@ from collections.abc import Iterator
 from clusterctl import hostlist
 from clusterctl.blueprint.load import did_you_mean
 from clusterctl.blueprint.software import Software
+from clusterctl.catalog.models import accelerator_vendor
 from clusterctl.plan.model import ClusterPlan, GroupPlan
+from clusterctl.plan.slurm import (AUTODETECT_NVIDIA, BLOCK_PLUGIN, BLOCK_SIZES, RELEASE_MONTHS, SHARED_TIERS,
+                                   TOPOLOGY_YAML, parse_version, provides_nvml, state_tier)
 from clusterctl.rules.base import Hit, Severity, rule
-from clusterctl.rules.software import vendor
 
-_VERSION = re.compile(r"(\d{2})\.(\d{2})(?:\.(\d+))?")
-RELEASE_MONTHS = ("02", "05", "08", "11")
-"""months of Slurm major releases: 17.02, 17.11, 18.08, 19.05, 20.02, 20.11, 21.08, 22.05, 23.02, 23.11,
-24.05, 24.11, 25.05, 25.11 (08 was used by 18.08 and 21.08)"""
 OLDEST_SUPPORTED = (23, 11)
 """older releases are out of SchedMD support (they support the two most recent major releases)"""
-BLOCK_PLUGIN = (23, 11)
-"""topology/block added 2023-08 (tag slurm-23-11-0-0rc1)"""
-BLOCK_SIZES = (24, 5)
-"""BlockLevels replaced by BlockSizes in 24.05"""
-TOPOLOGY_YAML = (25, 5)
-"""topology.yaml arrived in 25.05 (CHANGELOG/slurm-25.05.md), not 24.11"""
-AUTODETECT_NVIDIA = (24, 11)
-"""gres.conf AutoDetect=nvidia (no NVML library needed) arrived in 24.11"""
 SINGLE_CONTROLLER_MAX_NODES = 64
 
 _BAD_PARTITION_CHARS = re.compile(r"[\s,=#\"'\\]")
-
-
-def parse_version(text: str) -> tuple[int, int] | None:
-    """``"24.05"`` or ``"24.05.3"`` -> (24, 5); None for anything that is not a Slurm release."""
-    m = _VERSION.fullmatch(text.strip()) if isinstance(text, str) else None
-    if not m or m.group(2) not in RELEASE_MONTHS:
-        return None
-    return int(m.group(1)), int(m.group(2))
 
 
 def _v(v: tuple[int, int]) -> str:
@@ -159,7 +143,7 @@ def version_and_topology(plan: ClusterPlan) -> Iterator[Hit]:
 
 
 def _is_amd(g: GroupPlan) -> bool:
-    return g.type.accelerator is not None and vendor(g.type.accelerator) == "AMD"
+    return g.type.accelerator is not None and accelerator_vendor(g.type.accelerator) == "AMD"
 
 
 @rule("SLURM004", "slurm", Severity.ERROR, "GPU GRES")
@@ -304,26 +288,6 @@ def accounting_host(plan: ClusterPlan) -> Iterator[Hit]:
                   "name another host as backup, or drop accounting_backup_host")
 
 
-SHARED_TIERS = ("nfs", "parallel")
-"""storage tiers every host that mounts them reads and writes alike (local is per node, object is no file system)"""
-
-
-def under(path: str, mount: str) -> bool:
-    """``path`` is ``mount`` or inside it (both absolute, without '.' or '..' segments: the AbsolutePath kind)."""
-    path, mount = path.rstrip("/") or "/", mount.rstrip("/") or "/"
-    return path == mount or path.startswith(mount if mount == "/" else mount + "/")
-
-
-def state_tier(plan: ClusterPlan):
-    """(index, tier) of the shared storage tier StateSaveLocation is on (the deepest mount holding it), or None."""
-    slurm = plan.blueprint.slurm
-    if slurm is None:
-        return None
-    found = [(len(t.mount), i, t) for i, t in enumerate(plan.blueprint.storage)
-             if t.tier in SHARED_TIERS and under(slurm.state_save_location, t.mount)]
-    return max(found, key=lambda x: x[0])[1:] if found else None
-
-
 @rule("SLURM009", "slurm", Severity.ERROR, "controller state on shared storage")
 def shared_state(plan: ClusterPlan) -> Iterator[Hit]:
     """With backup controllers, StateSaveLocation must be one directory every controller reads and writes
@@ -388,12 +352,6 @@ def install_release(install) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def provides_nvml(install) -> bool:
-    """The install source gives slurmd the gpu/nvml plugin (AutoDetect=nvml): repo and debs packages as declared
-    (``gpu_nvml``), the distribution only with its separate plugin package installed (``gpu_nvml: true``)."""
-    return bool(install.gpu_nvml)
-
-
 @rule("SLURM020", "slurm", Severity.WARNING, "the distribution's Slurm is not slurm.version")
 def distro_release(plan: ClusterPlan) -> Iterator[Hit]:
     """With ``slurm.install.kind: distro`` the roles install the distribution's slurm-wlm, whose release is fixed
@@ -454,7 +412,7 @@ def autodetect_without_nvml(plan: ClusterPlan) -> Iterator[Hit]:
                   "source built with NVML", Severity.ERROR)
         return
     gpus = [g for g in plan.groups if g.type.gpus and g.type.accelerator is not None
-            and vendor(g.type.accelerator) == "NVIDIA"]
+            and accelerator_vendor(g.type.accelerator) == "NVIDIA"]
     if slurm.gres_autodetect != "nvml" or provides_nvml(install) or not gpus:
         return
     yield Hit(("slurm", "install", "gpu_nvml") if install.kind != "distro" else ("slurm", "gres_autodetect"),

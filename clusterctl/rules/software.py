@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from clusterctl.catalog.models import Accelerator
+from clusterctl.catalog.models import Accelerator, accelerator_vendor
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.rules.base import Hit, Severity, rule
 
@@ -46,22 +46,13 @@ def cuda_version(text: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-_NVIDIA_GENERATIONS = ("volta", "turing", "ampere", "ada", "hopper", "blackwell", "rubin")
-
-
-def vendor(acc: Accelerator) -> str:
-    """"NVIDIA", "AMD", another vendor as written, or "" when a blueprint entry leaves it out."""
-    v = acc.vendor.strip()
-    gen = acc.generation.lower()
-    if v.upper() == "NVIDIA" or (not v and gen in _NVIDIA_GENERATIONS):
-        return "NVIDIA"
-    if v.upper() == "AMD" or (not v and gen.startswith("cdna")):
-        return "AMD"
-    return v
+# TEMPORARY, for clusterctl/targets/nccl.py only (being split on another branch): it still imports vendor from
+# here; the merge points it at clusterctl.catalog.models.accelerator_vendor and deletes this line.
+vendor = accelerator_vendor
 
 
 def _is_nvidia(acc: Accelerator) -> bool:
-    return vendor(acc) == "NVIDIA"
+    return accelerator_vendor(acc) == "NVIDIA"
 
 
 def _accelerators(plan: ClusterPlan) -> dict[str, tuple[Accelerator, list[str]]]:
@@ -139,12 +130,12 @@ def gpu_vendors(plan: ClusterPlan) -> Iterator[Hit]:
     accs = _accelerators(plan)
     vendors: dict[str, list[str]] = {}
     for model, (acc, _groups) in sorted(accs.items()):
-        if vendor(acc):
-            vendors.setdefault(vendor(acc), []).append(model)
+        if accelerator_vendor(acc):
+            vendors.setdefault(accelerator_vendor(acc), []).append(model)
     if len(vendors) > 1:
         detail = "; ".join(f"{v}: {', '.join(m)}" for v, m in sorted(vendors.items()))
         first_other = next(g for g in plan.groups if g.type.accelerator is not None
-                           and vendor(g.type.accelerator) not in ("", "NVIDIA"))
+                           and accelerator_vendor(g.type.accelerator) not in ("", "NVIDIA"))
         yield Hit(first_other.path + ("type",), f"the cluster mixes GPU vendors ({detail})",
                   "build one cluster per GPU vendor, or suppress this with a reason")
     elif vendors and "NVIDIA" not in vendors:

@@ -14,13 +14,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from clusterctl import hostlist
+from clusterctl.catalog.models import accelerator_vendor
 from clusterctl.cloud.gpudirect import RXDM_ROLE, needs_rxdm
 from clusterctl.cloud.spec import is_elastic, slurm_hosts
 from clusterctl.plan.model import ClusterPlan, GroupPlan
+from clusterctl.plan.nvlink import IMEX_SWITCH, imex_configured
+from clusterctl.plan.slurm import parse_version, state_tier
 from clusterctl.plan.sources import SourceError, mount_source
 from clusterctl.resources import data_dir
-from clusterctl.rules.nvlink import IMEX_SWITCH, imex_configured
-from clusterctl.rules.slurm import parse_version, state_tier
 from clusterctl.targets import RenderError, roce
 from clusterctl.targets.common import at, conf_value, environment, header, path_part
 from clusterctl.targets.yamlout import (Flow, FlowMap, PureDumper, Unsafe, body, comment, comment_lines, dump,
@@ -271,7 +272,6 @@ def _rdma_nics(g: GroupPlan) -> tuple[int, int]:
 def nccl_groups(plan: ClusterPlan) -> dict[str, dict]:
     """node group -> nccl role variables, for the groups the nccl target renders files for (GPU node types):
     ``nccl_conf_file`` (and ``nccl_env_file`` where jobs source a vendor profile), ``nccl_conf_path``."""
-    from clusterctl.rules.software import vendor
     from clusterctl.targets.nccl import group_files
 
     out = {}
@@ -282,7 +282,7 @@ def nccl_groups(plan: ClusterPlan) -> dict[str, dict]:
         env = [n for n in names if n.endswith(".env.sh")]
         if env:
             v["nccl_env_file"] = env[0]
-        if g is not None and g.type.accelerator is not None and vendor(g.type.accelerator) == "AMD":
+        if g is not None and g.type.accelerator is not None and accelerator_vendor(g.type.accelerator) == "AMD":
             v["nccl_conf_path"] = "/etc/rccl.conf"
         out[name] = v
     return out

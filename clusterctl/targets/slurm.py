@@ -10,32 +10,30 @@ Design points (each one a complaint about existing tools, see docs/slurm.md):
   socket, never one line per host; a 200,000-GPU cluster's slurm.conf is a few dozen lines.
 - gres.conf ``Cores=`` are *logical core indices* derived from the server's declared sockets (GPUs split
   evenly over the sockets, every core of a socket listed together), never OS CPU ids.
-- topology.conf comes from the planned fabric: a rail-optimized scalable unit (SU) is *one* switch,
-  because its nodes share every rail leaf; a tree whose leaves are rails would tell Slurm that nodes of
-  one SU are far apart. NVLink domains (NVL72 racks) become topology/block blocks.
+- topology.conf comes from the planned fabric (:mod:`clusterctl.plan.topology` plans the switches and
+  blocks; this module writes them): a rail-optimized scalable unit (SU) is *one* switch, because its nodes
+  share every rail leaf; a tree whose leaves are rails would tell Slurm that nodes of one SU are far apart.
+  NVLink domains (NVL72 racks) become topology/block blocks.
 - Every option is checked against the blueprint's ``slurm.version`` (:data:`FEATURES`); an option the
   release does not have is left out (with a comment saying so), never emitted for slurmctld to reject.
 """
 
 from __future__ import annotations
 
-import math
-
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from clusterctl import hostlist
 from clusterctl.blueprint.software import Partition
+from clusterctl.catalog.models import accelerator_vendor
 from clusterctl.cloud.spec import is_elastic
-from clusterctl.plan.model import ClusterPlan, FabricPlan, GroupPlan
-from clusterctl.rules.nvlink import IMEX_CHANNEL_COUNT, IMEX_SWITCH, multi_node
-from clusterctl.rules.slurm import (AUTODETECT_NVIDIA, BLOCK_PLUGIN, BLOCK_SIZES, TOPOLOGY_YAML, parse_version,
-                                   provides_nvml)
-from clusterctl.rules.software import vendor
+from clusterctl.plan.model import ClusterPlan, GroupPlan
+from clusterctl.plan.nvlink import IMEX_CHANNEL_COUNT, IMEX_SWITCH, multi_node
+from clusterctl.plan.slurm import (AUTODETECT_NVIDIA, BLOCK_PLUGIN, BLOCK_SIZES, CLOUD_FANOUT, TOPOLOGY_YAML, Version,
+                                   cloud_tree_width, parse_version, provides_nvml, tree_width)
+from clusterctl.plan.topology import Block, Switch, nvlink_blocks, tree_switches
 from clusterctl.targets import RenderError
 from clusterctl.targets.common import at, conf_value, header, jinja_literal, key_values, render_template
-
-Version = tuple[int, int]
 
 # --- version table -------------------------------------------------------------------------------------
 # The first release that has each option clusterctl emits conditionally. Options not listed here
@@ -58,7 +56,7 @@ gres.conf; gres.conf(5) of 22.05 Flags)"""
 CGROUP_PLUGIN: Version = (22, 5)
 """cgroup.conf CgroupPlugin=cgroup/v1|cgroup/v2|autodetect with autodetect the default (cgroup.conf(5) of
 22.05; RELEASE_NOTES 22.05 "Added support for Cgroup Version 2"); 21.08 had cgroup/v1 only"""
-# From clusterctl.rules.slurm (the rules and the renderer share one set of facts):
+# From clusterctl.plan.slurm and clusterctl.plan.nvlink (the rules and the renderer share one set of facts):
 #   BLOCK_PLUGIN      23.11  topology/block (tag slurm-23-11-0-0rc1)
 #   BLOCK_SIZES       24.05  BlockSizes replaced BlockLevels (CHANGELOG/slurm-24.05.md)
 #   AUTODETECT_NVIDIA 24.11  gres.conf AutoDetect=nvidia (gres.conf(5); reference notes slurm-nccl.md sec. 6)
@@ -66,6 +64,8 @@ CGROUP_PLUGIN: Version = (22, 5)
 #                            topology plugins via the new topology.yaml"; topology.yaml(5): "Slurm will
 #                            first check for topology.yaml. If this file exists, topology.conf will be
 #                            ignored")
+#   IMEX_SWITCH       24.05  SwitchType=switch/nvidia_imex (slurm.conf(5) SwitchType)
+#   CLOUD_FANOUT      23.11  slurmd fans messages out to cloud nodes (before it TreeWidth >= the node count)
 PROLOG_GLOB: Version = (22, 5)
 """Prolog=/Epilog= as a glob (``/etc/slurm/prolog.d/*``): slurm.conf(5) of 22.05.8 (Debian bookworm's
 slurm-wlm) documents "A glob pattern (See glob (7)) may also be used to run more than one prolog script";
@@ -185,7 +185,7 @@ def node_groups(plan: ClusterPlan) -> list[GroupPlan]:
 
 
 def _is_amd(g: GroupPlan) -> bool:
-    return g.type.accelerator is not None and vendor(g.type.accelerator) == "AMD"
+    return g.type.accelerator is not None and accelerator_vendor(g.type.accelerator) == "AMD"
 
 
 def node_line(g: GroupPlan, reserve_gb: float, elastic: bool = False) -> str:
@@ -284,127 +284,25 @@ def gres_lines(groups: Sequence[GroupPlan], version: Version, dev_dir: str = DEV
     return lines
 
 
-# --- topology -----------------------------------------------------------------------------------------
+# --- topology (planned by clusterctl.plan.topology, written here) ---------------------------------------
 
-@dataclass(frozen=True, slots=True)
-class Switch:
-    name: str
-    nodes: str | None = None
-    switches: str | None = None
-
-    def line(self) -> str:
-        return key_values([("SwitchName", self.name), ("Switches", self.switches), ("Nodes", self.nodes)],
-                          "topology switch")
+def switch_line(sw: Switch) -> str:
+    """A topology.conf ``SwitchName=`` line."""
+    return key_values([("SwitchName", sw.name), ("Switches", sw.switches), ("Nodes", sw.nodes)], "topology switch")
 
 
-@dataclass(frozen=True, slots=True)
-class Block:
-    name: str
-    nodes: str
-
-    def line(self) -> str:
-        return key_values([("BlockName", self.name), ("Nodes", self.nodes)], "topology block")
+def block_line(b: Block) -> str:
+    """A topology.conf ``BlockName=`` line."""
+    return key_values([("BlockName", b.name), ("Nodes", b.nodes)], "topology block")
 
 
-def _width(n: int) -> int:
-    return len(str(n))
-
-
-def _check_switch(name: str) -> str:
-    if len(name) > SWITCH_NAME_MAX:
-        raise SlurmRenderError(f"switch name {name} is longer than {SWITCH_NAME_MAX} characters (topology.conf(5))")
-    return name
-
-
-def _fabric_switches(plan: ClusterPlan, f: FabricPlan, members: list[GroupPlan]) -> list[Switch]:
-    """Scalable units as the leaf level, then the spine (two tiers) or pods and core (three tiers).
-
-    A rail-optimized SU (or a non-rail SU spread over several leaves) is one switch named
-    ``<fabric>-su<N>``: every node of it reaches every other over one leaf hop on each rail. A non-rail SU
-    on one leaf is that leaf, by its planned name."""
-    attached = {plan.groups[gi].name for gi, role in f.attached if role == "compute"}
-    keep: set[str] | None = None
-    if attached - {g.name for g in members}:
-        keep = {h for g in members for h in g.hosts}  # attached hosts that are no slurm nodes (rare)
-    w = _width(len(f.sus))
-    su_names: list[str | None] = []
-    out: list[Switch] = []
-    for su in f.sus:
-        nodes = su.hostlist
-        if keep is not None:
-            nodes = hostlist.compress(h for h in hostlist.expand(su.hostlist) if h in keep) if su.hostlist else ""
-        if not nodes:
-            su_names.append(None)
-            continue
-        one_leaf = su.leaves and not f.rail_optimized and hostlist.count(su.leaves) == 1
-        name = _check_switch(su.leaves if one_leaf else f"{f.name}-su{str(su.index + 1).zfill(w)}")
-        su_names.append(name)
-        out.append(Switch(name, nodes=nodes))
-    named = [n for n in su_names if n]
-    if f.tiers_declared == 2 and named:
-        out.append(Switch(_check_switch(f"{f.name}-spine"), switches=hostlist.compress(named)))
-    elif f.tiers_declared >= 3 and named:
-        per_pod = max(1, f.leaves_per_pod // max(1, f.leaves_per_su))
-        pods = []
-        n_pods = -(-len(su_names) // per_pod)
-        pw = max(2, _width(n_pods))
-        for p in range(n_pods):
-            children = [n for n in su_names[p * per_pod:(p + 1) * per_pod] if n]
-            if children:
-                pod = _check_switch(f"{f.name}-pod{str(p + 1).zfill(pw)}")
-                pods.append(pod)
-                out.append(Switch(pod, switches=hostlist.compress(children)))
-        out.append(Switch(_check_switch(f"{f.name}-core"), switches=hostlist.compress(pods)))
-    return out
-
-
-def tree_switches(plan: ClusterPlan, groups: Sequence[GroupPlan]) -> list[Switch]:
-    """The switch tree of every compute fabric the slurm nodes are on. A node group on no compute fabric
-    is a switch of its own (topology/tree wants every node under a switch; jobs then never span it and the
-    other groups, which is right: it shares no fabric with them)."""
-    by_fabric: dict[int, list[GroupPlan]] = {}
-    alone: list[GroupPlan] = []
-    fabrics: dict[int, FabricPlan] = {}
-    for g in groups:
-        f = plan.compute_fabric(g)
-        if f is None:
-            alone.append(g)
-        else:
-            by_fabric.setdefault(f.index, []).append(g)
-            fabrics[f.index] = f
-    out: list[Switch] = []
-    for fi, members in by_fabric.items():
-        out.extend(_fabric_switches(plan, fabrics[fi], members))
-    for g in alone:
-        out.append(Switch(_check_switch(g.name), nodes=g.hostlist))
-    return out
-
-
-def nvlink_blocks(plan: ClusterPlan, groups: Sequence[GroupPlan]) -> list[Block]:
-    """One block per multi-node NVLink domain: the hosts of one NVL72 rack (18 trays), named after the rack
-    (``<rack>-<k>`` when a rack holds several domains, ``<group>-nvl<NN>`` for unplaced hosts). Node groups
-    without multi-node domains are one block each, so they stay schedulable under topology/block."""
-    domain_groups = {g.name for g in multi_node(plan)}
-    out: list[Block] = []
-    for g in groups:
-        if g.name not in domain_groups:
-            out.append(Block(g.name, g.hostlist))
-            continue
-        per = max(1, g.nvlink_domain_gpus // g.type.gpus)
-        by_rack: dict[int, list[str]] = {}
-        for host, r in zip(g.hosts, g.rack_index):
-            by_rack.setdefault(r, []).append(host)
-        unplaced = 0
-        for r, hosts in by_rack.items():
-            chunks = [hosts[i:i + per] for i in range(0, len(hosts), per)]
-            for k, chunk in enumerate(chunks):
-                if r >= 0:
-                    name = plan.racks[r].name if len(chunks) == 1 else f"{plan.racks[r].name}-{k + 1}"
-                else:
-                    unplaced += 1
-                    name = f"{g.name}-nvl{unplaced:02d}"
-                out.append(Block(name, hostlist.compress(chunk)))
-    return out
+def checked_switches(switches: list[Switch]) -> list[Switch]:
+    """``switches``, refused when a name is longer than topology.conf(5) allows."""
+    for sw in switches:
+        if len(sw.name) > SWITCH_NAME_MAX:
+            raise SlurmRenderError(f"switch name {sw.name} is longer than {SWITCH_NAME_MAX} characters "
+                                   "(topology.conf(5))")
+    return switches
 
 
 # --- the files ----------------------------------------------------------------------------------------
@@ -554,12 +452,6 @@ CommunicationParameter"), where slurmctld always takes a cloud node's address fr
 CLOUD_REG_ADDRS: Version = (20, 11)
 KEEP_POWER_SAVE_SETTINGS: Version = (23, 2)
 """ReconfigFlags=KeepPowerSaveSettings (NEWS 23.02.0rc1; slurm.conf(5) of 23.02 ReconfigFlags)"""
-CLOUD_FANOUT: Version = (23, 11)
-"""NEWS 23.11.0rc1 "Enable fanout for dynamic and unaddresable cloud nodes"; before it SchedMD's Cloud Scheduling
-Guide (elastic_computing.html of 22.05) says to "configure TreeWidth to a number at least as large as the maximum
-node count" because slurmd daemons do not know each other's cloud addresses"""
-TREE_WIDTH_MAX = 65533
-"""slurm.conf(5) TreeWidth: "The value may not exceed 65533" """
 FEATURES.update({
     "PrivateData=cloud (needed until)": PRIVATE_DATA_CLOUD_UNTIL,
     "SlurmctldParameters=cloud_reg_addrs": CLOUD_REG_ADDRS,
@@ -570,14 +462,6 @@ FEATURES.update({
 def elastic_groups(plan: ClusterPlan, groups: Sequence[GroupPlan]) -> list[GroupPlan]:
     """The Slurm node groups whose instances Slurm's power saving creates and deletes (``cloud.elastic``)."""
     return [g for g in groups if is_elastic(plan, g.index)]
-
-
-def cloud_tree_width(plan: ClusterPlan, version: Version) -> int | None:
-    """TreeWidth before :data:`CLOUD_FANOUT` with elastic nodes: at least the node count (no fan-out through
-    slurmd daemons that cannot resolve each other), at most 65533; None from 23.11 (the usual width)."""
-    if version >= CLOUD_FANOUT:
-        return None
-    return min(TREE_WIDTH_MAX, max(plan.nodes, tree_width(plan.nodes)))
 
 
 def power_save_sections(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan]) -> list[Section]:
@@ -684,18 +568,11 @@ def job_container_conf(plan: ClusterPlan, version: Version) -> str:
                            dirs=version >= JOB_CONTAINER_DIRS)
 
 
-def tree_width(nodes: int) -> int:
-    """TreeWidth (slurmd message fan-out): "the square root of the number of nodes in the cluster for systems
-    having no more than 2500 nodes or the cube root for larger systems" (big_sys.html); at least 2."""
-    root = math.isqrt(max(nodes - 1, 0)) + 1 if nodes <= 2500 else math.ceil(round(nodes ** (1 / 3), 9))
-    return max(2, min(root, 65533))
-
-
 def _scale_lines(nodes: int, width: int | None = None) -> list[str]:
     """Timeouts and intervals that keep slurmctld responsive as the node count grows, each with its reason
     in docs/slurm.md ("Scale"): the fan-out, slower messages at scale, and no node declared DOWN or a step
     unkillable while a large job's nodes tear down. ``width``: TreeWidth when power saving needs another
-    (:func:`cloud_tree_width`)."""
+    (:func:`clusterctl.plan.slurm.cloud_tree_width`)."""
     large = nodes > 1000
     return [
         _kv("TreeWidth", width or tree_width(nodes)),
@@ -738,9 +615,9 @@ def gres_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan], 
 def topology_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan]) -> str:
     slurm = plan.blueprint.slurm
     if slurm.topology == "tree":
-        lines = [s.line() for s in tree_switches(plan, groups)]
+        lines = [switch_line(s) for s in checked_switches(tree_switches(plan, groups))]
     else:
-        lines = [b.line() for b in nvlink_blocks(plan, groups)]
+        lines = [block_line(b) for b in nvlink_blocks(plan, groups)]
         if slurm.block_sizes and version >= BLOCK_SIZES:
             lines.append(_kv("BlockSizes", slurm.block_sizes))
         elif slurm.block_sizes:
@@ -752,16 +629,16 @@ def topology_yaml(plan: ClusterPlan, groups: Sequence[GroupPlan]) -> str:
     """topology.yaml(5): the compute-fabric tree, plus the NVLink blocks when there are multi-node
     domains (then the block topology is the cluster default, as NVLINK004 asks)."""
     slurm = plan.blueprint.slurm
-    switches = tree_switches(plan, groups)
+    switches = checked_switches(tree_switches(plan, groups))
     for sw in switches:  # the same values as topology.conf: Slurm parses them as names and host lists
-        sw.line()
+        switch_line(sw)
     has_domains = bool(multi_node(plan))
     topologies = [{"name": "fabric", "default": not has_domains, "kind": "tree", "switches": switches}]
     if has_domains:
         topologies.append({"name": "nvlink", "default": True, "kind": "block",
                            "block_sizes": list(slurm.block_sizes), "blocks": nvlink_blocks(plan, groups)})
     for b in topologies[-1].get("blocks", ()):
-        b.line()
+        block_line(b)
     return render_template("slurm/topology.yaml.j2", header=header(plan), topologies=topologies)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from clusterctl.errors import BlueprintError
-from clusterctl.rules.slurm import parse_version, under
 from tests.helpers import hits, lab, shipped
 
 CODES = ("SLURM001", "SLURM002", "SLURM003", "SLURM004", "SLURM005", "SLURM006", "SLURM007", "SLURM008",
@@ -66,13 +65,6 @@ def test_single_controller_above_64_nodes_warns():
     data["node_groups"][1].update(count=2, hostnames="head[01-02]")
     data["slurm"]["controllers"] = "head[01-02]"
     assert hits(data, "SLURM002") == []
-
-
-@pytest.mark.parametrize("text,expected", [("24.05", (24, 5)), ("23.11", (23, 11)), ("21.08", (21, 8)),
-                                           ("24.05.3", (24, 5)), ("24.5", None), ("24.06", None),
-                                           ("v24.05", None), ("2024.05", None)])
-def test_parse_version(text, expected):
-    assert parse_version(text) == expected
 
 
 def test_unparseable_version_is_an_error():
@@ -215,14 +207,6 @@ def ha_lab(state: str | None = None) -> dict:
     if state is not None:
         data["slurm"]["state_save_location"] = state
     return data
-
-
-@pytest.mark.parametrize("path,mount,inside", [
-    ("/shared/slurm", "/shared", True), ("/shared", "/shared", True), ("/shared/", "/shared", True),
-    ("/shared2/slurm", "/shared", False), ("/var/spool/slurmctld", "/", True), ("/home", "/home/x", False),
-])
-def test_under(path, mount, inside):
-    assert under(path, mount) is inside
 
 
 def test_backup_controllers_need_state_on_shared_storage():

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from clusterctl.errors import BlueprintError
+from clusterctl.plan.topology import Block, Switch
 from clusterctl.targets import slurm
 from clusterctl.targets.common import key_values
 from tests.helpers import BLUEPRINTS, lab, plan_of, shipped
@@ -85,9 +86,17 @@ def test_real_memory_is_memory_less_the_reserve_in_mib():
 
 
 def test_switch_and_block_lines():
-    assert slurm.Switch("ib-su1", nodes="dgx[001-032]").line() == "SwitchName=ib-su1 Nodes=dgx[001-032]"
-    assert slurm.Switch("ib-spine", switches="ib-su[1-4]").line() == "SwitchName=ib-spine Switches=ib-su[1-4]"
-    assert slurm.Block("nvl01", "gb[001-018]").line() == "BlockName=nvl01 Nodes=gb[001-018]"
+    assert slurm.switch_line(Switch("ib-su1", nodes="dgx[001-032]")) == "SwitchName=ib-su1 Nodes=dgx[001-032]"
+    assert slurm.switch_line(Switch("ib-spine", switches="ib-su[1-4]")) == "SwitchName=ib-spine Switches=ib-su[1-4]"
+    assert slurm.block_line(Block("nvl01", "gb[001-018]")) == "BlockName=nvl01 Nodes=gb[001-018]"
+
+
+def test_a_switch_name_topology_conf_cannot_hold_is_refused():
+    # topology.conf(5): SwitchName at most 64 characters (the blueprint's name limits keep planned names below it)
+    fits = [Switch("s" * slurm.SWITCH_NAME_MAX, nodes="gpu01")]
+    assert slurm.checked_switches(fits) == fits
+    with pytest.raises(slurm.SlurmRenderError, match="longer than 64 characters"):
+        slurm.checked_switches([*fits, Switch("s" * (slurm.SWITCH_NAME_MAX + 1), switches="a,b")])
 
 
 # --- the lab ------------------------------------------------------------------------------------------------
@@ -482,16 +491,6 @@ def test_no_removed_or_invalid_options_anywhere(name):
                     assert len(line.split()[0].removeprefix("SwitchName=")) <= slurm.SWITCH_NAME_MAX
 
 
-def test_every_node_is_under_a_switch():
-    from clusterctl import hostlist
-
-    for name in ("lab-2node", "dgx-h100-superpod-4su", "hgx-h200-roce-1024", "frontier-3tier-100k"):
-        plan = plan_of(shipped(name))
-        groups = slurm.node_groups(plan)
-        under = [h for s in slurm.tree_switches(plan, groups) if s.nodes for h in hostlist.expand(s.nodes)]
-        assert sorted(under) == sorted(h for g in groups for h in g.hosts), name
-
-
 def test_a_cluster_name_slurm_refuses_is_refused_when_the_blueprint_is_read():
     # slurm.conf(5): ClusterName at most 40 characters; the blueprint name becomes it, so the schema
     # limits both (switch names cannot overflow: fabric names have at most 32 characters)
@@ -543,13 +542,6 @@ def test_state_save_location_is_the_blueprint_s():
 
 
 # --- scale, priority and per-GPU defaults (issue: operator-grade deployment, item 10) ---------------------
-
-def test_tree_width_follows_schedmds_square_and_cube_root_rule():
-    from clusterctl.targets.slurm import tree_width
-
-    assert [tree_width(n) for n in (2, 16, 100, 2500)] == [2, 4, 10, 50]
-    assert [tree_width(n) for n in (2501, 27_000, 200_000)] == [14, 30, 59]
-
 
 def test_large_cluster_options_are_rendered_and_scaled():
     from clusterctl.targets.slurm import render
