@@ -1,7 +1,8 @@
 """The command line. Thin: commands call library functions and map domain errors to exit codes.
 
-Exit codes (docs/cli.md): 0 valid (warnings allowed), 1 findings at or above ``--fail-on``,
-2 the blueprint could not be read or the command was misused, 3 an internal error (a bug).
+Exit codes: clusterctl/exit_codes.py (docs/cli.md): 0 valid (warnings allowed), 1 findings at or above
+``--fail-on``, 2 the blueprint could not be read or the command was misused, 3 an internal error (a bug),
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -17,12 +18,11 @@ import typer
 
 from clusterctl import __version__
 from clusterctl.blueprint.load import did_you_mean, load_blueprint
-from clusterctl.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNREADABLE, BlueprintError
+from clusterctl.errors import BlueprintError
+from clusterctl.exit_codes import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREADABLE
 from clusterctl.output import diagnostics as diag
 from clusterctl.output import finite_json
 from clusterctl.rules import Severity, all_rules
-
-EXIT_INTERNAL = 3
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Declarative cluster-as-code for AI-training GPU clusters.")
@@ -163,8 +163,7 @@ def render(
     except RenderError as exc:
         where = loaded.source.file
         if exc.path:
-            pos = loaded.source.locate(exc.path)
-            where = f"{where}:{pos.line}:{pos.col}"
+            where = loaded.source.locate(exc.path).where(where)
         raise _misuse(f"{where}: cannot render: {exc}",
                       exc.hint or "this needs a rule that reports it at validate time: please report it") from None
     from clusterctl.targets.cloud_node import EXECUTABLE as CLOUD_PROGRAMS
@@ -569,7 +568,7 @@ def main() -> None:
         raise
     except KeyboardInterrupt:
         _err("interrupted")
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except Exception as exc:  # never a traceback: say it is our bug, with the exception
         _err(f"internal error: {type(exc).__name__}: {exc}\n"
              "  this is a bug in clusterctl; please report it with the blueprint (CLUSTERCTL_DEBUG=1 shows the trace)")

@@ -1,22 +1,49 @@
-"""Errors that stop clusterctl before rules can run, and the documented exit codes.
+"""Errors that stop clusterctl before rules can run, and the codes of every diagnostic that is not a rule's.
 
-Problems that make a blueprint unreadable carry codes of their own (BP001-BP007) so that machine
-formats can tell them apart from rule findings."""
+Problems that make a blueprint unreadable carry codes of their own (:class:`LoadCode`, BP001-BP007) so that
+machine formats can tell them apart from rule findings; META001 is the one finding no rule makes."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from enum import StrEnum
 
-if TYPE_CHECKING:
-    from clusterctl.source import Position, SourceMap
+from clusterctl.location import Position, SourceMap
 
-#: the blueprint is valid (warnings and infos allowed)
-EXIT_OK = 0
-#: findings at or above the ``--fail-on`` severity (default: error)
-EXIT_FINDINGS = 1
-#: the blueprint could not be read (YAML, shape, unknown catalog names) or the command was misused
-EXIT_UNREADABLE = 2
+
+class LoadCode(StrEnum):
+    """The one list of the codes that are not rules' (docs/cli.md): each member is the code itself (a ``str``,
+    printed and compared as ``"BP001"``) with its ``title`` (the diagnostic's title in every output format)
+    and ``meaning`` (as docs/cli.md words it; tests/test_codes.py holds the two together)."""
+
+    title: str
+    meaning: str
+    unreadable: bool
+    """the blueprint cannot be read (exit 2, before any rule); False: a finding of the rule run"""
+
+    def __new__(cls, code: str, title: str, meaning: str, unreadable: bool = True) -> "LoadCode":
+        member = str.__new__(cls, code)
+        member._value_ = code
+        member.title = title
+        member.meaning = meaning
+        member.unreadable = unreadable
+        return member
+
+    @property
+    def code(self) -> str:
+        return self.value
+
+    YAML_SYNTAX = "BP001", "blueprint is not valid YAML", "YAML syntax"
+    DUPLICATE_KEY = "BP002", "duplicate key", "duplicate key"
+    SCHEMA = "BP003", "blueprint does not match the schema", "schema"
+    UNKNOWN_REFERENCE = ("BP004", "unknown reference",
+                         "unknown reference (catalog model, node type, rack profile, rack, group, CDU)")
+    HOST_LIST = "BP005", "bad host list", "bad host list"
+    UNREADABLE_FILE = ("BP006", "blueprint cannot be read",
+                       "file cannot be read (missing, not a regular file, over the size limit)")
+    INPUT_LIMIT = "BP007", "blueprint exceeds an input limit", "over an input limit (nesting, values)"
+    UNKNOWN_SUPPRESSION = ("META001", "suppression of an unknown rule",
+                           "a suppression in the blueprint names an unknown rule (a warning)", False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,18 +53,15 @@ class Problem:
     path: tuple[str | int, ...]
     message: str
     hint: str = ""
-    code: str = "BP003"
-    """BP001 YAML syntax, BP002 duplicate key, BP003 shape (schema), BP004 unknown reference,
-    BP005 bad host list, BP006 unreadable file (missing, not a regular file, over the size limit),
-    BP007 over an input limit (nesting depth, YAML values after alias expansion)"""
+    code: LoadCode = LoadCode.SCHEMA
     key: bool = False  # locate the key rather than the value (unknown / duplicate keys)
-    position: "Position | None" = None  # explicit position (YAML syntax errors)
+    position: Position | None = None  # explicit position (YAML syntax errors)
 
 
 class BlueprintError(Exception):
     """The blueprint cannot be turned into a model. Carries every problem found, each located."""
 
-    def __init__(self, source: "SourceMap", problems: list[Problem]):
+    def __init__(self, source: SourceMap, problems: list[Problem]):
         self.source = source
         self.problems = problems
         super().__init__("; ".join(p.message for p in problems))

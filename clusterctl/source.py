@@ -9,62 +9,15 @@ win, are errors here: in a cluster blueprint a repeated key is almost always a c
 from __future__ import annotations
 
 import os
-import re
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from clusterctl.errors import BlueprintError, Problem
+from clusterctl.errors import BlueprintError, LoadCode, Problem
 from clusterctl.limits import ENV_VAR, InputLimits, input_limits
-
-Path_ = tuple[str | int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Position:
-    line: int  # 1-based
-    col: int  # 1-based
-
-
-@dataclass(slots=True)
-class SourceMap:
-    """Where each path of a loaded document sits in its file."""
-
-    file: str
-    lines: list[str]
-    values: dict[Path_, Position] = field(default_factory=dict)
-    keys: dict[Path_, Position] = field(default_factory=dict)
-
-    def locate(self, path: Path_, *, key: bool = False) -> Position:
-        """The position of ``path``; falls back to the nearest ancestor that exists."""
-        table = self.keys if key else self.values
-        p = tuple(path)
-        while p:
-            if p in table:
-                return table[p]
-            if p in self.values:
-                return self.values[p]
-            p = p[:-1]
-        return self.values.get((), Position(1, 1))
-
-    def line_text(self, line: int) -> str:
-        return self.lines[line - 1] if 0 < line <= len(self.lines) else ""
-
-    def plain_scalar(self, path: Path_) -> str | None:
-        """The text of the unquoted scalar at ``path`` as written in the file (``24.10`` where YAML read
-        the number 24.1), or None when no value starts at ``path``'s own position."""
-        pos = self.values.get(tuple(path))
-        if pos is None:
-            return None
-        m = _PLAIN_WORD.match(self.line_text(pos.line), pos.col - 1)
-        return m.group(0) if m else None
-
-
-_PLAIN_WORD = re.compile(r"[^\s,\[\]{}#&*!|>'\"%@`]+")
-"""a plain scalar without spaces up to where flow or comment syntax ends it (numbers, booleans)"""
-
+from clusterctl.location import Path_, Position, SourceMap
 
 #: libyaml's parser when PyYAML was built with it (5-10x faster); same events and marks
 _PARSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -134,12 +87,12 @@ class _Composer:
         self.values += n
         if self.values > self.max_values:
             raise _Limit(Problem((), f"more than {self.limits.max_values:,} YAML values (aliases expanded)",
-                                 hint=_RAISE_HINT, code="BP007", position=_at(mark)))
+                                 hint=_RAISE_HINT, code=LoadCode.INPUT_LIMIT, position=_at(mark)))
 
     def _too_deep(self, depth: int, mark, what: str) -> _Limit:
         return _Limit(Problem((), f"{what} nests deeper than {self.limits.max_depth} levels",
                               hint="flatten the structure; a blueprint needs a handful of levels",
-                              code="BP007", position=_at(mark)))
+                              code=LoadCode.INPUT_LIMIT, position=_at(mark)))
 
     def _document(self) -> yaml.Node:
         get, resolve, limits, first_chars = self.parser.get_event, self.parser.resolve, self.limits, self._first_chars
@@ -154,7 +107,7 @@ class _Composer:
                     raise _Limit(Problem((), f"alias *{ev.anchor} refers to the list or mapping that contains it"
                                          if opening else f"alias *{ev.anchor} is not defined before this line",
                                          hint="define the anchor (&name) before and outside its aliases",
-                                         code="BP001", position=_at(ev.start_mark)))
+                                         code=LoadCode.YAML_SYNTAX, position=_at(ev.start_mark)))
                 node, size, height = entry
                 if len(stack) + height > limits.max_depth:
                     raise self._too_deep(len(stack) + height, ev.start_mark, f"alias *{ev.anchor}")
@@ -229,8 +182,8 @@ class _Builder:
                     first = self.smap.keys[path + (key,)]
                     self.problems.append(Problem(
                         path + (key,), f"duplicate key '{key}' (first defined at line {first.line})",
-                        hint="remove one of the two; YAML would silently keep only the last", key=True, code="BP002",
-                        position=_mark(knode)))
+                        hint="remove one of the two; YAML would silently keep only the last", key=True,
+                        code=LoadCode.DUPLICATE_KEY, position=_mark(knode)))
                     continue
                 if i < merged:
                     from_merge.add(key)
@@ -283,9 +236,9 @@ def load_yaml_text(text: str, file: str, limits: InputLimits | None = None) -> t
             msg = f"{exc.context}: {msg}"
         raise BlueprintError(smap, [Problem((), f"not valid YAML: {msg}",
                                             hint="check indentation, colons and quoting on this line",
-                                            position=pos, code="BP001")]) from None
+                                            position=pos, code=LoadCode.YAML_SYNTAX)]) from None
     except yaml.YAMLError as exc:  # pragma: no cover - unmarked YAML errors are rare
-        raise BlueprintError(smap, [Problem((), f"not valid YAML: {exc}", code="BP001")]) from None
+        raise BlueprintError(smap, [Problem((), f"not valid YAML: {exc}", code=LoadCode.YAML_SYNTAX)]) from None
     if root is None:
         return None, smap
     builder = _Builder(smap)
@@ -294,11 +247,12 @@ def load_yaml_text(text: str, file: str, limits: InputLimits | None = None) -> t
     except yaml.constructor.ConstructorError as exc:
         mark = exc.problem_mark
         pos = Position(mark.line + 1, mark.column + 1) if mark else Position(1, 1)
-        raise BlueprintError(smap, [Problem((), f"not valid YAML: {exc.problem}", position=pos, code="BP001")]) from None
+        raise BlueprintError(smap, [Problem((), f"not valid YAML: {exc.problem}", position=pos,
+                                            code=LoadCode.YAML_SYNTAX)]) from None
     except (ValueError, TypeError, OverflowError) as exc:
         # e.g. a timestamp-looking scalar PyYAML cannot convert
-        raise BlueprintError(smap, [Problem((), f"not valid YAML: {exc}",
-                                            hint="quote values that are meant as text", code="BP001")]) from None
+        raise BlueprintError(smap, [Problem((), f"not valid YAML: {exc}", hint="quote values that are meant as text",
+                                            code=LoadCode.YAML_SYNTAX)]) from None
     if builder.problems:
         raise BlueprintError(smap, builder.problems)
     return data, smap
@@ -318,7 +272,8 @@ def read_input(path: str | Path, limits: InputLimits | None = None, what: str = 
     smap = SourceMap(file=str(path), lines=[])
 
     def refuse(message: str, hint: str) -> BlueprintError:
-        return BlueprintError(smap, [Problem((), message, hint=hint, code="BP006", position=Position(1, 1))])
+        return BlueprintError(smap, [Problem((), message, hint=hint, code=LoadCode.UNREADABLE_FILE,
+                                             position=Position(1, 1))])
 
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
@@ -356,5 +311,6 @@ def load_yaml_file(path: str | Path, limits: InputLimits | None = None) -> tuple
     except UnicodeDecodeError as exc:
         smap = SourceMap(file=str(path), lines=[])
         raise BlueprintError(smap, [Problem((), f"not UTF-8 text (byte {exc.start})",
-                                            hint="save the blueprint as UTF-8", code="BP006")]) from None
+                                            hint="save the blueprint as UTF-8",
+                                            code=LoadCode.UNREADABLE_FILE)]) from None
     return load_yaml_text(text, str(path), limits)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from clusterctl.source import Position
+from clusterctl.location import Position
 
 from tests.helpers import REPO, cli, plan_of, shipped, to_yaml
 
@@ -255,7 +255,7 @@ def test_unknown_keys_under_the_value_limit_print_at_most_20_of_a_kind(tmp_path)
 def test_text_output_shows_at_most_25_findings_of_one_rule(tmp_path):
     from clusterctl.output.diagnostics import from_findings, to_text
     from clusterctl.rules.base import Finding, Severity
-    from clusterctl.source import SourceMap
+    from clusterctl.location import SourceMap
 
     smap = SourceMap("bp.yaml", [f"line {i}" for i in range(1, 101)])
     smap.values.update({("x", i): Position(i + 1, 1) for i in range(100)})
@@ -339,7 +339,7 @@ def test_text_output_is_bounded_in_all():
     """200 rules firing, and 5,000 locations with 5 repeats each: at most 100 blocks and a few counting lines."""
     from clusterctl.output.diagnostics import from_findings, to_text
     from clusterctl.rules.base import Finding, Severity
-    from clusterctl.source import SourceMap
+    from clusterctl.location import SourceMap
 
     smap = SourceMap("bp.yaml", ["x" * 10_000] * 5000)
     smap.values.update({("x", i): Position(i + 1, 5000) for i in range(5000)})

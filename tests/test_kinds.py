@@ -8,7 +8,7 @@ import typing
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from clusterctl.blueprint import kinds
+from clusterctl import kinds
 from clusterctl.blueprint.load import load_blueprint_text, shown_text
 from clusterctl.blueprint.model import Blueprint
 from clusterctl.blueprint.schema import blueprint_schema

@@ -6,10 +6,10 @@ from typing import Literal
 
 from pydantic import Field
 
-from clusterctl.blueprint.base import StrictModel
-from clusterctl.blueprint.kinds import (GroupName, HcaName, HostList, Identifier, InterfaceName,
-                                        NcclSocketIfname, SlurmFeature)
 from clusterctl.catalog.models import Server
+from clusterctl.kinds import (GroupName, HcaName, HostList, Identifier, InterfaceName,
+                              NcclSocketIfname, SlurmFeature)
+from clusterctl.strict import StrictModel
 
 NodeRole = Literal["compute", "head", "login", "storage", "service"]
 

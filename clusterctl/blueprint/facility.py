@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from clusterctl.blueprint.base import StrictModel
-from clusterctl.blueprint.kinds import HostList, HostName, Identifier
+from clusterctl.kinds import HostList, HostName, Identifier
+from clusterctl.strict import StrictModel
 
 
 class Site(StrictModel):

@@ -11,10 +11,11 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, Tag, ValidationError
 
-from clusterctl.blueprint.kinds import KIND_ERROR
 from clusterctl.blueprint.model import Blueprint
 from clusterctl.errors import BlueprintError, Problem
-from clusterctl.source import SourceMap, load_yaml_file, load_yaml_text
+from clusterctl.kinds import KIND_ERROR
+from clusterctl.location import SourceMap
+from clusterctl.source import load_yaml_file, load_yaml_text
 
 
 @dataclass(frozen=True)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from clusterctl.blueprint.base import StrictModel
 from clusterctl.blueprint.compute import NodeGroup, NodeType
 from clusterctl.blueprint.facility import Cooling, RackProfile, RackRange, Site
-from clusterctl.blueprint.kinds import ClusterName, FreeText, Identifier
 from clusterctl.blueprint.network import Fabric, Network
 from clusterctl.blueprint.software import Cloud, Slurm, Software, Validation
 from clusterctl.blueprint.storage import StorageTier, Workload
 from clusterctl.catalog.models import CatalogData
+from clusterctl.kinds import ClusterName, FreeText, Identifier
+from clusterctl.strict import StrictModel
 
 
 class Blueprint(StrictModel):

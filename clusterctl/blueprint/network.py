@@ -6,8 +6,8 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field
 
-from clusterctl.blueprint.base import StrictModel
-from clusterctl.blueprint.kinds import Cidr, FabricName, HostList, Identifier
+from clusterctl.kinds import Cidr, FabricName, HostList, Identifier
+from clusterctl.strict import StrictModel
 
 NicRole = Literal["compute", "storage", "inband", "bmc", "mgmt"]
 

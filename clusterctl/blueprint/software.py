@@ -6,10 +6,10 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
-from clusterctl.blueprint.base import StrictModel
-from clusterctl.blueprint.kinds import (AbsolutePath, AptKey, AptSuite, AptUrl, Cidr, CloudIdentityRef, CloudRegion,
-                                        CloudZone, FreeText, GitRef, HostList, HostName, Identifier, OsName, PullSource, Reservation,
-                                        SlurmClusterName, SlurmTime, SlurmVersion, Version)
+from clusterctl.kinds import (AbsolutePath, AptKey, AptSuite, AptUrl, Cidr, CloudIdentityRef, CloudRegion, CloudZone,
+                              FreeText, GitRef, HostList, HostName, Identifier, OsName, PullSource, Reservation,
+                              SlurmClusterName, SlurmTime, SlurmVersion, Version)
+from clusterctl.strict import StrictModel
 
 
 class Partition(StrictModel):

@@ -6,10 +6,10 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Discriminator, Field, Tag, ValidationInfo, field_validator
 
-from clusterctl.blueprint.base import StrictModel
-from clusterctl.blueprint.kinds import (LUSTRE_SOURCE, AbsolutePath, AptRepoUrl, Endpoint, Identifier,
-                                       MountSource, NfsExport)
 from clusterctl.blueprint.training import ModelSpec, TrainingSpec
+from clusterctl.kinds import (LUSTRE_SOURCE, AbsolutePath, AptRepoUrl, Endpoint, Identifier,
+                              MountSource, NfsExport)
+from clusterctl.strict import StrictModel
 
 
 class _Tier(StrictModel):

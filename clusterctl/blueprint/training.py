@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from clusterctl.blueprint.base import StrictModel
+from clusterctl.strict import StrictModel
 
 
 class ModelSpec(StrictModel):

@@ -58,7 +58,7 @@ def validate_file(model: type[M], path: Path) -> M:
     except ValidationError as exc:
         first = exc.errors()[0]
         pos = smap.locate(tuple(first["loc"]))
-        raise CatalogFileError(f"{path.name}:{pos.line}:{pos.col}: {first['msg']}") from None
+        raise CatalogFileError(f"{pos.where(path.name)}: {first['msg']}") from None
 
 
 def load_shipped_catalog(directory: Path = CATALOG_DIR) -> Catalog:

@@ -11,8 +11,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from clusterctl.blueprint.base import StrictModel
-from clusterctl.blueprint.kinds import CloudRegion, FreeText, Identifier
+from clusterctl.kinds import CloudRegion, FreeText, Identifier
+from clusterctl.strict import StrictModel
 
 Cooling = Literal["air", "liquid", "hybrid"]
 NicRole = Literal["compute", "storage", "inband", "bmc", "mgmt"]

@@ -17,9 +17,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from clusterctl.blueprint.base import StrictModel
-from clusterctl.blueprint.kinds import CloudRegion, FreeText, Identifier
 from clusterctl.catalog import CATALOG_DIR, Catalog, CatalogFileError, validate_file
+from clusterctl.kinds import CloudRegion, FreeText, Identifier
+from clusterctl.strict import StrictModel
 
 PRICES_FILE = "prices.yaml"
 PRICES_REF = "clusterctl/catalog/prices.yaml"

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 from clusterctl import __version__
 from clusterctl.blueprint.load import format_path
-from clusterctl.errors import Problem
+from clusterctl.errors import LoadCode, Problem
 from clusterctl.hostlist import compress
+from clusterctl.location import SourceMap
 from clusterctl.output import finite_json
 from clusterctl.rules.base import Finding, Rule, Severity
-from clusterctl.source import SourceMap
 
 COLLAPSE_AFTER = 3
 """in text output, findings of one rule at one location beyond this many are summarised in one line"""
@@ -29,16 +29,6 @@ MAX_TEXT = 400
 """characters of a message or hint kept in every format (messages quote values, which can be megabytes)"""
 SOURCE_WIDTH = 120
 """characters of the source line shown around the caret"""
-
-LOAD_TITLES = {
-    "BP001": "blueprint is not valid YAML",
-    "BP002": "duplicate key",
-    "BP003": "blueprint does not match the schema",
-    "BP004": "unknown reference",
-    "BP005": "bad host list",
-    "BP006": "blueprint cannot be read",
-    "BP007": "blueprint exceeds an input limit",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +79,7 @@ def from_problems(problems: Iterable[Problem], source: SourceMap) -> list[Diagno
     out = []
     for p in problems:
         pos = p.position or source.locate(p.path, key=p.key)
-        out.append(Diagnostic(p.code, Severity.ERROR, LOAD_TITLES.get(p.code, "blueprint problem"), clip(p.message),
+        out.append(Diagnostic(p.code, Severity.ERROR, LoadCode(p.code).title, clip(p.message),
                               clip(p.hint), p.path, source.file, pos.line, pos.col, source.line_text(pos.line)))
     return sorted(out, key=lambda d: (d.line, d.col, d.code))
 
@@ -253,7 +243,8 @@ def to_sarif(diags: Sequence[Diagnostic], rules: Sequence[Rule]) -> str:
         "defaultConfiguration": {"level": _LEVEL[r.severity]},
         "properties": {"area": r.area},
     } for r in rules]
-    for code, title in sorted(LOAD_TITLES.items()):
+    for code in sorted(c for c in LoadCode if c.unreadable):
+        title = code.title
         rule_ids.append(code)
         descriptors.append({"id": code, "name": title.title().replace(" ", ""), "shortDescription": {"text": title},
                             "defaultConfiguration": {"level": "error"}, "properties": {"area": "load"}})

@@ -7,8 +7,8 @@ import typing
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from clusterctl.blueprint.kinds import ALL_KINDS, Kind
 from clusterctl.blueprint.model import Blueprint
+from clusterctl.kinds import ALL_KINDS, Kind
 from clusterctl.resources import data_dir
 
 EXAMPLES = "docs/examples/blueprint-sections"

@@ -14,7 +14,7 @@ from clusterctl import hostlist
 from clusterctl.blueprint.load import LoadedBlueprint, did_you_mean
 from clusterctl.blueprint.model import Blueprint
 from clusterctl.catalog import Catalog, load_shipped_catalog
-from clusterctl.errors import BlueprintError, Problem
+from clusterctl.errors import BlueprintError, LoadCode, Problem
 from clusterctl.plan.fabric import build_fabric
 from clusterctl.plan.model import (AddressPool, ClusterPlan, FabricPlan, GroupPlan, NicPlan, NodeTypePlan,
                                    PowerItem, RackPlan)
@@ -36,12 +36,12 @@ class _Refs:
     def need(self, name: str, table, path: tuple, what: str, listing: str = "") -> bool:
         if name in table:
             return True
-        if any(p.path == path and p.code == "BP004" for p in self.problems):
+        if any(p.path == path and p.code == LoadCode.UNKNOWN_REFERENCE for p in self.problems):
             return False  # one catalog entry used by several node types: one problem at its own line
         hint = did_you_mean(name, table) or (f"known: {', '.join(sorted(table)[:12])}" if table else "")
         if listing:
             hint = (hint + "; " if hint else "") + f"see `{listing}`"
-        self.problems.append(Problem(path, f"unknown {what} '{name}'", hint=hint, code="BP004"))
+        self.problems.append(Problem(path, f"unknown {what} '{name}'", hint=hint, code=LoadCode.UNKNOWN_REFERENCE))
         return False
 
     def hostlist(self, expr: str, path: tuple) -> list[str] | None:
@@ -50,13 +50,13 @@ class _Refs:
             if n > MAX_HOSTLIST_NAMES:  # expanding it would exhaust memory before any rule could say so
                 self.problems.append(Problem(path, f"host list '{expr}' names {n:,} hosts; clusterctl plans at "
                                                    f"most {MAX_HOSTLIST_NAMES:,}",
-                                             hint="check the range bounds", code="BP005"))
+                                             hint="check the range bounds", code=LoadCode.HOST_LIST))
                 return None
             return hostlist.expand(expr)
         except hostlist.HostlistError as exc:
             self.problems.append(Problem(path, f"bad host list: {exc}",
                                          hint="write names like gpu[0001-0128] or head[01-02],login01",
-                                         code="BP005"))
+                                         code=LoadCode.HOST_LIST))
             return None
 
 
@@ -66,7 +66,7 @@ def _node_type(name: str, bp: Blueprint, cat: Catalog, refs: _Refs) -> NodeTypeP
     if sum(x is not None for x in (nt.server, nt.spec, nt.instance)) != 1:
         refs.problems.append(Problem(path, f"node type '{name}' needs exactly one of server:, spec: or instance:",
                                      hint="server: names catalog hardware, spec: describes it inline, "
-                                          "instance: names a cloud instance type", key=True, code="BP003"))
+                                          "instance: names a cloud instance type", key=True, code=LoadCode.SCHEMA))
         return None
     if nt.server is not None or nt.spec is not None:
         if nt.spec is not None:
@@ -253,7 +253,7 @@ def _addresses(bp: Blueprint, groups: Sequence[GroupPlan], fabrics: Sequence[Fab
             ipn = ipaddress.ip_network(net.cidr, strict=True)
         except ValueError as exc:
             refs.problems.append(Problem(path + ("cidr",), f"'{net.cidr}' is not a network prefix: {exc}",
-                                         hint="write it as 10.10.0.0/16 with the host bits zero", code="BP003"))
+                                         hint="write it as 10.10.0.0/16 with the host bits zero", code=LoadCode.SCHEMA))
             continue
         offsets, slot = [], 0
         for g in groups:
@@ -315,7 +315,7 @@ def expand(loaded: LoadedBlueprint, catalog: Catalog | None = None) -> ClusterPl
                 ok = False
                 refs.problems.append(Problem(path + (key,), f"fabric {fab.name}: {key} is {value:,}, more than "
                                                             f"clusterctl plans (at most {MAX_FABRIC_COUNT:,})",
-                                             hint="check the value", code="BP003"))
+                                             hint="check the value", code=LoadCode.SCHEMA))
         for key in ("switch", "spine_switch", "core_switch"):
             model = getattr(fab, key)
             if model is not None:

@@ -14,6 +14,7 @@ import inspect
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from clusterctl.errors import LoadCode
 from clusterctl.plan.model import ClusterPlan
 
 RULE_MODULES = ("power", "cooling", "space", "fabric", "nvlink", "storage", "addressing", "naming", "slurm",
@@ -133,9 +134,10 @@ def run_rules(plan: ClusterPlan, suppress: dict[str, str] | None = None,
                                     hit.message, hit.hint, r.title, reasons.get(r.code), hit.subject, hit.summary))
     for path, code in unknown:
         from clusterctl.blueprint.load import did_you_mean
-        findings.append(Finding("META001", Severity.WARNING, path, f"suppression names unknown rule '{code}'",
+        findings.append(Finding(LoadCode.UNKNOWN_SUPPRESSION, Severity.WARNING, path,
+                                f"suppression names unknown rule '{code}'",
                                 did_you_mean(code, known) or "see `clusterctl rules list`",
-                                "suppression of an unknown rule"))
+                                LoadCode.UNKNOWN_SUPPRESSION.title))
     return RunResult(tuple(findings), len(rules), tuple(unknown))
 
 

@@ -505,7 +505,7 @@ def identity_provider(plan: ClusterPlan) -> Iterator[Hit]:
     """``cloud.identities.<role>.existing`` must be the provider's kind of identity: an IAM instance profile or
     role ARN on AWS, a service account e-mail on GCP, a user-assigned managed identity's resource id on Azure
     (the kind CloudIdentity allows all three; the provider decides)."""
-    from clusterctl.blueprint.kinds import CLOUD_IDENTITY_PATTERNS
+    from clusterctl.kinds import CLOUD_IDENTITY_PATTERNS
 
     cloud = plan.blueprint.cloud
     if cloud is None:

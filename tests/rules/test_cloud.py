@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from clusterctl.blueprint import kinds
+from clusterctl import kinds
 from clusterctl.blueprint.software import Capability
 from clusterctl.cloud.identity import CAPABILITIES
 from tests.helpers import cli, hits, shipped, to_yaml

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from clusterctl.blueprint import kinds
+from clusterctl import kinds
 from clusterctl.blueprint.load import load_blueprint_text
 from clusterctl.errors import BlueprintError
 from clusterctl.plan import expand

@@ -27,7 +27,7 @@ from typing import Annotated, Any
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic_core import PydanticCustomError, core_schema
 
-#: the pydantic error type of a failed kind check (load.py words it)
+#: the pydantic error type of a failed kind check (clusterctl/blueprint/load.py words it)
 KIND_ERROR = "clusterctl_kind"
 
 _CHAR_NAMES = {" ": "a space", "\n": "a line break", "\r": "a carriage return", "\t": "a tab",
