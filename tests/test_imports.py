@@ -35,41 +35,9 @@ LAYERS = {
 """unit -> layer: a unit may import units of its own layer or lower ones (docs/architecture.md)"""
 
 # why each allow-listed edge is still there (other branches of issue 15 remove them)
-_PERF = "the performance model rules judge with is in report/ (issue 15: it moves to clusterctl/perf)"
-_REPORT_OUTPUT = "same layer, but on the circle rules -> report -> output -> rules until the performance model moves"
-_TRAINING = "training, memory, layout and workload import each other (issue 15: they move to clusterctl/perf)"
-_PUBLISHED = "report.published and its modules import each other"
-_CLOUD_TARGETS = "cloud must not import targets (the cloud inventory writes the rendered Ansible inventory)"
 _NCCL_ROCE = "the NCCL settings and the RoCE QoS import each other (issue 15: one module per provider profile)"
 
 KNOWN_VIOLATIONS: dict[tuple[str, str], str] = {
-    ("clusterctl.rules.workload", "clusterctl.report.interconnect"): _PERF,
-    ("clusterctl.rules.workload", "clusterctl.report.layout"): _PERF,
-    ("clusterctl.rules.workload", "clusterctl.report.training"): _PERF,
-    ("clusterctl.rules.workload", "clusterctl.report.workload"): _PERF,
-    ("clusterctl.report.document", "clusterctl.output.diagnostics"): _REPORT_OUTPUT,
-    ("clusterctl.report.document", "clusterctl.output.finite_json"): _REPORT_OUTPUT,
-    ("clusterctl.report.findings", "clusterctl.output.diagnostics"): _REPORT_OUTPUT,
-    ("clusterctl.report.layout", "clusterctl.report.training"): _TRAINING,
-    ("clusterctl.report.layout", "clusterctl.report.workload"): _TRAINING,
-    ("clusterctl.report.memory", "clusterctl.report.training"): _TRAINING,
-    ("clusterctl.report.training", "clusterctl.report.layout"): _TRAINING,
-    ("clusterctl.report.training", "clusterctl.report.memory"): _TRAINING,
-    ("clusterctl.report.workload", "clusterctl.report.training"): _TRAINING,
-    ("clusterctl.report.published", "clusterctl.report.published.blackwell"): _PUBLISHED,
-    ("clusterctl.report.published", "clusterctl.report.published.fabric"): _PUBLISHED,
-    ("clusterctl.report.published", "clusterctl.report.published.hopper"): _PUBLISHED,
-    ("clusterctl.report.published", "clusterctl.report.published.moe"): _PUBLISHED,
-    ("clusterctl.report.published", "clusterctl.report.published.narayanan"): _PUBLISHED,
-    ("clusterctl.report.published", "clusterctl.report.published.nccl"): _PUBLISHED,
-    ("clusterctl.report.published.blackwell", "clusterctl.report.published"): _PUBLISHED,
-    ("clusterctl.report.published.fabric", "clusterctl.report.published"): _PUBLISHED,
-    ("clusterctl.report.published.fabric", "clusterctl.report.published.hopper"): _PUBLISHED,
-    ("clusterctl.report.published.hopper", "clusterctl.report.published"): _PUBLISHED,
-    ("clusterctl.report.published.moe", "clusterctl.report.published"): _PUBLISHED,
-    ("clusterctl.report.published.narayanan", "clusterctl.report.published"): _PUBLISHED,
-    ("clusterctl.report.published.nccl", "clusterctl.report.published"): _PUBLISHED,
-    ("clusterctl.cloud.inventory", "clusterctl.targets"): _CLOUD_TARGETS,
     ("clusterctl.targets.nccl", "clusterctl.targets.roce"): _NCCL_ROCE,
     ("clusterctl.targets.roce", "clusterctl.targets.nccl"): _NCCL_ROCE,
 }
