@@ -107,18 +107,39 @@ def build(plan: ClusterPlan, overrides: dict[str, Any] | None = None, *, checkpo
     return Report(plan.blueprint.name, sections, svgs, series)
 
 
+def picture_files(svgs: dict[str, str], png: bool) -> dict[str, bytes]:
+    """The bytes of each picture file by name: every ``.svg`` and, when ``png``, its ``.png`` twin."""
+    from clusterctl.report.png import svg_to_png
+
+    files: dict[str, bytes] = {}
+    for name, svg in svgs.items():
+        files[name] = svg.encode()
+        if png:
+            files[f"{name[:-4]}.png"] = svg_to_png(svg)
+    return files
+
+
 def write(report: Report, out_dir: Path, png: bool = False) -> list[str]:
     """Write report.md, report.json and the pictures into ``out_dir`` atomically; returns the file names."""
-    from clusterctl.report import figures
     from clusterctl.write import write_tree
 
     files: dict[str, bytes] = {
         "report.md": report.to_markdown("pictures").encode(),
         "report.json": (finite_json.dumps(report.to_json(), indent=2, sort_keys=False) + "\n").encode(),
     }
-    for name, svg in report.figures.items():
-        files[f"pictures/{name}"] = svg.encode()
-        if png:
-            files[f"pictures/{name[:-4]}.png"] = figures.svg_to_png(svg)
+    files.update((f"pictures/{name}", data) for name, data in picture_files(report.figures, png).items())
     write_tree(files, out_dir)
+    return sorted(files)
+
+
+def write_figures(plan: ClusterPlan, busbw_series: dict[str, dict[str, list[tuple[float, float]]]] | None,
+                  out_dir: Path, png: bool) -> list[str]:
+    """Write the plan's pictures (and ``.png`` twins when ``png``) into ``out_dir``; the file names, sorted."""
+    from clusterctl.report import figures
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = picture_files(figures.pictures(plan, busbw_series), png)
+    for name, data in files.items():
+        (out_dir / name).write_bytes(data)
     return sorted(files)

@@ -1,23 +1,22 @@
 """Pictures for ``clusterctl report``: fabric topology, rack elevations, rack power and bus bandwidth.
 
-Pure functions that return standalone SVG 1.1 text, byte-for-byte deterministic for the same input (fixed
-float formatting, no ids, no timestamps). Large plans are drawn in aggregate so a figure never grows with
-the number of GPUs. Figures that make no sense for a plan (no racks, no switches) are ``None``.
-``svg_to_png`` needs the optional ``cairosvg`` package (``pip install 'clusterctl[png]'``).
+Pure functions that return standalone SVG 1.1 text, byte-for-byte deterministic for the same input, drawn
+with the primitives of ``clusterctl.report.svg``. Large plans are drawn in aggregate so a figure never grows
+with the number of GPUs. Figures that make no sense for a plan (no racks, no switches) are ``None``.
+``pictures`` names every figure of a plan by file name; ``clusterctl.report.document`` writes them (and their
+PNG twins, ``clusterctl.report.png``).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
-from xml.sax.saxutils import escape
 
 from clusterctl import hostlist
 from clusterctl.plan.model import ClusterPlan, FabricPlan, LinkBundle, RackPlan
 from clusterctl.report.section import fmt
+from clusterctl.report.svg import Svg, attr, fits, nice, num
 
-SVG_NS = "http://www.w3.org/2000/svg"
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
            "#9c755f", "#bab0ac")
 LIQUID, AIR, OVER = "#4e79a7", "#f28e2b", "#d62728"
@@ -25,42 +24,6 @@ MAX_SWITCH_BOXES = 32
 """a tier with more switches is drawn as one aggregate box"""
 MAX_MESH_LINES = 128
 """more lines than this between two rows are drawn as one aggregate line"""
-
-
-def _n(x: float) -> str:
-    return f"{x:.1f}"
-
-
-def _attr(v: object) -> str:
-    return escape(str(v), {'"': "&quot;"})
-
-
-class _Svg:
-    """A flat list of SVG elements; ``render`` wraps them in the document."""
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-
-    def el(self, tag: str, text: str | None = None, **attrs: object) -> None:
-        a = "".join(f' {k.rstrip("_").replace("_", "-")}="{_attr(v)}"' for k, v in attrs.items() if v is not None)
-        self.parts.append(f"<{tag}{a}/>" if text is None else f"<{tag}{a}>{escape(text)}</{tag}>")
-
-    def rect(self, x: float, y: float, w: float, h: float, **attrs: object) -> None:
-        self.el("rect", x=_n(x), y=_n(y), width=_n(w), height=_n(h), **attrs)
-
-    def line(self, x1: float, y1: float, x2: float, y2: float, **attrs: object) -> None:
-        self.el("line", x1=_n(x1), y1=_n(y1), x2=_n(x2), y2=_n(y2), **attrs)
-
-    def text(self, x: float, y: float, s: str, size: float = 11, anchor: str = "start", **attrs: object) -> None:
-        self.el("text", s, x=_n(x), y=_n(y), font_size=_n(size),
-                text_anchor=None if anchor == "start" else anchor, **attrs)
-
-    def render(self, width: float, height: float, title: str) -> str:
-        w, h = math.ceil(width), math.ceil(height)
-        head = (f'<svg xmlns="{SVG_NS}" version="1.1" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
-                f'font-family="sans-serif">\n<title>{escape(title)}</title>\n'
-                f'<rect x="0" y="0" width="{w}" height="{h}" fill="#ffffff"/>\n')
-        return head + "\n".join(self.parts) + "\n</svg>\n"
 
 
 def _speed(gbps: float) -> str:
@@ -71,22 +34,6 @@ def link_label(b: LinkBundle) -> str:
     """``1,024 × 400G`` (plus the cable count when links break out of one port)."""
     s = f"{b.count:,} × {_speed(b.gbps)}"
     return s + (f" ({b.cables:,} cables)" if b.breakout > 1 else "")
-
-
-def _fits(s: str, width: float, size: float) -> bool:
-    return len(s) * size * 0.6 <= width - 4
-
-
-def _nice(v: float) -> float:
-    """The smallest 1/1.2/1.5/2/2.5/3/4/5/6/8 x 10^k at or above ``v`` (an axis top whose fifths are round:
-    a 504 GB/s peak gets a 600 axis, not 1,000 with half the chart empty)."""
-    if v <= 0:
-        return 1.0
-    e = 10 ** math.floor(math.log10(v))
-    for m in (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
-        if m * e >= v - 1e-12:
-            return m * e
-    return 10 * e
 
 
 # ---------------------------------------------------------------- topology
@@ -118,7 +65,7 @@ def topology_svg(plan: ClusterPlan) -> str | None:
     fabrics = [f for f in plan.fabrics if f.tiers]
     if not fabrics:
         return None
-    svg, width, y = _Svg(), 960.0, 20.0
+    svg, width, y = Svg(), 960.0, 20.0
     svg.text(20, y + 6, f"Fabric topology: {plan.blueprint.name}", size=16, font_weight="bold")
     y += 24
     for fab in fabrics:
@@ -126,12 +73,12 @@ def topology_svg(plan: ClusterPlan) -> str | None:
     return svg.render(width, y, f"Fabric topology of {plan.blueprint.name}")
 
 
-def _fabric_panel(svg: _Svg, fab: FabricPlan, y0: float, width: float) -> float:
+def _fabric_panel(svg: Svg, fab: FabricPlan, y0: float, width: float) -> float:
     x0, x1, row_gap, box_h = 170.0, width - 20, 90.0, 28.0
     tiers = sorted(fab.tiers, key=lambda t: -t.level)
     rows = len(tiers) + 1
     height = 58 + rows * row_gap - (row_gap - box_h) + 14
-    svg.parts.append(f'<g class="fabric" data-fabric="{_attr(fab.name)}">')
+    svg.parts.append(f'<g class="fabric" data-fabric="{attr(fab.name)}">')
     svg.rect(10, y0, width - 20, height, fill="#f7f7f7", stroke="#cccccc")
     svg.text(20, y0 + 20, f"{fab.name} ({fab.kind})", size=14, font_weight="bold")
     sub = (f"{_plural(fab.switch_count, 'switch', 'switches')}, {_plural(len(fab.tiers), 'tier')}, "
@@ -175,8 +122,8 @@ def _fabric_panel(svg: _Svg, fab: FabricPlan, y0: float, width: float) -> float:
                 svg.rect(bx, ry, w, box_h, fill="#ffffff", stroke="#333333", class_=f"switch {t.role}",
                          data_name=name, data_model=t.model)
                 m = re.search(r"\d+$", name)
-                short = name if _fits(name, w, 10) else (m.group(0) if m else "")
-                if short and _fits(short, w, 10):
+                short = name if fits(name, w, 10) else (m.group(0) if m else "")
+                if short and fits(short, w, 10):
                     svg.text(bx + w / 2, ry + 18, short, size=10, anchor="middle")
                 xs.append(bx + w / 2)
             anchors[role] = xs
@@ -289,7 +236,7 @@ def rack_elevations_svg(plan: ClusterPlan, max_racks: int = 24) -> str | None:
     row_h = 46 + tallest * u_px + 30
     rows = -(-len(layouts) // cols)
     width, height = 20 + cols * col_w, head + rows * row_h + 10
-    svg = _Svg()
+    svg = Svg()
     svg.text(20, 24, f"Rack elevations: {plan.blueprint.name}", size=16, font_weight="bold")
     lx = 20.0
     for gi, g in enumerate(plan.groups):
@@ -310,7 +257,7 @@ def rack_elevations_svg(plan: ClusterPlan, max_racks: int = 24) -> str | None:
     for k, (rack, caption, units, top, blocks) in enumerate(layouts):
         ox = 20 + (k % cols) * col_w + 22
         oy = head + (k // cols) * row_h + 46 + (tallest - top) * u_px
-        svg.parts.append(f'<g class="rack-drawing" data-rack="{_attr(rack.name)}" data-top-u="{top}">')
+        svg.parts.append(f'<g class="rack-drawing" data-rack="{attr(rack.name)}" data-top-u="{top}">')
         svg.text(ox + rack_w / 2, oy - 26, caption, size=max(7.0, min(11.0, (col_w - 12) / (0.62 * len(caption)))),
                  anchor="middle", font_weight="bold",
                  class_="rack-caption", data_rack=rack.name)
@@ -334,7 +281,7 @@ def rack_elevations_svg(plan: ClusterPlan, max_racks: int = 24) -> str | None:
                          stroke="#666666", stroke_dasharray="4 2", class_=f"{kind} assumed", data_u=u,
                          data_height_u=h, data_label=label)
             size = 8.0 if bh < 14 else 10.0
-            if _fits(label, rack_w - 4, size):
+            if fits(label, rack_w - 4, size):
                 svg.text(ox + rack_w / 2, by + bh / 2 + size * 0.35, label, size=size, anchor="middle",
                          fill="#ffffff" if kind == "node" else "#222222", class_=f"{kind}-label")
         svg.parts.append("</g>")
@@ -358,14 +305,14 @@ def rack_power_svg(plan: ClusterPlan, max_bars: int = 64) -> str | None:
     left_out = max(0, len(bars) - max_bars)
     bars = bars[:max_bars]
     budgets = [(plan.rack_profile(rs[0]).power_kw if plan.rack_profile(rs[0]) else None) for rs in bars]
-    top = _nice(1.1 * max([rs[0].power_kw for rs in bars] + [b for b in budgets if b is not None] + [1e-9]))
+    top = nice(1.1 * max([rs[0].power_kw for rs in bars] + [b for b in budgets if b is not None] + [1e-9]))
     labels = [hostlist.compress([x.name for x in rs]) + (f" ({len(rs):,})" if len(rs) > 1 else "") for rs in bars]
     reach = max(len(s) for s in labels) * 6.0 * 0.71  # a label's extent at 45 degrees
     slot, bar_w, py0, ph = 40.0, 26.0, 70.0, 260.0
     px0 = max(70.0, reach - 10)
     width = max(560.0, px0 + slot * len(bars) + 30)
     height = py0 + ph + reach + 30
-    svg = _Svg()
+    svg = Svg()
     svg.text(20, 24, f"IT power per rack: {plan.blueprint.name}", size=16, font_weight="bold")
     lx = 20.0
     for label, fill, stroke in (("liquid heat", LIQUID, None), ("air heat", AIR, None),
@@ -386,13 +333,13 @@ def rack_power_svg(plan: ClusterPlan, max_bars: int = 64) -> str | None:
         v = top * k / 5
         svg.line(px0, yv(v), width - 20, yv(v), stroke="#e0e0e0")
         svg.text(px0 - 6, yv(v) + 4, fmt(v), size=10, anchor="end")
-    svg.text(18, py0 + ph / 2, "kW", size=11, anchor="middle", transform=f"rotate(-90 18 {_n(py0 + ph / 2)})")
+    svg.text(18, py0 + ph / 2, "kW", size=11, anchor="middle", transform=f"rotate(-90 18 {num(py0 + ph / 2)})")
     for k, (rs, budget, label) in enumerate(zip(bars, budgets, labels)):
         r = rs[0]
         bx = px0 + k * slot + (slot - bar_w) / 2
         over = budget is not None and r.power_kw > budget + 1e-9
         names = hostlist.compress([x.name for x in rs])
-        svg.parts.append(f'<g class="bar{" over-budget" if over else ""}" data-racks="{_attr(names)}" '
+        svg.parts.append(f'<g class="bar{" over-budget" if over else ""}" data-racks="{attr(names)}" '
                          f'data-count="{len(rs)}" data-kw="{r.power_kw:.3f}" data-liquid-kw="{r.liquid_heat_kw:.3f}"'
                          + (f' data-budget-kw="{budget:.3f}"' if budget is not None else "") + ">")
         svg.el("title", f"{names}: {fmt(r.power_kw)} kW" + (f" of {fmt(budget)} kW" if budget else ""))
@@ -408,7 +355,7 @@ def rack_power_svg(plan: ClusterPlan, max_bars: int = 64) -> str | None:
                      class_="budget")
         svg.parts.append("</g>")
         tx, ty = bx + bar_w / 2, py0 + ph + 12
-        svg.text(tx, ty, label, size=10, anchor="end", transform=f"rotate(-45 {_n(tx)} {_n(ty)})")
+        svg.text(tx, ty, label, size=10, anchor="end", transform=f"rotate(-45 {num(tx)} {num(ty)})")
     svg.line(px0, yv(0), width - 20, yv(0), stroke="#333333")
     return svg.render(width, height, f"IT power per rack of {plan.blueprint.name}")
 
@@ -433,7 +380,7 @@ def busbw_svg(series: dict[str, list[tuple[float, float]]], title: str) -> str:
     lo = math.floor(math.log2(min(sizes))) if sizes else 0
     hi = math.ceil(math.log2(max(sizes))) if sizes else 10
     hi = max(hi, lo + 1)
-    ymax = _nice(max(bws + [0.0]) * 1.05) if bws and max(bws) > 0 else 1.0
+    ymax = nice(max(bws + [0.0]) * 1.05) if bws and max(bws) > 0 else 1.0
     px0, px1, py0, py1 = 80.0, 560.0, 50.0, 360.0
     # room for the longest name (11 px) and for a "(same as <name>)" note (9 px) under it
     legend_w = max([len(n) * 7 for n in pts] + [(len(n) + 10) * 5.6 for n in pts] + [70]) + 60
@@ -445,13 +392,13 @@ def busbw_svg(series: dict[str, list[tuple[float, float]]], title: str) -> str:
     def yv(b: float) -> float:
         return py1 - b / ymax * (py1 - py0)
 
-    svg = _Svg()
+    svg = Svg()
     svg.text(px0, 28, title, size=15, font_weight="bold")
     step = next((s for s in (1, 2, 5, 10, 20) if (hi - lo) / s <= 10), 50)
     for k in range(-(-lo // step) * step, hi + 1, step):
         x = xv(2.0 ** k)
         svg.line(x, py0, x, py1, stroke="#e0e0e0", class_="grid")
-        svg.text(x, py1 + 16, _size_label(k), size=10, anchor="middle", class_="x-tick", data_x=_n(x))
+        svg.text(x, py1 + 16, _size_label(k), size=10, anchor="middle", class_="x-tick", data_x=num(x))
     for k in range(6):
         v = ymax * k / 5
         svg.line(px0, yv(v), px1, yv(v), stroke="#e0e0e0", class_="grid")
@@ -459,7 +406,7 @@ def busbw_svg(series: dict[str, list[tuple[float, float]]], title: str) -> str:
     svg.rect(px0, py0, px1 - px0, py1 - py0, fill="none", stroke="#333333")
     svg.text((px0 + px1) / 2, py1 + 40, "message size (bytes, log2 scale)", size=12, anchor="middle")
     cy = (py0 + py1) / 2
-    svg.text(22, cy, "bus bandwidth (GB/s)", size=12, anchor="middle", transform=f"rotate(-90 22 {_n(cy)})")
+    svg.text(22, cy, "bus bandwidth (GB/s)", size=12, anchor="middle", transform=f"rotate(-90 22 {num(cy)})")
     if not sizes:
         svg.text((px0 + px1) / 2, cy, "no data", size=14, anchor="middle", fill="#777777")
     seen: dict[tuple, str] = {}
@@ -469,14 +416,14 @@ def busbw_svg(series: dict[str, list[tuple[float, float]]], title: str) -> str:
         if p:
             svg.el("polyline", fill="none", stroke=color, stroke_width="2", stroke_dasharray=dash,
                    class_="series", data_series=name, data_marker=shape,
-                   points=" ".join(f"{_n(xv(s))},{_n(yv(b))}" for s, b in p))
+                   points=" ".join(f"{num(xv(s))},{num(yv(b))}" for s, b in p))
             if len(p) <= 64:
                 for s, b in p:
-                    _marker(svg, shape, xv(s), yv(b), color, "marker")
+                    svg.marker(shape, xv(s), yv(b), color, "marker")
         ly = py0 + 10 + i * 26
         svg.line(px1 + 12, ly, px1 + 44, ly, stroke=color, stroke_width="2", stroke_dasharray=dash,
                  class_="legend-line", data_series=name)
-        _marker(svg, shape, px1 + 28, ly, color, "legend-marker")
+        svg.marker(shape, px1 + 28, ly, color, "legend-marker")
         svg.text(px1 + 50, ly + 4, name, size=11, class_="legend")
         twin = seen.setdefault(tuple(p), name) if p else name
         if twin != name:  # drawn exactly on top of an earlier series: say so, the dashes alone are subtle
@@ -491,33 +438,7 @@ SERIES_STYLES = ((None, "circle"), ("7 4", "square"), ("2 3", "triangle"), ("9 3
 reduce_scatter have the same bus bandwidth) and the chart reads in grey-scale too"""
 
 
-def _marker(svg: _Svg, shape: str, x: float, y: float, color: str, cls: str) -> None:
-    r = 3.0
-    if shape == "circle":
-        svg.el("circle", cx=_n(x), cy=_n(y), r="2.5", fill=color, class_=cls, data_shape=shape)
-    elif shape == "square":
-        svg.rect(x - r, y - r, 2 * r, 2 * r, fill="none", stroke=color, stroke_width="1.2", class_=cls,
-                 data_shape=shape)
-    else:
-        pts = {"triangle": ((0, -r - 0.5), (r + 0.5, r), (-r - 0.5, r)),
-               "diamond": ((0, -r - 0.5), (r + 0.5, 0), (0, r + 0.5), (-r - 0.5, 0)),
-               "cross": ((-r, -r), (r, r), (0, 0), (r, -r), (-r, r), (0, 0))}[shape]
-        svg.el("polygon" if shape != "cross" else "polyline", fill="none", stroke=color, stroke_width="1.2",
-               class_=cls, data_shape=shape, points=" ".join(f"{_n(x + dx)},{_n(y + dy)}" for dx, dy in pts))
-
-
-# ---------------------------------------------------------------- output
-
-def svg_to_png(svg: str, scale: float = 1.0) -> bytes:
-    """PNG bytes of an SVG document (needs the optional cairosvg package and the Cairo library)."""
-    try:
-        import cairosvg
-    except ImportError as e:
-        raise RuntimeError("PNG output needs cairosvg: pip install 'clusterctl[png]'") from e
-    except OSError as e:  # cairocffi found no Cairo C library
-        raise RuntimeError(f"PNG output needs the Cairo library (libcairo2): {e}") from e
-    return cairosvg.svg2png(bytestring=svg.encode("utf-8"), scale=scale)
-
+# ---------------------------------------------------------------- every picture of a plan
 
 def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "series"
@@ -544,17 +465,3 @@ def pictures(plan: ClusterPlan, busbw_series: dict[str, dict[str, list[tuple[flo
         figures.append((stem, busbw_svg(series, title)))
     return {f"{stem}.svg": svg for stem, svg in figures if svg is not None}
 
-
-def write_figures(plan: ClusterPlan, busbw_series: dict[str, dict[str, list[tuple[float, float]]]] | None,
-                  out_dir: Path, png: bool) -> list[str]:
-    """Write the plan's pictures (and ``.png`` twins when ``png``) into ``out_dir``; the file names, sorted."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, svg in pictures(plan, busbw_series).items():
-        (out_dir / name).write_text(svg, encoding="utf-8")
-        written.append(name)
-        if png:
-            (out_dir / f"{name[:-4]}.png").write_bytes(svg_to_png(svg))
-            written.append(f"{name[:-4]}.png")
-    return sorted(written)

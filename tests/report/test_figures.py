@@ -11,14 +11,14 @@ from collections import Counter
 
 import pytest
 
+from clusterctl.report.document import write_figures
 from clusterctl.report.figures import (
     busbw_svg,
     rack_elevations_svg,
     rack_power_svg,
-    svg_to_png,
     topology_svg,
-    write_figures,
 )
+from clusterctl.report.png import svg_to_png
 from tests.helpers import BLUEPRINTS, plan_of, shipped
 
 NS = "{http://www.w3.org/2000/svg}"
