@@ -18,6 +18,12 @@ def test_host_in_two_groups():
     assert "1 host name(s) of node group head are already used by node group gpu (gpu02)" in h.message
 
 
+def test_next_host_name_in_another_group_is_quiet():
+    data = lab()
+    data["node_groups"][1]["hostnames"] = "gpu03"  # right after gpu[01-02]
+    assert hits(data, "NAME001") == []
+
+
 def test_host_twice_in_one_group():
     data = lab()
     data["node_groups"][0].update(hostnames="gpu[01-02],gpu01", count=3)
@@ -71,6 +77,14 @@ def test_dot_and_hyphen_and_length():
     assert "64 characters" in h.message
 
 
+def test_hyphen_inside_and_63_characters_are_valid():
+    data = lab()
+    data["node_groups"][1]["hostnames"] = "head-01"
+    assert hits(data, "NAME002") == []
+    data["node_groups"][1]["hostnames"] = "h" * 63
+    assert hits(data, "NAME002") == []
+
+
 def test_upper_case_is_a_warning():
     data = lab()
     data["node_groups"][0]["hostnames"] = "GPU[01-02]"
@@ -94,6 +108,8 @@ def test_count_differs_from_host_list():
     (h,) = hits(data, "NAME003")
     assert h.path == ("node_groups", 0, "hostnames")
     assert "node group gpu has count: 4 but hostnames 'gpu[01-02]' names 2 host(s)" in h.message
+    data["node_groups"][0]["hostnames"] = "gpu[01-04]"
+    assert hits(data, "NAME003") == []
 
 
 def test_duplicate_section_names():
@@ -106,6 +122,14 @@ def test_duplicate_section_names():
     paths = {h.path for h in found}
     assert {("fabrics", 1, "name"), ("storage", 1, "name"), ("node_groups", 1, "name")} <= paths
     assert any("fabric name 'ib' is used twice (first at fabrics[0].name)" in h.message for h in found)
+
+
+def test_similar_section_names_are_not_duplicates():
+    data = lab()
+    data["fabrics"][1]["name"] = "ib2"
+    data["storage"][1]["name"] = "home2"
+    data["racks"].append({"names": "lab02", "profile": "lab"})
+    assert hits(data, "NAME004") == []
 
 
 def test_duplicate_cdu_names():
