@@ -1,4 +1,5 @@
-"""Meta-tests: the rule set is registered, documented and tested, and every shipped blueprint validates clean.
+"""Meta-tests: the rule set is registered, documented and tested; the shipped blueprints match the JSON schema
+(tests/test_blueprints.py validates each of them without a finding).
 
 Every rule has a triggering and a quiet test in tests/rules/, found by reading the tests' asserts (the convention
 of tests/rules/, with ``hits`` and ``codes`` from tests/helpers.py):
@@ -26,9 +27,8 @@ import pytest
 import yaml
 
 from clusterctl.blueprint.schema import blueprint_schema
-from clusterctl.rules import Severity, all_rules
+from clusterctl.rules import all_rules
 from clusterctl.rules.registry import RULE_MODULES
-from clusterctl.validate import validate_file
 from tests.helpers import BLUEPRINTS, REPO
 
 RULES = all_rules()
@@ -201,14 +201,6 @@ def test_neither():
 
 def test_there_are_shipped_blueprints():
     assert len(SHIPPED) >= 9, [p.name for p in SHIPPED]
-
-
-@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
-def test_shipped_blueprint_validates_clean(path):
-    v = validate_file(path)
-    errors = [f"{f.code} {f.message}" for f in v.result.active() if f.severity >= Severity.ERROR]
-    assert errors == []
-    assert v.plan.gpus > 0
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)

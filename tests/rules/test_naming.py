@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from clusterctl.errors import BlueprintError
@@ -39,7 +37,7 @@ def test_host_named_like_a_switch():
     assert "leaf switch name(s) of fabric ib are also host names (node group head: ib-leaf01)" in h.message
 
 
-def test_duplicate_check_is_one_finding_per_group_pair_and_fast():
+def test_duplicate_check_is_one_finding_per_group_pair():
     data = lab()
     for g in data["node_groups"]:
         g.pop("racks", None)
@@ -48,9 +46,7 @@ def test_duplicate_check_is_one_finding_per_group_pair_and_fast():
     data.pop("fabrics")
     plan = plan_of(data)
     from clusterctl.rules.naming import unique_hosts, valid_hosts
-    start = time.perf_counter()
-    found = list(unique_hosts(plan)) + list(valid_hosts(plan))
-    assert time.perf_counter() - start < 2.0
+    found = list(unique_hosts(plan)) + list(valid_hosts(plan))  # its time: benchmarks/bench_hotspots.py
     (h,) = found
     assert "50,000 host name(s) of node group more are already used by node group gpu" in h.message
     assert "(50,000 in all)" in h.message

@@ -119,12 +119,6 @@ def test_requirements_pin_the_running_clusterctl():
     assert files("azure-nd-h100-v5")["pulumi/requirements.txt"].splitlines()[2].startswith("pulumi-azure-native")
 
 
-@pytest.mark.parametrize("name", CLOUD)
-def test_deterministic(name):
-    assert files(name) == files(name)
-    assert render_targets(plan(name), ["pulumi"]) == render_targets(plan(name), ["pulumi"])
-
-
 @pytest.mark.parametrize("name", ["lab-2node", "dgx-h100-superpod-1su", "hgx-h200-roce-1024"])
 def test_nothing_for_bare_metal(name):
     assert target.render(plan(name)) == {}
