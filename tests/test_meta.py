@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import importlib
 import json
+import pkgutil
 import re
 from pathlib import Path
 
@@ -155,10 +156,9 @@ def test_rule_is_documented(rule):
 
 def test_every_rule_module_is_registered():
     # as ParallelCluster's test_all_validators_are_called: a rule module missing from the registry never runs
-    package = REPO / "clusterctl" / "rules"
     defining = set()
-    for path in package.glob("*.py"):
-        mod = importlib.import_module(f"clusterctl.rules.{path.stem}")
+    for info in pkgutil.iter_modules([str(REPO / "clusterctl" / "rules")]):
+        mod = importlib.import_module(f"clusterctl.rules.{info.name}")
         if any(getattr(obj, "__rule__", None) is not None and obj.__rule__.func is obj for obj in vars(mod).values()):
             defining.add(mod.__name__)
     assert len(defining) >= 12
