@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -59,7 +60,8 @@ def codes(data: dict) -> set[str]:
     return {f.code for f in run(data).active()}
 
 
-def cli(*args: str, cwd: Path = REPO, input: str | None = None) -> subprocess.CompletedProcess:
-    """Run the real command line in a subprocess."""
+def cli(*args: str, cwd: Path = REPO, input: str | None = None,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run the real command line in a subprocess (``env``: variables set on top of this process's)."""
     return subprocess.run([sys.executable, "-m", "clusterctl", *args], cwd=cwd, capture_output=True, text=True,
-                          input=input, timeout=120)
+                          input=input, timeout=120, env=None if env is None else {**os.environ, **env})

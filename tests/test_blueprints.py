@@ -1,4 +1,4 @@
-"""The shipped example blueprints: each validates without errors, and the plan holds the key figures of the
+"""The shipped example blueprints: each validates without a finding, and the plan holds the key figures of the
 reference design it follows (node, GPU, rack and switch counts, cable bundles), as exact numbers."""
 
 from __future__ import annotations
@@ -7,7 +7,6 @@ from functools import lru_cache
 
 import pytest
 
-from clusterctl.rules import Severity
 from clusterctl.validate import validate_file
 from tests.helpers import BLUEPRINTS
 
@@ -40,16 +39,9 @@ def links(fp) -> dict[tuple[str, str], int]:
     return {(link.a, link.b): link.count for link in fp.links}
 
 
-def test_every_example_is_shipped():
-    shipped = {p.stem for p in BLUEPRINTS.glob("*.yaml")}
-    assert set(EXAMPLES) <= shipped
-
-
-@pytest.mark.parametrize("name", EXAMPLES)
-def test_example_validates_without_errors(name):
-    v = validated(name)
-    errors = [f"{f.code} {f.message}" for f in v.result.active() if f.severity >= Severity.ERROR]
-    assert errors == []
+def test_every_shipped_blueprint_is_an_example():
+    # so that every shipped blueprint is validated below (the one "validates clean" test of the suite)
+    assert sorted(p.stem for p in BLUEPRINTS.glob("*.yaml")) == sorted(EXAMPLES)
 
 
 @pytest.mark.parametrize("name", EXAMPLES)

@@ -65,7 +65,7 @@ def test_hung_nvidia_smi_drains_instead_of_the_check_being_killed(tmp_path):
 
     t0 = time.monotonic()
     rc, calls, err = run_check(tmp_path, 2, "IDLE", "", smi_sleep=300, extra_conf="NODE_HEALTH_GPU_TIMEOUT_S=2\n")
-    assert time.monotonic() - t0 < 15
+    assert time.monotonic() - t0 < 60  # gave up on nvidia-smi (sleeping 300 s) before slurmd's 60 s kill
     assert rc == 1 and "nvidia-smi did not answer within 2 s" in err
     assert calls == ["update NodeName=n1 State=DRAIN Reason=node-health: nvidia-smi did not answer within 2 s "
                      "(hung GPU or driver)"]

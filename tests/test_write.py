@@ -346,7 +346,7 @@ def test_a_second_writer_gives_up_with_the_holders_pid(tmp_path):
         started = time.monotonic()
         with pytest.raises(OutputLockedError, match=rf"pid {os.getpid()}\) is writing this directory"):
             write_tree(FILES | {"slurm/slurm.conf": "x\n"}, out, lock_timeout=0.3)
-        assert 0.3 <= time.monotonic() - started < 3
+        assert 0.3 <= time.monotonic() - started < 30  # waited its timeout, then gave up (a busy runner is slow)
         with pytest.raises(OutputLockedError):  # --check does not read a directory being written either
             compare(FILES, out, lock_timeout=0.1)
     assert (out / "slurm/slurm.conf").read_text() == "ClusterName=lab\n"

@@ -1,24 +1,20 @@
-"""What a rule is, what it yields, and how rules are run.
+"""What a rule is, what it yields, and what running the rules gives.
 
 A rule is a small function of the plan, decorated with :func:`rule`, that yields :class:`Hit` s. The
-decorator only attaches metadata (no registry is mutated at import); :func:`all_rules` collects the
-decorated functions of the rule modules. The runner turns hits into :class:`Finding` s with the rule's
+decorator only attaches metadata (no registry is mutated at import);
+:func:`clusterctl.rules.registry.all_rules` collects the decorated functions of the rule modules it imports.
+Its runner, :func:`clusterctl.rules.registry.run_rules`, turns hits into :class:`Finding` s with the rule's
 code and severity, applies suppressions, and turns a crashing rule into an error finding naming it.
 """
 
 from __future__ import annotations
 
 import enum
-import importlib
 import inspect
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from clusterctl.errors import LoadCode
 from clusterctl.plan.model import ClusterPlan
-
-RULE_MODULES = ("power", "cooling", "space", "fabric", "nvlink", "storage", "addressing", "naming", "slurm",
-                "software", "cloud", "workload")
 
 
 class Severity(enum.IntEnum):
@@ -88,17 +84,6 @@ def rule(code: str, area: str, severity: Severity, title: str):
     return mark
 
 
-def all_rules() -> tuple[Rule, ...]:
-    found = []
-    for name in RULE_MODULES:
-        mod = importlib.import_module(f"clusterctl.rules.{name}")
-        for obj in vars(mod).values():
-            r = getattr(obj, "__rule__", None)
-            if isinstance(r, Rule) and r.func is obj:
-                found.append(r)
-    return tuple(sorted(found, key=lambda r: r.code))
-
-
 @dataclass(frozen=True)
 class RunResult:
     findings: tuple[Finding, ...]
@@ -111,39 +96,3 @@ class RunResult:
     def worst(self) -> Severity | None:
         act = self.active()
         return max((f.severity for f in act), default=None)
-
-
-def run_rules(plan: ClusterPlan, suppress: dict[str, str] | None = None,
-              rules: Iterable[Rule] | None = None) -> RunResult:
-    """Run every rule; ``suppress`` maps rule codes to the reason (CLI ones get "--suppress")."""
-    rules = tuple(rules) if rules is not None else all_rules()
-    known = {r.code for r in rules}
-    reasons = {}
-    unknown = []
-    for i, s in enumerate(plan.blueprint.validation.suppress):
-        if s.rule in known:
-            reasons[s.rule] = s.reason
-        else:
-            unknown.append((("validation", "suppress", i, "rule"), s.rule))
-    for code, reason in (suppress or {}).items():
-        reasons[code] = reason
-    findings: list[Finding] = []
-    for r in rules:
-        for hit in _safely(r, plan):
-            findings.append(Finding(r.code, hit.severity if hit.severity is not None else r.severity, hit.path,
-                                    hit.message, hit.hint, r.title, reasons.get(r.code), hit.subject, hit.summary))
-    for path, code in unknown:
-        from clusterctl.blueprint.load import did_you_mean
-        findings.append(Finding(LoadCode.UNKNOWN_SUPPRESSION, Severity.WARNING, path,
-                                f"suppression names unknown rule '{code}'",
-                                did_you_mean(code, known) or "see `clusterctl rules list`",
-                                LoadCode.UNKNOWN_SUPPRESSION.title))
-    return RunResult(tuple(findings), len(rules), tuple(unknown))
-
-
-def _safely(r: Rule, plan: ClusterPlan) -> Iterator[Hit]:
-    try:
-        yield from list(r.func(plan) or ())
-    except Exception as exc:  # a rule must never take validate down; report the bug instead
-        yield Hit((), f"rule {r.code} crashed ({type(exc).__name__}: {exc}); this is a bug in clusterctl",
-                  "report it with the blueprint; suppress the rule to carry on", Severity.ERROR)

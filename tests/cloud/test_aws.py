@@ -213,17 +213,24 @@ def test_components_and_parents(case):
 
 
 def test_outputs(case):
+    """What the program puts together, checked against the resources it created (the mock only answers each
+    resource's cloud-side values): every host's entry is its own instance's address and the group's facts, the
+    file-system and bucket outputs are those of the FSx file system and the checkpoint bucket."""
     spec, rec, _ = case
     out = rec.outputs
+    instances = {r.name: r for r in rec.of_type(INSTANCE)}
     hosts = {h for g in spec.groups for h in g.hostnames}
-    assert set(out["nodes"]) == hosts
-    ips = [n["private_ip"] for n in out["nodes"].values()]
-    assert all(ip.startswith("10.") for ip in ips) and len(set(ips)) == len(ips)
+    assert set(out["nodes"]) == hosts and hosts <= set(instances)
     for group in spec.groups:
         for host in group.hostnames:
-            assert out["nodes"][host] == {**out["nodes"][host], "group": group.name, "role": group.role,
-                                          "instance_type": group.instance_type}
-    assert out["fsx_dns_name"] and out["fsx_mount_name"] and out["bucket_name"]
+            assert instances[host].inputs["instanceType"] == group.instance_type
+            assert out["nodes"][host] == {"private_ip": instances[host].outputs["privateIp"], "group": group.name,
+                                          "role": group.role, "instance_type": group.instance_type}
+    (fsx,) = rec.of_type(FSX)
+    assert (out["fsx_dns_name"], out["fsx_mount_name"]) == (fsx.outputs["dnsName"], fsx.outputs["mountName"])
+    buckets = {r.name: r.outputs["bucket"] for r in rec.of_type("aws:s3/bucket:Bucket")}
+    assert out["bucket_name"] == buckets["aws-p5-storage-checkpoints"]
+    assert out["config_bucket"] == buckets["aws-p5-config"] != out["bucket_name"]
     assert out.get("head_public_ip") is None  # head in the private subnet unless clusterctl:publicHead
     assert out["file_systems"]["fsx"]["capacity_grown"] is False
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -232,8 +231,9 @@ def test_cli_a_given_layout_that_breaks_a_rule_names_it(extra):
     assert bool(re.search(r"of ([\d,]+) tried, rejected: heads \1\b", r.stderr)) == (not extra)
 
 
-def test_search_stays_fast():
+def test_search_finds_a_layout_for_405b_on_16k_gpus():
     model, _ = preset("llama3-405b")
-    t0 = time.perf_counter()
-    r = search(model, TrainingSpec(), 16384, H100, HGX)
-    assert r.best is not None and time.perf_counter() - t0 < 2.0
+    r = search(model, TrainingSpec(), 16384, H100, HGX)  # its time: benchmarks/bench_hotspots.py
+    par = r.best.par
+    assert r.best.gpus == par.tp * par.pp * par.dp * par.cp == 16384
+    assert par.tp <= 8 and r.best.memory_gb["total"] <= r.best.memory_gb["usable"]  # TP in the NVLink domain; fits

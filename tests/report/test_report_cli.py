@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -37,13 +38,17 @@ def test_every_shipped_blueprint_reports(name, tmp_path):
 
 
 def test_report_is_deterministic(tmp_path):
+    """The report's determinism test (every section and picture): two processes whose string hashes differ (as
+    tests/test_render_cli.py::test_render_writes_every_target_and_is_byte_identical)."""
     a, b = tmp_path / "a", tmp_path / "b"
-    for d in (a, b):
-        assert cli("report", "blueprints/gb200-nvl72-8rack.yaml", "-o", str(d)).returncode == 0
+    seeds = {a: "0", b: str(random.SystemRandom().randrange(1, 2**32))}
+    for d, seed in seeds.items():
+        r = cli("report", "blueprints/gb200-nvl72-8rack.yaml", "-o", str(d), env={"PYTHONHASHSEED": seed})
+        assert r.returncode == 0, r.stderr
     files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
     for f in files:
-        assert (a / f).read_bytes() == (b / f).read_bytes(), f
+        assert (a / f).read_bytes() == (b / f).read_bytes(), f"{f}: PYTHONHASHSEED {seeds[a]} vs {seeds[b]}"
 
 
 def with_server(tmp_path: Path, blueprint: str, old: str, new: str) -> Path:

@@ -35,6 +35,15 @@ def test_overlapping_pools_name_both():
     assert "addressing.bmc" in h.message and "addressing.inband" in h.message
 
 
+def test_adjacent_pools_do_not_overlap():
+    data = lab()
+    data["addressing"]["bmc"]["cidr"] = "10.10.1.0/24"  # right after inband 10.10.0.0/24
+    assert hits(data, "ADDR002") == []
+    data["addressing"]["inband"]["cidr"] = "10.10.0.0/23"  # now inband takes 10.10.1.0/24 too
+    (h,) = hits(data, "ADDR002")
+    assert "10.10.0.0/23" in h.message and "10.10.1.0/24" in h.message
+
+
 def test_pairwise_overlaps_are_all_reported():
     data = lab()
     for name in ("inband", "bmc", "mgmt"):

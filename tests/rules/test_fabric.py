@@ -175,6 +175,12 @@ def test_rail_optimized_nodes_with_fewer_nics_than_rails():
             "per node") in h.message
 
 
+def test_rail_optimized_with_a_nic_per_rail_is_quiet():
+    data = lab()
+    ib(data).update(tiers=2, rail_optimized=True)  # hgx-h100-8gpu: 8 compute NICs for 8 rails
+    assert hits(data, "FABRIC005") == []
+
+
 def test_rail_optimized_with_one_nic_is_pointless():
     data = lab()
     data["fabrics"][1]["rail_optimized"] = True
@@ -193,6 +199,7 @@ def test_fewer_compute_nics_than_gpus_warns_more_informs():
     data = custom_server(lab(), "hgx-16nic", 16)
     (h,) = hits(data, "FABRIC006")
     assert str(h.severity) == "info" and "16 compute NIC ports for 8 GPUs (2 per GPU)" in h.message
+    assert hits(custom_server(lab(), "hgx-8nic", 8), "FABRIC006") == []  # one NIC per GPU
 
 
 # --- FABRIC007 GPU nodes on a compute fabric ----------------------------------------------------------
@@ -227,6 +234,12 @@ def test_single_tier_with_two_leaves():
                          "the leaves have no path to each other")
 
 
+def test_single_tier_with_one_full_leaf_is_quiet():
+    data = lab()
+    data["node_groups"][0].update(count=8, hostnames="gpu[01-08]")  # 64 endpoints: one qm9700 exactly
+    assert hits(data, "FABRIC008") == []
+
+
 def test_single_tier_rail_optimized_has_a_leaf_per_rail():
     data = lab()
     ib(data)["rail_optimized"] = True
@@ -243,6 +256,12 @@ def test_ethernet_only_nics_on_infiniband():
     assert h.path == ("fabrics", 0, "attach", 1)
     assert h.message == ("fabric ib is infiniband but the eth-25g NICs (inband) of group head speak ethernet, "
                          "not infiniband")
+
+
+def test_ethernet_nics_on_ethernet_are_quiet():
+    data = lab()
+    data["fabrics"][1]["attach"].append({"group": "head", "nic_role": "inband"})
+    assert hits(data, "FABRIC009") == []
 
 
 def test_roce_on_an_infiniband_switch():
@@ -264,6 +283,12 @@ def test_group_attached_by_a_role_it_has_no_nic_of():
                          "(it has: bmc, inband)")
 
 
+def test_group_attached_by_a_role_it_has_is_quiet():
+    data = lab()
+    data["fabrics"][1]["attach"].append({"group": "head", "nic_role": "inband"})  # cpu-1u has an inband NIC
+    assert hits(data, "FABRIC010") == []
+
+
 def test_all_groups_attached_by_a_role_nobody_has():
     data = lab()
     data["fabrics"][1]["attach"] = [{"group": "all", "nic_role": "mgmt"}]
@@ -280,6 +305,8 @@ def test_same_nics_on_two_fabrics():
     (h,) = hits(data, "FABRIC011")
     assert str(h.severity) == "warning" and h.path == ("fabrics", 2, "attach", 0)
     assert h.message == "the bmc NICs of group gpu (2 nodes × 1 port) are attached to fabrics mgmt and bmc2"
+    data["fabrics"][2]["attach"] = [{"group": "head", "nic_role": "inband"}]  # other NICs: no double attachment
+    assert hits(data, "FABRIC011") == []
 
 
 # --- FABRIC012 / FABRIC013 RoCE QoS ------------------------------------------------------------------------

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from clusterctl.errors import BlueprintError
@@ -16,6 +14,12 @@ def test_host_in_two_groups():
     (h,) = hits(data, "NAME001")
     assert h.path == ("node_groups", 1, "hostnames")
     assert "1 host name(s) of node group head are already used by node group gpu (gpu02)" in h.message
+
+
+def test_next_host_name_in_another_group_is_quiet():
+    data = lab()
+    data["node_groups"][1]["hostnames"] = "gpu03"  # right after gpu[01-02]
+    assert hits(data, "NAME001") == []
 
 
 def test_host_twice_in_one_group():
@@ -33,7 +37,7 @@ def test_host_named_like_a_switch():
     assert "leaf switch name(s) of fabric ib are also host names (node group head: ib-leaf01)" in h.message
 
 
-def test_duplicate_check_is_one_finding_per_group_pair_and_fast():
+def test_duplicate_check_is_one_finding_per_group_pair():
     data = lab()
     for g in data["node_groups"]:
         g.pop("racks", None)
@@ -42,9 +46,7 @@ def test_duplicate_check_is_one_finding_per_group_pair_and_fast():
     data.pop("fabrics")
     plan = plan_of(data)
     from clusterctl.rules.naming import unique_hosts, valid_hosts
-    start = time.perf_counter()
-    found = list(unique_hosts(plan)) + list(valid_hosts(plan))
-    assert time.perf_counter() - start < 2.0
+    found = list(unique_hosts(plan)) + list(valid_hosts(plan))  # its time: benchmarks/bench_hotspots.py
     (h,) = found
     assert "50,000 host name(s) of node group more are already used by node group gpu" in h.message
     assert "(50,000 in all)" in h.message
@@ -71,6 +73,14 @@ def test_dot_and_hyphen_and_length():
     assert "64 characters" in h.message
 
 
+def test_hyphen_inside_and_63_characters_are_valid():
+    data = lab()
+    data["node_groups"][1]["hostnames"] = "head-01"
+    assert hits(data, "NAME002") == []
+    data["node_groups"][1]["hostnames"] = "h" * 63
+    assert hits(data, "NAME002") == []
+
+
 def test_upper_case_is_a_warning():
     data = lab()
     data["node_groups"][0]["hostnames"] = "GPU[01-02]"
@@ -94,6 +104,8 @@ def test_count_differs_from_host_list():
     (h,) = hits(data, "NAME003")
     assert h.path == ("node_groups", 0, "hostnames")
     assert "node group gpu has count: 4 but hostnames 'gpu[01-02]' names 2 host(s)" in h.message
+    data["node_groups"][0]["hostnames"] = "gpu[01-04]"
+    assert hits(data, "NAME003") == []
 
 
 def test_duplicate_section_names():
@@ -106,6 +118,14 @@ def test_duplicate_section_names():
     paths = {h.path for h in found}
     assert {("fabrics", 1, "name"), ("storage", 1, "name"), ("node_groups", 1, "name")} <= paths
     assert any("fabric name 'ib' is used twice (first at fabrics[0].name)" in h.message for h in found)
+
+
+def test_similar_section_names_are_not_duplicates():
+    data = lab()
+    data["fabrics"][1]["name"] = "ib2"
+    data["storage"][1]["name"] = "home2"
+    data["racks"].append({"names": "lab02", "profile": "lab"})
+    assert hits(data, "NAME004") == []
 
 
 def test_duplicate_cdu_names():

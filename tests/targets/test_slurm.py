@@ -5,8 +5,6 @@ The real-Slurm check of the same files is tests/integration/test_slurm_real.py.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import yaml
 
@@ -437,12 +435,10 @@ def test_releases_older_than_20_02_are_refused():
         render(with_slurm(lab(), version="19.05"))
 
 
-# --- scale, determinism, never-emitted options --------------------------------------------------------------
+# --- scale, never-emitted options (determinism: tests/test_render_cli.py, two processes, two hash seeds) -----
 
 def test_100k_blueprint_slurm_conf_is_host_ranges():
-    t = time.perf_counter()
-    files = slurm.render(plan_of(shipped("frontier-3tier-100k")))
-    assert time.perf_counter() - t < 2.0
+    files = slurm.render(plan_of(shipped("frontier-3tier-100k")))  # its time: benchmarks/bench_hotspots.py
     conf = settings(files["slurm/slurm.conf"])
     assert len(lines(files["slurm/slurm.conf"])) < 300
     assert [line for line in conf if line.startswith("NodeName=")] == [
@@ -455,25 +451,17 @@ def test_100k_blueprint_slurm_conf_is_host_ranges():
     assert topo[-1] == "SwitchName=roce-core Switches=roce-pod[01-52]"
 
 
-def test_200k_gpus_render_fast_and_small():
+def test_200k_gpus_render_small():
     data = shipped("frontier-3tier-100k")
     gpu = data["node_groups"][0]
     gpu.update({"count": 26624, "hostnames": "gpu[00001-26624]", "racks": "c[0001-6656]"})
     data["racks"][0]["names"] = "c[0001-6656]"
     plan = plan_of(data)
     assert plan.gpus == 212_992
-    t = time.perf_counter()
-    files = slurm.render(plan)
-    assert time.perf_counter() - t < 2.0
+    files = slurm.render(plan)  # its time: benchmarks/bench_hotspots.py
     assert len(lines(files["slurm/slurm.conf"])) < 300
     assert "PartitionName=batch Nodes=gpu[00001-26624] Default=YES MaxTime=14-00:00:00 DefCpuPerGPU=24 DefMemPerGPU=254336 State=UP" in \
         settings(files["slurm/slurm.conf"])
-
-
-@pytest.mark.parametrize("name", SHIPPED)
-def test_rendering_is_deterministic(name):
-    data = shipped(name)
-    assert slurm.render(plan_of(data)) == slurm.render(plan_of(shipped(name)))
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -656,14 +644,12 @@ def test_all_elastic_has_no_suspend_exclusion_and_static_clusters_render_as_befo
     assert "power saving" not in static and "State=CLOUD" not in static and "ResumeTimeout=900" in lines(static)
 
 
-def test_suspend_exclusion_is_the_static_groups_ranges_and_fast_at_scale():
+def test_suspend_exclusion_is_the_static_groups_ranges_at_scale():
     data = elastic_p5("24.11")
     data["node_groups"][0].update(count=25_000, hostnames="gpu[00001-25000]")
     data["node_groups"][2].update(count=4_000, hostnames="cpu[0001-4000]")
     data["cloud"]["reservation"] = None
     plan = plan_of(data)
-    start = time.perf_counter()
-    conf = slurm.render(plan)["slurm/slurm.conf"]
-    assert time.perf_counter() - start < 2.0
+    conf = slurm.render(plan)["slurm/slurm.conf"]  # its time: benchmarks/bench_hotspots.py
     assert "SuspendExcNodes=cpu[0001-4000]" in lines(conf)
     assert len(conf.splitlines()) < 200
