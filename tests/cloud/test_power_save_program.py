@@ -26,8 +26,9 @@ pytestmark = pytest.mark.skipif(SCONTROL is None, reason="needs Slurm's scontrol
 MUNGE = "bXVuZ2Uta2V5LXZhbHVlLXNlY3JldC0xMjM0NTY3ODkw"
 
 FAKE_SCONTROL = """#!/bin/sh
-# show hostnames: the real scontrol (local); update: recorded (no slurmctld in a unit test)
-if [ "$1" = show ]; then exec {real} "$@"; fi
+# show hostnames: the real scontrol (local; a minimal slurm.conf beside this script, so it never looks for this
+# machine's configuration or a DNS SRV record); update: recorded (no slurmctld in a unit test)
+if [ "$1" = show ]; then SLURM_CONF="$(dirname "$0")/slurm.conf" exec {real} "$@"; fi
 printf '%s\\n' "$*" >> "$(dirname "$0")/scontrol.calls"
 """
 
@@ -65,6 +66,7 @@ def controller(tmp_path):
     bin_dir = fake_bin(tmp_path, hostname=False)
     (bin_dir / "scontrol").write_text(FAKE_SCONTROL.format(real=SCONTROL))
     (bin_dir / "scontrol").chmod(0o755)
+    (bin_dir / "slurm.conf").write_text("ClusterName=c1\nSlurmctldHost=head01\n")
     (state / "secrets.json").write_text(json.dumps({"/clusterctl/c1/munge-key": MUNGE}))
     (state / "addresses.json").write_text(json.dumps({"gpu001": "10.0.1.11", "gpu002": "10.0.1.12"}))
     (root / "etc/clusterctl/bootstrap.json").write_text(json.dumps({**BOOT, "host": "head01",
