@@ -22,7 +22,8 @@ def settings(plan: ClusterPlan, nt: NodeTypePlan) -> list[Setting]:
         out += [
             Setting((
                 f"The {src} writes these values to /etc/nccl.conf; this file replaces it,",
-                "so it carries them. Relaxed ordering 'can greatly help' IB in VMs (NCCL docs); 1 fails if unavailable."),
+                ("so it carries them. Relaxed ordering 'can greatly help' IB in VMs (NCCL docs); "
+                 "1 fails if unavailable.")),
                 "NCCL_IB_PCI_RELAXED_ORDERING", "1"),
             Setting((
                 "The VM's PCI topology is virtual: NCCL needs Azure's file to pair GPUs with their IB HCAs",

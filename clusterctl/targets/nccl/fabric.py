@@ -73,7 +73,8 @@ def compute_fabric(plan: ClusterPlan, nt: NodeTypePlan) -> ComputeFabric | None:
 def fabric_line(comp: ComputeFabric) -> str:
     f = comp.fabrics[0]
     rail = "rail-optimized" if comp.rail_optimized else "not rail-optimized"
-    more = f" (+{len(comp.fabrics) - 1} more; the most conservative setting of each is used)" if len(comp.fabrics) > 1 else ""
+    more = (f" (+{len(comp.fabrics) - 1} more; the most conservative setting of each is used)"
+            if len(comp.fabrics) > 1 else "")
     return (f"Compute fabric: '{f.name}' ({f.kind}, {comp.tiers} tier{'s' if comp.tiers != 1 else ''}, {rail}, "
             f"{comp.endpoints:,} endpoints){more}.")
 
@@ -113,8 +114,8 @@ def rdma(plan: ClusterPlan, nt: NodeTypePlan, comp: ComputeFabric) -> list[Setti
     if comp.tiers >= LARGE_FABRIC_TIERS or comp.endpoints > LARGE_FABRIC_ENDPOINTS:
         out.append(Setting((
             f"Very large fabric ({comp.tiers} tiers, {comp.endpoints:,} endpoints): rerouting after a link or switch",
-            (f"failure takes longer. {LARGE_FABRIC_IB_TIMEOUT} means 4.096 us x 2^{LARGE_FABRIC_IB_TIMEOUT}, 17.2 s per "
-            "try, ~2 min with 7 retries"),
+            (f"failure takes longer. {LARGE_FABRIC_IB_TIMEOUT} means 4.096 us x 2^{LARGE_FABRIC_IB_TIMEOUT}, "
+             "17.2 s per try, ~2 min with 7 retries"),
             "(NCCL's default 20: ~30 s), before NCCL fails with ibv_poll_cq error 12."),
             "NCCL_IB_TIMEOUT", str(LARGE_FABRIC_IB_TIMEOUT)))
     if roce:
@@ -138,7 +139,8 @@ def roce_settings(plan: ClusterPlan, comp: ComputeFabric) -> list[Setting]:
     assert qos is not None  # comp.kind is roce: its first fabric is a RoCE fabric
     tc = qos.traffic_class
     why = [f"RoCE traffic class: the fabric's traffic_class, the IP ToS byte: DSCP {qos.dscp} (TC >> 2), ECN bits "
-           f"{qos.ecn_bits}. It must match the switches' lossless class (PFC priority {qos.pfc_priority}); a mismatch is",
+           f"{qos.ecn_bits}. It must match the switches' lossless class (PFC priority {qos.pfc_priority}); "
+           "a mismatch is",
            "silent: RDMA then runs lossy. The same fabric QoS sets the hosts (roce_network role: DSCP trust, PFC, ECN)",
            f"and the switch files (switches/{qos.fabric}-*.nvue.yaml): docs/roce.md."]
     if len(comp.traffic_classes) > 1:
@@ -175,7 +177,8 @@ def hca_setting(plan: ClusterPlan, nt: NodeTypePlan, what: str) -> Setting:
                         "names cannot be derived; set the node type's ib_hca override."))
     value = hcas if isinstance(hcas, str) else "=" + ",".join(h if ":" in h else f"{h}:1" for h in hcas)
     return Setting((
-        f"Compute {what} only, exact names (the leading equals sign: plain mlx5_1 would also match mlx5_10..19), so NCCL never",
+        (f"Compute {what} only, exact names (the leading equals sign: plain mlx5_1 would also match "
+         "mlx5_10..19), so NCCL never"),
         "puts collectives on the storage or in-band ports.", *how), "NCCL_IB_HCA", value)
 
 

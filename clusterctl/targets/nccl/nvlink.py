@@ -40,8 +40,8 @@ def nvlink(plan: ClusterPlan, nt: NodeTypePlan, groups: Sequence[GroupPlan], clo
             "NCCL_NVLS_ENABLE", "1"))
     if not cloud and nt.gpus and domain > nt.gpus:
         if version is not None and version < (2, 21):
-            out.append(Setting(((f"NCCL_MNNVL_ENABLE not set: NCCL {version_text(version)} predates multi-node NVLink (2.21); "
-                                "upgrade NCCL."),)))
+            out.append(Setting(((f"NCCL_MNNVL_ENABLE not set: NCCL {version_text(version)} predates "
+                                 "multi-node NVLink (2.21); upgrade NCCL."),)))
         elif not (mnnvl := [g for g in groups if (g.nvlink_domain_gpus or 0) > nt.gpus]) or not all(
                 imex_configured(plan, g) for g in mnnvl):
             out.append(Setting(("NCCL_MNNVL_ENABLE not set: no IMEX domain is configured for these nodes (no in-band "
@@ -51,7 +51,8 @@ def nvlink(plan: ClusterPlan, nt: NodeTypePlan, groups: Sequence[GroupPlan], clo
                 (f"Multi-node NVLink domain (NVL{domain}: {domain // nt.gpus} nodes x {nt.gpus} GPUs): NCCL talks "
                 "NVLink between the nodes."),
                 "Needs a working IMEX domain: the nvidia_imex role runs nvidia-imex on every node of the NVLink domain",
-                "(nodes_config.cfg: its in-band addresses); Slurm's switch/nvidia_imex gives each job a channel; cuMem on.",
+                ("(nodes_config.cfg: its in-band addresses); Slurm's switch/nvidia_imex gives each job a channel; "
+                 "cuMem on."),
                 "1 makes NCCL fail at init when IMEX is broken instead of silently falling back (default 2)."),
                 "NCCL_MNNVL_ENABLE", "1"))
     return out
