@@ -30,9 +30,9 @@ from collections.abc import Sequence
 from clusterctl.plan.model import ClusterPlan, GroupPlan, NodeTypePlan
 from clusterctl.rules.software import vendor as accelerator_vendor
 from clusterctl.targets.common import at, conf_value, header, path_part, render_template
-from clusterctl.targets.nccl.cloud import cloud, profile
+from clusterctl.targets.nccl.cloud import cloud_settings, profile
 from clusterctl.targets.nccl.fabric import compute_fabric, fabric_line, rdma, sockets_only
-from clusterctl.targets.nccl.nvlink import nvlink
+from clusterctl.targets.nccl.nvlink import nvlink_settings
 from clusterctl.targets.nccl.settings import ENV_PATH, Setting, ShellStep
 from clusterctl.targets.yamlout import comment
 
@@ -127,17 +127,17 @@ def _node_type(plan: ClusterPlan, nt: NodeTypePlan,
         preamble.append("AMD GPUs: RCCL reads the same NCCL_* names but from /etc/rccl.conf (ROCm RCCL docs, "
                         "NCCL_CONF_FILE): install this file there.")
     if nt.instance is not None:
-        settings, steps, line = cloud(plan, nt, groups)
+        settings, steps, line = cloud_settings(plan, nt, groups)
         preamble.append(line)
     else:
         comp = compute_fabric(plan, nt)
         if comp is not None and comp.kind in ("infiniband", "roce"):
             preamble.append(fabric_line(comp))
-            settings = rdma(plan, nt, comp) + nvlink(plan, nt, groups)
+            settings = rdma(plan, nt, comp) + nvlink_settings(plan, nt, groups)
         else:
             preamble.append(fabric_line(comp) if comp else
                             "Compute fabric: none (no fabric attaches this node type's groups with nic_role compute).")
-            settings = sockets_only(plan, nt, comp) + nvlink(plan, nt, groups)
+            settings = sockets_only(plan, nt, comp) + nvlink_settings(plan, nt, groups)
     settings.append(Setting((
         "NCCL_ALGO and NCCL_PROTO are not set: NCCL lists them under 'Debugging' (not for production).",)))
     return preamble, settings, steps

@@ -13,7 +13,7 @@ from clusterctl.targets.nccl.aws_efa import PROFILE as AWS_EFA
 from clusterctl.targets.nccl.azure_nd import PROFILE as AZURE_ND
 from clusterctl.targets.nccl.gcp_gpudirect import NAMES as GCP_GPUDIRECT_NETWORKS
 from clusterctl.targets.nccl.gcp_gpudirect import PROFILE as GCP_GPUDIRECT
-from clusterctl.targets.nccl.nvlink import nvlink
+from clusterctl.targets.nccl.nvlink import nvlink_settings
 from clusterctl.targets.nccl.settings import ANY_IFNAME, CloudProfile, Setting, ShellStep
 
 PROFILES: dict[tuple[str, str], CloudProfile] = {
@@ -30,7 +30,7 @@ def profile(nt: NodeTypePlan) -> CloudProfile | None:
     return PROFILES.get((inst.provider, inst.network.fabric)) if inst is not None else None
 
 
-def cloud(plan: ClusterPlan, nt: NodeTypePlan,
+def cloud_settings(plan: ClusterPlan, nt: NodeTypePlan,
           groups: Sequence[GroupPlan]) -> tuple[list[Setting], list[ShellStep], str]:
     """(nccl.conf settings, env.sh steps, the preamble line naming the network) of a cloud node type."""
     inst = nt.instance
@@ -43,8 +43,8 @@ def cloud(plan: ClusterPlan, nt: NodeTypePlan,
         return [Setting((f"No NCCL profile known for {provider} {fabric}: inter-node traffic uses TCP sockets.",),
                         "NCCL_IB_DISABLE", "1"),
                 Setting(("Bootstrap and socket traffic: any interface but loopback and docker bridges.",),
-                        "NCCL_SOCKET_IFNAME", ANY_IFNAME)] + nvlink(plan, nt, groups, cloud=True), [], line
+                        "NCCL_SOCKET_IFNAME", ANY_IFNAME)] + nvlink_settings(plan, nt, groups, cloud=True), [], line
     settings = prof.settings(plan, nt)
     if prof.nvlink:
-        settings += nvlink(plan, nt, groups, cloud=True)
+        settings += nvlink_settings(plan, nt, groups, cloud=True)
     return settings, prof.steps(nt) if prof.steps is not None else [], line

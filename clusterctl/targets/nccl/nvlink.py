@@ -15,7 +15,8 @@ NVLS_GENERATIONS = ("hopper", "blackwell", "rubin")
 NVLS_MIN_DOMAIN = 8
 
 
-def nvlink(plan: ClusterPlan, nt: NodeTypePlan, groups: Sequence[GroupPlan], cloud: bool = False) -> list[Setting]:
+def nvlink_settings(plan: ClusterPlan, nt: NodeTypePlan, groups: Sequence[GroupPlan],
+                    cloud: bool = False) -> list[Setting]:
     acc = nt.accelerator
     if acc is None or accelerator_vendor(acc) != "NVIDIA":
         return []
