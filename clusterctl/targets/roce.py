@@ -22,6 +22,7 @@ import ipaddress
 from dataclasses import dataclass
 
 from clusterctl.plan.model import AddressPool, ClusterPlan, FabricPlan, GroupPlan
+from clusterctl.plan.rdma import compute_hcas
 
 SWITCH_MTU = 9216
 """switch port MTU on a RoCE fabric: NVIDIA's jumbo setting on Spectrum (Cumulus Linux default for RoCE
@@ -162,8 +163,6 @@ def address(cidr: str, rail: Rail, stride: int, host: int) -> str:
 def rail_devices(plan: ClusterPlan, g: GroupPlan) -> tuple[str, ...]:
     """The compute RDMA device of each rail: the names NCCL_IB_HCA lists (one source), without ``:port``;
     empty when they cannot be derived (then the role needs roce_network_interfaces)."""
-    from clusterctl.targets.nccl import compute_hcas  # nccl imports this module
-
     hcas, _ = compute_hcas(plan, g.type)
     if hcas is None or isinstance(hcas, str):
         return ()

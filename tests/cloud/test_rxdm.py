@@ -25,7 +25,7 @@ import pytest
 
 from clusterctl.targets import render_targets
 from clusterctl.targets import yamlout
-from clusterctl.targets.nccl import TCPXO_LIB
+from clusterctl.targets.nccl.gcp_gpudirect import TCPXO_LIB
 from tests.cloud.test_hostnames import BLUEPRINTS as CLOUD_BLUEPRINTS
 from tests.helpers import BLUEPRINTS, REPO, plan_of, shipped
 from tests.roles import local_converge

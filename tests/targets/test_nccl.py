@@ -8,8 +8,11 @@ import subprocess
 
 import pytest
 
+from clusterctl.catalog import load_shipped_catalog
 from clusterctl.resources import shipped_blueprints
 from clusterctl.targets import nccl
+from clusterctl.targets.nccl import cloud
+from clusterctl.targets.nccl.settings import CloudProfile, Setting, ShellStep
 from tests.helpers import plan_of, shipped
 
 KEY_VALUE = re.compile(r"^[A-Z][A-Z0-9_]*=\S+$")
@@ -213,6 +216,26 @@ def test_azure_nd_h200_v5_uses_the_same_image_customization():
     data = shipped("azure-nd-h100-v5")
     data["node_types"]["ndv5"]["instance"] = "Standard_ND96isr_H200_v5"
     assert conf(data, "ndv5")["NCCL_TOPO_FILE"] == "/opt/microsoft/ndv5/topo.xml"
+
+
+def test_every_accelerator_network_of_the_catalog_has_a_profile():
+    """cloud.PROFILES has no dead entry, and only plain Ethernet networks fall back to TCP sockets."""
+    networks = {(i.provider, i.network.fabric) for i in load_shipped_catalog().instances.values()}
+    assert set(cloud.PROFILES) <= networks
+    assert networks - set(cloud.PROFILES) == {(p, "ethernet") for p in ("aws", "azure", "gcp")}
+
+
+def test_the_registered_profile_decides_the_files(monkeypatch):
+    data = shipped("aws-p5")
+    assert nccl.group_files(plan_of(data)) == {"gpu": ("nccl/p5.conf",)}
+    profile = CloudProfile(lambda plan, nt: [Setting((f"test profile for {nt.name}",), "NCCL_TEST", "1")],
+                           lambda nt: [ShellStep(("test step",), ("export NCCL_TEST_ENV=1",))], nvlink=False)
+    monkeypatch.setitem(cloud.PROFILES, ("aws", "efa"), profile)
+    files = render(data)
+    assert settings(files["nccl/p5.conf"]) == {"NCCL_TEST": "1"}
+    assert "# test profile for p5\n" in files["nccl/p5.conf"] and "NVLS" not in files["nccl/p5.conf"]
+    assert "# test step\nexport NCCL_TEST_ENV=1\n" in files["nccl/p5.env.sh"]
+    assert nccl.group_files(plan_of(data)) == {"gpu": ("nccl/p5.conf", "nccl/p5.env.sh")}
 
 
 # --- every file -----------------------------------------------------------------------------------------
