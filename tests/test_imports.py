@@ -34,16 +34,6 @@ LAYERS = {
 }
 """unit -> layer: a unit may import units of its own layer or lower ones (docs/architecture.md)"""
 
-# why each allow-listed edge is still there (other branches of issue 15 remove them)
-_NCCL_ROCE = "the NCCL settings and the RoCE QoS import each other (issue 15: one module per provider profile)"
-
-KNOWN_VIOLATIONS: dict[tuple[str, str], str] = {
-    ("clusterctl.targets.nccl", "clusterctl.targets.roce"): _NCCL_ROCE,
-    ("clusterctl.targets.roce", "clusterctl.targets.nccl"): _NCCL_ROCE,
-}
-"""module edges (importer, imported) that break the layering today, each with why it is still there.
-This list may only shrink: an edge that is fixed must be removed (the test says so), a new one is not added."""
-
 
 def _module_name(path: Path, root: Path) -> str:
     parts = path.relative_to(root.parent).with_suffix("").parts
@@ -233,26 +223,21 @@ def test_every_unit_has_a_layer(graph):
 
 
 def test_no_module_import_cycles(graph):
-    new = module_cycle_edges(graph) - set(KNOWN_VIOLATIONS)
+    new = module_cycle_edges(graph)
     assert not new, ("modules import each other round a circle (move what both need to a lower module):\n"
                      + _listing(new))
 
 
 def test_no_package_import_cycles(graph):
-    new = package_cycle_edges(graph) - set(KNOWN_VIOLATIONS)
+    new = package_cycle_edges(graph)
     assert not new, ("top-level packages import each other round a circle; the imports that close it:\n"
                      + _listing(new))
 
 
 def test_imports_go_to_the_same_or_a_lower_layer(graph):
-    new = layer_violations(graph) - set(KNOWN_VIOLATIONS)
+    new = layer_violations(graph)
     assert not new, ("imports from a lower layer to a higher one (LAYERS in tests/test_imports.py, "
                      "docs/architecture.md):\n" + "\n".join(
                          f"  {a} (layer {LAYERS.get(unit(a))}) -> {b} (layer {LAYERS.get(unit(b))})"
                          for a, b in sorted(new)))
 
-
-def test_known_violations_only_shrink(graph):
-    """An allow-listed edge that no longer breaks the layering must leave the list, so it cannot come back."""
-    fixed = set(KNOWN_VIOLATIONS) - (module_cycle_edges(graph) | package_cycle_edges(graph) | layer_violations(graph))
-    assert not fixed, ("fixed, remove it from KNOWN_VIOLATIONS in tests/test_imports.py:\n" + _listing(fixed))

@@ -10,10 +10,6 @@ from clusterctl.plan.nvlink import IMEX_SWITCH, has_inband, imex_groups, multi_n
 from clusterctl.plan.slurm import parse_version
 from clusterctl.rules.base import Hit, Severity, rule
 
-# TEMPORARY, for clusterctl/targets/nccl.py only (being split on another branch): it still imports
-# imex_configured from here; the merge points it at clusterctl.plan.nvlink and deletes this line.
-from clusterctl.plan.nvlink import imex_configured  # noqa: F401
-
 
 def _unit(g: GroupPlan) -> str:
     return "trays" if g.type.rack_system else "nodes"

@@ -46,11 +46,6 @@ def cuda_version(text: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-# TEMPORARY, for clusterctl/targets/nccl.py only (being split on another branch): it still imports vendor from
-# here; the merge points it at clusterctl.catalog.models.accelerator_vendor and deletes this line.
-vendor = accelerator_vendor
-
-
 def _is_nvidia(acc: Accelerator) -> bool:
     return accelerator_vendor(acc) == "NVIDIA"
 

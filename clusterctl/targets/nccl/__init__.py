@@ -28,7 +28,7 @@ import textwrap
 from collections.abc import Sequence
 
 from clusterctl.plan.model import ClusterPlan, GroupPlan, NodeTypePlan
-from clusterctl.rules.software import vendor as accelerator_vendor
+from clusterctl.catalog.models import accelerator_vendor
 from clusterctl.targets.common import at, conf_value, header, path_part, render_template
 from clusterctl.targets.nccl.cloud import cloud_settings, profile
 from clusterctl.targets.nccl.fabric import compute_fabric, fabric_line, rdma, sockets_only

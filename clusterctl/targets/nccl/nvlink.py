@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from clusterctl.plan.model import ClusterPlan, GroupPlan, NodeTypePlan
-from clusterctl.rules.nvlink import imex_configured
-from clusterctl.rules.software import vendor as accelerator_vendor
+from clusterctl.plan.nvlink import imex_configured
+from clusterctl.catalog.models import accelerator_vendor
 from clusterctl.targets.nccl.settings import Setting, nccl_version, version_text
 
 NVLS_GENERATIONS = ("hopper", "blackwell", "rubin")
