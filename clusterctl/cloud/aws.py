@@ -18,10 +18,11 @@ Everything is built from a :class:`~clusterctl.cloud.spec.CloudSpec` plus the st
                           when the blueprint has an accounting host
 ========================  ==========================================================================
 
-With the render directory (``build(ClusterArgs(..., render_dir=OUT))``) the program also uploads the configuration object
-(:mod:`clusterctl.cloud.bundle`) to a private config bucket, gives every static instance bootstrap user data
-(:mod:`clusterctl.cloud.userdata`) and an instance profile per node role class (:func:`role_classes`,
-:func:`policy_document`), and names the instances in a Route 53 private hosted zone (docs/cloud.md, "AWS").
+With the render directory (``build(ClusterArgs(..., render_dir=OUT))``) the program also uploads the
+configuration object (:mod:`clusterctl.cloud.bundle`) to a private config bucket, gives every static instance
+bootstrap user data (:mod:`clusterctl.cloud.userdata`) and an instance profile per node role class
+(:func:`role_classes`, :func:`policy_document`), and names the instances in a Route 53 private hosted zone
+(docs/cloud.md, "AWS").
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Azure components for a GPU training cluster, built from a :class:`CloudSpec` (pulumi-azure-native).
 
-``build(args)`` (a :class:`ClusterArgs`) returns a ``clusterctl:azure:Cluster`` component (it also owns the resource group) whose
-registered outputs include ``nodes`` ({hostname: {private_ip, group, role, instance_type}}) and, with a render,
-``stack`` (stack.json). Children:
+``build(args)`` (a :class:`ClusterArgs`) returns a ``clusterctl:azure:Cluster`` component (it also owns the
+resource group) whose registered outputs include ``nodes`` ({hostname: {private_ip, group, role, instance_type}})
+and, with a render, ``stack`` (stack.json). Children:
 
 - ``clusterctl:azure:Network``: one VNet with a compute, a head, an Azure Managed Lustre and an Azure
   NetApp Files (delegated) subnet; an NSG on the compute and head subnets that admits SSH from
@@ -33,10 +33,11 @@ registered outputs include ``nodes`` ({hostname: {private_ip, group, role, insta
   are in ``stack.json`` for the controllers' resume program.
 
 Stack configuration (``pulumi config set clusterctl:<key>``; :mod:`clusterctl.cloud.program` reads it once into
-:class:`Settings` and :class:`~clusterctl.cloud.component.StackSecrets`): ``sshPublicKey`` (required), ``adminUsername``,
-``adminCidr`` (overrides the blueprint's), ``vnetCidr``, ``storageAccountName``, ``configStorageAccountName``,
-``keyVaultName``, ``gpuImage`` and ``headImage`` (``publisher:offer:sku:version``); secrets ``mungeKey``
-(required) and ``slurmdbdPassword`` (required with a render when the cluster has accounting hosts).
+:class:`Settings` and :class:`~clusterctl.cloud.component.StackSecrets`): ``sshPublicKey`` (required),
+``adminUsername``, ``adminCidr`` (overrides the blueprint's), ``vnetCidr``, ``storageAccountName``,
+``configStorageAccountName``, ``keyVaultName``, ``gpuImage`` and ``headImage`` (``publisher:offer:sku:version``);
+secrets ``mungeKey`` (required) and ``slurmdbdPassword`` (required with a render when the cluster has accounting
+hosts).
 """
 
 from __future__ import annotations
@@ -358,8 +359,11 @@ class Network(pulumi.ComponentResource):
         self.register_outputs({"vnet": self.vnet.name, "cidrs": {k: str(v) for k, v in self.cidrs.items()}})
 
 
-def _vm(name: str, spec: CloudSpec, settings: Settings, rg, group: GroupSpec, host: str, ip: str, subnet,
-        image: str, opts: pulumi.ResourceOptions, public_ip=None, boot: Boot | None = None, **extra):
+def _vm(name: str, *, spec: CloudSpec, settings: Settings, resource_group: az.resources.ResourceGroup,
+        group: GroupSpec, host: str, address: str, subnet: az.network.Subnet, image: str, boot: Boot | None,
+        opts: pulumi.ResourceOptions, public_ip: az.network.PublicIPAddress | None = None, **extra):
+    """The NIC (static private ``address`` in ``subnet``) and the VM ``host`` of ``group``."""
+    rg, ip = resource_group, address
     ipconf: dict = {"name": "ipconfig1", "primary": True, "subnet": {"id": subnet.id},
                     "private_ip_allocation_method": "Static", "private_ip_address": ip}
     if public_ip is not None:
@@ -433,9 +437,10 @@ class GpuNodeGroup(pulumi.ComponentResource):
             ip = next(ips)  # an elastic group keeps its addresses reserved: the others' stay where they are
             if group.elastic:
                 continue  # created by the controllers' resume program, into this PPG and availability set
-            self.vms[host] = _vm(f"{name}-{host}", spec, settings, rg, group, host, ip, network.compute,
-                                 settings.gpu_image, child, availability_set={"id": self.avset.id},
-                                 proximity_placement_group={"id": self.ppg.id}, boot=boot)
+            self.vms[host] = _vm(f"{name}-{host}", spec=spec, settings=settings, resource_group=rg, group=group,
+                                 host=host, address=ip, subnet=network.compute, image=settings.gpu_image,
+                                 boot=boot, opts=child, availability_set={"id": self.avset.id},
+                                 proximity_placement_group={"id": self.ppg.id})
         self.register_outputs({"hosts": list(group.hostnames), "proximity_placement_group": self.ppg.id,
                                "availability_set": self.avset.id, "elastic": group.elastic})
 
@@ -460,8 +465,9 @@ class HeadNodes(pulumi.ComponentResource):
                         f"{name}-{host}-pip", resource_group_name=rg.name, location=rg.location,
                         sku={"name": "Standard"}, public_ip_allocation_method="Static",
                         zones=[spec.zone] if spec.zone else None, tags=tags(spec, group=group.name), opts=child)
-                self.vms[host] = (group, *_vm(f"{name}-{host}", spec, settings, rg, group, host, next(ips),
-                                              network.head, settings.head_image, child, public_ip=pip, boot=boot,
+                self.vms[host] = (group, *_vm(f"{name}-{host}", spec=spec, settings=settings, resource_group=rg,
+                                              group=group, host=host, address=next(ips), subnet=network.head,
+                                              image=settings.head_image, boot=boot, opts=child, public_ip=pip,
                                               zones=[spec.zone] if spec.zone else None))
         self.register_outputs({"hosts": sorted(self.vms)})
 

@@ -1,7 +1,7 @@
 """Google Cloud components for a GPU training cluster, built from a :class:`CloudSpec`.
 
-``build(args)`` (a :class:`ClusterArgs`) returns a ``clusterctl:gcp:Cluster`` component whose registered outputs include ``nodes``
-({hostname: {private_ip, group, role, instance_type}}). Children:
+``build(args)`` (a :class:`ClusterArgs`) returns a ``clusterctl:gcp:Cluster`` component whose registered outputs
+include ``nodes`` ({hostname: {private_ip, group, role, instance_type}}). Children:
 
 - ``clusterctl:gcp:Network``: the primary VPC (gVNIC eth0 of every VM), the GPU networks the instance
   type's fabric needs, a private-services-access range for Filestore / Managed Lustre, firewall rules.
@@ -358,9 +358,10 @@ def _vm_args(spec: CloudSpec, group: GroupSpec, nics: list[dict], tag: str, emai
                 shielded_instance_config=SHIELDED_VM, **extra)
 
 
-def _instance(name: str, spec: CloudSpec, settings: Settings, group: GroupSpec, host: str, nics: list[dict],
-              tag: str, image: str, disk_type: str, email: pulumi.Input[str], user_data: pulumi.Input[str] | None,
-              opts: pulumi.ResourceOptions, **extra) -> gcp.compute.Instance:
+def _instance(name: str, *, spec: CloudSpec, settings: Settings, group: GroupSpec, host: str, nics: list[dict],
+              tag: str, image: str, disk_type: str, boot: Boot, opts: pulumi.ResourceOptions,
+              **extra) -> gcp.compute.Instance:
+    """The instance ``host`` of ``group``, booting with its service account and user data from ``boot``."""
     disk: dict = {"initialize_params": {"image": image, "size": 200, "type": disk_type,
                                         "labels": labels(spec, group=group.name)},
                   "auto_delete": True}
@@ -368,7 +369,7 @@ def _instance(name: str, spec: CloudSpec, settings: Settings, group: GroupSpec, 
         disk["kms_key_self_link"] = settings.kms_key
     return gcp.compute.Instance(
         name, name=host, zone=spec.zone, boot_disk=disk, allow_stopping_for_update=True, opts=opts,
-        **_vm_args(spec, group, nics, tag, email, _metadata(settings, user_data), **extra))
+        **_vm_args(spec, group, nics, tag, boot.email(host), _metadata(settings, boot.user_data(host)), **extra))
 
 
 def _gpu_extra(name: str, spec: CloudSpec, group: GroupSpec, opts: pulumi.ResourceOptions):
@@ -400,9 +401,9 @@ class GpuNodeGroup(pulumi.ComponentResource):
         self.policy, extra = _gpu_extra(name, spec, group, child)
         inst_opts = pulumi.ResourceOptions(parent=self, depends_on=boot.depends_on)
         self.instances = {
-            host: _instance(f"{name}-{host}", spec, settings, group, host, network.gpu_interfaces(group),
-                            network.node_tag, settings.gpu_image, "hyperdisk-balanced", boot.email(host),
-                            boot.user_data(host), inst_opts, **extra)
+            host: _instance(f"{name}-{host}", spec=spec, settings=settings, group=group, host=host,
+                            nics=network.gpu_interfaces(group), tag=network.node_tag, image=settings.gpu_image,
+                            disk_type="hyperdisk-balanced", boot=boot, opts=inst_opts, **extra)
             for host in group.hostnames}
         self.register_outputs({"hosts": list(group.hostnames),
                                "placement_policy": self.policy.self_link if self.policy else None})
@@ -419,9 +420,10 @@ class HeadNodes(pulumi.ComponentResource):
         for group in args.groups:
             for host in group.hostnames:
                 self.instances[host] = (group, _instance(
-                    f"{name}-{host}", spec, settings, group, host, network.head_interfaces(group),
-                    network.node_tag, settings.head_image, "pd-balanced", boot.email(host), boot.user_data(host),
-                    inst_opts, scheduling={"on_host_maintenance": "MIGRATE", "automatic_restart": True}))
+                    f"{name}-{host}", spec=spec, settings=settings, group=group, host=host,
+                    nics=network.head_interfaces(group), tag=network.node_tag, image=settings.head_image,
+                    disk_type="pd-balanced", boot=boot, opts=inst_opts,
+                    scheduling={"on_host_maintenance": "MIGRATE", "automatic_restart": True}))
         self.register_outputs({"hosts": sorted(self.instances)})
 
 
