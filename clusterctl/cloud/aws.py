@@ -1,7 +1,8 @@
 """AWS components of a training cluster: VPC, EFA security group, GPU node groups, head nodes, storage.
 
 Everything is built from a :class:`~clusterctl.cloud.spec.CloudSpec` plus the stack configuration
-(namespace ``clusterctl``; see docs/cloud.md):
+(namespace ``clusterctl``; see docs/cloud.md), which :mod:`clusterctl.cloud.program` reads once into
+:class:`Settings` and the stack's secrets (:class:`~clusterctl.cloud.component.StackSecrets`):
 
 ========================  ==========================================================================
 ``keyName``               EC2 key pair for SSH (optional)
@@ -17,10 +18,11 @@ Everything is built from a :class:`~clusterctl.cloud.spec.CloudSpec` plus the st
                           when the blueprint has an accounting host
 ========================  ==========================================================================
 
-With the render directory (``build(spec, render_dir)``) the program also uploads the configuration object
-(:mod:`clusterctl.cloud.bundle`) to a private config bucket, gives every static instance bootstrap user data
-(:mod:`clusterctl.cloud.userdata`) and an instance profile per node role class (:func:`role_classes`,
-:func:`policy_document`), and names the instances in a Route 53 private hosted zone (docs/cloud.md, "AWS").
+With the render directory (``build(ClusterArgs(..., render_dir=OUT))``) the program also uploads the
+configuration object (:mod:`clusterctl.cloud.bundle`) to a private config bucket, gives every static instance
+bootstrap user data (:mod:`clusterctl.cloud.userdata`) and an instance profile per node role class
+(:func:`role_classes`, :func:`policy_document`), and names the instances in a Route 53 private hosted zone
+(docs/cloud.md, "AWS").
 """
 
 from __future__ import annotations
@@ -35,9 +37,9 @@ from pathlib import Path
 import pulumi
 import pulumi_aws as aws
 
-from clusterctl import hostlist
-from clusterctl.cloud import bundle, identity, userdata
+from clusterctl.cloud import bundle, component, identity, userdata
 from clusterctl.cloud.hostname import aws_user_data
+from clusterctl.cloud.component import DBD_VAR, MUNGE_VAR
 from clusterctl.cloud.spec import CloudSpec, GroupSpec, StorageSpec
 
 DLAMI_NAME = "Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04) *"
@@ -143,10 +145,6 @@ def subnet_cidrs(vpc_cidr: str) -> tuple[str, str]:
     return str(private), str(public)
 
 
-MUNGE_VAR = "vault_munge_key"
-DBD_VAR = "vault_slurmdbd_storage_pass"
-
-
 def parameter_names(cluster: str) -> dict[str, str]:
     """Ansible variable -> SSM parameter name of each secret the nodes read."""
     return {MUNGE_VAR: f"/clusterctl/{cluster}/munge-key", DBD_VAR: f"/clusterctl/{cluster}/slurmdbd-password"}
@@ -245,33 +243,78 @@ ASSUME_EC2 = json.dumps({"Version": "2012-10-17", "Statement": [{
 
 @dataclass(frozen=True)
 class Settings:
-    key_name: str | None
+    """The stack configuration of an AWS cluster (the table above), read once by :mod:`clusterctl.cloud.program`."""
     admin_cidr: str
-    vpc_id: str | None
-    subnet_ids: tuple[str, ...]
-    vpc_cidr: str
-    ami_id: str | None
-    capacity_block: bool
-    public_head: bool
-    root_volume_gb: int
+    key_name: str | None = None
+    vpc_id: str | None = None
+    subnet_ids: tuple[str, ...] = ()
+    vpc_cidr: str = "10.0.0.0/16"
+    ami_id: str | None = None
+    capacity_block: bool = True
+    public_head: bool = False
+    root_volume_gb: int = 512
 
-    @classmethod
-    def load(cls, spec: CloudSpec) -> "Settings":
-        config = pulumi.Config("clusterctl")
-        admin_cidr = config.get("adminCidr") or spec.admin_cidr
-        if admin_cidr in ANYWHERE:
-            raise ValueError(f"admin CIDR {admin_cidr} opens SSH to the internet; set clusterctl:adminCidr "
+    def __post_init__(self) -> None:
+        if self.admin_cidr in ANYWHERE:
+            raise ValueError(f"admin CIDR {self.admin_cidr} opens SSH to the internet; set clusterctl:adminCidr "
                              f"to your office or bastion range")
-        subnet_ids = tuple(config.get_object("subnetIds") or ())
-        vpc_id = config.get("vpcId")
-        if subnet_ids and not vpc_id:
+        if self.subnet_ids and not self.vpc_id:
             raise ValueError("clusterctl:subnetIds needs clusterctl:vpcId (the VPC of the subnets)")
-        return cls(key_name=config.get("keyName") or None, admin_cidr=admin_cidr, vpc_id=vpc_id, subnet_ids=subnet_ids,
-                   vpc_cidr=config.get("vpcCidr") or "10.0.0.0/16", ami_id=config.get("amiId"),
-                   capacity_block=config.get_bool("capacityBlock") if config.get("capacityBlock") is not None
-                   else True,
-                   public_head=bool(config.get_bool("publicHead")),
-                   root_volume_gb=config.get_int("rootVolumeGb") or 512)
+
+
+@dataclass(frozen=True, kw_only=True)
+class NetworkArgs(component.NetworkArgs):
+    settings: Settings
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuNodeGroupArgs(component.NodeGroupArgs):
+    settings: Settings
+    network: Network
+    boot: Boot
+    placement_group: aws.ec2.PlacementGroup
+    image: pulumi.Input[str]
+    """the AMI"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeadNodesArgs(component.HeadNodesArgs):
+    settings: Settings
+    network: Network
+    boot: Boot
+    image: pulumi.Input[str]
+    """the AMI"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class IdentityArgs(component.IdentityArgs):
+    settings: Settings
+    classes: tuple[str, ...]
+    """the role classes present (:func:`role_classes`)"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class NamesArgs(component.ComponentArgs):
+    settings: Settings
+    network: Network
+    instances: dict[str, aws.ec2.Instance]
+    """the static instances, by host name"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConfigStoreArgs(component.ConfigStoreArgs):
+    settings: Settings
+
+
+@dataclass(frozen=True, kw_only=True)
+class StorageArgs(component.StorageArgs):
+    settings: Settings
+    network: Network
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterArgs(component.ClusterArgs):
+    settings: Settings
 
 
 def _tags(spec: CloudSpec, name: str, **extra: str) -> dict[str, str]:
@@ -293,9 +336,10 @@ class Network(pulumi.ComponentResource):
     to each other on every port (EFA needs all traffic to and from itself) and admits SSH only from the
     admin CIDR."""
 
-    def __init__(self, name: str, spec: CloudSpec, settings: Settings, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("clusterctl:aws:Network", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        spec, settings = args.spec, args.settings
         self.public_subnet_id: pulumi.Input[str] | None = None
         if settings.subnet_ids:
             self.vpc_id: pulumi.Input[str] = settings.vpc_id
@@ -369,8 +413,8 @@ class Boot:
     """What every instance of the cluster boots with: its instance profile (per role class) and, with a render
     directory, its bootstrap user data. Without one (``bucket_name`` None) the user data only names the host."""
 
-    def __init__(self, spec: CloudSpec, ident: "Identity", bucket_name: pulumi.Output[str] | None):
-        self.spec, self.identity, self.bucket_name = spec, ident, bucket_name
+    def __init__(self, *, spec: CloudSpec, identity: Identity, bucket_name: pulumi.Output[str] | None):
+        self.spec, self.identity, self.bucket_name = spec, identity, bucket_name
         self.classes = role_classes(spec)
 
     def cls(self, group: GroupSpec, host: str | None = None) -> str:
@@ -381,9 +425,10 @@ class Boot:
         return f"s3://{bucket}/{bundle.OBJECT_KEY}"
 
     def bootstrap(self, bucket: str, cls: str) -> dict:
-        secrets = {var: {"aws-ssm": name} for var, name in class_secrets(cls, self.spec.cluster).items()}
+        names = class_secrets(cls, self.spec.cluster)
         return userdata.bootstrap_config("aws", region=self.spec.region, config_url=self.config_url(bucket),
-                                         secrets=secrets)
+                                         secrets=component.secret_refs("aws-ssm", names[MUNGE_VAR],
+                                                                       names.get(DBD_VAR)))
 
     def user_data(self, group: GroupSpec, host: str) -> pulumi.Input[str]:
         if self.bucket_name is None:
@@ -401,11 +446,11 @@ class GpuNodeGroup(pulumi.ComponentResource):
     per hostname from it, named by its cloud-init user data and its ``Name`` tag. An elastic group has only the
     launch template: Slurm's ResumeProgram starts its instances from it (stack.json)."""
 
-    def __init__(self, name: str, spec: CloudSpec, group: GroupSpec, settings: Settings, network: Network,
-                 placement_group: aws.ec2.PlacementGroup, ami: pulumi.Input[str], boot: Boot,
-                 opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: GpuNodeGroupArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("clusterctl:aws:GpuNodeGroup", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        spec, settings, group, network, boot = args.spec, args.settings, args.group, args.network, args.boot
+        placement_group = args.placement_group
         tags = _tags(spec, f"{spec.cluster}-{group.name}", **{"clusterctl:group": group.name})
         nics = group.accelerator_nics if group.network_fabric == "efa" else 0
         interfaces = [{**nic, "subnet_id": network.subnet_id, "security_groups": [network.security_group_id],
@@ -418,7 +463,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
             if settings.capacity_block:
                 market = {"market_type": "capacity-block"}
         template = aws.ec2.LaunchTemplate(
-            f"{name}-lt", name_prefix=f"{spec.cluster}-{group.name}-", image_id=ami,
+            f"{name}-lt", name_prefix=f"{spec.cluster}-{group.name}-", image_id=args.image,
             instance_type=group.instance_type, key_name=settings.key_name, network_interfaces=interfaces,
             iam_instance_profile={"arn": boot.profile(group).arn},
             placement={"group_name": placement_group.name} if spec.placement_group else None,
@@ -453,19 +498,19 @@ class HeadNodes(pulumi.ComponentResource):
     the cluster subnet (or the public one with ``publicHead``); named and bootstrapped like the GPU instances,
     each with the instance profile of its role class."""
 
-    def __init__(self, name: str, spec: CloudSpec, groups: list[GroupSpec], settings: Settings, network: Network,
-                 ami: pulumi.Input[str], boot: Boot, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: HeadNodesArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("clusterctl:aws:HeadNodes", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        spec, settings, network, boot = args.spec, args.settings, args.network, args.boot
         public = settings.public_head and network.public_subnet_id is not None
         self.instances: dict[str, aws.ec2.Instance] = {}
         self.groups: dict[str, GroupSpec] = {}
-        for group in groups:
+        for group in args.groups:
             tags = _tags(spec, f"{spec.cluster}-{group.name}", **{"clusterctl:group": group.name})
             for host in group.hostnames:
                 self.groups[host] = group
                 self.instances[host] = aws.ec2.Instance(
-                    host, ami=ami, instance_type=group.instance_type, key_name=settings.key_name,
+                    host, ami=args.image, instance_type=group.instance_type, key_name=settings.key_name,
                     subnet_id=network.public_subnet_id if public else network.subnet_id,
                     vpc_security_group_ids=[network.security_group_id], associate_public_ip_address=public,
                     iam_instance_profile=boot.profile(group, host).name,
@@ -484,13 +529,14 @@ class Identity(pulumi.ComponentResource):
     """An IAM role and instance profile per node role class present (:func:`role_classes`). The policies come
     later (:meth:`grant`): a controller's names the launch templates, which carry the compute profile."""
 
-    def __init__(self, name: str, spec: CloudSpec, classes: list[str], opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: IdentityArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("clusterctl:aws:Identity", name, None, opts)
         self._child = pulumi.ResourceOptions(parent=self)
-        self.name, self.spec = name, spec
+        self.name, self.spec = name, args.spec
+        spec = args.spec
         self.roles: dict[str, aws.iam.Role] = {}
         self.profiles: dict[str, aws.iam.InstanceProfile] = {}
-        for cls in classes:
+        for cls in args.classes:
             tags = _tags(spec, f"{spec.cluster}-{cls}", **{"clusterctl:role-class": cls})
             # named (not prefixed) like the SSM parameters: one stack of a cluster name per account
             role = aws.iam.Role(f"{name}-{cls}", name=f"clusterctl-{spec.cluster}-{cls}"[:64],
@@ -521,23 +567,23 @@ class Names(pulumi.ComponentResource):
     program created (an existing VPC keeps its DHCP options: its owner's choice), and an A record per static
     instance. Elastic instances get theirs from the resume program."""
 
-    def __init__(self, name: str, spec: CloudSpec, network: Network, created_vpc: bool,
-                 instances: dict[str, aws.ec2.Instance], opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: NamesArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("clusterctl:aws:Names", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        spec, network = args.spec, args.network
         self.domain = f"{spec.cluster}.internal"
         zone = aws.route53.Zone(f"{name}-zone", name=self.domain, vpcs=[{"vpc_id": network.vpc_id}],
                                 comment=f"clusterctl {spec.cluster}: node names", force_destroy=True,
                                 tags=_tags(spec, self.domain), opts=child)
         self.zone_id = zone.id  # the hosted zone ID (Z...), as zone_id
         self.zone_arn = zone.arn
-        if created_vpc:
+        if not args.settings.subnet_ids:  # a VPC this program created
             dhcp = aws.ec2.VpcDhcpOptions(f"{name}-dhcp", domain_name=self.domain,
                                           domain_name_servers=["AmazonProvidedDNS"],
                                           tags=_tags(spec, f"{spec.cluster}-dhcp"), opts=child)
             aws.ec2.VpcDhcpOptionsAssociation(f"{name}-dhcp", vpc_id=network.vpc_id, dhcp_options_id=dhcp.id,
                                               opts=child)
-        for host, inst in instances.items():
+        for host, inst in args.instances.items():
             aws.route53.Record(f"{name}-{host}", zone_id=zone.id, name=f"{host}.{self.domain}", type="A",
                                ttl=60, records=[inst.private_ip], opts=child)
         self.register_outputs({"hosted_zone_id": zone.id, "dns_domain": self.domain})
@@ -549,9 +595,10 @@ class ConfigStore(pulumi.ComponentResource):
     the one object and nothing else, and the checkpoint bucket's users (training jobs) never see the cluster's
     configuration. Nothing in the object is secret, so SSE-S3 suffices and no KMS permission is needed."""
 
-    def __init__(self, name: str, spec: CloudSpec, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: ConfigStoreArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("clusterctl:aws:ConfigStore", name, None, opts)
         self._child = pulumi.ResourceOptions(parent=self)
+        spec = args.spec
         self.name = name
         self.bucket = aws.s3.Bucket(name, bucket_prefix=f"{spec.cluster}-config-"[:37], force_destroy=True,
                                     tags=_tags(spec, f"{spec.cluster}-config"), opts=self._child)
@@ -568,7 +615,7 @@ class ConfigStore(pulumi.ComponentResource):
 
     def upload(self, spec: CloudSpec, render_dir: Path, stack: pulumi.Output[dict]) -> None:
         """The object ``config_bundle(render_dir, stack)`` (bytes, so given base64-encoded)."""
-        content = stack.apply(lambda st: base64.b64encode(bundle.config_bundle(render_dir, st)).decode())
+        content = component.config_object(render_dir, stack).apply(lambda data: base64.b64encode(data).decode())
         self.object = aws.s3.BucketObjectv2(f"{self.name}-object", bucket=self.bucket.id, key=bundle.OBJECT_KEY,
                                             content_base64=content, content_type="application/gzip",
                                             server_side_encryption="AES256",
@@ -580,9 +627,10 @@ class Storage(pulumi.ComponentResource):
     """FSx for Lustre (PERSISTENT_2, sized by :func:`fsx_lustre_sizing`) per parallel tier and a private,
     versioned, encrypted S3 bucket for checkpoints."""
 
-    def __init__(self, name: str, spec: CloudSpec, network: Network, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: StorageArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("clusterctl:aws:Storage", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        spec, network = args.spec, args.network
         self.file_systems: dict[str, dict] = {}
         for tier in (t for t in spec.storage if t.tier == "parallel"):
             self.file_systems[tier.name] = self._lustre(name, spec, tier, network, child)
@@ -627,55 +675,55 @@ class Storage(pulumi.ComponentResource):
 class Cluster(pulumi.ComponentResource):
     """The whole cluster; its outputs are the stack outputs (docs/cloud.md)."""
 
-    def __init__(self, name: str, spec: CloudSpec, render_dir: Path | None = None,
-                 opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("clusterctl:aws:Cluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        settings = Settings.load(spec)
-        config = pulumi.Config("clusterctl")
+        spec, settings, render_dir = args.spec, args.settings, args.render_dir
+        base = dict(spec=spec, settings=settings)
 
-        network = Network(f"{name}-network", spec, settings, opts=child)
+        network = Network(f"{name}-network", NetworkArgs(**base), opts=child)
         placement = aws.ec2.PlacementGroup(f"{name}-pg", strategy="cluster", tags=_tags(spec, f"{name}-pg"),
                                            opts=child)
         ami = _ami(settings)
         names = parameter_names(spec.cluster)
         munge = aws.ssm.Parameter(f"{name}-munge-key", name=names[MUNGE_VAR],
-                                  type="SecureString", value=config.require_secret("mungeKey"),
+                                  type="SecureString", value=args.secrets.munge_key,
                                   description="Slurm munge key (base64)", tags=_tags(spec, f"{name}-munge-key"),
                                   opts=child)
         params = {MUNGE_VAR: munge}
         if spec.accounting:
             params[DBD_VAR] = aws.ssm.Parameter(
                 f"{name}-slurmdbd-password", name=names[DBD_VAR], type="SecureString",
-                value=config.require_secret("slurmdbdPassword"), description="slurmdbd database password",
+                value=args.secrets.slurmdbd_password, description="slurmdbd database password",
                 tags=_tags(spec, f"{name}-slurmdbd-password"), opts=child)
-        store = ConfigStore(f"{name}-config", spec, opts=child)
+        store = ConfigStore(f"{name}-config", ConfigStoreArgs(**base), opts=child)
         elastic = any(g.elastic for g in spec.groups)
         classes = role_classes(spec)
-        present = sorted({c for g in spec.groups for h, c in classes[g.name].items()
-                          if h or g.elastic or g.gpus > 0 or g.accelerator_nics > 0
-                          or len(classes[g.name]) <= len(g.hostnames)})
-        ident = Identity(f"{name}-identity", spec, present, opts=child)
-        boot = Boot(spec, ident, store.bucket_name if render_dir is not None else None)
+        present = tuple(sorted({c for g in spec.groups for h, c in classes[g.name].items()
+                                if h or g.elastic or g.gpus > 0 or g.accelerator_nics > 0
+                                or len(classes[g.name]) <= len(g.hostnames)}))
+        ident = Identity(f"{name}-identity", IdentityArgs(**base, classes=present), opts=child)
+        boot = Boot(spec=spec, identity=ident, bucket_name=store.bucket_name if render_dir is not None else None)
 
         gpu_groups = [g for g in spec.groups if g.gpus > 0 or g.accelerator_nics > 0 or g.elastic]
-        cpu_groups = [g for g in spec.groups if g not in gpu_groups]
-        node_groups = [GpuNodeGroup(f"{name}-{g.name}", spec, g, settings, network, placement, ami, boot,
-                                    opts=child) for g in gpu_groups]
-        heads = HeadNodes(f"{name}-head", spec, cpu_groups, settings, network, ami, boot, opts=child)
-        storage = Storage(f"{name}-storage", spec, network, opts=child)
+        cpu_groups = tuple(g for g in spec.groups if g not in gpu_groups)
+        node_groups = [GpuNodeGroup(f"{name}-{g.name}", GpuNodeGroupArgs(
+                           **base, group=g, network=network, boot=boot, placement_group=placement, image=ami),
+                           opts=child) for g in gpu_groups]
+        heads = HeadNodes(f"{name}-head", HeadNodesArgs(**base, groups=cpu_groups, network=network, boot=boot,
+                                                         image=ami), opts=child)
+        storage = Storage(f"{name}-storage", StorageArgs(**base, network=network), opts=child)
 
         static: dict[str, aws.ec2.Instance] = {}
         nodes: dict[str, pulumi.Output] = {}
         for group, ng in zip(gpu_groups, node_groups):
             for host, inst in ng.instances.items():
-                nodes[host] = _node(inst, group)
+                nodes[host] = component.node(inst.private_ip, group)
                 static[host] = inst
         for host, inst in heads.instances.items():
-            nodes[host] = _node(inst, heads.groups[host])
+            nodes[host] = component.node(inst.private_ip, heads.groups[host])
             static[host] = inst
-        dns = Names(f"{name}-names", spec, network, created_vpc=not settings.subnet_ids, instances=static,
-                    opts=child)
+        dns = Names(f"{name}-names", NamesArgs(**base, network=network, instances=static), opts=child)
 
         templates = {g.name: ng.launch_template for g, ng in zip(gpu_groups, node_groups) if g.elastic}
         launch = None
@@ -690,7 +738,7 @@ class Cluster(pulumi.ComponentResource):
 
         first_fs = next(iter(storage.file_systems.values()), None)
         self.outputs = {
-            "nodes": dict(sorted(nodes.items())),
+            "nodes": component.nodes_output(nodes),
             "head_public_ip": heads.public_ip,
             "fsx_dns_name": first_fs["outputs"]["dns_name"] if first_fs else None,
             "fsx_mount_name": first_fs["outputs"]["mount_name"] if first_fs else None,
@@ -714,14 +762,11 @@ class Cluster(pulumi.ComponentResource):
 
 def stack_json(spec: CloudSpec, bootstrap: dict, launch_templates: dict[str, str], zone_id: str,
                domain: str) -> dict:
-    """``cloud/stack.json`` of the configuration object (the issue 12 design): no secret and nothing that
-    depends on an instance; the elastic groups with what the resume program starts their instances from."""
-    return {"version": 1, "cluster": spec.cluster, "provider": "aws", "region": spec.region, "zone": spec.zone,
-            "bootstrap": bootstrap,
-            "elastic": {g.name: {"hostlist": hostlist.compress(g.hostnames), "instance_type": g.instance_type,
-                                 "aws": {"launch_template_id": launch_templates[g.name],
-                                         "hosted_zone_id": zone_id, "dns_domain": domain}}
-                        for g in spec.groups if g.elastic}}
+    """``cloud/stack.json`` of the configuration object (component.stack_document): the elastic groups with the
+    launch template the resume program starts their instances from and the zone it names them in."""
+    return component.stack_document(spec, "aws", bootstrap, {
+        g: {"launch_template_id": lt, "hosted_zone_id": zone_id, "dns_domain": domain}
+        for g, lt in launch_templates.items()})
 
 
 def _launch_facts(spec: CloudSpec, settings: Settings, network: Network, placement: aws.ec2.PlacementGroup,
@@ -744,12 +789,7 @@ def _launch_facts(spec: CloudSpec, settings: Settings, network: Network, placeme
             "compute_role_arns": sorted(a[6]), "zone_id": a[7]})
 
 
-def _node(instance: aws.ec2.Instance, group: GroupSpec) -> pulumi.Output:
-    return pulumi.Output.all(instance.private_ip).apply(lambda ip: {
-        "private_ip": ip[0], "group": group.name, "role": group.role, "instance_type": group.instance_type})
-
-
-def build(spec: CloudSpec, render_dir: Path | None = None) -> Cluster:
-    """Create the stack's AWS resources for ``spec``; returns the cluster component. With ``render_dir`` the
-    configuration object is uploaded and every instance boots into the bootstrap."""
-    return Cluster(spec.cluster, spec, render_dir=render_dir)
+def build(args: ClusterArgs) -> Cluster:
+    """Create the stack's AWS resources for ``args.spec``; returns the cluster component. With ``args.render_dir``
+    the configuration object is uploaded and every instance boots into the bootstrap."""
+    return Cluster(args.spec.cluster, args)

@@ -1,8 +1,8 @@
 """Azure components for a GPU training cluster, built from a :class:`CloudSpec` (pulumi-azure-native).
 
-``build(spec)`` returns a ``clusterctl:azure:Cluster`` component (it also owns the resource group) whose
-registered outputs include ``nodes`` ({hostname: {private_ip, group, role, instance_type}}) and, with a render,
-``stack`` (stack.json). Children:
+``build(args)`` (a :class:`ClusterArgs`) returns a ``clusterctl:azure:Cluster`` component (it also owns the
+resource group) whose registered outputs include ``nodes`` ({hostname: {private_ip, group, role, instance_type}})
+and, with a render, ``stack`` (stack.json). Children:
 
 - ``clusterctl:azure:Network``: one VNet with a compute, a head, an Azure Managed Lustre and an Azure
   NetApp Files (delegated) subnet; an NSG on the compute and head subnets that admits SSH from
@@ -32,10 +32,12 @@ registered outputs include ``nodes`` ({hostname: {private_ip, group, role, insta
   bootstrap (``clusterctl.cloud.userdata``). Elastic groups (``GroupSpec.elastic``) get no VMs: their settings
   are in ``stack.json`` for the controllers' resume program.
 
-Stack configuration (``pulumi config set clusterctl:<key>``): ``sshPublicKey`` (required), ``adminUsername``,
-``adminCidr`` (overrides the blueprint's), ``vnetCidr``, ``storageAccountName``, ``configStorageAccountName``,
-``keyVaultName``, ``gpuImage`` and ``headImage`` (``publisher:offer:sku:version``); secrets ``mungeKey``
-(required) and ``slurmdbdPassword`` (required with a render when the cluster has accounting hosts).
+Stack configuration (``pulumi config set clusterctl:<key>``; :mod:`clusterctl.cloud.program` reads it once into
+:class:`Settings` and :class:`~clusterctl.cloud.component.StackSecrets`): ``sshPublicKey`` (required),
+``adminUsername``, ``adminCidr`` (overrides the blueprint's), ``vnetCidr``, ``storageAccountName``,
+``configStorageAccountName``, ``keyVaultName``, ``gpuImage`` and ``headImage`` (``publisher:offer:sku:version``);
+secrets ``mungeKey`` (required) and ``slurmdbdPassword`` (required with a render when the cluster has accounting
+hosts).
 """
 
 from __future__ import annotations
@@ -47,14 +49,14 @@ import itertools
 import math
 import re
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pulumi
 import pulumi_azure_native as az
 
-from clusterctl import hostlist
-from clusterctl.cloud import bundle, identity, userdata
+from clusterctl.cloud import bundle, component, identity, userdata
 from clusterctl.cloud.spec import CloudSpec, GroupSpec, StorageSpec
 
 PKG = "clusterctl:azure"
@@ -231,26 +233,79 @@ def vnet_layout(vnet: ipaddress.IPv4Network) -> dict[str, ipaddress.IPv4Network]
 
 @dataclass(frozen=True)
 class Settings:
+    """The stack configuration of an Azure cluster (the module's docstring), read once by
+    :mod:`clusterctl.cloud.program`; the account and vault names default to :func:`storage_account_name`,
+    :func:`config_account_name` and :func:`key_vault_name` of the cluster."""
     admin_cidr: str
-    admin_username: str
     ssh_public_key: str
-    vnet_cidr: str
     storage_account: str
     config_account: str
     key_vault: str
-    gpu_image: str
-    head_image: str
+    admin_username: str = "azureuser"
+    vnet_cidr: str = "10.20.0.0/16"
+    gpu_image: str = GPU_IMAGE
+    head_image: str = HEAD_IMAGE
 
-    @classmethod
-    def load(cls, spec: CloudSpec) -> Settings:
-        c = pulumi.Config("clusterctl")
-        return cls(admin_cidr=c.get("adminCidr") or spec.admin_cidr,
-                   admin_username=c.get("adminUsername") or "azureuser",
-                   ssh_public_key=c.require("sshPublicKey"), vnet_cidr=c.get("vnetCidr") or "10.20.0.0/16",
-                   storage_account=c.get("storageAccountName") or storage_account_name(spec.cluster),
-                   config_account=c.get("configStorageAccountName") or config_account_name(spec.cluster),
-                   key_vault=c.get("keyVaultName") or key_vault_name(spec.cluster),
-                   gpu_image=c.get("gpuImage") or GPU_IMAGE, head_image=c.get("headImage") or HEAD_IMAGE)
+
+@dataclass(frozen=True, kw_only=True)
+class NetworkArgs(component.NetworkArgs):
+    settings: Settings
+    resource_group: az.resources.ResourceGroup
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuNodeGroupArgs(component.NodeGroupArgs):
+    settings: Settings
+    resource_group: az.resources.ResourceGroup
+    network: Network
+    boot: Boot | None = None
+    addresses: Iterator[str]
+    """the static private addresses of the compute subnet not yet given (each group takes one per host)"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeadNodesArgs(component.HeadNodesArgs):
+    settings: Settings
+    resource_group: az.resources.ResourceGroup
+    network: Network
+    boot: Boot | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class StorageArgs(component.StorageArgs):
+    settings: Settings
+    resource_group: az.resources.ResourceGroup
+    network: Network
+
+
+@dataclass(frozen=True, kw_only=True)
+class MungeKeyArgs(component.ComponentArgs):
+    settings: Settings
+    resource_group: az.resources.ResourceGroup
+    network: Network
+    secrets: component.StackSecrets
+    """the munge key and, when given, the slurmdbd password"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConfigStoreArgs(component.ConfigStoreArgs):
+    settings: Settings
+    resource_group: az.resources.ResourceGroup
+    network: Network
+
+
+@dataclass(frozen=True, kw_only=True)
+class IdentitiesArgs(component.IdentityArgs):
+    settings: Settings
+    resource_group: az.resources.ResourceGroup
+    scopes: dict[str, pulumi.Output | None]
+    """the scope of each grant key of :func:`identity_grants` (None: not in this cluster)"""
+    subscription_id: pulumi.Output[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterArgs(component.ClusterArgs):
+    settings: Settings
 
 
 # ------------------------------------------------------------------------------------------- components
@@ -258,10 +313,10 @@ class Settings:
 class Network(pulumi.ComponentResource):
     """VNet, subnets (compute, head, AMLFS, ANF) and the NSG."""
 
-    def __init__(self, name: str, spec: CloudSpec, settings: Settings, rg: az.resources.ResourceGroup,
-                 opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PKG}:Network", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        spec, settings, rg = args.spec, args.settings, args.resource_group
         vnet_net = ipaddress.ip_network(settings.vnet_cidr)
         if vnet_net.overlaps(ipaddress.ip_network("172.16.0.0/16")):
             raise ValueError(f"vnetCidr {vnet_net} overlaps 172.16.0.0/16, reserved for the InfiniBand RDMA network")
@@ -304,8 +359,11 @@ class Network(pulumi.ComponentResource):
         self.register_outputs({"vnet": self.vnet.name, "cidrs": {k: str(v) for k, v in self.cidrs.items()}})
 
 
-def _vm(name: str, spec: CloudSpec, settings: Settings, rg, group: GroupSpec, host: str, ip: str, subnet,
-        image: str, opts: pulumi.ResourceOptions, public_ip=None, boot: Boot | None = None, **extra):
+def _vm(name: str, *, spec: CloudSpec, settings: Settings, resource_group: az.resources.ResourceGroup,
+        group: GroupSpec, host: str, address: str, subnet: az.network.Subnet, image: str, boot: Boot | None,
+        opts: pulumi.ResourceOptions, public_ip: az.network.PublicIPAddress | None = None, **extra):
+    """The NIC (static private ``address`` in ``subnet``) and the VM ``host`` of ``group``."""
+    rg, ip = resource_group, address
     ipconf: dict = {"name": "ipconfig1", "primary": True, "subnet": {"id": subnet.id},
                     "private_ip_allocation_method": "Static", "private_ip_address": ip}
     if public_ip is not None:
@@ -358,10 +416,11 @@ def _hosts(cidr: ipaddress.IPv4Network, offset: int):
 class GpuNodeGroup(pulumi.ComponentResource):
     """Proximity placement group + availability set + one IB-connected VM per hostname."""
 
-    def __init__(self, name: str, spec: CloudSpec, settings: Settings, rg, group: GroupSpec, network: Network,
-                 ips, opts: pulumi.ResourceOptions | None = None, boot: Boot | None = None):
+    def __init__(self, name: str, args: GpuNodeGroupArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PKG}:GpuNodeGroup", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        spec, settings, rg, group = args.spec, args.settings, args.resource_group, args.group
+        network, boot, ips = args.network, args.boot, args.addresses
         if group.count > AVAILABILITY_SET_MAX_VMS:
             raise ValueError(f"group {group.name}: {group.count} VMs, but an availability set (the InfiniBand "
                              f"domain) holds at most {AVAILABILITY_SET_MAX_VMS}; split the group")
@@ -378,9 +437,10 @@ class GpuNodeGroup(pulumi.ComponentResource):
             ip = next(ips)  # an elastic group keeps its addresses reserved: the others' stay where they are
             if group.elastic:
                 continue  # created by the controllers' resume program, into this PPG and availability set
-            self.vms[host] = _vm(f"{name}-{host}", spec, settings, rg, group, host, ip, network.compute,
-                                 settings.gpu_image, child, availability_set={"id": self.avset.id},
-                                 proximity_placement_group={"id": self.ppg.id}, boot=boot)
+            self.vms[host] = _vm(f"{name}-{host}", spec=spec, settings=settings, resource_group=rg, group=group,
+                                 host=host, address=ip, subnet=network.compute, image=settings.gpu_image,
+                                 boot=boot, opts=child, availability_set={"id": self.avset.id},
+                                 proximity_placement_group={"id": self.ppg.id})
         self.register_outputs({"hosts": list(group.hostnames), "proximity_placement_group": self.ppg.id,
                                "availability_set": self.avset.id, "elastic": group.elastic})
 
@@ -388,13 +448,13 @@ class GpuNodeGroup(pulumi.ComponentResource):
 class HeadNodes(pulumi.ComponentResource):
     """Scheduler, login and other CPU VMs in the head subnet; login VMs get a static public IP."""
 
-    def __init__(self, name: str, spec: CloudSpec, settings: Settings, rg, groups: list[GroupSpec],
-                 network: Network, opts: pulumi.ResourceOptions | None = None, boot: Boot | None = None):
+    def __init__(self, name: str, args: HeadNodesArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PKG}:HeadNodes", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        spec, settings, rg, network, boot = args.spec, args.settings, args.resource_group, args.network, args.boot
         ips = _hosts(network.cidrs["head"], 0)
         self.vms = {}
-        for group in groups:
+        for group in args.groups:
             for host in group.hostnames:
                 if group.elastic:
                     next(ips)
@@ -405,8 +465,9 @@ class HeadNodes(pulumi.ComponentResource):
                         f"{name}-{host}-pip", resource_group_name=rg.name, location=rg.location,
                         sku={"name": "Standard"}, public_ip_allocation_method="Static",
                         zones=[spec.zone] if spec.zone else None, tags=tags(spec, group=group.name), opts=child)
-                self.vms[host] = (group, *_vm(f"{name}-{host}", spec, settings, rg, group, host, next(ips),
-                                              network.head, settings.head_image, child, public_ip=pip, boot=boot,
+                self.vms[host] = (group, *_vm(f"{name}-{host}", spec=spec, settings=settings, resource_group=rg,
+                                              group=group, host=host, address=next(ips), subnet=network.head,
+                                              image=settings.head_image, boot=boot, opts=child, public_ip=pip,
                                               zones=[spec.zone] if spec.zone else None))
         self.register_outputs({"hosts": sorted(self.vms)})
 
@@ -414,10 +475,10 @@ class HeadNodes(pulumi.ComponentResource):
 class Storage(pulumi.ComponentResource):
     """AMLFS (parallel), Azure NetApp Files (nfs) and the checkpoint storage account."""
 
-    def __init__(self, name: str, spec: CloudSpec, settings: Settings, rg, network: Network,
-                 opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: StorageArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PKG}:Storage", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        spec, settings, rg, network = args.spec, args.settings, args.resource_group, args.network
         self.mounts: dict[str, dict] = {}
         self._netapp = None
         for t in spec.storage:
@@ -487,10 +548,11 @@ class MungeKey(pulumi.ComponentResource):
     secrets are written through the management plane, and their values stay secret Outputs (also in the
     provider's returned state)."""
 
-    def __init__(self, name: str, spec: CloudSpec, settings: Settings, rg, network: Network, value: pulumi.Output,
-                 opts: pulumi.ResourceOptions | None = None, dbpass: pulumi.Output | None = None):
+    def __init__(self, name: str, args: MungeKeyArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PKG}:MungeKey", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        spec, settings, rg, network = args.spec, args.settings, args.resource_group, args.network
+        value, dbpass = args.secrets.munge_key, args.secrets.slurmdbd_password
         tenant = az.authorization.get_client_config_output(opts=pulumi.InvokeOutputOptions(parent=self)).tenant_id
         self.vault = az.keyvault.Vault(
             f"{name}-vault", vault_name=settings.key_vault, resource_group_name=rg.name, location=rg.location,
@@ -527,10 +589,10 @@ class ConfigStore(pulumi.ComponentResource):
     secret. Network default Deny except the compute and head subnets and ``admin_cidr`` (where ``pulumi up``
     runs from)."""
 
-    def __init__(self, name: str, spec: CloudSpec, settings: Settings, rg, network: Network,
-                 opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: ConfigStoreArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PKG}:ConfigStore", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        spec, settings, rg, network = args.spec, args.settings, args.resource_group, args.network
         self.rg, self.base = rg, name
         self.url = config_url(settings.config_account)
         self.account = az.storage.StorageAccount(
@@ -553,15 +615,12 @@ class ConfigStore(pulumi.ComponentResource):
         of the render first (a Blob's source is an asset). Replaced, not updated, when the bytes change: delete
         first, since the new blob has the old one's name."""
 
-        def asset(content: bytes) -> pulumi.FileAsset:
-            return pulumi.FileAsset(str(bundle.bundle_file(render_dir, content)))
-
         self.blob = az.storage.Blob(
             f"{self.base}-object", account_name=self.account.name, resource_group_name=self.rg.name,
             container_name=self.container.name, blob_name=bundle.OBJECT_KEY, type="Block",
             content_type="application/gzip",
             content_md5=data.apply(lambda b: base64.b64encode(hashlib.md5(b).digest()).decode()),
-            source=data.apply(asset),
+            source=data.apply(lambda content: component.bundle_asset(render_dir, content)),
             opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True))
         return self.blob
 
@@ -573,10 +632,10 @@ class Identities(pulumi.ComponentResource):
     elastic VMs, their NICs and disks are created: the narrowest scope that holds resources that do not exist
     yet), the one identity the controllers assign to the VMs they create."""
 
-    def __init__(self, name: str, spec: CloudSpec, rg, scopes: dict[str, pulumi.Output],
-                 subscription_id: pulumi.Output, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: IdentitiesArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PKG}:Identities", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        spec, rg, scopes, subscription_id = args.spec, args.resource_group, args.scopes, args.subscription_id
         classes = identity_classes(spec)
         self.host_class = {h: c for c, hosts in classes.items() for h in hosts}
         self.by_class = {
@@ -611,7 +670,7 @@ class Identities(pulumi.ComponentResource):
         return self.by_class[self.host_class[host]]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Boot:
     """What a VM boots with: its identity and, with a render, the custom data that runs the bootstrap."""
     spec: CloudSpec
@@ -623,10 +682,8 @@ class Boot:
         return self.identities.of(host)
 
     def config(self, client_id: str | None, accounting: bool = False) -> dict:
-        secrets = {"vault_munge_key": {"azure-keyvault": secret_url(self.settings.key_vault, MUNGE_SECRET)}}
-        if accounting:
-            secrets["vault_slurmdbd_storage_pass"] = {
-                "azure-keyvault": secret_url(self.settings.key_vault, DBPASS_SECRET)}
+        secrets = component.secret_refs("azure-keyvault", secret_url(self.settings.key_vault, MUNGE_SECRET),
+                                        secret_url(self.settings.key_vault, DBPASS_SECRET) if accounting else None)
         return userdata.bootstrap_config("azure", region=self.spec.region,
                                          config_url=config_url(self.settings.config_account), secrets=secrets,
                                          identity=client_id)
@@ -642,41 +699,39 @@ class Cluster(pulumi.ComponentResource):
     """Resource group, network, the config object's store, the Key Vault secrets, the identities, GPU node
     groups, head nodes and storage; outputs ``nodes`` and (with a render) ``stack``."""
 
-    def __init__(self, name: str, spec: CloudSpec, opts: pulumi.ResourceOptions | None = None,
-                 render_dir: Path | None = None):
+    def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PKG}:Cluster", name, None, opts)
-        settings = Settings.load(spec)
-        config = pulumi.Config("clusterctl")
+        spec, settings, render_dir = args.spec, args.settings, args.render_dir
         child = pulumi.ResourceOptions(parent=self)
         self.rg = az.resources.ResourceGroup(f"{name}-rg", resource_group_name=f"{spec.cluster}-rg",
                                              location=spec.region, tags=tags(spec), opts=child)
-        self.network = Network(f"{name}-network", spec, settings, self.rg, child)
-        self.config_store = ConfigStore(f"{name}-config", spec, settings, self.rg, self.network, child)
-        dbpass = config.get_secret("slurmdbdPassword")
-        if dbpass is None and render_dir is not None and spec.accounting:
-            dbpass = config.require_secret("slurmdbdPassword")  # the accounting hosts' bootstrap reads it
-        self.munge = MungeKey(f"{name}-munge-key", spec, settings, self.rg, self.network,
-                              config.require_secret("mungeKey"), child, dbpass=dbpass)
+        base = dict(spec=spec, settings=settings, resource_group=self.rg)
+        self.network = Network(f"{name}-network", NetworkArgs(**base), child)
+        self.config_store = ConfigStore(f"{name}-config", ConfigStoreArgs(**base, network=self.network), child)
+        self.munge = MungeKey(f"{name}-munge-key", MungeKeyArgs(**base, network=self.network, secrets=args.secrets),
+                              child)
         client = az.authorization.get_client_config_output(opts=pulumi.InvokeOutputOptions(parent=self))
         scopes = {"container": self.config_store.container.id, "munge-secret": self.munge.secret.id,
                   "dbpass-secret": self.munge.dbpass.id if self.munge.dbpass else None,
                   "resource-group": self.rg.id}
-        self.identities = Identities(f"{name}-identity", spec, self.rg, scopes, client.subscription_id, child)
-        boot = Boot(spec, settings, self.identities, render_dir)
+        self.identities = Identities(f"{name}-identity", IdentitiesArgs(
+            **base, scopes=scopes, subscription_id=client.subscription_id), child)
+        boot = Boot(spec=spec, settings=settings, identities=self.identities, render_dir=render_dir)
         ips = _hosts(self.network.cidrs["compute"], 0)
         gpu_groups = [g for g in spec.groups if is_gpu(g)]
-        self.gpu_groups = [GpuNodeGroup(f"{name}-{g.name}", spec, settings, self.rg, g, self.network, ips, child,
-                                        boot=boot)
+        self.gpu_groups = [GpuNodeGroup(f"{name}-{g.name}", GpuNodeGroupArgs(
+                               **base, group=g, network=self.network, boot=boot, addresses=ips), child)
                            for g in gpu_groups]
-        others = [g for g in spec.groups if not is_gpu(g)]
-        self.head = (HeadNodes(f"{name}-head", spec, settings, self.rg, others, self.network, child, boot=boot)
+        others = tuple(g for g in spec.groups if not is_gpu(g))
+        self.head = (HeadNodes(f"{name}-head", HeadNodesArgs(**base, groups=others, network=self.network, boot=boot),
+                               child)
                      if others else None)
-        self.storage = Storage(f"{name}-storage", spec, settings, self.rg, self.network, child)
+        self.storage = Storage(f"{name}-storage", StorageArgs(**base, network=self.network), child)
         self.stack = None
         if render_dir is not None:
             self.stack = self._stack(spec, settings, boot, client.subscription_id, dict(zip(gpu_groups,
                                                                                             self.gpu_groups)))
-            self.config_store.upload(self.stack.apply(lambda st: bundle.config_bundle(render_dir, st)), render_dir)
+            self.config_store.upload(component.config_object(render_dir, self.stack), render_dir)
 
         nodes: dict[str, pulumi.Output] = {}
         for g, gg in zip(gpu_groups, self.gpu_groups):
@@ -685,7 +740,7 @@ class Cluster(pulumi.ComponentResource):
         if self.head is not None:
             for host, (g, nic, _vm_) in self.head.vms.items():
                 nodes[host] = _node(nic, g)
-        self.nodes = pulumi.Output.all(**dict(sorted(nodes.items())))
+        self.nodes = component.nodes_output(nodes)
         self.outputs = {
             "nodes": self.nodes,
             "region": spec.region,
@@ -712,26 +767,23 @@ class Cluster(pulumi.ComponentResource):
         groups = {}
         for g in elastic:
             placed = gpu.get(g)
-            groups[g.name] = {"hostlist": hostlist.compress(g.hostnames), "instance_type": g.instance_type, "azure": {
+            groups[g.name] = {
                 "subscription_id": subscription_id, "resource_group": self.rg.name, "location": spec.region,
                 "vm_size": g.instance_type, "image": settings.gpu_image if is_gpu(g) else settings.head_image,
                 "subnet_id": (self.network.compute if is_gpu(g) else self.network.head).id,
                 "availability_set_id": placed.avset.id if placed else None,
                 "proximity_placement_group_id": placed.ppg.id if placed else None,
                 "identity_id": self.identities.of(g.hostnames[0]).id, "admin_username": settings.admin_username,
-                "ssh_public_key": settings.ssh_public_key, "os_disk_gb": OS_DISK_GB}}
+                "ssh_public_key": settings.ssh_public_key, "os_disk_gb": OS_DISK_GB}
         client_id = node_identity.client_id if node_identity is not None else None
-        return pulumi.Output.from_input({"elastic": groups, "client_id": client_id}).apply(lambda r: {
-            "version": 1, "cluster": spec.cluster, "provider": "azure", "region": spec.region, "zone": spec.zone,
-            "bootstrap": boot.config(r["client_id"]), "elastic": r["elastic"]})
+        return pulumi.Output.from_input({"elastic": groups, "client_id": client_id}).apply(
+            lambda r: component.stack_document(spec, "azure", boot.config(r["client_id"]), r["elastic"]))
 
 
 def _node(nic: az.network.NetworkInterface, g: GroupSpec) -> pulumi.Output:
-    return nic.ip_configurations.apply(lambda cs: {
-        "private_ip": cs[0].private_ip_address if cs else None, "group": g.name, "role": g.role,
-        "instance_type": g.instance_type})
+    return component.node(nic.ip_configurations.apply(lambda cs: cs[0].private_ip_address if cs else None), g)
 
 
-def build(spec: CloudSpec, render_dir: Path | None = None) -> Cluster:
-    """Create the stack's Azure resources for ``spec``; returns the cluster component."""
-    return Cluster(spec.cluster, spec, render_dir=render_dir)
+def build(args: ClusterArgs) -> Cluster:
+    """Create the stack's Azure resources for ``args.spec``; returns the cluster component."""
+    return Cluster(args.spec.cluster, args)

@@ -1,7 +1,7 @@
 """Google Cloud components for a GPU training cluster, built from a :class:`CloudSpec`.
 
-``build(spec)`` returns a ``clusterctl:gcp:Cluster`` component whose registered outputs include ``nodes``
-({hostname: {private_ip, group, role, instance_type}}). Children:
+``build(args)`` (a :class:`ClusterArgs`) returns a ``clusterctl:gcp:Cluster`` component whose registered outputs
+include ``nodes`` ({hostname: {private_ip, group, role, instance_type}}). Children:
 
 - ``clusterctl:gcp:Network``: the primary VPC (gVNIC eth0 of every VM), the GPU networks the instance
   type's fabric needs, a private-services-access range for Filestore / Managed Lustre, firewall rules.
@@ -34,7 +34,8 @@
 With ``render_dir`` every static instance gets ``user-data`` (the host name and the bootstrap program) and
 the config object is uploaded; without it neither.
 
-Stack configuration (``pulumi config set clusterctl:<key>``): ``adminCidr`` (overrides the blueprint's),
+Stack configuration (``pulumi config set clusterctl:<key>``; :mod:`clusterctl.cloud.program` reads it once into
+:class:`Settings` and :class:`~clusterctl.cloud.component.StackSecrets`): ``adminCidr`` (overrides the blueprint's),
 ``sshPublicKey`` (added to instance metadata; without it OS Login is used), ``sshUser``, ``gpuImage``,
 ``headImage``, ``kmsKey`` (CMEK for boot disks, Lustre, the buckets and the secrets), ``serviceAccount`` (an
 existing identity for every node instead of the per-role accounts), ``primaryCidr``, ``serviceCidr``,
@@ -55,7 +56,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from clusterctl import hostlist
-from clusterctl.cloud import bundle, identity, userdata
+from clusterctl.cloud import bundle, component, identity, userdata
 from clusterctl.cloud.spec import CloudSpec, GroupSpec, StorageSpec
 
 PKG = "clusterctl:gcp"
@@ -148,28 +149,81 @@ def is_gpu(group: GroupSpec) -> bool:
 
 @dataclass(frozen=True)
 class Settings:
+    """The stack configuration of a GCP cluster (the module's docstring), read once by
+    :mod:`clusterctl.cloud.program`."""
     admin_cidr: str
-    ssh_public_key: str | None
-    ssh_user: str
-    gpu_image: str
-    head_image: str
-    kms_key: str | None
-    service_account: str | None
-    primary_cidr: str
-    service_cidr: str
-    gpu_cidr_base: str
-    project: str | None
+    ssh_public_key: str | None = None
+    ssh_user: str = "clusterctl"
+    gpu_image: str = DEFAULT_GPU_IMAGE
+    head_image: str = DEFAULT_HEAD_IMAGE
+    kms_key: str | None = None
+    service_account: str | None = None
+    primary_cidr: str = "10.0.0.0/20"
+    service_cidr: str = "10.0.32.0/20"
+    gpu_cidr_base: str = "192.168.0.0/16"
+    project: str | None = None
+    """``gcp:project``"""
 
-    @classmethod
-    def load(cls, spec: CloudSpec) -> Settings:
-        c = pulumi.Config("clusterctl")
-        return cls(admin_cidr=c.get("adminCidr") or spec.admin_cidr, ssh_public_key=c.get("sshPublicKey"),
-                   ssh_user=c.get("sshUser") or "clusterctl", gpu_image=c.get("gpuImage") or DEFAULT_GPU_IMAGE,
-                   head_image=c.get("headImage") or DEFAULT_HEAD_IMAGE, kms_key=c.get("kmsKey"),
-                   service_account=c.get("serviceAccount"), primary_cidr=c.get("primaryCidr") or "10.0.0.0/20",
-                   service_cidr=c.get("serviceCidr") or "10.0.32.0/20",
-                   gpu_cidr_base=c.get("gpuCidrBase") or "192.168.0.0/16",
-                   project=pulumi.Config("gcp").get("project"))
+
+@dataclass(frozen=True, kw_only=True)
+class NetworkArgs(component.NetworkArgs):
+    settings: Settings
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuNodeGroupArgs(component.NodeGroupArgs):
+    settings: Settings
+    network: Network
+    boot: Boot
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeadNodesArgs(component.HeadNodesArgs):
+    settings: Settings
+    network: Network
+    boot: Boot
+
+
+@dataclass(frozen=True, kw_only=True)
+class ElasticNodeGroupArgs(component.ComponentArgs):
+    settings: Settings
+    group: GroupSpec
+    network: Network
+    service_account: pulumi.Input[str]
+    """the e-mail of the group's service account"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StorageArgs(component.StorageArgs):
+    settings: Settings
+    network: Network
+
+
+@dataclass(frozen=True, kw_only=True)
+class StackSecretArgs(component.ComponentArgs):
+    settings: Settings
+    value: pulumi.Input[str]
+    """the secret's value (a secret Output)"""
+    purpose: str
+    """``munge-key`` or ``slurmdbd-password``: the secret's name after the cluster's"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConfigStoreArgs(component.ConfigStoreArgs):
+    settings: Settings
+
+
+@dataclass(frozen=True, kw_only=True)
+class IdentitiesArgs(component.IdentityArgs):
+    settings: Settings
+    config: ConfigStore
+    secrets: dict[str, StackSecret]
+    """``munge`` and (with accounting hosts) ``slurmdbd``"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterArgs(component.ClusterArgs):
+    settings: Settings
 
 
 # ------------------------------------------------------------------------------------------- components
@@ -177,9 +231,10 @@ class Settings:
 class Network(pulumi.ComponentResource):
     """Primary VPC, the GPU networks of every GPU fabric in the spec, private services access, firewall."""
 
-    def __init__(self, name: str, spec: CloudSpec, settings: Settings, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PKG}:Network", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        spec, settings = args.spec, args.settings
         base = resource_name(spec.cluster)
         self.primary = gcp.compute.Network(f"{name}-primary", name=resource_name(base, "net"),
                                            auto_create_subnetworks=False, mtu=8896, opts=child)
@@ -303,9 +358,10 @@ def _vm_args(spec: CloudSpec, group: GroupSpec, nics: list[dict], tag: str, emai
                 shielded_instance_config=SHIELDED_VM, **extra)
 
 
-def _instance(name: str, spec: CloudSpec, settings: Settings, group: GroupSpec, host: str, nics: list[dict],
-              tag: str, image: str, disk_type: str, email: pulumi.Input[str], user_data: pulumi.Input[str] | None,
-              opts: pulumi.ResourceOptions, **extra) -> gcp.compute.Instance:
+def _instance(name: str, *, spec: CloudSpec, settings: Settings, group: GroupSpec, host: str, nics: list[dict],
+              tag: str, image: str, disk_type: str, boot: Boot, opts: pulumi.ResourceOptions,
+              **extra) -> gcp.compute.Instance:
+    """The instance ``host`` of ``group``, booting with its service account and user data from ``boot``."""
     disk: dict = {"initialize_params": {"image": image, "size": 200, "type": disk_type,
                                         "labels": labels(spec, group=group.name)},
                   "auto_delete": True}
@@ -313,7 +369,7 @@ def _instance(name: str, spec: CloudSpec, settings: Settings, group: GroupSpec, 
         disk["kms_key_self_link"] = settings.kms_key
     return gcp.compute.Instance(
         name, name=host, zone=spec.zone, boot_disk=disk, allow_stopping_for_update=True, opts=opts,
-        **_vm_args(spec, group, nics, tag, email, _metadata(settings, user_data), **extra))
+        **_vm_args(spec, group, nics, tag, boot.email(host), _metadata(settings, boot.user_data(host)), **extra))
 
 
 def _gpu_extra(name: str, spec: CloudSpec, group: GroupSpec, opts: pulumi.ResourceOptions):
@@ -338,16 +394,16 @@ def _gpu_extra(name: str, spec: CloudSpec, group: GroupSpec, opts: pulumi.Resour
 class GpuNodeGroup(pulumi.ComponentResource):
     """A compact placement policy and one GPU instance per hostname with all of its GPU NICs."""
 
-    def __init__(self, name: str, spec: CloudSpec, settings: Settings, group: GroupSpec, network: Network,
-                 boot: Boot, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: GpuNodeGroupArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PKG}:GpuNodeGroup", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        spec, settings, group, network, boot = args.spec, args.settings, args.group, args.network, args.boot
         self.policy, extra = _gpu_extra(name, spec, group, child)
         inst_opts = pulumi.ResourceOptions(parent=self, depends_on=boot.depends_on)
         self.instances = {
-            host: _instance(f"{name}-{host}", spec, settings, group, host, network.gpu_interfaces(group),
-                            network.node_tag, settings.gpu_image, "hyperdisk-balanced", boot.email(host),
-                            boot.user_data(host), inst_opts, **extra)
+            host: _instance(f"{name}-{host}", spec=spec, settings=settings, group=group, host=host,
+                            nics=network.gpu_interfaces(group), tag=network.node_tag, image=settings.gpu_image,
+                            disk_type="hyperdisk-balanced", boot=boot, opts=inst_opts, **extra)
             for host in group.hostnames}
         self.register_outputs({"hosts": list(group.hostnames),
                                "placement_policy": self.policy.self_link if self.policy else None})
@@ -356,17 +412,18 @@ class GpuNodeGroup(pulumi.ComponentResource):
 class HeadNodes(pulumi.ComponentResource):
     """The CPU VMs (controller, login, service): primary VPC only; login nodes get an external IP."""
 
-    def __init__(self, name: str, spec: CloudSpec, settings: Settings, groups: list[GroupSpec], network: Network,
-                 boot: Boot, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: HeadNodesArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PKG}:HeadNodes", name, None, opts)
+        spec, settings, network, boot = args.spec, args.settings, args.network, args.boot
         inst_opts = pulumi.ResourceOptions(parent=self, depends_on=boot.depends_on)
         self.instances: dict[str, tuple[GroupSpec, gcp.compute.Instance]] = {}
-        for group in groups:
+        for group in args.groups:
             for host in group.hostnames:
                 self.instances[host] = (group, _instance(
-                    f"{name}-{host}", spec, settings, group, host, network.head_interfaces(group),
-                    network.node_tag, settings.head_image, "pd-balanced", boot.email(host), boot.user_data(host),
-                    inst_opts, scheduling={"on_host_maintenance": "MIGRATE", "automatic_restart": True}))
+                    f"{name}-{host}", spec=spec, settings=settings, group=group, host=host,
+                    nics=network.head_interfaces(group), tag=network.node_tag, image=settings.head_image,
+                    disk_type="pd-balanced", boot=boot, opts=inst_opts,
+                    scheduling={"on_host_maintenance": "MIGRATE", "automatic_restart": True}))
         self.register_outputs({"hosts": sorted(self.instances)})
 
 
@@ -377,10 +434,10 @@ class ElasticNodeGroup(pulumi.ComponentResource):
     The resume program creates ``HOST`` with ``gcloud compute instances create HOST
     --source-instance-template=<template> --zone=<zone>`` and the host's user data (stack.json)."""
 
-    def __init__(self, name: str, spec: CloudSpec, settings: Settings, group: GroupSpec, network: Network,
-                 email: pulumi.Input[str], opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: ElasticNodeGroupArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PKG}:ElasticNodeGroup", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        spec, settings, group, network, email = args.spec, args.settings, args.group, args.network, args.service_account
         if not spec.zone:
             raise ValueError(f"elastic group {group.name} needs cloud.zone: the resume program creates its "
                              "instances in one zone")
@@ -405,9 +462,9 @@ class ElasticNodeGroup(pulumi.ComponentResource):
 class Storage(pulumi.ComponentResource):
     """Filestore (nfs), Managed Lustre (parallel) and the GCS checkpoint bucket."""
 
-    def __init__(self, name: str, spec: CloudSpec, settings: Settings, network: Network,
-                 opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: StorageArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PKG}:Storage", name, None, opts)
+        spec, settings, network = args.spec, args.settings, args.network
         child = pulumi.ResourceOptions(parent=self, depends_on=[network.service_connection])
         location = spec.zone or f"{spec.region}-a"
         self.mounts: dict[str, dict] = {}
@@ -459,10 +516,10 @@ class StackSecret(pulumi.ComponentResource):
 
     TOKEN = "Secret"
 
-    def __init__(self, name: str, spec: CloudSpec, settings: Settings, value: pulumi.Output, purpose: str,
-                 opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: StackSecretArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PKG}:{self.TOKEN}", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        spec, settings, value, purpose = args.spec, args.settings, args.value, args.purpose
         replica: dict = {"location": spec.region}
         if settings.kms_key:
             replica["customer_managed_encryption"] = {"kms_key_name": settings.kms_key}
@@ -493,8 +550,9 @@ class ConfigStore(pulumi.ComponentResource):
     """The private bucket holding the cluster's configuration object (uniform bucket-level access, public
     access prevention enforced, CMEK with ``kmsKey``). :meth:`upload` writes the object."""
 
-    def __init__(self, name: str, spec: CloudSpec, settings: Settings, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: ConfigStoreArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PKG}:ConfigStore", name, None, opts)
+        spec, settings = args.spec, args.settings
         self._name = name
         self.bucket = gcp.storage.Bucket(
             f"{name}-bucket", location=spec.region.upper(), storage_class="STANDARD",
@@ -510,13 +568,11 @@ class ConfigStore(pulumi.ComponentResource):
         ``bundle.BUNDLE_FILE`` of the render (a binary file: GCS objects from Pulumi take a file asset,
         ``content`` is text) and uploaded from there."""
         if render_dir is not None:
-            def asset(doc: dict) -> pulumi.FileAsset:
-                data = bundle.config_bundle(Path(render_dir), doc)
-                return pulumi.FileAsset(str(bundle.bundle_file(Path(render_dir), data)))
-
             self.object = gcp.storage.BucketObject(
                 f"{self._name}-object", bucket=self.bucket.name, name=bundle.OBJECT_KEY,
-                content_type="application/gzip", source=stack.apply(asset),
+                content_type="application/gzip",
+                source=component.config_object(render_dir, stack).apply(
+                    lambda data: component.bundle_asset(render_dir, data)),
                 opts=pulumi.ResourceOptions(parent=self))
         self.register_outputs({"bucket": self.bucket.name, "url": self.url})
 
@@ -607,10 +663,10 @@ class Identities(pulumi.ComponentResource):
     With ``serviceAccount`` set no account is created: that existing identity is every node's and gets the
     union of the bindings (rule CLOUD011 checks named identities)."""
 
-    def __init__(self, name: str, spec: CloudSpec, settings: Settings, config: ConfigStore,
-                 secrets: dict[str, StackSecret], opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: IdentitiesArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PKG}:Identities", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        spec, settings, config, secrets = args.spec, args.settings, args.config, args.secrets
         self.classes = identity_classes(spec, override=bool(settings.service_account))
         self._class_of = {h: c.name for c in self.classes.values() for h in c.hosts}
         self.emails: dict[str, pulumi.Output[str]] = {}
@@ -684,35 +740,27 @@ class Identities(pulumi.ComponentResource):
 # -------------------------------------------------------------------------------------------- bootstrap
 
 def secret_refs(munge: str, db_password: str | None, accounting: bool) -> dict[str, dict[str, str]]:
-    refs = {"vault_munge_key": {"gcp-secret": munge}}
-    if accounting and db_password:
-        refs["vault_slurmdbd_storage_pass"] = {"gcp-secret": db_password}
-    return refs
+    return component.secret_refs("gcp-secret", munge, db_password if accounting else None)
 
 
 def stack_document(spec: CloudSpec, config_url: str, munge: str, db_password: str | None,
                    templates: dict[str, tuple[str, str]]) -> dict:
-    """stack.json: the facts the nodes' programs need from the stack and nothing that depends on an instance
-    (the instances' user data refers to the object holding it). ``templates``: elastic group ->
-    (project, instance template self link)."""
-    elastic = {}
-    for g in spec.groups:
-        if g.elastic:
-            project, template = templates[g.name]
-            elastic[g.name] = {"hostlist": hostlist.compress(g.hostnames), "instance_type": g.instance_type,
-                               "gcp": {"project": project, "zone": spec.zone, "instance_template": template}}
-    return {"version": 1, "cluster": spec.cluster, "provider": "gcp", "region": spec.region, "zone": spec.zone,
-            "bootstrap": userdata.bootstrap_config("gcp", region=spec.region, config_url=config_url,
-                                                   secrets=secret_refs(munge, db_password, False)),
-            "elastic": elastic}
+    """stack.json (component.stack_document): the facts the nodes' programs need from the stack and nothing that
+    depends on an instance (the instances' user data refers to the object holding it). ``templates``: elastic
+    group -> (project, instance template self link)."""
+    return component.stack_document(
+        spec, "gcp", userdata.bootstrap_config("gcp", region=spec.region, config_url=config_url,
+                                               secrets=secret_refs(munge, db_password, False)),
+        {g: {"project": project, "zone": spec.zone, "instance_template": template}
+         for g, (project, template) in templates.items()})
 
 
 class Boot:
     """Per host: its service account and, with a render, its user data (cloud-config: the host name and the
     bootstrap program with the config object's URL and the Secret Manager names it reads)."""
 
-    def __init__(self, spec: CloudSpec, identities: Identities, config: ConfigStore, secrets: dict[str, StackSecret],
-                 enabled: bool):
+    def __init__(self, *, spec: CloudSpec, identities: Identities, config: ConfigStore,
+                 secrets: dict[str, StackSecret], enabled: bool):
         self.spec, self.identities, self.enabled = spec, identities, enabled
         self.accounting = set(spec.accounting)
         db = secrets["slurmdbd"].full_name if "slurmdbd" in secrets else None
@@ -734,28 +782,29 @@ class Cluster(pulumi.ComponentResource):
     """The whole cluster: network, identities, secrets, the config object, GPU node groups, head nodes,
     elastic groups' templates, storage; outputs ``nodes`` and ``stack``."""
 
-    def __init__(self, name: str, spec: CloudSpec, render_dir: Path | None = None,
-                 opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"{PKG}:Cluster", name, None, opts)
-        settings = Settings.load(spec)
-        config = pulumi.Config("clusterctl")
+        spec, settings, render_dir = args.spec, args.settings, args.render_dir
+        base = dict(spec=spec, settings=settings)
         child = pulumi.ResourceOptions(parent=self)
-        self.network = Network(f"{name}-network", spec, settings, child)
-        self.storage = Storage(f"{name}-storage", spec, settings, self.network, child)
-        self.munge = MungeKey(f"{name}-munge-key", spec, settings, config.require_secret("mungeKey"), "munge-key",
-                              child)
+        self.network = Network(f"{name}-network", NetworkArgs(**base), child)
+        self.storage = Storage(f"{name}-storage", StorageArgs(**base, network=self.network), child)
+        self.munge = MungeKey(f"{name}-munge-key",
+                              StackSecretArgs(**base, value=args.secrets.munge_key, purpose="munge-key"), child)
         self.secrets: dict[str, StackSecret] = {"munge": self.munge}
         if spec.accounting:
             self.secrets["slurmdbd"] = SlurmdbdPassword(
-                f"{name}-slurmdbd-password", spec, settings, config.require_secret("slurmdbdPassword"),
-                "slurmdbd-password", child)
-        self.config = ConfigStore(f"{name}-config", spec, settings, child)
-        self.identities = Identities(f"{name}-identities", spec, settings, self.config, self.secrets, child)
+                f"{name}-slurmdbd-password",
+                StackSecretArgs(**base, value=args.secrets.slurmdbd_password, purpose="slurmdbd-password"), child)
+        self.config = ConfigStore(f"{name}-config", ConfigStoreArgs(**base), child)
+        self.identities = Identities(f"{name}-identities",
+                                     IdentitiesArgs(**base, config=self.config, secrets=self.secrets), child)
 
         # elastic groups first: stack.json (in the config object) names their templates; static instances
         # are created after the object they boot from
-        self.elastic = {g.name: ElasticNodeGroup(f"{name}-{g.name}", spec, settings, g, self.network,
-                                                 self.identities.email(g.hostnames[0]), child)
+        self.elastic = {g.name: ElasticNodeGroup(f"{name}-{g.name}", ElasticNodeGroupArgs(
+                            **base, group=g, network=self.network,
+                            service_account=self.identities.email(g.hostnames[0])), child)
                         for g in spec.groups if g.elastic}
         templates = {
             gname: pulumi.Output.all(settings.project or eg.template.project, eg.template.self_link)
@@ -765,14 +814,17 @@ class Cluster(pulumi.ComponentResource):
                                        pulumi.Output.all(**templates) if templates else {}).apply(
             lambda a: stack_document(spec, a[0], a[1], a[2], {k: tuple(v) for k, v in a[3].items()}))
         self.config.upload(render_dir, self.stack)
-        boot = Boot(spec, self.identities, self.config, self.secrets, enabled=render_dir is not None)
+        boot = Boot(spec=spec, identities=self.identities, config=self.config, secrets=self.secrets,
+                    enabled=render_dir is not None)
 
         static = [g for g in spec.groups if not g.elastic]
         gpu_static = [g for g in static if is_gpu(g)]
-        self.gpu_groups = [GpuNodeGroup(f"{name}-{g.name}", spec, settings, g, self.network, boot, child)
+        self.gpu_groups = [GpuNodeGroup(f"{name}-{g.name}",
+                                        GpuNodeGroupArgs(**base, group=g, network=self.network, boot=boot), child)
                            for g in gpu_static]
-        others = [g for g in static if not is_gpu(g)]
-        self.head = HeadNodes(f"{name}-head", spec, settings, others, self.network, boot, child) if others else None
+        others = tuple(g for g in static if not is_gpu(g))
+        self.head = (HeadNodes(f"{name}-head", HeadNodesArgs(**base, groups=others, network=self.network, boot=boot),
+                               child) if others else None)
 
         nodes: dict[str, pulumi.Output] = {}
         for g, gg in zip(gpu_static, self.gpu_groups):
@@ -781,7 +833,7 @@ class Cluster(pulumi.ComponentResource):
         if self.head is not None:
             for host, (g, inst) in self.head.instances.items():
                 nodes[host] = _node(inst, g)
-        self.nodes = pulumi.Output.all(**dict(sorted(nodes.items())))
+        self.nodes = component.nodes_output(nodes)
         self.outputs = {
             "nodes": self.nodes,
             "region": spec.region,
@@ -800,12 +852,10 @@ class Cluster(pulumi.ComponentResource):
 
 
 def _node(inst: gcp.compute.Instance, g: GroupSpec) -> pulumi.Output:
-    return inst.network_interfaces.apply(lambda nics: {
-        "private_ip": nics[0].network_ip if nics else None, "group": g.name, "role": g.role,
-        "instance_type": g.instance_type})
+    return component.node(inst.network_interfaces.apply(lambda nics: nics[0].network_ip if nics else None), g)
 
 
-def build(spec: CloudSpec, render_dir: Path | None = None) -> Cluster:
-    """Create the stack's GCP resources for ``spec``; returns the cluster component. With ``render_dir`` (the
-    render, ``OUT``) the config object is uploaded and every instance boots with the bootstrap user data."""
-    return Cluster(resource_name(spec.cluster), spec, render_dir=render_dir)
+def build(args: ClusterArgs) -> Cluster:
+    """Create the stack's GCP resources for ``args.spec``; returns the cluster component. With ``args.render_dir``
+    (the render, ``OUT``) the config object is uploaded and every instance boots with the bootstrap user data."""
+    return Cluster(resource_name(args.spec.cluster), args)

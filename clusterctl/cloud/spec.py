@@ -2,7 +2,8 @@
 
 The Pulumi program reads this file, not the blueprint: the project is self-contained, reviewable, and
 its behaviour is pinned by what clusterctl rendered. Component resources (``clusterctl.cloud.aws`` /
-``gcp`` / ``azure``) take a :class:`CloudSpec` and nothing else.
+``gcp`` / ``azure``) take a :class:`CloudSpec` and the stack configuration the program read
+(``spec`` and ``settings`` of every args class, clusterctl.cloud.component), nothing of the blueprint.
 """
 
 from __future__ import annotations
