@@ -129,7 +129,9 @@ def test_galaxy_layout_and_named_tagged_tasks(role):
 def test_ansible_lint_production_profile(tmp_path):
     lint = _tool("ansible-lint")
     project = tmp_path / "project"
-    for role in (*ROLES, "node_drain"):  # node_drain: included by nvidia_driver (tasks_from drain / resume)
+    # included roles: node_drain by nvidia_driver (tasks_from drain / resume), internal_common by every role here but
+    # nvidia_imex (tasks_from preflight / cuda_repo)
+    for role in (*ROLES, "node_drain", "internal_common"):
         shutil.copytree(ROLES_DIR / role, project / "roles" / role)
     (project / ".ansible-lint").write_text("profile: production\noffline: true\n")
     env = {**os.environ, "NO_COLOR": "1", "ANSIBLE_HOME": str(tmp_path / "ansible-home")}
