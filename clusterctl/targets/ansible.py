@@ -31,8 +31,8 @@ ROLE_GROUPS = ("compute", "head", "login", "storage", "service")
 """inventory groups by node role, in this order"""
 CONTRACT_ROLES = ("slurm_preflight", "common", "munge", "slurm_controller", "slurm_compute", "slurm_login",
                   "slurmdbd", "nccl", "storage_clients", "node_health", "nvidia_driver", "doca_ofed", "dcgm",
-                  "enroot_pyxis", "nvidia_imex", "node_drain", "roce_network", "nfs_server", "gcp_tcpxo", "ansible_pull",
-                  "slurm_power_save")
+                  "enroot_pyxis", "nvidia_imex", "node_drain", "internal_common", "roce_network", "nfs_server",
+                  "gcp_tcpxo", "ansible_pull", "slurm_power_save")
 """every role docs/render-layout.md names"""
 HARDWARE_ROLES = ("doca_ofed", "nvidia_driver", "nvidia_imex", "dcgm", "enroot_pyxis")
 """GPU node roles, in the order they are applied (DOCA-OFED before the driver: nvidia-peermem needs both)"""
@@ -503,7 +503,8 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
     return out
 
 
-SHARED_ROLES = {"node_drain": ("slurm_compute", "nvidia_driver")}
+SHARED_ROLES = {"node_drain": ("slurm_compute", "nvidia_driver"),
+                "internal_common": ("doca_ofed", "nvidia_driver", "dcgm", "enroot_pyxis")}
 """roles no play applies, included (include_role tasks_from) by the roles listed: copied with them"""
 
 

@@ -129,7 +129,9 @@ def test_galaxy_layout_and_named_tagged_tasks(role):
 def test_ansible_lint_production_profile(tmp_path):
     lint = _tool("ansible-lint")
     project = tmp_path / "project"
-    for role in (*ROLES, "node_drain"):  # node_drain: included by nvidia_driver (tasks_from drain / resume)
+    # included roles: node_drain by nvidia_driver (tasks_from drain / resume), internal_common by every role here but
+    # nvidia_imex (tasks_from preflight / cuda_repo)
+    for role in (*ROLES, "node_drain", "internal_common"):
         shutil.copytree(ROLES_DIR / role, project / "roles" / role)
     (project / ".ansible-lint").write_text("profile: production\noffline: true\n")
     env = {**os.environ, "NO_COLOR": "1", "ANSIBLE_HOME": str(tmp_path / "ansible-home")}
@@ -345,6 +347,8 @@ def _dcgm_cases(fx: dict) -> dict[str, dict]:
         "no_gpu": {**base, "dcgm_skip_hardware_check": False},
         "wrong_type": {**base, "dcgm_exporter_port": "metrics"},
         "bad_cuda_major": {**base, "dcgm_cuda_major": 10},
+        # the shared preflight (roles/internal_common) with a list of distributions this host is not in
+        "unsupported_distribution": {**base, "dcgm__supported": {"Ubuntu": ["20.04", "22.04"], "Debian": ["11"]}},
     }
 
 
@@ -375,6 +379,7 @@ def _enroot_pyxis_cases(fx: dict) -> dict[str, dict]:
         "shared_runtime_path": {**base, "enroot_pyxis_runtime_path": "/run/enroot"},
         "wrong_type": {**base, "enroot_pyxis_enroot_caps": "maybe"},
         "bad_choice": {**base, "enroot_pyxis_pyxis_container_scope": "node"},
+        "unsupported_distribution": {**base, "enroot_pyxis__supported": {"Ubuntu": ["20.04"]}},  # no note
     }
 
 
@@ -510,6 +515,8 @@ def test_dcgm_check_mode(role_runs):
     assert "Validation of arguments failed" in run.failed("wrong_type")
     assert "dcgm_exporter_port" in run.failed("wrong_type")
     assert "Validation of arguments failed" in run.failed("bad_cuda_major")
+    assert re.search(r"dcgm supports Ubuntu 20\.04/22\.04 and Debian 11 \(DCGM 4's Debian/Ubuntu targets\); "
+                     r"this host is \w+ ", run.failed("unsupported_distribution"))
 
 
 def test_enroot_pyxis_check_mode(role_runs):
@@ -548,6 +555,7 @@ def test_enroot_pyxis_check_mode(role_runs):
     assert "enroot_pyxis_runtime_path" in message and "enroot_pyxis_cache_path" not in message
     assert "Validation of arguments failed" in run.failed("wrong_type")
     assert "Validation of arguments failed" in run.failed("bad_choice")
+    assert re.search(r"enroot_pyxis supports Ubuntu 20\.04; this host is \w+ ", run.failed("unsupported_distribution"))
 
 
 def test_enroot_pyxis_downloads_are_checksum_verified(role_runs):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from clusterctl.targets import ansible, render_targets, yamlout
@@ -129,4 +130,44 @@ def test_gpu_plays_roll_in_batches_with_the_drain_timeout():
     all_yml = yamlout.load(files["ansible/group_vars/all.yml"])
     assert all_yml["nvidia_driver_drain_timeout_s"] == all_yml["slurm_compute_drain_timeout_s"]
     assert "ansible/roles/node_drain/tasks/drain.yml" in files
-    assert ansible.shared_roles({"nvidia_driver"}) == {"node_drain"}
+    assert ansible.shared_roles({"nvidia_driver"}) == {"node_drain", "internal_common"}
+
+
+def _includes(role: str, target: str) -> list[tuple[str, dict]]:
+    """(entry point, task) of every include_role of ``target`` in ``role``'s task files."""
+    tasks = [t for path in sorted((ROLES / role / "tasks").glob("*.yml")) for t in yaml.safe_load(path.read_text())]
+    return [(t["ansible.builtin.include_role"]["tasks_from"], t) for t in tasks
+            if t.get("ansible.builtin.include_role", {}).get("name") == target]
+
+
+def test_the_cuda_repository_is_written_by_one_template():
+    sources = sorted(p.relative_to(ROLES).as_posix() for p in ROLES.glob("*/templates/nvidia-cuda.sources*"))
+    assert sources == ["internal_common/templates/nvidia-cuda.sources.j2"]
+    cuda_repo = _tasks("internal_common", "cuda_repo.yml")
+    (written,) = [t for t in cuda_repo if "ansible.builtin.template" in t]
+    assert written["ansible.builtin.template"]["dest"] == "/etc/apt/sources.list.d/nvidia-cuda.sources"
+    for role, manage in (("nvidia_driver", "{{ nvidia_driver_manage_repo | bool and not nvidia_driver__keep }}"),
+                         ("dcgm", "{{ dcgm_manage_cuda_repo | bool }}")):
+        (task,) = [t for entry, t in _includes(role, "internal_common") if entry == "cuda_repo"]
+        assert task["vars"]["internal_common_cuda_repo_manage"] == manage
+        assert task["vars"]["internal_common_cuda_repo_base_url"] == f"{{{{ {role}_repo_base_url }}}}"
+        assert task["ansible.builtin.include_role"]["apply"]["tags"] == [role, "install"]
+        for path in (ROLES / role / "tasks").glob("*.yml"):
+            assert "sources.list.d" not in path.read_text(), path
+
+
+@pytest.mark.parametrize("role", ["nvidia_driver", "dcgm", "doca_ofed", "enroot_pyxis"])
+def test_hardware_roles_share_one_preflight_and_pass_every_variable(role):
+    specs = yaml.safe_load((ROLES / "internal_common" / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+    preflight = _tasks(role, "preflight.yml")
+    (first,) = [t for entry, t in _includes(role, "internal_common") if entry == "preflight"]
+    assert first == preflight[0]  # before every check of the role's own
+    assert first["tags"] == ["always"] and first["ansible.builtin.include_role"]["apply"]["tags"] == [role, "preflight"]
+    assert first["vars"]["internal_common_role"] == role
+    assert first["vars"]["internal_common_supported"] == f"{{{{ {role}__supported }}}}"
+    for entry, task in _includes(role, "internal_common"):
+        options = specs[entry]["options"]
+        assert all(o["required"] for o in options.values())  # no default: every including role says each one
+        assert sorted(task["vars"]) == sorted(options), f"{role} includes {entry} with other variables than its spec"
+    for path in (ROLES / role / "tasks").glob("*.yml"):
+        assert "ansible.builtin.setup" not in path.read_text() and "__supported[" not in path.read_text(), path

@@ -531,3 +531,17 @@ def test_every_task_that_handles_the_database_password_is_not_logged():
         assert t.get("no_log") is True, t["name"]
         argv = (t.get("ansible.builtin.command") or {}).get("argv", [])
         assert not any("pass" in str(a) or "{{" in str(a) for a in argv), t["name"]
+
+
+def test_shared_roles_are_exactly_the_roles_included_by_others():
+    """SHARED_ROLES (what is copied with a role) is what the roles' include_role tasks name: a role included by
+    another but not listed would be missing from a render, a listed user that no longer includes it copies too much."""
+    included: dict[str, set[str]] = {}
+    for role in _role_dirs():
+        for path in sorted((role / "tasks").glob("*.yml")):
+            for task, _ in _tasks(yaml.safe_load(path.read_text()), path):
+                name = (task.get("ansible.builtin.include_role") or task.get("ansible.builtin.import_role") or {})
+                if name.get("name") not in (None, role.name):
+                    included.setdefault(name["name"], set()).add(role.name)
+    assert included == {r: set(users) for r, users in ansible.SHARED_ROLES.items()}
+    assert included["internal_common"] == {"nvidia_driver", "dcgm", "doca_ofed", "enroot_pyxis"}
