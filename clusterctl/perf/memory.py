@@ -89,7 +89,7 @@ USABLE_HBM = 0.96
 outputs copied in public READMEs), left for the CUDA context, NCCL communicator buffers, cuBLAS workspaces
 and the caching allocator's fragmentation ([D]: no published breakdown was found). A calibration constant,
 set from the layouts that ran: the tightest is NVIDIA's DGX Cloud Llama 3.1 405B on 576 GPUs (TP 8, PP 9,
-CP 2, VP 7, apex distributed Adam, fp32 gradients), 80.9 GB = 0.942 of 80 GiB (tests/report/test_memory.py);
+CP 2, VP 7, apex distributed Adam, fp32 gradients), 80.9 GB = 0.942 of 80 GiB (tests/perf/test_memory.py);
 bounded above by nvidia-smi's 0.995. The Megatron-Bridge Llama 3 70B measurements (tests) show
 fragmentation alone can make a 59 GB peak fail without ``expandable_segments``. The earlier 0.9 of 80
 decimal GB (72 GB) refused layouts that ran."""

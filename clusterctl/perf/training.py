@@ -213,7 +213,7 @@ the other ``scale-*`` rows and the MegaScale rows are holdouts."""
 
 def expected_max_normal(n: int) -> float:
     """E[max of n independent standard normals], Blom's approximation ``Phi^-1((n - 0.375) / (n + 0.25))``
-    (0 for one node; within 5 % of the exact value at 2, 10 and 1,000: tests/report/test_fabric_scale.py)."""
+    (0 for one node; within 5 % of the exact value at 2, 10 and 1,000: tests/perf/test_fabric_scale.py)."""
     return NormalDist().inv_cdf((n - 0.375) / (n + 0.25)) if n > 1 else 0.0
 
 

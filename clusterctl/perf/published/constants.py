@@ -3,7 +3,7 @@
 A constant is ``constrained`` when moving it by +5 % takes at least one *validation* row (a holdout, see
 clusterctl/perf/published/__init__.py) outside its family's band, and so does moving it by -5 %. Otherwise
 it is ``unconstrained``: the rows that were not used to set it cannot tell its value from one 5 % away (in at
-least one direction), whatever the calibration rows say. tests/report/test_published.py moves each constant
+least one direction), whatever the calibration rows say. tests/perf/test_published.py moves each constant
 both ways and checks the label (a constrained constant must move a row out both ways; an unconstrained one
 must leave every validation row inside its band in at least one direction), so a label cannot go stale
 silently; docs/report.md lists the table with the rows that leave (``python -m clusterctl.perf.published``).
@@ -118,7 +118,7 @@ CONSTANTS: list[Constant] = [
     _c(TRAINING, "STEP_JITTER_CV", U,
        "the median of three weak-scaling fits (GPT-3 175B, Nemotron-4 340B, Llama 3.1 70B DGX Cloud tables, "
        "calibration); a 5 % move shifts a step by < 0.2 %, inside every band; the holdout Nemotron-4 15B creep "
-       "needs the term (tests/report/test_fabric_scale.py)"),
+       "needs the term (tests/perf/test_fabric_scale.py)"),
     _c(INTERCONNECT, "NVLINK_RING_EFFICIENCY", U,
        "set from the no-NVLS H100 and the A100 nccl-tests rows (calibration); every validation row is H100 with "
        "NVLS, whose TP all-reduces do not use it: no validation prediction moves"),

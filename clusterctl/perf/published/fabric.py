@@ -17,7 +17,7 @@ Three families:
   ``STEP_JITTER_CV`` (training.py) is set on the creep of the GPT-3 175B, Nemotron-4 340B and Llama 3.1 70B
   DGX Cloud tables, whose rows in hopper.py are therefore calibration; the Nemotron-4 15B, Llama 3.1 8B
   and 405B tables are holdouts. The rows themselves live in hopper.py only (one copy of each figure);
-  tests/report/test_fabric_scale.py compares each table's creep.
+  tests/perf/test_fabric_scale.py compares each table's creep.
 
 Sources abbreviated: DGXC = github.com/NVIDIA/dgxc-benchmarking (READMEs of the DGX Cloud benchmark
 recipes, H100 tables); LAUNCHER = github.com/NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/.
@@ -36,7 +36,7 @@ Collected but not used as rows (and why):
   (engineering.fb.com, 2024-08-05): "E-ECMP along with QP scaling showed performance improvement of up to
   40% for the AllReduce collective" over baseline ECMP ([Q], quoted by sysdesign-wiki.pages.dev). A ratio
   of two of Meta's own configurations, neither given in absolute terms: used as a bound in
-  tests/report/test_fabric_scale.py (static ECMP / adaptive <= 1 / 1.4), not as a row.
+  tests/perf/test_fabric_scale.py (static ECMP / adaptive <= 1 / 1.4), not as a row.
 * MegaScale's own rows of Table 2 (parallel transformer block, sliding-window attention, LAMB, overlap:
   not modelled) and Figure 9 (530B weak scaling: bar labels only). Alibaba HPN (SIGCOMM 2024), the
   Nemotron-4 340B report's earlier batch-ramp stages: only abstracts or secondary summaries were found in

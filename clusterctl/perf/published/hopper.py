@@ -35,7 +35,7 @@ causal score FLOPs. So wherever a source publishes a measured *throughput* (seco
 per second per GPU), the published figure used here is that throughput times the Megatron count of the
 row's shape, ``global batch x seq x flops_per_token / step / GPUs``; only where a source publishes no
 throughput, or a more precise utilisation figure than its rounded step time, is its own TFLOP/s or MFU x 989
-used, and the row says so. tests/report/test_published_runs.py checks the shapes against the per-token
+used, and the row says so. tests/perf/test_published_runs.py checks the shapes against the per-token
 FLOP counts the sources print.
 
 Settings a source does not state take the Parallelism defaults (micro batch 1, no recomputation, sequence

@@ -4,7 +4,7 @@ Source: NVIDIA-NeMo/Megatron-Bridge ``docs/performance-summary-archive.md``, sec
 "Pre-Training Performance" tables per model (columns System, #-GPUs, Precision, GBS, MBS, Sequence Length, FSDP,
 TP, PP, CP, VP, EP, Tokens / sec / GPU) [P]. Its footnote: "In MoE training benchmarks, we force-balance the
 token distribution among experts and all benchmarks are token-dropless" - so every row sets
-``expert_load=1.0`` (the model's imbalance term is off; tests/report/test_blackwell_moe.py checks it
+``expert_load=1.0`` (the model's imbalance term is off; tests/perf/test_blackwell_moe.py checks it
 separately). MXFP8 and FP8-CS rows are modelled as ``precision="fp8"``; recomputation is not stated in the tables: the
 GPT-OSS rows take it, and the bf16 gradient reduction, from the Megatron-Bridge configs (``_GPT_OSS_BRIDGE``;
 without them the B200 EP 8 layout is predicted at 213 GB, above the B200's usable 185.5 GB); the Qwen3 rows

@@ -8,7 +8,7 @@ Role: ``calibration``. These ten rows were in view when SUSTAINED_GEMM, GEMM_SHA
 UNFUSED_ATTENTION_EFFICIENCY, HBM_EFFICIENCY and ELEMENTWISE_REPLICATED were set (commit "calibration tests
 (nccl-tests, Narayanan Table 1, Llama 3)"): agreement is a fit, not evidence. Their trend (larger models run
 at a higher fraction of peak) and the closed-form FLOP count stay as behaviour tests in
-tests/report/test_training.py.
+tests/perf/test_training.py.
 
 Run as the paper ran (2021 Megatron-LM): full recomputation, no sequence parallelism, no flash attention,
 gradient all-reduce after the pipeline flush (not overlapped), no distributed optimizer, fp16 gradients.

@@ -27,7 +27,7 @@ class Family:
     description: str = ""
     margin: float | None = None
     """the stated margin added to the observed spread (max |error| over the family's rows); the band may not
-    be looser than spread + margin (tests/report/test_published.py)"""
+    be looser than spread + margin (tests/perf/test_published.py)"""
 
 
 @dataclass(frozen=True)

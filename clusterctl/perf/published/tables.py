@@ -49,7 +49,7 @@ def markdown() -> str:
     out.append("")
     out.append("#### Model constants: constrained by the validation rows or not\n")
     out.append(f"Each constant moved by −{100 * STEP:.0f} % and +{100 * STEP:.0f} %: the validation rows that then "
-               "leave their family's band (tests/report/test_published.py checks the label).\n")
+               "leave their family's band (tests/perf/test_published.py checks the label).\n")
     out.append(f"| constant | module | value | label | rows out at −{100 * STEP:.0f} % | rows out at +{100 * STEP:.0f} % "
                f"| largest move of a validation prediction at +{100 * STEP:.0f} % | why |")
     out.append("|---|---|--:|---|--:|--:|--:|---|")

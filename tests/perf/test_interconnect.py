@@ -1,7 +1,7 @@
 """The collective model's behaviour (algorithm choice, trends, placement, blueprint links, refusals).
 
 The nccl-tests figures its efficiencies were computed from are calibration rows in
-clusterctl/perf/published/nccl.py, judged in tests/report/test_published.py.
+clusterctl/perf/published/nccl.py, judged in tests/perf/test_published.py.
 """
 
 from __future__ import annotations

@@ -147,7 +147,7 @@ def test_static_ecmp_brings_megascale_large_runs_closer():
         replace(small, interconnect=replace(small.interconnect, adaptive_routing=True))).predicted, rel=1e-3)
 
 
-# every row inside its family's band, and explained beyond 15 %: tests/report/test_published.py (all rows)
+# every row inside its family's band, and explained beyond 15 %: tests/perf/test_published.py (all rows)
 
 
 def test_fabric_rows_keep_a_third_as_holdouts():

@@ -147,7 +147,7 @@ def test_hbm_capacity_is_binary_and_usable_share_below_what_nvidia_smi_shows():
 # stage, Dubey et al. 2024 sec. 3.3.2).
 LLAMA3_MEMORY = hopper.LLAMA3_MEMORY
 # Every published layout of clusterctl/perf/published/ (the rows carry these settings) is asserted to fit
-# in tests/report/test_published.py::test_training_row_uses_every_gpu_and_fits_in_memory.
+# in tests/perf/test_published.py::test_training_row_uses_every_gpu_and_fits_in_memory.
 
 
 @pytest.mark.parametrize("gpus", [8192, 16384])

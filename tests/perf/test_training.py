@@ -1,5 +1,5 @@
 """The training model's behaviour (trends, breakdown sums, refusals) and the FLOPs count against Megatron-LM's
-formula. The published rows it is calibrated and validated on: tests/report/test_published.py.
+formula. The published rows it is calibrated and validated on: tests/perf/test_published.py.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from clusterctl.perf.published.systems import A100, DGX_H100, H100, SELENE
 from clusterctl.perf.training import estimate, simple_throughput
 
 # The published rows (Narayanan et al. 2021 Table 1 on A100, the Llama 3 405B and NVIDIA H100 runs) are in
-# clusterctl/perf/published/ and judged in tests/report/test_published.py; here: behaviour.
+# clusterctl/perf/published/ and judged in tests/perf/test_published.py; here: behaviour.
 H100_CLUSTER = DGX_H100
 
 

@@ -2,7 +2,7 @@
 
 The published H100 runs themselves (BF16 and FP8, DGX Cloud recipes, NeMo and Megatron-Bridge summaries,
 Nemotron-4 and Llama 3 reports) are rows of clusterctl/perf/published/hopper.py, judged with their family's
-band in tests/report/test_published.py. DGXC = github.com/NVIDIA/dgxc-benchmarking.
+band in tests/perf/test_published.py. DGXC = github.com/NVIDIA/dgxc-benchmarking.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ ROWS = blackwell.ROWS + moe.ROWS
 QWEN3_30B = preset("qwen3-30b-a3b")[0]
 QWEN3_235B = preset("qwen3-235b-a22b")[0]
 
-# every row inside its family's band, and explained beyond 15 %: tests/report/test_published.py (all rows)
+# every row inside its family's band, and explained beyond 15 %: tests/perf/test_published.py (all rows)
 
 def test_roles_and_sources_are_honest():
     roles = [r.role for r in ROWS]
