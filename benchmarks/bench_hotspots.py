@@ -13,27 +13,15 @@ Exits 1 when a case's best run is over its limit.
 from __future__ import annotations
 
 import argparse
-import copy
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-import yaml
-
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from clusterctl.blueprint.load import load_blueprint_text  # noqa: E402
-from clusterctl.plan import expand  # noqa: E402
-
-
-def shipped(name: str) -> dict:
-    return copy.deepcopy(yaml.safe_load((REPO / "blueprints" / f"{name}.yaml").read_text()))
-
-
-def plan_of(data: dict):
-    return expand(load_blueprint_text(yaml.safe_dump(data, sort_keys=False), "bench.yaml"))
+from tests.helpers import plan_of, shipped  # noqa: E402  (the tests built these inputs the same way)
 
 
 # --- the cases: each returns the call to time (its input built already) -----------------------------------
