@@ -78,9 +78,9 @@ def read_config(spec: CloudSpec, render_dir: Path | None = None) -> tuple[Any, S
     config = pulumi.Config("clusterctl")
     settings = SETTINGS[spec.provider](spec, config, config.get("adminCidr") or spec.admin_cidr)
     munge_key = config.require_secret("mungeKey")
-    slurmdbd_password = config.get_secret("slurmdbdPassword")
-    if slurmdbd_password is None and spec.accounting and (spec.provider != "azure" or render_dir is not None):
-        slurmdbd_password = config.require_secret("slurmdbdPassword")  # raises: the accounting hosts need it
+    needed = spec.accounting and (spec.provider != "azure" or render_dir is not None)
+    # require_secret raises when it is not set: the accounting hosts need it
+    slurmdbd_password = (config.require_secret if needed else config.get_secret)("slurmdbdPassword")
     return settings, StackSecrets(munge_key=munge_key, slurmdbd_password=slurmdbd_password)
 
 
