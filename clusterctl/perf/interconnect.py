@@ -292,7 +292,7 @@ def interconnect_of(plan, group=None) -> Interconnect | None:
     nics = nt.nics_of(role)
     count = sum(n.count for n in nics)
     speed = max(n.speed_gbps for n in nics)
-    fabric = next((f for f in plan.fabrics if (group.index, role) in f.attached), None)
+    fabric = next(iter(plan.fabrics_on(role, group)), None)
     network = "tcp" if kind == "tcp" else fabric.kind if fabric is not None else "ethernet"
     over = fabric.oversubscription_achieved if fabric is not None else 1.0
     if fabric is not None:

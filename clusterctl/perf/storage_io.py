@@ -113,8 +113,7 @@ def _node_storage_gb_per_s(g: GroupPlan, plan: ClusterPlan | None = None) -> tup
 
 
 def _cabled(plan: ClusterPlan, g: GroupPlan, role: str) -> bool:
-    return any((g.index, role) in f.attached for f in plan.fabrics) or (
-        role == "inband" and not any(r == "inband" for f in plan.fabrics for _, r in f.attached))
+    return bool(plan.fabrics_on(role, g)) or (role == "inband" and not plan.fabrics_on("inband"))
 
 
 def _path_gb_per_s(g: GroupPlan, path: StoragePath) -> tuple[float | None, str]:

@@ -308,12 +308,17 @@ class ClusterPlan:
                 return g
         return None
 
+    def fabrics_on(self, role: str, *groups: GroupPlan) -> tuple[FabricPlan, ...]:
+        """The fabrics the ``role`` NICs of ``groups`` (default: every group) are attached to, in blueprint
+        order."""
+        on = {g.index for g in groups or self.groups}
+        return tuple(f for f in self.fabrics if any(r == role and gi in on for gi, r in f.attached))
+
     def compute_fabrics(self, *groups: GroupPlan) -> tuple[FabricPlan, ...]:
         """The fabrics the compute NICs of ``groups`` (default: every group) are attached to, in blueprint
         order: the fabrics their jobs communicate over (one per group normally; FABRIC011 warns about more).
         The one answer for Slurm's topology, the NCCL settings, the Ansible variables and the report."""
-        on = {g.index for g in groups or self.groups}
-        return tuple(f for f in self.fabrics if any(role == "compute" and gi in on for gi, role in f.attached))
+        return self.fabrics_on("compute", *groups)
 
     def compute_fabric(self, group: GroupPlan) -> FabricPlan | None:
         """The first of :meth:`compute_fabrics`, None when the group is on no compute fabric."""

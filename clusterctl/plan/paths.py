@@ -77,13 +77,11 @@ def _server_names(tier) -> list[str]:
 
 def _attached(plan: ClusterPlan, group: GroupPlan) -> list[tuple[FabricPlan, str]]:
     """(fabric, role) of every data NIC role of ``group`` cabled to a fabric, best role first."""
-    out = [(f, role) for role in DATA_ROLES if group.type.nics_of(role)
-           for f in plan.fabrics if (group.index, role) in f.attached]
-    return out
+    return [(f, role) for role in DATA_ROLES if group.type.nics_of(role) for f in plan.fabrics_on(role, group)]
 
 
 def _role_fabrics(plan: ClusterPlan, role: str) -> set[int]:
-    return {f.index for f in plan.fabrics if any(r == role for _, r in f.attached)}
+    return {f.index for f in plan.fabrics_on(role)}
 
 
 def _server_fabrics(plan: ClusterPlan, name: str) -> tuple[set[int], bool, str]:

@@ -188,11 +188,11 @@ def injection_rows(plan: ClusterPlan) -> list[dict[str, Any]]:
 def cabled_to(plan: ClusterPlan, node_type: str, role: str) -> list[str]:
     """Fabrics the ``role`` NICs of ``node_type``'s groups are cabled to (cloud: the instance network; in-band NICs
     when no fabric models the in-band network: that network); empty: attached to no fabric, injecting nothing."""
-    groups = {g.index for g in plan.groups if g.type.name == node_type}
+    groups = [g for g in plan.groups if g.type.name == node_type]
     if plan.node_types[node_type].instance is not None:
         return ["instance network"]
-    names = [f.name for f in plan.fabrics if any(gi in groups and r == role for gi, r in f.attached)]
-    if not names and role == "inband" and not any(r == "inband" for f in plan.fabrics for _, r in f.attached):
+    names = [f.name for f in plan.fabrics_on(role, *groups)] if groups else []
+    if not names and role == "inband" and not plan.fabrics_on("inband"):
         return ["in-band network (no fabric models it)"]
     return names
 

@@ -478,7 +478,7 @@ def nic_role_uncabled(plan: ClusterPlan) -> Iterator[Hit]:
         roles = (UNCABLED_ERROR if g.type.gpus else ()) + UNCABLED_WARN
         for role in roles:
             n = g.type.nic_count(role)
-            if not n or role not in carriers or any((g.index, role) in fp.attached for fp in plan.fabrics):
+            if not n or role not in carriers or plan.fabrics_on(role, g):
                 continue
             fp = carriers[role][0]
             others = sorted({plan.groups[gi].name for gi, r in fp.attached if r == role})

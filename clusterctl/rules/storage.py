@@ -202,7 +202,7 @@ def tier_reachable(plan: ClusterPlan) -> Iterator[Hit]:
             if storage_path(plan, g, t) is not None:
                 continue
             loose = [r for r in DATA_ROLES
-                     if g.type.nic_count(r) and not any((g.index, r) in f.attached for f in plan.fabrics)]
+                     if g.type.nic_count(r) and not plan.fabrics_on(r, g)]
             fix = _attach_fix(plan, g, t, loose)
             if fix is not None:
                 f, role = fix
