@@ -20,7 +20,7 @@ import yaml
 from clusterctl.cloud import aws as cloud_aws
 from clusterctl.cloud.spec import CloudSpec, cloud_spec
 from tests.cloud.mocks import Recorded, is_secret, reveal, run_program
-from clusterctl.cloud import bundle, identity, userdata
+from clusterctl.cloud import bundle, userdata
 from tests.helpers import BLUEPRINTS, REPO, plan_of, shipped
 
 CONFIG = {"clusterctl:keyName": "ops"}
@@ -345,11 +345,37 @@ def test_subnet_cidrs():
 
 # --- with the render directory: bootstrap, identity, configuration object, names ----------------------------
 
-ACTIONS = {"s3:GetObject": "read-config", "ssm:GetParameter": "read-secrets", "ec2:RunInstances": "manage-instances",
-           "ec2:CreateTags": "manage-instances", "ec2:TerminateInstances": "manage-instances",
-           "ec2:DescribeInstances": "manage-instances", "iam:PassRole": "pass-identity",
-           "route53:ChangeResourceRecordSets": "write-dns"}
-"""what each action a policy grants is for (identity.CAPABILITIES)"""
+# What the instance profile of each role class may do, written out here (not computed by clusterctl): every
+# node reads the configuration object and the munge key; the accounting hosts (slurmdbd) alone the database
+# password; the Slurm controllers of a cluster with elastic groups alone start, tag and terminate instances, pass
+# the compute role to them and write their Route 53 records.
+AWS_ACTIONS = {  # (role class, static or elastic cluster) -> the exact IAM actions of its policy
+    ("compute", "static"): {"s3:GetObject", "ssm:GetParameter"},
+    ("compute", "elastic"): {"s3:GetObject", "ssm:GetParameter"},
+    ("login", "static"): {"s3:GetObject", "ssm:GetParameter"},
+    ("login", "elastic"): {"s3:GetObject", "ssm:GetParameter"},
+    ("accounting", "static"): {"s3:GetObject", "ssm:GetParameter"},
+    ("accounting", "elastic"): {"s3:GetObject", "ssm:GetParameter"},
+    ("controller", "static"): {"s3:GetObject", "ssm:GetParameter"},
+    ("controller", "elastic"): {"s3:GetObject", "ssm:GetParameter", "ec2:RunInstances", "ec2:CreateTags",
+                                "ec2:TerminateInstances", "ec2:DescribeInstances", "iam:PassRole",
+                                "route53:ChangeResourceRecordSets"},
+    ("controller-accounting", "static"): {"s3:GetObject", "ssm:GetParameter"},
+    ("controller-accounting", "elastic"): {"s3:GetObject", "ssm:GetParameter", "ec2:RunInstances",
+                                           "ec2:CreateTags", "ec2:TerminateInstances", "ec2:DescribeInstances",
+                                           "iam:PassRole", "route53:ChangeResourceRecordSets"},
+}
+AWS_PARAMETERS = {  # role class -> the SSM parameters its policy may read (ssm:GetParameter's resources)
+    "compute": {"/clusterctl/aws-p5/munge-key"},
+    "login": {"/clusterctl/aws-p5/munge-key"},
+    "controller": {"/clusterctl/aws-p5/munge-key"},
+    "accounting": {"/clusterctl/aws-p5/munge-key", "/clusterctl/aws-p5/slurmdbd-password"},
+    "controller-accounting": {"/clusterctl/aws-p5/munge-key", "/clusterctl/aws-p5/slurmdbd-password"},
+}
+AWS_PASSED = {  # (role class, elastic cluster) -> the IAM roles it may pass (iam:PassRole's resources); else none
+    ("controller", "elastic"): {"clusterctl-aws-p5-compute"},
+    ("controller-accounting", "elastic"): {"clusterctl-aws-p5-compute"},
+}
 PROFILE = "aws:iam/instanceProfile:InstanceProfile"
 ROLE = "aws:iam/role:Role"
 POLICY = "aws:iam/rolePolicy:RolePolicy"
@@ -416,11 +442,28 @@ def policy_of(rec: Recorded, profile_name: str) -> tuple[dict, dict]:
     return role, json.loads(policy.inputs["policy"])
 
 
-def granted(doc: dict) -> frozenset[str]:
-    actions = [a for st in doc["Statement"] for a in ([st["Action"]] if isinstance(st["Action"], str)
-                                                      else st["Action"])]
-    assert all(st["Effect"] == "Allow" for st in doc["Statement"])
-    return frozenset(ACTIONS[a] for a in actions)
+def _listed(value) -> list:
+    return [value] if isinstance(value, str) else list(value)
+
+
+def actions(doc: dict) -> set[str]:
+    """The IAM actions a policy allows (it allows only: no Deny, no NotAction)."""
+    assert all(st["Effect"] == "Allow" and "NotAction" not in st for st in doc["Statement"])
+    return {a for st in doc["Statement"] for a in _listed(st["Action"])}
+
+
+def resources_of(doc: dict, action: str) -> set[str]:
+    return {r for st in doc["Statement"] if action in _listed(st["Action"]) for r in _listed(st["Resource"])}
+
+
+def grants_of(rec: Recorded, profile_name: str) -> tuple[set[str], set[str], set[str]]:
+    """(IAM actions, names of the SSM parameters it may read, names of the roles it may pass) of the policy
+    behind an instance profile."""
+    _, doc = policy_of(rec, profile_name)
+    params = {p.outputs["arn"]: p.inputs["name"] for p in rec.of_type("aws:ssm/parameter:Parameter")}
+    roles = {r.outputs["arn"]: r.inputs["name"] for r in rec.of_type(ROLE)}
+    return (actions(doc), {params.get(a, a) for a in resources_of(doc, "ssm:GetParameter")},
+            {roles.get(a, a) for a in resources_of(doc, "iam:PassRole")})
 
 
 def statement(doc: dict, sid: str) -> dict:
@@ -430,7 +473,7 @@ def statement(doc: dict, sid: str) -> dict:
 
 def config_object_arn(rec: Recorded) -> str:
     (bucket,) = [b for b in rec.of_type("aws:s3/bucket:Bucket") if b.outputs["bucket"] == rec.outputs["config_bucket"]]
-    return f"{bucket.outputs['arn']}/{bundle.OBJECT_KEY}"
+    return f"{bucket.outputs['arn']}/clusterctl/config.tar.gz"  # the one object, not the bucket
 
 
 def parameter_arns(rec: Recorded) -> dict[str, str]:
@@ -458,16 +501,20 @@ def test_every_instance_boots_into_the_bootstrap_with_its_exact_host(rendered):
     assert spec.accounting == ("head01",)
 
 
-def test_every_instance_has_a_profile_granting_exactly_what_identity_needs(rendered):
+def test_every_instance_has_a_profile_granting_exactly_its_role_class_table(rendered):
     _, spec, rec = rendered
     params = parameter_arns(rec)
+    assert (spec.controllers, spec.accounting) == (("head01",), ("head01",))
     for group in spec.groups:
         for host in group.hostnames:
             inst = rec.named(host)
+            cls = "controller-accounting" if host == "head01" else "compute"
+            assert inst.inputs["iamInstanceProfile"] == f"clusterctl-aws-p5-{cls}"
             role, doc = policy_of(rec, inst.inputs["iamInstanceProfile"])
             assert json.loads(role.inputs["assumeRolePolicy"])["Statement"] == [{
                 "Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}]
-            assert granted(doc) == identity.needs("aws", controller=host in spec.controllers, elastic=False)
+            assert grants_of(rec, inst.inputs["iamInstanceProfile"]) == (
+                AWS_ACTIONS[(cls, "static")], AWS_PARAMETERS[cls], set()), host
             assert statement(doc, "ReadConfig")["Resource"] == config_object_arn(rec)
             readable = ["/clusterctl/aws-p5/munge-key"] + (["/clusterctl/aws-p5/slurmdbd-password"]
                                                            if host in spec.accounting else [])
@@ -575,8 +622,9 @@ def test_elastic_group_has_a_launch_template_and_no_instances(elastic):
     assert lt_in["metadataOptions"]["httpTokens"] == "required"
     assert "userData" not in lt_in  # the resume program gives each instance its own user data
     (compute,) = [p for p in rec.of_type(PROFILE) if p.outputs["arn"] == lt_in["iamInstanceProfile"]["arn"]]
-    _, doc = policy_of(rec, compute.outputs["name"])
-    assert granted(doc) == identity.needs("aws", controller=False, elastic=True)
+    assert compute.outputs["name"] == "clusterctl-aws-p5-compute"
+    assert grants_of(rec, compute.outputs["name"]) == (AWS_ACTIONS[("compute", "elastic")],
+                                                       AWS_PARAMETERS["compute"], set())
     (zone,) = rec.of_type("aws:route53/zone:Zone")
     stack = ints(rec.outputs["stack"])
     assert stack["elastic"] == {"gpu": {"hostlist": "gpu[001-016]", "instance_type": "p5.48xlarge", "aws": {
@@ -588,8 +636,12 @@ def test_elastic_group_has_a_launch_template_and_no_instances(elastic):
 
 def test_elastic_controller_may_run_terminate_tag_pass_and_name_only_the_clusters_instances(elastic):
     _, spec, rec = elastic
-    role, doc = policy_of(rec, rec.named("head01").inputs["iamInstanceProfile"])
-    assert granted(doc) == identity.needs("aws", controller=True, elastic=True)
+    profile = rec.named("head01").inputs["iamInstanceProfile"]
+    assert profile == "clusterctl-aws-p5-controller-accounting"
+    role, doc = policy_of(rec, profile)
+    assert grants_of(rec, profile) == (AWS_ACTIONS[("controller-accounting", "elastic")],
+                                       AWS_PARAMETERS["controller-accounting"],
+                                       AWS_PASSED[("controller-accounting", "elastic")])
     (lt,) = rec.of_type(LAUNCH_TEMPLATE)
     (zone,) = rec.of_type("aws:route53/zone:Zone")
     (compute_profile,) = [p for p in rec.of_type(PROFILE) if p.outputs["arn"] == lt.inputs["iamInstanceProfile"]["arn"]]
@@ -659,6 +711,51 @@ def test_an_accounting_host_that_shares_a_group_with_others_gets_its_own_role():
     assert readable["head02"] == sorted([params["/clusterctl/aws-p5/munge-key"],
                                          params["/clusterctl/aws-p5/slurmdbd-password"]])
     assert readable["head01"] == readable["gpu001"] == [params["/clusterctl/aws-p5/munge-key"]]
+    actions_of = {h: actions(policy_of(rec, p)[1]) for h, p in profiles.items()}
+    assert actions_of == {"head01": AWS_ACTIONS[("controller", "static")],
+                          "head02": AWS_ACTIONS[("controller-accounting", "static")],
+                          "gpu001": AWS_ACTIONS[("compute", "static")]}
     # no role for a class without hosts (every head host is a controller)
     assert {r.inputs["name"] for r in rec.of_type(ROLE)} == {
         "clusterctl-aws-p5-compute", "clusterctl-aws-p5-controller", "clusterctl-aws-p5-controller-accounting"}
+
+
+HOST_CLASSES = {"gpu001": "compute", "login01": "login", "head01": "controller", "head02": "controller-accounting",
+                "head03": "accounting"}
+"""the role class of a host of every_class_spec, by what it runs (slurmctld, slurmdbd, neither)"""
+
+
+def every_class_spec(elastic: bool) -> CloudSpec:
+    """aws-p5 with a host of every role class: the GPU group (elastic or not), head01 slurmctld, head02 slurmctld
+    and slurmdbd, head03 slurmdbd, login01 a login node."""
+    from dataclasses import replace
+
+    spec = spec_of()
+    gpu, head = spec.groups
+    return replace(spec, groups=(replace(gpu, elastic=elastic),
+                                 replace(head, count=3, hostnames=("head01", "head02", "head03")),
+                                 replace(head, name="login", role="login", count=1, hostnames=("login01",))),
+                   controllers=("head01", "head02"), accounting=("head02", "head03"))
+
+
+@pytest.mark.parametrize("mode", ["static", "elastic"])
+def test_every_role_class_is_granted_exactly_its_table(mode):
+    rec = run_program(every_class_spec(mode == "elastic"), config=CONFIG, secrets=SECRETS)
+    (lt,) = rec.of_type(LAUNCH_TEMPLATE)
+    by_arn = {p.outputs["arn"]: p.outputs["name"] for p in rec.of_type(PROFILE)}
+    profiles = {r.name: r.inputs["iamInstanceProfile"] for r in rec.of_type(INSTANCE)}
+    if mode == "elastic":  # no GPU instance: the resume program starts them from the launch template
+        assert "gpu001" not in profiles
+        profiles["gpu001"] = by_arn[lt.inputs["iamInstanceProfile"]["arn"]]
+    for host, cls in HOST_CLASSES.items():
+        assert profiles[host] == f"clusterctl-aws-p5-{cls}", host
+        assert grants_of(rec, profiles[host]) == (AWS_ACTIONS[(cls, mode)], AWS_PARAMETERS[cls],
+                                                  AWS_PASSED.get((cls, mode), set())), host
+        _, doc = policy_of(rec, profiles[host])
+        assert resources_of(doc, "s3:GetObject") == {config_object_arn(rec)}
+        if "route53:ChangeResourceRecordSets" in AWS_ACTIONS[(cls, mode)]:
+            (zone,) = rec.of_type("aws:route53/zone:Zone")
+            assert resources_of(doc, "route53:ChangeResourceRecordSets") == {
+                f"arn:aws:route53:::hostedzone/{zone.outputs['id']}"}
+    # no role for a class without hosts, none shared by two classes
+    assert {r.inputs["name"] for r in rec.of_type(ROLE)} == {f"clusterctl-aws-p5-{c}" for c in HOST_CLASSES.values()}
