@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusterctl.cloud import bundle, gcp, identity, userdata
+from clusterctl.cloud import bundle, gcp, userdata
 from clusterctl.cloud.spec import CloudSpec, cloud_spec
 from clusterctl.validate import validate_file
 from tests.cloud.mocks import is_secret, reveal, run_program
@@ -375,21 +375,46 @@ def _bindings(rec) -> dict[str, set[tuple[str, str, str]]]:
     return out
 
 
-def _expected_bindings(rec, role: str, elastic: bool) -> set[tuple[str, str, str]]:
-    caps = identity.needs("gcp", controller=role == "controller", elastic=elastic)
-    accounts = {a.inputs["accountId"].rsplit("-", 1)[1]: a for a in rec.of_type(ACCOUNT)}
-    want = set()
-    if "read-config" in caps:
-        want.add(("bucket", _config_bucket(rec).outputs["name"], "roles/storage.objectViewer"))
-    if "read-secrets" in caps:
-        readable = ["MungeKey"] + (["SlurmdbdPassword"] if role == "controller" else [])
-        want |= {("secret", _secret(rec, c).outputs["id"], "roles/secretmanager.secretAccessor") for c in readable}
-    if "manage-instances" in caps:
-        (custom,) = rec.of_type(CUSTOM_ROLE)
-        want.add(("project", CONFIG["gcp:project"], custom.outputs["name"]))
-    if "pass-identity" in caps:
-        want.add(("service-account", accounts["compute"].outputs["name"], "roles/iam.serviceAccountUser"))
-    return want
+def _named_bindings(rec) -> dict[str, set[tuple[str, str, str]]]:
+    """_bindings with each target and custom role by its name: a bucket by its purpose label, a secret by its
+    secretId, a service account by its accountId, a custom role by its roleId (others as they are)."""
+    names = {b.outputs["name"]: b.inputs["labels"]["purpose"] for b in rec.of_type("gcp:storage/bucket:Bucket")}
+    names |= {s.outputs["id"]: s.inputs["secretId"] for s in rec.of_type(SECRET)}
+    names |= {a.outputs["name"]: a.inputs["accountId"] for a in rec.of_type(ACCOUNT)}
+    names |= {c.outputs["name"]: c.inputs["roleId"] for c in rec.of_type(CUSTOM_ROLE)}
+    return {member: {(kind, names.get(on, on), names.get(role, role)) for kind, on, role in grants}
+            for member, grants in _bindings(rec).items()}
+
+
+# What the service account of each role class may do, written out here (not computed by clusterctl): every node
+# reads the config bucket and the munge key's secret; the accounting hosts (slurmdbd) alone the database
+# password's; the Slurm controllers of a cluster with elastic groups alone hold the power-save custom role
+# (conditioned to the elastic instances) and act as the compute account (the one the elastic instances run as).
+READS_CONFIG = ("bucket", "config", "roles/storage.objectViewer")  # on the config bucket, not the project
+READS_MUNGE = ("secret", "gcp-a3-mega-munge-key", "roles/secretmanager.secretAccessor")
+READS_DBPASS = ("secret", "gcp-a3-mega-slurmdbd-password", "roles/secretmanager.secretAccessor")
+POWER_SAVE = ("project", "research-proj", "clusterctl_gcp_a3_mega_power_save")
+ACTS_AS_COMPUTE = ("service-account", "gcp-a3-mega-compute", "roles/iam.serviceAccountUser")
+GCP_BINDINGS = {  # (role class, static or elastic cluster) -> the exact IAM bindings of its service account
+    ("compute", "static"): {READS_CONFIG, READS_MUNGE},
+    ("compute", "elastic"): {READS_CONFIG, READS_MUNGE},
+    ("login", "static"): {READS_CONFIG, READS_MUNGE},
+    ("login", "elastic"): {READS_CONFIG, READS_MUNGE},
+    ("accounting", "static"): {READS_CONFIG, READS_MUNGE, READS_DBPASS},
+    ("accounting", "elastic"): {READS_CONFIG, READS_MUNGE, READS_DBPASS},
+    ("controller", "static"): {READS_CONFIG, READS_MUNGE},
+    ("controller", "elastic"): {READS_CONFIG, READS_MUNGE, POWER_SAVE, ACTS_AS_COMPUTE},
+    ("controller-accounting", "static"): {READS_CONFIG, READS_MUNGE, READS_DBPASS},
+    ("controller-accounting", "elastic"): {READS_CONFIG, READS_MUNGE, READS_DBPASS, POWER_SAVE, ACTS_AS_COMPUTE},
+}
+POWER_SAVE_PERMISSIONS = [  # the custom role: create a VM from an instance template, delete it, wait on it
+    "compute.disks.create", "compute.disks.setLabels", "compute.images.useReadOnly",
+    "compute.instanceTemplates.useReadOnly", "compute.instances.create", "compute.instances.delete",
+    "compute.instances.get", "compute.instances.list", "compute.instances.setLabels",
+    "compute.instances.setMetadata", "compute.instances.setServiceAccount", "compute.instances.setTags",
+    "compute.resourcePolicies.use", "compute.subnetworks.use", "compute.zoneOperations.get"]
+SHIPPED_CLASSES = {"compute": "compute", "controller": "controller-accounting", "login": "login"}
+"""account of gcp-a3-mega -> role class (ctl01 runs slurmctld and slurmdbd)"""
 
 
 def test_one_service_account_per_role_with_exactly_what_it_needs(booted):
@@ -401,11 +426,11 @@ def test_one_service_account_per_role_with_exactly_what_it_needs(booted):
         role = role_of[inst.inputs["labels"]["group"]]
         assert inst.inputs["serviceAccount"] == {
             "email": accounts[f"gcp-a3-mega-{role}"].outputs["email"], "scopes": ["cloud-platform"]}
-    granted = _bindings(rec)
+    granted = _named_bindings(rec)
     assert set(granted) == {f"serviceAccount:{a.outputs['email']}" for a in accounts.values()}
     for account_id, account in accounts.items():
-        role = account_id.rsplit("-", 1)[1]
-        assert granted[f"serviceAccount:{account.outputs['email']}"] == _expected_bindings(rec, role, False), role
+        cls = SHIPPED_CLASSES[account_id.rsplit("-", 1)[1]]
+        assert granted[f"serviceAccount:{account.outputs['email']}"] == GCP_BINDINGS[(cls, "static")], cls
     # nothing project-wide without elastic groups
     assert rec.of_type(PROJECT_MEMBER) == [] and rec.of_type(CUSTOM_ROLE) == []
 
@@ -485,20 +510,24 @@ def test_elastic_group_is_an_instance_template_and_in_stack_json(elastic, booted
 
 def test_elastic_controller_may_create_instances_and_act_as_the_compute_account_only(elastic):
     _, spec, rec = elastic
-    granted = _bindings(rec)
+    granted = _named_bindings(rec)
+    assert len(granted) == len(rec.of_type(ACCOUNT)) == 3
     for account in rec.of_type(ACCOUNT):
-        role = account.inputs["accountId"].rsplit("-", 1)[1]
-        assert granted[f"serviceAccount:{account.outputs['email']}"] == _expected_bindings(rec, role, True), role
+        cls = SHIPPED_CLASSES[account.inputs["accountId"].rsplit("-", 1)[1]]
+        assert granted[f"serviceAccount:{account.outputs['email']}"] == GCP_BINDINGS[(cls, "elastic")], cls
     (custom,) = rec.of_type(CUSTOM_ROLE)
-    assert custom.inputs["permissions"] == list(gcp.POWER_SAVE_PERMISSIONS)
-    assert not any(p.startswith(("iam.", "secretmanager.", "storage.")) for p in custom.inputs["permissions"])
+    assert custom.inputs["roleId"] == "clusterctl_gcp_a3_mega_power_save"
+    assert custom.inputs["permissions"] == POWER_SAVE_PERMISSIONS
     (binding,) = rec.of_type(PROJECT_MEMBER)
     assert binding.inputs["member"] == "serviceAccount:gcp-a3-mega-controller@p.iam.gserviceaccount.com"
-    assert binding.inputs["condition"]["expression"] == gcp.power_save_condition(
-        "research-proj", "us-central1-a", ["a3mega-0"])
-    expr = binding.inputs["condition"]["expression"]
-    assert ("resource.name.startsWith('projects/research-proj/zones/us-central1-a/instances/a3mega-0')"
-            in expr)
+    # instances and disks only in the cluster's zone and named like the elastic hosts; other types (template,
+    # subnetwork, placement policy, image, operations) are what the role's use/get permissions name
+    assert binding.inputs["condition"]["expression"] == (
+        "(resource.type == 'compute.googleapis.com/Instance' && "
+        "resource.name.startsWith('projects/research-proj/zones/us-central1-a/instances/a3mega-0')) || "
+        "(resource.type == 'compute.googleapis.com/Disk' && "
+        "resource.name.startsWith('projects/research-proj/zones/us-central1-a/disks/a3mega-0')) || "
+        "(resource.type != 'compute.googleapis.com/Instance' && resource.type != 'compute.googleapis.com/Disk')")
 
 
 def test_identity_classes_keep_the_database_password_from_hosts_that_must_not_read_it(mega_spec):
@@ -525,10 +554,37 @@ def test_service_account_setting_is_every_nodes_identity_with_the_union_of_the_g
     assert {i.inputs["serviceAccount"]["email"] for i in rec.of_type(INSTANCE)} == {sa}
     (template,) = rec.of_type(TEMPLATE)
     assert template.inputs["serviceAccount"]["email"] == sa
-    (custom,) = rec.of_type(CUSTOM_ROLE)
-    assert _bindings(rec) == {f"serviceAccount:{sa}": {
-        ("bucket", _config_bucket(rec).outputs["name"], "roles/storage.objectViewer"),
-        ("secret", _secret(rec, "MungeKey").outputs["id"], "roles/secretmanager.secretAccessor"),
-        ("secret", _secret(rec, "SlurmdbdPassword").outputs["id"], "roles/secretmanager.secretAccessor"),
-        ("project", "research-proj", custom.outputs["name"]),
+    assert _named_bindings(rec) == {f"serviceAccount:{sa}": {
+        READS_CONFIG, READS_MUNGE, READS_DBPASS, POWER_SAVE,
         ("service-account", f"projects/research-proj/serviceAccounts/{sa}", "roles/iam.serviceAccountUser")}}
+
+
+HOST_CLASSES = {"a3mega-001": "compute", "login01": "login", "ctl01": "controller", "ctl02": "controller-accounting",
+                "ctl03": "accounting"}
+"""the role class of a host of _every_class_spec, by what it runs (slurmctld, slurmdbd, neither)"""
+
+
+def _every_class_spec(spec, elastic: bool):
+    """gcp-a3-mega with a host of every role class: the GPU group (elastic or not), ctl01 slurmctld, ctl02
+    slurmctld and slurmdbd, ctl03 slurmdbd, login01 a login node."""
+    gpu, ctl, login = spec.groups
+    return dataclasses.replace(
+        spec, groups=(dataclasses.replace(gpu, elastic=elastic),
+                      dataclasses.replace(ctl, count=3, hostnames=("ctl01", "ctl02", "ctl03")), login),
+        controllers=("ctl01", "ctl02"), accounting=("ctl02", "ctl03"))
+
+
+@pytest.mark.parametrize("mode", ["static", "elastic"])
+def test_every_role_class_is_granted_exactly_its_table(mega_spec, mode):
+    rec = run_program(_every_class_spec(mega_spec, mode == "elastic"), config={**CONFIG, **SSH}, secrets=SECRETS)
+    emails = {i.inputs["name"]: i.inputs["serviceAccount"]["email"] for i in rec.of_type(INSTANCE)}
+    if mode == "elastic":  # no GPU instance: the resume program creates them from the template
+        assert "a3mega-001" not in emails
+        (template,) = rec.of_type(TEMPLATE)
+        emails["a3mega-001"] = template.inputs["serviceAccount"]["email"]
+    granted = _named_bindings(rec)
+    for host, cls in HOST_CLASSES.items():
+        assert granted[f"serviceAccount:{emails[host]}"] == GCP_BINDINGS[(cls, mode)], host
+    # one account per class, no binding for anyone else
+    assert len({emails[h] for h in HOST_CLASSES}) == len(HOST_CLASSES) == len(rec.of_type(ACCOUNT))
+    assert set(granted) == {f"serviceAccount:{emails[h]}" for h in HOST_CLASSES}
