@@ -249,7 +249,7 @@ from pathlib import Path  # noqa: E402
 
 import yaml  # noqa: E402
 
-from clusterctl.cloud import bundle, identity, userdata  # noqa: E402
+from clusterctl.cloud import bundle, userdata  # noqa: E402
 from tests.helpers import cli  # noqa: E402
 
 BOOT_SECRETS = {**SECRETS, "clusterctl:slurmdbdPassword": "Zm9yLXRoZS1hY2NvdW50aW5nLWRiLW9ubHk"}
@@ -347,62 +347,102 @@ def test_without_a_render_no_custom_data(rec):
     assert not rec.of_type("azure-native:storage:Blob") and "stack" not in rec.outputs
 
 
-def _expected_grants(rec, spec, caps: frozenset[str], hosts: list[str], ids: dict) -> set[tuple[str, str]]:
-    """(role definition id, scope) of each capability, written out here (not taken from the program)."""
-    def role(guid):
-        return f"/subscriptions/{SUBSCRIPTION}/providers/Microsoft.Authorization/roleDefinitions/{guid}"
-    grants = set()
-    if "read-config" in caps:
-        grants.add((role(BLOB_READER), ids["container"]))
-    if "read-secrets" in caps:
-        grants.add((role(SECRETS_USER), ids["munge"]))
-        if set(hosts) <= set(spec.accounting):
-            grants.add((role(SECRETS_USER), ids["dbpass"]))
-    if "manage-instances" in caps:
-        grants |= {(role(VM_CONTRIBUTOR), ids["rg"]), (role(NET_CONTRIBUTOR), ids["rg"])}
-    if "pass-identity" in caps:
-        grants.add((role(IDENTITY_OPERATOR), ids["compute-identity"]))
-    return grants
+ROLE_NAMES = {BLOB_READER: "Storage Blob Data Reader", SECRETS_USER: "Key Vault Secrets User",
+              VM_CONTRIBUTOR: "Virtual Machine Contributor", NET_CONTRIBUTOR: "Network Contributor",
+              IDENTITY_OPERATOR: "Managed Identity Operator"}
+# What the identity of each role class may do, written out here (not computed by clusterctl): every node reads
+# the config container and the munge key's secret; the accounting hosts (slurmdbd) alone the database password's;
+# the Slurm controllers of a cluster with elastic groups alone create VMs and their NICs in the resource group
+# and assign the compute identity (the one the elastic VMs run with) to them.
+READS_CONFIG = ("Storage Blob Data Reader", "config container")  # the container, not the account
+READS_MUNGE = ("Key Vault Secrets User", "secret munge-key")  # the one secret, not the vault
+READS_DBPASS = ("Key Vault Secrets User", "secret slurmdbd-password")
+MANAGES_VMS = ("Virtual Machine Contributor", "resource group")
+MANAGES_NICS = ("Network Contributor", "resource group")
+ASSIGNS_COMPUTE = ("Managed Identity Operator", "identity compute")
+AZURE_GRANTS = {  # (role class, static or elastic cluster) -> the exact role assignments of its identity
+    ("compute", "static"): {READS_CONFIG, READS_MUNGE},
+    ("compute", "elastic"): {READS_CONFIG, READS_MUNGE},
+    ("login", "static"): {READS_CONFIG, READS_MUNGE},
+    ("login", "elastic"): {READS_CONFIG, READS_MUNGE},
+    ("accounting", "static"): {READS_CONFIG, READS_MUNGE, READS_DBPASS},
+    ("accounting", "elastic"): {READS_CONFIG, READS_MUNGE, READS_DBPASS},
+    ("controller", "static"): {READS_CONFIG, READS_MUNGE},
+    ("controller", "elastic"): {READS_CONFIG, READS_MUNGE, MANAGES_VMS, MANAGES_NICS, ASSIGNS_COMPUTE},
+    ("controller-accounting", "static"): {READS_CONFIG, READS_MUNGE, READS_DBPASS},
+    ("controller-accounting", "elastic"): {READS_CONFIG, READS_MUNGE, READS_DBPASS, MANAGES_VMS, MANAGES_NICS,
+                                           ASSIGNS_COMPUTE},
+}
 
 
-def _check_identities(spec, rec, vms_by_host: dict, expected_classes: dict[str, list[str]]):
+def _named_assignments(rec, cluster: str) -> dict[str, set[tuple[str, str]]]:
+    """principal id -> {(role name, scope)} of every role assignment, the role by its built-in GUID (ROLE_NAMES)
+    and the scope by what it is: the config container, a Key Vault secret, the resource group, an identity."""
     (container,) = _of_component(rec, "azure-native:storage:BlobContainer", "ConfigStore")
-    secrets = {r.inputs["secretName"]: r.outputs["id"] for r in rec.of_type(SECRET)}
     (rg,) = rec.of_type("azure-native:resources:ResourceGroup")
-    idents = {r.inputs["resourceName"]: r for r in rec.of_type(IDENTITY)}
-    assert sorted(idents) == sorted(f"{spec.cluster}-{c}" for c in expected_classes)
-    ids = {"container": container.outputs["id"], "munge": secrets["munge-key"],
-           "dbpass": secrets["slurmdbd-password"], "rg": rg.outputs["id"],
-           "compute-identity": idents[f"{spec.cluster}-compute"].outputs["id"]}
-    elastic = any(g.elastic for g in spec.groups)
-    for cls, hosts in expected_classes.items():
-        ident = idents[f"{spec.cluster}-{cls}"]
-        for h in hosts:
-            if h in vms_by_host:
-                assert _identity_of(rec, vms_by_host[h]).urn == ident.urn, h
-        caps = identity.needs("azure", controller=set(hosts) <= set(spec.controllers), elastic=elastic)
-        got = {(r.inputs["roleDefinitionId"], r.inputs["scope"]) for r in rec.of_type(ASSIGNMENT)
-               if r.inputs["principalId"] == ident.outputs["principalId"]}
-        assert got == _expected_grants(rec, spec, caps, hosts, ids), cls
-        for r in rec.of_type(ASSIGNMENT):
-            assert r.inputs["principalType"] == "ServicePrincipal"
+    scopes = {container.outputs["id"]: "config container", rg.outputs["id"]: "resource group"}
+    scopes |= {r.outputs["id"]: f"secret {r.inputs['secretName']}" for r in rec.of_type(SECRET)}
+    scopes |= {r.outputs["id"]: f"identity {r.inputs['resourceName'].removeprefix(cluster + '-')}"
+               for r in rec.of_type(IDENTITY)}
+    prefix = f"/subscriptions/{SUBSCRIPTION}/providers/Microsoft.Authorization/roleDefinitions/"
+    out: dict[str, set] = {}
+    for r in rec.of_type(ASSIGNMENT):
+        assert r.inputs["principalType"] == "ServicePrincipal"
+        role = r.inputs["roleDefinitionId"]
+        role = ROLE_NAMES.get(role.removeprefix(prefix), role) if role.startswith(prefix) else role
+        out.setdefault(r.inputs["principalId"], set()).add((role, scopes.get(r.inputs["scope"], r.inputs["scope"])))
+    return out
 
 
-def test_identity_per_role_class_with_what_identity_needs(booted):
-    spec, _out, rec = booted
+def _check_identities(spec, rec, mode: str, expected: dict[str, tuple[str, list[str]]]):
+    """expected: identity (``<cluster>-`` left off) -> (the role class of its hosts, its hosts)."""
     vms = {r.inputs["vmName"]: r for r in rec.of_type(VM)}
-    _check_identities(spec, rec, vms, {"compute": list(spec.groups[0].hostnames), "controller": ["scheduler01"],
-                                       "login": ["login01"]})
+    idents = {r.inputs["resourceName"]: r for r in rec.of_type(IDENTITY)}
+    assert sorted(idents) == sorted(f"{spec.cluster}-{name}" for name in expected)
+    granted = _named_assignments(rec, spec.cluster)
+    for name, (cls, hosts) in expected.items():
+        ident = idents[f"{spec.cluster}-{name}"]
+        for h in hosts:
+            if h in vms:
+                assert _identity_of(rec, vms[h]).urn == ident.urn, h
+        assert granted.get(ident.outputs["principalId"], set()) == AZURE_GRANTS[(cls, mode)], name
+    assert set(granted) <= {i.outputs["principalId"] for i in idents.values()}
+
+
+def test_identity_per_role_class_with_exactly_its_table(booted):
+    spec, _out, rec = booted
+    assert (spec.controllers, spec.accounting) == (("scheduler01",), ("scheduler01",))
+    _check_identities(spec, rec, "static", {"compute": ("compute", list(spec.groups[0].hostnames)),
+                                            "controller": ("controller-accounting", ["scheduler01"]),
+                                            "login": ("login", ["login01"])})
     assert len(rec.of_type(ASSIGNMENT)) == 7  # 3 x (config, munge key) + the controller's database password
 
 
 def test_elastic_controllers_manage_vms_and_pass_only_the_compute_identity(elastic):
     spec, _out, rec = elastic
-    vms = {r.inputs["vmName"]: r for r in rec.of_type(VM)}
-    _check_identities(spec, rec, vms, {"compute": list(spec.groups[0].hostnames), "controller": ["scheduler01"],
-                                       "login": ["login01"]})
+    _check_identities(spec, rec, "elastic", {"compute": ("compute", list(spec.groups[0].hostnames)),
+                                             "controller": ("controller-accounting", ["scheduler01"]),
+                                             "login": ("login", ["login01"])})
     ops = [r for r in rec.of_type(ASSIGNMENT) if r.inputs["roleDefinitionId"].endswith(IDENTITY_OPERATOR)]
     assert len(ops) == 1  # on the compute identity only, held by the controller identity only
+
+
+@pytest.mark.parametrize("mode", ["static", "elastic"])
+def test_every_role_class_is_granted_exactly_its_table(spec, mode):
+    """A host of every role class: the GPU group (elastic or not), scheduler01 slurmctld, scheduler02 slurmctld
+    and slurmdbd, scheduler03 slurmdbd, login01 a login node."""
+    hpc, head, login = spec.groups
+    every = dataclasses.replace(
+        spec, groups=(dataclasses.replace(hpc, elastic=mode == "elastic"),
+                      dataclasses.replace(head, count=3, hostnames=("scheduler01", "scheduler02", "scheduler03")),
+                      login),
+        controllers=("scheduler01", "scheduler02"), accounting=("scheduler02", "scheduler03"))
+    rec = run_program(every, config=CONFIG, secrets=BOOT_SECRETS)
+    _check_identities(every, rec, mode, {"compute": ("compute", list(hpc.hostnames)),
+                                         "login": ("login", ["login01"]),
+                                         "controller": ("controller", ["scheduler01"]),
+                                         "controller-accounting": ("controller-accounting", ["scheduler02"]),
+                                         "accounting": ("accounting", ["scheduler03"])})
 
 
 def test_accounting_hosts_do_not_share_an_identity_with_hosts_that_must_not_read_the_password(spec):
