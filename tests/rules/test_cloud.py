@@ -415,4 +415,42 @@ def test_cloud_identity_kind(value, ok):
 
 
 def test_blueprint_capabilities_are_the_identity_modules():
-    assert set(Capability.__args__) == set(CAPABILITIES)
+    assert set(Capability.__args__) == set(CAPABILITIES) == {
+        "read-config", "read-secrets", "manage-instances", "pass-identity", "write-dns"}
+
+
+READS = {"read-config", "read-secrets"}
+LAUNCHES = {"read-config", "read-secrets", "manage-instances", "pass-identity"}
+RULE_NEEDS = {  # (blueprint, GPU group elastic) -> role -> the capabilities an existing identity of it must grant
+    # written out here, not computed by clusterctl: the head group holds the Slurm controller; only it, and only
+    # when a group is elastic, creates instances and passes them an identity (and on AWS names them in Route 53)
+    ("aws-p5", False): {"compute": READS, "head": READS},
+    ("aws-p5", True): {"compute": READS, "head": LAUNCHES | {"write-dns"}},
+    ("gcp-a3-mega", False): {"compute": READS, "head": READS, "login": READS},
+    ("gcp-a3-mega", True): {"compute": READS, "head": LAUNCHES, "login": READS},
+    ("azure-nd-h100-v5", False): {"compute": READS, "head": READS, "login": READS},
+    ("azure-nd-h100-v5", True): {"compute": READS, "head": LAUNCHES, "login": READS},
+}
+EXISTING = {"aws-p5": PROFILE, "gcp-a3-mega": "gpu-nodes@my-project.iam.gserviceaccount.com",
+            "azure-nd-h100-v5": "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-1/providers/"
+                                "Microsoft.ManagedIdentity/userAssignedIdentities/nodes"}
+
+
+@pytest.mark.parametrize("blueprint, is_elastic", sorted(RULE_NEEDS))
+def test_existing_identities_granting_exactly_the_table_are_enough_and_each_capability_is_needed(blueprint,
+                                                                                               is_elastic):
+    data = shipped(blueprint)
+    if is_elastic:
+        elastic(data)
+    needs = RULE_NEEDS[(blueprint, is_elastic)]
+    assert {g.get("role", "compute") for g in data["node_groups"]} == set(needs)
+    data["cloud"]["identities"] = {role: {"existing": EXISTING[blueprint], "grants": sorted(caps)}
+                                   for role, caps in needs.items()}
+    assert hits(data, "CLOUD011") == []
+    for role, caps in needs.items():
+        for cap in sorted(caps):
+            data["cloud"]["identities"][role]["grants"] = sorted(caps - {cap})
+            (h,) = hits(data, "CLOUD011")
+            assert h.path == ("cloud", "identities", role, "grants")
+            assert f"the {role} nodes need 1 more: {cap} (" in h.message
+        data["cloud"]["identities"][role]["grants"] = sorted(caps)
