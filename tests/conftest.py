@@ -3,7 +3,8 @@
 A test that cannot run here calls :func:`require` (or :func:`require_tool`, :func:`require_module`,
 :func:`require_root`) with what is missing. Locally that is a skip naming it; when ``CI`` is set it is a failure,
 so nothing is skipped silently in CI. No other module of the suite skips, reads ``CI`` or uses ``skipif``
-(tests/test_suite_rules.py holds the suite to that).
+(tests/test_suite_rules.py holds the suite to that). :func:`refresh_requested` is the same rule for the variables
+that rewrite expected files: refused in CI, so a changed expected file always fails there.
 """
 
 from __future__ import annotations
@@ -86,3 +87,12 @@ def require_root(why: str) -> None:
     if os.geteuid() != 0:
         require(f"not running as root ({why})", hint=ROOT_HINT)
 
+
+def refresh_requested(variable: str) -> bool:
+    """Whether environment variable ``variable`` (e.g. CLUSTERCTL_UPDATE_GOLDEN) is ``1``: the test rewrites its
+    expected files. Under ``CI`` the variable set to anything fails the test instead: CI only compares."""
+    value = os.environ.get(variable, "")
+    if value and in_ci():
+        pytest.fail(f"{variable}={value} is set: refreshing expected files is refused in CI (CI only compares; "
+                    "refresh on a developer's machine and commit the reviewed diff)", pytrace=False)
+    return value == "1"

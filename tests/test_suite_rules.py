@@ -2,7 +2,7 @@
 
 - No module skips on its own: no skip call, no ``skipif``/``skip`` mark, no ``importorskip``, no reading of
   ``CI``. Only tests/conftest.py does, in ``require()``, so that in CI a missing tool is a failure, never a skip.
-- ``require()`` behaves as documented with and without ``CI``.
+- ``require()`` and ``refresh_requested()`` behave as documented with and without ``CI``.
 
 tests/golden holds rendered files, not the suite's code, and is not read.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import require, require_tool
+from tests.conftest import refresh_requested, require, require_tool
 
 TESTS = Path(__file__).resolve().parent
 CONFTEST = TESTS / "conftest.py"
@@ -98,3 +98,17 @@ def test_require_skips_locally_and_fails_under_ci(monkeypatch):
     with pytest.raises(pytest.fail.Exception, match="no-such-tool-clusterctl is not installed"):
         require_tool("no-such-tool-clusterctl")
     assert require_tool("python3")
+
+
+def test_refresh_is_refused_under_ci(monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("CLUSTERCTL_UPDATE_GOLDEN", raising=False)
+    assert not refresh_requested("CLUSTERCTL_UPDATE_GOLDEN")
+    monkeypatch.setenv("CLUSTERCTL_UPDATE_GOLDEN", "1")
+    assert refresh_requested("CLUSTERCTL_UPDATE_GOLDEN")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="refreshing expected files is refused in CI"):
+        refresh_requested("CLUSTERCTL_UPDATE_GOLDEN")
+    monkeypatch.setenv("CLUSTERCTL_UPDATE_GOLDEN", "0")  # set at all: refused, whatever the value
+    with pytest.raises(pytest.fail.Exception):
+        refresh_requested("CLUSTERCTL_UPDATE_GOLDEN")
