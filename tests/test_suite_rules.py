@@ -2,6 +2,8 @@
 
 - No module skips on its own: no skip call, no ``skipif``/``skip`` mark, no ``importorskip``, no reading of
   ``CI``. Only tests/conftest.py does, in ``require()``, so that in CI a missing tool is a failure, never a skip.
+- ``time.sleep`` only inside a loop (a poll with a deadline): a test waits for the event, not for a time that is
+  "long enough" (tests/e2e, run separately, is not held to it).
 - ``require()`` and ``refresh_requested()`` behave as documented with and without ``CI``.
 
 tests/golden holds rendered files, not the suite's code, and is not read.
@@ -66,6 +68,23 @@ def skip_violations(source: str) -> list[str]:
     return found
 
 
+def unlooped_sleeps(source: str) -> list[int]:
+    """Lines of ``time.sleep``/``sleep`` calls not inside a ``while`` or ``for`` of their own function."""
+    lines = []
+
+    def visit(node: ast.AST, in_loop: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                visit(child, False)
+                continue
+            if isinstance(child, ast.Call) and _dotted(child.func) in ("time.sleep", "sleep") and not in_loop:
+                lines.append(child.lineno)
+            visit(child, in_loop or isinstance(child, (ast.While, ast.For)))
+
+    visit(ast.parse(source), False)
+    return lines
+
+
 def test_no_module_but_the_root_conftest_skips_or_reads_ci():
     offenders = {}
     for path in suite_modules():
@@ -84,6 +103,22 @@ def test_the_skip_rule_sees_every_form():
     for sample in samples:
         assert skip_violations(sample), sample
     assert skip_violations("pytest.fail('x'); os.environ.get('CIX'); env = {'CI': ''}; pytest.skip.Exception") == []
+
+
+def test_sleeps_are_polls_outside_e2e():
+    offenders = {}
+    for path in suite_modules():
+        if (TESTS / "e2e") not in path.parents:
+            lines = unlooped_sleeps(path.read_text())
+            if lines:
+                offenders[str(path.relative_to(TESTS.parent))] = lines
+    assert offenders == {}, "wait for the event (tests.helpers.wait_until), not for a fixed time"
+
+
+def test_the_sleep_rule_sees_a_sleep_outside_a_loop():
+    assert unlooped_sleeps("import time\ntime.sleep(1)\n") == [2]
+    assert unlooped_sleeps("def f():\n    while True:\n        time.sleep(1)\n") == []
+    assert unlooped_sleeps("while True:\n    def f():\n        time.sleep(1)\n") == [3]
 
 
 def test_require_skips_locally_and_fails_under_ci(monkeypatch):

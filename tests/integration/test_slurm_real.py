@@ -340,15 +340,25 @@ def _cgroup_dirs() -> set[Path]:
 
 def _remove_cgroups(paths: set[Path]) -> None:
     """Remove the cgroups the test's slurmd created, deepest first. A process still in one was started by
-    those slurmd (a step daemon of a job that did not end) and is killed by its PID first."""
-    for top in paths:
-        for procs in top.rglob("cgroup.procs"):
-            for pid in procs.read_text().split():
+    those slurmd (a step daemon of a job that did not end) and is killed by its PID first; the removal waits
+    until the cgroups hold no process (up to 10 s)."""
+    deadline = time.monotonic() + 10
+    while True:
+        pids = []
+        for top in paths:
+            for procs in top.rglob("cgroup.procs"):
                 try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except (ProcessLookupError, ValueError):
+                    pids += procs.read_text().split()
+                except OSError:  # removed meanwhile
                     pass
-    time.sleep(0.2 if paths else 0)
+        if not pids or time.monotonic() > deadline:
+            break
+        for pid in pids:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+        time.sleep(0.05)
     for top in paths:
         for d in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)) + [top]:
             try:
