@@ -6,6 +6,7 @@ import copy
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import yaml
@@ -65,3 +66,13 @@ def cli(*args: str, cwd: Path = REPO, input: str | None = None,
     """Run the real command line in a subprocess (``env``: variables set on top of this process's)."""
     return subprocess.run([sys.executable, "-m", "clusterctl", *args], cwd=cwd, capture_output=True, text=True,
                           input=input, timeout=120, env=None if env is None else {**os.environ, **env})
+
+
+def wait_until(condition, what: str, timeout: float = 30, interval: float = 0.05) -> None:
+    """Poll ``condition()`` until it is true; an AssertionError naming ``what`` after ``timeout`` seconds. Tests
+    wait for the event itself this way, never for a fixed time that is "long enough"."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)

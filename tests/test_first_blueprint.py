@@ -2,7 +2,8 @@
 command line: every step's YAML is appended to (or replaces a section of) first.yaml, validated, and its exit
 code and output must be what the doc shows; every section example validates inside the shipped blueprint it
 names. After a change to messages or rules, rewrite the doc's outputs with
-CLUSTERCTL_UPDATE_DOCS=1 python3 -m pytest -q tests/test_first_blueprint.py, then read the diff and the prose."""
+CLUSTERCTL_UPDATE_DOCS=1 python3 -m pytest -q tests/test_first_blueprint.py, then read the diff and the prose
+(refused under ``CI``: tests/conftest.py, refresh_requested)."""
 
 from __future__ import annotations
 
@@ -15,13 +16,13 @@ from pathlib import Path
 import yaml
 
 from clusterctl.blueprint.model import Blueprint
+from tests.conftest import refresh_requested
 from tests.helpers import BLUEPRINTS, REPO
 
 WALKTHROUGH = REPO / "docs" / "first-blueprint.md"
 REFERENCE = REPO / "docs" / "blueprint.md"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.S | re.M)
 COMMAND = "$ clusterctl validate first.yaml"
-UPDATE = os.environ.get("CLUSTERCTL_UPDATE_DOCS") == "1"
 
 
 def _sections(text: str) -> list[tuple[str, str]]:
@@ -88,6 +89,7 @@ def _section_examples() -> dict[str, str]:
 
 
 def test_walkthrough_and_section_examples_validate(tmp_path):
+    update = refresh_requested("CLUSTERCTL_UPDATE_DOCS")
     steps, whole = _walkthrough()
     assert len(steps) >= 8, "the walkthrough has a step per section"
     files, text = {}, ""
@@ -112,19 +114,19 @@ def test_walkthrough_and_section_examples_validate(tmp_path):
 
     doc = WALKTHROUGH.read_text()
     assert whole is not None, "the doc ends with the whole file"
-    if UPDATE:  # from the end of the doc backwards, so that the offsets still hold
+    if update:  # from the end of the doc backwards, so that the offsets still hold
         doc = doc[:whole.start(2)] + text + doc[whole.end(2):]
     else:
         assert whole.group(2) == text, "'The whole file' is the steps put together"
     for n, (block, console) in reversed(list(enumerate(steps, 1))):
         rc, out = results[f"step{n:02d}"]
         shown = _console(rc, out)
-        if UPDATE:
+        if update:
             doc = doc[:console.start(2)] + shown + doc[console.end(2):]
         else:
             assert console.group(2) == shown, f"step {n} of docs/first-blueprint.md shows other output than " \
                 "clusterctl gives (CLUSTERCTL_UPDATE_DOCS=1 rewrites it)"
-    if UPDATE:
+    if update:
         WALKTHROUGH.write_text(doc)
     last_rc, last_out = results[f"step{len(steps):02d}"]
     assert last_rc == 0 and last_out.startswith("first.yaml: valid: 0 error(s), 0 warning(s)"), last_out

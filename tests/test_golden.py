@@ -4,14 +4,14 @@ Refresh after an intended change with:
 
     CLUSTERCTL_UPDATE_GOLDEN=1 python -m pytest tests/test_golden.py
 
-and review the diff like code. The Ansible roles copied into ``ansible/roles/`` and the node programs copied into
+and review the diff like code. Under ``CI`` the variable fails the test instead (tests/conftest.py,
+refresh_requested): CI only compares. The Ansible roles copied into ``ansible/roles/`` and the node programs copied into
 ``cloud/bin/`` are not stored again here; separate tests check they are byte-identical copies of the top-level
 ``roles/`` and of ``clusterctl/cloud/node/``.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 
 import pytest
@@ -20,10 +20,10 @@ from clusterctl.blueprint.load import load_blueprint
 from clusterctl.plan import expand
 from clusterctl.resources import data_dir
 from clusterctl.targets import TARGETS, render_targets
+from tests.conftest import refresh_requested
 from tests.helpers import BLUEPRINTS, REPO
 
 GOLDEN = REPO / "tests" / "golden"
-UPDATE = os.environ.get("CLUSTERCTL_UPDATE_GOLDEN") == "1"
 SHIPPED = sorted(p.stem for p in BLUEPRINTS.glob("*.yaml"))
 
 
@@ -39,7 +39,7 @@ def stored(files: dict[str, str]) -> dict[str, str]:
 def test_golden(name):
     files = stored(rendered(name))
     base = GOLDEN / name
-    if UPDATE:
+    if refresh_requested("CLUSTERCTL_UPDATE_GOLDEN"):
         shutil.rmtree(base, ignore_errors=True)
         for path, text in files.items():
             (base / path).parent.mkdir(parents=True, exist_ok=True)

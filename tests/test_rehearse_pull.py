@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from clusterctl.rehearse.pull import host_batches
 from clusterctl.source import load_yaml_file
 from clusterctl.targets import render_targets
 from clusterctl.targets.ansible import pull_batches
+from tests.conftest import require, require_tool
 
 REPO = Path(__file__).resolve().parents[1]
 ROLE = REPO / "roles" / "ansible_pull"
@@ -155,9 +155,9 @@ PLAYBOOK = """\
 """
 
 
-@pytest.mark.skipif(not Path("/usr/bin/ansible-playbook").exists() or not shutil.which("git"),
-                    reason="Debian's ansible-core and git (scripts/test installs them)")
 def test_the_script_fetches_applies_the_released_version_only_and_writes_its_status(tmp_path):
+    require("" if Path("/usr/bin/ansible-playbook").exists() else "Debian's ansible-core is not installed")
+    require_tool("git")
     s = _script()
     work, bare, state, out = tmp_path / "work", tmp_path / "remote.git", tmp_path / "state", tmp_path / "marker"
     subprocess.run(["git", "init", "--bare", "-q", "-b", "main", str(bare)], check=True)
@@ -217,7 +217,7 @@ def test_the_pull_rehearsal_points_the_blueprint_at_the_controller_and_rolls_v2_
     from clusterctl.rehearse.variant import installed_slurm
 
     if installed_slurm() is None:
-        pytest.skip("no slurmd on this machine (scripts/test installs slurm-wlm)")
+        require("no slurmd on this machine (Debian slurm-wlm)")
     path = REPO / "blueprints" / "lab-2node.yaml"
     reh = build("pull", path, expand(load_blueprint_text(path.read_text(), str(path))), tmp_path / "r", 2,
                 render_targets)

@@ -15,7 +15,6 @@ import stat
 import subprocess
 import sys
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
@@ -23,6 +22,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from tests.cloud.nodeprog import NODE, calls, env_with, fake_bin, tar_gz
+from tests.helpers import wait_until
 
 PROGRAM = NODE / "bootstrap.py"
 MUNGE = "bXVuZ2Uta2V5LXZhbHVlLXNlY3JldC0xMjM0NTY3ODkw"
@@ -146,8 +146,11 @@ def test_waits_for_an_object_written_after_the_instance_started(node):
     (root.parent / "munge.key").write_text(MUNGE + "\n")
     cfg = settings("aws", f"file://{obj}", {"vault_munge_key": {"file": str(root.parent / "munge.key")}})
 
-    def later():
-        time.sleep(1.5)
+    log_file = root / "var/log/clusterctl-bootstrap.log"
+
+    def later():  # once the program has looked for the object and not found it
+        wait_until(lambda: log_file.exists() and "waiting for file://" in log_file.read_text(),
+                   "the program to wait for the object")
         obj.parent.mkdir()
         obj.write_bytes(bundle())
     t = threading.Thread(target=later)
@@ -280,6 +283,13 @@ def test_azure_blob_and_key_vault_through_the_managed_identity(node):
     no_secret_anywhere(root, state, MUNGE)
 
 
+def waits_for_flock(pid: int, path: Path) -> bool:
+    """Whether process ``pid`` is blocked on an flock of ``path``: a ``->`` line of /proc/locks."""
+    inode = f":{os.stat(path).st_ino} "
+    return any(line.split()[1] == "->" and f" {pid} " in line and inode in line
+               for line in Path("/proc/locks").read_text().splitlines())
+
+
 def test_a_second_run_waits_for_the_first(node):
     root, state, bin_dir = node
     put_object(state, "bkt", bundle())
@@ -293,7 +303,8 @@ def test_a_second_run_waits_for_the_first(node):
         fcntl.flock(lock, fcntl.LOCK_EX)
         proc = subprocess.Popen([sys.executable, str(PROGRAM), "--root", str(root)], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=env_with(bin_dir, state))
-        time.sleep(1.0)
+        wait_until(lambda: proc.poll() is not None or waits_for_flock(proc.pid, lock_dir / "bootstrap.lock"),
+                   "the second run to wait for the lock")
         assert proc.poll() is None and calls(state) == []  # waiting on the lock, nothing fetched
     assert proc.wait(timeout=120) == 0
     assert os.path.exists(lock_dir / "bootstrap-status.json")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -13,21 +12,15 @@ import pytest
 
 import yaml
 
+from tests.conftest import require_tool
 from tests.helpers import REPO, cli
 
 BLUEPRINT = "blueprints/aws-p5.yaml"
 OUTPUTS = Path(__file__).resolve().parent / "data" / "aws-p5.outputs.json"
-CI = bool(os.environ.get("CI"))
 
 
 def ansible_inventory() -> str:
-    path = shutil.which("ansible-inventory")
-    if path is None:
-        message = "ansible-inventory (ansible-core) is not installed"
-        if CI:
-            pytest.fail(message + "; CI must have it (scripts/test installs it)")
-        pytest.skip(message)
-    return path
+    return require_tool("ansible-inventory")
 
 
 def outputs() -> dict:

@@ -20,9 +20,8 @@ import yaml
 from clusterctl.cloud.node import cloud_config as generator
 from clusterctl.targets.cloud_node import PROGRAMS
 from tests.cloud.nodeprog import NODE, calls, fake_bin
+from tests.conftest import require_tool
 
-SCONTROL = shutil.which("scontrol")
-pytestmark = pytest.mark.skipif(SCONTROL is None, reason="needs Slurm's scontrol (Debian slurm-client)")
 MUNGE = "bXVuZ2Uta2V5LXZhbHVlLXNlY3JldC0xMjM0NTY3ODkw"
 
 FAKE_SCONTROL = """#!/bin/sh
@@ -54,6 +53,7 @@ def stack(provider: str) -> dict:
 @pytest.fixture
 def controller(tmp_path):
     """(run, root, state, bin_dir): run(action, hostlist, provider) -> CompletedProcess"""
+    scontrol = require_tool("scontrol", hint="Debian slurm-client; `bash scripts/test` installs it")
     root, state = tmp_path / "root", tmp_path / "cloud"
     sbin = root / "usr/local/sbin"
     sbin.mkdir(parents=True)
@@ -64,7 +64,7 @@ def controller(tmp_path):
     for name in ("clusterctl-resume", "clusterctl-suspend", "clusterctl-resume-fail"):
         (sbin / name).symlink_to("clusterctl-power-save")
     bin_dir = fake_bin(tmp_path, hostname=False)
-    (bin_dir / "scontrol").write_text(FAKE_SCONTROL.format(real=SCONTROL))
+    (bin_dir / "scontrol").write_text(FAKE_SCONTROL.format(real=scontrol))
     (bin_dir / "scontrol").chmod(0o755)
     (bin_dir / "slurm.conf").write_text("ClusterName=c1\nSlurmctldHost=head01\n")
     (state / "secrets.json").write_text(json.dumps({"/clusterctl/c1/munge-key": MUNGE}))

@@ -4,8 +4,8 @@
   blueprint (nor to an A3 Ultra variant).
 * The role converges for real (ansible-playbook, connection local) with its install paths moved into a temporary
   directory: the two pieces are byte-for-byte the files under tests/cloud/data/gcp_tcpxo/ (regenerate with
-  CLUSTERCTL_UPDATE_GOLDEN=1 and review the diff), mode 0755, ``bash -n`` clean; a second converge changes
-  nothing; an image value with shell syntax in it stays one quoted word.
+  CLUSTERCTL_UPDATE_GOLDEN=1 and review the diff; refused under CI), mode 0755, ``bash -n`` clean; a second
+  converge changes nothing; an image value with shell syntax in it stays one quoted word.
 * ``ansible-lint --profile production`` on the role.
 * The nccl target's A3 Mega env file sources the profile from the directory the prolog installs it into.
 
@@ -15,7 +15,6 @@ hardware; the scripts are tested as text (docs/cloud.md).
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import subprocess
@@ -27,6 +26,7 @@ from clusterctl.targets import render_targets
 from clusterctl.targets import yamlout
 from clusterctl.targets.nccl.gcp_gpudirect import TCPXO_LIB
 from tests.cloud.test_hostnames import BLUEPRINTS as CLOUD_BLUEPRINTS
+from tests.conftest import refresh_requested
 from tests.helpers import BLUEPRINTS, REPO, plan_of, shipped
 from tests.roles import local_converge
 
@@ -82,7 +82,7 @@ def test_rendered_piece_is_exactly_the_expected_script(converged, kind):
     path = root / "etc" / f"{kind}.d" / "50-rxdm"
     text = path.read_text()
     expected = DATA / f"50-rxdm.{kind}"
-    if os.environ.get("CLUSTERCTL_UPDATE_GOLDEN"):
+    if refresh_requested("CLUSTERCTL_UPDATE_GOLDEN"):
         expected.parent.mkdir(parents=True, exist_ok=True)
         expected.write_text(text)
     assert text == expected.read_text()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 
 from clusterctl.rehearse.nodes import rehearsal_id
 from clusterctl.rehearse.state import load
+from tests.conftest import require_tool
 from tests.e2e.conftest import require_rehearsal
 
 pytestmark = pytest.mark.e2e
@@ -26,11 +26,7 @@ STEPS = ("create", "converge", "idempotence", "verify", "destroy")
 @pytest.fixture(autouse=True)
 def _capable():
     require_rehearsal()
-    if shutil.which("molecule") is None:
-        reason = "molecule is not installed (pip install '.[test]')"
-        if os.environ.get("CI"):
-            pytest.fail(reason + " [CI is set: this must not be skipped]")
-        pytest.skip(reason)
+    require_tool("molecule")
 
 
 def molecule(role: str, eph: Path, *args: str) -> subprocess.CompletedProcess:

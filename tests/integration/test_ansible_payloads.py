@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +29,7 @@ import pytest
 from clusterctl.blueprint.load import load_blueprint
 from clusterctl.plan import expand
 from clusterctl.targets import ansible, yamlout
+from tests.conftest import require_tool
 from tests.helpers import BLUEPRINTS
 from tests.targets.inject import inject
 
@@ -56,12 +56,7 @@ TEMPLATES = {"clusterctl_render_dir", "munge_key", "slurmdbd_storage_pass"}
 
 
 def _playbook() -> str:
-    path = shutil.which("ansible-playbook")
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("ansible-playbook is not installed")
-        pytest.skip("ansible-playbook is not installed")
-    return path
+    return require_tool("ansible-playbook")
 
 
 def _plan():

@@ -45,10 +45,10 @@ import yaml
 from clusterctl import hostlist
 from clusterctl.blueprint.load import load_blueprint
 from clusterctl.plan import expand
+from tests.conftest import require, require_tool
 from tests.helpers import BLUEPRINTS, REPO, lab, to_yaml
 
 SHIPPED = sorted(p.stem for p in BLUEPRINTS.glob("*.yaml"))
-CI = bool(os.environ.get("CI"))
 HARDWARE_ROLES = "doca_ofed,nvidia_driver,dcgm,enroot_pyxis"
 LOCAL_HOSTS = {"gpu01": "gpu", "head01": "head", "login01": "login"}
 """inventory host -> node group; all three are this machine"""
@@ -68,13 +68,7 @@ DESELECT = "not hardware and not services and not mounts and not kernel"
 
 
 def tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        message = f"{name} is not installed (pip install '.[test]')"
-        if CI:
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
+    return require_tool(name)
 
 
 def run(args: list[str], cwd: Path, timeout: int = 300, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -172,9 +166,7 @@ def installed_slurm_release() -> str:
     m = re.search(r"(\d{2})\.(\d{2})\.\d+", text)
     if m is None:
         message = f"cannot tell which Slurm release this machine has or would install: {text!r}"
-        if CI:
-            pytest.fail(message)
-        pytest.skip(message)
+        require(message)
     return f"{m.group(1)}.{m.group(2)}"
 
 
@@ -218,9 +210,7 @@ def converged(tmp_path_factory, restored_files):
     vault = tool("ansible-vault")
     if os.geteuid() != 0:
         message = "the converge installs packages and writes /etc: run as root"
-        if CI:
-            pytest.fail(message)
-        pytest.skip(message)
+        require(message, hint="")
     if not Path("/usr/bin/python3").is_file():
         pytest.fail("the converge runs modules with /usr/bin/python3 (Debian's python3 with python3-apt)")
     base = tmp_path_factory.mktemp("converge")
@@ -306,9 +296,7 @@ def guarded(tmp_path_factory):
     playbook = tool("ansible-playbook")
     if os.geteuid() != 0:
         message = "site.yml runs with become: run as root"
-        if CI:
-            pytest.fail(message)
-        pytest.skip(message)
+        require(message, hint="")
     installed = installed_slurm_release()
     rendered_for = other_release(installed)
     base = tmp_path_factory.mktemp("guard")

@@ -22,6 +22,7 @@ import pytest
 
 from clusterctl.targets.cloud_node import PROGRAMS
 from tests.cloud.nodeprog import FAKE_CLOUD, NODE, calls
+from tests.conftest import require
 from tests.integration.test_slurm_real import free_ports
 
 pytestmark = pytest.mark.slurm
@@ -30,10 +31,8 @@ NEEDED = ("munged", "slurmctld", "scontrol", "sbatch", "squeue")
 
 def _require() -> None:
     missing = [n for n in NEEDED if shutil.which(n) is None]
-    problems = ([f"missing {', '.join(missing)}"] if missing else []) + \
-        (["not running as root (munged needs it)"] if os.geteuid() != 0 else [])
-    if problems:
-        (pytest.fail if os.environ.get("CI") else pytest.skip)("; ".join(problems))
+    require(([f"missing {', '.join(missing)} (Debian slurm-wlm munge)"] if missing else []) +
+            (["not running as root (munged needs it)"] if os.geteuid() != 0 else []))
 
 
 WRAPPER = """#!/bin/sh

@@ -20,30 +20,23 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import require, require_tool
 from tests.helpers import REPO
 
-CI = bool(os.environ.get("CI"))
 PACKAGES = ("slurmd", "slurm-client", "libslurm38", "slurm-wlm-basic-plugins")
-
-
-def _need(tool: str) -> None:
-    if shutil.which(tool) is None:
-        if CI:
-            pytest.fail(f"{tool} is not installed")
-        pytest.skip(f"{tool} is not installed")
 
 
 def _installed_version(package: str) -> str:
     r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True)
     if r.returncode != 0 or not r.stdout:
-        _need(f"{package} (dpkg)")
+        require(f"Debian package {package} is not installed")
     return r.stdout
 
 
 @pytest.fixture(scope="module")
 def debs(tmp_path_factory) -> tuple[Path, str]:
     for tool in ("ansible-playbook", "apt-get", "dpkg-scanpackages"):
-        _need(tool)
+        require_tool(tool)
     version = _installed_version("slurmd")
     out = tmp_path_factory.mktemp("slurm-debs")
     for name in PACKAGES:

@@ -10,20 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from clusterctl.targets import yamlout
+from tests.conftest import require_tool
 from tests.helpers import REPO
 
 
 def tool(name: str) -> str:
-    """The path of an Ansible tool; skipped when missing, a failure in CI."""
-    path = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{name} is not installed")
-        pytest.skip(f"{name} is not installed (the test extras install ansible-core and ansible-lint)")
-    return path
+    """The path of an Ansible tool (tests/conftest.py: missing is a skip, a failure in CI)."""
+    return require_tool(name)
 
 
 def converge(role: str, root: Path, variables: dict) -> subprocess.CompletedProcess:

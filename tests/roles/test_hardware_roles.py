@@ -13,8 +13,8 @@ What runs here, on a machine without GPUs, RDMA adapters or network access to NV
   refused by its checksum. Check mode cannot show that (``get_url`` only sends HEAD there).
 
 The playbooks of all roles run concurrently, once per module (``role_runs``). Nothing outside the
-temporary directories is changed: check mode everywhere except the download run. In CI (``CI`` set) a
-missing ansible-playbook or ansible-lint is a failure, not a skip.
+temporary directories is changed: check mode everywhere except the download run. A missing ansible-playbook or
+ansible-lint is a skip, and a failure in CI (tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -25,36 +25,18 @@ import platform
 import re
 import shutil
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.conftest import require_root, require_tool
+
 REPO = Path(__file__).resolve().parents[2]
 ROLES_DIR = REPO / "roles"
 ROLES = ("nvidia_driver", "nvidia_imex", "doca_ofed", "dcgm", "enroot_pyxis")
 DEB_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
-
-
-def _tool(name: str) -> str:
-    """The path of an Ansible command: on PATH, or installed beside this Python (a venv not activated)."""
-    path = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
-    if path is None:
-        message = f"{name} is not installed (the test extras install ansible-core and ansible-lint)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
-
-
-def _require_root() -> None:
-    if os.geteuid() != 0:
-        message = "the check-mode role runs need root (apt simulation and reads of root-owned files)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
 
 
 def _has_pci_device(vendor: str, classes: tuple[str, ...] = ()) -> bool:
@@ -127,7 +109,7 @@ def test_galaxy_layout_and_named_tagged_tasks(role):
 
 
 def test_ansible_lint_production_profile(tmp_path):
-    lint = _tool("ansible-lint")
+    lint = require_tool("ansible-lint")
     project = tmp_path / "project"
     # included roles: node_drain by nvidia_driver (tasks_from drain / resume), internal_common by every role here but
     # nvidia_imex (tasks_from preflight / cuda_repo)
@@ -236,7 +218,7 @@ def _playbook_command(workdir: Path, role: str, cases: dict[str, dict], check: b
         'localhost ansible_connection=local ansible_python_interpreter="{{ ansible_playbook_python }}"\n'
     )
     options = (["--check", "--diff"] if check else []) + (["--tags", tags] if tags else [])
-    return [_tool("ansible-playbook"), *options, "-i", str(workdir / "inventory.ini"), str(playbook)]
+    return [require_tool("ansible-playbook"), *options, "-i", str(workdir / "inventory.ini"), str(playbook)]
 
 
 def _run_all(jobs: dict[str, tuple[Path, str, dict, bool, str | None]]) -> dict[str, RoleRun]:
@@ -398,8 +380,8 @@ def _download_cases(fx: dict) -> dict[str, dict]:
 @pytest.fixture(scope="module")
 def role_runs(tmp_path_factory) -> dict[str, tuple[RoleRun, dict, dict]]:
     """Every role's playbook, run concurrently once for the module: name -> (run, cases, fixtures)."""
-    _tool("ansible-playbook")
-    _require_root()
+    require_tool("ansible-playbook")
+    require_root("the check-mode role runs simulate apt and read root-owned files")
     root = tmp_path_factory.mktemp("roles")
     fx = _fixtures(root)
     plans = {

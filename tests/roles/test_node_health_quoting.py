@@ -10,7 +10,6 @@ mounts as not mounted, and no payload ran (the marker file never appears).
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 
 from clusterctl.targets import yamlout
 from clusterctl.targets.yamlout import Unsafe
+from tests.conftest import require_tool
 
 REPO = Path(__file__).resolve().parents[2]
 ROLE = REPO / "roles" / "node_health"
@@ -31,11 +31,7 @@ def _payloads(marker: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def rendered_conf(tmp_path_factory):
-    playbook = shutil.which("ansible-playbook")
-    if playbook is None:
-        if os.environ.get("CI"):
-            pytest.fail("ansible-playbook is not installed")
-        pytest.skip("ansible-playbook is not installed")
+    playbook = require_tool("ansible-playbook")
     base = tmp_path_factory.mktemp("node_health")
     marker = base / "pwned"
     mounts = _payloads(marker)

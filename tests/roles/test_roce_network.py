@@ -32,7 +32,7 @@ from clusterctl.blueprint.load import load_blueprint
 from clusterctl.plan import expand
 from clusterctl.targets import render_targets
 from tests.helpers import BLUEPRINTS, REPO, plan_of
-from tests.roles.test_hardware_roles import _tool
+from tests.conftest import require_root, require_tool
 
 HOSTS = ("gpu001", "gpu099", "gpu100", "gpu128")
 
@@ -52,9 +52,8 @@ def plan():
 @pytest.fixture(scope="module")
 def converged(plan, tmp_path_factory):
     """Two runs of the role on HOSTS; returns (work dir, first run, second run)."""
-    if os.geteuid() != 0:
-        pytest.skip("the role writes root-owned files")
-    playbook = _tool("ansible-playbook")
+    require_root("the role writes root-owned files")
+    playbook = require_tool("ansible-playbook")
     work = tmp_path_factory.mktemp("roce")
     (work / "gpu.yml").write_text(render_targets(plan, ["ansible"])["ansible/group_vars/gpu.yml"])
     (work / "gpu6.yml").write_text(render_targets(ipv6_plan(), ["ansible"])["ansible/group_vars/gpu.yml"])
@@ -167,7 +166,7 @@ def test_second_run_changes_nothing(converged):
 
 
 def test_role_passes_ansible_lint_production(tmp_path):
-    lint = _tool("ansible-lint")
+    lint = require_tool("ansible-lint")
     shutil.copytree(REPO / "roles" / "roce_network", tmp_path / "roles" / "roce_network")
     r = subprocess.run([lint, "--profile", "production", "--offline", "roles/roce_network"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=600)

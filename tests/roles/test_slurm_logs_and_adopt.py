@@ -7,7 +7,6 @@ to adopt into from a test), so its PAM lines are checked on the role's parsed ta
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 import pytest
@@ -15,6 +14,7 @@ import yaml
 
 from clusterctl.targets.slurm import LOG_FILES, log_rotation
 from clusterctl.targets import render_targets
+from tests.conftest import require_tool
 from tests.helpers import REPO, plan_of, shipped
 
 ROLES = REPO / "roles"
@@ -33,13 +33,13 @@ def test_slurm_conf_names_the_log_files_the_rotation_rotates():
         assert "reconfig" not in text
 
 
-@pytest.mark.skipif(shutil.which("logrotate") is None, reason="logrotate is not installed (scripts/test installs it)")
 def test_rendered_rotation_rotates_for_real(tmp_path):
+    logrotate = require_tool("logrotate")
     log = tmp_path / "slurmctld.log"
     log.write_text("x" * 2048)
     conf = tmp_path / "slurmctld.rotate"
     conf.write_text(log_rotation(plan_of(shipped("lab-2node")), "slurmctld").replace(LOG_FILES["slurmctld"], str(log)))
-    r = subprocess.run(["logrotate", "--force", "--state", str(tmp_path / "state"), str(conf)],
+    r = subprocess.run([logrotate, "--force", "--state", str(tmp_path / "state"), str(conf)],
                        capture_output=True, text=True, timeout=60, check=False)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "slurmctld.log.1").read_text() == "x" * 2048  # delaycompress: the newest stays plain

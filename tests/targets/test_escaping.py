@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import re
-import shutil
 import subprocess
 
 import pytest
@@ -20,6 +19,7 @@ import pytest
 from clusterctl.blueprint.compute import NcclNames
 from clusterctl.targets import RenderError, ansible, render_targets, yamlout
 from clusterctl.targets.common import ConfigValueError, conf_value, jinja_literal, key_values
+from tests.conftest import require_tool
 from tests.helpers import cli, lab, to_yaml
 from tests.targets.inject import lab_plan_with
 
@@ -142,8 +142,8 @@ def test_payload_is_refused_naming_the_field_or_stays_data(field, payload, basel
             assert _key_paths(got) <= _key_paths(expected), (field, payload, path)  # driver branch)
         else:
             assert got == expected, (field, payload, path)
-        if path.endswith(".sh") and shutil.which("bash"):
-            assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0, path
+        if path.endswith(".sh"):
+            assert subprocess.run([require_tool("bash"), "-n"], input=text, text=True).returncode == 0, path
 
 
 @pytest.mark.parametrize("payload", ["a\nb", "a\rb", "a#b", "a=b", "a b", 'a"b', "a\tb", "a\x00b"])

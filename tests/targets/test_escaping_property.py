@@ -15,7 +15,6 @@ class itself.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from collections import Counter
 
@@ -28,6 +27,7 @@ from clusterctl.blueprint.load import load_blueprint
 from clusterctl.errors import BlueprintError
 from clusterctl.plan import expand
 from clusterctl.targets import RenderError, render_targets
+from tests.conftest import require_tool
 from tests.helpers import BLUEPRINTS
 from tests.targets.inject import inject
 from tests.targets.test_escaping import PAYLOADS, _key_paths, nccl_keys, shape
@@ -83,8 +83,8 @@ def _check(name: str, files: dict[str, str]) -> None:
             assert not Counter(got) - Counter(expected), path  # appear: a multiset inclusion
         else:
             assert got == expected, path
-        if path.endswith(".sh") and shutil.which("bash"):
-            assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0, path
+        if path.endswith(".sh"):
+            assert subprocess.run([require_tool("bash"), "-n"], input=text, text=True).returncode == 0, path
 
 
 @settings(derandomize=True, database=None, max_examples=80, deadline=None,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 
 import pytest
@@ -13,6 +12,7 @@ from clusterctl.resources import shipped_blueprints
 from clusterctl.targets import nccl
 from clusterctl.targets.nccl import cloud
 from clusterctl.targets.nccl.settings import CloudProfile, Setting, ShellStep
+from tests.conftest import require_tool
 from tests.helpers import plan_of, shipped
 
 KEY_VALUE = re.compile(r"^[A-Z][A-Z0-9_]*=\S+$")
@@ -187,9 +187,9 @@ def test_gcp_a3_high_uses_the_tcpxo_profile_with_four_nics():
     assert "enp6s0f0,enp12s0f0,enp134s0f0,enp140s0f0" in env  # fallback when PCI detection finds fewer
 
 
-@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 @pytest.mark.parametrize("instance", ["a3-megagpu-8g", "a3-highgpu-8g", "a3-ultragpu-8g"])
 def test_gcp_env_file_is_valid_bash_and_sets_interfaces_without_the_profile(instance, tmp_path):
+    require_tool("bash")
     data = shipped("gcp-a3-mega")
     data["node_types"]["a3mega"]["instance"] = instance
     env = tmp_path / "env.sh"

@@ -1,0 +1,98 @@
+"""The suite's markers and its one way to say "this test needs X" (docs/testing.md, "Skips and requirements").
+
+A test that cannot run here calls :func:`require` (or :func:`require_tool`, :func:`require_module`,
+:func:`require_root`) with what is missing. Locally that is a skip naming it; when ``CI`` is set it is a failure,
+so nothing is skipped silently in CI. No other module of the suite skips, reads ``CI`` or uses ``skipif``
+(tests/test_suite_rules.py holds the suite to that). :func:`refresh_requested` is the same rule for the variables
+that rewrite expected files: refused in CI, so a changed expected file always fails there.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+INSTALL_HINT = "`bash scripts/test` installs it"
+ROOT_HINT = "run the suite as root, as CI does"
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "e2e: boots rehearsal nodes on this machine (root; namespaces, overlay, bridge; Debian "
+                   "openssh-server, openssh-client, iproute2, installed by scripts/test)")
+    config.addinivalue_line(
+        "markers", "integration: starts real daemons and tools on this machine (every test under "
+                   "tests/integration carries it)")
+    config.addinivalue_line(
+        "markers", "slurm: starts real munged and slurmctld (and slurmd) from rendered files (root; Debian "
+                   "slurm-wlm + munge + libpmix-dev, installed by scripts/test)")
+
+
+def pytest_collection_modifyitems(config, items):
+    integration = TESTS / "integration"
+    for item in items:
+        if integration in item.path.parents:
+            item.add_marker(pytest.mark.integration)
+
+
+def in_ci() -> bool:
+    """Whether this run is CI's (the environment variable ``CI`` is set and not empty)."""
+    return bool(os.environ.get("CI"))
+
+
+def require(problems: str | Iterable[str], *, hint: str = INSTALL_HINT) -> None:
+    """Stop the calling test when ``problems`` (one, or a list; empty ones are ignored) name something missing:
+    a skip locally, a failure when ``CI`` is set. ``hint`` says how to get it, appended in parentheses."""
+    found = [problems] if isinstance(problems, str) else list(problems)
+    found = [p for p in found if p]
+    if not found:
+        return
+    reason = "; ".join(found) + (f" ({hint})" if hint else "")
+    if in_ci():
+        pytest.fail(f"{reason} [CI is set: this must not be skipped]", pytrace=False)
+    pytest.skip(reason)
+
+
+def find_tool(name: str) -> str | None:
+    """The path of command ``name``: on PATH, or installed beside this Python (a venv that is not activated)."""
+    return shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
+
+
+def require_tool(name: str, *, hint: str = INSTALL_HINT) -> str:
+    """The path of command ``name`` (see :func:`find_tool`); :func:`require` when there is none."""
+    path = find_tool(name)
+    if path is None:
+        require(f"{name} is not installed", hint=hint)
+    return path
+
+
+def require_module(name: str, *, hint: str = INSTALL_HINT) -> ModuleType:
+    """Python module ``name``, imported; :func:`require` when it cannot be."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        require(f"Python module {name} cannot be imported ({exc})", hint=hint)
+
+
+def require_root(why: str) -> None:
+    """:func:`require` running as root; ``why`` says what needs it."""
+    if os.geteuid() != 0:
+        require(f"not running as root ({why})", hint=ROOT_HINT)
+
+
+def refresh_requested(variable: str) -> bool:
+    """Whether environment variable ``variable`` (e.g. CLUSTERCTL_UPDATE_GOLDEN) is ``1``: the test rewrites its
+    expected files. Under ``CI`` the variable set to anything fails the test instead: CI only compares."""
+    value = os.environ.get(variable, "")
+    if value and in_ci():
+        pytest.fail(f"{variable}={value} is set: refreshing expected files is refused in CI (CI only compares; "
+                    "refresh on a developer's machine and commit the reviewed diff)", pytrace=False)
+    return value == "1"
