@@ -488,10 +488,10 @@ def rehearse(
     down: Annotated[Optional[Path], typer.Option("--down", metavar="DIR",
                                                  help="stop and remove the rehearsal recorded in DIR, then exit")] = None,
     fmt: Annotated[RehearseFormat, typer.Option("--format", help="human progress, or a JSON summary on stdout")] = RehearseFormat.human,
-    scenario: Annotated[RehearseScenario, typer.Option(
+    scenario: Annotated[Optional[list[RehearseScenario]], typer.Option(
         "--scenario", help="all (every scenario that applies, on one boot); nodes: boot and SSH only; deploy: "
                          "converge site.yml twice, testinfra, srun; version-guard, node-failure, failover, pull, elastic, "
-                         "rolling: docs/rehearse.md")] = RehearseScenario.all,
+                         "rolling: docs/rehearse.md. Repeat it to run several scenarios on one boot")] = None,
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
 ) -> None:
     """Render the blueprint, boot its hosts as isolated nodes on this machine (root; docs/rehearse.md) and
@@ -513,12 +513,13 @@ def rehearse(
             raise typer.Exit(EXIT_OK)
         if blueprint is None:
             raise _misuse("missing BLUEPRINT", "clusterctl rehearse BLUEPRINT [-o DIR], or --down DIR")
+        scenarios = [s.value for s in scenario or [RehearseScenario.all]]
         probe.require()
-        if scenario is not RehearseScenario.nodes:
+        if scenarios != [RehearseScenario.nodes.value]:
             require_packages()
         loaded, v = _validated_or_exit(blueprint, suppress, "not rehearsed")
         try:
-            plan = build(scenario.value, blueprint, v.plan, output, nodes_per_group, render_targets)
+            plan = build(scenarios, blueprint, v.plan, output, nodes_per_group, render_targets)
         except RenderError as exc:
             raise _misuse(f"{loaded.source.file}: cannot render: {exc}",
                           exc.hint or "this needs a rule that reports it at validate time: please report it") from None

@@ -36,11 +36,21 @@ def pytest_configure(config):
                    "slurm-wlm + munge + libpmix-dev, installed by scripts/test)")
 
 
+XDIST_GROUPS = {"e2e": "rehearsals", "integration": "host-daemons"}
+"""tests/<dir> -> the pytest-xdist group its tests run in (scripts/test runs ``-n auto --dist loadgroup``): one
+worker runs the rehearsals one after another (the e2e tests share the lab rehearsal, a session fixture, and two
+rehearsals at once on two cores only make each slower: docs/testing.md, "The budget"), one worker the tests that
+start daemons on this machine, and the other tests spread over every worker."""
+
+
 def pytest_collection_modifyitems(config, items):
     integration = TESTS / "integration"
     for item in items:
         if integration in item.path.parents:
             item.add_marker(pytest.mark.integration)
+        top = item.path.relative_to(TESTS).parts[0] if TESTS in item.path.parents else ""
+        if top in XDIST_GROUPS:
+            item.add_marker(pytest.mark.xdist_group(XDIST_GROUPS[top]))
 
 
 def in_ci() -> bool:

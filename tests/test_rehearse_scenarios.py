@@ -171,3 +171,43 @@ def test_prolog_failure_fails_when_the_prolog_never_drains(monkeypatch):
     _, recorded = run_prolog_failure(monkeypatch, 3)
     [(_, o)] = recorded
     assert o.status == "failed" and "never drained" in o.detail, o
+
+
+def test_several_named_scenarios_run_on_one_boot_in_order_with_their_names(tmp_path):
+    """``--scenario deploy --scenario failover`` (how CI rehearses lab-ha): the two scenarios' steps, named
+    with their scenario as under ``all``, the timeout change before the converge, nothing else."""
+    from clusterctl.blueprint.load import load_blueprint_text
+    from clusterctl.plan import expand
+    from clusterctl.rehearse.suite import build
+    from clusterctl.targets import render_targets
+    from tests.conftest import require
+    from tests.helpers import REPO
+
+    from clusterctl.rehearse.variant import installed_slurm
+
+    require([] if installed_slurm() else ["Slurm's slurmd (Debian slurm-wlm; scripts/test installs it)"])
+    path = REPO / "blueprints" / "lab-ha.yaml"
+    reh = build(["failover", "deploy"], path, expand(load_blueprint_text(path.read_text(), str(path))),
+                tmp_path / "r", 1, render_targets)
+    assert [s.name for s in reh.steps] == ["ssh-check", "failover: failover-timeout", "deploy: converge",
+                                           "deploy: converge-again", "deploy: testinfra", "deploy: srun",
+                                           "failover: failover"]
+    assert reh.info["scenarios"] == {"deploy": "run", "failover": "run"}
+    assert sorted(s.name for s in reh.specs) == ["gpu01", "head01", "head02", "login01"]
+
+
+def test_all_or_nodes_are_not_combined_and_elastic_runs_alone(tmp_path):
+    import pytest
+
+    from clusterctl.blueprint.load import load_blueprint_text
+    from clusterctl.plan import expand
+    from clusterctl.rehearse import RehearsalError
+    from clusterctl.rehearse.suite import build
+    from clusterctl.targets import render_targets
+    from tests.helpers import REPO
+
+    for names, message in ((["all", "deploy"], "not combined"), (["elastic", "deploy"], "runs alone")):
+        path = REPO / "blueprints" / ("lab-cloud.yaml" if "elastic" in names else "lab-2node.yaml")
+        with pytest.raises(RehearsalError, match=message):
+            build(names, path, expand(load_blueprint_text(path.read_text(), str(path))), tmp_path / "r", 1,
+                  render_targets)

@@ -19,7 +19,7 @@ A scenario that does not apply (failover with one controller) is listed with the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -87,10 +87,12 @@ def failover_applies(plan) -> str:
     return ""
 
 
-def build(scenario: str, blueprint: Path, plan, output: Path, per_group: int,
+def build(scenario: str | Sequence[str], blueprint: Path, plan, output: Path, per_group: int,
           render: Callable[[object], dict[str, str]]) -> Rehearsal:
-    """The rehearsal of ``scenario`` (a name of :data:`ORDER`, ``all`` or ``nodes``) for the validated ``plan``
-    of ``blueprint``; ``render`` turns a plan into files. Writes the files as rehearsed into ``output``."""
+    """The rehearsal of ``scenario`` (a name of :data:`ORDER`, ``all`` or ``nodes``, or several names of
+    :data:`ORDER`, run in that order on one boot like ``all`` but without its applicability filter: a named
+    scenario that cannot run is an error) for the validated ``plan`` of ``blueprint``; ``render`` turns a plan
+    into files. Writes the files as rehearsed into ``output``."""
     from clusterctl.rehearse import nodes
     from clusterctl.rehearse.deploy import SHARED_STORAGE, Converge, cluster_of, deploy_steps
     from clusterctl.rehearse.rolling import Rolling, change_blueprint
@@ -111,7 +113,18 @@ def build(scenario: str, blueprint: Path, plan, output: Path, per_group: int,
     from clusterctl.rehearse import elastic as el
 
     installed = installed_slurm()
-    wanted = list(ORDER) if scenario == ALL else [] if scenario == "nodes" else [scenario]
+    names = [scenario] if isinstance(scenario, str) else list(dict.fromkeys(scenario))
+    if len(names) > 1 and not set(names) <= set(ORDER):
+        raise RehearsalError(f"scenarios {', '.join(names)}: 'all' and 'nodes' are not combined with others",
+                             "name several scenarios of: " + ", ".join(ORDER))
+    scenario = names[0] if len(names) == 1 else tuple(n for n in ORDER if n in names)
+    # several scenarios on one boot: steps are named with their scenario, version-guard writes the files back
+    combined = scenario == ALL or not isinstance(scenario, str)
+    wanted = list(ORDER) if scenario == ALL else [] if scenario == "nodes" else [scenario] if isinstance(
+        scenario, str) else list(scenario)
+    if "elastic" in wanted and len(wanted) > 1 and scenario != ALL:
+        raise RehearsalError("the elastic scenario runs alone (its compute nodes come up only through it)",
+                             "rehearse --scenario elastic, or --scenario all")
     skipped: dict[str, str] = {}
     no_elastic = el.applies(plan)
     if scenario == "elastic" and no_elastic:
@@ -135,7 +148,7 @@ def build(scenario: str, blueprint: Path, plan, output: Path, per_group: int,
                 if name in wanted:
                     wanted.remove(name)
                     skipped[name] = "not applicable: no Slurm or no compute nodes"
-    alone = scenario if scenario in ("version-guard",) else ""
+    alone = scenario if scenario == "version-guard" else ""
     from clusterctl.rehearse.pull import adjust_pull, host_batches, pull_source, pull_steps
     source = pull_source(plan) if "pull" in wanted else ""
 
@@ -184,11 +197,11 @@ def build(scenario: str, blueprint: Path, plan, output: Path, per_group: int,
     everyone = cluster_of(after_plan, names) if after_plan is not None else cluster
 
     def label(s, scenario_name: str):
-        return Named(s, f"{scenario_name}: {s.name}") if scenario == ALL else s
+        return Named(s, f"{scenario_name}: {s.name}") if combined else s
 
     steps: list = default_steps()
     if "version-guard" in wanted:
-        if scenario == ALL:
+        if combined:
             other_plan, other = rehearsed_plan(blueprint, plan, adjust=lambda var: adjust_variant(
                 "version-guard", var, installed))
             steps.append(Named(WriteRender(render(other_plan)), "version-guard: render"))
