@@ -115,7 +115,7 @@ def shapes(ansible_dir: Path) -> set[tuple]:
         for play in yaml.safe_load((ansible_dir / rel).read_text()):
             name = re.sub(r"node group \S+", "node group G", str(play.get("name")))
             entries = frozenset(tuple(sorted(r)) if isinstance(r, dict) else ("role",) for r in play.get("roles", []))
-            out.add((str(rel), name, tuple(sorted(play)), entries, "tasks" in play))
+            out.add((str(rel), name, tuple(sorted(play)), entries))
     return out
 
 
