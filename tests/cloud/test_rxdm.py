@@ -6,7 +6,6 @@
   directory: the two pieces are byte-for-byte the files under tests/cloud/data/gcp_tcpxo/ (regenerate with
   CLUSTERCTL_UPDATE_GOLDEN=1 and review the diff; refused under CI), mode 0755, ``bash -n`` clean; a second
   converge changes nothing; an image value with shell syntax in it stays one quoted word.
-* ``ansible-lint --profile production`` on the role.
 * The nccl target's A3 Mega env file sources the profile from the directory the prolog installs it into.
 
 What cannot run here: Docker with the NVIDIA runtime, the TCPXO kernel module, the images, a3-megagpu-8g
@@ -119,11 +118,6 @@ def test_an_image_value_with_shell_syntax_stays_one_quoted_word(tmp_path):
     prolog = (tmp_path / "etc" / "prolog.d" / "50-rxdm").read_text()
     assert f"rxdm_image={shlex.quote(evil)}\n" in prolog
     assert subprocess.run(["bash", "-n", str(tmp_path / "etc" / "prolog.d" / "50-rxdm")]).returncode == 0
-
-
-def test_ansible_lint_production_on_the_role(tmp_path):
-    result = local_converge.lint(ROLE, tmp_path)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
 
 
 def test_nccl_env_agrees_with_what_the_prolog_installs(converged):

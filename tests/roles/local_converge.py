@@ -1,11 +1,11 @@
-"""Converge one shipped role for real on localhost (ansible-playbook, connection local) and lint it: the
-helpers of the role tests whose install paths can all be moved into a temporary directory."""
+"""Converge one shipped role for real on localhost (ansible-playbook, connection local): the helpers of the
+role tests whose install paths can all be moved into a temporary directory. (ansible-lint runs once over every
+role: tests/integration/test_ansible_real.py.)"""
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -35,11 +35,3 @@ def converge(role: str, root: Path, variables: dict) -> subprocess.CompletedProc
 def changed(stdout: str) -> int:
     """changed= of localhost in the play recap."""
     return int(re.search(r"localhost\s*:.*changed=(\d+)", stdout).group(1))
-
-
-def lint(role: str, tmp_path: Path) -> subprocess.CompletedProcess:
-    """ansible-lint --profile production on a copy of the role."""
-    project = tmp_path / "project"
-    shutil.copytree(REPO / "roles" / role, project / "roles" / role)
-    return subprocess.run([tool("ansible-lint"), "--profile", "production", "--offline", "roles/"],
-                          cwd=project, capture_output=True, text=True, timeout=600)

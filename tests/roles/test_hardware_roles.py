@@ -1,8 +1,7 @@
-"""The GPU-node roles (nvidia_driver, doca_ofed, dcgm, enroot_pyxis): lint, structure, and check-mode runs.
+"""The GPU-node roles (nvidia_driver, doca_ofed, dcgm, enroot_pyxis): structure and check-mode runs.
 
 What runs here, on a machine without GPUs, RDMA adapters or network access to NVIDIA:
 
-* ``ansible-lint --profile production`` over exactly these four roles (copied to a temporary project).
 * Every variable in ``defaults/main.yml`` has an entry in ``meta/argument_specs.yml`` and a line in the README.
 * Each role applied to localhost in check mode (``--check --diff``, connection local) with its hardware
   checks skipped and its download URLs pointed at local ``file://`` fixtures: the run completes, the task
@@ -13,8 +12,9 @@ What runs here, on a machine without GPUs, RDMA adapters or network access to NV
   refused by its checksum. Check mode cannot show that (``get_url`` only sends HEAD there).
 
 The playbooks of all roles run concurrently, once per module (``role_runs``). Nothing outside the
-temporary directories is changed: check mode everywhere except the download run. A missing ansible-playbook or
-ansible-lint is a skip, and a failure in CI (tests/conftest.py).
+temporary directories is changed: check mode everywhere except the download run. A missing ansible-playbook is a
+skip, and a failure in CI (tests/conftest.py). (ansible-lint's production profile over every role:
+tests/integration/test_ansible_real.py.)
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import hashlib
 import os
 import platform
 import re
-import shutil
 import subprocess
 import textwrap
 from pathlib import Path
@@ -101,34 +100,6 @@ def test_galaxy_layout_and_named_tagged_tasks(role):
     for path in sorted((role_dir / "tasks").glob("*.yml")) + [role_dir / "handlers/main.yml"]:
         for task in walk(yaml.safe_load(path.read_text())):
             assert task.get("name"), f"unnamed task in {path.relative_to(REPO)}: {task}"
-
-
-# --------------------------------------------------------------------------------------------------
-# ansible-lint --profile production over exactly these roles
-# --------------------------------------------------------------------------------------------------
-
-
-def test_ansible_lint_production_profile(tmp_path):
-    lint = require_tool("ansible-lint")
-    project = tmp_path / "project"
-    # included roles: node_drain by nvidia_driver (tasks_from drain / resume), internal_common by every role here but
-    # nvidia_imex (tasks_from preflight / cuda_repo)
-    for role in (*ROLES, "node_drain", "internal_common"):
-        shutil.copytree(ROLES_DIR / role, project / "roles" / role)
-    (project / ".ansible-lint").write_text("profile: production\noffline: true\n")
-    env = {**os.environ, "NO_COLOR": "1", "ANSIBLE_HOME": str(tmp_path / "ansible-home")}
-    result = subprocess.run(
-        [lint, "--offline", "--profile", "production", "--nocolor", *(f"roles/{r}" for r in ROLES)],
-        cwd=project,
-        env=env,
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, output
-    assert "Profile 'production' was required, and it passed" in output, output
 
 
 # --------------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The driver and DOCA-OFED roles as parsed YAML: the installed stack is detected before any install task, the
 keep path skips every install task, and a driver change drains, waits, installs, reboots, checks and resumes in
 that order through the shared node_drain role. (No GPU, RDMA adapter or systemd here: the order is what can be
-asserted; ansible-lint and the check-mode runs are in test_hardware_roles.py.)"""
+asserted; the check-mode runs are in test_hardware_roles.py, ansible-lint in tests/integration/test_ansible_real.py.)"""
 
 from __future__ import annotations
 

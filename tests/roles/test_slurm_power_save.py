@@ -9,7 +9,8 @@
   Ubuntu images) is linked onto the PATH; a missing aws CLI stops the role with a message saying what to do.
 * The Azure CLI's deb822 sources file (Microsoft's repository, Signed-By its key only) is checked as rendered; the
   install itself needs Microsoft's repository, which this machine cannot reach.
-* ``ansible-lint --profile production`` on the role.
+
+ansible-lint's production profile over every role: tests/integration/test_ansible_real.py.
 """
 
 from __future__ import annotations
@@ -161,8 +162,3 @@ def test_azure_cli_sources_file_is_microsofts_signed_repository():
         "Types: deb", "URIs: https://packages.microsoft.com/repos/azure-cli/", "Suites: jammy", "Components: main",
         "Architectures: amd64", "Signed-By: /etc/apt/keyrings/microsoft.asc"]
     assert defaults["slurm_power_save_azure_key_url"] == "https://packages.microsoft.com/keys/microsoft.asc"
-
-
-def test_ansible_lint_production_on_the_role(tmp_path):
-    result = local_converge.lint(ROLE, tmp_path)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
