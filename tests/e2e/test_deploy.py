@@ -15,6 +15,7 @@ import pytest
 
 from clusterctl.rehearse.state import load
 from tests.e2e.conftest import require_deploy, require_rehearsal, steps
+from tests.e2e.events import roles_run
 from tests.e2e.test_nodes import leftovers
 
 pytestmark = pytest.mark.e2e
@@ -67,6 +68,17 @@ def test_first_converge_changes_every_host(deployed):
     for h, o in hosts.items():
         assert o["status"] == "ok" and o["failed"] == 0 and o["unreachable"] == 0, (h, o)
         assert o["changed"] > 0 and o["ok"] > 0, (h, o)
+
+
+def test_the_converge_applies_every_role_of_the_lab_and_no_hardware_role(deployed):
+    """The first converge started tasks of every role a GPU compute node and a controller with accounting get
+    (slurm_login: lab-ha's rehearsal, test_scenarios.py), the version guard first; the hardware roles are
+    skipped by tag (no GPU, RDMA or vendor repository in a rehearsal: tests/roles/test_hardware_roles.py)."""
+    _, _, out = deployed
+    ran = roles_run(out / ".rehearsal" / "runner" / "artifacts" / "converge" / "job_events")
+    assert ran >= {"slurm_preflight", "common", "munge", "nccl", "slurmdbd", "slurm_controller", "storage_clients",
+                   "node_health", "slurm_compute"}, ran
+    assert not ran & {"doca_ofed", "nvidia_driver", "dcgm", "enroot_pyxis"}, ran
 
 
 def test_second_converge_reports_changed_0_on_every_host(deployed):

@@ -16,6 +16,7 @@ import pytest
 
 from clusterctl.rehearse.state import load
 from tests.e2e.conftest import rehearse, require_deploy, require_rehearsal, steps
+from tests.e2e.events import roles_run
 from tests.e2e.test_nodes import leftovers
 
 pytestmark = pytest.mark.e2e
@@ -196,11 +197,12 @@ def test_lab_ha_deploys_the_ha_hosts_and_fails_over(lab_ha):
 
 def test_lab_ha_second_converge_changes_nothing_and_testinfra_passes_on_every_ha_host(lab_ha):
     """The backup controller and backup slurmdbd (head02) and the login node (login01) are hosts only lab-ha
-    has: their roles converge idempotently and their rendered tests pass."""
-    _, summary, _ = lab_ha
+    has: their roles (slurm_login among them) converge idempotently and their rendered tests pass."""
+    _, summary, out = lab_ha
     again = steps(summary)["deploy: converge-again"]["hosts"]
     assert {h: o["changed"] for h, o in again.items()} == {h: 0 for h in ("gpu01", "head01", "head02", "login01")}
     tests = steps(summary)["deploy: testinfra"]["hosts"]
+    assert "slurm_login" in roles_run(out / ".rehearsal" / "runner" / "artifacts" / "converge" / "job_events")
     for h in ("head02", "login01"):
         assert tests[h]["passed"] > 0 and tests[h]["failed"] == 0 and tests[h]["skipped"] == 0, (h, tests[h])
 
