@@ -41,9 +41,16 @@ def require_deploy() -> None:
 
 def rehearse(blueprint: Path, out: Path, *args: str, timeout: int = 2400):
     """``clusterctl rehearse BLUEPRINT -o OUT --format json ARGS`` through the real CLI: (process, summary)."""
-    r = subprocess.run([sys.executable, "-m", "clusterctl", "rehearse", str(blueprint), "-o", str(out),
-                        "--format", "json", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout,
-                       stdin=subprocess.DEVNULL, check=False)
+    argv = [sys.executable, "-m", "clusterctl", "rehearse", str(blueprint), "-o", str(out), "--format", "json", *args]
+    with subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          stdin=subprocess.DEVNULL) as p:
+        try:
+            stdout, stderr = p.communicate(timeout=timeout)
+        except BaseException:  # a timeout or an interrupted test run: SIGTERM, so the CLI stops its nodes
+            p.terminate()      # (subprocess.run would SIGKILL it and leave them running)
+            p.communicate(timeout=300)
+            raise
+    r = subprocess.CompletedProcess(argv, p.returncode, stdout, stderr)
     try:
         summary = json.loads(r.stdout)
     except ValueError:
