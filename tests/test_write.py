@@ -273,39 +273,78 @@ def _version(tag: str, n: int = 90) -> dict[str, str]:
     return files
 
 
-def test_kill_loop_at_random_instants_never_loses_a_file(tmp_path):
-    """SIGKILL and SIGINT, alternating, at seeded random instants of a write of ~90 files."""
+def _replaces_in_one_write(target: dict[str, str], out: Path) -> int:
+    """How many ``os.replace`` calls one write of ``target`` over the render in ``out`` makes."""
+    real, calls = os.replace, []
+
+    def counting(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+    os.replace = counting
+    try:
+        write_tree(target, out)
+    finally:
+        os.replace = real
+    return len(calls)
+
+
+def test_kill_loop_at_seeded_points_of_the_write_never_loses_a_file(tmp_path):
+    """SIGKILL and SIGINT, alternating, each landing at a seeded point of a write of ~90 files: the writer (a
+    forked child) stops itself at its N-th ``os.replace`` and tells the parent, which then kills it - so every
+    kill lands where the seed says, whatever the machine's speed, and the outcome of each kill is the same on
+    every run."""
     out, outside = tmp_path / "out", tmp_path / "outside"
     a, b = _version("A"), _version("B")
     write_tree(a, out)
     _user_files(out, outside)
     user, _ = _split(out, [a, b])
     outside_before = _walk(outside)
-    started = time.monotonic()
-    write_tree(b, out)
-    write_tree(a, out)
-    span = (time.monotonic() - started) / 2  # how long one write takes here
+    total = max(_replaces_in_one_write(b, out), _replaces_in_one_write(a, out))
     rng = random.Random(9)
     current, interrupted, outcomes = a, 0, set()
     for i in range(20):
         target = b if current is a else a
+        point = rng.randint(1, total)
+        ready, stopped = os.pipe()
+        go_on, go = os.pipe()
         pid = os.fork()
         if pid == 0:
+            os.close(ready)
+            os.close(go)
+            real, seen = os.replace, []
+
+            def stop_at_point(*args, **kwargs):
+                seen.append(args)
+                if len(seen) == point:
+                    os.write(stopped, b"x")  # stopped before this replace: the parent signals now
+                    # SIGKILL ends the writer here; SIGINT raises KeyboardInterrupt here, or - where the writer
+                    # defers an interrupt until its files are consistent - lets it go on when told
+                    os.read(go_on, 1)
+                return real(*args, **kwargs)
+            os.replace = stop_at_point
             try:
                 write_tree(target, out)
             except BaseException:
                 pass
             finally:
                 os._exit(0)
-        time.sleep(rng.uniform(0, span * 1.1))
-        os.kill(pid, signal.SIGKILL if i % 2 == 0 else signal.SIGINT)
+        os.close(stopped)
+        os.close(go_on)
+        if os.read(ready, 1) == b"x":  # else this write replaced fewer files than ``point`` and finished
+            os.kill(pid, signal.SIGKILL if i % 2 == 0 else signal.SIGINT)
+            try:
+                os.write(go, b"x")
+            except BrokenPipeError:  # the writer is gone already
+                pass
+        os.close(ready)
+        os.close(go)
         os.waitpid(pid, 0)
         assert _split(out, [a, b])[0] == user
         interrupted += (out / JOURNAL).exists()
         recover(out)
         current = _assert_complete(out, [a, b], user, outside, outside_before)
         outcomes.add("new" if current is target else "old")
-    assert interrupted >= 3, interrupted  # the kills did land in the middle of writes
+    assert interrupted >= 3, interrupted  # kills in the middle of the replacements (a journal to recover)
     assert outcomes == {"old", "new"}
 
 
