@@ -43,6 +43,7 @@ rehearsals at once on two cores only make each slower: docs/testing.md, "The bud
 start daemons on this machine, and the other tests spread over every worker."""
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     integration = TESTS / "integration"
     for item in items:
