@@ -52,7 +52,10 @@ pytestmark = pytest.mark.slurm
 
 DAEMONS = ("munged", "slurmctld", "slurmd")
 CLIENTS = ("sinfo", "scontrol", "srun")
-NODES = ("gpu01", "gpu02")
+NODES = ("slit01", "slit02")
+"""the compute hosts: names no rehearsal uses, because their slurmd make cgroups named after them (slurm_<node>)
+in this machine's hierarchy, which rehearsal nodes share, and the test removes those cgroups (and kills what is
+left in them) afterwards - while a rehearsal may run on another pytest worker"""
 GPUS = 8
 NVIDIA_MAJOR = 195
 START_TIMEOUT_S = 60
@@ -132,6 +135,7 @@ def blueprint(host: str, version: str, hw: Hardware) -> dict:
     bp["name"] = "slurm-it"
     bp["node_types"]["hgx"] = {"spec": spec}
     bp["node_groups"][1]["hostnames"] = host
+    bp["node_groups"][0]["hostnames"] = "slit[01-02]"  # NODES
     fabric = bp["fabrics"][0]
     fabric.update({"tiers": 2, "rail_optimized": True, "su_nodes": 1})
     fabric.pop("switch_racks")  # 16 rail leaves and a spine do not fit the lab rack's power budget
@@ -479,7 +483,7 @@ def test_the_test_only_changes_are_the_documented_ones(cluster):
 def test_both_nodes_idle_with_their_gpus(cluster):
     out = cluster.run("sinfo", "-N", "-h", "-o", "%N %t %G")
     rows = sorted(line.split() for line in out.splitlines())
-    assert [r[:2] for r in rows] == [["gpu01", "idle"], ["gpu02", "idle"]], out
+    assert [r[:2] for r in rows] == [["slit01", "idle"], ["slit02", "idle"]], out
     for r in rows:
         # 22.05 prints the socket binding after the count: gpu:h100:8(S:0)
         assert re.fullmatch(rf"gpu:h100:{GPUS}(\(S:[\d,-]+\))?", r[2]), out
@@ -503,7 +507,7 @@ def test_topology_is_the_planned_fabric(cluster):
         else:
             assert seen[name]["Switches"] == sw.switches, out
             assert seen[name]["Level"] == "1", out
-            assert seen[name]["Nodes"] == "gpu[01-02]", out  # the spine reaches both SUs
+            assert seen[name]["Nodes"] == "slit[01-02]", out  # the spine reaches both SUs
 
 
 def test_a_job_step_spans_both_nodes_with_all_gpus(cluster):
@@ -515,7 +519,7 @@ def test_a_job_step_spans_both_nodes_with_all_gpus(cluster):
     cluster.timings["srun"] = time.monotonic() - t
     rows = sorted(out.splitlines())
     visible = ",".join(str(i) for i in range(GPUS))
-    assert rows == [f"gpu01 {visible} 2 0", f"gpu02 {visible} 2 1"], out
+    assert rows == [f"slit01 {visible} 2 0", f"slit02 {visible} 2 1"], out
 
 
 def test_prolog_and_epilog_globs_run_every_piece_in_order_and_jobs_get_a_private_tmp(cluster):
@@ -663,7 +667,7 @@ def test_power_save_slurm_conf_is_taken_by_slurmctld(power_save):
     expected = {"SuspendProgram": f"{base}/bin/SuspendProgram", "ResumeProgram": f"{base}/bin/ResumeProgram",
                 "ResumeFailProgram": f"{base}/bin/ResumeFailProgram", "SuspendTime": "600 sec",
                 "SuspendTimeout": "300 sec", "ResumeTimeout": "1800 sec", "ResumeRate": "0 nodes/min",
-                "SuspendRate": "0 nodes/min", "SuspendExcNodes": "gpu[01-02]", "TreeWidth": "5"}
+                "SuspendRate": "0 nodes/min", "SuspendExcNodes": "slit[01-02]", "TreeWidth": "5"}
     assert {k: conf.get(k) for k in expected} == expected
     assert set(conf["SlurmctldParameters"].split(",")) >= {"idle_on_node_suspend", "cloud_reg_addrs"}
     assert "NoAddrCache" in conf["CommunicationParameters"] and "KeepPartState" in conf["ReconfigFlags"]
