@@ -54,6 +54,26 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(XDIST_GROUPS[top]))
 
 
+BACKGROUND_NICE = 10
+"""the niceness of a pytest-xdist worker while it runs a test of no XDIST_GROUPS group (see below)"""
+
+
+def pytest_runtest_setup(item):
+    """Under pytest-xdist the rehearsals are the suite's critical path: one worker runs them one after another
+    while the other tests, CPU-bound and with no timing in them, fill the cores. A worker runs those other tests
+    at niceness BACKGROUND_NICE and the rehearsals and host daemons (which wait for events with deadlines) at 0,
+    so a converge is not slowed by a unit test beside it, and the unit tests take the cores whenever a rehearsal
+    waits (a health-check interval, a drain, SuspendTime). Processes a test starts inherit its niceness.
+    Raising the priority again needs root (CI and scripts/test run as root); elsewhere it stays as it is."""
+    if not os.environ.get("PYTEST_XDIST_WORKER") or not hasattr(os, "setpriority"):
+        return
+    grouped = TESTS in item.path.parents and item.path.relative_to(TESTS).parts[0] in XDIST_GROUPS
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, 0 if grouped else BACKGROUND_NICE)
+    except PermissionError:
+        pass
+
+
 def in_ci() -> bool:
     """Whether this run is CI's (the environment variable ``CI`` is set and not empty)."""
     return bool(os.environ.get("CI"))
