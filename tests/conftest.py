@@ -36,11 +36,25 @@ def pytest_configure(config):
                    "slurm-wlm + munge + libpmix-dev, installed by scripts/test)")
 
 
-XDIST_GROUPS = {"e2e": "rehearsals", "integration": "host-daemons"}
-"""tests/<dir> -> the pytest-xdist group its tests run in (scripts/test runs ``-n auto --dist loadgroup``): one
-worker runs the rehearsals one after another (the e2e tests share the lab rehearsal, a session fixture, and two
-rehearsals at once on two cores only make each slower: docs/testing.md, "The budget"), one worker the tests that
-start daemons on this machine, and the other tests spread over every worker."""
+XDIST_GROUPS = {"e2e": "rehearsals", "e2e/test_lab_ha.py": "rehearsals-ha", "e2e/test_molecule.py": "rehearsals-ha",
+                "integration": "host-daemons"}
+"""tests/<dir> or tests/<dir>/<module> (the longest match wins) -> the pytest-xdist group its tests run in
+(scripts/test runs ``-n auto --dist loadgroup``): a group runs on one worker, one test after another. The lab
+rehearsal (a session fixture shared by test_deploy and test_scenarios), the rehearsals and node boots that use
+the lab's network or its compute host names (test_nodes, the SIGTERM test, lab-cloud's elastic nodes gpu01-02)
+are one group; lab-ha (its own network and host names) and the Molecule node another, so two rehearsals may
+run at once on two workers; the tests that start daemons on this machine are a third. Rehearsals in different
+groups must not share an in-band network or a compute host name (slurmd makes ``slurm_<node>`` cgroups in the
+hierarchy every node shares). The other tests spread over every worker (docs/testing.md, "The budget")."""
+
+
+def xdist_group(path: Path) -> str | None:
+    """The XDIST_GROUPS group of the test module at ``path``, or None."""
+    if TESTS not in path.parents:
+        return None
+    rel = path.relative_to(TESTS).as_posix()
+    keys = sorted((k for k in XDIST_GROUPS if rel == k or rel.startswith(k + "/")), key=len)
+    return XDIST_GROUPS[keys[-1]] if keys else None
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the xdist_group marks
@@ -49,9 +63,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if integration in item.path.parents:
             item.add_marker(pytest.mark.integration)
-        top = item.path.relative_to(TESTS).parts[0] if TESTS in item.path.parents else ""
-        if top in XDIST_GROUPS:
-            item.add_marker(pytest.mark.xdist_group(XDIST_GROUPS[top]))
+        group = xdist_group(item.path)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 BACKGROUND_NICE = 10
@@ -67,9 +81,8 @@ def pytest_runtest_setup(item):
     Raising the priority again needs root (CI and scripts/test run as root); elsewhere it stays as it is."""
     if not os.environ.get("PYTEST_XDIST_WORKER") or not hasattr(os, "setpriority"):
         return
-    grouped = TESTS in item.path.parents and item.path.relative_to(TESTS).parts[0] in XDIST_GROUPS
     try:
-        os.setpriority(os.PRIO_PROCESS, 0, 0 if grouped else BACKGROUND_NICE)
+        os.setpriority(os.PRIO_PROCESS, 0, 0 if xdist_group(item.path) else BACKGROUND_NICE)
     except PermissionError:
         pass
 

@@ -1,9 +1,6 @@
 """The scenarios through the real CLI (docs/rehearse.md, "Scenarios"), as CI runs them: every scenario that
-applies, on the lab blueprint (the acceptance command's session rehearsal, conftest.lab_rehearsal) and on
-lab-ha (two controllers, slurmdbd and its backup, StateSaveLocation on a shared tier; its in-band network
-moved to 10.33.0.0/24 so it never shares a bridge network with the lab's), where lab-ha runs only what the
-lab cannot prove: the deploy of its HA hosts and the failover. Each scenario proves its claim
-from the real daemons (scontrol, pgrep, ps in the nodes) and from ansible-runner's event stream, and
+applies, on the lab blueprint (the acceptance command's session rehearsal, conftest.lab_rehearsal; lab-ha's
+deploy and failover: test_lab_ha.py). Each scenario proves its claim from the real daemons (scontrol, pgrep, ps in the nodes) and from ansible-runner's event stream, and
 nothing of a rehearsal is left behind."""
 
 from __future__ import annotations
@@ -15,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from clusterctl.rehearse.state import load
-from tests.e2e.conftest import rehearse, require_deploy, require_rehearsal, steps
-from tests.e2e.events import roles_run
+from tests.e2e.conftest import steps
 from tests.e2e.test_nodes import leftovers
 
 pytestmark = pytest.mark.e2e
@@ -49,20 +45,6 @@ def installed() -> str:
 @pytest.fixture(scope="module")
 def lab(lab_rehearsal):
     return lab_rehearsal
-
-
-@pytest.fixture(scope="module")
-def lab_ha(tmp_path_factory):
-    """lab-ha runs what only it proves: the deploy of two controllers, a backup slurmdbd and a login node
-    (converge, changed=0 again, testinfra, srun) and the failover on their shared state, with one compute
-    node (the failover's job needs one; the lab rehearsal proves what needs two)."""
-    require_rehearsal()
-    require_deploy()
-    tmp = tmp_path_factory.mktemp("lab-ha")
-    out = tmp / "r"
-    r, summary = rehearse(blueprint_copy(tmp, "lab-ha.yaml", "10.33.0.0/24"), out, "--scenario", "deploy",
-                          "--scenario", "failover", "--nodes-per-group", "1")
-    return r, summary, out
 
 
 # --- version-guard (lab) ----------------------------------------------------------------------------------
@@ -175,50 +157,5 @@ def test_pull_v1_everywhere_then_nothing_changes_then_v2_batch_by_batch(lab):
     assert collected["failed"] == {}
 
 
-@pytest.mark.parametrize("which", ["lab", "lab_ha"])
-def test_rehearsal_leaves_nothing(which, request):
-    assert_nothing_left(request.getfixturevalue(which)[2])
-
-
-# --- failover (lab-ha) ------------------------------------------------------------------------------------
-
-def test_lab_ha_deploys_the_ha_hosts_and_fails_over(lab_ha):
-    r, summary, _ = lab_ha
-    assert r.returncode == 0, r.stderr[-4000:]
-    assert "Traceback" not in r.stderr
-    assert summary["scenarios"] == {"deploy": "run", "failover": "run"}
-    assert [s["name"] for s in summary["steps"]] == [
-        "boot", "ssh-check", "failover: failover-timeout", "deploy: converge", "deploy: converge-again",
-        "deploy: testinfra", "deploy: srun", "failover: failover"]
-    assert sorted(n["name"] for n in summary["nodes"]) == ["gpu01", "head01", "head02", "login01"]
-    bad = {s["name"]: s.get("error") or s["hosts"] for s in summary["steps"] if s["status"] != "ok"}
-    assert not bad
-
-
-def test_lab_ha_second_converge_changes_nothing_and_testinfra_passes_on_every_ha_host(lab_ha):
-    """The backup controller and backup slurmdbd (head02) and the login node (login01) are hosts only lab-ha
-    has: their roles (slurm_login among them) converge idempotently and their rendered tests pass."""
-    _, summary, out = lab_ha
-    again = steps(summary)["deploy: converge-again"]["hosts"]
-    assert {h: o["changed"] for h, o in again.items()} == {h: 0 for h in ("gpu01", "head01", "head02", "login01")}
-    tests = steps(summary)["deploy: testinfra"]["hosts"]
-    assert "slurm_login" in roles_run(out / ".rehearsal" / "runner" / "artifacts" / "converge" / "job_events")
-    for h in ("head02", "login01"):
-        assert tests[h]["passed"] > 0 and tests[h]["failed"] == 0 and tests[h]["skipped"] == 0, (h, tests[h])
-
-
-def test_failover_backup_takes_over_and_knows_the_job(lab_ha):
-    _, summary, _ = lab_ha
-    backup = steps(summary)["failover: failover"]["hosts"]["head02"]
-    assert backup["status"] == "ok" and "RUNNING" in backup["detail"], backup
-    assert backup["takeover_seconds"] > 0
-
-
-def test_failover_primary_returns_and_accounting_survives_a_slurmdbd_restart(lab_ha):
-    _, summary, out = lab_ha
-    hosts = steps(summary)["failover: failover"]["hosts"]
-    assert hosts["head01"]["status"] == "ok" and "still RUNNING" in hosts["head01"]["detail"], hosts["head01"]
-    # head01 is both the primary controller and the accounting host: its detail holds both findings
-    assert "sacct lists job" in hosts["head01"]["detail"] and "before (True) and after (True)" in hosts["head01"]["detail"]
-    assert list((out / ".rehearsal" / "shared" / "shared" / "slurm" / "statesave").glob("job_state*")), \
-        "no job state on the shared tier"
+def test_rehearsal_leaves_nothing(lab):
+    assert_nothing_left(lab[2])
