@@ -26,7 +26,7 @@ COMPUTE = ["gpu01", "gpu02"]
 ALL_STEPS = ["boot", "ssh-check", "version-guard: render", "version-guard: version-guard",
              "version-guard: render back", "deploy: converge", "deploy: converge-again", "deploy: testinfra",
              "deploy: srun", "node-failure: health-setup", "node-failure: node-failure", "node-failure: prolog-failure",
-             "pull: pull-v1", "pull: pull-again", "pull: pull-batch", "pull: pull-all", "rolling: rolling"]
+             "pull: pull-v1", "pull: pull-batch", "pull: pull-all", "rolling: rolling"]
 
 
 @pytest.fixture(scope="module")
