@@ -36,14 +36,14 @@ def pytest_configure(config):
                    "slurm-wlm + munge + libpmix-dev, installed by scripts/test)")
 
 
-XDIST_GROUPS = {"e2e": "rehearsals", "e2e/test_lab_ha.py": "rehearsals-ha", "e2e/test_molecule.py": "rehearsals-ha",
-                "integration": "host-daemons"}
+XDIST_GROUPS = {"e2e": "rehearsals", "e2e/test_lab_ha.py": "rehearsals-2", "e2e/test_elastic.py": "rehearsals-2",
+                "e2e/test_molecule.py": "rehearsals-2", "integration": "host-daemons"}
 """tests/<dir> or tests/<dir>/<module> (the longest match wins) -> the pytest-xdist group its tests run in
 (scripts/test runs ``-n auto --dist loadgroup``): a group runs on one worker, one test after another. The lab
-rehearsal (a session fixture shared by test_deploy and test_scenarios), the rehearsals and node boots that use
-the lab's network or its compute host names (test_nodes, the SIGTERM test, lab-cloud's elastic nodes gpu01-02)
-are one group; lab-ha (its own network and host names) and the Molecule node another, so two rehearsals may
-run at once on two workers; the tests that start daemons on this machine are a third. Rehearsals in different
+rehearsal (a session fixture shared by test_deploy and test_scenarios) and the node boots that use the lab's
+network or its compute host names (test_nodes, the SIGTERM test) are one group; lab-ha, lab-cloud's elastic
+cycle (each with its own network and compute host names) and the Molecule node another, so two rehearsals run
+at once on two workers; the tests that start daemons on this machine are a third. Rehearsals in different
 groups must not share an in-band network or a compute host name (slurmd makes ``slurm_<node>`` cgroups in the
 hierarchy every node shares). The other tests spread over every worker (docs/testing.md, "The budget")."""
 

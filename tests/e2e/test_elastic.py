@@ -1,6 +1,7 @@
 """The elastic scenario through the real CLI (docs/rehearse.md, "elastic"), as CI runs it: ``clusterctl rehearse``
-of a copy of ``blueprints/lab-cloud.yaml`` whose VPC range is moved to 10.52.0.0/24 (so it never shares a bridge
-network with the other rehearsals). The head node is converged; an elastic node comes up only when a job needs
+of a copy of ``blueprints/lab-cloud.yaml`` whose VPC range is moved to 10.52.0.0/24 and whose compute hosts are
+elgpu01-02 (so it shares no bridge network with another rehearsal and no ``slurm_<node>`` cgroup with another
+rehearsal's slurmd: it runs beside the lab rehearsal, tests/conftest.py XDIST_GROUPS). The head node is converged; an elastic node comes up only when a job needs
 it: slurmctld runs the rendered ResumeProgram, which calls the fake provider CLI; the stand-in control plane
 applies the recorded user data to that node as cloud-init would, the bootstrap program converges it, its slurmd
 registers and the job runs; after SuspendTime idle, SuspendProgram terminates it and it is powered down again.
@@ -28,7 +29,11 @@ def cloud_lab(tmp_path_factory):
     require_deploy()
     tmp = tmp_path_factory.mktemp("lab-cloud")
     out = tmp / "r"
-    r, summary = rehearse(blueprint_copy(tmp, "lab-cloud.yaml", CIDR), out)
+    path = blueprint_copy(tmp, "lab-cloud.yaml", CIDR)
+    text = path.read_text()
+    assert 'hostnames: "gpu[01-02]"' in text
+    path.write_text(text.replace('hostnames: "gpu[01-02]"', 'hostnames: "elgpu[01-02]"'))
+    r, summary = rehearse(path, out)
     return r, summary, out
 
 
@@ -67,7 +72,7 @@ def test_rehearsed_as_lists_the_shortened_suspend_time_and_the_instance_hardware
 def test_elastic_nodes_start_powered_down_with_no_daemon(cloud_lab):
     _, summary, _ = cloud_lab
     hosts = steps(summary)["elastic: powered-down"]["hosts"]
-    assert sorted(hosts) == ["gpu01", "gpu02"]
+    assert sorted(hosts) == ["elgpu01", "elgpu02"]
     for h, o in hosts.items():
         assert o["status"] == "ok", (h, o)
         assert "CLOUD" in o["detail"] and "POWERED_DOWN" in o["detail"] and "no slurmd" in o["detail"], (h, o)
@@ -80,7 +85,7 @@ def test_a_job_resumes_one_node_by_its_user_data_and_idle_suspends_it(cloud_lab)
     hosts = steps(summary)["elastic: cycle"]["hosts"]
     _, cycle = cycle_files(out)
     ran = cycle["ran_on"]
-    assert ran in ("gpu01", "gpu02") and cycle["job_state"] == "COMPLETED"
+    assert ran in ("elgpu01", "elgpu02") and cycle["job_state"] == "COMPLETED"
     o = hosts[ran]
     assert o["status"] == "ok", o
     assert 0 <= o["create_request_seconds"] < o["job_end_seconds"]
@@ -88,7 +93,7 @@ def test_a_job_resumes_one_node_by_its_user_data_and_idle_suspends_it(cloud_lab)
     # idle for SuspendTime after the job, then terminated; powered down after that
     assert o["delete_request_seconds"] >= o["job_end_seconds"] + SUSPEND_TIME_S - 5, o
     assert o["powered_down_seconds"] >= o["delete_request_seconds"]
-    other = "gpu02" if ran == "gpu01" else "gpu01"
+    other = "elgpu02" if ran == "elgpu01" else "elgpu01"
     assert hosts[other]["status"] == "ok" and "not needed" in hosts[other]["detail"], hosts[other]
     # the control plane: one create (the bootstrap ran and converged), one delete (no daemon left)
     done = {(e["op"], e["host"]) for e in cycle["control_plane"]}
