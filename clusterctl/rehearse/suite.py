@@ -117,12 +117,11 @@ def build(scenario: str | Sequence[str], blueprint: Path, plan, output: Path, pe
     if len(names) > 1 and not set(names) <= set(ORDER):
         raise RehearsalError(f"scenarios {', '.join(names)}: 'all' and 'nodes' are not combined with others",
                              "name several scenarios of: " + ", ".join(ORDER))
-    scenario = names[0] if len(names) == 1 else tuple(n for n in ORDER if n in names)
+    scenario = names[0] if len(names) == 1 else ""  # the one scenario named (of ORDER, all, nodes); '' for several
+    wanted = list(ORDER) if scenario == ALL else [] if scenario == "nodes" else [n for n in ORDER if n in names]
     # several scenarios on one boot: steps are named with their scenario, version-guard writes the files back
-    combined = scenario == ALL or not isinstance(scenario, str)
-    wanted = list(ORDER) if scenario == ALL else [] if scenario == "nodes" else [scenario] if isinstance(
-        scenario, str) else list(scenario)
-    if "elastic" in wanted and len(wanted) > 1 and scenario != ALL:
+    combined = scenario in (ALL, "")
+    if not scenario and "elastic" in wanted:
         raise RehearsalError("the elastic scenario runs alone (its compute nodes come up only through it)",
                              "rehearse --scenario elastic, or --scenario all")
     skipped: dict[str, str] = {}
