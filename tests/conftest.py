@@ -39,7 +39,7 @@ def pytest_configure(config):
 XDIST_GROUPS = {"e2e": "rehearsals", "e2e/test_lab_ha.py": "rehearsals-2", "e2e/test_elastic.py": "rehearsals-2",
                 "e2e/test_molecule.py": "rehearsals-2", "integration": "host-daemons"}
 """tests/<dir> or tests/<dir>/<module> (the longest match wins) -> the pytest-xdist group its tests run in
-(scripts/test runs ``-n auto --dist loadgroup``): a group runs on one worker, one test after another. The lab
+(scripts/test runs ``-n <cores + 1> --dist loadgroup``): a group runs on one worker, one test after another. The lab
 rehearsal (a session fixture shared by test_deploy and test_scenarios) and the node boots that use the lab's
 network or its compute host names (test_nodes, the SIGTERM test) are one group; lab-ha, lab-cloud's elastic
 cycle (each with its own network and compute host names) and the Molecule node another, so two rehearsals run
@@ -73,7 +73,7 @@ BACKGROUND_NICE = 10
 
 
 def pytest_runtest_setup(item):
-    """Under pytest-xdist the rehearsals are the suite's critical path: one worker runs them one after another
+    """Under pytest-xdist the rehearsals are the suite's critical path: two workers run them (their groups)
     while the other tests, CPU-bound and with no timing in them, fill the cores. A worker runs those other tests
     at niceness BACKGROUND_NICE and the rehearsals and host daemons (which wait for events with deadlines) at 0,
     so a converge is not slowed by a unit test beside it, and the unit tests take the cores whenever a rehearsal

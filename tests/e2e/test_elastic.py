@@ -29,11 +29,7 @@ def cloud_lab(tmp_path_factory):
     require_deploy()
     tmp = tmp_path_factory.mktemp("lab-cloud")
     out = tmp / "r"
-    path = blueprint_copy(tmp, "lab-cloud.yaml", CIDR)
-    text = path.read_text()
-    assert 'hostnames: "gpu[01-02]"' in text
-    path.write_text(text.replace('hostnames: "gpu[01-02]"', 'hostnames: "elgpu[01-02]"'))
-    r, summary = rehearse(path, out)
+    r, summary = rehearse(blueprint_copy(tmp, "lab-cloud.yaml", CIDR, "el"), out)
     return r, summary, out
 
 

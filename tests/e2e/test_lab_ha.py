@@ -26,11 +26,7 @@ def lab_ha(tmp_path_factory):
     require_deploy()
     tmp = tmp_path_factory.mktemp("lab-ha")
     out = tmp / "r"
-    path = blueprint_copy(tmp, "lab-ha.yaml", "10.33.0.0/24")
-    text = path.read_text()
-    assert 'hostnames: "gpu[01-02]"' in text
-    path.write_text(text.replace('hostnames: "gpu[01-02]"', 'hostnames: "hagpu[01-02]"'))
-    r, summary = rehearse(path, out, "--scenario", "deploy",
+    r, summary = rehearse(blueprint_copy(tmp, "lab-ha.yaml", "10.33.0.0/24", "ha"), out, "--scenario", "deploy",
                           "--scenario", "failover", "--nodes-per-group", "1")
     return r, summary, out
 

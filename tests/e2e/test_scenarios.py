@@ -20,12 +20,18 @@ pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
 
 
-def blueprint_copy(tmp: Path, name: str, cidr: str) -> Path:
-    """``blueprints/NAME`` with its in-band network at ``cidr`` (10.10.0.0/24 is the lab rehearsal's)."""
+def blueprint_copy(tmp: Path, name: str, cidr: str, compute_prefix: str = "") -> Path:
+    """``blueprints/NAME`` with its in-band network at ``cidr`` (10.10.0.0/24 is the lab rehearsal's) and, with
+    ``compute_prefix``, its compute hosts gpu01-02 renamed PREFIXgpu01-02 (a rehearsal beside the lab's must not
+    share its slurm_<node> cgroups: tests/conftest.py, XDIST_GROUPS)."""
     text = (REPO / "blueprints" / name).read_text()
     assert "10.10.0.0/24" in text
+    text = text.replace("10.10.0.0/24", cidr)
+    if compute_prefix:
+        assert 'hostnames: "gpu[01-02]"' in text
+        text = text.replace('hostnames: "gpu[01-02]"', f'hostnames: "{compute_prefix}gpu[01-02]"')
     path = tmp / name
-    path.write_text(text.replace("10.10.0.0/24", cidr))
+    path.write_text(text)
     return path
 
 
