@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import refresh_requested, require, require_tool
+from tests.conftest import TESTS, refresh_requested, require, require_tool
 
-TESTS = Path(__file__).resolve().parent
 CONFTEST = TESTS / "conftest.py"
 SKIP_CALLS = {"skip", "importorskip", "skipTest"}
 SKIP_ATTRIBUTES = {"skipif", "skipIf", "skipUnless", "SkipTest"}
