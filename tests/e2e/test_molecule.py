@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -64,7 +65,9 @@ def leftovers(eph: Path) -> list[str]:
 
 
 def test_munge_scenario_converges_idempotently_verifies_catches_a_broken_key_and_cleans_up(tmp_path):
-    eph = tmp_path / "eph"
+    # a short directory: Ansible's SSH control socket lives under it, and a socket path has at most 107 bytes
+    # (under pytest-xdist, tmp_path is /tmp/pytest-of-USER/pytest-N/popen-gwK/<test name>: too long)
+    eph = Path(tempfile.mkdtemp(prefix="mol-", dir="/tmp")) / "eph"
     try:
         step("munge", eph, "create")
         step("munge", eph, "converge")
