@@ -68,17 +68,20 @@ class Rule:
     severity: Severity
     title: str
     func: Callable[[ClusterPlan], Iterable[Hit]]
+    suppressible: bool = True
+    """False for rules whose findings hand over the cluster when ignored (a host name that is an address):
+    neither a blueprint nor ``--suppress`` can switch them off"""
 
     @property
     def doc(self) -> str:
         return inspect.cleandoc(self.func.__doc__ or "")
 
 
-def rule(code: str, area: str, severity: Severity, title: str):
+def rule(code: str, area: str, severity: Severity, title: str, *, suppressible: bool = True):
     """Mark ``func`` as rule ``code``. The docstring says what is checked and why."""
 
     def mark(func):
-        func.__rule__ = Rule(code, area, severity, title, func)
+        func.__rule__ = Rule(code, area, severity, title, func, suppressible)
         return func
 
     return mark
