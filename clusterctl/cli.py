@@ -8,7 +8,6 @@ Exit codes: clusterctl/exit_codes.py (docs/cli.md): 0 valid (warnings allowed), 
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from enum import Enum
 from pathlib import Path
@@ -401,19 +400,16 @@ def init(
     if preset is not None and preset not in presets:
         raise _misuse(f"unknown preset '{preset}'", did_you_mean(preset, presets) or
                       f"one of {', '.join(sorted(presets))} (clusterctl init --list)")
-    if output.exists() and not force:
-        raise _misuse(f"{output} exists", "pass --force to overwrite")
-    if preset is not None:
-        shutil.copyfile(presets[preset], output)
-        _err(f"wrote {output} from preset {preset}; next: clusterctl validate {output}")
-        return
-    from clusterctl.starter import StarterError, starter_blueprint
+    from clusterctl.starter import StarterError, starter_blueprint, write_blueprint_file
 
-    try:
-        text = starter_blueprint(gpus, gpu, fabric)
+    try:  # a missing directory, a link (dangling or not) or an existing file: exit 2, nothing created
+        if preset is not None:
+            write_blueprint_file(output, presets[preset].read_bytes(), force=force)
+            _err(f"wrote {output} from preset {preset}; next: clusterctl validate {output}")
+            return
+        write_blueprint_file(output, starter_blueprint(gpus, gpu, fabric).encode(), force=force)
     except StarterError as exc:
         raise _misuse(str(exc), exc.hint) from None
-    output.write_text(text)
     _err(f"wrote {output}: {gpus:,} {gpu} GPUs on {fabric}; next: clusterctl validate {output}")
 
 

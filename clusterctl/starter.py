@@ -11,8 +11,12 @@ out-of-band management network with one switch per rack.
 
 from __future__ import annotations
 
+import errno
 import math
+import os
+import stat
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from clusterctl.blueprint.load import did_you_mean, load_blueprint_text
 from clusterctl.catalog import Catalog, load_shipped_catalog
@@ -47,6 +51,51 @@ class StarterError(ValueError):
     def __init__(self, message: str, hint: str) -> None:
         super().__init__(message)
         self.hint = hint
+
+
+def write_blueprint_file(path: Path, data: bytes, *, force: bool) -> None:
+    """Write ``init``'s blueprint to ``path``: a new file, or with ``force`` an existing regular file rewritten in
+    place. Never through a symbolic link (dangling or not, with or without ``force``), never into a missing
+    directory, never over a directory: each is a StarterError (exit 2) and nothing is created anywhere. The
+    open itself refuses a link (O_NOFOLLOW) and a file that appeared since the check (O_EXCL)."""
+    link_hint = "clusterctl init writes a file and follows no link: pass the file's own path, or remove the link"
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise StarterError(f"{path}: {exc.strerror}", "pass a file name in an existing directory") from None
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode):
+            raise StarterError(f"{path} is a symbolic link (to {os.readlink(path)})", link_hint)
+        if stat.S_ISDIR(st.st_mode):
+            raise StarterError(f"{path} is a directory", f"pass a file name, e.g. -o {path / 'blueprint.yaml'}")
+        if not force:
+            raise StarterError(f"{path} exists", "pass --force to overwrite")
+        if not stat.S_ISREG(st.st_mode):
+            raise StarterError(f"{path} is not a regular file", "pass another file name")
+    elif not path.parent.is_dir():
+        raise StarterError(f"{path}: the directory {path.parent} does not exist",
+                           f"create it first (mkdir -p {path.parent}), or pass another -o")
+    flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    flags |= os.O_CREAT | os.O_EXCL if st is None else os.O_TRUNC
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StarterError(f"{path} is a symbolic link", link_hint) from None
+        if exc.errno == errno.EEXIST:
+            raise StarterError(f"{path} exists", "pass --force to overwrite") from None
+        raise StarterError(f"{path}: cannot write: {exc.strerror}",
+                           "pass a file name in a directory you can write") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise StarterError(f"{path} is not a regular file", "pass another file name")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)
