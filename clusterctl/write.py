@@ -20,6 +20,8 @@ Protocol (docs/render-layout.md, "How the writer changes the directory"):
    temporary file is renamed over its destination, executable bits are fixed, files the previous render
    wrote and this one does not are deleted, the new manifest is renamed into place and the journal removed.
    SIGINT/SIGTERM/SIGHUP are held back during this step; after a SIGKILL the next writer rolls it forward.
+   The journal records the sha256 of every file it replaces or deletes, and applying it checks it again, so
+   a journal read back from disk cannot delete or overwrite a file that does not hold the recorded bytes.
 
 So, once the journal is resolved, the directory holds the complete old or the complete new render (exactly
 what ``.clusterctl-manifest`` lists) plus every file clusterctl did not write. A reader that does not take
@@ -31,9 +33,16 @@ Other rules:
 - Files whose bytes did not change are not touched (same bytes, same timestamps).
 - A non-empty directory without a manifest is refused, so a typo'd ``-o`` cannot write into someone else's
   files; a path the render would write that exists but was not written by clusterctl is refused too.
-- No symbolic link below ``DIR`` is followed when writing, deleting or changing modes; ``DIR`` itself may be a
-  symlink to a directory and is written through. Modes are set only on files the render writes (0644, or 0755
-  for the executable ones) and directories are created with the process umask; nothing else is chmod-ed.
+- The manifest (``clusterctl.manifest``) is read from disk and not trusted: a file it lists is replaced or
+  deleted only if it is a regular file that still holds the bytes whose sha256 it records. A rendered file
+  changed since is never overwritten (the write is refused, exit 2) and, when no longer rendered, is left in
+  place with a warning and dropped from the manifest; a listed directory, link or special file is never
+  removed; lines that do not name a normalised path inside ``DIR`` with a sha256 are ignored with a warning.
+- No symbolic link below ``DIR`` is followed when writing, deleting or changing modes, even one swapped in
+  after a check: every path is resolved through directory file descriptors (``clusterctl.outdir``); ``DIR``
+  itself may be a symlink to a directory and is written through (it is opened once). Modes are set only on
+  files the render writes (0644, or 0755 for the executable ones) and directories are created with the
+  process umask; nothing else is chmod-ed.
 """
 
 from __future__ import annotations
@@ -41,7 +50,6 @@ from __future__ import annotations
 import ctypes
 import fcntl
 import fnmatch
-import hashlib
 import json
 import os
 import signal
@@ -53,14 +61,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-MANIFEST = ".clusterctl-manifest"
-LOCK = ".clusterctl-lock"
-JOURNAL = ".clusterctl-journal"
-STAGED = ".clusterctl-new"
-"""suffix of the temporary file a changed file is written to, beside its destination"""
-_PART = ".part"
-RESERVED = frozenset({MANIFEST, LOCK, JOURNAL, MANIFEST + _PART, JOURNAL + _PART})
-"""names the writer itself keeps in the output directory"""
+from clusterctl.manifest import (JOURNAL, LOCK, MANIFEST, PART, RESERVED, STAGED, Manifest, digest,
+                                 parse_manifest, safe_path)
+from clusterctl.manifest import manifest_text as _manifest_text
+from clusterctl.outdir import OutDir, ancestors, parent
+
+__all__ = ["JOURNAL", "LOCK", "MANIFEST", "RESERVED", "STAGED", "OutputDirError", "OutputLockedError",
+           "WriteResult", "compare", "recover", "update_files", "write_tree"]
 
 RENDER_SEALED = ("slurm", "nccl", "hosts", "ansible/roles/*")
 """directories ``render`` writes wholly: a file in them that the render does not produce is reported by
@@ -77,6 +84,8 @@ DURABLE = True
 process (where the page cache survives) turn it off, to run faster."""
 _MAX_STATE_BYTES = 64 << 20
 """largest manifest or journal the writer reads (both are one line per rendered file)"""
+CHANGED = "changed since clusterctl wrote it"
+"""why a listed file is neither overwritten nor deleted: its sha256 is not the one the manifest records"""
 
 
 class OutputDirError(Exception):
@@ -103,6 +112,14 @@ class WriteResult:
     """rendered files whose executable bit differs from what the render wants"""
     extra: list[str] = field(default_factory=list)
     """files in a wholly rendered directory (``sealed``) that the render does not produce; never deleted"""
+    edited: list[str] = field(default_factory=list)
+    """(``compare``) rendered files changed since clusterctl wrote them: a write refuses to overwrite them"""
+    kept: list[str] = field(default_factory=list)
+    """files the manifest lists and this render does not produce, left in place because they are not what
+    clusterctl wrote (changed since, a directory, a link, ...): dropped from the manifest"""
+    kept_reasons: dict[str, str] = field(default_factory=dict)
+    ignored: list[str] = field(default_factory=list)
+    """``MANIFEST:N: ignored: why``, one per manifest line that names no file of ours"""
     manifest_missing: bool = False
     interrupted: bool = False
     """``compare`` found the journal of an unfinished write"""
@@ -113,22 +130,24 @@ class WriteResult:
 
     @property
     def drift(self) -> bool:
-        return bool(self.added or self.changed or self.removed or self.modes or self.extra
-                    or self.manifest_missing or self.interrupted)
+        return self.drift_count > 0
 
     @property
     def drift_count(self) -> int:
         return (len(self.added) + len(self.changed) + len(self.removed) + len(self.modes) + len(self.extra)
-                + int(self.manifest_missing) + int(self.interrupted))
+                + len(self.kept) + len(self.ignored) + int(self.manifest_missing) + int(self.interrupted))
 
     def drift_lines(self, out: Path) -> list[str]:
         """One ``kind: path`` line per difference, for ``render --check``."""
-        lines = [f"changed: {out / p}" for p in self.changed]
+        lines = [f"changed: {out / p}" + (f" ({CHANGED}: render will not overwrite it)" if p in self.edited else "")
+                 for p in self.changed]
         lines += [f"missing: {out / p}" for p in self.added]
         lines += [f"extra: {out / p}" for p in self.removed]
+        lines += [f"extra: {out / p} ({self.kept_reasons[p]}: render keeps it)" for p in self.kept]
         lines += [f"extra: {out / p} (not rendered, in a directory clusterctl renders)" for p in self.extra]
         lines += [f"mode: {out / p} (should {'' if p in self.executable else 'not '}be executable)"
                   for p in self.modes]
+        lines += [f"manifest: {out / MANIFEST}:{line} (render drops it)" for line in self.ignored]
         if self.manifest_missing:
             lines.append(f"missing: {out / MANIFEST} (the list of rendered files)")
         if self.interrupted:
@@ -143,128 +162,41 @@ def _bytes(content: str | bytes) -> bytes:
     return content if isinstance(content, bytes) else content.encode()
 
 
-def _safe(path: str) -> str:
-    """``path`` if it names a file strictly inside the output directory that is not one of the writer's own."""
-    parts = path.split("/") if isinstance(path, str) else []
-    if (not parts or path.startswith("/") or any(p in ("", ".", "..") for p in parts)
-            or any(ord(c) < 32 or c == "\x7f" for c in path)
-            or any(p in RESERVED or p.endswith(STAGED) for p in parts)):
-        raise ValueError(f"target produced an unsafe path: {path!r}")
-    return path
-
-
-def _parent(rel: str) -> str:
-    return rel.rpartition("/")[0]
-
-
-def _ancestors(rel: str) -> Iterator[str]:
-    """Directories above ``rel`` inside the output directory, nearest first ('' is the directory itself)."""
-    while "/" in rel:
-        rel = _parent(rel)
-        yield rel
-
-
-def _staged(out: Path, rel: str) -> Path:
+def _staged(rel: str) -> str:
     head, _, name = rel.rpartition("/")
-    return out / head / f".{name}{STAGED}"
+    return f"{head}/.{name}{STAGED}" if head else f".{name}{STAGED}"
 
 
 def _normalise(files: dict[str, str | bytes]) -> dict[str, bytes]:
-    return {_safe(path): _bytes(content) for path, content in files.items()}
-
-
-class _Tree:
-    """Looks at paths under ``out`` without following any symbolic link below it (``out`` itself may be one)."""
-
-    def __init__(self, out: Path):
-        self.out = out
-        self._dirs: dict[str, str] = {"": "dir"}
-
-    def dir_state(self, rel: str) -> str:
-        """'dir', 'missing', or why files cannot be put in the directory ``rel``."""
-        if rel not in self._dirs:
-            up = self.dir_state(_parent(rel))
-            if up != "dir":
-                state = up
-            else:
-                try:
-                    mode = os.lstat(self.out / rel).st_mode
-                except FileNotFoundError:
-                    state = "missing"
-                else:
-                    state = ("dir" if stat.S_ISDIR(mode) else
-                             f"{self.out / rel} is a symbolic link" if stat.S_ISLNK(mode) else
-                             f"{self.out / rel} is not a directory")
-            self._dirs[rel] = state
-        return self._dirs[rel]
-
-    def look(self, rel: str) -> tuple[str, bytes, int]:
-        """('file', bytes, mode) for a regular file; ('missing'|'link'|'dir'|'special'|why-blocked, b'', mode)."""
-        where = self.dir_state(_parent(rel))
-        if where != "dir":
-            return ("missing" if where == "missing" else where), b"", 0
-        path = self.out / rel
-        try:
-            mode = os.lstat(path).st_mode
-        except FileNotFoundError:
-            return "missing", b"", 0
-        if stat.S_ISLNK(mode):
-            return "link", b"", mode
-        if stat.S_ISDIR(mode):
-            return "dir", b"", mode
-        if not stat.S_ISREG(mode):
-            return "special", b"", mode
-        return "file", _read_nofollow(path), mode
-
-
-def _read_nofollow(path: Path, limit: int | None = None) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OutputDirError(f"{path} is not a regular file")
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-            if limit is not None and sum(map(len, chunks)) > limit:
-                raise OutputDirError(f"{path} is larger than {limit >> 20} MiB: not a file clusterctl wrote",
-                                     "remove it")
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+    return {safe_path(path): _bytes(content) for path, content in files.items()}
 
 
 # --- manifest and journal ----------------------------------------------------------------------------------
 
-def _manifest_text(hashes: dict[str, str]) -> str:
-    lines = ["# files rendered by clusterctl into this directory: path sha256"]
-    lines += [f"{path} {digest}" for path, digest in sorted(hashes.items())]
-    return "\n".join(lines) + "\n"
-
-
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _read_manifest(out: Path) -> tuple[dict[str, str] | None, str]:
-    """(path -> sha256, raw text) of the manifest, or (None, '') when there is none. Lines that do not name
-    a safe path are ignored, so a tampered manifest cannot make the writer delete outside the directory."""
+def _read_manifest(tree: OutDir) -> Manifest | None:
+    """The manifest (``clusterctl.manifest``: only valid lines count), or None when there is none."""
     try:
-        text = _read_nofollow(out / MANIFEST, _MAX_STATE_BYTES).decode("utf-8", "replace")
+        text = tree.read(MANIFEST, _MAX_STATE_BYTES).decode("utf-8", "replace")
     except FileNotFoundError:
-        return None, ""
+        return None
     except OSError as exc:
-        raise OutputDirError(f"{out / MANIFEST}: cannot read the manifest: {exc.strerror or exc}",
+        raise OutputDirError(f"{tree.path(MANIFEST)}: cannot read the manifest: {exc.strerror or exc}",
                              "it must be the regular file clusterctl wrote; remove it and render into a new "
                              "directory if it is not") from None
-    hashes = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#") and " " in line:
-            path, digest = line.rsplit(" ", 1)
-            try:
-                hashes[_safe(path)] = digest
-            except ValueError:
-                continue
-    return hashes, text
+    return parse_manifest(text)
+
+
+def _hash_map(raw: object, *, allow_empty: bool) -> dict[str, str]:
+    """path -> sha256 read from a journal; every path is checked again (never trust a path read from disk)."""
+    if not isinstance(raw, dict):
+        raise TypeError("expected path -> sha256")
+    out = {}
+    for path, sha in raw.items():
+        if not isinstance(sha, str) or not (len(sha) == 64 and set(sha) <= set("0123456789abcdef")
+                                            or allow_empty and sha == ""):
+            raise ValueError(f"not a sha256: {sha!r}")
+        out[safe_path(path)] = sha
+    return out
 
 
 @dataclass
@@ -273,9 +205,11 @@ class _Journal:
 
     state: str
     manifest: str
-    install: list[str]
+    install: dict[str, str]
+    """path -> sha256 of the file it replaces ('' when there was no regular file)"""
     chmod: dict[str, int]
-    remove: list[str]
+    remove: dict[str, str]
+    """path -> sha256 the file must still have to be deleted"""
     mkdirs: list[str]
     rmdirs: list[str]
 
@@ -290,47 +224,34 @@ class _Journal:
             raise ValueError("unknown state")
 
         def paths(key: str) -> list[str]:
-            return [_safe(p) for p in raw[key]]
+            return [safe_path(p) for p in raw[key]]
 
-        return cls(raw["state"], raw["manifest"], paths("install"),
-                   {_safe(p): int(m) & 0o777 for p, m in raw["chmod"].items()},
-                   paths("remove"), paths("mkdirs"), paths("rmdirs"))
+        return cls(raw["state"], raw["manifest"], _hash_map(raw["install"], allow_empty=True),
+                   {safe_path(p): int(m) & 0o777 for p, m in raw["chmod"].items()},
+                   _hash_map(raw["remove"], allow_empty=False), paths("mkdirs"), paths("rmdirs"))
 
     def is_empty(self) -> bool:
         return not (self.install or self.chmod or self.remove or self.mkdirs)
 
 
-def _read_journal(out: Path) -> _Journal | None:
+def _read_journal(tree: OutDir) -> _Journal | None:
+    where = tree.path(JOURNAL)
     try:
-        text = _read_nofollow(out / JOURNAL, _MAX_STATE_BYTES).decode()
+        text = tree.read(JOURNAL, _MAX_STATE_BYTES).decode()
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
-        raise OutputDirError(f"{out / JOURNAL}: cannot read the journal of an interrupted write: {exc}",
+        raise OutputDirError(f"{where}: cannot read the journal of an interrupted write: {exc}",
                              "it must be the regular file clusterctl wrote") from None
     try:
         return _Journal.from_json(text)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise OutputDirError(f"{out / JOURNAL}: not a journal clusterctl wrote ({exc})",
-                             f"remove {out / JOURNAL} and render again; compare the directory with "
+        raise OutputDirError(f"{where}: not a journal clusterctl wrote ({exc})",
+                             f"remove {where} and render again; compare the directory with "
                              f"`clusterctl render --check` first") from None
 
 
 # --- durable small steps ------------------------------------------------------------------------------------
-
-def _write_file(path: Path, data: bytes, mode: int, *, sync: bool = True) -> None:
-    """Create or truncate ``path`` (never through a symlink), write ``data``, set ``mode``, fsync if asked."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
-    try:
-        os.fchmod(fd, mode)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        if sync and DURABLE:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-
 
 def _libc_syncfs():
     try:
@@ -342,58 +263,37 @@ def _libc_syncfs():
 _SYNCFS = _libc_syncfs()
 
 
-def _sync_all(out: Path, paths: Iterable[Path]) -> None:
-    """Make everything written under ``out`` durable: one syncfs(2) of its file system where there is one
-    (a render writes hundreds of files; one fsync each costs about a second), else fsync every path."""
+def _sync_all(tree: OutDir, files: Iterable[str], dirs: Iterable[str]) -> None:
+    """Make everything written under the directory durable: one syncfs(2) of its file system where there is
+    one (a render writes hundreds of files; one fsync each costs about a second), else fsync every path."""
     if not DURABLE:
         return
-    if _SYNCFS is not None:
-        fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            if _SYNCFS(fd) == 0:
-                return
-        finally:
-            os.close(fd)
-    for path in paths:
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
-            continue  # gone (an emptied directory) or a link: nothing of ours to flush
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _fsync_dir(path: Path) -> None:
-    if not DURABLE:
+    if _SYNCFS is not None and _SYNCFS(tree.fd) == 0:
         return
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    for rel in files:
+        if tree.dir_state(parent(rel)) == "dir":
+            tree.fsync_file(rel)
+    for rel in dirs:
+        tree.fsync_dir(rel)
 
 
-def _replace_small(out: Path, name: str, text: str) -> None:
+def _fsync_root(tree: OutDir) -> None:
+    if DURABLE:
+        tree.fsync_dir("")
+
+
+def _replace_small(tree: OutDir, name: str, text: str) -> None:
     """Atomically put one of the writer's own files (manifest, journal) in place."""
-    part = out / (name + _PART)
-    _write_file(part, text.encode(), FILE_MODE)
-    os.replace(part, out / name)
-    _fsync_dir(out)
+    tree.write(name + PART, text.encode(), FILE_MODE, fsync=DURABLE)
+    tree.replace(name + PART, name)
+    _fsync_root(tree)
 
 
-def _set_mode(path: Path, mode: int) -> None:
-    """chmod a rendered regular file; a symlink or anything else there is left alone."""
+def _unlink_if_there(tree: OutDir, rel: str) -> None:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return
-    try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            os.fchmod(fd, mode)
-    finally:
-        os.close(fd)
+        tree.unlink(rel)
+    except FileNotFoundError:
+        pass
 
 
 @contextmanager
@@ -440,21 +340,20 @@ def _holder(fd: int) -> str:
     return f"another clusterctl process (pid {pid})"
 
 
-def _open_locked(out: Path, exclusive: bool, deadline: float, seconds: float) -> int | None:
-    """An fd holding the lock on the lock file that ``out/.clusterctl-lock`` names *now*; None for a shared
+def _open_locked(tree: OutDir, exclusive: bool, deadline: float, seconds: float) -> int | None:
+    """An fd holding the lock on the lock file that ``DIR/.clusterctl-lock`` names *now*; None for a shared
     lock when there is no lock file (no write in progress). A released lock file is unlinked by its holder,
     so a waiter that got the lock on an unlinked file tries again on the current one."""
-    path = out / LOCK
-    flags = (os.O_RDWR | os.O_CREAT if exclusive else os.O_RDONLY) | os.O_NOFOLLOW | os.O_CLOEXEC
+    flags = os.O_RDWR | os.O_CREAT if exclusive else os.O_RDONLY
     while True:
         try:
-            fd = os.open(path, flags, FILE_MODE)
+            fd = tree.open(LOCK, flags, FILE_MODE)
         except FileNotFoundError:
             if exclusive:
                 raise
             return None
         except OSError as exc:
-            raise OutputDirError(f"{path}: cannot open the lock file: {exc.strerror or exc}",
+            raise OutputDirError(f"{tree.path(LOCK)}: cannot open the lock file: {exc.strerror or exc}",
                                  "it must be a regular file in a directory you can write") from None
         try:
             while True:
@@ -464,12 +363,12 @@ def _open_locked(out: Path, exclusive: bool, deadline: float, seconds: float) ->
                 except BlockingIOError:
                     if time.monotonic() >= deadline:
                         raise OutputLockedError(
-                            f"{out}: {_holder(fd)} is writing this directory (waited {seconds:g} s)",
+                            f"{tree.root}: {_holder(fd)} is writing this directory (waited {seconds:g} s)",
                             f"wait for it to finish and run again, or set {LOCK_TIMEOUT_ENV} to wait longer"
                         ) from None
                     time.sleep(0.02)
             try:
-                current = os.lstat(path).st_ino == os.fstat(fd).st_ino
+                current = tree.lstat(LOCK).st_ino == os.fstat(fd).st_ino
             except FileNotFoundError:
                 current = False
         except BaseException:
@@ -481,11 +380,12 @@ def _open_locked(out: Path, exclusive: bool, deadline: float, seconds: float) ->
 
 
 @contextmanager
-def _locked(out: Path, *, exclusive: bool, timeout: float | None) -> Iterator[None]:
-    """Hold ``out``'s lock: exclusive to write, shared to compare (skipped when no write is in progress).
-    The lock file exists only while a writer holds it (it names the writer's pid) or after one was killed."""
+def _locked(tree: OutDir, *, exclusive: bool, timeout: float | None) -> Iterator[None]:
+    """Hold the directory's lock: exclusive to write, shared to compare (skipped when no write is in
+    progress). The lock file exists only while a writer holds it (it names the writer's pid) or after one
+    was killed."""
     seconds = _lock_timeout(timeout)
-    fd = _open_locked(out, exclusive, time.monotonic() + seconds, seconds)
+    fd = _open_locked(tree, exclusive, time.monotonic() + seconds, seconds)
     if fd is None:
         yield
         return
@@ -497,7 +397,7 @@ def _locked(out: Path, *, exclusive: bool, timeout: float | None) -> Iterator[No
     finally:
         if exclusive:  # while still holding it: a waiter then retries on a new file
             try:
-                os.unlink(out / LOCK)
+                tree.unlink(LOCK)
             except OSError:
                 pass
         os.close(fd)
@@ -505,69 +405,63 @@ def _locked(out: Path, *, exclusive: bool, timeout: float | None) -> Iterator[No
 
 # --- recovery -------------------------------------------------------------------------------------------------
 
-def _roll_back(out: Path, journal: _Journal) -> None:
-    tree = _Tree(out)
+def _roll_back(tree: OutDir, journal: _Journal) -> None:
     for rel in journal.install:
-        if tree.dir_state(_parent(rel)) == "dir":
-            _staged(out, rel).unlink(missing_ok=True)
+        if tree.dir_state(parent(rel)) == "dir":
+            _unlink_if_there(tree, _staged(rel))
     for d in sorted(journal.mkdirs, key=lambda d: -d.count("/")):
-        if tree.dir_state(_parent(d)) == "dir":
-            try:
-                os.rmdir(out / d)  # only if still empty: never a user's file
-            except OSError:
-                pass
-    (out / JOURNAL).unlink(missing_ok=True)
-    _fsync_dir(out)
+        if tree.dir_state(parent(d)) == "dir":
+            tree.rmdir(d)  # only if still empty: never a user's file
+    _unlink_if_there(tree, JOURNAL)
+    _fsync_root(tree)
 
 
-def _apply(out: Path, journal: _Journal) -> None:
-    """Finish a committed write; every step may already have happened (idempotent)."""
-    tree = _Tree(out)
+def _holds(tree: OutDir, rel: str, sha: str) -> bool:
+    """``rel`` is a regular file holding the bytes whose sha256 is ``sha``."""
+    kind, current, _ = tree.look(rel)
+    return kind == "file" and digest(current) == sha
+
+
+def _apply(tree: OutDir, journal: _Journal) -> None:
+    """Finish a committed write; every step may already have happened (idempotent). A destination that is
+    not what the journal expects (changed by someone else since) is neither replaced nor deleted."""
     touched = {""}
-    for rel in journal.install:
-        if tree.dir_state(_parent(rel)) != "dir":
+    for rel, before in journal.install.items():
+        if tree.dir_state(parent(rel)) != "dir" or not tree.exists(_staged(rel)):
+            continue  # installed before the interruption
+        kind, current, _ = tree.look(rel)
+        if kind == "file" and digest(current) != before:
+            tree.unlink(_staged(rel))  # not the file the write planned to replace: kept
             continue
-        try:
-            os.replace(_staged(out, rel), out / rel)
-        except FileNotFoundError:
-            pass  # installed before the interruption
-        touched.add(_parent(rel))
+        tree.replace(_staged(rel), rel)
+        touched.add(parent(rel))
     for rel, mode in journal.chmod.items():
-        if tree.dir_state(_parent(rel)) == "dir":
-            _set_mode(out / rel, mode)
-    for rel in journal.remove:
-        if tree.dir_state(_parent(rel)) != "dir":
-            continue
-        try:
-            if stat.S_ISDIR(os.lstat(out / rel).st_mode):
-                continue  # a directory where a rendered file was: not clusterctl's
-        except FileNotFoundError:
-            continue
-        os.unlink(out / rel)
-        touched.add(_parent(rel))
-    for d in journal.rmdirs:  # deepest first
+        if tree.dir_state(parent(rel)) == "dir":
+            tree.set_mode(rel, mode)
+    for rel, sha in journal.remove.items():
+        if _holds(tree, rel, sha):
+            tree.unlink(rel)
+            touched.add(parent(rel))
+    for d in journal.rmdirs:  # deepest first; one holding something clusterctl did not write is kept
         if tree.dir_state(d) == "dir":
-            try:
-                os.rmdir(out / d)
-            except OSError:
-                pass  # holds something clusterctl did not write: kept
-    _sync_all(out, [out / d for d in sorted(touched) if tree.dir_state(d) == "dir"])
-    _replace_small(out, MANIFEST, journal.manifest)
-    (out / JOURNAL).unlink()
-    _fsync_dir(out)
+            tree.rmdir(d)
+    _sync_all(tree, (), sorted(touched))
+    _replace_small(tree, MANIFEST, journal.manifest)
+    tree.unlink(JOURNAL)
+    _fsync_root(tree)
 
 
-def _recover_locked(out: Path) -> str:
-    for name in (JOURNAL + _PART, MANIFEST + _PART):
-        (out / name).unlink(missing_ok=True)
-    journal = _read_journal(out)
+def _recover_locked(tree: OutDir) -> str:
+    for name in (JOURNAL + PART, MANIFEST + PART):
+        _unlink_if_there(tree, name)
+    journal = _read_journal(tree)
     if journal is None:
         return ""
     with _signals_deferred():
         if journal.state == "staging":
-            _roll_back(out, journal)
+            _roll_back(tree, journal)
             return "rolled back"
-        _apply(out, journal)
+        _apply(tree, journal)
         return "rolled forward"
 
 
@@ -575,11 +469,11 @@ def recover(out: Path, *, lock_timeout: float | None = None) -> str:
     """Complete an interrupted write of ``out`` (what every write does first): '' when there was none,
     else 'rolled back' (the old render is complete again) or 'rolled forward' (the new one is)."""
     out = Path(out)
-    if not (out / JOURNAL).exists() and not (out / (JOURNAL + _PART)).exists():
+    if not (out / JOURNAL).exists() and not (out / (JOURNAL + PART)).exists():
         return ""
     try:
-        with _locked(out, exclusive=True, timeout=lock_timeout):
-            return _recover_locked(out)
+        with OutDir(out) as tree, _locked(tree, exclusive=True, timeout=lock_timeout):
+            return _recover_locked(tree)
     except OSError as exc:
         raise OutputDirError(f"cannot complete the interrupted write of {out}: {exc}") from None
 
@@ -606,45 +500,46 @@ def _legacy_leftovers(out: Path) -> list[str]:
     """Temporary directories of the writer before this one (it swapped whole trees beside ``out``); an
     interrupted render could strand users' files in them, so they are pointed out, never deleted."""
     found = set()
-    for parent in {out.absolute().parent, out.resolve().parent}:
+    for parent_dir in {out.absolute().parent, out.resolve().parent}:
         try:
-            names = os.listdir(parent)
+            names = os.listdir(parent_dir)
         except OSError:
             continue
         for name in names:
-            if name.startswith((f".{out.name}.render-", f".{out.name}.old-")) and (parent / name).is_dir():
-                found.add(str(parent / name))
+            if name.startswith((f".{out.name}.render-", f".{out.name}.old-")) and (parent_dir / name).is_dir():
+                found.add(str(parent_dir / name))
     return [f"{d} was left by an interrupted render of an older clusterctl; it may hold files of yours "
             f"(check, then delete it)" for d in sorted(found)]
 
 
-def _sweep_staged(tree: _Tree, paths: set[str]) -> None:
+def _sweep_staged(tree: OutDir, paths: set[str]) -> None:
     """Remove staged files no journal accounts for (the journal is always written before them, so these
     exist only if someone removed a journal by hand); only clusterctl's own names, never through a link."""
     for rel in paths:
-        if tree.dir_state(_parent(rel)) == "dir":
-            staged = _staged(tree.out, rel)
+        if tree.dir_state(parent(rel)) == "dir":
             try:
-                if not stat.S_ISDIR(os.lstat(staged).st_mode):
-                    os.unlink(staged)
+                if not stat.S_ISDIR(tree.lstat(_staged(rel)).st_mode):
+                    tree.unlink(_staged(rel))
             except FileNotFoundError:
                 pass
 
 
 def _sealed_roots(paths: Iterable[str], sealed: Iterable[str]) -> list[str]:
     patterns = tuple(sealed)
-    dirs = {d for p in paths for d in _ancestors(p) if d}
+    dirs = {d for p in paths for d in ancestors(p) if d}
     hits = sorted(d for d in dirs if any(fnmatch.fnmatchcase(d, pat) for pat in patterns))
     return [d for d in hits if not any(d.startswith(h + "/") for h in hits)]
 
 
-def _untracked(tree: _Tree, roots: list[str], known: set[str]) -> list[str]:
+def _untracked(tree: OutDir, roots: list[str], known: set[str]) -> list[str]:
     """Files (and links) in the wholly rendered directories ``roots`` that are not in ``known``."""
     found = []
     stack = [r for r in roots if tree.dir_state(r) == "dir"]
     while stack:
         d = stack.pop()
-        with os.scandir(tree.out / d) as entries:
+        if tree.dir_state(d) != "dir":
+            continue
+        with tree.scandir(d) as entries:
             for entry in entries:
                 rel = f"{d}/{entry.name}"
                 if entry.is_dir(follow_symlinks=False):
@@ -654,17 +549,31 @@ def _untracked(tree: _Tree, roots: list[str], known: set[str]) -> list[str]:
     return sorted(found)
 
 
-def _survey(data: dict[str, bytes], tree: _Tree, previous: dict[str, str], executable: set[str],
-            writing: bool) -> tuple[WriteResult, list[str], dict[str, int]]:
-    """Classify every rendered path: (result, paths to install, path -> mode to fix). When ``writing``,
-    a path the writer must not touch raises OutputDirError; ``compare`` reports it as changed instead."""
+def _refusal(problems: list[tuple[str, str]]) -> OutputDirError:
+    """One error for every rendered path the write may not replace (``problems``: path, why)."""
+    shown = "; ".join(f"{path} {why}" for path, why in problems[:5])
+    more = f" (and {len(problems) - 5} more: `clusterctl render --check` lists them)" if len(problems) > 5 else ""
+    if any(CHANGED in why for _, why in problems):
+        hint = ("this render writes that path and your changes would be lost: move it away (or delete it), then "
+                "run again; `clusterctl render --check` lists every such file")
+    else:
+        hint = "this render produces that file: move yours away, then run again"
+    return OutputDirError(shown + more, hint)
+
+
+def _survey(data: dict[str, bytes], tree: OutDir, previous: dict[str, str], executable: set[str],
+            writing: bool) -> tuple[WriteResult, dict[str, str], dict[str, int]]:
+    """Classify every rendered path: (result, path to install -> sha256 of the file it replaces, path -> mode
+    to fix). When ``writing``, a path the writer must not touch raises OutputDirError: a file that is not the
+    one clusterctl wrote there (not in the manifest, or changed since); ``compare`` reports it as changed."""
     result = WriteResult(executable=frozenset(executable))
-    install: list[str] = []
+    install: dict[str, str] = {}
     chmod: dict[str, int] = {}
+    refused: list[tuple[str, str]] = []
     for rel in sorted(data):
         kind, current, mode = tree.look(rel)
         want = EXEC_MODE if rel in executable else FILE_MODE
-        path = tree.out / rel
+        path = tree.path(rel)
         if kind == "file" and current == data[rel]:
             result.unchanged.append(rel)
             if bool(mode & 0o111) != (want == EXEC_MODE):
@@ -673,7 +582,7 @@ def _survey(data: dict[str, bytes], tree: _Tree, previous: dict[str, str], execu
             continue
         if kind == "missing":
             result.added.append(rel)
-            install.append(rel)
+            install[rel] = ""
             continue
         if writing:
             if kind not in ("file", "link", "special", "dir"):  # a symlinked or non-directory parent
@@ -684,61 +593,90 @@ def _survey(data: dict[str, bytes], tree: _Tree, previous: dict[str, str], execu
                 raise OutputDirError(f"cannot write {path}: it is a directory",
                                      "clusterctl renders a file there: move the directory away")
             if rel not in previous:
-                raise OutputDirError(f"{path} exists and was not written by clusterctl (it is not in {MANIFEST})",
-                                     "this render produces that file: move yours away, then run again")
+                refused.append((str(path), f"exists and was not written by clusterctl (it is not in {MANIFEST})"))
+            elif kind == "file" and digest(current) != previous[rel]:
+                refused.append((str(path), f"was {CHANGED} (its sha256 is not the one in {MANIFEST})"))
+        elif kind == "file" and rel in previous and digest(current) != previous[rel]:
+            result.edited.append(rel)
         result.changed.append(rel)
-        install.append(rel)
+        install[rel] = digest(current) if kind == "file" else ""
+    if refused:
+        raise _refusal(refused)
     return result, install, chmod
 
 
-def _plan(out: Path, data: dict[str, bytes], executable: set[str], previous: dict[str, str], tree: _Tree,
+def _removals(tree: OutDir, previous: dict[str, str], data: dict[str, bytes], result: WriteResult) -> dict[str, str]:
+    """Files the previous render wrote and this one does not: path -> sha256 of those to delete (regular files
+    that still hold the recorded bytes). The others stay where they are, in ``result.kept`` with the reason."""
+    remove = {}
+    for rel in sorted(set(previous) - set(data)):
+        kind, current, _ = tree.look(rel)
+        if kind == "missing":
+            continue
+        if kind == "file" and digest(current) == previous[rel]:
+            remove[rel] = previous[rel]
+            continue
+        result.kept.append(rel)
+        result.kept_reasons[rel] = (CHANGED if kind == "file" else
+                                    f"listed in {MANIFEST} but a symbolic link" if kind == "link" else
+                                    f"listed in {MANIFEST} but a directory" if kind == "dir" else
+                                    f"listed in {MANIFEST} but not a regular file" if kind == "special" else
+                                    f"listed in {MANIFEST} but {kind}")
+    result.removed = sorted(remove)
+    return remove
+
+
+def _notices(tree: OutDir, manifest: Manifest | None, result: WriteResult) -> None:
+    """Ignored manifest lines and files kept rather than deleted, as ``result.ignored`` and warnings."""
+    result.ignored = list(manifest.ignored) if manifest else []
+    result.warnings += [f"{tree.path(MANIFEST)}:{line}" for line in result.ignored]
+    result.warnings += [f"{tree.path(rel)}: {result.kept_reasons[rel]}: left in place, and no longer listed in "
+                        f"{MANIFEST} (it is yours now)" for rel in result.kept]
+
+
+def _plan(tree: OutDir, data: dict[str, bytes], executable: set[str], previous: dict[str, str],
           partial: bool) -> tuple[WriteResult, _Journal]:
     result, install, chmod = _survey(data, tree, previous, executable, writing=True)
-    remove = [] if partial else sorted(set(previous) - set(data))
-    result.removed = [r for r in remove if tree.dir_state(_parent(r)) == "dir" and os.path.lexists(out / r)]
-    needed = {d for rel in install for d in _ancestors(rel) if d}
+    remove = {} if partial else _removals(tree, previous, data, result)
+    needed = {d for rel in install for d in ancestors(rel) if d}
     mkdirs = sorted((d for d in needed if tree.dir_state(d) == "missing"), key=lambda d: (d.count("/"), d))
-    keep = {d for rel in data for d in _ancestors(rel)}
-    rmdirs = sorted({d for rel in remove for d in _ancestors(rel) if d and d not in keep},
+    keep = {d for rel in data for d in ancestors(rel)}
+    rmdirs = sorted({d for rel in remove for d in ancestors(rel) if d and d not in keep},
                     key=lambda d: (-d.count("/"), d))
     hashes = dict(previous) if partial else {}
-    hashes.update((rel, _digest(content)) for rel, content in data.items())
-    return result, _Journal("staging", _manifest_text(hashes), install, chmod, result.removed, mkdirs, rmdirs)
+    hashes.update((rel, digest(content)) for rel, content in data.items())
+    return result, _Journal("staging", _manifest_text(hashes), install, chmod, remove, mkdirs, rmdirs)
 
 
-def _stage(out: Path, journal: _Journal, data: dict[str, bytes], executable: set[str]) -> None:
-    _replace_small(out, JOURNAL, journal.to_json())
+def _stage(tree: OutDir, journal: _Journal, data: dict[str, bytes], executable: set[str]) -> None:
+    _replace_small(tree, JOURNAL, journal.to_json())
     for d in journal.mkdirs:
-        try:
-            os.mkdir(out / d)
-        except FileExistsError:
-            if not stat.S_ISDIR(os.lstat(out / d).st_mode):
-                raise OutputDirError(f"cannot write into {out / d}: it is not a directory") from None
+        tree.mkdir(d)
     for rel in journal.install:
-        _write_file(_staged(out, rel), data[rel], EXEC_MODE if rel in executable else FILE_MODE, sync=False)
-    dirs = sorted({_parent(rel) for rel in journal.install})
-    _sync_all(out, [_staged(out, rel) for rel in journal.install] + [out / d for d in dirs])
+        tree.write(_staged(rel), data[rel], EXEC_MODE if rel in executable else FILE_MODE, fsync=False)
+    _sync_all(tree, [_staged(rel) for rel in journal.install], sorted({parent(rel) for rel in journal.install}))
 
 
-def _commit(out: Path, journal: _Journal, data: dict[str, bytes], executable: set[str]) -> None:
+def _commit(tree: OutDir, journal: _Journal, data: dict[str, bytes], executable: set[str]) -> None:
     try:
-        _stage(out, journal, data, executable)
+        _stage(tree, journal, data, executable)
     except BaseException:
         with _signals_deferred():
-            _roll_back(out, journal)
+            _roll_back(tree, journal)
         raise
     with _signals_deferred():
         journal.state = "apply"
         try:
-            _replace_small(out, JOURNAL, journal.to_json())  # the commit point
+            _replace_small(tree, JOURNAL, journal.to_json())  # the commit point
         except OSError:
             journal.state = "staging"
-            _roll_back(out, journal)
+            _roll_back(tree, journal)
             raise
         try:
-            _apply(out, journal)
+            _apply(tree, journal)
         except OSError as exc:
-            raise OutputDirError(f"the write of {out} stopped half-way: {exc.strerror or exc} ({exc.filename})",
+            raise OutputDirError(f"the write of {tree.root} stopped half-way: {exc.strerror or exc} "
+                                 f"({exc.filename})",
                                  "fix the cause and run the command again: it completes the write first") from None
 
 
@@ -756,20 +694,21 @@ def _write(files: dict[str, str | bytes], out: Path, executable: Iterable[str] |
                                  "render into it first")
         warnings = _legacy_leftovers(out)
         out.mkdir(parents=True, exist_ok=True)
-        with _locked(out, exclusive=True, timeout=lock_timeout):
-            recovered = _recover_locked(out)
-            previous, text = _read_manifest(out)
-            if partial and previous is None:
+        with OutDir(out) as tree, _locked(tree, exclusive=True, timeout=lock_timeout):
+            recovered = _recover_locked(tree)
+            tree.forget()
+            manifest = _read_manifest(tree)
+            if partial and manifest is None:
                 raise OutputDirError(f"{out} has no {MANIFEST}: it is not a directory clusterctl rendered",
                                      "render into it first")
-            tree = _Tree(out)
-            _sweep_staged(tree, set(data) | set(previous or {}))
-            result, journal = _plan(out, data, execs, previous or {}, tree, partial)
-            known = set(data) | set(previous or {})
-            result.extra = _untracked(tree, _sealed_roots(data, sealed), known)
+            previous = manifest.hashes if manifest else {}
+            _sweep_staged(tree, set(data) | set(previous))
+            result, journal = _plan(tree, data, execs, previous, partial)
+            result.extra = _untracked(tree, _sealed_roots(data, sealed), set(data) | set(previous))
             result.recovered, result.warnings = recovered, warnings
-            if not (journal.is_empty() and text == journal.manifest):
-                _commit(out, journal, data, execs)
+            _notices(tree, manifest, result)
+            if not (journal.is_empty() and manifest is not None and manifest.text == journal.manifest):
+                _commit(tree, journal, data, execs)
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
         raise OutputDirError(f"cannot write {out}: {exc.strerror or exc}{where}",
@@ -780,9 +719,10 @@ def _write(files: dict[str, str | bytes], out: Path, executable: Iterable[str] |
 def write_tree(files: dict[str, str | bytes], out: Path, *, executable: Iterable[str] | None = None,
                sealed: Iterable[str] = (), lock_timeout: float | None = None) -> WriteResult:
     """Make ``out`` hold exactly ``files`` among the files clusterctl writes (see the module doc): new and
-    changed files are installed, files the previous render wrote and this one does not are deleted, every
-    other file is left alone. ``executable`` files get mode 0755, the others 0644. Files in ``sealed``
-    directories that the render does not produce are listed in ``extra`` (and kept)."""
+    changed files are installed, files the previous render wrote and this one does not are deleted (if they
+    still hold the bytes clusterctl wrote), every other file is left alone. ``executable`` files get mode
+    0755, the others 0644. Files in ``sealed`` directories that the render does not produce are listed in
+    ``extra`` (and kept)."""
     return _write(files, Path(out), executable, sealed, lock_timeout, partial=False)
 
 
@@ -804,15 +744,15 @@ def compare(files: dict[str, str | bytes], out: Path, *, executable: Iterable[st
     if not out.is_dir():
         return WriteResult(added=sorted(data), manifest_missing=True, executable=frozenset(execs))
     try:
-        with _locked(out, exclusive=False, timeout=lock_timeout):
-            previous, _ = _read_manifest(out)
-            tree = _Tree(out)
-            result, _, _ = _survey(data, tree, previous or {}, execs, writing=False)
-            result.removed = sorted(r for r in set(previous or {}) - set(data)
-                                    if tree.dir_state(_parent(r)) == "dir" and os.path.lexists(out / r))
-            result.extra = _untracked(tree, _sealed_roots(data, sealed), set(data) | set(previous or {}))
-            result.manifest_missing = previous is None
-            result.interrupted = (out / JOURNAL).exists()
+        with OutDir(out) as tree, _locked(tree, exclusive=False, timeout=lock_timeout):
+            manifest = _read_manifest(tree)
+            previous = manifest.hashes if manifest else {}
+            result, _, _ = _survey(data, tree, previous, execs, writing=False)
+            _removals(tree, previous, data, result)
+            result.extra = _untracked(tree, _sealed_roots(data, sealed), set(data) | set(previous))
+            _notices(tree, manifest, result)
+            result.manifest_missing = manifest is None
+            result.interrupted = tree.exists(JOURNAL)
     except OSError as exc:
         raise OutputDirError(f"cannot read {out}: {exc.strerror or exc}") from None
     return result
