@@ -6,6 +6,7 @@ cannot make it delete a user's file, a directory or a link."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 
 import pytest
@@ -131,3 +132,31 @@ def test_manifest_lines_naming_paths_outside_the_directory_are_ignored_with_a_wa
     assert f"{out / MANIFEST}:7: ignored: 'slurm/./x' is not a path inside the directory" in text
     assert f"{out / 'private' / 'key'}: listed in {MANIFEST} but {out / 'private'} is a symbolic link" in text
     assert r.removed == []
+
+
+def test_a_directory_listed_in_the_manifest_is_never_removed(tmp_path):
+    out = tmp_path / "out"
+    write_tree(FILES, out)
+    (out / "venv" / "bin").mkdir(parents=True)
+    (out / "venv" / "bin" / "python").write_text("#!")
+    with open(out / MANIFEST, "a") as manifest:
+        manifest.write(f"venv {BOGUS}\nvenv/bin {BOGUS}\n")
+    r = write_tree(FILES, out)
+    assert r.kept == ["venv", "venv/bin"] and r.removed == []
+    assert f"{out / 'venv'}: listed in {MANIFEST} but a directory: left in place" in "\n".join(r.warnings)
+    assert (out / "venv" / "bin" / "python").read_text() == "#!"
+
+
+def test_a_journal_read_from_disk_cannot_delete_a_file_whose_bytes_it_does_not_record(tmp_path):
+    """A journal in state 'apply' (as a killed writer leaves it) is rolled forward by the next write; the files
+    it deletes must still hold the bytes it records."""
+    out = tmp_path / "out"
+    write_tree(FILES, out)
+    (out / "notes.txt").write_text("mine\n")
+    manifest = (out / MANIFEST).read_text()
+    (out / ".clusterctl-journal").write_text(json.dumps({
+        "state": "apply", "manifest": manifest, "install": {}, "chmod": {}, "remove": {"notes.txt": BOGUS},
+        "mkdirs": [], "rmdirs": []}))
+    r = write_tree(FILES, out)
+    assert r.recovered == "rolled forward"
+    assert (out / "notes.txt").read_text() == "mine\n"
