@@ -488,12 +488,21 @@ def _check_dir(out: Path) -> None:
         raise OutputDirError(f"{out} exists and is not a directory", "pass a directory")
 
 
-def _foreign(out: Path) -> bool:
-    """``out`` holds files but no trace of clusterctl (manifest or journal)."""
-    if not out.is_dir():
+def _foreign(out: Path | OutDir) -> bool:
+    """The directory holds files but no trace of clusterctl (manifest or journal). Asked of the path first
+    (before creating it), then again of the directory actually opened."""
+    if isinstance(out, OutDir):
+        names = set(out.listdir())
+    elif out.is_dir():
+        names = set(os.listdir(out))
+    else:
         return False
-    names = set(os.listdir(out))
     return not names & {MANIFEST, JOURNAL} and bool(names - RESERVED)
+
+
+def _not_ours(out: Path) -> OutputDirError:
+    return OutputDirError(f"{out} is not empty and was not rendered by clusterctl (no {MANIFEST})",
+                          "choose an empty or new directory, or one clusterctl wrote before")
 
 
 def _legacy_leftovers(out: Path) -> list[str]:
@@ -687,14 +696,15 @@ def _write(files: dict[str, str | bytes], out: Path, executable: Iterable[str] |
     try:
         _check_dir(out)
         if _foreign(out):
-            raise OutputDirError(f"{out} is not empty and was not rendered by clusterctl (no {MANIFEST})",
-                                 "choose an empty or new directory, or one clusterctl wrote before")
+            raise _not_ours(out)
         if partial and not (out / MANIFEST).exists() and not (out / JOURNAL).exists():
             raise OutputDirError(f"{out} has no {MANIFEST}: it is not a directory clusterctl rendered",
                                  "render into it first")
         warnings = _legacy_leftovers(out)
         out.mkdir(parents=True, exist_ok=True)
         with OutDir(out) as tree, _locked(tree, exclusive=True, timeout=lock_timeout):
+            if _foreign(tree):  # the path now names another directory than the one checked above
+                raise _not_ours(out)
             recovered = _recover_locked(tree)
             tree.forget()
             manifest = _read_manifest(tree)

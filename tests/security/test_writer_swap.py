@@ -84,3 +84,28 @@ def test_a_directory_swapped_for_a_link_between_check_and_write_redirects_nothin
     assert swapped, "the writer never made the call the test swaps at"
     assert _snapshot(outside) == before
     assert (out / directory).is_symlink()  # the link is left alone too
+
+
+def test_an_output_directory_swapped_after_its_check_for_a_link_to_someone_elses_directory_is_refused(tmp_path,
+                                                                                                    monkeypatch):
+    """The output directory itself may be a link, so the writer follows it once, when it opens it; it then asks
+    again of the directory it opened whether it is one clusterctl rendered."""
+    out, home = tmp_path / "out", tmp_path / "home"
+    write_tree(OLD, out)
+    home.mkdir()
+    (home / "thesis.tex").write_text("years of work\n")
+    real_open, rename, symlink = os.open, os.rename, os.symlink
+    swapped = []
+
+    def open_after_swap(path, *args, **kwargs):
+        if not swapped and str(path) == str(out):
+            rename(out, tmp_path / "out.moved")
+            symlink(home, out)
+            swapped.append(path)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", open_after_swap)
+    with pytest.raises(OutputDirError, match="not rendered by clusterctl"):
+        write_tree(NEW, out)
+    monkeypatch.undo()
+    assert swapped and sorted(p.name for p in home.iterdir()) == ["thesis.tex"]
