@@ -57,13 +57,18 @@ def test_trace_groups_host_events_by_play_and_keeps_failures():
 
 def test_set_conf_replaces_or_adds_after_the_controller_lines(tmp_path):
     from clusterctl.rehearse.scenarios import _set_conf
+    from clusterctl.write import write_tree
 
-    conf = tmp_path / "slurm.conf"
-    conf.write_text("ClusterName=x\nSlurmctldHost=a\nSlurmctldHost=b\nHealthCheckInterval=300\n")
+    original = "ClusterName=x\nSlurmctldHost=a\nSlurmctldHost=b\nHealthCheckInterval=300\n"
+    write_tree({"slurm/slurm.conf": original}, tmp_path)
+    conf = tmp_path / "slurm" / "slurm.conf"
     _set_conf(conf, "SlurmctldTimeout", 10)
     _set_conf(conf, "HealthCheckInterval", 10)
     assert conf.read_text() == ("ClusterName=x\nSlurmctldHost=a\nSlurmctldHost=b\nSlurmctldTimeout=10\n"
                                 "HealthCheckInterval=10\n")
+    # the edit went through the writer: a later render of the directory (the rolling scenario) replaces it
+    write_tree({"slurm/slurm.conf": original}, tmp_path)
+    assert conf.read_text() == original
 
 
 def test_failover_binds_the_state_tier_into_every_controller_only(tmp_path):

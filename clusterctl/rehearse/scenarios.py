@@ -29,6 +29,7 @@ from clusterctl.rehearse.deploy import Cluster, prepare_nodes, run_playbook
 from clusterctl.rehearse.nodes import ssh
 from clusterctl.rehearse.state import State, state_dir
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
+from clusterctl.write import update_files
 
 SLURM_RELEASES = ("21.08", "22.05", "23.02", "23.11", "24.05", "24.11", "25.05", "25.11")
 """major releases, oldest first: version-guard renders for the release after the installed one when the
@@ -208,12 +209,20 @@ def wait_for(predicate, timeout_s: float, every_s: float = 1.0):
         time.sleep(every_s)
 
 
+def _rewrite_rendered(conf: Path, text: str) -> None:
+    """Replace a rendered file of the rehearsal directory through the writer, so its manifest records the new
+    bytes: a later render of the same directory (the rolling scenario) replaces only files that still hold what
+    clusterctl wrote, and refuses one edited behind its back."""
+    out = conf.parent.parent
+    update_files({conf.relative_to(out).as_posix(): text}, out)
+
+
 def _set_interval(conf: Path, seconds: int) -> None:
     text = conf.read_text()
     new, n = re.subn(r"(?m)^HealthCheckInterval=\d+$", f"HealthCheckInterval={seconds}", text)
     if n != 1:
         raise StepFailed(f"{conf}: no HealthCheckInterval line to shorten")
-    conf.write_text(new)
+    _rewrite_rendered(conf, new)
 
 
 @dataclass
@@ -424,7 +433,7 @@ def _set_conf(conf: Path, key: str, value: object) -> None:
         new = re.sub(r"(?m)((?:^SlurmctldHost=.*\n)+)", lambda m: m.group(1) + f"{key}={value}\n", text, count=1)
         if new == text:
             raise StepFailed(f"{conf}: no SlurmctldHost line to add {key} after")
-    conf.write_text(new)
+    _rewrite_rendered(conf, new)
 
 
 @dataclass
