@@ -229,7 +229,8 @@ def build(ctx: ReportContext) -> Section:
                   f"({USABLE_HBM:.0%} of {mem['hbm'] * 1e9 / 2**30:.0f} GiB HBM): {verdict}.")
         md.append("")
         md.append(f"Compute model: GEMMs at {SUSTAINED_GEMM:.0%} of the measured maximum achievable matmul rate "
-                  f"({fmt(r.mamf_tflops)} TFLOP/s BF16 for {text(r.accelerator)}: {text(r.mamf_source)}) with a shape factor "
+                  f"({fmt(r.mamf_tflops)} TFLOP/s BF16 for {text(r.accelerator)}: {text(r.mamf_source)}) "
+                  "with a shape factor "
                   f"h/tp ÷ (h/tp + {GEMM_SHAPE_HALF}); flash attention at {FLASH_ATTENTION_EFFICIENCY:.0%} of that; "
                   f"element-wise work at {HBM_EFFICIENCY:.0%} of HBM bandwidth; communication from the Collectives "
                   "section's model on this interconnect. Derivation: docs/report.md.")

@@ -20,7 +20,8 @@ from tests.helpers import REPO, cli, shipped, to_yaml
 HTML = "<img src=x onerror=alert(1)>"
 IMAGE = "![x](https://evil/p.png)"
 LINK = "[click](javascript:alert(1))"
-PAYLOAD = f"{HTML} {IMAGE} {LINK} https://evil.example/a www.evil.example *b* _c_ `d` | e ~~f~~ $g$ &amp; x@evil.example"
+PAYLOAD = (f"{HTML} {IMAGE} {LINK} https://evil.example/a www.evil.example *b* _c_ `d` | e ~~f~~ $g$ &amp; "
+           "x@evil.example")
 
 
 def _parser() -> MarkdownIt:

@@ -35,9 +35,10 @@ ResumeProgram / SuspendProgram / ResumeFailProgram), as SlurmUser and with almos
 Every provider call is an argument list (no shell) with PATH set to the system directories; temporary files
 (user data, change batches) are 0600 and removed after the call, in a private directory made for the run
 (``tempfile.mkdtemp``), which also holds the CLIs' HOME when SlurmUser has no writable one. Hosts are
-handled independently (one failure does not stop the others), at most PARALLEL at a time. Every call and result is logged to
-/var/log/slurm/clusterctl-power-save.log. A host that is in no elastic group is refused (logged; nothing is
-created). Exit status: 0 when every host succeeded, 1 when any failed, 2 for a bad invocation or stack file.
+handled independently (one failure does not stop the others), at most PARALLEL at a time. Every call and
+result is logged to /var/log/slurm/clusterctl-power-save.log. A host that is in no elastic group is refused
+(logged; nothing is created). Exit status: 0 when every host succeeded, 1 when any failed, 2 for a bad
+invocation or stack file.
 
 Tests: CLUSTERCTL_POWER_SAVE_ROOT prefixes every file path above; CLUSTERCTL_POWER_SAVE_PATH replaces PATH.
 """
