@@ -32,12 +32,13 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusterctl.rehearse import RehearsalError, probe
+from clusterctl.rehearse import RehearsalError, node_path, probe
 from clusterctl.rehearse.state import (
     NodeRecord,
     Proc,
@@ -64,11 +65,13 @@ DEVICES = (("null", 1, 3, 0o666), ("zero", 1, 5, 0o666), ("full", 1, 7, 0o666), 
 
 # Runs as PID 1 of the new PID namespace, inside the node's net/UTS/mount namespaces, still seeing the
 # host's mount tree; builds the node's root and replaces itself with the init. Arguments: name, upper,
-# work, merged, then pairs of (host path, node path) to bind.
+# work, merged, cpus, python, the node_path helper, then pairs of (host path, node path) to bind. A bind's
+# node path is resolved and created inside the node's root by the helper (clusterctl/rehearse/node_path.py):
+# a plain ``mkdir -p "$root$2"`` would follow the node's absolute symlinks (/var/run -> /run) on the host.
 STAGE1 = r"""
 set -eu
-name=$1 upper=$2 work=$3 root=$4 cpus=$5
-shift 5
+name=$1 upper=$2 work=$3 root=$4 cpus=$5 python=$6 node_path=$7
+shift 7
 # the namespaces are made; the node runs on every CPU again (slurmd counts the CPUs it may use)
 if [ -n "$cpus" ]; then taskset -p -c "$cpus" $$ >/dev/null; fi
 hostname "$name"
@@ -87,8 +90,8 @@ mount -t tmpfs -o nosuid,nodev,mode=1777 tmpfs "$root/dev/shm"
 mount -t tmpfs -o nosuid,nodev,mode=755 tmpfs "$root/run"
 mount -t tmpfs -o nosuid,nodev,mode=1777 tmpfs "$root/tmp"
 while [ $# -ge 2 ]; do
-  mkdir -p "$root$2"
-  mount --bind "$1" "$root$2"
+  target=$("$python" -I "$node_path" "$root" "$2")
+  mount --bind "$1" "$target"
   shift 2
 done
 cd "$root"
@@ -283,9 +286,9 @@ def _launch(node: NodeRecord, binds: Sequence[tuple[str, str]]) -> Proc:
     args = ["nsenter", f"--net=/run/netns/{node.netns}", "--", *pin,
             "unshare", "--mount", "--uts", "--pid", "--fork", "--propagation", "private", "--kill-child",
             "/bin/sh", "-c", STAGE1, "stage1", node.name, str(node.upper), str(node.work), str(node.merged),
-            every]
-    for host_path, node_path in binds:
-        args += [host_path, node_path]
+            every, sys.executable, node_path.__file__]
+    for host_path, path_in_node in binds:
+        args += [host_path, path_in_node]
     with open(node.console, "ab") as console:
         p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=console, stderr=subprocess.STDOUT,
                              start_new_session=True, close_fds=True)

@@ -40,6 +40,7 @@ import math
 from typing import Any
 
 from clusterctl.plan.model import ClusterPlan, FabricPlan, NodeTypePlan
+from clusterctl.report.markdown import Markup, text
 from clusterctl.report.section import ReportContext, Section, fmt, md_table
 
 KEY = "capacity"
@@ -62,24 +63,17 @@ class Sources:
             return ""
         if key not in self._refs:
             self._refs[key] = (len(self._refs) + 1, source or NO_SOURCE)
-        return f"[{self._refs[key][0]}]"
+        return Markup(f"[{self._refs[key][0]}]")
 
     def refs(self, pairs: list[tuple[str, str | None]]) -> str:
-        return " ".join(r for r in (self.ref(k, s) for k, s in pairs) if r)
+        return Markup(" ".join(r for r in (self.ref(k, s) for k, s in pairs) if r))
 
     def markdown(self) -> str:
         if not self._refs:
             return ""
         lines = ["Sources:", ""]
-        lines += [f"{n}. `{key}`: {markdown_text(text)}" for key, (n, text) in self._refs.items()]
+        lines += [f"{n}. `{key}`: {text(source)}" for key, (n, source) in self._refs.items()]
         return "\n".join(lines) + "\n"
-
-
-def markdown_text(text: str) -> str:
-    """Catalog free text (a ``sources`` line, which a blueprint's own ``catalog:`` may set) as Markdown prose:
-    the kinds keep it to one printable line; ``<`` is written as an entity so the text cannot open an HTML tag
-    in a Markdown viewer (docs/security.md)."""
-    return text.replace("&", "&amp;").replace("<", "&lt;")
 
 
 def catalog_source(plan: ClusterPlan, section: str, name: str, field: str) -> str:
@@ -398,7 +392,7 @@ def _markdown(plan: ClusterPlan, d: dict[str, Any]) -> str:
         out.append(md_table(
             ["Node type", "Role", "Ports", "Cabled to", "Gb/s per node", "GB/s per node", "Nodes", "Total Tb/s",
              "Source"],
-            [[r["node_type"], r["role"], r["ports"], ", ".join(r["cabled_to"]) or "**no fabric**",
+            [[r["node_type"], r["role"], r["ports"], ", ".join(r["cabled_to"]) or Markup("**no fabric**"),
               fmt(r["gbps_per_node"], 4), fmt(r["gb_per_s_per_node"], 4),
               r["nodes"], fmt(r["total_gbps"] / 1000, 5), src.refs(list(zip(r["catalog"], r["source"])))]
              for r in inj["per_node_type"]], "llllrrrrl"))

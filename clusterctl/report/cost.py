@@ -9,6 +9,7 @@ from typing import Any
 
 from clusterctl.catalog.prices import PRICES_REF
 from clusterctl.cloud.cost import EXCLUDED, GroupCost, HourlyCost, hourly_cost, usd
+from clusterctl.report.markdown import text
 from clusterctl.report.section import ReportContext, Section, md_table
 
 KEY = "cost"
@@ -94,5 +95,5 @@ def markdown(d: dict[str, Any]) -> str:
                    "instance-hour instead of the on-demand price (reservation fee, paid up front for the whole "
                    "block; the Linux fee comes on top while instances run).\n")
     out.append(f"- Not counted: {'; '.join(d['excluded'])}.\n")
-    out.append("\nSources:\n\n" + "".join(f"- `{k}`: {v}\n" for k, v in d["sources"].items()))
+    out.append("\nSources:\n\n" + "".join(f"- `{k}`: {text(v)}\n" for k, v in d["sources"].items()))
     return "".join(out)

@@ -33,6 +33,7 @@ from typing import Any
 from clusterctl import hostlist
 from clusterctl.plan.model import ClusterPlan, RackPlan
 from clusterctl.report.capacity import Sources, catalog_source, server_ref
+from clusterctl.report.markdown import Markup
 from clusterctl.report.section import ReportContext, Section, fmt, md_table
 
 KEY = "power"
@@ -212,8 +213,8 @@ def _markdown(plan: ClusterPlan, d: dict[str, Any]) -> str:
         rows = []
         for r in d["racks"]:
             contents = ", ".join(f"{i['count']} x {i['label']}" for i in r["contents"]) or "-"
-            pct = "-" if r["budget_pct"] is None else f"{fmt(r['budget_pct'])} %" + (
-                " **over budget**" if r["over_budget"] else "")
+            pct = "-" if r["budget_pct"] is None else Markup(f"{fmt(r['budget_pct'])} %" + (
+                " **over budget**" if r["over_budget"] else ""))
             rows.append([r["racks"], r["count"], r["profile"], contents, fmt(r["kw_each"], 4),
                          fmt(r["budget_kw"], 4) if r["budget_kw"] is not None else "-",
                          fmt(r["liquid_kw_each"], 4), fmt(r["air_kw_each"], 4), pct, fmt(r["kw_total"], 5)])
@@ -232,7 +233,7 @@ def _markdown(plan: ClusterPlan, d: dict[str, Any]) -> str:
             rows.append(["Switches in no rack", fmt(d["unplaced_switch_kw"], 5), "kW", ""])
         if d["unplaced_node_kw"]:
             rows.append(["Servers in no rack", fmt(d["unplaced_node_kw"], 5), "kW", ""])
-        rows.append(["**IT power**", fmt(d["it_kw"], 5), "kW", ""])
+        rows.append([Markup("**IT power**"), fmt(d["it_kw"], 5), "kW", ""])
         if d["site"]:
             s = d["site"]
             rows.append([f"Site IT capacity ({s['name']})", fmt(s["it_power_kw"], 5), "kW",
@@ -243,7 +244,7 @@ def _markdown(plan: ClusterPlan, d: dict[str, Any]) -> str:
         if c["unattributed_kw"]:
             rows.append(["Heat not in a rack", fmt(c["unattributed_kw"], 5), "kW", ""])
         rows.append(["PUE", fmt(d["pue"], 3) if d["pue"] is not None else "not given", "", d["pue_source"]])
-        rows.append(["**Facility power** (IT x PUE)",
+        rows.append([Markup("**Facility power** (IT x PUE)"),
                      fmt(d["facility_kw"], 5) if d["facility_kw"] is not None else "not reported", "kW", ""])
         e = d["efficiency"]
         if e["gpu_kw"]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterctl.plan.model import ClusterPlan
+from clusterctl.report.markdown import Markup, text
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,8 @@ class ReportContext:
 
 def md_table(headers: list[str], rows: list[list[Any]], align: str | None = None) -> str:
     """A GitHub Markdown table. ``align`` is one letter per column: l, r or c (default: text left,
-    numbers right)."""
+    numbers right). A string cell is escaped (:func:`clusterctl.report.markdown.text`) unless it is
+    :class:`~clusterctl.report.markdown.Markup`; headers are the report's own words."""
     if align is None:
         first = rows[0] if rows else []
         align = "".join("r" if isinstance(v, (int, float)) and not isinstance(v, bool) else "l"
@@ -65,7 +67,9 @@ def _cell(v: Any) -> str:
         return f"{v:,}"
     if isinstance(v, float):
         return fmt(v)
-    return str(v).replace("|", "\\|")
+    if isinstance(v, Markup):
+        return v.replace("|", "\\|")
+    return text(v)
 
 
 def fmt(x: float, digits: int = 3) -> str:

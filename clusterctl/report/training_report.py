@@ -25,6 +25,7 @@ from clusterctl.perf.training import (
 )
 from clusterctl.perf.workload import Workload, accelerator_of, resolve
 from clusterctl.plan.model import ClusterPlan
+from clusterctl.report.markdown import text
 from clusterctl.report.section import ReportContext, Section, fmt, md_table
 
 
@@ -144,12 +145,12 @@ def build(ctx: ReportContext) -> Section:
                          "heads": m.heads, "kv_heads": m.kv_heads or m.heads, "ffn_hidden": m.ffn,
                          "vocab": m.vocab, "seq_len": m.seq_len, "swiglu": m.swiglu, "experts": m.experts,
                          "topk": m.topk, "flops_per_token": m.flops_per_token}
-        md.append(f"Model **{m.name}**: {fmt(m.params / 1e9)} B parameters"
+        md.append(f"Model **{text(m.name)}**: {fmt(m.params / 1e9)} B parameters"
                   + (f" ({fmt(m.active_params / 1e9)} B active)" if m.experts else "")
                   + f", {m.layers} layers, hidden {m.hidden:,}, {m.heads} heads"
                   + (f" ({m.kv_heads} KV)" if m.kv_heads else "")
                   + f", sequence {m.seq_len:,}, vocabulary {m.vocab:,}; {fmt(m.flops_per_token / 1e9)} GFLOP per token "
-                  f"(Megatron-LM count, forward + backward). Source: {w.model_source}.")
+                  f"(Megatron-LM count, forward + backward). Source: {text(w.model_source)}.")
         md.append("")
     e = r.estimate
     if e is not None:
@@ -228,7 +229,8 @@ def build(ctx: ReportContext) -> Section:
                   f"({USABLE_HBM:.0%} of {mem['hbm'] * 1e9 / 2**30:.0f} GiB HBM): {verdict}.")
         md.append("")
         md.append(f"Compute model: GEMMs at {SUSTAINED_GEMM:.0%} of the measured maximum achievable matmul rate "
-                  f"({fmt(r.mamf_tflops)} TFLOP/s BF16 for {r.accelerator}: {r.mamf_source}) with a shape factor "
+                  f"({fmt(r.mamf_tflops)} TFLOP/s BF16 for {text(r.accelerator)}: {text(r.mamf_source)}) "
+                  "with a shape factor "
                   f"h/tp ÷ (h/tp + {GEMM_SHAPE_HALF}); flash attention at {FLASH_ATTENTION_EFFICIENCY:.0%} of that; "
                   f"element-wise work at {HBM_EFFICIENCY:.0%} of HBM bandwidth; communication from the Collectives "
                   "section's model on this interconnect. Derivation: docs/report.md.")

@@ -16,13 +16,13 @@ render nothing.
 
 from __future__ import annotations
 
-import json
 
 from clusterctl import __version__
 from clusterctl.cloud.spec import CloudSpec, cloud_network, cloud_spec
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.targets import RenderError
 from clusterctl.targets.common import header, render_template
+from clusterctl.targets.yamlout import quoted
 
 MAIN = 'from clusterctl.cloud.program import run\nrun("cluster.json")\n'
 """the program: the same for every cluster (after the generated-file header)"""
@@ -55,8 +55,8 @@ OPTIONAL = {
 
 
 def _q(value: str) -> str:
-    """A YAML scalar that stays a string (JSON strings are YAML)."""
-    return json.dumps(value)
+    """A YAML scalar that stays a string, double-quoted and ASCII (:func:`clusterctl.targets.yamlout.quoted`)."""
+    return quoted(value)
 
 
 def project_config(spec: CloudSpec, plan: ClusterPlan) -> list[tuple[str, str]]:

@@ -148,6 +148,17 @@ def node(value: object) -> yaml.Node:
     raise TypeError(f"cannot write a {type(value).__name__} as YAML")
 
 
+def quoted(value: str) -> str:
+    """``value`` as one double-quoted YAML scalar in ASCII, for a text template that writes a scalar: every
+    character outside printable ASCII is a YAML escape (``\\xE9``, ``\\u2028`` as ``\\L``, ``\\U0001F680``),
+    which libyaml, PyYAML and Go's yaml.v3 all read back as that character, and a reviewer sees as an escape.
+    (``json.dumps`` is not YAML here: it writes a character beyond U+FFFF as a surrogate pair, which libyaml
+    refuses and PyYAML turns into two lone surrogates.)"""
+    text = yaml.serialize(yaml.ScalarNode(_STR, value, style='"'), Dumper=PureDumper, width=WIDTH,
+                          allow_unicode=False)
+    return text.rstrip("\n")
+
+
 def body(data: object, *, dumper: type = Dumper) -> str:
     """``data`` as block YAML, keys in insertion order, without a document marker."""
     return yaml.serialize(node(data), Dumper=dumper, width=WIDTH, allow_unicode=True)

@@ -192,9 +192,27 @@ def endpoint(cfg: dict, url: str) -> str:
     return url
 
 
+class RefuseRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is an error. urllib's own handler repeats the request at the new address with the request's
+    headers, whatever the host or scheme: the ``Authorization: Bearer`` token of a Blob or Key Vault read (and
+    the ``Metadata`` header of a token request) would go to whichever server the answer names."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        fp.close()
+        raise urllib.error.HTTPError(req.full_url, code, f"redirect to {newurl} refused (a request carrying a "
+                                                         "token or asking for one is never sent on)", headers, None)
+
+
+_OPENER = urllib.request.build_opener(RefuseRedirect)
+
+
 def http_get(url: str, headers: dict, timeout: float = 30) -> bytes:
-    req = urllib.request.Request(url, headers=headers, method="GET")
-    with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (https or the IMDS address)
+    """GET ``url``; a redirect is an HTTPError (:class:`RefuseRedirect`), and the headers are unredirected
+    ones too (urllib never copies those to a redirect target)."""
+    req = urllib.request.Request(url, method="GET")
+    for key, value in headers.items():
+        req.add_unredirected_header(key, value)
+    with _OPENER.open(req, timeout=timeout) as resp:  # noqa: S310 (https or the IMDS address)
         return resp.read()
 
 

@@ -33,10 +33,12 @@ ResumeProgram / SuspendProgram / ResumeFailProgram), as SlurmUser and with almos
   created, as suspend does (Slurm has marked them DOWN itself).
 
 Every provider call is an argument list (no shell) with PATH set to the system directories; temporary files
-(user data, change batches) are 0600 and removed after the call. Hosts are handled independently (one
-failure does not stop the others), at most PARALLEL at a time. Every call and result is logged to
-/var/log/slurm/clusterctl-power-save.log. A host that is in no elastic group is refused (logged; nothing is
-created). Exit status: 0 when every host succeeded, 1 when any failed, 2 for a bad invocation or stack file.
+(user data, change batches) are 0600 and removed after the call, in a private directory made for the run
+(``tempfile.mkdtemp``), which also holds the CLIs' HOME when SlurmUser has no writable one. Hosts are
+handled independently (one failure does not stop the others), at most PARALLEL at a time. Every call and
+result is logged to /var/log/slurm/clusterctl-power-save.log. A host that is in no elastic group is refused
+(logged; nothing is created). Exit status: 0 when every host succeeded, 1 when any failed, 2 for a bad
+invocation or stack file.
 
 Tests: CLUSTERCTL_POWER_SAVE_ROOT prefixes every file path above; CLUSTERCTL_POWER_SAVE_PATH replaces PATH.
 """
@@ -45,6 +47,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -82,13 +85,13 @@ class PowerSave:
         self.root = root
         self.log = log
         self.stack = self.load_json(STACK)
+        self.tmp = tempfile.mkdtemp(prefix="clusterctl-power-save-")  # 0700, a name no one can guess
         self.env = {"PATH": os.environ.get("CLUSTERCTL_POWER_SAVE_PATH") or PATH, "LANG": "C.UTF-8",
                     "HOME": self.home()}
         for key in ("CLUSTERCTL_FAKE_CLOUD_DIR", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE",
                     "CLOUDSDK_CONFIG", "AZURE_CONFIG_DIR", "SLURM_CONF"):
             if key in os.environ:
                 self.env[key] = os.environ[key]
-        self.tmp = tempfile.mkdtemp(prefix="clusterctl-power-save-")
 
     def path(self, p: str) -> str:
         return os.path.join(self.root, p.lstrip("/")) if self.root else p
@@ -97,17 +100,16 @@ class PowerSave:
         with open(self.path(p)) as f:
             return json.load(f)
 
-    @staticmethod
-    def home() -> str:
-        """A writable HOME for the CLIs' caches (SlurmUser's home is often /nonexistent)."""
+    def home(self) -> str:
+        """A writable HOME for the CLIs' caches (SlurmUser's home is often /nonexistent): HOME when it is a
+        writable directory, else ``home`` in this run's private temporary directory, removed with it. Never a
+        fixed name in /tmp: another local user could make ``/tmp/clusterctl-power-save-<uid>`` first (a file,
+        a symlink, a directory of theirs), and the program then refused to start, stopping elastic scaling."""
         home = os.environ.get("HOME")
         if home and os.path.isdir(home) and os.access(home, os.W_OK):
             return home
-        d = os.path.join(tempfile.gettempdir(), f"clusterctl-power-save-{os.getuid()}")
-        os.makedirs(d, mode=0o700, exist_ok=True)
-        st = os.lstat(d)
-        if st.st_uid != os.getuid() or st.st_mode & 0o077:
-            raise HostError(f"{d} is not a private directory of this user")
+        d = os.path.join(self.tmp, "home")
+        os.mkdir(d, 0o700)
         return d
 
     # --- running things ---
@@ -360,9 +362,7 @@ def main(argv: list[str] | None = None) -> int:
             with ThreadPoolExecutor(max_workers=max(1, min(PARALLEL, len(hosts)))) as pool:
                 results = list(pool.map(lambda h: ps.one(action, h, groups[h]), hosts))
         finally:
-            for name in os.listdir(ps.tmp):
-                os.unlink(os.path.join(ps.tmp, name))
-            os.rmdir(ps.tmp)
+            shutil.rmtree(ps.tmp)  # temporary files and the CLIs' caches in the private HOME
         log(f"{argv[1]}: {sum(results)} of {len(hosts)} ok")
         return 0 if all(results) else 1
 
