@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from clusterctl import __version__
 from clusterctl.blueprint.load import format_path
@@ -237,6 +238,12 @@ def to_json(diags: Sequence[Diagnostic], file: str, status: str, extra: dict | N
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
 
+def artifact_uri(file: str) -> str:
+    """``file`` as SARIF's ``artifactLocation.uri``, a URI reference (RFC 3986): ``/`` separators, and every
+    character but unreserved ones and ``/`` percent-encoded as UTF-8 (``my bp #1.yaml`` -> ``my%20bp%20%231.yaml``)."""
+    return quote(file.replace("\\", "/"), safe="/")
+
+
 def to_sarif(diags: Sequence[Diagnostic], rules: Sequence[Rule]) -> str:
     rule_ids = [r.code for r in rules]
     descriptors = [{
@@ -261,7 +268,7 @@ def to_sarif(diags: Sequence[Diagnostic], rules: Sequence[Rule]) -> str:
             "ruleId": d.code, "ruleIndex": rule_ids.index(d.code), "level": _LEVEL[d.severity],
             "message": {"text": d.message + (f" Hint: {d.hint}" if d.hint else "")},
             "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": d.file.replace("\\", "/")},
+                "artifactLocation": {"uri": artifact_uri(d.file)},
                 "region": {"startLine": d.line, "startColumn": d.col}}}],
             "properties": {"path": format_path(d.path)},
         }
