@@ -220,6 +220,8 @@ class _Builder:
 
 MAX_HIDDEN_LISTED = 20
 """hidden characters listed one by one; the rest are one summary problem at the first left out"""
+MAX_HIDDEN_COUNTED = 100_000
+"""the summary counts up to this many (a file of millions is refused as fast as one of a few)"""
 
 
 def refuse_hidden(text: str, smap: SourceMap) -> None:
@@ -233,8 +235,11 @@ def refuse_hidden(text: str, smap: SourceMap) -> None:
                         position=Position(h.line, h.col)) for h in found[:MAX_HIDDEN_LISTED]]
     if len(found) > MAX_HIDDEN_LISTED:
         first = found[MAX_HIDDEN_LISTED]
-        problems.append(Problem((), f"... and {count_hidden(text) - MAX_HIDDEN_LISTED:,} more characters a reviewer "
-                                    f"cannot see, the first here", hint=hidden_hint(), code=LoadCode.HIDDEN_CHARACTER,
+        counted = count_hidden(text, MAX_HIDDEN_COUNTED)
+        more = f"{counted - MAX_HIDDEN_LISTED:,}" if counted < MAX_HIDDEN_COUNTED else \
+            f"at least {MAX_HIDDEN_COUNTED - MAX_HIDDEN_LISTED:,}"
+        problems.append(Problem((), f"... and {more} more characters a reviewer cannot see, the first here",
+                                hint=hidden_hint(), code=LoadCode.HIDDEN_CHARACTER,
                                 position=Position(first.line, first.col)))
     raise BlueprintError(smap, problems)
 
