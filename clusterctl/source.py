@@ -266,6 +266,13 @@ def load_yaml_text(text: str, file: str, limits: InputLimits | None = None) -> t
         raise BlueprintError(smap, [Problem((), f"not valid YAML: {msg}",
                                             hint="check indentation, colons and quoting on this line",
                                             position=pos, code=LoadCode.YAML_SYNTAX)]) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not accept (U+FFFE, U+FFFF): locate it
+        at = max(0, text.find(chr(exc.character)))  # its first occurrence is where the reader stopped
+        line_start = text.rfind("\n", 0, at) + 1 or (1 if text.startswith("\ufeff") else 0)
+        pos = Position(text.count("\n", 0, at) + 1, at - line_start + 1)
+        raise BlueprintError(smap, [Problem((), f"not valid YAML: the character U+{exc.character:04X} is not "
+                                                f"allowed in YAML ({exc.reason})", hint="delete it",
+                                            position=pos, code=LoadCode.YAML_SYNTAX)]) from None
     except yaml.YAMLError as exc:  # pragma: no cover - unmarked YAML errors are rare
         raise BlueprintError(smap, [Problem((), f"not valid YAML: {exc}", code=LoadCode.YAML_SYNTAX)]) from None
     if root is None:

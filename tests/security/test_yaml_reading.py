@@ -95,6 +95,16 @@ def test_a_leading_byte_order_mark_is_read_as_before_and_one_elsewhere_is_refuse
     assert f"{path}:3:10" in r.stderr and "U+FEFF ZERO WIDTH NO-BREAK SPACE: an invisible format character" in r.stderr
 
 
+@pytest.mark.parametrize("char", ["\ufffe", "\uffff"])
+def test_a_character_yaml_itself_refuses_is_located_too(tmp_path, char):
+    """U+FFFE and U+FFFF are not hidden (an editor shows a box) but YAML refuses them: at their place, not 1:1."""
+    path = write(tmp_path, "\ufeff" + LAB.replace("# one NDR", f"# one{char} NDR", 1))
+    r = cli("validate", str(path))
+    assert r.returncode == 2
+    assert f"error[BP001]: blueprint is not valid YAML\n --> {path}:2:6\n" in r.stderr
+    assert f"the character U+{ord(char):04X} is not allowed in YAML" in r.stderr
+
+
 # --- bidi, invisible and control characters: one file, one run, every place reported -------------------------
 
 BIDI = [("\u202a", "U+202A LEFT-TO-RIGHT EMBEDDING"), ("\u202b", "U+202B RIGHT-TO-LEFT EMBEDDING"),
