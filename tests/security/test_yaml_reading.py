@@ -201,8 +201,8 @@ def test_every_line_break_control_and_format_character_of_unicode_is_refused():
 # --- every reader of user YAML/JSON ---------------------------------------------------------------------------
 
 def test_a_blueprint_catalog_section_is_read_the_same_way(tmp_path):
-    text = LAB + ("catalog:\n  accelerators:\n    # a test part\u2028    x-gpu: {generation: hopper, bf16_dense_tflops: 1, "
-                  "hbm_gb: 1, hbm_tb_per_s: 1, tdp_w: 1}\n")
+    text = LAB + ("catalog:\n  accelerators:\n    # a test part\u2028    x-gpu: {generation: hopper, "
+                  "bf16_dense_tflops: 1, hbm_gb: 1, hbm_tb_per_s: 1, tdp_w: 1}\n")
     path = write(tmp_path, text)
     r = cli("catalog", "accelerators", "--blueprint", str(path))
     assert r.returncode == 2, r.stdout

@@ -29,7 +29,8 @@ RAW = ("\x1b", "\u202e", "\x07", "\x9b", "\u2066", "\u200b")
 """no byte of these may reach stdout or stderr"""
 HOSTILE = "\\e[2J\\u202e\\a[bold red]x[/bold red][link=https://evil.example]y[/link]\\e]8;;https://evil.example\\a"
 """a double-quoted YAML scalar body: clear screen, RLO, a bell, rich markup and an OSC 8 hyperlink"""
-SHOWN = "\\x1b[2J\\u202e\\x07[bold red]x[/bold red][link=https://evil.example]y[/link]\\x1b]8;;https://evil.example\\x07"
+SHOWN = ("\\x1b[2J\\u202e\\x07[bold red]x[/bold red][link=https://evil.example]y[/link]"
+         "\\x1b]8;;https://evil.example\\x07")
 """the same text as a person sees it printed"""
 
 
