@@ -56,6 +56,7 @@ _C0_NAMES = ("NULL", "START OF HEADING", "START OF TEXT", "END OF TEXT", "END OF
              "FILE SEPARATOR", "GROUP SEPARATOR", "RECORD SEPARATOR", "UNIT SEPARATOR")
 """the names of the C0 controls (Unicode name aliases; ``unicodedata.name`` knows none of them)"""
 
+
 def hint(what: str = "a blueprint") -> str:
     """How to fix a file ``what`` that holds a hidden character."""
     return (f"delete it (or retype the line): {what} may hold only what a diff shows as it is parsed - printable "
