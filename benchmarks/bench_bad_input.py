@@ -1,4 +1,4 @@
-"""Benchmark the bad inputs of issue 9 through the real command line: time, memory, exit code, output size.
+"""Benchmark the bad inputs of issues 9 and 24 through the real command line: time, memory, exit code, output size.
 
 Each case is written into a temporary directory and run as ``python -m clusterctl COMMAND FILE`` in a fresh
 wrapper process whose only child is that command, so ``ru_maxrss`` of ``RUSAGE_CHILDREN`` is the command's
@@ -21,6 +21,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import quote
 
 REPO = Path(__file__).resolve().parent.parent
 LAB = (REPO / "blueprints" / "lab-2node.yaml").read_text()
@@ -40,7 +41,7 @@ u = resource.getrusage(resource.RUSAGE_CHILDREN)
 rss_mb = u.ru_maxrss / (1024 * 1024) if sys.platform == "darwin" else u.ru_maxrss / 1024
 print(json.dumps({"wall": wall, "cpu": u.ru_utime + u.ru_stime, "rss_mb": rss_mb, "rc": rc,
                   "out_bytes": len(out) + len(err), "stderr": err[:4000].decode(errors="replace"),
-                  "stdout": out[:4000].decode(errors="replace")}))
+                  "stdout": out[:4000].decode(errors="replace"), "stdout_tail": out[-4000:].decode(errors="replace")}))
 """
 
 
@@ -123,6 +124,36 @@ def huge_rack(work: Path) -> str:
     return _write(work / "units.yaml", _lab_with("units: 48", "units: 10000000"))
 
 
+def hidden_line_end(work: Path) -> str:
+    """the reproducer of issue 24: a U+2028 in a comment hides a storage entry mounting NFS over /etc"""
+    scratch = "  - {name: scratch, tier: local, mount: /raid}\n"
+    return _write(work / "hidden-line-end.yaml", _lab_with(scratch, scratch + "  # node-local\u2028  - {name: cfg, "
+                  "tier: nfs, export: \"head01:/export/etc\", mount: /etc, capacity_tb: 1, read_gb_per_s: 1, "
+                  "write_gb_per_s: 1}\n"))
+
+
+def line_separators_4mb(work: Path) -> str:
+    """the lab blueprint followed by 4 MB of comments, each holding a U+2028 (every one is a BP008)"""
+    return _write(work / "separators-4mb.yaml", LAB + "# x\u2028\n" * 500_000)
+
+
+def bidi_comments_4mb(work: Path) -> str:
+    """the lab blueprint followed by 4 MB of comments, each holding RLO and a zero-width space"""
+    return _write(work / "bidi-4mb.yaml", LAB + "# \u202ex\u200b\n" * 400_000)
+
+
+def lone_cr_4mb(work: Path) -> str:
+    """4 MB of old Mac line ends (lone CR), one at the end of every line"""
+    return _write(work / "lone-cr-4mb.yaml", (LAB.replace("\n", "\r") * 4000)[:4_000_000])
+
+
+def escapes_in_keys(work: Path) -> str:
+    """the lab blueprint followed by 40,000 unknown keys (1.3 MB, under the value limit), each a double-quoted
+    ESC, RLO and rich markup: the file is ASCII, the keys are not, and every one printed is escaped"""
+    keys = "".join(f'"k{j}\\e[2J\\u202e[bold red]": 1\n' for j in range(40_000))
+    return _write(work / "escaped-keys.yaml", LAB + keys)
+
+
 def _lab_with(old: str, new: str) -> str:
     assert old in LAB, old
     return LAB.replace(old, new, 1)
@@ -149,6 +180,12 @@ CASES: dict[str, tuple[Callable[[Path], str], tuple[str, ...]]] = {
     "nan-float": (nan_float, ("validate",)),
     "units-10M": (huge_rack, ("validate",)),
     "units-10M-report": (huge_rack, ("report", "--format", "json")),
+    "hidden-line-end": (hidden_line_end, ("validate",)),
+    "separators-4mb": (line_separators_4mb, ("validate",)),
+    "separators-4mb-sarif": (line_separators_4mb, ("validate", "--format", "sarif")),
+    "bidi-4mb": (bidi_comments_4mb, ("validate",)),
+    "lone-cr-4mb": (lone_cr_4mb, ("validate",)),
+    "escaped-keys": (escapes_in_keys, ("validate",)),
 }
 
 
@@ -162,10 +199,13 @@ def measure(path: str, command: tuple[str, ...], timeout: float) -> dict:
 
 
 def located(result: dict, path: str) -> bool:
-    """The output names the input as FILE:LINE(:COL)."""
+    """The output names the input as FILE:LINE(:COL), or JSON's file and line, or SARIF's uri and startLine."""
     if re.search(re.escape(path) + r":\d+", result["stderr"]):
         return True
-    return re.search(r'"file": ' + re.escape(json.dumps(path)) + r',\s*"line": \d+', result["stdout"]) is not None
+    if re.search(r'"file": ' + re.escape(json.dumps(path)) + r',\s*"line": \d+', result["stdout"]):
+        return True
+    sarif = r'"uri": ' + re.escape(json.dumps(quote(path))) + r'\s*\},\s*"region": \{\s*"startLine": \d+'
+    return re.search(sarif, result["stdout_tail"]) is not None  # the results follow ~90 rule descriptors
 
 
 def judge(run: dict, where: bool, rss: float) -> str:

@@ -19,6 +19,7 @@ from clusterctl import __version__
 from clusterctl.blueprint.load import did_you_mean, load_blueprint
 from clusterctl.errors import BlueprintError
 from clusterctl.exit_codes import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREADABLE
+from clusterctl.hidden_chars import escape_hidden
 from clusterctl.output import diagnostics as diag
 from clusterctl.output import finite_json
 from clusterctl.rules import Severity, all_rules
@@ -43,10 +44,12 @@ class FailOn(str, Enum):
 
 
 def _err(text: str) -> None:
+    text = escape_hidden(text)  # every printed line: no control, bidi or invisible character reaches the terminal raw
     sys.stderr.write(text if text.endswith("\n") else text + "\n")
 
 
 def _out(text: str) -> None:
+    text = escape_hidden(text)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 

@@ -1,6 +1,6 @@
 """Errors that stop clusterctl before rules can run, and the codes of every diagnostic that is not a rule's.
 
-Problems that make a blueprint unreadable carry codes of their own (:class:`LoadCode`, BP001-BP007) so that
+Problems that make a blueprint unreadable carry codes of their own (:class:`LoadCode`, BP001-BP008) so that
 machine formats can tell them apart from rule findings; META001 is the one finding no rule makes."""
 
 from __future__ import annotations
@@ -42,6 +42,9 @@ class LoadCode(StrEnum):
     UNREADABLE_FILE = ("BP006", "blueprint cannot be read",
                        "file cannot be read (missing, not a regular file, over the size limit)")
     INPUT_LIMIT = "BP007", "blueprint exceeds an input limit", "over an input limit (nesting, values)"
+    HIDDEN_CHARACTER = ("BP008", "blueprint contains a character a reviewer cannot see",
+                        "a character a diff does not show as it is parsed (a line end other than LF or CRLF, a "
+                        "bidirectional control, a control or invisible format character)")
     UNKNOWN_SUPPRESSION = ("META001", "suppression of an unknown rule",
                            "a suppression in the blueprint names an unknown rule (a warning)", False)
 

@@ -16,6 +16,8 @@ from pathlib import Path
 import yaml
 
 from clusterctl.errors import BlueprintError, LoadCode, Problem
+from clusterctl.hidden_chars import count_hidden, find_hidden, lines_as_shown
+from clusterctl.hidden_chars import hint as hidden_hint
 from clusterctl.limits import ENV_VAR, InputLimits, input_limits
 from clusterctl.location import Path_, Position, SourceMap
 
@@ -216,11 +218,38 @@ class _Builder:
         return self._merged[id(node)]
 
 
+MAX_HIDDEN_LISTED = 20
+"""hidden characters listed one by one; the rest are one summary problem at the first left out"""
+MAX_HIDDEN_COUNTED = 100_000
+"""the summary counts up to this many (a file of millions is refused as fast as one of a few)"""
+
+
+def refuse_hidden(text: str, smap: SourceMap) -> None:
+    """Raise BP008 problems at every character of ``text`` a reviewer cannot see as it is parsed (a YAML 1.1
+    line end other than LF or CRLF, a bidi control, a control or invisible format character), anywhere,
+    comments included: clusterctl/hidden_chars.py. Positions are those of a diff (lines end at LF)."""
+    found = find_hidden(text, MAX_HIDDEN_LISTED + 1)
+    if not found:
+        return
+    problems = [Problem((), h.message, hint=hidden_hint(), code=LoadCode.HIDDEN_CHARACTER,
+                        position=Position(h.line, h.col)) for h in found[:MAX_HIDDEN_LISTED]]
+    if len(found) > MAX_HIDDEN_LISTED:
+        first = found[MAX_HIDDEN_LISTED]
+        counted = count_hidden(text, MAX_HIDDEN_COUNTED)
+        more = f"{counted - MAX_HIDDEN_LISTED:,}" if counted < MAX_HIDDEN_COUNTED else \
+            f"at least {MAX_HIDDEN_COUNTED - MAX_HIDDEN_LISTED:,}"
+        problems.append(Problem((), f"... and {more} more characters a reviewer cannot see, the first here",
+                                hint=hidden_hint(), code=LoadCode.HIDDEN_CHARACTER,
+                                position=Position(first.line, first.col)))
+    raise BlueprintError(smap, problems)
+
+
 def load_yaml_text(text: str, file: str, limits: InputLimits | None = None) -> tuple[object, SourceMap]:
-    """Parse ``text``; raise :class:`BlueprintError` with located problems for broken YAML or input over
-    the limits (nesting, values after alias expansion)."""
+    """Parse ``text``; raise :class:`BlueprintError` with located problems for a character a reviewer cannot
+    see (before parsing), broken YAML or input over the limits (nesting, values after alias expansion)."""
     limits = limits or input_limits()
-    smap = SourceMap(file=file, lines=text.splitlines())
+    smap = SourceMap(file=file, lines=lines_as_shown(text))
+    refuse_hidden(text, smap)
     try:
         root = _Composer(text, limits).compose()
     except _Limit as exc:
@@ -236,6 +265,13 @@ def load_yaml_text(text: str, file: str, limits: InputLimits | None = None) -> t
             msg = f"{exc.context}: {msg}"
         raise BlueprintError(smap, [Problem((), f"not valid YAML: {msg}",
                                             hint="check indentation, colons and quoting on this line",
+                                            position=pos, code=LoadCode.YAML_SYNTAX)]) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not accept (U+FFFE, U+FFFF): locate it
+        at = max(0, text.find(chr(exc.character)))  # its first occurrence is where the reader stopped
+        line_start = text.rfind("\n", 0, at) + 1 or (1 if text.startswith("\ufeff") else 0)
+        pos = Position(text.count("\n", 0, at) + 1, at - line_start + 1)
+        raise BlueprintError(smap, [Problem((), f"not valid YAML: the character U+{exc.character:04X} is not "
+                                                f"allowed in YAML ({exc.reason})", hint="delete it",
                                             position=pos, code=LoadCode.YAML_SYNTAX)]) from None
     except yaml.YAMLError as exc:  # pragma: no cover - unmarked YAML errors are rare
         raise BlueprintError(smap, [Problem((), f"not valid YAML: {exc}", code=LoadCode.YAML_SYNTAX)]) from None

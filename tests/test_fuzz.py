@@ -265,3 +265,34 @@ def test_hostile_yaml_structure_is_answered_within_bounds(name, nodes, depth, wh
     if code in (1, 2):
         assert re.search(re.escape(str(path)) + r":\d+:\d+", output), context
     assert len(output) < 200_000, context
+
+
+# --- characters a reviewer cannot see (issue 24, docs/security.md "The YAML a reviewer reads") -----------------
+
+_hidden = st.sampled_from(["\u2028", "\u2029", "\x85", "\r ", "\u202e", "\u202d", "\u2066", "\u2069", "\u200e",
+                           "\u200f", "\u061c", "\u200b", "\u200d", "\ufeff", "\u00ad", "\U000e0041", "\x1b",
+                           "\x1b[2J", "\x00", "\x07", "\x0b", "\x0c", "\x7f", "\x80", "\x9b"])
+
+
+@settings(FUZZ, max_examples=40)
+@given(name=names, chars=st.lists(st.tuples(_hidden, st.floats(min_value=0.0, max_value=0.999)), min_size=1,
+                                  max_size=3))
+def test_a_hidden_character_anywhere_is_refused_where_a_diff_shows_it(name, chars):
+    """Line ends YAML 1.1 sees and a diff does not, bidi controls, control and invisible characters, inserted
+    anywhere (comments, keys, values, indentation): exit 2 (BP008) at the first one's line and column as a
+    diff counts them, never exit 0 with a structure the reviewer did not see, never a raw one printed."""
+    text = TEXTS[name]
+    for char, where in chars:
+        i = 1 + int((len(text) - 1) * where)  # never before the first character (a leading BOM is allowed)
+        text = text[:i] + char + text[i:]
+    first = min(text.find(c[0]) for c, _ in chars if text.find(c[0]) > 0)
+    line = text.count("\n", 0, first) + 1
+    col = first - (text.rfind("\n", 0, first) + 1) + 1
+    path = WORKDIR / "mutant.yaml"
+    path.write_text(text, encoding="utf-8")
+    code, output = run_validate(path)
+    context = f"exit {code}\n{output[-3000:]}\n--- inserted: {chars!r}"
+    assert code == 2, context
+    assert "error[BP008]: blueprint contains a character a reviewer cannot see\n" in output, context
+    assert f"{path}:{line}:{col}\n" in output, context
+    assert not any(c[0] in output for c, _ in chars), context

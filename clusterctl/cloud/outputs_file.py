@@ -5,7 +5,8 @@ what it says ends up in ``ansible/inventory.yml`` and every node's ``/etc/hosts`
 used it must be a regular file of at most :data:`MAX_OUTPUTS_BYTES`, UTF-8, one JSON object with at most
 :data:`MAX_CONTAINERS` objects and arrays nested at most :data:`MAX_DEPTH` levels, with no duplicate keys
 (``json`` would silently keep the last one, so a second ``"private_ip"`` could hide behind the first in
-review) and no ``NaN``/``Infinity``. Every refusal is an
+review), no ``NaN``/``Infinity`` and no character a reader cannot see as it is parsed (a control, bidi or
+invisible format character, a line end other than LF or CRLF: clusterctl/hidden_chars.py). Every refusal is an
 :class:`OutputsError` naming the file, what was expected and how to produce the right file.
 """
 
@@ -15,6 +16,8 @@ import json
 import os
 import stat
 from pathlib import Path
+
+from clusterctl.hidden_chars import char_label, find_hidden, hint
 
 MAX_OUTPUTS_BYTES = 8 * 2**20
 """8 MiB: ``pulumi stack output --json`` takes ~150 bytes per node, so this holds ~50,000 nodes"""
@@ -135,6 +138,11 @@ def read_outputs(path: Path | str, max_bytes: int = MAX_OUTPUTS_BYTES) -> dict:
     except UnicodeDecodeError as exc:
         line = raw[:exc.start].count(b"\n") + 1
         raise OutputsError(f"{path}:{line}: not UTF-8 text (byte {exc.start})", WRITE_HINT) from None
+    hidden = find_hidden(text, limit=1)
+    if hidden:  # Pulumi escapes these; a raw one was put there by hand, to read differently than it parses
+        h = hidden[0]
+        raise OutputsError(f"{path}:{h.line}:{h.col}: {char_label(h.char)}: a character a reader of the file "
+                           f"cannot see as it is parsed", f"{hint('the outputs file')}; {WRITE_HINT}")
     containers = text.count("{") + text.count("[")
     if containers > MAX_CONTAINERS:
         raise OutputsError(f"{path}: {containers:,} JSON objects/arrays, more than the {MAX_CONTAINERS:,} a stack's "

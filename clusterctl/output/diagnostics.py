@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from clusterctl import __version__
 from clusterctl.blueprint.load import format_path
 from clusterctl.errors import LoadCode, Problem
+from clusterctl.hidden_chars import escape_hidden, escaped_column
 from clusterctl.hostlist import compress
 from clusterctl.location import SourceMap
 from clusterctl.output import finite_json
@@ -129,7 +131,8 @@ def group_message(members: Sequence[Diagnostic]) -> str:
 
 
 def to_text(diags: Sequence[Diagnostic], summary: str, show_suppressed: bool = False) -> str:
-    """Diagnostics as text, bounded: findings one rule repeats per rack or host at one location print as one
+    """Diagnostics as text for a person, bounded and escaped: control, bidi and other invisible characters a
+    message, path or source line quotes are printed as escapes (clusterctl/hidden_chars.py); findings one rule repeats per rack or host at one location print as one
     block over a host list, other repeats at one location collapse after COLLAPSE_AFTER, each code shows
     at most MAX_PER_CODE and the whole at most MAX_BLOCKS; what is left out is counted, never dropped
     silently (JSON and SARIF keep every finding)."""
@@ -168,17 +171,18 @@ def to_text(diags: Sequence[Diagnostic], summary: str, show_suppressed: bool = F
     if over_total:
         lines.append(f"... and {over_total:,} more diagnostic(s) not shown (use --format json for all)")
     lines.append(summary)
-    return "\n".join(lines) + "\n"
+    return escape_hidden("\n".join(lines) + "\n")  # blueprint text never drives the terminal (docs/security.md)
 
 
 def _excerpt(line: str, col: int) -> tuple[str, int]:
-    """At most SOURCE_WIDTH characters of ``line`` around ``col``, and the caret's column in them."""
-    if len(line) <= SOURCE_WIDTH:
-        return line, col
-    start = max(0, min(col - 1 - SOURCE_WIDTH // 2, len(line) - SOURCE_WIDTH))
-    head = "..." if start else ""
-    tail = "..." if start + SOURCE_WIDTH < len(line) else ""
-    return head + line[start:start + SOURCE_WIDTH] + tail, col - start + len(head)
+    """At most SOURCE_WIDTH characters of ``line`` around ``col``, escaped as :func:`escape_hidden` does, and the
+    caret's column in them (under the escape of a hidden character the problem is about)."""
+    if len(line) > SOURCE_WIDTH:
+        start = max(0, min(col - 1 - SOURCE_WIDTH // 2, len(line) - SOURCE_WIDTH))
+        head = "..." if start else ""
+        tail = "..." if start + SOURCE_WIDTH < len(line) else ""
+        line, col = head + line[start:start + SOURCE_WIDTH] + tail, col - start + len(head)
+    return escape_hidden(line), escaped_column(line, col)
 
 
 def _block(d: Diagnostic, members: Sequence[Diagnostic] = ()) -> list[str]:
@@ -234,6 +238,12 @@ def to_json(diags: Sequence[Diagnostic], file: str, status: str, extra: dict | N
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
 
+def artifact_uri(file: str) -> str:
+    """``file`` as SARIF's ``artifactLocation.uri``, a URI reference (RFC 3986): ``/`` separators, and every
+    character but unreserved ones and ``/`` percent-encoded as UTF-8 (``my bp #1.yaml`` -> ``my%20bp%20%231.yaml``)."""
+    return quote(file.replace("\\", "/"), safe="/")
+
+
 def to_sarif(diags: Sequence[Diagnostic], rules: Sequence[Rule]) -> str:
     rule_ids = [r.code for r in rules]
     descriptors = [{
@@ -258,7 +268,7 @@ def to_sarif(diags: Sequence[Diagnostic], rules: Sequence[Rule]) -> str:
             "ruleId": d.code, "ruleIndex": rule_ids.index(d.code), "level": _LEVEL[d.severity],
             "message": {"text": d.message + (f" Hint: {d.hint}" if d.hint else "")},
             "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": d.file.replace("\\", "/")},
+                "artifactLocation": {"uri": artifact_uri(d.file)},
                 "region": {"startLine": d.line, "startColumn": d.col}}}],
             "properties": {"path": format_path(d.path)},
         }

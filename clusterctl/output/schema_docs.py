@@ -58,6 +58,10 @@ def blueprint_markdown() -> str:
              "Generated from the models by `clusterctl schema --markdown > docs/blueprint.md`; do not edit by hand.",
              "Every mapping is strict: unknown keys are errors. Units are in the field names "
              "(`_kw`, `_lpm`, `_gbps` = gigabits/s, `_gb_per_s` = gigabytes/s, `_tb` = terabytes).",
+             "A blueprint file is UTF-8 YAML that reads in a diff as it is parsed: lines end at LF or CRLF, and a "
+             "lone CR, NEL, U+2028/U+2029, a bidirectional control, a control character (but tab) or an invisible "
+             "format character is refused anywhere in the file, comments included (`BP008`; docs/cli.md, \"What a "
+             "reviewer reads\").",
              "New to blueprints? [Your first blueprint](first-blueprint.md) builds one step by step. Each section "
              "below starts with an example: a fragment of a shipped blueprint (`docs/examples/blueprint-sections/`, "
              "each validated there by a test).", ""]
