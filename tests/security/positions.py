@@ -10,7 +10,7 @@ Positions, file by file (each read with a parser of the format, never by searchi
 =========================================  ===================================================================
 ``hosts/hosts``                            every name (host names) and address (planned addresses)
 ``ansible/inventory.yml``                  group names under ``all.children``; host names (ranges expanded)
-``ansible/group_vars/*.yml``               the file's group name; ``*_host``/``*_hosts``/``*controllers``
+``ansible/group_vars/*.yml``               ``*_host``/``*_hosts``/``*controllers``
                                            values (names); ``path``, ``*_dir(s)``, ``*_mounts``, ``*_location``,
                                            ``*_spool`` values and the path of ``src`` (paths); the host of
                                            ``src`` and ``host`` (storage hosts); ``clients``, ``*_allow``,
@@ -267,7 +267,6 @@ def read_positions(files: dict[str, str]) -> Positions:
         _inventory(p, yaml.load(files["ansible/inventory.yml"], _Loader))
     for path, text in files.items():
         if path.startswith("ansible/group_vars/") and path.endswith((".yml", ".yaml")):
-            p.name("group", posixpath.splitext(posixpath.basename(path))[0], path)
             _group_vars(p, path, yaml.load(text, _Loader))
         elif path in ("slurm/slurm.conf", "slurm/job_container.conf", "slurm/slurmdbd.conf.j2"):
             _slurm(p, path, text)

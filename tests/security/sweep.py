@@ -14,8 +14,10 @@ has a field is used): the lab blueprint with every optional setting (``lab``), `
 other bases of test_injection for the few fields only they use. Payloads replace the value (``whole``); in a
 ``host:/path`` value the name classes also replace the host and the path class the path; syntax payloads are
 appended and reader-hiding characters put in the middle, as test_injection does. Two more sets of cases are not
-one field's: case collisions between an added entity and an existing one (``HEAD01`` beside ``head01``), and
-reader-hiding characters written raw into the YAML text, in comments and in values (:func:`text_cases`).
+one field's: name-like payloads as the new name of a lab entity, renamed everywhere it is referred to
+(:func:`rename_cases`: a host named ``2130706433`` must be the controller and the NFS server too), case
+collisions between an added entity and an existing one (``HEAD01`` beside ``head01``), and reader-hiding
+characters written raw into the YAML text, in comments and in values (:func:`text_cases`).
 """
 
 from __future__ import annotations
@@ -258,6 +260,31 @@ ENTITY_COLLISIONS: dict[str, Callable[[dict], None]] = {
 """an added entity whose name differs from an existing one's only in case (the issue's login node HEAD01)"""
 
 
+def rename(node: object, old: str, new: str) -> object:
+    """``node`` with the name ``old`` replaced everywhere it names something: equal strings and keys, and the
+    host of ``old:/path`` exports."""
+    if isinstance(node, dict):
+        return {(new if k == old else k): rename(v, old, new) for k, v in node.items()}
+    if isinstance(node, list):
+        return [rename(v, old, new) for v in node]
+    if isinstance(node, str):
+        return new if node == old else new + node[len(old):] if node.startswith(old + ":/") else node
+    return node
+
+
+RENAMED = {"head01": "host", "gpu": "group", "hgx": "node_type", "lab01": "rack", "urgent": "qos", "home": "storage",
+           "ib": "fabric", "inband": "pool"}
+"""lab entities a name-like payload renames everywhere (a single field's change breaks the references to it)"""
+
+
+def rename_cases(cls: str) -> Iterator[Case]:
+    b = baseline("lab")
+    for old, namespace in RENAMED.items():
+        for payload in _payloads(cls, b, old):
+            yield Case(cls, f"{namespace} {old} renamed everywhere", "lab", "rename", payload,
+                       lambda old=old, payload=payload: to_yaml(rename(base_data("lab"), old, payload)))
+
+
 def entity_cases() -> Iterator[Case]:
     for what, change in ENTITY_COLLISIONS.items():
         yield Case(P.CASE_COLLISION, what, "lab", "added", what.split()[-3], _added(change))
@@ -301,6 +328,8 @@ def text_cases() -> Iterator[Case]:
 
 def cases(cls: str) -> Iterator[Case]:
     yield from field_cases(cls)
+    if cls in P.NAME_LIKE:
+        yield from rename_cases(cls)
     if cls == P.CASE_COLLISION:
         yield from entity_cases()
     if cls == "reader-hiding":
