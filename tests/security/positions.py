@@ -49,7 +49,10 @@ DENY_TREES = ("/etc", "/usr", "/root", "/boot", "/proc", "/sys", "/dev", "/lib",
               "/sbin", "/run", "/var/run", "/var/spool/cron", "/var/lib/dpkg", "/var/lib/apt")
 """directories nothing of the blueprint may be at or under (system configuration, binaries, kernel interfaces)"""
 
-RESERVED = frozenset({"localhost", "localhost.localdomain", "all", "ungrouped", "default"})
+RESERVED = frozenset({"localhost", "localhost4", "localhost6", "ip6-localhost", "ip6-loopback", "ip6-localnet",
+                      "ip6-mcastprefix", "ip6-allnodes", "ip6-allrouters", "all", "ungrouped", "default"})
+"""names that already mean something: loopback in every distribution's /etc/hosts, Slurm's ALL and DEFAULT,
+Ansible's all and ungrouped (compared case-insensitively; ``localhost.*`` and ``*.localhost`` too)"""
 
 
 def numeric_address(name: str) -> str | None:
@@ -66,7 +69,7 @@ def bad_name(name: str) -> str | None:
     if numeric_address(name):
         return f"address {numeric_address(name)}"
     low = name.lower()
-    if low in RESERVED or low.startswith(("localhost.", "ip6-")):
+    if low in RESERVED or low.startswith("localhost.") or low.endswith(".localhost"):
         return "reserved"
     return None
 

@@ -253,8 +253,10 @@ ENTITY_COLLISIONS: dict[str, Callable[[dict], None]] = {
     "QOS URGENT beside urgent": lambda d: d["slurm"]["qos"].append({"name": "URGENT", "priority": 1}),
     "node type HGX beside hgx": lambda d: (d["node_types"].update(HGX={"server": "hgx-h100-8gpu"}),
                                            d["node_groups"].append({"name": "gpu2", "type": "HGX", "count": 1,
-                                                                    "hostnames": "gpu03", "racks": "lab01"})),
-    "rack LAB01 beside lab01": lambda d: d["racks"].append({"names": "LAB01", "profile": "lab"}),
+                                                                    "hostnames": "gpu03", "racks": "lab01"}),
+                                           d["fabrics"][0]["attach"].append({"group": "gpu2", "nic_role": "compute"})),
+    "rack LAB01 beside lab01": lambda d: (d["racks"].append({"names": "LAB01", "profile": "lab"}),
+                                          _login("login", "login01")(d), d["node_groups"][0].update(racks="LAB01")),
     "storage HOME beside home": lambda d: d["storage"].append({"name": "HOME", "tier": "local", "mount": "/scratch2"}),
 }
 """an added entity whose name differs from an existing one's only in case (the issue's login node HEAD01)"""
