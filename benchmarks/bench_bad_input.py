@@ -274,7 +274,8 @@ def main(argv: list[str] | None = None) -> int:
             ok &= verdict != "MISSES"
             print(f"{name:<22} {' '.join(command)[:17]:<17} {best['rc']!s:>7} {best['wall']:>7.2f} "
                   f"{best['cpu']:>6.2f} {rss:>8.0f} {best['out_bytes']:>9,} {'yes' if where else 'no':>7}  {verdict}")
-    print(f"target: exit 2 (issue 24's render cases: 1 or 2) with FILE:LINE, under {TARGET_S} s and {TARGET_MB} MB each; "
+    print(f"target: exit 2 (issue 24's render cases: 1 or 2) with FILE:LINE, "
+          f"under {TARGET_S} s and {TARGET_MB} MB each; "
           f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
     return 0 if ok else 1
 

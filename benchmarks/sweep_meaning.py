@@ -45,8 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         ok &= not r.failures
         rows.append({"class": cls, "cases": r.cases, "refused": r.refused_total, "refused_by_code": r.refused,
                      "rendered_safe": r.rendered_safe, "violations": r.violations, "exit3": r.exit3,
-                     "seconds": round(seconds, 2), "cpu_seconds": round(cpu, 2), "slowest": {"seconds": round(r.slowest[0], 3),
-                                                               "case": r.slowest[1]},
+                     "seconds": round(seconds, 2), "cpu_seconds": round(cpu, 2),
+                     "slowest": {"seconds": round(r.slowest[0], 3), "case": r.slowest[1]},
                      "failures": r.failures})
     total = {k: sum(row[k] for row in rows)
              for k in ("cases", "refused", "rendered_safe", "violations", "exit3", "seconds", "cpu_seconds")}

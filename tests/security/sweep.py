@@ -226,7 +226,8 @@ def field_cases(cls: str) -> Iterator[Case]:
         original = _original(data, site)
         for payload in _payloads(cls, baseline(site.base), original):
             for placement, new in _placements(cls, original, payload, site.key):
-                yield Case(cls, fid, site.base, placement, payload, lambda site=site, new=new: _with(site, new), new, site)
+                yield Case(cls, fid, site.base, placement, payload,
+                           lambda site=site, new=new: _with(site, new), new, site)
 
 
 def _with(site: Site, new: str) -> str:

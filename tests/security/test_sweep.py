@@ -66,9 +66,11 @@ def test_a_world_range_is_seen(text, bad):
 LAB_FILES = {
     "hosts/hosts": "10.10.0.17 gpu01\n10.10.0.19 head01\n",
     "ansible/inventory.yml": "all:\n  children:\n    gpu:\n      hosts:\n        gpu[01:02]:\n",
-    "ansible/group_vars/gpu.yml": ('storage_clients_mounts:\n  - {name: home, path: /home, src: "head01:/export/home"}\n'
+    "ansible/group_vars/gpu.yml": ('storage_clients_mounts:\n'
+                                   '  - {name: home, path: /home, src: "head01:/export/home"}\n'
                                    'storage_clients_local_dirs: ["/raid"]\n'
-                                   'nfs_server_exports:\n  - {host: head01, path: /export/home, clients: \"10.10.0.0/24\"}\n'
+                                   'nfs_server_exports:\n'
+                                   '  - {host: head01, path: /export/home, clients: "10.10.0.0/24"}\n'
                                    'slurm_preflight_repo_key: "https://repo.example/key.asc"\n'),
     "slurm/slurm.conf": "SlurmctldHost=head01\nNodeName=gpu[01-02] State=UNKNOWN\nPartitionName=gpu Nodes=gpu[01-02]\n"
                         "StateSaveLocation=/var/spool/slurmctld\n",
