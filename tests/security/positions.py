@@ -12,7 +12,7 @@ Positions, file by file (each read with a parser of the format, never by searchi
 ``ansible/inventory.yml``                  group names under ``all.children``; host names (ranges expanded)
 ``ansible/group_vars/*.yml``               ``*_host``/``*_hosts``/``*controllers``
                                            values (names); ``path``, ``*_dir(s)``, ``*_mounts``, ``*_location``,
-                                           ``*_spool`` values and the path of ``src`` (paths); the host of
+                                           ``*_spool`` values and the path of an NFS ``src`` (paths); the host of
                                            ``src`` and ``host`` (storage hosts); ``clients``, ``*_allow``,
                                            ``*cidr(s)`` (ranges); ``*_key``, ``*_key_url`` (key URLs); QOS names
 ``slurm/slurm.conf``                       ``SlurmctldHost``, ``AccountingStorage[Backup]Host``, ``NodeName``,
@@ -20,7 +20,8 @@ Positions, file by file (each read with a parser of the format, never by searchi
                                            ``SlurmdSpoolDir`` (paths)
 ``slurm/job_container.conf``               ``BasePath`` (path)
 ``slurm/slurmdbd.conf.j2``                 ``DbdHost``, ``DbdBackupHost`` (names); ``StorageHost`` (storage host)
-``pulumi/cluster.json``, ``Pulumi.yaml``   ``admin_cidr`` / ``*Cidr`` settings (ranges); host and group names
+``pulumi/cluster.json``, ``Pulumi.yaml``   ``admin_cidr`` / ``*Cidr`` settings (ranges; the admin CIDR may be
+                                           public, not wider than a /8 or IPv6 /16); host and group names
 every rendered file                        its path (case-insensitive collisions), raw reader-hiding characters
 =========================================  ===================================================================
 
@@ -80,14 +81,18 @@ def privileged_path(path: str) -> bool:
     return norm in DENY_EXACT or any(norm == t or norm.startswith(t + "/") for t in DENY_TREES)
 
 
-def world_range(text: str) -> bool:
-    """A range that reaches beyond private space (or a wildcard): ``0.0.0.0/1``, ``::/0``, ``8.8.8.0/24``, ``*``."""
+def world_range(text: str, public_ok: bool = False) -> bool:
+    """A range that reaches beyond private space (or a wildcard): ``0.0.0.0/1``, ``::/0``, ``8.8.8.0/24``, ``*``.
+    ``public_ok`` (the admin CIDR, which is where SSH comes from: an office's public range): only a range wider
+    than an IPv4 /8 or an IPv6 /16 is the world."""
     if "*" in text:
         return True
     try:
         net = ipaddress.ip_network(text, strict=False)
     except ValueError:
         return False
+    if public_ok:
+        return net.prefixlen < (8 if net.version == 4 else 16)
     return net.prefixlen == 0 or not (net.is_private or net.is_loopback or net.is_link_local)
 
 
@@ -167,7 +172,8 @@ def _group_vars(p: Positions, file: str, data: object, key: str = "") -> None:
         host, sep, rest = data.partition(":")
         if sep:
             p.storage_hosts.add((where, host.split("@")[0]))
-            p.paths.add((where, rest)) if rest.startswith("/") else None
+            if "@" not in host and rest.startswith("/"):  # NFS: the server's directory (Lustre: a file system name)
+                p.paths.add((where, rest))
     elif key == "host":
         p.storage_hosts.add((where, data))
         for n in expand_hosts(data):
@@ -310,7 +316,7 @@ def violations(p: Positions, base: Positions, payloads: tuple[str, ...] = ()) ->
         if privileged_path(path):
             out.append(f"privileged path {path!r} ({where})")
     for where, text in sorted(p.ranges - base.ranges):
-        if world_range(text):
+        if world_range(text, public_ok="admin" in where.lower()):
             out.append(f"world/public range {text!r} ({where})")
     planned = base.addresses
     for where, host in sorted(p.storage_hosts - base.storage_hosts):

@@ -57,7 +57,7 @@ def base_data(name: str) -> dict:
     if name == "lab":
         data = lab_extended()
         data["storage"][3]["write_gb_per_s"] = 20
-        data["slurm"]["state_save_location"] = "/var/spool/slurmctld-state"
+        data["slurm"]["state_save_location"] = "/var/spool/slurmctld"
         return data
     if name == "lab-ha":
         return with_catalog_copies(shipped("lab-ha"))

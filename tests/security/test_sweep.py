@@ -63,6 +63,14 @@ def test_a_world_range_is_seen(text, bad):
     assert world_range(text) is bad
 
 
+@pytest.mark.parametrize("text,bad", [
+    ("0.0.0.0/0", True), ("0.0.0.0/1", True), ("128.0.0.0/1", True), ("::/0", True), ("2000::/3", True),
+    ("8.8.8.0/24", False), ("198.51.100.7/32", False), ("2001:db8::/48", False)])
+def test_an_admin_cidr_may_be_public_but_not_the_world(text, bad):
+    """SSH to the head node comes from an office's public range: only a range wider than a /8 is the world."""
+    assert world_range(text, public_ok=True) is bad
+
+
 LAB_FILES = {
     "hosts/hosts": "10.10.0.17 gpu01\n10.10.0.19 head01\n",
     "ansible/inventory.yml": "all:\n  children:\n    gpu:\n      hosts:\n        gpu[01:02]:\n",
