@@ -22,8 +22,10 @@ characters written raw into the YAML text, in comments and in values (:func:`tex
 
 from __future__ import annotations
 
+import atexit
 import copy
 import re
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -84,6 +86,7 @@ class Outcome:
 
 _CATALOG = load_shipped_catalog()
 _TMP = Path(tempfile.mkdtemp(prefix="clusterctl-sweep-"))
+atexit.register(shutil.rmtree, _TMP, True)
 
 
 def run_text(text: str, render: bool = True) -> Outcome:
