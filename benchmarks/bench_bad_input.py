@@ -5,6 +5,8 @@ wrapper process whose only child is that command, so ``ru_maxrss`` of ``RUSAGE_C
 own peak (as ``/usr/bin/time -v`` reports it). Wall time is what a user waits for; CPU time (user + system)
 is the steadier figure on a shared machine. A case passes when the command exits 2 with a FILE:LINE
 location, in under 2 s and 300 MB; a run still going after ``--timeout`` seconds is killed and shown as such.
+Issue 24's cases (one per payload class of the meaning sweep, ``MEANING``) run ``render`` and may also end in
+exit 1 (an error finding, nothing written).
 
     python benchmarks/bench_bad_input.py
     python benchmarks/bench_bad_input.py --cases alias-bomb dev-zero --runs 3
@@ -154,13 +156,73 @@ def escapes_in_keys(work: Path) -> str:
     return _write(work / "escaped-keys.yaml", LAB + keys)
 
 
+# --- issue 24: well-formed values with a meaning the reviewer does not see (one per payload class of the
+# meaning sweep, tests/security/payloads.py). The answer is exit 2 (unreadable) or 1 (an error finding), located.
+
+
+def _head_named(name: str) -> str:
+    """the lab with its head node renamed everywhere (quoted: YAML reads 2130706433 as a number)"""
+    text = LAB.replace("head01:", f"{name}:").replace("hostnames: head01", f'hostnames: "{name}"')
+    text = text.replace("controllers: head01", f'controllers: "{name}"')
+    assert "head01" not in text.replace("# ", ""), text
+    return text
+
+
+def ip_name(work: Path) -> str:
+    """the head node named 2130706433 (127.0.0.1 as one number) everywhere"""
+    return _write(work / "ip-name.yaml", _head_named("2130706433"))
+
+
+def reserved_name(work: Path) -> str:
+    """the head node named localhost everywhere"""
+    return _write(work / "reserved-name.yaml", _head_named("localhost"))
+
+
+def case_collision(work: Path) -> str:
+    """a login node HEAD01 listed before head01"""
+    return _write(work / "case-collision.yaml", _lab_with(
+        "  - {name: head, type: head,",
+        "  - {name: login, type: head, role: login, count: 1, hostnames: HEAD01, racks: lab01}\n"
+        "  - {name: head, type: head,"))
+
+
+def privileged_mount(work: Path) -> str:
+    """the local scratch tier at /etc"""
+    return _write(work / "mount-etc.yaml", _lab_with("mount: /raid", "mount: /etc"))
+
+
+def world_range(work: Path) -> str:
+    """the in-band pool ::/0"""
+    return _write(work / "world-range.yaml", _lab_with("cidr: 10.10.0.0/24", 'cidr: "::/0"'))
+
+
+def planned_address(work: Path) -> str:
+    """the home export served by 10.10.0.17, the first compute node's in-band address"""
+    return _write(work / "planned-address.yaml", _lab_with("head01:/export/home", "10.10.0.17:/export/home"))
+
+
+def plain_http_key(work: Path) -> str:
+    """the Slurm repository and its signing key over plain http"""
+    return _write(work / "http-key.yaml", _lab_with(
+        'install: {kind: debs, path: /srv/slurm-debs, version: "24.05.4-1"}',
+        'install: {kind: repo, url: "https://repo.example.com/slurm", key: "http://example.com/key.asc", '
+        'suite: jammy, components: [main], version: "24.05.4-1"}'))
+
+
+def hidden_item(work: Path) -> str:
+    """a comment whose U+2028 starts a hidden storage item (PyYAML reads two lines, a diff shows one)"""
+    return _write(work / "hidden-item.yaml", _lab_with(
+        "  - {name: scratch", "  # home and scratch\u2028  - {name: evil, tier: nfs, export: \"head01:/export/evil\", "
+        "mount: /opt/evil, capacity_tb: 1, read_gb_per_s: 1, write_gb_per_s: 1}\n  - {name: scratch"))
+
+
 def _lab_with(old: str, new: str) -> str:
     assert old in LAB, old
     return LAB.replace(old, new, 1)
 
 
 def _write(path: Path, text: str) -> str:
-    path.write_text(text)
+    path.write_bytes(text.encode())
     return str(path)
 
 
@@ -186,14 +248,27 @@ CASES: dict[str, tuple[Callable[[Path], str], tuple[str, ...]]] = {
     "bidi-4mb": (bidi_comments_4mb, ("validate",)),
     "lone-cr-4mb": (lone_cr_4mb, ("validate",)),
     "escaped-keys": (escapes_in_keys, ("validate",)),
+    "ip-name": (ip_name, ("render",)),
+    "reserved-name": (reserved_name, ("render",)),
+    "case-collision": (case_collision, ("render",)),
+    "mount-etc": (privileged_mount, ("render",)),
+    "world-range": (world_range, ("render",)),
+    "planned-address": (planned_address, ("render",)),
+    "http-key": (plain_http_key, ("render",)),
+    "hidden-item": (hidden_item, ("render",)),
 }
+MEANING = {"ip-name", "reserved-name", "case-collision", "mount-etc", "world-range", "planned-address", "http-key",
+           "hidden-item"}
+"""issue 24's cases: `render` must refuse them (exit 2, or 1 for an error finding) and write nothing"""
 
 
 def measure(path: str, command: tuple[str, ...], timeout: float) -> dict:
-    """One ``python -m clusterctl COMMAND PATH [options]`` in a fresh wrapper process."""
+    """One ``python -m clusterctl COMMAND PATH [options]`` in a fresh wrapper process (``render`` writes into a
+    directory beside the input)."""
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    extra = ("-o", path + ".out") if command[0] == "render" else ()
     cmd = [sys.executable, "-c", _WRAPPER, str(timeout), sys.executable, "-m", "clusterctl", command[0], path,
-           *command[1:]]
+           *command[1:], *extra]
     r = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=True)
     return json.loads(r.stdout)
 
@@ -208,10 +283,10 @@ def located(result: dict, path: str) -> bool:
     return re.search(sarif, result["stdout_tail"]) is not None  # the results follow ~90 rule descriptors
 
 
-def judge(run: dict, where: bool, rss: float) -> str:
+def judge(run: dict, where: bool, rss: float, codes: tuple[int, ...] = (2,)) -> str:
     """"ok"; "ok (CPU)" when only the wall time is over, which on a shared machine is other processes'
     doing (the CPU time is under the target); "MISSES" otherwise."""
-    if run["rc"] != 2 or not where or rss >= TARGET_MB or run["cpu"] >= TARGET_S:
+    if run["rc"] not in codes or not where or rss >= TARGET_MB or run["cpu"] >= TARGET_S:
         return "MISSES"
     return "ok" if run["wall"] < TARGET_S else "ok (CPU)"
 
@@ -233,12 +308,14 @@ def main(argv: list[str] | None = None) -> int:
             runs = [measure(path, command, args.timeout) for _ in range(args.runs)]
             best = min(runs, key=lambda r: r["wall"])
             rss = max(r["rss_mb"] for r in runs)
-            where = located(best, path) if best["rc"] == 2 else False
-            verdict = judge(best, where, rss)
+            codes = (1, 2) if name in MEANING else (2,)
+            where = located(best, path) if best["rc"] in codes else False
+            verdict = judge(best, where, rss, codes)
             ok &= verdict != "MISSES"
             print(f"{name:<22} {' '.join(command)[:17]:<17} {best['rc']!s:>7} {best['wall']:>7.2f} "
                   f"{best['cpu']:>6.2f} {rss:>8.0f} {best['out_bytes']:>9,} {'yes' if where else 'no':>7}  {verdict}")
-    print(f"target: exit 2 with FILE:LINE, under {TARGET_S} s and {TARGET_MB} MB each; "
+    print(f"target: exit 2 (issue 24's render cases: 1 or 2) with FILE:LINE, "
+          f"under {TARGET_S} s and {TARGET_MB} MB each; "
           f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
     return 0 if ok else 1
 
