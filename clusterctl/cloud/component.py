@@ -27,6 +27,7 @@ import pulumi
 from clusterctl import hostlist
 from clusterctl.cloud import bundle
 from clusterctl.cloud.spec import CloudSpec, GroupSpec
+from clusterctl.plan.ranges import admin_range_problem
 
 MUNGE_VAR = "vault_munge_key"
 """the Ansible variable the roles read the munge key from"""
@@ -35,6 +36,17 @@ DBD_VAR = "vault_slurmdbd_storage_pass"
 
 
 # --- stack configuration --------------------------------------------------------------------------------------
+
+
+def refuse_wide_admin_cidr(admin_cidr: str) -> None:
+    """Raise ValueError when ``admin_cidr`` (the blueprint's, or ``clusterctl:adminCidr`` from the stack
+    configuration, which never passes ``validate``) may not open SSH: the same decision as rule CLOUD005
+    (:func:`clusterctl.plan.ranges.admin_range_problem`: private space, or at most a public IPv4 /16 or IPv6 /48).
+    Every provider's ``Settings`` calls it."""
+    problem = admin_range_problem(admin_cidr)
+    if problem is not None:
+        raise ValueError(f"admin CIDR {admin_cidr} opens SSH to the internet ({problem}); set clusterctl:adminCidr "
+                         "to your office, VPN or bastion range")
 
 
 @dataclass(frozen=True)

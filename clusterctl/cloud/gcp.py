@@ -164,6 +164,9 @@ class Settings:
     project: str | None = None
     """``gcp:project``"""
 
+    def __post_init__(self) -> None:
+        component.refuse_wide_admin_cidr(self.admin_cidr)
+
 
 @dataclass(frozen=True, kw_only=True)
 class NetworkArgs(component.NetworkArgs):
