@@ -265,7 +265,8 @@ class Cloud(StrictModel):
     reservation: Reservation | None = None
     """capacity reservation, Capacity Block or GCP reservation name"""
     admin_cidr: Cidr = "0.0.0.0/32"
-    """where SSH to the head node may come from"""
+    """where SSH to the head node may come from: private space, or at most a public IPv4 /16 or IPv6 /48 (CLOUD005;
+    the Pulumi programs refuse wider ranges, also from ``clusterctl:adminCidr``)"""
     hourly_budget_usd: float | None = Field(default=None, gt=0, le=1_000_000_000)  # $1bn an hour
     """rule CLOUD016 warns when the instances' on-demand list price per hour (clusterctl/catalog/prices.yaml)
     exceeds it: static groups, and with elastic groups at full size"""
