@@ -253,6 +253,7 @@ class Settings:
 
     def __post_init__(self) -> None:
         component.refuse_wide_admin_cidr(self.admin_cidr)
+        component.refuse_world_network("vpcCidr", self.vpc_cidr)
         if self.subnet_ids and not self.vpc_id:
             raise ValueError("clusterctl:subnetIds needs clusterctl:vpcId (the VPC of the subnets)")
 

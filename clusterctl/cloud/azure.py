@@ -248,6 +248,7 @@ class Settings:
 
     def __post_init__(self) -> None:
         component.refuse_wide_admin_cidr(self.admin_cidr)
+        component.refuse_world_network("vnetCidr", self.vnet_cidr)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -27,7 +27,7 @@ import pulumi
 from clusterctl import hostlist
 from clusterctl.cloud import bundle
 from clusterctl.cloud.spec import CloudSpec, GroupSpec
-from clusterctl.plan.ranges import admin_range_problem
+from clusterctl.plan.ranges import WORLD_PREFIX, admin_range_problem, is_world, network
 
 MUNGE_VAR = "vault_munge_key"
 """the Ansible variable the roles read the munge key from"""
@@ -56,6 +56,17 @@ class StackSecrets:
     """``mungeKey``: the Slurm munge key (base64); every node reads it"""
     slurmdbd_password: pulumi.Output[str] | None = None
     """``slurmdbdPassword``: the slurmdbd database password; the accounting hosts read it"""
+
+
+def refuse_world_network(setting: str, cidr: str) -> None:
+    """Raise ValueError when the cluster network ``cidr`` (``clusterctl:vpcCidr``, ``primaryCidr``, ``vnetCidr``...,
+    rendered from the blueprint's in-band pool or set on the stack) is the whole internet: the programs admit all
+    traffic from the cluster's own ranges, so such a range would open every port to everyone. The decision of rule
+    ADDR005 (:func:`clusterctl.plan.ranges.is_world`)."""
+    net = network(cidr)
+    if net is not None and is_world(net):
+        raise ValueError(f"clusterctl:{setting} {cidr} is the whole internet (a public prefix shorter than "
+                         f"/{WORLD_PREFIX[net.version]}); the cluster network must be a private range")
 
 
 # --- component arguments --------------------------------------------------------------------------------------

@@ -166,6 +166,9 @@ class Settings:
 
     def __post_init__(self) -> None:
         component.refuse_wide_admin_cidr(self.admin_cidr)
+        for setting, cidr in (("primaryCidr", self.primary_cidr), ("serviceCidr", self.service_cidr),
+                              ("gpuCidrBase", self.gpu_cidr_base)):
+            component.refuse_world_network(setting, cidr)
 
 
 @dataclass(frozen=True, kw_only=True)

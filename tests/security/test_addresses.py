@@ -196,3 +196,14 @@ def test_an_external_database_host_with_its_ca_renders_tls_settings(tmp_path):
     lines = (tmp_path / "out/slurm/slurmdbd.conf.j2").read_text().splitlines()
     assert "StorageHost=db.example.org" in lines
     assert "StorageParameters=SSL_CA=/etc/ssl/certs/site-db-ca.pem" in lines
+
+
+def test_every_pulumi_program_refuses_a_world_cluster_network():
+    # the programs admit all traffic from the cluster's own ranges: from the stack configuration too, never the world
+    with pytest.raises(ValueError, match="clusterctl:vpcCidr 0.0.0.0/1 is the whole internet"):
+        cloud_aws.Settings(admin_cidr="203.0.113.0/24", vpc_cidr="0.0.0.0/1")
+    with pytest.raises(ValueError, match="clusterctl:primaryCidr ::/0 is the whole internet"):
+        cloud_gcp.Settings(admin_cidr="203.0.113.0/24", primary_cidr="::/0")
+    with pytest.raises(ValueError, match="clusterctl:vnetCidr 0.0.0.0/0 is the whole internet"):
+        cloud_azure.Settings(admin_cidr="203.0.113.0/24", ssh_public_key="ssh-ed25519 AAAA ops", storage_account="acct",
+                             config_account="cfg", key_vault="kv", vnet_cidr="0.0.0.0/0")
