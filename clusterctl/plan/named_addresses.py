@@ -25,7 +25,7 @@ class NamedAddress:
     path: BPath
     """the blueprint field that writes it"""
     field: str
-    """what the field is, in words: ``storage tier home's server``"""
+    """what the field names, in words: ``storage tier home's NFS server``"""
     text: str
     """the address as written"""
     address: Address
@@ -54,7 +54,7 @@ def _candidates(bp: Blueprint):
             yield from ((("storage", i, "export"), f"storage tier {tier.name}'s NFS server", n)
                         for n in server_names(tier))
         elif tier.tier == "parallel":
-            yield from ((("storage", i, "servers"), f"storage tier {tier.name}'s servers", n) for n in server_names(tier))
+            yield from ((("storage", i, "servers"), f"storage tier {tier.name}'s server", n) for n in server_names(tier))
             yield from ((("storage", i, "client_repo"), f"storage tier {tier.name}'s client repository", n)
                         for n in _url_host(tier.client_repo))
             yield from ((("storage", i, "client_repo_key"), f"storage tier {tier.name}'s client repository key", n)

@@ -151,5 +151,5 @@ def named_address_allocated(plan: ClusterPlan) -> Iterator[Hit]:
         else:
             hint = "a network or broadcast address is no host: use the server's own address"
         yield Hit(named.path,
-                  f"{named.field} is {named.text}, which is {found.what} in addressing.{pool.name} ({pool.cidr})",
+                  f"{named.field} {named.text} is {found.what} in addressing.{pool.name} ({pool.cidr})",
                   hint)

@@ -48,8 +48,8 @@ def test_a_named_server_at_a_planned_hosts_address_is_an_error():
     data["storage"][0]["export"] = "10.10.0.18:/export/home"
     (h,) = hits(data, "ADDR006")
     assert str(h.severity) == "error" and h.path == ("storage", 0, "export")
-    assert h.message == ("storage tier home's NFS server is 10.10.0.18, which is host gpu02 (node group gpu, in-band "
-                         "NIC) in addressing.inband (10.10.0.0/24)")
+    assert h.message == ("storage tier home's NFS server 10.10.0.18 is host gpu02 (node group gpu, in-band NIC) in "
+                         "addressing.inband (10.10.0.0/24)")
     assert "name it by its host name (gpu02)" in h.hint
 
 
@@ -113,3 +113,17 @@ def test_admin_cidr_of_a_site_is_quiet():
     for cidr in ("203.0.0.0/16", "2001:db8::/48", "10.0.0.0/8", "fd00::/8"):
         data["cloud"]["admin_cidr"] = cidr
         assert hits(data, "CLOUD005") == []
+
+
+@pytest.mark.parametrize("filesystem,servers,held", [
+    ("lustre", "10.10.0.[17-18]@o2ib:/fs", ["gpu01", "gpu02"]),  # a host list of failover MGSs, expanded
+    ("weka", "10.10.0.17,10.10.0.18/pfs", ["gpu01", "gpu02"]),
+    ("vast", "10.10.0.19:/vol", ["head01"]),
+])
+def test_every_server_of_a_parallel_tier_is_checked(filesystem, servers, held):
+    data = lab()
+    data["storage"].append({"name": "pfs", "tier": "parallel", "filesystem": filesystem, "mount": "/pfs",
+                            "capacity_tb": 1, "read_gb_per_s": 1, "write_gb_per_s": 1, "servers": servers})
+    found = hits(data, "ADDR006")
+    assert [h.message.split(" is host ")[1].split(" ")[0] for h in found] == held
+    assert all(h.path == ("storage", 2, "servers") for h in found)

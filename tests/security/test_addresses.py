@@ -61,7 +61,7 @@ def test_an_nfs_server_at_a_compute_nodes_address_is_refused_naming_the_node(tmp
     data["storage"][0]["export"] = f"{GPU01_INBAND}:/export/home"
     out = refused(tmp_path, data, "ADDR006", f"{GPU01_INBAND}:/export/home", "host gpu01 (node group gpu",
                   "addressing.inband (10.10.0.0/24)")
-    assert "storage tier home's NFS server is 10.10.0.17" in out
+    assert "storage tier home's NFS server 10.10.0.17 is host gpu01" in out
 
 
 @pytest.mark.parametrize("where,value,written,holder", [
