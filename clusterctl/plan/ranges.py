@@ -21,6 +21,10 @@ configuration and so never passes through ``validate``.
 from __future__ import annotations
 
 import ipaddress
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from clusterctl.plan.model import ClusterPlan
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -76,3 +80,28 @@ def admin_range_problem(text: str) -> str | None:
         return (f"{text} lets {net.num_addresses:,} public addresses reach SSH, more than a /{widest} "
                 f"({2 ** (net.max_prefixlen - widest):,}): that is a large part of the internet, not an office or VPN")
     return None
+
+
+class WorldRangeError(ValueError):
+    """A range a service would admit is the whole internet; ``path`` is the pool's ``cidr`` in the blueprint."""
+
+    def __init__(self, message: str, path: tuple):
+        super().__init__(message)
+        self.path = path
+
+
+def served_ranges(plan: ClusterPlan) -> tuple[str, ...]:
+    """The ranges the cluster's own services admit - the clients of the NFS exports the head nodes serve and of
+    chrony on the controllers -: the in-band pools, in blueprint order. Raises :class:`WorldRangeError` for a pool
+    that is the world: rule ADDR005 refuses such a blueprint first, and this holds when files are rendered from a
+    plan the rules did not judge."""
+    out = []
+    for pool in plan.addresses:
+        if pool.role != "inband":
+            continue
+        net = network(pool.cidr)
+        if net is not None and is_world(net):
+            raise WorldRangeError(f"addressing.{pool.name} {pool.cidr} is the whole internet: no NFS export or time "
+                                  "service is opened to it", pool.path + ("cidr",))
+        out.append(pool.cidr)
+    return tuple(out)

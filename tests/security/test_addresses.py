@@ -16,10 +16,11 @@ import yaml
 from clusterctl.cloud import aws as cloud_aws
 from clusterctl.cloud import azure as cloud_azure
 from clusterctl.cloud import gcp as cloud_gcp
+from clusterctl.targets import RenderError, ansible
 from tests.cloud.mocks import run_program
 from tests.cloud.test_aws import SECRETS as AWS_SECRETS
 from tests.cloud.test_aws import spec_of as aws_spec
-from tests.helpers import cli, lab, shipped, to_yaml
+from tests.helpers import cli, lab, plan_of, shipped, to_yaml
 
 # lab-2node: inband 10.10.0.0/24 with 16 reserved addresses, so the first host address is 10.10.0.17: gpu01,
 # then gpu02 (10.10.0.18), head01 (10.10.0.19); bmc 10.11.0.0/24 the same way
@@ -207,3 +208,13 @@ def test_every_pulumi_program_refuses_a_world_cluster_network():
     with pytest.raises(ValueError, match="clusterctl:vnetCidr 0.0.0.0/0 is the whole internet"):
         cloud_azure.Settings(admin_cidr="203.0.113.0/24", ssh_public_key="ssh-ed25519 AAAA ops", storage_account="acct",
                              config_account="cfg", key_vault="kv", vnet_cidr="0.0.0.0/0")
+
+
+@pytest.mark.parametrize("cidr", ["::/0", "0.0.0.0/1"])
+def test_the_ansible_target_never_writes_a_world_range_even_unjudged(cidr):
+    # behind the rules' back: the NFS export clients and chrony's allow come only from checked in-band pools
+    data = lab()
+    data["addressing"] = {"inband": {"cidr": cidr, "role": "inband"}}
+    with pytest.raises(RenderError, match=f"addressing.inband {cidr} is the whole internet") as caught:
+        ansible.render(plan_of(data))
+    assert caught.value.path == ("addressing", "inband", "cidr")
