@@ -214,7 +214,7 @@ def lab_extended() -> dict:
     data["node_types"]["hgx"]["storage_interfaces"] = ["ibp154s0"]
     data["workload"] = {"params_b": 70, "model": "llama3-70b"}
     data["slurm"].update(cluster_name="lab_2node", accounting_host="head01", accounting_backup_host="gpu01",
-                         database_host="db01")
+                         database_host="db01", database_ca="/etc/ssl/certs/db01-ca.pem")
     data["site"]["time_servers"] = ["ntp1.example.org"]
     data["slurm"]["partitions"][0]["max_time"] = "7-00:00:00"
     data["slurm"]["rollout"] = {"pull": {"source": "https://git.example.com/cluster/lab.git", "ref": "release/1"}}

@@ -92,8 +92,10 @@ class Network(StrictModel):
     """An IP address pool for one NIC role."""
 
     cidr: Cidr
-    """IPv4 or IPv6 prefix, e.g. 10.10.0.0/16"""
+    """IPv4 or IPv6 prefix in private space, e.g. 10.10.0.0/16 or fd00:10::/64 (ADDR004 warns outside RFC 1918, 100.64/10
+    and fc00::/7; ADDR005 refuses the whole internet: the in-band pools are the NFS export and chrony clients)"""
     role: NicRole
     """NIC role whose ports take addresses here (switch management ports go on role mgmt)"""
     reserved: int = Field(default=16, ge=0, le=16_777_216)  # a /8 of IPv4 gateways and VIPs
-    """addresses kept for gateways, VIPs and DHCP pools"""
+    """addresses kept for gateways, VIPs, DHCP pools and servers outside the blueprint (the first after the network
+    address; the plan gives hosts none of them, so a storage server may be named by one: ADDR006)"""

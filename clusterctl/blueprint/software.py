@@ -166,7 +166,11 @@ class Slurm(StrictModel):
     """backup slurmdbd host (AccountingStorageBackupHost, DbdBackupHost); both use the database on accounting_host"""
     database_host: HostName | None = None
     """the site's own MySQL/MariaDB server for slurmdbd (StorageHost); default: MariaDB installed by the slurmdbd
-    role on accounting_host"""
+    role on accounting_host. Requires ``database_ca``: the password is never sent to a server outside the plan
+    without TLS (SLURM010)"""
+    database_ca: AbsolutePath | None = None
+    """with ``database_host``: the CA certificate (PEM, on the slurmdbd hosts) that signed the database server's
+    certificate; slurmdbd connects over TLS checked against it (slurmdbd.conf ``StorageParameters=SSL_CA=...``)"""
     partitions: list[Partition] = Field(min_length=1, max_length=1024)
     topology: Literal["tree", "block", "yaml", "none"] = "tree"
     block_sizes: list[Annotated[int, Field(gt=0, le=1_000_000)]] = Field(default_factory=list, max_length=64)
@@ -261,7 +265,8 @@ class Cloud(StrictModel):
     reservation: Reservation | None = None
     """capacity reservation, Capacity Block or GCP reservation name"""
     admin_cidr: Cidr = "0.0.0.0/32"
-    """where SSH to the head node may come from"""
+    """where SSH to the head node may come from: private space, or at most a public IPv4 /16 or IPv6 /48 (CLOUD005;
+    the Pulumi programs refuse wider ranges, also from ``clusterctl:adminCidr``)"""
     hourly_budget_usd: float | None = Field(default=None, gt=0, le=1_000_000_000)  # $1bn an hour
     """rule CLOUD016 warns when the instances' on-demand list price per hour (clusterctl/catalog/prices.yaml)
     exceeds it: static groups, and with elastic groups at full size"""

@@ -6,7 +6,7 @@ Everything is built from a :class:`~clusterctl.cloud.spec.CloudSpec` plus the st
 
 ========================  ==========================================================================
 ``keyName``               EC2 key pair for SSH (optional)
-``adminCidr``             overrides the blueprint's ``cloud.admin_cidr`` (never ``0.0.0.0/0``)
+``adminCidr``             overrides the blueprint's ``cloud.admin_cidr`` (refused as CLOUD005 refuses it)
 ``vpcId`` + ``subnetIds`` use an existing VPC and subnet instead of creating them
 ``vpcCidr``               CIDR of a created VPC (default ``10.0.0.0/16``)
 ``amiId``                 AMI for every instance (default: latest AWS Deep Learning Base AMI)
@@ -47,9 +47,6 @@ DLAMI_NAME = "Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04) *"
 
 FSX_UNIT_THROUGHPUTS = (125, 250, 500, 1000)
 """PERSISTENT_2 per-unit storage throughput options, MB/s per TiB"""
-
-ANYWHERE = ("0.0.0.0/0", "::/0")
-
 
 # --- pure helpers (unit-tested without Pulumi) -------------------------------------------------------------
 
@@ -255,9 +252,8 @@ class Settings:
     root_volume_gb: int = 512
 
     def __post_init__(self) -> None:
-        if self.admin_cidr in ANYWHERE:
-            raise ValueError(f"admin CIDR {self.admin_cidr} opens SSH to the internet; set clusterctl:adminCidr "
-                             f"to your office or bastion range")
+        component.refuse_wide_admin_cidr(self.admin_cidr)
+        component.refuse_world_network("vpcCidr", self.vpc_cidr)
         if self.subnet_ids and not self.vpc_id:
             raise ValueError("clusterctl:subnetIds needs clusterctl:vpcId (the VPC of the subnets)")
 

@@ -246,6 +246,10 @@ class Settings:
     gpu_image: str = GPU_IMAGE
     head_image: str = HEAD_IMAGE
 
+    def __post_init__(self) -> None:
+        component.refuse_wide_admin_cidr(self.admin_cidr)
+        component.refuse_world_network("vnetCidr", self.vnet_cidr)
+
 
 @dataclass(frozen=True, kw_only=True)
 class NetworkArgs(component.NetworkArgs):

@@ -27,6 +27,7 @@ import pulumi
 from clusterctl import hostlist
 from clusterctl.cloud import bundle
 from clusterctl.cloud.spec import CloudSpec, GroupSpec
+from clusterctl.plan.ranges import WORLD_PREFIX, admin_range_problem, is_world, network
 
 MUNGE_VAR = "vault_munge_key"
 """the Ansible variable the roles read the munge key from"""
@@ -37,6 +38,17 @@ DBD_VAR = "vault_slurmdbd_storage_pass"
 # --- stack configuration --------------------------------------------------------------------------------------
 
 
+def refuse_wide_admin_cidr(admin_cidr: str) -> None:
+    """Raise ValueError when ``admin_cidr`` (the blueprint's, or ``clusterctl:adminCidr`` from the stack
+    configuration, which never passes ``validate``) may not open SSH: the same decision as rule CLOUD005
+    (:func:`clusterctl.plan.ranges.admin_range_problem`: private space, or at most a public IPv4 /16 or IPv6 /48).
+    Every provider's ``Settings`` calls it."""
+    problem = admin_range_problem(admin_cidr)
+    if problem is not None:
+        raise ValueError(f"admin CIDR {admin_cidr} opens SSH to the internet ({problem}); set clusterctl:adminCidr "
+                         "to your office, VPN or bastion range")
+
+
 @dataclass(frozen=True)
 class StackSecrets:
     """The stack's secrets (``pulumi config set --secret clusterctl:...``), secret Outputs end to end."""
@@ -44,6 +56,17 @@ class StackSecrets:
     """``mungeKey``: the Slurm munge key (base64); every node reads it"""
     slurmdbd_password: pulumi.Output[str] | None = None
     """``slurmdbdPassword``: the slurmdbd database password; the accounting hosts read it"""
+
+
+def refuse_world_network(setting: str, cidr: str) -> None:
+    """Raise ValueError when the cluster network ``cidr`` (``clusterctl:vpcCidr``, ``primaryCidr``, ``vnetCidr``...,
+    rendered from the blueprint's in-band pool or set on the stack) is the whole internet: the programs admit all
+    traffic from the cluster's own ranges, so such a range would open every port to everyone. The decision of rule
+    ADDR005 (:func:`clusterctl.plan.ranges.is_world`)."""
+    net = network(cidr)
+    if net is not None and is_world(net):
+        raise ValueError(f"clusterctl:{setting} {cidr} is the whole internet (a public prefix shorter than "
+                         f"/{WORLD_PREFIX[net.version]}); the cluster network must be a private range")
 
 
 # --- component arguments --------------------------------------------------------------------------------------

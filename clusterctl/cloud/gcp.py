@@ -164,6 +164,12 @@ class Settings:
     project: str | None = None
     """``gcp:project``"""
 
+    def __post_init__(self) -> None:
+        component.refuse_wide_admin_cidr(self.admin_cidr)
+        for setting, cidr in (("primaryCidr", self.primary_cidr), ("serviceCidr", self.service_cidr),
+                              ("gpuCidrBase", self.gpu_cidr_base)):
+            component.refuse_world_network(setting, cidr)
+
 
 @dataclass(frozen=True, kw_only=True)
 class NetworkArgs(component.NetworkArgs):

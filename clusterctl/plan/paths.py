@@ -44,12 +44,12 @@ class StoragePath:
     """the path in words: ``fabric stor (storage NICs)``"""
 
 
-def _server_names(tier) -> list[str]:
+def server_names(tier) -> list[str]:
     """The host names or addresses a tier's source names (empty: none given)."""
     from clusterctl import hostlist
 
-    if tier.tier == "nfs":
-        return [tier.export.split(":", 1)[0]]
+    if tier.tier == "nfs":  # server:/path, the server a name, an IPv4 address or [an IPv6 address]
+        return [tier.export.partition(":/")[0].removeprefix("[").removesuffix("]")]
     if tier.tier == "object":
         host = urlsplit(tier.endpoint if "//" in tier.endpoint else "//" + tier.endpoint).hostname
         return [host] if host else []
@@ -113,7 +113,7 @@ def storage_path(plan: ClusterPlan, group: GroupPlan, tier) -> StoragePath | Non
         return StoragePath(None, None, "node-local NVMe")
     if group.type.instance is not None:
         return StoragePath(None, None, "the instance network")
-    servers = [_server_fabrics(plan, n) for n in _server_names(tier) or [""]]
+    servers = [_server_fabrics(plan, n) for n in server_names(tier) or [""]]
     mine = _attached(plan, group)
     for f, role in mine:  # best NIC role first, then the fabric order of the blueprint
         if any(f.index in fabrics for fabrics, _, _ in servers):
@@ -130,7 +130,7 @@ def storage_path(plan: ClusterPlan, group: GroupPlan, tier) -> StoragePath | Non
 
 def no_path_reason(plan: ClusterPlan, group: GroupPlan, tier) -> str:
     """Why ``storage_path`` is None, in one sentence."""
-    names = _server_names(tier) or [""]
+    names = server_names(tier) or [""]
     where = "; ".join(desc + (" on fabric " + ", ".join(plan.fabrics[i].name for i in sorted(fabs)) if fabs else
                               " on no fabric") for fabs, _, desc in (_server_fabrics(plan, n) for n in names))
     mine = _attached(plan, group)

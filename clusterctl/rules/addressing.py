@@ -1,15 +1,16 @@
-"""Addressing: pools large enough, no overlaps, every management role addressed, private ranges only."""
+"""Addressing: pools large enough, no overlaps, every management role addressed, private ranges only, never
+the whole internet, and no address the blueprint names that the plan gives to one of its own hosts."""
 
 from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterator
 
+from clusterctl.plan import ranges
+from clusterctl.plan.allocations import holder
 from clusterctl.plan.model import AddressPool, ClusterPlan
+from clusterctl.plan.named_addresses import named_addresses
 from clusterctl.rules.base import Hit, Severity, rule
-
-_CGNAT = ipaddress.ip_network("100.64.0.0/10")
-"""RFC 6598 shared address space: not RFC 1918, but not routed on the internet either"""
 
 
 def _network(pool: AddressPool):
@@ -91,24 +92,64 @@ def roles_without_network(plan: ClusterPlan) -> Iterator[Hit]:
                   f"add a network, e.g. addressing: {{{role}: {{cidr: 10.x.0.0/16, role: {role}}}}}")
 
 
-def _is_public(net) -> bool:
-    """IPv4 outside private (RFC 1918 and other IANA special-purpose) and shared (RFC 6598) space."""
-    return net.version == 4 and not net.is_private and not net.subnet_of(_CGNAT)
-
-
 @rule("ADDR004", "addressing", Severity.WARNING, "public address range on an internal network")
 def public_range(plan: ClusterPlan) -> Iterator[Hit]:
-    """Cluster-internal networks (compute, storage, inband, bmc, mgmt) should use private IPv4 space
-    (RFC 1918 10/8, 172.16/12, 192.168/16) or RFC 6598 shared space (100.64/10). A public range that
-    belongs to someone else makes their hosts unreachable from the cluster; BMCs on routable
-    addresses are a common way clusters get compromised."""
+    """Cluster-internal networks (compute, storage, inband, bmc, mgmt) should use private space, IPv4 and
+    IPv6 alike: RFC 1918 (10/8, 172.16/12, 192.168/16), RFC 6598 shared space (100.64/10) or IPv6 unique local
+    addresses (fc00::/7). A public range that belongs to someone else makes their hosts unreachable from the
+    cluster; BMCs on routable addresses are a common way clusters get compromised; and the in-band pools are
+    the clients the NFS exports and chrony serve. Ranges that are the whole internet are ADDR005's."""
     for pool in plan.addresses:
         net = _network(pool)
-        if net is None or net.version != 4:
-            continue
-        if not _is_public(net):
+        if net is None or ranges.is_private(net) or ranges.is_world(net):
             continue
         yield Hit(pool.path + ("cidr",),
-                  f"addressing.{pool.name} uses {pool.cidr}, a public IPv4 range, for the cluster-internal "
-                  f"{pool.role} network",
-                  "use private space: 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 or 100.64.0.0/10")
+                  f"addressing.{pool.name} uses {pool.cidr}, a {ranges.kind_of(net)} (not private) IPv{net.version} "
+                  f"range, for the cluster-internal {pool.role} network",
+                  f"use private space: {ranges.PRIVATE_WORDS}")
+
+
+@rule("ADDR005", "addressing", Severity.ERROR, "address pool is the whole internet", suppressible=False)
+def world_range(plan: ClusterPlan) -> Iterator[Hit]:
+    """An address pool wider than any one organisation holds - an IPv4 prefix shorter than /8 (0.0.0.0/0,
+    0.0.0.0/1), an IPv6 prefix shorter than /12 outside fc00::/7 (::/0, 2000::/3, all global unicast) - is
+    the whole internet or a large part of it. The in-band pools are the client range of the NFS exports
+    (``/export/home ::/0(rw,...)``) and chrony's ``allow``: every address on the internet would mount /home
+    read-write and take time from the controllers. Cannot be suppressed (clusterctl/plan/ranges.py)."""
+    for pool in plan.addresses:
+        net = _network(pool)
+        if net is None or not ranges.is_world(net):
+            continue
+        widest = ranges.WORLD_PREFIX[net.version]
+        yield Hit(pool.path + ("cidr",),
+                  f"addressing.{pool.name} is {pool.cidr}, a public prefix shorter than /{widest}: the {pool.role} "
+                  f"network would span the internet, and NFS exports and chrony would serve all of it",
+                  f"use a private range sized for the cluster: {ranges.PRIVATE_WORDS}")
+
+
+@rule("ADDR006", "addressing", Severity.ERROR, "a named address is one the plan gives to a host")
+def named_address_allocated(plan: ClusterPlan) -> Iterator[Hit]:
+    """Every literal address the blueprint names - storage servers (NFS ``export``, Lustre NIDs, WEKA and VAST
+    ``servers``, object ``endpoint``), the Slurm database and accounting hosts, upstream time servers, the
+    package repositories and the pull-mode remote - must not be an address the plan hands out: a node's or a
+    switch's address in any pool, or a pool's network or broadcast address. Such a server is not there: the
+    mount, the database connection or the download goes to whichever planned host holds that address (a
+    compute node any user's job runs on). A host of the blueprint that serves (``head01`` exporting /home) is
+    named by its host name, which is also what makes the roles set it up as the server; machines outside the
+    blueprint take an address the plan does not allocate (a pool's ``reserved`` block is kept for them)."""
+    for named in named_addresses(plan.blueprint):
+        found = holder(plan, named.address)
+        if found is None:
+            continue
+        pool = found.pool
+        if found.host is not None:
+            reserved = plan.blueprint.addressing[pool.name].reserved
+            spare = (f" (the {reserved} after the network address of {pool.cidr} are reserved for such machines)"
+                     if reserved else "")
+            hint = (f"if {found.host} is the server, name it by its host name ({found.host}); otherwise use an address "
+                    f"the plan does not allocate{spare}")
+        else:
+            hint = "a network or broadcast address is no host: use the server's own address"
+        yield Hit(named.path,
+                  f"{named.field} {named.text} is {found.what} in addressing.{pool.name} ({pool.cidr})",
+                  hint)

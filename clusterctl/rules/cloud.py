@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterator
 
 from clusterctl.plan.model import ClusterPlan, NodeTypePlan
+from clusterctl.plan.ranges import ADMIN_MAX_PREFIX, admin_range_problem
 from clusterctl.rules.base import Hit, Severity, rule
 
 _PLACEMENT_NAME = {
@@ -129,24 +130,29 @@ def zone_in_region(plan: ClusterPlan) -> Iterator[Hit]:
                   f"use a zone like {example}" + (" (the AZ name, not the AZ ID)" if cloud.provider == "aws" else ""))
 
 
-@rule("CLOUD005", "cloud", Severity.WARNING, "SSH open to the internet")
+@rule("CLOUD005", "cloud", Severity.ERROR, "SSH open to the internet", suppressible=False)
 def admin_access(plan: ClusterPlan) -> Iterator[Hit]:
-    """``admin_cidr`` is where SSH to the head node may come from. 0.0.0.0/0 (or ::/0) opens it to the
-    whole internet, where GPU clusters are scanned for within minutes (a warning); a value that is not a
-    network prefix is rejected by the provider's firewall API (an error)."""
+    """``admin_cidr`` is where SSH to the head node may come from (and, on Azure, the storage account and key
+    vault). It must be an office, VPN or bastion range: private space, or at most an IPv4 /16 or IPv6 /48 of
+    public space. 0.0.0.0/0 (or ::/0) opens SSH to the whole internet, where GPU clusters are scanned for
+    within minutes, and 0.0.0.0/1 to half of it. The Pulumi programs refuse the same ranges (also when
+    ``clusterctl:adminCidr`` overrides the blueprint), so this cannot be suppressed; the decision is one
+    function, ``clusterctl/plan/ranges.py:admin_range_problem``. A value that is not a network prefix is
+    rejected by the provider's firewall API."""
     cloud = plan.blueprint.cloud
     if cloud is None:
         return
     try:
-        net = ipaddress.ip_network(cloud.admin_cidr, strict=True)
+        ipaddress.ip_network(cloud.admin_cidr, strict=True)
     except ValueError as exc:
         yield Hit(("cloud", "admin_cidr"), f"admin_cidr '{cloud.admin_cidr}' is not a network prefix: {exc}",
-                  "write it as 203.0.113.0/24 with the host bits zero, or a single address as /32",
-                  Severity.ERROR)
+                  "write it as 203.0.113.0/24 with the host bits zero, or a single address as /32")
         return
-    if net.prefixlen == 0:
-        yield Hit(("cloud", "admin_cidr"), f"admin_cidr {cloud.admin_cidr} lets the whole internet reach SSH",
-                  "restrict it to your office or VPN range")
+    problem = admin_range_problem(cloud.admin_cidr)
+    if problem is not None:
+        yield Hit(("cloud", "admin_cidr"), f"admin_cidr {problem}",
+                  f"restrict it to your office, VPN or bastion range (at most a public /{ADMIN_MAX_PREFIX[4]} "
+                  f"or IPv6 /{ADMIN_MAX_PREFIX[6]}, or private space)")
 
 
 @rule("CLOUD006", "cloud", Severity.WARNING, "GPU capacity not reserved")

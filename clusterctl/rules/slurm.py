@@ -288,6 +288,31 @@ def accounting_host(plan: ClusterPlan) -> Iterator[Hit]:
                   "name another host as backup, or drop accounting_backup_host")
 
 
+@rule("SLURM010", "slurm", Severity.ERROR, "the site's accounting database without TLS")
+def database_tls(plan: ClusterPlan) -> Iterator[Hit]:
+    """``database_host`` names the site's own MySQL/MariaDB server: slurmdbd sends it the StoragePass over the
+    network. Without TLS the server that answers at that name chooses how: Debian's slurmdbd links MariaDB
+    Connector/C, whose built-in ``mysql_clear_password`` plugin sends the password as it is when the server asks
+    for it, so any machine that answers (or sits on the path) can take the password and read or change the
+    accounting database. ``database_ca`` (the CA certificate that signed the server's certificate, a file on the
+    slurmdbd hosts) makes slurmdbd connect over TLS checked against it (slurmdbd.conf ``StorageParameters=SSL_CA``,
+    which Slurm hands to mysql_ssl_set). ``database_ca`` without ``database_host`` would point slurmdbd's TLS at the
+    MariaDB the role installs without TLS, and the connection would fail."""
+    slurm = plan.blueprint.slurm
+    if slurm is None:
+        return
+    if slurm.database_host and not slurm.database_ca:
+        yield Hit(("slurm", "database_host"),
+                  f"database_host {slurm.database_host} is the site's database server, and slurmdbd would send it the "
+                  "database password without TLS",
+                  "add slurm.database_ca: the path of the CA certificate (PEM) that signed the server's certificate, "
+                  "e.g. /etc/ssl/certs/site-db-ca.pem (installed on the slurmdbd hosts)")
+    if slurm.database_ca and not slurm.database_host:
+        yield Hit(("slurm", "database_ca"),
+                  "database_ca is set but database_host is not: the MariaDB the slurmdbd role installs has no TLS",
+                  "drop database_ca, or name the site's database server as database_host")
+
+
 @rule("SLURM009", "slurm", Severity.ERROR, "controller state on shared storage")
 def shared_state(plan: ClusterPlan) -> Iterator[Hit]:
     """With backup controllers, StateSaveLocation must be one directory every controller reads and writes

@@ -19,6 +19,7 @@ from clusterctl.cloud.gpudirect import RXDM_ROLE, needs_rxdm
 from clusterctl.cloud.spec import is_elastic, slurm_hosts
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.plan.nvlink import IMEX_SWITCH, imex_configured
+from clusterctl.plan.ranges import WorldRangeError, served_ranges
 from clusterctl.plan.slurm import parse_version, state_tier
 from clusterctl.plan.sources import SourceError, mount_source
 from clusterctl.resources import data_dir
@@ -299,11 +300,21 @@ def state_mount_tiers(plan: ClusterPlan, g: GroupPlan) -> set[str]:
     return {found[1].name} if set(controllers) & set(g.hosts) else set()
 
 
+def _served_ranges(plan: ClusterPlan) -> tuple[str, ...]:
+    """The NFS export clients and chrony's ``allow``: the in-band pools, never a world range (plan/ranges.py)."""
+    try:
+        return served_ranges(plan)
+    except WorldRangeError as exc:
+        error = RenderError(str(exc))
+        error.path, error.hint = exc.path, "use a private range sized for the cluster (rule ADDR005)"
+        raise error from None
+
+
 def nfs_exports(plan: ClusterPlan) -> list[dict]:
     """The NFS tiers served by one of the plan's own hosts (``export: head01:/export/home``), for the nfs_server
     role: {host, path, clients}, clients being the in-band network prefix (the network the mounts use).
     Tiers on other servers, and plans without an in-band pool (cloud), export nothing here."""
-    inband = next((pool.cidr for pool in plan.addresses if pool.role == "inband"), None)
+    inband = next(iter(_served_ranges(plan)), None)
     out = []
     for i, t in enumerate(plan.blueprint.storage):
         if t.tier != "nfs":
@@ -785,7 +796,7 @@ def time_vars(plan: ClusterPlan, controllers: Sequence[str]) -> tuple[dict, dict
     if not controllers:
         return {}, {}
     upstream = site_time_servers(plan)
-    inband = [p.cidr for p in plan.addresses if p.role == "inband"]
+    inband = list(_served_ranges(plan))
     return ({"common_chrony_servers": unsafe(Flow(list(controllers))), "common_chrony_pools": Flow([])},
             {"common_chrony_servers": unsafe(Flow(upstream)),
              "common_chrony_pools": Flow([] if upstream else [PUBLIC_TIME_POOL]),

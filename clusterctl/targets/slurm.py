@@ -673,6 +673,16 @@ def log_rotation(plan: ClusterPlan, daemon: str) -> str:
                            **LOG_ROTATION)
 
 
+def _database_tls(ca: str | None) -> tuple[str, ...]:
+    """``StorageParameters=SSL_CA=<ca>`` for the site's own database server (SLURM010 requires ``database_ca`` with
+    ``database_host``): slurmdbd hands it to mysql_ssl_set and connects over TLS checked against that CA. The value
+    is one of StorageParameters' comma-separated key=value pairs, so the path may hold neither ',' nor '='."""
+    if ca is None:
+        return ()
+    with at(("slurm", "database_ca")):
+        return ("StorageParameters=SSL_CA=" + conf_value(ca, "slurm.database_ca", extra=","),)
+
+
 def slurmdbd_conf(plan: ClusterPlan) -> str:
     slurm = plan.blueprint.slurm
     dbd_host = slurm.accounting_host or hostlist.expand(slurm.controllers)[0]
@@ -683,6 +693,7 @@ def slurmdbd_conf(plan: ClusterPlan) -> str:
              _kv("LogFile", LOG_FILES["slurmdbd"]),
              _kv("StorageType", "accounting_storage/mysql"),
              _kv("StorageHost", slurm.database_host or (dbd_host if backup else "localhost")),
+             *_database_tls(slurm.database_ca),
              _kv("StorageUser", "slurm"), _kv("StorageLoc", "slurm_acct_db"),
              # purge old records (slurmdbd.conf(5)): job and step tables of a busy cluster grow by millions of rows
              # a month and slow every sacct and the slurmdbd upgrade; usage is kept longer for fair share and reports

@@ -113,11 +113,11 @@ def test_zone_forms_of_gcp_and_azure():
     assert hits(data, "CLOUD004") == []
 
 
-def test_ssh_open_to_the_world_warns():
+def test_ssh_open_to_the_world_is_an_error():
     data = p5()
     data["cloud"]["admin_cidr"] = "0.0.0.0/0"
     (h,) = hits(data, "CLOUD005")
-    assert str(h.severity) == "warning" and h.path == ("cloud", "admin_cidr")
+    assert str(h.severity) == "error" and h.path == ("cloud", "admin_cidr")
     assert "whole internet" in h.message
 
 

@@ -1,0 +1,121 @@
+"""Which planned host holds an address: the plan's address pools answered backwards, by arithmetic.
+
+``plan/expand.py`` sizes every address pool and gives each node group a consecutive block of it (``AddressPool``:
+the first assignable address after the network address and the ``reserved`` ones, then per group a first
+slot and the addresses per host, then the switches' management ports on an ``mgmt`` pool). The Ansible hosts
+file, the RoCE addresses and ``clusterctl inventory`` compute addresses forwards from that; :func:`holder` goes
+the other way: from an address to the pool, the slot and the host, in a few integer operations per pool, with
+no table of every address (a 100,000-node plan has none).
+
+An address is *allocated* when the plan gives it to a node's NIC or a switch's management port, or it is the
+network or broadcast address of an IPv4 pool (prefixes shorter than /31). The ``reserved`` block at the start
+of a pool and the addresses after the last allocated one are not allocated: they are the site's, for
+gateways, VIPs and appliances such as storage servers. Nor are the slots of cloud node groups: the provider
+gives an instance its address (DHCP, or the Azure program's own static plan), and no other machine of the
+provider's network can hold it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from clusterctl import hostlist
+from clusterctl.plan.model import AddressPool, ClusterPlan
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+_ROLE_WORDS = {"inband": "in-band", "bmc": "BMC", "mgmt": "management", "storage": "storage", "compute": "compute"}
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """Who an allocated address belongs to."""
+
+    pool: AddressPool
+    what: str
+    """in words: ``host gpu01 (node group gpu, in-band NIC)``, ``the broadcast address``"""
+    host: str | None = None
+    """the planned host (or switch) that holds it; None for the network and broadcast addresses"""
+
+
+def parse_address(text: str) -> Address | None:
+    """``text`` as an IP address, None when it is a name. IPv6 may be bracketed (``[fd00::1]``, as in URLs and
+    NFS exports); IPv4 in any form the C resolver reads as an address (``inet_aton``: ``10.1``, ``0x0a000001``,
+    ``167772161``, ``012.0.0.1``), since that is what a mount, ssh or apt does with it."""
+    text = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        pass
+    parts = text.split(".")
+    if not 1 <= len(parts) <= 4 or not all(parts):
+        return None
+    values = []
+    for part in parts:
+        low = part.lower()
+        try:
+            values.append(int(low, 16) if low.startswith("0x") else int(low, 8) if len(low) > 1 and low[0] == "0"
+                          else int(low, 10))
+        except ValueError:
+            return None
+    limits = [256] * (len(values) - 1)
+    last_bits = 8 * (5 - len(values))
+    if any(v >= lim for v, lim in zip(values, limits)) or values[-1] >= 1 << last_bits:
+        return None
+    number = 0
+    for v in values[:-1]:
+        number = number * 256 + v
+    return ipaddress.IPv4Address((number << last_bits) + values[-1])
+
+
+def _switch_name(plan: ClusterPlan, index: int) -> str | None:
+    """The ``index``-th switch in the order the mgmt pool numbers them (fabrics, then tiers, then names)."""
+    for fabric in plan.fabrics:
+        for tier in fabric.tiers:
+            if index < tier.count:
+                names = hostlist.expand(tier.names)
+                return names[index] if index < len(names) else None
+            index -= tier.count
+    return None
+
+
+def _in_pool(plan: ClusterPlan, pool: AddressPool, address: Address) -> Holder | None:
+    net = ipaddress.ip_network(pool.cidr)
+    offset = int(address) - int(net.network_address)
+    special = net.version == 4 and net.prefixlen < 31
+    if special and offset == 0:
+        return Holder(pool, "the network address")
+    if special and offset == net.num_addresses - 1:
+        return Holder(pool, "the broadcast address")
+    slot = offset - pool.first_host_offset
+    if slot < 0 or slot >= min(pool.needed, pool.capacity):
+        return None  # the reserved block, or not handed out
+    role = _ROLE_WORDS.get(pool.role, pool.role)
+    groups = {g.index: g for g in plan.groups}
+    for group_index, first, per_host in pool.group_offsets:
+        group = groups[group_index]
+        if first <= slot < first + per_host * group.count:
+            if group.type.instance is not None:
+                return None  # a cloud instance: the provider gives its address, not this slot
+            host, port = divmod(slot - first, per_host)
+            name = group.hosts[host]
+            nic = f"{role} NIC {port}" if per_host > 1 else f"{role} NIC"
+            return Holder(pool, f"host {name} (node group {group.name}, {nic})", name)
+    if pool.switch_offset >= 0 and slot >= pool.switch_offset:
+        name = _switch_name(plan, slot - pool.switch_offset)
+        if name is not None:
+            return Holder(pool, f"switch {name} (management port)", name)
+    return None
+
+
+def holder(plan: ClusterPlan, address: Address) -> Holder | None:
+    """The planned host, switch or special address that ``address`` is, or None when the plan allocates it to
+    nothing (the module docstring)."""
+    for pool in plan.addresses:
+        net = ipaddress.ip_network(pool.cidr)
+        if net.version == address.version and address in net:
+            found = _in_pool(plan, pool, address)
+            if found is not None:
+                return found
+    return None
