@@ -47,7 +47,8 @@ def run_rules(plan: ClusterPlan, suppress: dict[str, str] | None = None,
     for r in rules:
         for hit in _safely(r, plan):
             findings.append(Finding(r.code, hit.severity if hit.severity is not None else r.severity, hit.path,
-                                    hit.message, hit.hint, r.title, reasons.get(r.code), hit.subject, hit.summary))
+                                    hit.message, hit.hint, r.title, reasons.get(r.code) if r.suppressible else None,
+                                    hit.subject, hit.summary))
     for path, code in unknown:
         findings.append(Finding(LoadCode.UNKNOWN_SUPPRESSION, Severity.WARNING, path,
                                 f"suppression names unknown rule '{code}'",
