@@ -35,7 +35,7 @@ RESERVED_PREFIXES = ("localhost", "ip6-")
 _SUSPECT = re.compile(r"[0-9]|0x|localhost|ip6-|(?:all|default|ungrouped)$|[^:]*:", re.IGNORECASE)
 """matches (at the start) every name :func:`why_not_a_name` refuses, and few others"""
 
-HINT = ("name it with letters first (gpu01, rack07, batch): a name may not be an address, localhost*, ip6-*, "
+HINT = ("rename it (gpu01, r07, batch): a name may not be an address, localhost*, ip6-*, "
         "all, default or ungrouped")
 
 
