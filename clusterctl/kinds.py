@@ -165,6 +165,12 @@ OBJECT_NAME = Kind(
 """a name Slurm, Ansible or a resolver reads (partition, QOS, node type): an identifier that is not an address
 or a reserved word (clusterctl/names.py)"""
 
+QOS_NAME = Kind(
+    "QosName", "a QOS name", "lower-case letters, digits, '.', '_' and '-', starting with a letter or digit, at most "
+    "64 characters (sacctmgr stores QOS names in lower case: Urgent would be re-added on every converge)"
+    + _NOT_RESERVED, "urgent", r"^[a-z0-9][a-z0-9._-]*$", 64, "starts with a lower-case letter or digit",
+    r"a-z0-9._-", why_not_a_name)
+
 GROUP_NAME = Kind(
     "GroupName", "a node group name", "lower-case letters, digits and '_', starting with a letter, at most 63 "
     "characters (it becomes an Ansible group and a Slurm feature)" + _NOT_RESERVED, "gpu", r"^[a-z][a-z0-9_]*$",
@@ -344,6 +350,7 @@ GIT_REF = Kind(
 FreeText = Annotated[str, FREE_TEXT]
 Identifier = Annotated[str, IDENTIFIER]
 ObjectName = Annotated[str, OBJECT_NAME]
+QosName = Annotated[str, QOS_NAME]
 ClusterName = Annotated[str, CLUSTER_NAME]
 SlurmClusterName = Annotated[str, SLURM_CLUSTER_NAME]
 GroupName = Annotated[str, GROUP_NAME]
@@ -376,7 +383,7 @@ GitRef = Annotated[str, GIT_REF]
 CloudIdentityRef = Annotated[str, CLOUD_IDENTITY]
 
 ALL_KINDS: tuple[Kind, ...] = (
-    FREE_TEXT, IDENTIFIER, OBJECT_NAME, CLUSTER_NAME, SLURM_CLUSTER_NAME, GROUP_NAME, FABRIC_NAME, HOST_NAME, HOST_LIST,
+    FREE_TEXT, IDENTIFIER, OBJECT_NAME, QOS_NAME, CLUSTER_NAME, SLURM_CLUSTER_NAME, GROUP_NAME, FABRIC_NAME, HOST_NAME, HOST_LIST,
     ABSOLUTE_PATH, NFS_EXPORT, MOUNT_SOURCE, ENDPOINT, SLURM_TIME, SLURM_FEATURE, INTERFACE_NAME,
     NCCL_SOCKET_IFNAME, HCA_NAME, VERSION, SLURM_VERSION, CIDR, CLOUD_REGION, CLOUD_ZONE, RESERVATION, OS_NAME,
     APT_URL, APT_KEY, APT_SUITE, PULL_SOURCE, GIT_REF, CLOUD_IDENTITY)

@@ -248,9 +248,10 @@ def names_distinct_in_any_case(plan: ClusterPlan) -> Iterator[Hit]:
     listed before ``head01``: glibc resolves ``head01`` from ``/etc/hosts`` to the first line, so slurmctld
     traffic, the ``/home`` mount and chrony follow the impostor), rack names (each becomes the Ansible group
     ``rack_<name>``, where ``-`` and ``.`` become ``_``: ``r-1`` and ``r.1`` are one group, which render
-    refused), partitions, QOS (sacctmgr compares them without case: two spellings fight on every converge)
-    and node types (file names ``nccl/<type>.conf``, which overwrite each other on a case-insensitive disk).
-    Exact repeats are NAME001, NAME004, SLURM007. Not suppressible: the second name takes the first's place."""
+    refused), partitions and node types (file names ``nccl/<type>.conf``, which overwrite each other on a
+    case-insensitive disk). QOS names are lower case when the blueprint is read (sacctmgr stores them so: ``Urgent``
+    would be added again on every converge). Exact repeats are NAME001, NAME004, SLURM007. Not suppressible: the
+    second name takes the first's place."""
     yield from _case_clashes(_named_hosts(plan), str.lower, "case",
                              "give each host one lower-case name: DNS and glibc read both spellings as one host")
     yield from _case_clashes(((("racks", i, "names"), f"racks[{i}]", racks)
@@ -268,8 +269,7 @@ def names_distinct_in_any_case(plan: ClusterPlan) -> Iterator[Hit]:
     if bp.slurm is not None:
         singles += [(("slurm", "partitions", i, "name"), "partition", [p.name])
                     for i, p in enumerate(bp.slurm.partitions)]
-        singles += [(("slurm", "qos", i, "name"), "QOS", [q.name]) for i, q in enumerate(bp.slurm.qos)]
-    for kind in ("node type", "partition", "QOS"):
+    for kind in ("node type", "partition"):
         yield from _single_clashes([(path, names[0]) for path, what, names in singles if what == kind], kind)
 
 

@@ -53,17 +53,27 @@ def test_host_named_like_a_switch_in_another_case():
         in h.message
 
 
-def test_qos_partitions_and_node_types_differing_only_in_case():
+def test_partitions_and_node_types_differing_only_in_case():
     data = lab()
-    data["slurm"]["qos"].append({"name": "Urgent"})
     data["slurm"]["partitions"].append({"name": "GPU", "groups": ["gpu"]})
     data["node_types"]["HGX"] = data["node_types"]["hgx"]
     found = {h.path: h.message for h in hits(data, "NAME006")}
     assert found == {
         ("node_types", "HGX"): "node type name 'HGX' differs only in case from 'hgx' (at node_types.hgx)",
         ("slurm", "partitions", 1, "name"):
-            "partition name 'GPU' differs only in case from 'gpu' (at slurm.partitions[0].name)",
-        ("slurm", "qos", 1, "name"): "QOS name 'Urgent' differs only in case from 'urgent' (at slurm.qos[0].name)"}
+            "partition name 'GPU' differs only in case from 'gpu' (at slurm.partitions[0].name)"}
+
+
+def test_qos_names_are_lower_case_when_loaded(tmp_path):
+    """sacctmgr stores QOS names in lower case: 'Urgent' (next to 'urgent' or alone) was added again and modified
+    on every converge, as the role compared 'Urgent' with the 'urgent' sacctmgr shows."""
+    text = LAB.replace("- {name: urgent, priority: 1000", "- {name: Urgent, priority: 1000")
+    bp = _write(tmp_path, text)
+    out = cli("validate", str(bp))
+    assert out.returncode == 2
+    assert f"{bp}:{_line(text, 'name: Urgent')}:" in out.stderr
+    assert "slurm.qos[0].name is 'Urgent' (text): a QOS name may not contain 'U'" in out.stderr
+    assert "sacctmgr stores QOS names in lower case" in out.stderr
 
 
 def _two_racks(second: str) -> str:
