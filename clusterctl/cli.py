@@ -81,7 +81,7 @@ def _parse_suppress(codes: list[str]) -> dict[str, str]:
                               did_you_mean(c, known) or "see `clusterctl rules list`")
             if c in fixed:
                 raise _misuse(f"--suppress names rule {c}, which cannot be suppressed",
-                              "fix the blueprint: `clusterctl rules explain " + c + "` says why it cannot be switched off")
+                              f"fix the blueprint: `clusterctl rules explain {c}` says why it cannot be switched off")
             out[c] = "--suppress"
     return out
 
