@@ -129,6 +129,18 @@ def _no_dot_segments(value: str) -> str | None:
     return None
 
 
+_BRACKETED = re.compile(r"\[[^\]]*\]")
+
+
+def _host_list_names(value: str) -> str | None:
+    """A name written out in a host list that cannot be a name (clusterctl/names.py); names a ``[range]`` makes
+    are the rule NAME005's, which sees them expanded."""
+    for term in _BRACKETED.sub("[", value).split(","):
+        if "[" not in term and (reason := why_not_a_name(term)):
+            return reason
+    return None
+
+
 def _nfs_export(value: str) -> str | None:
     return _no_dot_segments(value.split(":", 1)[1]) if ":/" in value else None
 
@@ -187,9 +199,10 @@ HOST_NAME = Kind(
 
 HOST_LIST = Kind(
     "HostList", "a host list", "a host list: names of letters, digits, '.', '_' and '-' with numeric ranges "
-    "in brackets, joined by commas", "gpu[0001-0128],head01",
+    "in brackets, joined by commas; no name an address (2130706433, 127.1), localhost*, ip6-*, all, default or "
+    "ungrouped", "gpu[0001-0128],head01",
     r"^[A-Za-z0-9_\[][A-Za-z0-9._\[\]-]*(,[A-Za-z0-9_\[][A-Za-z0-9._\[\]-]*)*$", 10_000,
-    "is comma-separated names, each starting with a letter, digit or '['", r"A-Za-z0-9._,\[\]-")
+    "is comma-separated names, each starting with a letter, digit or '['", r"A-Za-z0-9._,\[\]-", _host_list_names)
 
 _PATH_CHARS = r"A-Za-z0-9._+@~/-"
 ABSOLUTE_PATH = Kind(

@@ -8,7 +8,7 @@ from tests.helpers import hits, lab
 
 def test_host_name_that_is_an_address():
     data = lab()
-    data["node_groups"][0]["hostnames"] = "gpu01,2130706433"
+    data["node_groups"][0]["hostnames"] = "gpu01,[2130706433]"  # written out, it is refused when read
     (h,) = hits(data, "NAME005")
     assert h.path == ("node_groups", 0, "hostnames") and "'2130706433' reads as an IPv4 address" in h.message
 

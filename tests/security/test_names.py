@@ -36,20 +36,40 @@ def _head_named(name: str) -> dict:
 # --- addresses ---------------------------------------------------------------------------------------------
 
 ADDRESSES = ["3405803781", "2130706433", "0x7f000001", "0177.0.0.1", "127.1", "10.1.2", "127.0.0.1", "0"]
+RESERVED = ["localhost", "localhost.localdomain", "localhost6", "LOCALHOST", "ip6-localhost", "ip6-loopback",
+            "ip6-allnodes", "all", "ALL", "default", "Default", "ungrouped"]
 
 
 @pytest.mark.parametrize("name", ADDRESSES)
-def test_host_names_that_parse_as_ipv4_addresses_are_errors(name):
-    (h,) = hits(_head_named(name), "NAME005")
+def test_host_names_that_parse_as_ipv4_addresses_are_refused_when_loaded(name):
+    with pytest.raises(BlueprintError) as exc:
+        run(_head_named(name))
+    (p,) = exc.value.problems
+    assert p.path == ("node_groups", 1, "hostnames") and f"'{name}' reads as an IPv4 address" in p.message
+
+
+@pytest.mark.parametrize(("expr", "name"), [("340580378[1]", "3405803781"), ("[2130706433]", "2130706433"),
+                                           ("0x7f00000[1]", "0x7f000001"), ("0177.0.0.[1]", "0177.0.0.1"),
+                                           ("127.[1]", "127.1"), ("10.1.[2]", "10.1.2"), ("[0]", "0")])
+def test_host_names_a_range_makes_addresses_of_are_errors(expr, name):
+    """The same names made by a range: NAME005 sees them expanded."""
+    (h,) = hits(_head_named(expr), "NAME005")
     assert str(h.severity) == "error" and h.path == ("node_groups", 1, "hostnames")
     assert f"'{name}' reads as an IPv4 address" in h.message
 
 
-@pytest.mark.parametrize("name", ["localhost", "localhost.localdomain", "localhost6", "LOCALHOST", "ip6-localhost",
-                                  "ip6-loopback", "ip6-allnodes", "all", "ALL", "default", "Default", "ungrouped"])
-def test_reserved_host_names_are_errors(name):
+@pytest.mark.parametrize("name", RESERVED)
+def test_reserved_host_names_are_refused_when_loaded(name):
+    with pytest.raises(BlueprintError) as exc:
+        run(_head_named(name))
+    (p,) = exc.value.problems
+    assert p.path == ("node_groups", 1, "hostnames") and f"'{name}' is a" in p.message
+
+
+@pytest.mark.parametrize("name", ["localhost[1]", "ip6-[1]", "localhost.[1]"])
+def test_reserved_host_names_a_range_makes_are_errors(name):
     (h,) = hits(_head_named(name), "NAME005")
-    assert h.path == ("node_groups", 1, "hostnames") and f"'{name}' is a" in h.message
+    assert h.path == ("node_groups", 1, "hostnames") and "is a loopback or multicast name" in h.message
 
 
 def test_names_expanded_from_a_host_list_are_checked_one_finding_per_list():
@@ -84,13 +104,17 @@ def test_switch_names_made_from_a_fabric_name_are_checked():
 
 def test_rack_names_are_checked():
     data = lab()
-    data["racks"][0]["names"] = "localhost"
+    data["racks"][0]["names"] = "localhost[1]"
     for g in data["node_groups"]:
-        g["racks"] = "localhost"
+        g["racks"] = "localhost[1]"
     for f in data["fabrics"]:
-        f["switch_racks"] = "localhost"
+        f["switch_racks"] = "localhost[1]"
     (h,) = hits(data, "NAME005")
-    assert h.path == ("racks", 0, "names") and "'localhost' is a loopback" in h.message
+    assert h.path == ("racks", 0, "names") and "'localhost1' is a loopback" in h.message
+    data["racks"][0]["names"] = "localhost"  # written out: refused when read
+    with pytest.raises(BlueprintError) as exc:
+        run(data)
+    assert exc.value.problems[0].path == ("racks", 0, "names")
 
 
 def test_every_ipv6_form_is_an_address_and_refused_when_loaded():
@@ -118,7 +142,7 @@ def codes_of(data: dict) -> set[str]:
 # --- not suppressible --------------------------------------------------------------------------------------
 
 def test_a_blueprint_cannot_suppress_a_host_name_that_is_an_address():
-    data = _head_named("2130706433")
+    data = _head_named("[2130706433]")
     data["validation"] = {"suppress": [{"rule": "NAME005", "reason": "trust me"}]}
     (f,) = [f for f in run(data).findings if f.code == "NAME005"]
     assert f.suppressed is None
@@ -126,22 +150,37 @@ def test_a_blueprint_cannot_suppress_a_host_name_that_is_an_address():
 
 @pytest.mark.parametrize("code", ["NAME005", "NAME006", "NAME007"])
 def test_the_command_line_cannot_suppress_the_name_rules(tmp_path, code):
-    bp = _write(tmp_path, to_yaml(_head_named("2130706433")))
+    bp = _write(tmp_path, to_yaml(_head_named("[2130706433]")))
     out = cli("validate", str(bp), "--suppress", code)
     assert out.returncode == 2
     assert f"--suppress names rule {code}, which cannot be suppressed" in out.stderr
 
 
-def test_localhost_through_the_cli_is_located_and_fails(tmp_path):
-    text = LAB.replace("hostnames: head01", 'hostnames: "localhost"').replace("controllers: head01",
-                                                                              "controllers: gpu01")
+@pytest.mark.parametrize("name", ["localhost", "2130706433", "0x7f000001"])
+def test_a_host_name_written_out_is_refused_through_the_cli_located(tmp_path, name):
+    text = LAB.replace("hostnames: head01", f'hostnames: "{name}"').replace("controllers: head01",
+                                                                           "controllers: gpu01")
+    text = text.replace('"head01:/export/home"', '"gpu01:/export/home"')
+    bp = _write(tmp_path, text)
+    out = cli("validate", str(bp))
+    assert out.returncode == 2
+    where = _line(text, f'hostnames: "{name}"')
+    assert f"{bp}:{where}:" in out.stderr and f"node_groups[1].hostnames is '{name}' (text): '{name}'" in out.stderr
+    assert "hint: allowed: a host list: names of letters" in out.stderr and "no name an address" in out.stderr
+
+
+def test_a_host_name_a_range_makes_fails_validate_and_render_located(tmp_path):
+    text = LAB.replace("hostnames: head01", 'hostnames: "[2130706433]"').replace("controllers: head01",
+                                                                                 "controllers: gpu01")
     text = text.replace('"head01:/export/home"', '"gpu01:/export/home"')
     bp = _write(tmp_path, text)
     out = cli("validate", str(bp))
     assert out.returncode == 1
-    where = _line(text, 'hostnames: "localhost"')
-    assert "error[NAME005]" in out.stderr and f"{bp}:{where}:" in out.stderr
-    assert "hint: rename it" in out.stderr
+    where = _line(text, 'hostnames: "[2130706433]"')
+    assert "error[NAME005]" in out.stderr and f"{bp}:{where}:" in out.stderr and "hint: rename it" in out.stderr
+    rendered = cli("render", str(bp), "-o", str(tmp_path / "out"))
+    assert rendered.returncode == 1 and "NAME005" in rendered.stderr
+    assert not (tmp_path / "out").exists()
 
 
 # --- single names refused when loaded ----------------------------------------------------------------------
