@@ -27,7 +27,7 @@ from typing import Annotated, Any
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic_core import PydanticCustomError, core_schema
 
-from clusterctl.names import why_not_a_name
+from clusterctl.names import why_not_a_name, why_not_a_partition_name
 
 #: the pydantic error type of a failed kind check (clusterctl/blueprint/load.py words it)
 KIND_ERROR = "clusterctl_kind"
@@ -174,8 +174,14 @@ OBJECT_NAME = Kind(
     "ObjectName", "a name", "a name: letters, digits, '.', '_' and '-', starting with a letter or digit, at most "
     "64 characters; not an address (2130706433, 127.1), localhost*, ip6-*, all, default or ungrouped",
     "batch", r"^[A-Za-z0-9][A-Za-z0-9._-]*$", 64, _NAME_START, r"A-Za-z0-9._-", why_not_a_name)
-"""a name Slurm, Ansible or a resolver reads (partition, QOS, node type): an identifier that is not an address
-or a reserved word (clusterctl/names.py)"""
+"""a name Slurm, Ansible or a resolver reads (a node type): an identifier that is not an address or a reserved word
+(clusterctl/names.py)"""
+
+PARTITION_NAME = Kind(
+    "PartitionName", "a name", "a name: letters, digits, '.', '_' and '-', starting with a letter or digit, "
+    "at most 64 characters; not an address (2130706433, 127.1), localhost*, ip6-* or default (Slurm's "
+    "PartitionName=DEFAULT in any case)", "batch", r"^[A-Za-z0-9][A-Za-z0-9._-]*$", 64, _NAME_START, r"A-Za-z0-9._-",
+    why_not_a_partition_name)
 
 QOS_NAME = Kind(
     "QosName", "a QOS name", "lower-case letters, digits, '.', '_' and '-', starting with a letter or digit, at most "
@@ -364,6 +370,7 @@ FreeText = Annotated[str, FREE_TEXT]
 Identifier = Annotated[str, IDENTIFIER]
 ObjectName = Annotated[str, OBJECT_NAME]
 QosName = Annotated[str, QOS_NAME]
+PartitionName = Annotated[str, PARTITION_NAME]
 ClusterName = Annotated[str, CLUSTER_NAME]
 SlurmClusterName = Annotated[str, SLURM_CLUSTER_NAME]
 GroupName = Annotated[str, GROUP_NAME]
@@ -396,8 +403,8 @@ GitRef = Annotated[str, GIT_REF]
 CloudIdentityRef = Annotated[str, CLOUD_IDENTITY]
 
 ALL_KINDS: tuple[Kind, ...] = (
-    FREE_TEXT, IDENTIFIER, OBJECT_NAME, QOS_NAME, CLUSTER_NAME, SLURM_CLUSTER_NAME, GROUP_NAME, FABRIC_NAME, HOST_NAME,
-    HOST_LIST,
+    FREE_TEXT, IDENTIFIER, OBJECT_NAME, PARTITION_NAME, QOS_NAME, CLUSTER_NAME, SLURM_CLUSTER_NAME, GROUP_NAME,
+    FABRIC_NAME, HOST_NAME, HOST_LIST,
     ABSOLUTE_PATH, NFS_EXPORT, MOUNT_SOURCE, ENDPOINT, SLURM_TIME, SLURM_FEATURE, INTERFACE_NAME,
     NCCL_SOCKET_IFNAME, HCA_NAME, VERSION, SLURM_VERSION, CIDR, CLOUD_REGION, CLOUD_ZONE, RESERVATION, OS_NAME,
     APT_URL, APT_KEY, APT_SUITE, PULL_SOURCE, GIT_REF, CLOUD_IDENTITY)

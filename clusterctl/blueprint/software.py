@@ -7,15 +7,15 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator
 
 from clusterctl.kinds import (AbsolutePath, AptKey, AptSuite, AptUrl, Cidr, CloudIdentityRef, CloudRegion, CloudZone,
-                              FreeText, GitRef, HostList, HostName, Identifier, ObjectName, OsName, PullSource, QosName,
-                              Reservation, SlurmClusterName, SlurmTime, SlurmVersion, Version)
+                              FreeText, GitRef, HostList, HostName, Identifier, OsName, PartitionName, PullSource,
+                              QosName, Reservation, SlurmClusterName, SlurmTime, SlurmVersion, Version)
 from clusterctl.strict import StrictModel
 
 
 class Partition(StrictModel):
     """A Slurm partition made of whole node groups."""
 
-    name: ObjectName
+    name: PartitionName
     groups: list[Identifier] = Field(min_length=1, max_length=1024)
     default: bool = False
     max_time: SlurmTime = "UNLIMITED"

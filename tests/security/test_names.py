@@ -197,7 +197,7 @@ def test_node_group_names_that_ansible_or_slurm_reserve_are_refused_when_loaded(
     assert f"'{name}' is a" in out.stderr
 
 
-@pytest.mark.parametrize(("where", "name"), [("partition", "ALL"), ("partition", "2130706433"), ("qos", "default"),
+@pytest.mark.parametrize(("where", "name"), [("partition", "DEFAULT"), ("partition", "2130706433"), ("qos", "default"),
                                              ("qos", "localhost"), ("node_type", "ip6-localhost"),
                                              ("node_type", "0x7f000001")])
 def test_partition_qos_and_node_type_names_are_refused_when_loaded(where, name):
@@ -216,3 +216,10 @@ def test_partition_qos_and_node_type_names_are_refused_when_loaded(where, name):
         run(data)
     (p,) = exc.value.problems
     assert p.path == path and f"'{name}'" in p.message
+
+
+def test_a_partition_may_be_called_all():
+    """Slurm reserves only PartitionName=DEFAULT, and partitions are no Ansible groups: 'all' is a partition name."""
+    data = lab()
+    data["slurm"]["partitions"][0]["name"] = "all"
+    assert codes_of(data) == set()
