@@ -213,7 +213,8 @@ def names_not_addresses(plan: ClusterPlan) -> Iterator[Hit]:
     ``localhost*`` and ``ip6-*`` are loopback names of every ``/etc/hosts``; ``all`` and ``default`` (any case)
     are Slurm keywords and ``all`` and ``ungrouped`` Ansible's implicit groups. Not suppressible: such a name
     hands the cluster to another machine. One finding per host list, with the count and a few examples.
-    (Node group, partition, QOS and node type names are refused the same way when the blueprint is read.)"""
+    (Names written out in a host list, and node group, partition, QOS and node type names, are refused the same
+    way when the blueprint is read: this rule sees the names ranges make, ``[2130706433-2130706434]``.)"""
     for path, what, names in _named(plan):
         bad = [n for n in names if suspect(n) and why_not_a_name(n)]
         if bad:
@@ -265,12 +266,10 @@ def names_distinct_in_any_case(plan: ClusterPlan) -> Iterator[Hit]:
             yield Hit(g.path + ("name",), f"node group {g.name} has the name of the Ansible group of rack "
                                           f"{rack_groups[g.name]}", "rename the node group")
     bp = plan.blueprint
-    singles = [(("node_types", name), "node type", [name]) for name in bp.node_types]
+    yield from _single_clashes([(("node_types", name), name) for name in bp.node_types], "node type")
     if bp.slurm is not None:
-        singles += [(("slurm", "partitions", i, "name"), "partition", [p.name])
-                    for i, p in enumerate(bp.slurm.partitions)]
-    for kind in ("node type", "partition"):
-        yield from _single_clashes([(path, names[0]) for path, what, names in singles if what == kind], kind)
+        yield from _single_clashes([(("slurm", "partitions", i, "name"), p.name)
+                                    for i, p in enumerate(bp.slurm.partitions)], "partition")
 
 
 def _single_clashes(items: list[tuple[tuple, str]], what: str) -> Iterator[Hit]:
