@@ -69,7 +69,9 @@ def _report_unreadable(exc: BlueprintError, fmt: Format) -> None:
 
 
 def _parse_suppress(codes: list[str]) -> dict[str, str]:
-    known = {r.code for r in all_rules()}
+    rules = all_rules()
+    known = {r.code for r in rules}
+    fixed = {r.code for r in rules if not r.suppressible}
     out = {}
     for code in codes:
         for c in code.split(","):
@@ -79,6 +81,9 @@ def _parse_suppress(codes: list[str]) -> dict[str, str]:
             if c not in known:
                 raise _misuse(f"--suppress names unknown rule '{c}'",
                               did_you_mean(c, known) or "see `clusterctl rules list`")
+            if c in fixed:
+                raise _misuse(f"--suppress names rule {c}, which cannot be suppressed",
+                              f"fix the blueprint: `clusterctl rules explain {c}` says why it cannot be switched off")
             out[c] = "--suppress"
     return out
 

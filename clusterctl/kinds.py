@@ -27,6 +27,8 @@ from typing import Annotated, Any
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic_core import PydanticCustomError, core_schema
 
+from clusterctl.names import why_not_a_name, why_not_a_partition_name
+
 #: the pydantic error type of a failed kind check (clusterctl/blueprint/load.py words it)
 KIND_ERROR = "clusterctl_kind"
 
@@ -127,6 +129,18 @@ def _no_dot_segments(value: str) -> str | None:
     return None
 
 
+_BRACKETED = re.compile(r"\[[^\]]*\]")
+
+
+def _host_list_names(value: str) -> str | None:
+    """A name written out in a host list that cannot be a name (clusterctl/names.py); names a ``[range]`` makes
+    are the rule NAME005's, which sees them expanded."""
+    for term in _BRACKETED.sub("[", value).split(","):
+        if "[" not in term and (reason := why_not_a_name(term)):
+            return reason
+    return None
+
+
 def _nfs_export(value: str) -> str | None:
     return _no_dot_segments(value.split(":", 1)[1]) if ":/" in value else None
 
@@ -154,10 +168,31 @@ SLURM_CLUSTER_NAME = Kind(
     "letter, at most 40 characters (slurm.conf(5))", "lab_2node", r"^[a-z][a-z0-9_-]*$", 40,
     "starts with a lower-case letter", r"a-z0-9_-")
 
+_NOT_RESERVED = ", not all, default, ungrouped or localhost*"
+
+OBJECT_NAME = Kind(
+    "ObjectName", "a name", "a name: letters, digits, '.', '_' and '-', starting with a letter or digit, at most "
+    "64 characters; not an address (2130706433, 127.1), localhost*, ip6-*, all, default or ungrouped",
+    "batch", r"^[A-Za-z0-9][A-Za-z0-9._-]*$", 64, _NAME_START, r"A-Za-z0-9._-", why_not_a_name)
+"""a name Slurm, Ansible or a resolver reads (a node type): an identifier that is not an address or a reserved word
+(clusterctl/names.py)"""
+
+PARTITION_NAME = Kind(
+    "PartitionName", "a name", "a name: letters, digits, '.', '_' and '-', starting with a letter or digit, "
+    "at most 64 characters; not an address (2130706433, 127.1), localhost*, ip6-* or default (Slurm's "
+    "PartitionName=DEFAULT in any case)", "batch", r"^[A-Za-z0-9][A-Za-z0-9._-]*$", 64, _NAME_START, r"A-Za-z0-9._-",
+    why_not_a_partition_name)
+
+QOS_NAME = Kind(
+    "QosName", "a QOS name", "lower-case letters, digits, '.', '_' and '-', starting with a letter or digit, at most "
+    "64 characters (sacctmgr stores QOS names in lower case: Urgent would be re-added on every converge)"
+    + _NOT_RESERVED, "urgent", r"^[a-z0-9][a-z0-9._-]*$", 64, "starts with a lower-case letter or digit",
+    r"a-z0-9._-", why_not_a_name)
+
 GROUP_NAME = Kind(
     "GroupName", "a node group name", "lower-case letters, digits and '_', starting with a letter, at most 63 "
-    "characters (it becomes an Ansible group and a Slurm feature)", "gpu", r"^[a-z][a-z0-9_]*$", 63,
-    "starts with a lower-case letter", r"a-z0-9_")
+    "characters (it becomes an Ansible group and a Slurm feature)" + _NOT_RESERVED, "gpu", r"^[a-z][a-z0-9_]*$",
+    63, "starts with a lower-case letter", r"a-z0-9_", why_not_a_name)
 
 FABRIC_NAME = Kind(
     "FabricName", "a fabric name", "lower-case letters, digits and dashes, starting with a letter, at most 32 "
@@ -170,9 +205,10 @@ HOST_NAME = Kind(
 
 HOST_LIST = Kind(
     "HostList", "a host list", "a host list: names of letters, digits, '.', '_' and '-' with numeric ranges "
-    "in brackets, joined by commas", "gpu[0001-0128],head01",
+    "in brackets, joined by commas; no name an address (2130706433, 127.1), localhost*, ip6-*, all, default or "
+    "ungrouped", "gpu[0001-0128],head01",
     r"^[A-Za-z0-9_\[][A-Za-z0-9._\[\]-]*(,[A-Za-z0-9_\[][A-Za-z0-9._\[\]-]*)*$", 10_000,
-    "is comma-separated names, each starting with a letter, digit or '['", r"A-Za-z0-9._,\[\]-")
+    "is comma-separated names, each starting with a letter, digit or '['", r"A-Za-z0-9._,\[\]-", _host_list_names)
 
 _PATH_CHARS = r"A-Za-z0-9._+@~/-"
 ABSOLUTE_PATH = Kind(
@@ -332,6 +368,9 @@ GIT_REF = Kind(
 
 FreeText = Annotated[str, FREE_TEXT]
 Identifier = Annotated[str, IDENTIFIER]
+ObjectName = Annotated[str, OBJECT_NAME]
+QosName = Annotated[str, QOS_NAME]
+PartitionName = Annotated[str, PARTITION_NAME]
 ClusterName = Annotated[str, CLUSTER_NAME]
 SlurmClusterName = Annotated[str, SLURM_CLUSTER_NAME]
 GroupName = Annotated[str, GROUP_NAME]
@@ -364,7 +403,8 @@ GitRef = Annotated[str, GIT_REF]
 CloudIdentityRef = Annotated[str, CLOUD_IDENTITY]
 
 ALL_KINDS: tuple[Kind, ...] = (
-    FREE_TEXT, IDENTIFIER, CLUSTER_NAME, SLURM_CLUSTER_NAME, GROUP_NAME, FABRIC_NAME, HOST_NAME, HOST_LIST,
+    FREE_TEXT, IDENTIFIER, OBJECT_NAME, PARTITION_NAME, QOS_NAME, CLUSTER_NAME, SLURM_CLUSTER_NAME, GROUP_NAME,
+    FABRIC_NAME, HOST_NAME, HOST_LIST,
     ABSOLUTE_PATH, NFS_EXPORT, MOUNT_SOURCE, ENDPOINT, SLURM_TIME, SLURM_FEATURE, INTERFACE_NAME,
     NCCL_SOCKET_IFNAME, HCA_NAME, VERSION, SLURM_VERSION, CIDR, CLOUD_REGION, CLOUD_ZONE, RESERVATION, OS_NAME,
     APT_URL, APT_KEY, APT_SUITE, PULL_SOURCE, GIT_REF, CLOUD_IDENTITY)

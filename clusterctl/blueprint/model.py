@@ -10,7 +10,7 @@ from clusterctl.blueprint.network import Fabric, Network
 from clusterctl.blueprint.software import Cloud, Slurm, Software, Validation
 from clusterctl.blueprint.storage import StorageTier, Workload
 from clusterctl.catalog.models import CatalogData
-from clusterctl.kinds import ClusterName, FreeText, Identifier
+from clusterctl.kinds import ClusterName, FreeText, Identifier, ObjectName
 from clusterctl.strict import StrictModel
 
 
@@ -28,7 +28,7 @@ class Blueprint(StrictModel):
     racks: list[RackRange] = Field(default_factory=list)
     catalog: CatalogData = Field(default_factory=CatalogData)
     """hardware not shipped in the catalog, same shape as the catalog files"""
-    node_types: dict[Identifier, NodeType] = Field(min_length=1)
+    node_types: dict[ObjectName, NodeType] = Field(min_length=1)
     node_groups: list[NodeGroup] = Field(min_length=1)
     fabrics: list[Fabric] = Field(default_factory=list)
     storage: list[StorageTier] = Field(default_factory=list)

@@ -7,15 +7,15 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator
 
 from clusterctl.kinds import (AbsolutePath, AptKey, AptSuite, AptUrl, Cidr, CloudIdentityRef, CloudRegion, CloudZone,
-                              FreeText, GitRef, HostList, HostName, Identifier, OsName, PullSource, Reservation,
-                              SlurmClusterName, SlurmTime, SlurmVersion, Version)
+                              FreeText, GitRef, HostList, HostName, Identifier, OsName, PartitionName, PullSource,
+                              QosName, Reservation, SlurmClusterName, SlurmTime, SlurmVersion, Version)
 from clusterctl.strict import StrictModel
 
 
 class Partition(StrictModel):
     """A Slurm partition made of whole node groups."""
 
-    name: Identifier
+    name: PartitionName
     groups: list[Identifier] = Field(min_length=1, max_length=1024)
     default: bool = False
     max_time: SlurmTime = "UNLIMITED"
@@ -26,7 +26,8 @@ class Qos(StrictModel):
     """A Slurm QOS the roles create with sacctmgr (docs/slurm.md, "QOS"); slurm.conf enforces it
     (AccountingStorageEnforce=associations,limits,qos)."""
 
-    name: Identifier
+    name: QosName
+    """lower case: sacctmgr stores QOS names in lower case"""
     priority: int = Field(default=0, ge=0, le=4_294_967_294)  # sacctmgr: a 32-bit priority
     """the QOS's priority factor (slurm.conf PriorityWeightQOS weighs it)"""
     max_wall: SlurmTime | None = None

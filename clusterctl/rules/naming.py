@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 from clusterctl import hostlist
+from clusterctl.names import HINT, ansible_group_name, suspect, why_not_a_name
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.rules.base import Hit, Severity, rule
 
@@ -190,3 +191,128 @@ def unique_names(plan: ClusterPlan) -> Iterator[Hit]:
                       f"{len(dup):,} rack name(s) of racks[{i}] ({rr.names}) are already named by {where}: "
                       f"{_examples(dup, len(dup))}",
                       "name every rack once; split the range instead of repeating it")
+
+
+def _named(plan: ClusterPlan) -> Iterator[tuple[tuple, str, Iterable[str]]]:
+    """(blueprint path, what, names) of every expanded name a resolver, Ansible or Slurm reads: the hosts of each
+    node group, the switches of each fabric tier, the racks of each racks[] entry."""
+    for g in plan.groups:
+        yield g.path + ("hostnames",), f"node group {g.name}", g.hosts
+    for fi, fname, role, switches in _switch_tiers(plan):
+        yield ("fabrics", fi, "name"), f"{role} switches of fabric {fname}", switches
+    for i, racks in _racks_per_entry(plan).items():
+        yield ("racks", i, "names"), f"racks[{i}]", racks
+
+
+@rule("NAME005", "naming", Severity.ERROR, "name that is an address or a reserved word", suppressible=False)
+def names_not_addresses(plan: ClusterPlan) -> Iterator[Hit]:
+    """Host, switch and rack names (as host lists expand them) may not read as an IP address nor be a word the
+    resolver, Slurm or Ansible reserves (clusterctl/names.py). ``getaddrinfo`` and ``inet_aton`` read
+    ``2130706433``, ``0x7f000001``, ``0177.0.0.1``, ``127.1`` and ``10.1.2`` as addresses, so ssh, Ansible and
+    Slurm connect there without asking DNS, and the MUNGE key and root plays go to whatever the number encodes;
+    ``localhost*`` and ``ip6-*`` are loopback names of every ``/etc/hosts``; ``all`` and ``default`` (any case)
+    are Slurm keywords and ``all`` and ``ungrouped`` Ansible's implicit groups. Not suppressible: such a name
+    hands the cluster to another machine. One finding per host list, with the count and a few examples.
+    (Names written out in a host list, and node group, partition, QOS and node type names, are refused the same
+    way when the blueprint is read: this rule sees the names ranges make, ``[2130706433-2130706434]``.)"""
+    for path, what, names in _named(plan):
+        bad = [n for n in names if suspect(n) and why_not_a_name(n)]
+        if bad:
+            yield Hit(path, f"{len(bad):,} name(s) of {what} cannot be names: {why_not_a_name(bad[0])}"
+                            + (f" (also {_examples(bad[1:], len(bad) - 1)})" if len(bad) > 1 else ""), HINT)
+
+
+_UPPER = re.compile(r"[A-Z]")
+
+
+def _case_clashes(named: Iterable[tuple[tuple, str, Iterable[str]]], fold, differ: str, hint: str) -> Iterator[Hit]:
+    """One finding per (later list, earlier list) pair whose names are distinct spellings of one ``fold``."""
+    named = [(path, what, tuple(names)) for path, what, names in named]
+    if fold is str.lower and not any(_UPPER.search(n) for _, _, names in named for n in names):
+        return  # the common case: all lower case, nothing can differ only in case
+    first: dict[str, tuple[str, str]] = {}  # folded -> (spelling, what)
+    for path, what, names in named:
+        clashes: dict[str, list[str]] = {}
+        for n in names:
+            seen = first.setdefault(fold(n), (n, what))
+            if seen[0] != n:
+                clashes.setdefault(seen[1], []).append(f"{n} / {seen[0]}")
+        for other, pairs in clashes.items():
+            where = "each other" if other == what else other
+            yield Hit(path, f"{len(pairs):,} name(s) of {what} differ only in {differ} from names of {where} "
+                            f"({_examples(pairs, len(pairs))})", hint)
+
+
+@rule("NAME006", "naming", Severity.ERROR, "names that differ only in case", suppressible=False)
+def names_distinct_in_any_case(plan: ClusterPlan) -> Iterator[Hit]:
+    """Names of one namespace may not differ only in case: host and switch names (a login node ``HEAD01``
+    listed before ``head01``: glibc resolves ``head01`` from ``/etc/hosts`` to the first line, so slurmctld
+    traffic, the ``/home`` mount and chrony follow the impostor), rack names (each becomes the Ansible group
+    ``rack_<name>``, where ``-`` and ``.`` become ``_``: ``r-1`` and ``r.1`` are one group, which render
+    refused), partitions and node types (file names ``nccl/<type>.conf``, which overwrite each other on a
+    case-insensitive disk). QOS names are lower case when the blueprint is read (sacctmgr stores them so: ``Urgent``
+    would be added again on every converge). Exact repeats are NAME001, NAME004, SLURM007. Not suppressible: the
+    second name takes the first's place."""
+    yield from _case_clashes(_named_hosts(plan), str.lower, "case",
+                             "give each host one lower-case name: DNS and glibc read both spellings as one host")
+    yield from _case_clashes(((("racks", i, "names"), f"racks[{i}]", racks)
+                              for i, racks in _racks_per_entry(plan).items()),
+                             lambda n: ansible_group_name(n).lower(), "case, '-', '.' or '_'",
+                             "each rack becomes the Ansible group rack_<name> with '-' and '.' as '_': give the racks "
+                             "names that stay distinct, e.g. r01, r02")
+    rack_groups = {f"rack_{ansible_group_name(r.name)}": r.name for r in plan.racks}
+    for g in plan.groups:
+        if g.name in rack_groups:
+            yield Hit(g.path + ("name",), f"node group {g.name} has the name of the Ansible group of rack "
+                                          f"{rack_groups[g.name]}", "rename the node group")
+    bp = plan.blueprint
+    yield from _single_clashes([(("node_types", name), name) for name in bp.node_types], "node type")
+    if bp.slurm is not None:
+        yield from _single_clashes([(("slurm", "partitions", i, "name"), p.name)
+                                    for i, p in enumerate(bp.slurm.partitions)], "partition")
+
+
+def _single_clashes(items: list[tuple[tuple, str]], what: str) -> Iterator[Hit]:
+    first: dict[str, tuple[tuple, str]] = {}
+    for path, name in items:
+        seen = first.setdefault(name.lower(), (path, name))
+        if seen[1] != name:
+            yield Hit(path, f"{what} name '{name}' differs only in case from '{seen[1]}' (at {_where(seen[0])})",
+                      f"give each {what} a distinct lower-case name")
+
+
+def _named_hosts(plan: ClusterPlan) -> Iterator[tuple[tuple, str, Iterable[str]]]:
+    return (item for item in _named(plan) if item[0][0] != "racks")
+
+
+def _racks_per_entry(plan: ClusterPlan) -> dict[int, list[str]]:
+    per_entry: dict[int, list[str]] = {}
+    for r in plan.racks:
+        per_entry.setdefault(r.path[1], []).append(r.name)
+    return per_entry
+
+
+_GRANT_HOST = re.compile(r"[A-Za-z0-9.-]+")
+
+
+@rule("NAME007", "naming", Severity.ERROR, "accounting host name with a MySQL wildcard", suppressible=False)
+def accounting_hosts_literal(plan: ClusterPlan) -> Iterator[Hit]:
+    """The slurmdbd hosts (``accounting_host``, ``accounting_backup_host``, or the first controller) become the
+    host part of the MariaDB account the slurmdbd role creates (``'slurm'@'<host>'``) when a backup slurmdbd
+    shares the database. MySQL and MariaDB read ``_`` and ``%`` there as LIKE wildcards: ``'slurm'@'acct_01'``
+    also admits ``acctx01``, any machine whose name fits the pattern. So those names are letters, digits,
+    ``-`` and ``.`` only (NAME002 says the same of every host name, but can be suppressed; this cannot)."""
+    slurm = plan.blueprint.slurm
+    if slurm is None:
+        return
+    try:
+        first_controller = hostlist.expand(slurm.controllers)[0]
+    except hostlist.HostlistError:
+        return  # SLURM002 reports the controllers
+    for key, name in (("accounting_host", slurm.accounting_host or first_controller),
+                      ("accounting_backup_host", slurm.accounting_backup_host)):
+        if name is not None and not _GRANT_HOST.fullmatch(name):
+            path = ("slurm", key if getattr(slurm, key) is not None else "controllers")
+            yield Hit(path, f"slurmdbd host {name} has a character MariaDB reads as a wildcard in the account "
+                            f"'slurm'@'{name}' ('_' is any one character, '%' any string)",
+                      "name the slurmdbd hosts with letters, digits and '-' only")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from clusterctl import hostlist
 from clusterctl.catalog.models import accelerator_vendor
+from clusterctl.names import ansible_group_name
 from clusterctl.cloud.gpudirect import RXDM_ROLE, needs_rxdm
 from clusterctl.cloud.spec import is_elastic, slurm_hosts
 from clusterctl.plan.model import ClusterPlan, GroupPlan
@@ -54,9 +55,9 @@ class InventoryError(RenderError):
 
 
 def group_name(text: str) -> str:
-    """An Ansible group name: letters, digits and underscores only (``ib-core`` -> ``ib_core``)."""
-    name = re.sub(r"[^A-Za-z0-9_]", "_", text)
-    return name if name and not name[0].isdigit() else "_" + name
+    """An Ansible group name: letters, digits and underscores only (``ib-core`` -> ``ib_core``); the mapping
+    lives in clusterctl/names.py, where rule NAME006 asks it which rack names would become one group."""
+    return ansible_group_name(text)
 
 
 _DIGITS = "0123456789"

@@ -173,9 +173,11 @@ def test_partition_names():
         hits(data, "SLURM007")
     (p,) = exc.value.problems
     assert p.path == ("slurm", "partitions", 1, "name") and "a name may not contain a space" in p.message
-    data["slurm"]["partitions"][1]["name"] = "Default"
-    (h,) = hits(data, "SLURM007")
-    assert "PartitionName=DEFAULT record" in h.message
+    data["slurm"]["partitions"][1]["name"] = "Default"  # Slurm's keyword in any case: refused when loaded too
+    with pytest.raises(BlueprintError) as exc:
+        hits(data, "SLURM007")
+    (p,) = exc.value.problems
+    assert p.path == ("slurm", "partitions", 1, "name") and "'Default' is a Slurm keyword" in p.message
 
 
 def test_accounting_host_must_be_a_host():
