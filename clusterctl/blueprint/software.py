@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
-from clusterctl.kinds import (AbsolutePath, AptKey, AptSuite, AptUrl, Cidr, CloudIdentityRef, CloudRegion, CloudZone,
-                              FreeText, GitRef, HostList, HostName, Identifier, OsName, PullSource, Reservation,
-                              SlurmClusterName, SlurmTime, SlurmVersion, Version)
+from clusterctl.kinds import (AptKey, AptSuite, AptUrl, Cidr, CloudIdentityRef, CloudRegion, CloudZone, FreeText,
+                              GitRef, HostList, HostName, Identifier, OpenPgpFingerprint, OsName, PackageDirectory,
+                              PullSource, Reservation, SlurmClusterName, SlurmTime, SlurmVersion, StateDirectory,
+                              Version)
 from clusterctl.strict import StrictModel
 
 
@@ -85,8 +86,11 @@ class SlurmInstallRepo(StrictModel):
     url: AptUrl
     """the repository's base URL (deb822 URIs)"""
     key: AptKey
-    """its signing key: an http(s) URL downloaded to /etc/apt/keyrings/, or a keyring path on the hosts
-    (deb822 Signed-By)"""
+    """its signing key: an https:// URL downloaded to /etc/apt/keyrings/, or a keyring path on the hosts
+    (deb822 Signed-By; then key_fingerprint is required)"""
+    key_fingerprint: OpenPgpFingerprint | None = Field(default=None, validate_default=True)
+    """the full fingerprint of the key's primary key: the slurm_preflight role refuses a key file holding any
+    other key before apt uses it (required when ``key`` is a path; recommended with a URL)"""
     suite: AptSuite
     """deb822 Suites, e.g. bookworm or jammy"""
     components: list[Identifier] = Field(default_factory=lambda: ["main"], min_length=1, max_length=16)
@@ -100,14 +104,27 @@ class SlurmInstallRepo(StrictModel):
     """the packages carry the gpu/nvml plugin (built where NVML was found); false: gres.conf lists the GPUs
     instead of AutoDetect=nvml"""
 
+    @field_validator("key_fingerprint")
+    @classmethod
+    def _pinned_key_file(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """A keyring file on the hosts is whatever is there when the role runs: apt trusts it only with the
+        fingerprint pinned here (docs/security.md, "Privilege-bearing paths")."""
+        key = info.data.get("key")
+        if value is None and isinstance(key, str) and key.startswith("/"):
+            raise ValueError(f"key {key} is a file on the hosts: give key_fingerprint, the full fingerprint of the "
+                             "key it must hold (gpg --show-keys --with-colons FILE, the fpr line after pub), so the "
+                             "role refuses any other key")
+        return value
+
 
 class SlurmInstallDebs(StrictModel):
     """Slurm from a directory of .deb files on every target host, served to apt as a local flat repository
     (a Packages index written next to the files) and pinned to ``version``."""
 
     kind: Literal["debs"]
-    path: AbsolutePath
-    """the directory holding the .deb files on each host"""
+    path: PackageDirectory
+    """the directory holding the .deb files on each host: root-owned and writable by root only (apt trusts it
+    without a signature; the slurm_preflight role checks it before writing the sources file)"""
     version: Version
     """package version to install and pin (e.g. "24.05.4-1"); its major.minor must be slurm.version"""
     packages: Literal["schedmd", "debian"] = "schedmd"
@@ -157,7 +174,7 @@ class Slurm(StrictModel):
     """Slurm ClusterName (at most 40 characters: slurm.conf(5)); default: the blueprint name"""
     controllers: HostList
     """host list of slurmctld hosts: first primary, the rest backups"""
-    state_save_location: AbsolutePath = "/var/spool/slurmctld"
+    state_save_location: StateDirectory = "/var/spool/slurmctld"
     """slurmctld's StateSaveLocation; with a backup controller it must be on storage every controller reads and
     writes (slurm.conf(5)): a directory under the mount of an nfs or parallel storage tier"""
     accounting_host: HostName | None = None
