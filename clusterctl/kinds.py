@@ -337,13 +337,13 @@ GIT_REF = Kind(
 
 def _path_kind(name: str, use: str, example: str) -> Kind:
     """An absolute path the roles act on as root for ``use``: the AbsolutePath shape, then the path policy."""
-    return Kind(name, path_policy.USES[use], path_policy.allowed(use), example, ABSOLUTE_PATH.pattern,
+    return Kind(name, ABSOLUTE_PATH.noun, path_policy.allowed(use), example, ABSOLUTE_PATH.pattern,
                 ABSOLUTE_PATH.max_length, ABSOLUTE_PATH.shape, _PATH_CHARS,
                 lambda value: path_policy.refusal(value, use))
 
 
 SHARED_MOUNT_POINT = _path_kind("SharedMountPoint", path_policy.SHARED_MOUNT, "/mnt/data")
-LOCAL_DIRECTORY = _path_kind("LocalDirectory", path_policy.LOCAL_DIRECTORY, "/raid")
+LOCAL_DIRECTORY = _path_kind("LocalDirectory", path_policy.LOCAL_DIRECTORY, "/mnt/data")
 STATE_DIRECTORY = _path_kind("StateDirectory", path_policy.STATE_DIRECTORY, "/var/spool/slurmctld")
 PACKAGE_DIRECTORY = _path_kind("PackageDirectory", path_policy.PACKAGE_DIRECTORY, "/srv/slurm-debs")
 

@@ -99,6 +99,7 @@ def refusal(path: str, use: str) -> str | None:
 def allowed(use: str) -> str:
     """What ``use`` accepts, in words (the hint of a refusal)."""
     home = "" if use == SHARED_MOUNT else ", nor /home itself"
-    return (f"{USES[use]}: an absolute path such as /mnt/data or /srv/slurm, not / and not in a system directory "
+    return (f"an absolute POSIX path: '/' then letters, digits and . _ - + @ ~ /; for {USES[use]}, not / and not "
+            f"in a system directory "
             f"(/etc, /usr, /root, /var/lib, ...) or a world-writable one (/tmp, /var/tmp), not /var, /var/spool, "
             f"/opt, /srv or /mnt itself{home} (docs/security.md, \"Privilege-bearing paths\")")
