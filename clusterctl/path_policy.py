@@ -25,8 +25,8 @@ for each *use*, which paths are refused and why:
   ``/home`` (mode 1777) or a StateSaveLocation at ``/home`` would hand every user's home to others.
 
 The relations between paths (a tier mounted under another tier's mount, a state directory inside a
-world-writable local tier) need the whole blueprint: rule STORAGE010 judges them
-(:mod:`clusterctl.rules.storage`).
+world-writable local tier) need the whole blueprint: :mod:`clusterctl.blueprint.path_relations` checks them
+when it loads, with the same exit 2.
 """
 
 from __future__ import annotations
@@ -103,3 +103,9 @@ def allowed(use: str) -> str:
             f"in a system directory "
             f"(/etc, /usr, /root, /var/lib, ...) or a world-writable one (/tmp, /var/tmp), not /var, /var/spool, "
             f"/opt, /srv or /mnt itself{home} (docs/security.md, \"Privilege-bearing paths\")")
+
+
+def under(path: str, mount: str) -> bool:
+    """``path`` is ``mount`` or inside it (both absolute, without '.' or '..' segments; a trailing '/' ignored)."""
+    path, mount = path.rstrip("/") or "/", mount.rstrip("/") or "/"
+    return path == mount or path.startswith(mount if mount == "/" else mount + "/")

@@ -8,7 +8,6 @@ from dataclasses import replace
 from clusterctl.perf.storage_io import checkpoint_bytes, checkpoint_tier
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.paths import DATA_ROLES, no_path_reason, storage_path
-from clusterctl.plan.slurm import under
 from clusterctl.plan.sources import SourceError, mount_source
 from clusterctl.rules.base import Hit, Severity, rule
 
@@ -232,45 +231,3 @@ def mount_source_usable(plan: ClusterPlan) -> Iterator[Hit]:
                     else "write a host list clusterctl can expand (name[01-16], comma lists)")
             yield Hit(("storage", i, "servers"), f"{t.filesystem} tier {t.name}: {exc}", hint)
 
-
-@rule("STORAGE010", "storage", Severity.ERROR, "privilege-bearing path inside another tier", suppressible=False)
-def paths_apart(plan: ClusterPlan) -> Iterator[Hit]:
-    """Paths the roles mount, create or chown as root stand apart (docs/security.md, "Privilege-bearing paths";
-    each path alone is checked when the blueprint loads). Refused: a tier's mount point inside another tier's
-    (one mount hides the other, and a mount point in a node-local tier, mode 1777, is a directory any user can
-    create first, as a symlink the mount follows); StateSaveLocation or the trusted ``debs`` directory inside a
-    node-local tier (any user could create them first: the role would hand their directory, or the target of
-    their symlink, to the slurm user, and apt would install their packages); StateSaveLocation at a tier's mount
-    point itself (the whole file system would become the slurm user's, mode 0750). Not suppressible."""
-    tiers = plan.blueprint.storage
-    for j, inner in enumerate(tiers):
-        for i, outer in enumerate(tiers):
-            if i != j and inner.mount != outer.mount and under(inner.mount, outer.mount):
-                yield Hit(("storage", j, "mount"),
-                          f"storage tier {inner.name} is mounted at {inner.mount}, inside tier {outer.name}'s "
-                          f"{outer.mount}: one mount would hide the other"
-                          + (", and any user can create the mount point first in a node-local tier (mode 1777)"
-                             if outer.tier == "local" else ""),
-                          f"give tier {inner.name} a mount point outside every other tier's, e.g. "
-                          f"/mnt/{inner.name}")
-                break
-    slurm = plan.blueprint.slurm
-    if slurm is None:
-        return
-    local = [t for t in tiers if t.tier == "local"]
-    named = [(("slurm", "state_save_location"), "StateSaveLocation", slurm.state_save_location)]
-    if slurm.install.kind == "debs":
-        named.append((("slurm", "install", "path"), "the trusted .deb directory", slurm.install.path))
-    for where, what, path in named:
-        inside = next((t for t in local if under(path, t.mount)), None)
-        if inside is not None:
-            yield Hit(where, f"{what} {path} is inside node-local tier {inside.name} ({inside.mount}, mode 1777): "
-                             "any user could create it first, as their own directory or a symlink the role follows "
-                             "as root", "put it on the node's own disk (/var/spool/slurmctld, /srv/slurm-debs) or "
-                                        "under a shared tier's mount")
-            continue
-        same = next((t for t in tiers if t.mount == path), None)
-        if same is not None and where[-1] == "state_save_location":
-            yield Hit(where, f"{what} {path} is the mount point of tier {same.name} itself: the role would make the "
-                             "whole file system the slurm user's (mode 0750)",
-                      f"use a directory under it, e.g. {path}/slurm/statesave")
