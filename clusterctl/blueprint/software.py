@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
-from clusterctl.kinds import (AptKey, AptSuite, AptUrl, Cidr, CloudIdentityRef, CloudRegion, CloudZone, FreeText,
-                              GitRef, HostList, HostName, Identifier, OpenPgpFingerprint, OsName, PackageDirectory,
-                              PullSource, Reservation, SlurmClusterName, SlurmTime, SlurmVersion, StateDirectory,
-                              Version)
+from clusterctl.kinds import (KIND_ERROR, AptKey, AptSuite, AptUrl, Cidr, CloudIdentityRef, CloudRegion, CloudZone,
+                              FreeText, GitRef, HostList, HostName, Identifier, OpenPgpFingerprint, OsName,
+                              PackageDirectory, PullSource, Reservation, SlurmClusterName, SlurmTime, SlurmVersion,
+                              StateDirectory, Version)
 from clusterctl.strict import StrictModel
 
 
@@ -111,9 +112,12 @@ class SlurmInstallRepo(StrictModel):
         fingerprint pinned here (docs/security.md, "Privilege-bearing paths")."""
         key = info.data.get("key")
         if value is None and isinstance(key, str) and key.startswith("/"):
-            raise ValueError(f"key {key} is a file on the hosts: give key_fingerprint, the full fingerprint of the "
-                             "key it must hold (gpg --show-keys --with-colons FILE, the fpr line after pub), so the "
-                             "role refuses any other key")
+            raise PydanticCustomError(KIND_ERROR, "{reason}", {
+                "reason": f"key {key} is a file on the hosts, so apt would trust whatever key is there when the role "
+                          "runs: key_fingerprint must pin the one it holds",
+                "allowed": "key_fingerprint: the key's full primary fingerprint (gpg --show-keys --with-colons FILE, "
+                           "the fpr line after pub), or key: an https:// URL",
+                "example": "key_fingerprint: 0123456789ABCDEF0123456789ABCDEF01234567"})
         return value
 
 
