@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusterctl.path_policy import LOCAL_DIRECTORY, PACKAGE_DIRECTORY, SHARED_MOUNT, STATE_DIRECTORY, refusal
 from tests.helpers import BLUEPRINTS, cli
 
 LAB = (BLUEPRINTS / "lab-2node.yaml").read_text()
@@ -201,6 +200,9 @@ def test_every_shared_mount_is_rendered_nosuid_nodev(tmp_path):
 
 # --- the policy itself ---------------------------------------------------------------------------------------
 
+SHARED_MOUNT, LOCAL_DIRECTORY, STATE_DIRECTORY, PACKAGE_DIRECTORY = "shared", "local", "state", "debs"
+"""the uses of clusterctl.path_policy (imported in the tests: the module is new with issue 24)"""
+
 @pytest.mark.parametrize("path,use", [
     ("/home", SHARED_MOUNT), ("/lustre", SHARED_MOUNT), ("/mnt/weka", SHARED_MOUNT), ("/raid", LOCAL_DIRECTORY),
     ("/opt/dlami/nvme", LOCAL_DIRECTORY), ("/var/spool/slurmctld", STATE_DIRECTORY),
@@ -208,6 +210,8 @@ def test_every_shared_mount_is_rendered_nosuid_nodev(tmp_path):
     ("/srv/slurm-debs", PACKAGE_DIRECTORY), ("/home/x", LOCAL_DIRECTORY),
 ])
 def test_the_policy_allows_the_usual_places(path, use):
+    from clusterctl.path_policy import refusal
+
     assert refusal(path, use) is None
 
 
@@ -223,4 +227,6 @@ def test_the_policy_allows_the_usual_places(path, use):
     ("/var/lib/slurm/../../../etc", STATE_DIRECTORY), ("/a b", SHARED_MOUNT),
 ])
 def test_the_policy_refuses_system_shared_and_world_writable_places(path, use):
+    from clusterctl.path_policy import refusal
+
     assert refusal(path, use) is not None
