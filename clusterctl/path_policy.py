@@ -5,7 +5,8 @@ A blueprint names directories that the roles act on as root: a storage tier's mo
 there, or a node-local directory created with mode 1777), slurmctld's ``state_save_location`` (created for the
 ``slurm`` user, mode 0750) and the ``debs`` directory apt trusts without a signature. A well-formed path can
 still mean "mount a user's NFS share over ``/etc``" or "hand ``/var/spool`` to the slurm user". This module says,
-for each *use*, which paths are refused and why:
+for each *use*, which paths are refused and why (a ``file://`` pull source, the repository every node applies
+as root, is one more):
 
 * **shape**: ``/`` then segments of letters, digits and ``. _ - + @ ~``; no empty segment (``//``, a trailing
   ``/``), no ``.`` or ``..`` segment: one spelling per directory, so two paths that are the same directory are
@@ -42,8 +43,12 @@ STATE_DIRECTORY = "state"
 PACKAGE_DIRECTORY = "debs"
 """the directory of .deb files apt trusts without a signature (slurm.install.debs.path)"""
 
+PULL_REPOSITORY = "pull"
+"""the git repository every node applies site.yml from as root (slurm.rollout.pull.source file:///path)"""
+
 USES = {SHARED_MOUNT: "a shared storage tier's mount point", LOCAL_DIRECTORY: "a node-local tier's directory",
-        STATE_DIRECTORY: "slurmctld's StateSaveLocation", PACKAGE_DIRECTORY: "the trusted .deb directory"}
+        STATE_DIRECTORY: "slurmctld's StateSaveLocation", PACKAGE_DIRECTORY: "the trusted .deb directory",
+        PULL_REPOSITORY: "the git repository the nodes pull from"}
 
 SYSTEM_TREES = ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/dev", "/proc",
                 "/sys", "/run", "/var/run", "/var/lock", "/root", "/snap", "/var/lib", "/var/cache/apt",

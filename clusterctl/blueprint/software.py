@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
+from clusterctl import path_policy
 from clusterctl.kinds import (KIND_ERROR, AptKey, AptSuite, AptUrl, Cidr, CloudIdentityRef, CloudRegion, CloudZone,
                               FreeText, GitRef, HostList, HostName, Identifier, OpenPgpFingerprint, OsName,
                               PackageDirectory, PullSource, Reservation, SlurmClusterName, SlurmTime, SlurmVersion,
@@ -46,6 +47,19 @@ class Pull(StrictModel):
     """git remote of the rendered tree (the render directory committed as it is): https://, ssh:// or file://"""
     ref: GitRef = "main"
     """branch (or tag) whose tip holds the newest render and rollout.yml"""
+
+    @field_validator("source")
+    @classmethod
+    def _trusted_repository(cls, value: str) -> str:
+        """Every node applies what a ``file://`` repository holds as root: its path passes the path policy
+        (docs/security.md, "Privilege-bearing paths"), so no user can create it first in /tmp."""
+        if value.startswith("file://"):
+            reason = path_policy.refusal(value.removeprefix("file://"), path_policy.PULL_REPOSITORY)
+            if reason is not None:
+                raise PydanticCustomError(KIND_ERROR, "{reason}", {
+                    "reason": reason, "allowed": path_policy.allowed(path_policy.PULL_REPOSITORY),
+                    "example": "file:///srv/clusterctl/render.git"})
+        return value
     interval_minutes: int = Field(default=30, ge=1, le=10_080)  # a week
     """how often the timer runs the pull on each node (systemd OnUnitActiveSec)"""
     splay_minutes: int = Field(default=15, ge=0, le=1_440)

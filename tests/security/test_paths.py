@@ -230,3 +230,17 @@ def test_the_policy_refuses_system_shared_and_world_writable_places(path, use):
     from clusterctl.path_policy import refusal
 
     assert refusal(path, use) is not None
+
+
+# --- the repository every node pulls from --------------------------------------------------------------------
+
+@pytest.mark.parametrize("source,reason", [("file:///tmp/render.git", "every user may write"),
+                                           ("file:///etc/render.git", "system directory"),
+                                           ("file:///", "cannot be / (the root of the system)")])
+def test_a_pull_source_in_a_place_anyone_can_write_is_refused(tmp_path, source, reason):
+    """Pull mode: every node applies what the repository holds, as root."""
+    _refused_at(tmp_path, CONTROLLERS, CONTROLLERS + f'  rollout: {{pull: {{source: "{source}"}}}}\n', source,
+                "slurm.rollout.pull.source", reason)
+    code, out, _ = _validate(tmp_path, CONTROLLERS,
+                             CONTROLLERS + '  rollout: {pull: {source: "file:///srv/clusterctl/render.git"}}\n')
+    assert code == 0, out
