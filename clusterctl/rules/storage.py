@@ -230,4 +230,3 @@ def mount_source_usable(plan: ClusterPlan) -> Iterator[Hit]:
             hint = ("name one server: the VIP pool's DNS name" if t.tier == "parallel" and t.filesystem == "vast"
                     else "write a host list clusterctl can expand (name[01-16], comma lists)")
             yield Hit(("storage", i, "servers"), f"{t.filesystem} tier {t.name}: {exc}", hint)
-
