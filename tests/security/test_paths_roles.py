@@ -196,7 +196,8 @@ def test_the_deb_directory_is_checked_before_the_sources_file_is_written():
 # --- the repository key (slurm_preflight) ----------------------------------------------------------------------
 
 KEY = ["Assert the Slurm repository key comes over https or from a file with a pinned fingerprint",
-       "Read the primary key fingerprints of the repository key", "Assert the repository key is the pinned one, and only it"]
+       "Read the primary key fingerprints of the repository key",
+       "Assert the repository key is the pinned one, and only it"]
 
 
 @pytest.fixture(scope="module")
@@ -237,8 +238,8 @@ def test_a_key_file_holding_another_key_is_refused(root, key_file):
 
 def test_a_key_over_plain_http_is_refused_by_the_role(root):
     result = _run(root, _tasks("slurm_preflight", "source.yml", KEY[:1]),
-                  {"slurm_preflight_install_source": "repo", "slurm_preflight_repo_key": "http://repo.example.com/k.asc",
-                   "slurm_preflight_repo_key_fingerprint": ""})
+                  {"slurm_preflight_install_source": "repo",
+                   "slurm_preflight_repo_key": "http://repo.example.com/k.asc", "slurm_preflight_repo_key_fingerprint": ""})
     assert result.returncode != 0 and "must be an https:// URL" in result.stdout
 
 
