@@ -28,6 +28,7 @@ from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic_core import PydanticCustomError, core_schema
 
 from clusterctl.names import why_not_a_name, why_not_a_partition_name
+from clusterctl import path_policy
 
 #: the pydantic error type of a failed kind check (clusterctl/blueprint/load.py words it)
 KIND_ERROR = "clusterctl_kind"
@@ -297,10 +298,11 @@ APT_URL = Kind(
     "is http(s)://host[:port][/path]", _URL_CHARS, _no_dot_segments)
 
 APT_KEY = Kind(
-    "AptKey", "a repository signing key", "the http(s) URL of the repository's OpenPGP key (downloaded to "
-    "/etc/apt/keyrings/) or the absolute path of a keyring file already on the hosts",
-    "https://repo.example.com/slurm/key.asc", rf"^({_HTTP_ORIGIN})?{_URL_PATH}$", 2048,
-    "is an http(s) URL or an absolute path", _URL_CHARS, _no_dot_segments)
+    "AptKey", "a repository signing key", "the https:// URL of the repository's OpenPGP key (downloaded to "
+    "/etc/apt/keyrings/; never plain http, which anyone on the path could replace) or the absolute path of a "
+    "keyring file already on the hosts (then key_fingerprint is required)",
+    "https://repo.example.com/slurm/key.asc", rf"^({_HTTP_ORIGIN.replace('https?', 'https')})?{_URL_PATH}$", 2048,
+    "is an https:// URL or an absolute path", _URL_CHARS, _no_dot_segments)
 
 APT_SUITE = Kind(
     "AptSuite", "an apt suite", "a suite or codename: letters, digits, '.', '_', '-' and '/', starting with a "
@@ -366,6 +368,34 @@ GIT_REF = Kind(
     "GitRef", "a git ref", "a branch or tag name: letters, digits, '.', '_', '-' and '/', starting with a letter or "
     "digit", "main", r"^[A-Za-z0-9][A-Za-z0-9._/-]*$", 255, _NAME_START, r"A-Za-z0-9._/-", _git_ref)
 
+# --- privilege-bearing paths and keys (clusterctl/path_policy.py; docs/security.md, "Privilege-bearing paths") --
+
+def _path_kind(name: str, use: str, example: str) -> Kind:
+    """An absolute path the roles act on as root for ``use``: the AbsolutePath shape, then the path policy."""
+    return Kind(name, ABSOLUTE_PATH.noun, path_policy.allowed(use), example, ABSOLUTE_PATH.pattern,
+                ABSOLUTE_PATH.max_length, ABSOLUTE_PATH.shape, _PATH_CHARS,
+                lambda value: path_policy.refusal(value, use))
+
+
+SHARED_MOUNT_POINT = _path_kind("SharedMountPoint", path_policy.SHARED_MOUNT, "/mnt/data")
+LOCAL_DIRECTORY = _path_kind("LocalDirectory", path_policy.LOCAL_DIRECTORY, "/mnt/data")
+STATE_DIRECTORY = _path_kind("StateDirectory", path_policy.STATE_DIRECTORY, "/var/spool/slurmctld")
+PACKAGE_DIRECTORY = _path_kind("PackageDirectory", path_policy.PACKAGE_DIRECTORY, "/srv/slurm-debs")
+
+OPENPGP_FINGERPRINT = Kind(
+    "OpenPgpFingerprint", "an OpenPGP fingerprint", "the primary key's full fingerprint: 40 hexadecimal digits "
+    "(v4) or 64 (v5/v6), without spaces, as `gpg --show-keys --with-colons` prints it",
+    "0123456789ABCDEF0123456789ABCDEF01234567", r"^([0-9A-Fa-f]{40}|[0-9A-Fa-f]{64})$", 64,
+    "is 40 or 64 hexadecimal digits (the full fingerprint: a short key id can be forged)", r"0-9A-Fa-f")
+
+PRIVILEGED_PATH_KINDS = (SHARED_MOUNT_POINT, LOCAL_DIRECTORY, STATE_DIRECTORY, PACKAGE_DIRECTORY, OPENPGP_FINGERPRINT)
+
+SharedMountPoint = Annotated[str, SHARED_MOUNT_POINT]
+LocalDirectory = Annotated[str, LOCAL_DIRECTORY]
+StateDirectory = Annotated[str, STATE_DIRECTORY]
+PackageDirectory = Annotated[str, PACKAGE_DIRECTORY]
+OpenPgpFingerprint = Annotated[str, OPENPGP_FINGERPRINT]
+
 FreeText = Annotated[str, FREE_TEXT]
 Identifier = Annotated[str, IDENTIFIER]
 ObjectName = Annotated[str, OBJECT_NAME]
@@ -407,5 +437,5 @@ ALL_KINDS: tuple[Kind, ...] = (
     FABRIC_NAME, HOST_NAME, HOST_LIST,
     ABSOLUTE_PATH, NFS_EXPORT, MOUNT_SOURCE, ENDPOINT, SLURM_TIME, SLURM_FEATURE, INTERFACE_NAME,
     NCCL_SOCKET_IFNAME, HCA_NAME, VERSION, SLURM_VERSION, CIDR, CLOUD_REGION, CLOUD_ZONE, RESERVATION, OS_NAME,
-    APT_URL, APT_KEY, APT_SUITE, PULL_SOURCE, GIT_REF, CLOUD_IDENTITY)
+    APT_URL, APT_KEY, APT_SUITE, PULL_SOURCE, GIT_REF, CLOUD_IDENTITY, *PRIVILEGED_PATH_KINDS)
 """every kind, for documentation and for the tests that check each one refuses the injection payloads"""

@@ -223,6 +223,7 @@ def lab_extended() -> dict:
     data["node_types"]["inline"] = {"spec": copy.deepcopy(_shipped_catalog()["servers"]["cpu-1u"])}
     data["slurm"]["install"] = {"kind": "repo", "url": "https://repo.example.com/slurm/debian",
                                 "key": "https://repo.example.com/slurm/key.asc", "suite": "jammy",
+                                "key_fingerprint": "0123456789ABCDEF0123456789ABCDEF01234567",
                                 "components": ["main"], "version": "24.05.4-1"}
     return with_catalog_copies(data)
 

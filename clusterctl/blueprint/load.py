@@ -12,6 +12,7 @@ import yaml
 from pydantic import BaseModel, Tag, ValidationError
 
 from clusterctl.blueprint.model import Blueprint
+from clusterctl.blueprint.path_relations import path_problems
 from clusterctl.errors import BlueprintError, Problem
 from clusterctl.kinds import KIND_ERROR
 from clusterctl.location import SourceMap
@@ -323,6 +324,9 @@ def parse_blueprint(data: object, source: SourceMap) -> LoadedBlueprint:
         bp = Blueprint.model_validate(data)
     except ValidationError as exc:
         raise BlueprintError(source, problems_from_validation(exc, source=source)) from None
+    problems = path_problems(bp)  # privilege-bearing paths inside each other (docs/security.md)
+    if problems:
+        raise BlueprintError(source, problems)
     return LoadedBlueprint(bp, source)
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
-from clusterctl.kinds import (AbsolutePath, AptKey, AptSuite, AptUrl, Cidr, CloudIdentityRef, CloudRegion, CloudZone,
-                              FreeText, GitRef, HostList, HostName, Identifier, OsName, PartitionName, PullSource,
-                              QosName, Reservation, SlurmClusterName, SlurmTime, SlurmVersion, Version)
+from clusterctl import path_policy
+from clusterctl.kinds import (KIND_ERROR, AbsolutePath, AptKey, AptSuite, AptUrl, Cidr, CloudIdentityRef, CloudRegion,
+                              CloudZone, FreeText, GitRef, HostList, HostName, Identifier, OpenPgpFingerprint, OsName,
+                              PackageDirectory, PartitionName, PullSource, QosName, Reservation, SlurmClusterName,
+                              SlurmTime, SlurmVersion, StateDirectory, Version)
 from clusterctl.strict import StrictModel
 
 
@@ -45,6 +48,19 @@ class Pull(StrictModel):
     """git remote of the rendered tree (the render directory committed as it is): https://, ssh:// or file://"""
     ref: GitRef = "main"
     """branch (or tag) whose tip holds the newest render and rollout.yml"""
+
+    @field_validator("source")
+    @classmethod
+    def _trusted_repository(cls, value: str) -> str:
+        """Every node applies what a ``file://`` repository holds as root: its path passes the path policy
+        (docs/security.md, "Privilege-bearing paths"), so no user can create it first in /tmp."""
+        if value.startswith("file://"):
+            reason = path_policy.refusal(value.removeprefix("file://"), path_policy.PULL_REPOSITORY)
+            if reason is not None:
+                raise PydanticCustomError(KIND_ERROR, "{reason}", {
+                    "reason": reason, "allowed": path_policy.allowed(path_policy.PULL_REPOSITORY),
+                    "example": "file:///srv/clusterctl/render.git"})
+        return value
     interval_minutes: int = Field(default=30, ge=1, le=10_080)  # a week
     """how often the timer runs the pull on each node (systemd OnUnitActiveSec)"""
     splay_minutes: int = Field(default=15, ge=0, le=1_440)
@@ -86,8 +102,11 @@ class SlurmInstallRepo(StrictModel):
     url: AptUrl
     """the repository's base URL (deb822 URIs)"""
     key: AptKey
-    """its signing key: an http(s) URL downloaded to /etc/apt/keyrings/, or a keyring path on the hosts
-    (deb822 Signed-By)"""
+    """its signing key: an https:// URL downloaded to /etc/apt/keyrings/, or a keyring path on the hosts
+    (deb822 Signed-By; then key_fingerprint is required)"""
+    key_fingerprint: OpenPgpFingerprint | None = Field(default=None, validate_default=True)
+    """the full fingerprint of the key's primary key: the slurm_preflight role refuses a key file holding any
+    other key before apt uses it (required when ``key`` is a path; recommended with a URL)"""
     suite: AptSuite
     """deb822 Suites, e.g. bookworm or jammy"""
     components: list[Identifier] = Field(default_factory=lambda: ["main"], min_length=1, max_length=16)
@@ -101,14 +120,30 @@ class SlurmInstallRepo(StrictModel):
     """the packages carry the gpu/nvml plugin (built where NVML was found); false: gres.conf lists the GPUs
     instead of AutoDetect=nvml"""
 
+    @field_validator("key_fingerprint")
+    @classmethod
+    def _pinned_key_file(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """A keyring file on the hosts is whatever is there when the role runs: apt trusts it only with the
+        fingerprint pinned here (docs/security.md, "Privilege-bearing paths")."""
+        key = info.data.get("key")
+        if value is None and isinstance(key, str) and key.startswith("/"):
+            raise PydanticCustomError(KIND_ERROR, "{reason}", {
+                "reason": f"key {key} is a file on the hosts, so apt would trust whatever key is there when the role "
+                          "runs: key_fingerprint must pin the one it holds",
+                "allowed": "key_fingerprint: the key's full primary fingerprint (gpg --show-keys --with-colons FILE, "
+                           "the fpr line after pub), or key: an https:// URL",
+                "example": "key_fingerprint: 0123456789ABCDEF0123456789ABCDEF01234567"})
+        return value
+
 
 class SlurmInstallDebs(StrictModel):
     """Slurm from a directory of .deb files on every target host, served to apt as a local flat repository
     (a Packages index written next to the files) and pinned to ``version``."""
 
     kind: Literal["debs"]
-    path: AbsolutePath
-    """the directory holding the .deb files on each host"""
+    path: PackageDirectory
+    """the directory holding the .deb files on each host: root-owned and writable by root only (apt trusts it
+    without a signature; the slurm_preflight role checks it before writing the sources file)"""
     version: Version
     """package version to install and pin (e.g. "24.05.4-1"); its major.minor must be slurm.version"""
     packages: Literal["schedmd", "debian"] = "schedmd"
@@ -158,7 +193,7 @@ class Slurm(StrictModel):
     """Slurm ClusterName (at most 40 characters: slurm.conf(5)); default: the blueprint name"""
     controllers: HostList
     """host list of slurmctld hosts: first primary, the rest backups"""
-    state_save_location: AbsolutePath = "/var/spool/slurmctld"
+    state_save_location: StateDirectory = "/var/spool/slurmctld"
     """slurmctld's StateSaveLocation; with a backup controller it must be on storage every controller reads and
     writes (slurm.conf(5)): a directory under the mount of an nfs or parallel storage tier"""
     accounting_host: HostName | None = None

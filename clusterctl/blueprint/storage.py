@@ -7,15 +7,16 @@ from typing import Annotated, Literal, Union
 from pydantic import Discriminator, Field, Tag, ValidationInfo, field_validator
 
 from clusterctl.blueprint.training import ModelSpec, TrainingSpec
-from clusterctl.kinds import (LUSTRE_SOURCE, AbsolutePath, AptRepoUrl, Endpoint, Identifier,
-                              MountSource, NfsExport)
+from clusterctl.kinds import (LUSTRE_SOURCE, AptRepoUrl, Endpoint, Identifier, LocalDirectory, MountSource,
+                              NfsExport, SharedMountPoint)
 from clusterctl.strict import StrictModel
 
 
 class _Tier(StrictModel):
     name: Identifier
-    mount: AbsolutePath
-    """mount point on the nodes"""
+    mount: SharedMountPoint
+    """mount point on the nodes (docs/security.md, "Privilege-bearing paths": not /, not in a system or
+    world-writable directory, not under another tier's mount)"""
     checkpoint: bool = False
     """checkpoints are written here (default: the first parallel tier)"""
 
@@ -23,6 +24,8 @@ class _Tier(StrictModel):
 class LocalTier(_Tier):
     """Node-local NVMe (scratch, staging, checkpoint cache)."""
 
+    mount: LocalDirectory
+    """the directory on the nodes' NVMe (created when missing, mode 1777; not /home itself)"""
     tier: Literal["local"]
     """node-local NVMe; size and bandwidth come from the servers"""
 

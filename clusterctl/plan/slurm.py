@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 
+from clusterctl.path_policy import under
 from clusterctl.plan.model import ClusterPlan
 
 Version = tuple[int, int]
@@ -58,12 +59,6 @@ def provides_nvml(install) -> bool:
 
 SHARED_TIERS = ("nfs", "parallel")
 """storage tiers every host that mounts them reads and writes alike (local is per node, object is no file system)"""
-
-
-def under(path: str, mount: str) -> bool:
-    """``path`` is ``mount`` or inside it (both absolute, without '.' or '..' segments: the AbsolutePath kind)."""
-    path, mount = path.rstrip("/") or "/", mount.rstrip("/") or "/"
-    return path == mount or path.startswith(mount if mount == "/" else mount + "/")
 
 
 def state_tier(plan: ClusterPlan):

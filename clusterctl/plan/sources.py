@@ -23,6 +23,17 @@ from __future__ import annotations
 
 from clusterctl import hostlist
 
+MOUNT_OPTIONS = {
+    "nfs": "defaults,_netdev,nofail,hard,noatime,nosuid,nodev",
+    "nfs4": "defaults,_netdev,nofail,hard,noatime,nosuid,nodev",
+    "lustre": "defaults,_netdev,nofail,flock,nosuid,nodev",
+    "wekafs": "defaults,_netdev,nofail,nosuid,nodev",
+}
+"""fstab options of a shared tier by file system type (the roles' storage_clients_mount_options mirror them):
+``nofail`` keeps a node booting when a file server is down (node_health then drains it), ``_netdev`` orders the
+mount after the network, and ``nosuid,nodev`` after ``defaults`` (which means suid,dev) so that a setuid binary
+or a device file on a file server is no way to root on the nodes (docs/security.md, "Privilege-bearing paths")"""
+
 MAX_NAMES = 1024
 """names a host list in a source may expand to (a source is at most 4,095 characters)"""
 

@@ -90,7 +90,7 @@ def checkpoint_stall(plan: ClusterPlan) -> Iterator[Hit]:
                   "checkpoint less often, asynchronously, or to a faster tier")
 
 
-@rule("STORAGE005", "storage", Severity.ERROR, "duplicate storage tier name or mount")
+@rule("STORAGE005", "storage", Severity.ERROR, "duplicate storage tier name or mount", suppressible=False)
 def unique_tiers(plan: ClusterPlan) -> Iterator[Hit]:
     """Two storage tiers with the same name or mount point: one would be mounted over the other, and
     rendered mounts would collide."""

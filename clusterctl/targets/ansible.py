@@ -22,7 +22,7 @@ from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.plan.nvlink import IMEX_SWITCH, imex_configured
 from clusterctl.plan.ranges import WorldRangeError, served_ranges
 from clusterctl.plan.slurm import parse_version, state_tier
-from clusterctl.plan.sources import SourceError, mount_source
+from clusterctl.plan.sources import MOUNT_OPTIONS, SourceError, mount_source
 from clusterctl.resources import data_dir
 from clusterctl.targets import RenderError, roce
 from clusterctl.targets.common import at, conf_value, environment, header, path_part
@@ -392,7 +392,8 @@ def storage_mounts(plan: ClusterPlan, g: GroupPlan) -> tuple[list[dict], list[st
             err.path = ("storage", plan.blueprint.storage.index(t), "servers")
             raise err from None
         if found is not None:
-            mounts.append({"name": t.name, "path": t.mount, "src": found[1], "fstype": found[0]})
+            mounts.append({"name": t.name, "path": t.mount, "src": found[1], "fstype": found[0],
+                           "opts": MOUNT_OPTIONS[found[0]]})
     tiers = {t.name: i for i, t in enumerate(plan.blueprint.storage)}
     for m in mounts:  # fstab fields: one word each, no '#', no control characters
         with at(("storage", tiers.get(m["name"], 0))):
@@ -654,6 +655,7 @@ def slurm_install_vars(plan: ClusterPlan) -> dict[str, object]:
                               "slurm_preflight_install_version": install.version or ""}
     if install.kind == "repo":
         out.update(slurm_preflight_repo_url=install.url, slurm_preflight_repo_key=install.key,
+                   slurm_preflight_repo_key_fingerprint=install.key_fingerprint or "",
                    slurm_preflight_repo_suite=install.suite,
                    slurm_preflight_repo_components=Flow(list(install.components)))
     elif install.kind == "debs":

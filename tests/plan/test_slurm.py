@@ -24,17 +24,19 @@ def test_under(path, mount, inside):
     assert under(path, mount) is inside
 
 
-def test_state_tier_is_the_deepest_shared_mount_holding_state_save_location():
+def test_state_tier_is_the_shared_mount_holding_state_save_location():
+    """(A tier inside another tier's mount, or StateSaveLocation in a node-local tier, is refused when the
+    blueprint loads: clusterctl/blueprint/path_relations.py.)"""
     data = lab()
     assert state_tier(plan_of(data)) is None  # /var/spool/slurmctld: the controller's own disk
-    data["slurm"]["state_save_location"] = "/raid/slurmctld"
-    assert state_tier(plan_of(data)) is None  # a local tier is per node
-    data["slurm"]["state_save_location"] = "/home/slurm/state"
+    data["slurm"]["state_save_location"] = "/srv/slurmctld"
+    assert state_tier(plan_of(data)) is None  # another directory of the controller's own disk
+    data["slurm"]["state_save_location"] = "/state/slurm"
     data["storage"].append({**data["storage"][0], "name": "state", "export": "head01:/export/state",
-                            "mount": "/home/slurm"})
+                            "mount": "/state"})
     i, tier = state_tier(plan_of(data))
     assert (i, tier.name) == (2, "state")
-    data["storage"].pop()
+    data["slurm"]["state_save_location"] = "/home/slurm/state"
     i, tier = state_tier(plan_of(data))
     assert (i, tier.name) == (0, "home")
 

@@ -217,16 +217,16 @@ def test_backup_controllers_need_state_on_shared_storage():
     assert "StateSaveLocation /var/spool/slurmctld is on no shared storage tier, but 2 controllers (head01, head02)" \
         in h.message
     assert "e.g. /home/slurmctld (home at /home)" in h.hint
-    (h,) = hits(ha_lab("/raid/slurmctld"), "SLURM009")  # a local tier is per node
-    assert "/raid/slurmctld is on no shared storage tier" in h.message
+    (h,) = hits(ha_lab("/srv/slurmctld"), "SLURM009")  # another directory of the controller's own disk
+    assert "/srv/slurmctld is on no shared storage tier" in h.message
     (h,) = hits(ha_lab("/homework/state"), "SLURM009")  # a prefix of the name is not the mount
     assert "/homework/state" in h.message
 
 
 def test_state_on_a_shared_tier_passes_and_one_controller_needs_none():
-    assert hits(ha_lab("/srv/state"), "SLURM009")
-    data = ha_lab("/srv/state")
-    data["storage"].append({"name": "srv", "tier": "parallel", "filesystem": "lustre", "mount": "/srv",
+    assert hits(ha_lab("/pfs/state"), "SLURM009")
+    data = ha_lab("/pfs/state")
+    data["storage"].append({"name": "pfs", "tier": "parallel", "filesystem": "lustre", "mount": "/pfs",
                             "capacity_tb": 10, "read_gb_per_s": 1, "write_gb_per_s": 1, "servers": "mgs01@tcp"})
     assert hits(data, "SLURM009") == []
     assert hits(lab(), "SLURM009") == []  # one controller: local state is fine

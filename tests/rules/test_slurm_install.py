@@ -142,7 +142,7 @@ def test_group_vars_of_a_repo_source():
     assert install_vars(data) == {
         "slurm_preflight_install_source": "repo", "slurm_preflight_install_version": "24.05.4-1",
         "slurm_preflight_repo_url": "https://repo.example.com/slurm/debian",
-        "slurm_preflight_repo_key": "https://repo.example.com/slurm/key.asc",
+        "slurm_preflight_repo_key": "https://repo.example.com/slurm/key.asc", "slurm_preflight_repo_key_fingerprint": "",
         "slurm_preflight_repo_suite": "jammy", "slurm_preflight_repo_components": ["main", "contrib"],
         "slurm_controller_packages": ["slurm-smd-slurmctld=24.05.4-1", "slurm-smd-client=24.05.4-1"],
         "slurm_compute_packages": ["slurm-smd-slurmd=24.05.4-1", "slurm-smd-client=24.05.4-1"],

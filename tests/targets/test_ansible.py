@@ -148,7 +148,8 @@ def test_gpu_group_vars_are_the_plan(lab_files):
         "nvidia_driver_fabric_manager": True,  # HGX: NVSwitch baseboard, no multi-node NVLink (no IMEX)
         "node_health_gpu_count": 8, "node_health_rdma_port_count": 8, "node_health_rdma_rate_gbps": 400,
         "node_health_mounts": ["/home"],
-        "storage_clients_mounts": [{"name": "home", "path": "/home", "src": "head01:/export/home", "fstype": "nfs"}],
+        "storage_clients_mounts": [{"name": "home", "path": "/home", "src": "head01:/export/home", "fstype": "nfs",
+                                    "opts": "defaults,_netdev,nofail,hard,noatime,nosuid,nodev"}],
         "storage_clients_lustre_install": False,
         "storage_clients_local_dirs": ["/raid"],
     }
@@ -178,7 +179,7 @@ def test_superpod_group_vars_mount_lustre(pod_files):
     gv = yamlout.load(pod_files["ansible/group_vars/dgx.yml"])
     assert gv["storage_clients_mounts"][0] == {"name": "lustre", "path": "/lustre", 
                                                "src": "10.31.3.250@o2ib,10.20.3.250@tcp:/lustre",
-                                               "fstype": "lustre"}
+                                               "fstype": "lustre", "opts": "defaults,_netdev,nofail,flock,nosuid,nodev"}
     assert gv["storage_clients_lustre_install"] is True
     assert gv["node_health_mounts"] == ["/lustre", "/home"]
     login = yamlout.load(pod_files["ansible/group_vars/login.yml"])
@@ -464,7 +465,7 @@ def test_ha_controllers_mount_the_state_tier_before_slurmctld(ha_files):
     head = yamlout.load(ha_files["ansible/group_vars/head.yml"])
     # only the tier holding StateSaveLocation, not home: head nodes mount nothing else for their role
     assert head["storage_clients_mounts"] == [{"name": "shared", "path": "/shared", "src": "nas01:/export/shared",
-                                               "fstype": "nfs"}]
+                                               "fstype": "nfs", "opts": "defaults,_netdev,nofail,hard,noatime,nosuid,nodev"}]
     assert head["storage_clients_lustre_install"] is False and head["storage_clients_local_dirs"] == []
     assert "node_health_mounts" not in head
     login = yamlout.load(ha_files["ansible/group_vars/login.yml"])

@@ -570,12 +570,13 @@ def test_slurmdbd_purges_old_records():
 
 def test_job_container_base_never_under_tmp():
     """22.05's slurmd exits at start with "Cannot use /tmp or /dev/shm as BasePath" (found by the real-Slurm
-    test): a local tier mounted under /tmp gets the default."""
-    data = lab()
-    for t in data["storage"]:
-        if t.get("tier") == "local":
-            t["mount"] = "/tmp/nvme"
-    assert "BasePath=/var/spool/slurmd/job_tmp" in settings(render(data)["slurm/job_container.conf"])
+    test): a local tier mounted under /tmp gets the default. The blueprint refuses such a tier when it loads
+    (clusterctl/path_policy.py), so it is put behind the model's back here."""
+    from tests.targets.inject import lab_plan_with
+
+    plan = lab_plan_with(("storage", 1, "mount"), "/tmp/nvme")
+    assert plan.blueprint.storage[1].tier == "local"
+    assert "BasePath=/var/spool/slurmd/job_tmp" in settings(slurm.render(plan)["slurm/job_container.conf"])
 
 
 # --- power saving (elastic cloud node groups) --------------------------------------------------------------

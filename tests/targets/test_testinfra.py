@@ -51,7 +51,7 @@ def test_gpu_group_expectations(lab):
     assert "'nccl/hgx.conf'" in text and "host.file('/etc/nccl.conf')" in text
     assert {"test_slurmd_is_running", "test_munge_credential_roundtrip", "test_slurm_file_is_the_rendered_one",
             "test_health_check_passes", "test_fstab_entry", "test_shared_file_system_is_mounted"} <= set(tests)
-    assert "('head01:/export/home', '/home', 'nfs')" in text
+    assert "('head01:/export/home', '/home', 'nfs', 'defaults,_netdev,nofail,hard,noatime,nosuid,nodev')" in text
     assert "test_slurmctld_is_running" not in tests
 
 
@@ -92,7 +92,8 @@ def test_superpod_login_and_dgx():
     login = functions(files["tests/test_login.py"])
     assert "test_slurm_commands_are_installed" in login and "test_gpu_count" not in login
     dgx = files["tests/test_dgx.py"]
-    assert "('10.31.3.250@o2ib,10.20.3.250@tcp:/lustre', '/lustre', 'lustre')" in dgx
+    assert ("('10.31.3.250@o2ib,10.20.3.250@tcp:/lustre', '/lustre', 'lustre', "
+            "'defaults,_netdev,nofail,flock,nosuid,nodev')") in dgx
     assert "HEALTH_MOUNTS = ['/lustre', '/home']" in dgx
 
 

@@ -113,14 +113,14 @@ def test_slurmdbd_is_running(host, require_group):
 # --- storage
 
 FSTAB = [
-    ('10.51.3.250@o2ib,10.40.3.250@tcp:/lustre', '/lustre', 'lustre'),
+    ('10.51.3.250@o2ib,10.40.3.250@tcp:/lustre', '/lustre', 'lustre', 'defaults,_netdev,nofail,flock,nosuid,nodev'),
 ]
 
 
-@pytest.mark.parametrize("src,path,fstype", FSTAB, ids=[m[1] for m in FSTAB])
-def test_fstab_entry(host, src, path, fstype):
+@pytest.mark.parametrize("src,path,fstype,opts", FSTAB, ids=[m[1] for m in FSTAB])
+def test_fstab_entry(host, src, path, fstype, opts):
     entries = [line.split() for line in host.file("/etc/fstab").content_string.splitlines()]
-    assert [src, path, fstype] in [e[:3] for e in entries]
+    assert [src, path, fstype, opts] in [e[:4] for e in entries]
 
 
 @pytest.mark.mounts

@@ -154,14 +154,14 @@ def test_health_check_passes(host, health_check_program):
 # --- storage
 
 FSTAB = [
-    ('head01:/export/home', '/home', 'nfs'),
+    ('head01:/export/home', '/home', 'nfs', 'defaults,_netdev,nofail,hard,noatime,nosuid,nodev'),
 ]
 
 
-@pytest.mark.parametrize("src,path,fstype", FSTAB, ids=[m[1] for m in FSTAB])
-def test_fstab_entry(host, src, path, fstype):
+@pytest.mark.parametrize("src,path,fstype,opts", FSTAB, ids=[m[1] for m in FSTAB])
+def test_fstab_entry(host, src, path, fstype, opts):
     entries = [line.split() for line in host.file("/etc/fstab").content_string.splitlines()]
-    assert [src, path, fstype] in [e[:3] for e in entries]
+    assert [src, path, fstype, opts] in [e[:4] for e in entries]
 
 
 @pytest.mark.mounts
