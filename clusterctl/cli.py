@@ -67,7 +67,12 @@ def _report_unreadable(exc: BlueprintError, fmt: Format) -> None:
 
 
 def _parse_suppress(codes: list[str]) -> dict[str, str]:
-    known = {r.code for r in all_rules()}
+    """``--suppress`` values -> {code: "--suppress"}; an unknown code or one of a rule that cannot be
+    suppressed is misuse (exit 2)."""
+    from clusterctl.rules.suppression import CLI_REASON, cli_refusal
+
+    rules = all_rules()
+    known = {r.code for r in rules}
     out = {}
     for code in codes:
         for c in code.split(","):
@@ -77,7 +82,10 @@ def _parse_suppress(codes: list[str]) -> dict[str, str]:
             if c not in known:
                 raise _misuse(f"--suppress names unknown rule '{c}'",
                               did_you_mean(c, known) or "see `clusterctl rules list`")
-            out[c] = "--suppress"
+            refusal = cli_refusal(c, rules)
+            if refusal:
+                raise _misuse(refusal, f"fix what {c} reports (clusterctl rules explain {c})")
+            out[c] = CLI_REASON
     return out
 
 
@@ -95,8 +103,12 @@ def _validated_or_exit(blueprint: Path, suppress: list[str] | None, refusal: str
     if v.result.worst() is not None and v.result.worst() >= Severity.ERROR:
         diags = [d for d in diag.from_findings(v.result.findings, loaded.source) if d.severity >= Severity.ERROR]
         _err(diag.to_text(diags, f"{loaded.source.file}: {refusal}: {len(diags)} error(s); "
-                                 f"fix them or suppress the rule with a reason"))
+                                 f"fix them (only --suppress on the command line suppresses an error)"))
         raise typer.Exit(EXIT_FINDINGS)
+    from clusterctl.output.suppressed import notice_lines
+
+    for line in notice_lines(diag.from_findings(v.result.findings, loaded.source)):
+        _err(line)
     return loaded, v
 
 
@@ -326,8 +338,13 @@ def rules_explain(code: Annotated[str, typer.Argument(help="rule id, e.g. POWER0
     r = rules.get(code.upper())
     if r is None:
         raise _misuse(f"unknown rule '{code}'", did_you_mean(code.upper(), rules) or "see `clusterctl rules list`")
-    _out(f"{r.code} ({r.severity}, {r.area}): {r.title}\n\n{r.doc}\n\n"
-         f"Suppress in the blueprint with:\n  validation:\n    suppress: [{{rule: {r.code}, reason: \"...\"}}]")
+    if not r.suppressible:
+        how = "It cannot be suppressed, neither in the blueprint nor with --suppress."
+    else:
+        how = (f"Suppress its warnings and infos in the blueprint with:\n  validation:\n"
+               f"    suppress: [{{rule: {r.code}, reason: \"...\"}}]\n"
+               f"Its errors only on the command line, for one run: --suppress {r.code}")
+    _out(f"{r.code} ({r.severity}, {r.area}): {r.title}\n\n{r.doc}\n\n{how}")
 
 
 @app.command()

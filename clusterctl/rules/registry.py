@@ -15,6 +15,7 @@ from clusterctl.plan.model import ClusterPlan
 from clusterctl.rules import (addressing, cloud, cooling, fabric, naming, nvlink, power, slurm, software, space,
                               storage, workload)
 from clusterctl.rules.base import Finding, Hit, Rule, RunResult, Severity
+from clusterctl.rules.suppression import Policy
 
 RULE_MODULES = (power, cooling, space, fabric, nvlink, storage, addressing, naming, slurm, software, cloud, workload)
 
@@ -31,23 +32,24 @@ def all_rules() -> tuple[Rule, ...]:
 
 def run_rules(plan: ClusterPlan, suppress: dict[str, str] | None = None,
               rules: Iterable[Rule] | None = None) -> RunResult:
-    """Run every rule; ``suppress`` maps rule codes to the reason (CLI ones get "--suppress")."""
+    """Run every rule; ``suppress`` maps rule codes to the reason (CLI ones get "--suppress").
+
+    Suppressions follow :mod:`clusterctl.rules.suppression`: the blueprint's entries suppress warnings and
+    infos, ``suppress`` any finding, and neither a rule declared ``suppressible=False``."""
     rules = tuple(rules) if rules is not None else all_rules()
     known = {r.code for r in rules}
-    reasons = {}
-    unknown = []
-    for i, s in enumerate(plan.blueprint.validation.suppress):
-        if s.rule in known:
-            reasons[s.rule] = s.reason
-        else:
-            unknown.append((("validation", "suppress", i, "rule"), s.rule))
-    for code, reason in (suppress or {}).items():
-        reasons[code] = reason
+    entries = plan.blueprint.validation.suppress
+    unknown = [(("validation", "suppress", i, "rule"), s.rule) for i, s in enumerate(entries) if s.rule not in known]
+    policy = Policy.of(entries, suppress, rules)
     findings: list[Finding] = []
     for r in rules:
         for hit in _safely(r, plan):
-            findings.append(Finding(r.code, hit.severity if hit.severity is not None else r.severity, hit.path,
-                                    hit.message, hit.hint, r.title, reasons.get(r.code), hit.subject, hit.summary))
+            severity = hit.severity if hit.severity is not None else r.severity
+            kept = policy.kept_hint(r.code, severity)
+            hint = f"{hit.hint}; {kept}" if hit.hint and kept else hit.hint or kept
+            findings.append(Finding(r.code, severity, hit.path, hit.message, hint, r.title,
+                                    policy.reason(r.code, severity), hit.subject, hit.summary))
+    findings.extend(policy.notes())
     for path, code in unknown:
         findings.append(Finding(LoadCode.UNKNOWN_SUPPRESSION, Severity.WARNING, path,
                                 f"suppression names unknown rule '{code}'",
