@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from clusterctl.blueprint.load import did_you_mean
+from clusterctl.catalog.overrides import overrides
 from clusterctl.errors import LoadCode
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.rules import (addressing, cloud, cooling, fabric, naming, nvlink, power, slurm, software, space,
@@ -50,6 +51,10 @@ def run_rules(plan: ClusterPlan, suppress: dict[str, str] | None = None,
             findings.append(Finding(r.code, severity, hit.path, hit.message, hint, r.title,
                                     policy.reason(r.code, severity), hit.subject, hit.summary))
     findings.extend(policy.notes())
+    for o in overrides(plan.catalog):
+        findings.append(Finding(LoadCode.CATALOG_OVERRIDE, Severity.INFO, o.path, o.message(),
+                                "a reviewer should check the new values against the hardware; give the entry a "
+                                "name of its own to add a model instead", LoadCode.CATALOG_OVERRIDE.title))
     for path, code in unknown:
         findings.append(Finding(LoadCode.UNKNOWN_SUPPRESSION, Severity.WARNING, path,
                                 f"suppression names unknown rule '{code}'",
