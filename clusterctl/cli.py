@@ -18,6 +18,9 @@ import typer
 
 from clusterctl import __version__
 from clusterctl.blueprint.load import did_you_mean, load_blueprint
+from clusterctl.blueprint.storage import Workload
+from clusterctl.blueprint.training import ModelSpec, TrainingSpec
+from clusterctl.cli_numbers import bounded, bounded_like
 from clusterctl.errors import BlueprintError
 from clusterctl.exit_codes import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREADABLE
 from clusterctl.output import diagnostics as diag
@@ -218,30 +221,38 @@ def report(
     png: Annotated[bool, typer.Option("--png", help="also write PNG copies of the pictures (needs cairosvg)")] = False,
     model: Annotated[Optional[str], typer.Option(help="model preset (see --list-models)")] = None,
     list_models: Annotated[bool, typer.Option("--list-models", help="list model presets and exit")] = False,
-    params_b: Annotated[Optional[float], typer.Option(help="parameters in billions (simple form)")] = None,
-    layers: Annotated[Optional[int], typer.Option(help="model: layers")] = None,
-    hidden: Annotated[Optional[int], typer.Option(help="model: hidden size")] = None,
-    heads: Annotated[Optional[int], typer.Option(help="model: attention heads")] = None,
-    kv_heads: Annotated[Optional[int], typer.Option(help="model: KV heads (GQA)")] = None,
-    ffn_hidden: Annotated[Optional[int], typer.Option(help="model: MLP width")] = None,
-    vocab: Annotated[Optional[int], typer.Option(help="model: vocabulary")] = None,
-    seq_len: Annotated[Optional[int], typer.Option(help="model: sequence length")] = None,
-    global_batch: Annotated[Optional[int], typer.Option(help="sequences per step")] = None,
-    tp: Annotated[Optional[int], typer.Option(help="tensor parallel size")] = None,
-    pp: Annotated[Optional[int], typer.Option(help="pipeline parallel size")] = None,
-    dp: Annotated[Optional[int], typer.Option(help="data parallel size")] = None,
-    cp: Annotated[Optional[int], typer.Option(help="context parallel size")] = None,
-    ep: Annotated[Optional[int], typer.Option(help="expert parallel size")] = None,
-    micro_batch: Annotated[Optional[int], typer.Option(help="micro batch size")] = None,
-    virtual_stages: Annotated[Optional[int], typer.Option(help="interleaved pipeline chunks per stage")] = None,
+    params_b: Annotated[Optional[float], typer.Option(help="parameters in billions (simple form)",
+                                                      callback=bounded_like(Workload, "params_b"))] = None,
+    layers: Annotated[Optional[int], typer.Option(help="model: layers", callback=bounded_like(ModelSpec, "layers"))] = None,
+    hidden: Annotated[Optional[int], typer.Option(help="model: hidden size", callback=bounded_like(ModelSpec, "hidden"))] = None,
+    heads: Annotated[Optional[int], typer.Option(help="model: attention heads", callback=bounded_like(ModelSpec, "heads"))] = None,
+    kv_heads: Annotated[Optional[int], typer.Option(help="model: KV heads (GQA)", callback=bounded_like(ModelSpec, "kv_heads"))] = None,
+    ffn_hidden: Annotated[Optional[int], typer.Option(help="model: MLP width", callback=bounded_like(ModelSpec, "ffn_hidden"))] = None,
+    vocab: Annotated[Optional[int], typer.Option(help="model: vocabulary", callback=bounded_like(ModelSpec, "vocab"))] = None,
+    seq_len: Annotated[Optional[int], typer.Option(help="model: sequence length", callback=bounded_like(ModelSpec, "seq_len"))] = None,
+    global_batch: Annotated[Optional[int], typer.Option(help="sequences per step", callback=bounded_like(TrainingSpec, "global_batch"))] = None,
+    tp: Annotated[Optional[int], typer.Option(help="tensor parallel size", callback=bounded_like(TrainingSpec, "tp"))] = None,
+    pp: Annotated[Optional[int], typer.Option(help="pipeline parallel size", callback=bounded_like(TrainingSpec, "pp"))] = None,
+    dp: Annotated[Optional[int], typer.Option(help="data parallel size", callback=bounded_like(TrainingSpec, "dp"))] = None,
+    cp: Annotated[Optional[int], typer.Option(help="context parallel size", callback=bounded_like(TrainingSpec, "cp"))] = None,
+    ep: Annotated[Optional[int], typer.Option(help="expert parallel size", callback=bounded_like(TrainingSpec, "ep"))] = None,
+    micro_batch: Annotated[Optional[int], typer.Option(help="micro batch size", callback=bounded_like(TrainingSpec, "micro_batch"))] = None,
+    virtual_stages: Annotated[Optional[int], typer.Option(help="interleaved pipeline chunks per stage",
+                                                          callback=bounded_like(TrainingSpec, "virtual_stages"))] = None,
     recompute: Annotated[Optional[str], typer.Option(help="none | selective | full")] = None,
     precision: Annotated[Optional[str], typer.Option(help="bf16 | fp8 (linear layers' GEMMs)")] = None,
-    mfu: Annotated[Optional[float], typer.Option(help="MFU for the simple throughput form, e.g. 0.4")] = None,
-    gpus: Annotated[Optional[int], typer.Option(help="GPUs the training job uses (default: the whole GPU group)")] = None,
-    restart_min: Annotated[Optional[float], typer.Option(help="minutes from an interruption to training again")] = None,
-    checkpoint_interval_min: Annotated[Optional[float], typer.Option(help="minutes between checkpoints")] = None,
-    pue: Annotated[Optional[float], typer.Option(help="facility PUE (default: site.pue)")] = None,
-    ranks: Annotated[Optional[int], typer.Option(help="GPUs in the collective group to tabulate")] = None,
+    mfu: Annotated[Optional[float], typer.Option(help="MFU for the simple throughput form, e.g. 0.4",
+                                                 callback=bounded_like(TrainingSpec, "mfu"))] = None,
+    gpus: Annotated[Optional[int], typer.Option(help="GPUs the training job uses (default: the whole GPU group)",
+                                                callback=bounded_like(TrainingSpec, "gpus"))] = None,
+    restart_min: Annotated[Optional[float], typer.Option(help="minutes from an interruption to training again",
+                                                         callback=bounded_like(TrainingSpec, "restart_min"))] = None,
+    checkpoint_interval_min: Annotated[Optional[float], typer.Option(help="minutes between checkpoints",
+                                                                     callback=bounded_like(Workload, "checkpoint_every_min"))] = None,
+    pue: Annotated[Optional[float], typer.Option(help="facility PUE (default: site.pue)",
+                                                 callback=bounded(1, 5, low_open=True))] = None,
+    ranks: Annotated[Optional[int], typer.Option(help="GPUs in the collective group to tabulate",
+                                                 callback=bounded(2, 100_000_000))] = None,
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
 ) -> None:
     """The cluster's key figures: capacity, collectives, training estimate, storage, reliability, power, BOM."""
@@ -257,9 +268,6 @@ def report(
         raise typer.Exit(EXIT_OK)
     if blueprint is None:
         raise _misuse("missing argument BLUEPRINT", "clusterctl report BLUEPRINT, or clusterctl report --list-models")
-    for name, value, low, high in (("--mfu", mfu, 0, 1), ("--pue", pue, 1, 5)):
-        if value is not None and not low < value <= high:
-            raise _misuse(f"{name} must be in ({low}, {high}], got {value}")
     loaded, v = _validated_or_exit(blueprint, suppress, "not reported")
     overrides = dict(model=model, params_b=params_b, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,
                      ffn_hidden=ffn_hidden, vocab=vocab, seq_len=seq_len, global_batch=global_batch, tp=tp, pp=pp,
