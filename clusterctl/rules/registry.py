@@ -68,4 +68,5 @@ def _safely(r: Rule, plan: ClusterPlan) -> Iterator[Hit]:
         yield from list(r.func(plan) or ())
     except Exception as exc:  # a rule must never take validate down; report the bug instead
         yield Hit((), f"rule {r.code} crashed ({type(exc).__name__}: {exc}); this is a bug in clusterctl",
-                  "report it with the blueprint; suppress the rule to carry on", Severity.ERROR)
+                  "report it with the blueprint" + (f"; --suppress {r.code} on the command line carries on"
+                                                    if r.suppressible else ""), Severity.ERROR)
