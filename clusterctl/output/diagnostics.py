@@ -175,7 +175,12 @@ def to_text(diags: Sequence[Diagnostic], summary: str, show_suppressed: bool = F
 def _printed(d: Diagnostic, show_suppressed: bool) -> bool:
     """Active findings, and suppressed ones with ``show_suppressed``; a suppressed *error* always (only the
     command line can suppress one, and the output says so: clusterctl/rules/suppression.py)."""
-    return d.suppressed is None or show_suppressed or d.severity >= Severity.ERROR
+    return d.suppressed is None or show_suppressed or is_suppressed_error(d)
+
+
+def is_suppressed_error(d: Diagnostic) -> bool:
+    """An error finding suppressed (only ``--suppress`` can): every output prints it."""
+    return d.suppressed is not None and d.severity >= Severity.ERROR
 
 
 def _excerpt(line: str, col: int) -> tuple[str, int]:
@@ -224,7 +229,7 @@ def summary_line(diags: Sequence[Diagnostic], rules_run: int | None = None) -> s
 
 
 def _suppressed_errors_note(diags: Sequence[Diagnostic]) -> str:
-    n = sum(1 for d in diags if d.suppressed is not None and d.severity >= Severity.ERROR)
+    n = sum(1 for d in diags if is_suppressed_error(d))
     return f" ({n} error(s), by --suppress)" if n else ""
 
 
@@ -235,7 +240,7 @@ def to_json(diags: Sequence[Diagnostic], file: str, status: str, extra: dict | N
     doc = {"blueprint": file, "status": status,
            "summary": {str(s): sum(1 for d in active if d.severity == s) for s in Severity}
            | {"suppressed": len(diags) - len(active),
-              "suppressed_errors": sum(1 for d in diags if d.suppressed is not None and d.severity >= Severity.ERROR)},
+              "suppressed_errors": sum(1 for d in diags if is_suppressed_error(d))},
            "findings": [d.as_dict() for d in diags]}
     if extra:
         doc.update(extra)

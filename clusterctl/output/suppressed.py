@@ -10,12 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from clusterctl.output.diagnostics import Diagnostic
-from clusterctl.rules.base import Severity
-
-
-def is_suppressed_error(d: Diagnostic) -> bool:
-    return d.suppressed is not None and d.severity >= Severity.ERROR
+from clusterctl.output.diagnostics import Diagnostic, is_suppressed_error
 
 
 def suppressed_errors(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
