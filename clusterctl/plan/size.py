@@ -2,8 +2,8 @@
 
 A host range stands for many hosts (``gpu[0000001-1000000]`` is 24 bytes), so a 4 KB blueprint of thirty
 such groups asks for thirty million hosts: expanding them takes gigabytes and minutes before any rule can
-say a word. :func:`check` counts what the plan would name - the racks and hosts of every host list, from
-the ranges without expanding them, and an upper bound of the switches the fabric planner
+say a word. :func:`check` counts what the plan would name - the names of every host list (racks, hosts, the
+racks groups and fabrics are placed in), from the ranges without expanding them, and an upper bound of the switches the fabric planner
 (clusterctl/plan/fabric.py) would create - and refuses a blueprint over
 :data:`clusterctl.limits.MAX_PLANNED` with a ``BP007`` problem at the field that goes over, with the figures.
 """
@@ -105,6 +105,9 @@ def check(bp: Blueprint, types: dict[str, NodeTypePlan], switches: dict[str, Swi
         hosts[g.name] = _count(g.hostnames)
         if p := add(hosts[g.name], ("node_groups", i, "hostnames"), f"node group {g.name}"):
             return p
+        # the racks a group names are expanded too (each looked up among the racks)
+        if p := add(_count(g.racks), ("node_groups", i, "racks"), f"node group {g.name}'s racks"):
+            return p
     for i, fab in enumerate(bp.fabrics):
         roles: dict[str, set[str]] = {}  # group -> attached NIC roles (a pair attached twice is cabled once)
         for a in fab.attach:
@@ -119,5 +122,7 @@ def check(bp: Blueprint, types: dict[str, NodeTypePlan], switches: dict[str, Swi
                 members.append((hosts[g.name], sum(n.count for n in nics),
                                 max((n.speed_gbps for n in nics), default=0.0)))
         if p := add(switch_bound(fab, switches, members, racks), ("fabrics", i), f"fabric {fab.name}'s switches"):
+            return p
+        if p := add(_count(fab.switch_racks), ("fabrics", i, "switch_racks"), f"fabric {fab.name}'s switch racks"):
             return p
     return None

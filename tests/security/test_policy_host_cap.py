@@ -33,8 +33,8 @@ def test_millions_of_hosts_are_refused_before_expansion_at_the_group_that_goes_o
         r = cli(command[0], str(path), *command[1:])
         assert r.returncode == 2, (command, r.stderr)
         assert f"error[BP007]: blueprint exceeds an input limit\n  --> {path}:{_line(path, 'n01x[')}:" in r.stderr
-        assert ("node group g01 adds 1,000,000 to 1,000,004 hosts, racks and switches planned before it: "
-                "2,000,004 in all, more than clusterctl plans (2,000,000)") in r.stderr
+        assert ("node group g01 adds 1,000,000 to 1,000,006 hosts, racks and switches planned before it: "
+                "2,000,006 in all, more than clusterctl plans (2,000,000)") in r.stderr
     assert not (tmp_path / "out").exists()
 
 
@@ -47,6 +47,21 @@ def test_millions_of_racks_are_refused_before_expansion(tmp_path):
     assert r.returncode == 2, r.stderr
     assert f"{path}:{_line(path, 'r1x[')}:" in r.stderr
     assert "racks[2].names adds 1,000,000 to 1,000,001 hosts, racks and switches planned before it" in r.stderr
+
+
+def test_millions_of_rack_references_are_refused_before_expansion(tmp_path):
+    """Thirty one-host groups, each placed in a million racks: the rack names a group lists are expanded too."""
+    data = lab()
+    data["node_groups"] += [{"name": f"g{i:02d}", "type": "head", "count": 1, "hostnames": f"h{i:02d}",
+                             "racks": "r[0000001-1000000]"} for i in range(30)]
+    path = tmp_path / "rackrefs.yaml"
+    path.write_text(to_yaml(data))
+    r = cli("validate", str(path))
+    assert r.returncode == 2, r.stderr
+    lines = path.read_text().splitlines()
+    second = [n for n, line in enumerate(lines, 1) if "racks: r[0000001-1000000]" in line][1]
+    assert f"{path}:{second}:" in r.stderr
+    assert "node group g01's racks adds 1,000,000 to 1,000,008 hosts, racks and switches planned before it" in r.stderr
 
 
 def test_millions_of_switches_are_refused_before_the_fabric_planner_names_them(tmp_path):
