@@ -216,6 +216,14 @@ def hidden_item(work: Path) -> str:
         "mount: /opt/evil, capacity_tb: 1, read_gb_per_s: 1, write_gb_per_s: 1}\n  - {name: scratch"))
 
 
+def thirty_million_hosts(work: Path) -> str:
+    """4 KB: the lab plus thirty node groups of a million hosts each (issue 24: 2.9 GB and 54 s before the
+    cap on planned hosts, racks and switches)"""
+    groups = "".join(f"  - {{name: g{i:02d}, type: head, count: 1000000, hostnames: 'n{i:02d}x[0000001-1000000]'}}\n"
+                     for i in range(30))
+    return _write(work / "hosts-30m.yaml", _lab_with("fabrics:\n", groups + "fabrics:\n"))
+
+
 def _lab_with(old: str, new: str) -> str:
     assert old in LAB, old
     return LAB.replace(old, new, 1)
@@ -256,6 +264,8 @@ CASES: dict[str, tuple[Callable[[Path], str], tuple[str, ...]]] = {
     "planned-address": (planned_address, ("render",)),
     "http-key": (plain_http_key, ("render",)),
     "hidden-item": (hidden_item, ("render",)),
+    "hosts-30M": (thirty_million_hosts, ("validate",)),
+    "hosts-30M-render": (thirty_million_hosts, ("render", "-o", "/nonexistent/never-written")),
 }
 MEANING = {"ip-name", "reserved-name", "case-collision", "mount-etc", "world-range", "planned-address", "http-key",
            "hidden-item"}

@@ -17,6 +17,9 @@ import typer
 
 from clusterctl import __version__
 from clusterctl.blueprint.load import did_you_mean, load_blueprint
+from clusterctl.blueprint.storage import Workload
+from clusterctl.blueprint.training import ModelSpec, TrainingSpec
+from clusterctl.cli_numbers import bounded, bounded_like
 from clusterctl.errors import BlueprintError
 from clusterctl.exit_codes import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREADABLE
 from clusterctl.hidden_chars import escape_hidden
@@ -69,9 +72,12 @@ def _report_unreadable(exc: BlueprintError, fmt: Format) -> None:
 
 
 def _parse_suppress(codes: list[str]) -> dict[str, str]:
+    """``--suppress`` values -> {code: "--suppress"}; an unknown code or one of a rule that cannot be
+    suppressed is misuse (exit 2)."""
+    from clusterctl.rules.suppression import CLI_REASON, cli_refusal
+
     rules = all_rules()
     known = {r.code for r in rules}
-    fixed = {r.code for r in rules if not r.suppressible}
     out = {}
     for code in codes:
         for c in code.split(","):
@@ -81,10 +87,10 @@ def _parse_suppress(codes: list[str]) -> dict[str, str]:
             if c not in known:
                 raise _misuse(f"--suppress names unknown rule '{c}'",
                               did_you_mean(c, known) or "see `clusterctl rules list`")
-            if c in fixed:
-                raise _misuse(f"--suppress names rule {c}, which cannot be suppressed",
-                              f"fix the blueprint: `clusterctl rules explain {c}` says why it cannot be switched off")
-            out[c] = "--suppress"
+            refusal = cli_refusal(c, rules)
+            if refusal:
+                raise _misuse(refusal, f"fix what {c} reports (clusterctl rules explain {c})")
+            out[c] = CLI_REASON
     return out
 
 
@@ -102,8 +108,12 @@ def _validated_or_exit(blueprint: Path, suppress: list[str] | None, refusal: str
     if v.result.worst() is not None and v.result.worst() >= Severity.ERROR:
         diags = [d for d in diag.from_findings(v.result.findings, loaded.source) if d.severity >= Severity.ERROR]
         _err(diag.to_text(diags, f"{loaded.source.file}: {refusal}: {len(diags)} error(s); "
-                                 f"fix them or suppress the rule with a reason"))
+                                 f"fix them (only --suppress on the command line suppresses an error)"))
         raise typer.Exit(EXIT_FINDINGS)
+    from clusterctl.output.suppressed import notice_lines
+
+    for line in notice_lines(diag.from_findings(v.result.findings, loaded.source)):
+        _err(line)
     return loaded, v
 
 
@@ -213,30 +223,38 @@ def report(
     png: Annotated[bool, typer.Option("--png", help="also write PNG copies of the pictures (needs cairosvg)")] = False,
     model: Annotated[Optional[str], typer.Option(help="model preset (see --list-models)")] = None,
     list_models: Annotated[bool, typer.Option("--list-models", help="list model presets and exit")] = False,
-    params_b: Annotated[Optional[float], typer.Option(help="parameters in billions (simple form)")] = None,
-    layers: Annotated[Optional[int], typer.Option(help="model: layers")] = None,
-    hidden: Annotated[Optional[int], typer.Option(help="model: hidden size")] = None,
-    heads: Annotated[Optional[int], typer.Option(help="model: attention heads")] = None,
-    kv_heads: Annotated[Optional[int], typer.Option(help="model: KV heads (GQA)")] = None,
-    ffn_hidden: Annotated[Optional[int], typer.Option(help="model: MLP width")] = None,
-    vocab: Annotated[Optional[int], typer.Option(help="model: vocabulary")] = None,
-    seq_len: Annotated[Optional[int], typer.Option(help="model: sequence length")] = None,
-    global_batch: Annotated[Optional[int], typer.Option(help="sequences per step")] = None,
-    tp: Annotated[Optional[int], typer.Option(help="tensor parallel size")] = None,
-    pp: Annotated[Optional[int], typer.Option(help="pipeline parallel size")] = None,
-    dp: Annotated[Optional[int], typer.Option(help="data parallel size")] = None,
-    cp: Annotated[Optional[int], typer.Option(help="context parallel size")] = None,
-    ep: Annotated[Optional[int], typer.Option(help="expert parallel size")] = None,
-    micro_batch: Annotated[Optional[int], typer.Option(help="micro batch size")] = None,
-    virtual_stages: Annotated[Optional[int], typer.Option(help="interleaved pipeline chunks per stage")] = None,
+    params_b: Annotated[Optional[float], typer.Option(help="parameters in billions (simple form)",
+                                                      callback=bounded_like(Workload, "params_b"))] = None,
+    layers: Annotated[Optional[int], typer.Option(help="model: layers", callback=bounded_like(ModelSpec, "layers"))] = None,
+    hidden: Annotated[Optional[int], typer.Option(help="model: hidden size", callback=bounded_like(ModelSpec, "hidden"))] = None,
+    heads: Annotated[Optional[int], typer.Option(help="model: attention heads", callback=bounded_like(ModelSpec, "heads"))] = None,
+    kv_heads: Annotated[Optional[int], typer.Option(help="model: KV heads (GQA)", callback=bounded_like(ModelSpec, "kv_heads"))] = None,
+    ffn_hidden: Annotated[Optional[int], typer.Option(help="model: MLP width", callback=bounded_like(ModelSpec, "ffn_hidden"))] = None,
+    vocab: Annotated[Optional[int], typer.Option(help="model: vocabulary", callback=bounded_like(ModelSpec, "vocab"))] = None,
+    seq_len: Annotated[Optional[int], typer.Option(help="model: sequence length", callback=bounded_like(ModelSpec, "seq_len"))] = None,
+    global_batch: Annotated[Optional[int], typer.Option(help="sequences per step", callback=bounded_like(TrainingSpec, "global_batch"))] = None,
+    tp: Annotated[Optional[int], typer.Option(help="tensor parallel size", callback=bounded_like(TrainingSpec, "tp"))] = None,
+    pp: Annotated[Optional[int], typer.Option(help="pipeline parallel size", callback=bounded_like(TrainingSpec, "pp"))] = None,
+    dp: Annotated[Optional[int], typer.Option(help="data parallel size", callback=bounded_like(TrainingSpec, "dp"))] = None,
+    cp: Annotated[Optional[int], typer.Option(help="context parallel size", callback=bounded_like(TrainingSpec, "cp"))] = None,
+    ep: Annotated[Optional[int], typer.Option(help="expert parallel size", callback=bounded_like(TrainingSpec, "ep"))] = None,
+    micro_batch: Annotated[Optional[int], typer.Option(help="micro batch size", callback=bounded_like(TrainingSpec, "micro_batch"))] = None,
+    virtual_stages: Annotated[Optional[int], typer.Option(help="interleaved pipeline chunks per stage",
+                                                          callback=bounded_like(TrainingSpec, "virtual_stages"))] = None,
     recompute: Annotated[Optional[str], typer.Option(help="none | selective | full")] = None,
     precision: Annotated[Optional[str], typer.Option(help="bf16 | fp8 (linear layers' GEMMs)")] = None,
-    mfu: Annotated[Optional[float], typer.Option(help="MFU for the simple throughput form, e.g. 0.4")] = None,
-    gpus: Annotated[Optional[int], typer.Option(help="GPUs the training job uses (default: the whole GPU group)")] = None,
-    restart_min: Annotated[Optional[float], typer.Option(help="minutes from an interruption to training again")] = None,
-    checkpoint_interval_min: Annotated[Optional[float], typer.Option(help="minutes between checkpoints")] = None,
-    pue: Annotated[Optional[float], typer.Option(help="facility PUE (default: site.pue)")] = None,
-    ranks: Annotated[Optional[int], typer.Option(help="GPUs in the collective group to tabulate")] = None,
+    mfu: Annotated[Optional[float], typer.Option(help="MFU for the simple throughput form, e.g. 0.4",
+                                                 callback=bounded_like(TrainingSpec, "mfu"))] = None,
+    gpus: Annotated[Optional[int], typer.Option(help="GPUs the training job uses (default: the whole GPU group)",
+                                                callback=bounded_like(TrainingSpec, "gpus"))] = None,
+    restart_min: Annotated[Optional[float], typer.Option(help="minutes from an interruption to training again",
+                                                         callback=bounded_like(TrainingSpec, "restart_min"))] = None,
+    checkpoint_interval_min: Annotated[Optional[float], typer.Option(help="minutes between checkpoints",
+                                                                     callback=bounded_like(Workload, "checkpoint_every_min"))] = None,
+    pue: Annotated[Optional[float], typer.Option(help="facility PUE (default: site.pue)",
+                                                 callback=bounded(1, 5, low_open=True))] = None,
+    ranks: Annotated[Optional[int], typer.Option(help="GPUs in the collective group to tabulate",
+                                                 callback=bounded(2, 100_000_000))] = None,
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
 ) -> None:
     """The cluster's key figures: capacity, collectives, training estimate, storage, reliability, power, BOM."""
@@ -252,9 +270,6 @@ def report(
         raise typer.Exit(EXIT_OK)
     if blueprint is None:
         raise _misuse("missing argument BLUEPRINT", "clusterctl report BLUEPRINT, or clusterctl report --list-models")
-    for name, value, low, high in (("--mfu", mfu, 0, 1), ("--pue", pue, 1, 5)):
-        if value is not None and not low < value <= high:
-            raise _misuse(f"{name} must be in ({low}, {high}], got {value}")
     loaded, v = _validated_or_exit(blueprint, suppress, "not reported")
     overrides = dict(model=model, params_b=params_b, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,
                      ffn_hidden=ffn_hidden, vocab=vocab, seq_len=seq_len, global_batch=global_batch, tp=tp, pp=pp,
@@ -333,8 +348,13 @@ def rules_explain(code: Annotated[str, typer.Argument(help="rule id, e.g. POWER0
     r = rules.get(code.upper())
     if r is None:
         raise _misuse(f"unknown rule '{code}'", did_you_mean(code.upper(), rules) or "see `clusterctl rules list`")
-    _out(f"{r.code} ({r.severity}, {r.area}): {r.title}\n\n{r.doc}\n\n"
-         f"Suppress in the blueprint with:\n  validation:\n    suppress: [{{rule: {r.code}, reason: \"...\"}}]")
+    if not r.suppressible:
+        how = "It cannot be suppressed, neither in the blueprint nor with --suppress."
+    else:
+        how = (f"Suppress its warnings and infos in the blueprint with:\n  validation:\n"
+               f"    suppress: [{{rule: {r.code}, reason: \"...\"}}]\n"
+               f"Its errors only on the command line, for one run: --suppress {r.code}")
+    _out(f"{r.code} ({r.severity}, {r.area}): {r.title}\n\n{r.doc}\n\n{how}")
 
 
 @app.command()

@@ -1,7 +1,7 @@
 """Errors that stop clusterctl before rules can run, and the codes of every diagnostic that is not a rule's.
 
 Problems that make a blueprint unreadable carry codes of their own (:class:`LoadCode`, BP001-BP008) so that
-machine formats can tell them apart from rule findings; META001 is the one finding no rule makes."""
+machine formats can tell them apart from rule findings; the META codes are findings no rule makes."""
 
 from __future__ import annotations
 
@@ -41,12 +41,19 @@ class LoadCode(StrEnum):
     HOST_LIST = "BP005", "bad host list", "bad host list"
     UNREADABLE_FILE = ("BP006", "blueprint cannot be read",
                        "file cannot be read (missing, not a regular file, over the size limit)")
-    INPUT_LIMIT = "BP007", "blueprint exceeds an input limit", "over an input limit (nesting, values)"
+    INPUT_LIMIT = ("BP007", "blueprint exceeds an input limit",
+                   "over an input limit (nesting, values, hosts, racks and switches planned)")
     HIDDEN_CHARACTER = ("BP008", "blueprint contains a character a reviewer cannot see",
                         "a character a diff does not show as it is parsed (a line end other than LF or CRLF, a "
                         "bidirectional control, a control or invisible format character)")
     UNKNOWN_SUPPRESSION = ("META001", "suppression of an unknown rule",
                            "a suppression in the blueprint names an unknown rule (a warning)", False)
+    ERROR_SUPPRESSION = ("META002", "blueprint suppression of an error",
+                         "a suppression in the blueprint names a rule with error findings, which only "
+                         "`--suppress` on the command line can suppress (a warning)", False)
+    CATALOG_OVERRIDE = ("META003", "catalog entry overrides a shipped one",
+                        "a blueprint catalog entry replaces a shipped entry of the same name; the fields that "
+                        "differ, old and new (an info)", False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,11 @@ two values, so a file of tiny keys is stopped by the value count before the size
 a few hundred values"""
 MAX_DEPTH = 64
 """nesting depth (lists and mappings, aliases expanded); the deepest shipped blueprint uses 6"""
+MAX_PLANNED = 2_000_000
+"""hosts, racks and switches one plan may name in all, counted from the host ranges and fabric figures before
+anything is expanded (clusterctl/plan/size.py): twenty times the largest shipped design (frontier-3tier-100k)
+and far above any cluster built, while expanding it stays within a few hundred MB; not scaled by
+``--max-input-size`` (a few bytes of range can name millions of hosts)"""
 MIN_VALUES = 10_000
 MIN_BYTES = 1000
 

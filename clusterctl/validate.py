@@ -9,7 +9,9 @@ from clusterctl.blueprint.load import LoadedBlueprint
 from clusterctl.catalog import Catalog
 from clusterctl.blueprint.load import load_blueprint
 from clusterctl.plan import ClusterPlan, expand
-from clusterctl.rules import RunResult, run_rules
+from clusterctl.errors import BlueprintError
+from clusterctl.rules import RunResult, all_rules, run_rules
+from clusterctl.rules.suppression import unsuppressible_entries
 
 
 @dataclass(frozen=True)
@@ -21,7 +23,11 @@ class Validation:
 
 def validate_loaded(loaded: LoadedBlueprint, suppress: dict[str, str] | None = None,
                     catalog: Catalog | None = None) -> Validation:
-    """Raises :class:`clusterctl.errors.BlueprintError` when the blueprint cannot be expanded."""
+    """Raises :class:`clusterctl.errors.BlueprintError` when the blueprint cannot be expanded, or when its
+    ``validation.suppress`` names a rule that cannot be suppressed."""
+    refused = unsuppressible_entries(loaded.blueprint.validation.suppress, all_rules())
+    if refused:
+        raise BlueprintError(loaded.source, refused)
     plan = expand(loaded, catalog)
     return Validation(loaded, plan, run_rules(plan, suppress))
 

@@ -98,12 +98,14 @@ def test_suppress_on_cli_and_in_blueprint(tmp_path):
     path = write(tmp_path, to_yaml(data))
     assert cli("validate", path).returncode == 1
     assert cli("validate", path, "--suppress", "POWER001,POWER002").returncode == 0
+    # a blueprint suppresses warnings and infos only: its entries leave these errors active (and say so)
     data.setdefault("validation", {})["suppress"] = [{"rule": "POWER001", "reason": "temporary feed"},
                                                      {"rule": "POWER002", "reason": "temporary feed"}]
     r = cli("validate", write(tmp_path, to_yaml(data), "b.yaml"), "--format", "json")
-    assert r.returncode == 0
+    assert r.returncode == 1
     doc = json.loads(r.stdout)
-    assert any(f.get("suppressed") == "temporary feed" for f in doc["findings"])
+    assert not any(f.get("suppressed") for f in doc["findings"])
+    assert [f["path"] for f in doc["findings"] if f["code"] == "META002"] == ["validation.suppress[0].rule"]
     bad = cli("validate", path, "--suppress", "POWER01")
     assert bad.returncode == 2 and "did you mean 'POWER001'" in bad.stderr
 

@@ -66,12 +66,13 @@ def test_exit_codes_are_only_defined_and_used_by_name():
 
 def test_load_codes_are_strings_equal_to_their_code():
     assert [c.code for c in LoadCode] == ["BP001", "BP002", "BP003", "BP004", "BP005", "BP006", "BP007", "BP008",
-                                         "META001"]
+                                         "META001", "META002", "META003"]
     for c in LoadCode:
         assert c == c.code and f"{c}" == str(c) == c.code and hash(c) == hash(c.code)
         assert json.dumps({"code": c}) == f'{{"code": "{c.code}"}}'
         assert LoadCode(c.code) is c and c.title and c.meaning
-    assert [c for c in LoadCode if not c.unreadable] == [LoadCode.UNKNOWN_SUPPRESSION]
+    assert [c for c in LoadCode if not c.unreadable] == [LoadCode.UNKNOWN_SUPPRESSION, LoadCode.ERROR_SUPPRESSION,
+                                                         LoadCode.CATALOG_OVERRIDE]
 
 
 def test_load_code_literals_appear_only_in_the_enum():

@@ -312,7 +312,8 @@ class Cloud(StrictModel):
 
 
 class Suppression(StrictModel):
-    """A rule that does not apply to this blueprint, and why."""
+    """A rule whose warnings and infos do not apply to this blueprint, and why. Its error findings stay errors:
+    only ``--suppress`` on the command line suppresses an error (docs/cli.md, "Suppression")."""
 
     rule: Identifier
     reason: FreeText = Field(min_length=1)

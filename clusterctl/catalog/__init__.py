@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
@@ -35,6 +35,9 @@ class Catalog:
     instances: dict[str, CloudInstance]
     origin: dict[tuple[str, str], str]
     """(section, name) -> "shipped:<file>" or "blueprint" """
+    replaced: dict[tuple[str, str], BaseModel] = field(default_factory=dict)
+    """(section, name) -> the shipped entry a blueprint's entry of that name replaced (clusterctl/catalog/
+    overrides.py lists what changed, for the reviewer)"""
 
     def section(self, name: str) -> dict:
         return getattr(self, name)
@@ -43,11 +46,14 @@ class Catalog:
         """This catalog plus a blueprint's own entries (which win over shipped ones of the same name)."""
         merged = {s: dict(self.section(s)) for s in SECTIONS}
         origin = dict(self.origin)
+        replaced = dict(self.replaced)
         for s in SECTIONS:
             for name, entry in getattr(extra, s).items():
+                if name in merged[s] and origin.get((s, name), "").startswith("shipped:"):
+                    replaced[(s, name)] = merged[s][name]
                 merged[s][name] = entry
                 origin[(s, name)] = "blueprint"
-        return Catalog(**merged, origin=origin)
+        return Catalog(**merged, origin=origin, replaced=replaced)
 
 
 def validate_file(model: type[M], path: Path) -> M:

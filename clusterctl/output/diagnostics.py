@@ -18,6 +18,7 @@ from clusterctl.hostlist import compress
 from clusterctl.location import SourceMap
 from clusterctl.output import finite_json
 from clusterctl.rules.base import Finding, Rule, Severity
+from clusterctl.rules.suppression import CLI_REASON
 
 COLLAPSE_AFTER = 3
 """in text output, findings of one rule at one location beyond this many are summarised in one line"""
@@ -143,7 +144,7 @@ def to_text(diags: Sequence[Diagnostic], summary: str, show_suppressed: bool = F
     over_code: dict[str, int] = {}
     printed: set[tuple] = set()
     blocks = over_total = 0
-    for d, members in _grouped(x for x in diags if x.suppressed is None or show_suppressed):
+    for d, members in _grouped(x for x in diags if _printed(x, show_suppressed)):
         key = (d.code, d.line, d.col)
         shown[key] = shown.get(key, 0) + 1
         if shown[key] > COLLAPSE_AFTER and key in printed:
@@ -172,6 +173,17 @@ def to_text(diags: Sequence[Diagnostic], summary: str, show_suppressed: bool = F
         lines.append(f"... and {over_total:,} more diagnostic(s) not shown (use --format json for all)")
     lines.append(summary)
     return escape_hidden("\n".join(lines) + "\n")  # blueprint text never drives the terminal (docs/security.md)
+
+
+def _printed(d: Diagnostic, show_suppressed: bool) -> bool:
+    """Active findings, and suppressed ones with ``show_suppressed``; a suppressed *error* always (only the
+    command line can suppress one, and the output says so: clusterctl/rules/suppression.py)."""
+    return d.suppressed is None or show_suppressed or is_suppressed_error(d)
+
+
+def is_suppressed_error(d: Diagnostic) -> bool:
+    """An error finding suppressed (only ``--suppress`` can): every output prints it."""
+    return d.suppressed is not None and d.severity >= Severity.ERROR
 
 
 def _excerpt(line: str, col: int) -> tuple[str, int]:
@@ -214,10 +226,15 @@ def summary_line(diags: Sequence[Diagnostic], rules_run: int | None = None) -> s
     sup = len(diags) - len(active)
     text = ", ".join(parts)
     if sup:
-        text += f", {sup} suppressed"
+        text += f", {sup} suppressed" + _suppressed_errors_note(diags)
     if rules_run is not None:
         text += f" from {rules_run} rules"
     return text
+
+
+def _suppressed_errors_note(diags: Sequence[Diagnostic]) -> str:
+    n = sum(1 for d in diags if is_suppressed_error(d))
+    return f" ({n} error(s), by --suppress)" if n else ""
 
 
 # --- JSON ----------------------------------------------------------------------------------------------
@@ -226,7 +243,8 @@ def to_json(diags: Sequence[Diagnostic], file: str, status: str, extra: dict | N
     active = [d for d in diags if d.suppressed is None]
     doc = {"blueprint": file, "status": status,
            "summary": {str(s): sum(1 for d in active if d.severity == s) for s in Severity}
-           | {"suppressed": len(diags) - len(active)},
+           | {"suppressed": len(diags) - len(active),
+              "suppressed_errors": sum(1 for d in diags if is_suppressed_error(d))},
            "findings": [d.as_dict() for d in diags]}
     if extra:
         doc.update(extra)
@@ -273,8 +291,7 @@ def to_sarif(diags: Sequence[Diagnostic], rules: Sequence[Rule]) -> str:
             "properties": {"path": format_path(d.path)},
         }
         if d.suppressed is not None:
-            res["suppressions"] = [{"kind": "inSource" if d.suppressed != "--suppress" else "external",
-                                    "justification": d.suppressed}]
+            res["suppressions"] = [_sarif_suppression(d)]
         results.append(res)
     doc = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
@@ -287,3 +304,12 @@ def to_sarif(diags: Sequence[Diagnostic], rules: Sequence[Rule]) -> str:
         }],
     }
     return finite_json.dumps(doc, indent=2) + "\n"
+
+
+def _sarif_suppression(d: Diagnostic) -> dict:
+    """``external`` for ``--suppress`` (the only way to suppress an error), ``inSource`` for the blueprint's
+    entries with their reason."""
+    if d.suppressed == CLI_REASON:
+        return {"kind": "external", "status": "accepted",
+                "justification": f"{d.severity} suppressed on the command line with --suppress {d.code}"}
+    return {"kind": "inSource", "justification": d.suppressed}

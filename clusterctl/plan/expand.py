@@ -15,6 +15,7 @@ from clusterctl.blueprint.load import LoadedBlueprint, did_you_mean
 from clusterctl.blueprint.model import Blueprint
 from clusterctl.catalog import Catalog, load_shipped_catalog
 from clusterctl.errors import BlueprintError, LoadCode, Problem
+from clusterctl.plan import size
 from clusterctl.plan.fabric import build_fabric
 from clusterctl.plan.model import (AddressPool, ClusterPlan, FabricPlan, GroupPlan, NicPlan, NodeTypePlan,
                                    PowerItem, RackPlan)
@@ -298,6 +299,9 @@ def expand(loaded: LoadedBlueprint, catalog: Catalog | None = None) -> ClusterPl
                 refs.hostlist(bp.slurm.controllers, ("slurm", "controllers"))
         except hostlist.HostlistError:
             pass  # SLURM002 reports a malformed list
+    too_big = size.check(bp, types, cat.switches)
+    if too_big is not None:  # expanding it would take gigabytes and minutes before any rule could say so
+        raise BlueprintError(loaded.source, refs.problems + [too_big])
     rack_names = _rack_names(bp, refs)
     groups, rack_idx, next_u, occupancy = _place(bp, types, rack_names, refs)
     by_name = {g.name: g.index for g in groups}

@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from clusterctl.blueprint.load import did_you_mean
+from clusterctl.catalog.overrides import overrides
 from clusterctl.errors import LoadCode
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.rules import (addressing, cloud, cooling, fabric, naming, nvlink, power, slurm, software, space,
                               storage, workload)
 from clusterctl.rules.base import Finding, Hit, Rule, RunResult, Severity
+from clusterctl.rules.suppression import Policy
 
 RULE_MODULES = (power, cooling, space, fabric, nvlink, storage, addressing, naming, slurm, software, cloud, workload)
 
@@ -31,24 +33,28 @@ def all_rules() -> tuple[Rule, ...]:
 
 def run_rules(plan: ClusterPlan, suppress: dict[str, str] | None = None,
               rules: Iterable[Rule] | None = None) -> RunResult:
-    """Run every rule; ``suppress`` maps rule codes to the reason (CLI ones get "--suppress")."""
+    """Run every rule; ``suppress`` maps rule codes to the reason (CLI ones get "--suppress").
+
+    Suppressions follow :mod:`clusterctl.rules.suppression`: the blueprint's entries suppress warnings and
+    infos, ``suppress`` any finding, and neither a rule declared ``suppressible=False``."""
     rules = tuple(rules) if rules is not None else all_rules()
     known = {r.code for r in rules}
-    reasons = {}
-    unknown = []
-    for i, s in enumerate(plan.blueprint.validation.suppress):
-        if s.rule in known:
-            reasons[s.rule] = s.reason
-        else:
-            unknown.append((("validation", "suppress", i, "rule"), s.rule))
-    for code, reason in (suppress or {}).items():
-        reasons[code] = reason
+    entries = plan.blueprint.validation.suppress
+    unknown = [(("validation", "suppress", i, "rule"), s.rule) for i, s in enumerate(entries) if s.rule not in known]
+    policy = Policy.of(entries, suppress, rules)
     findings: list[Finding] = []
     for r in rules:
         for hit in _safely(r, plan):
-            findings.append(Finding(r.code, hit.severity if hit.severity is not None else r.severity, hit.path,
-                                    hit.message, hit.hint, r.title, reasons.get(r.code) if r.suppressible else None,
-                                    hit.subject, hit.summary))
+            severity = hit.severity if hit.severity is not None else r.severity
+            kept = policy.kept_hint(r.code, severity)
+            hint = f"{hit.hint}; {kept}" if hit.hint and kept else hit.hint or kept
+            findings.append(Finding(r.code, severity, hit.path, hit.message, hint, r.title,
+                                    policy.reason(r.code, severity), hit.subject, hit.summary))
+    findings.extend(policy.notes())
+    for o in overrides(plan.catalog):
+        findings.append(Finding(LoadCode.CATALOG_OVERRIDE, Severity.INFO, o.path, o.message(),
+                                "a reviewer should check the new values against the hardware; give the entry a "
+                                "name of its own to add a model instead", LoadCode.CATALOG_OVERRIDE.title))
     for path, code in unknown:
         findings.append(Finding(LoadCode.UNKNOWN_SUPPRESSION, Severity.WARNING, path,
                                 f"suppression names unknown rule '{code}'",
@@ -62,4 +68,5 @@ def _safely(r: Rule, plan: ClusterPlan) -> Iterator[Hit]:
         yield from list(r.func(plan) or ())
     except Exception as exc:  # a rule must never take validate down; report the bug instead
         yield Hit((), f"rule {r.code} crashed ({type(exc).__name__}: {exc}); this is a bug in clusterctl",
-                  "report it with the blueprint; suppress the rule to carry on", Severity.ERROR)
+                  "report it with the blueprint" + (f"; --suppress {r.code} on the command line carries on"
+                                                    if r.suppressible else ""), Severity.ERROR)

@@ -116,7 +116,7 @@ def test_workload_model_in_the_blueprint(tmp_path):
     (["--mfu", "2"], "--mfu"),
     (["--png"], "-o"),
     (["--recompute", "sometimes"], "--recompute: Input should be 'none', 'selective' or 'full'"),
-    (["--tp", "0"], "--tp: Input should be greater than 0"),
+    (["--tp", "0"], "Invalid value for '--tp'"),
 ])
 def test_bad_options_exit_2_with_a_reason(args, needle):
     r = cli("report", "blueprints/lab-2node.yaml", *args)
