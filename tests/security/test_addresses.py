@@ -38,6 +38,17 @@ def line_with(path: Path, text: str) -> int:
     return next(n for n, line in enumerate(path.read_text().splitlines(), 1) if text in line)
 
 
+def suppression_refused(tmp_path: Path, data: dict, code: str) -> None:
+    """A blueprint entry suppressing the unsuppressible ``code`` is itself an exit-2 error at the entry."""
+    data = {**data, "validation": {"suppress": [{"rule": code, "reason": "we know"}]}}
+    tmp_path.mkdir()
+    path = write(tmp_path, data)
+    out = cli("validate", str(path))
+    text = out.stdout + out.stderr
+    assert out.returncode == 2, text
+    assert f"{path}:{line_with(path, f'rule: {code}')}:" in text and "cannot be suppressed" in text
+
+
 def refused(tmp_path: Path, data: dict, code: str, written: str, *extra: str):
     """validate exits 1 with ``code`` at the line that holds ``written``; render writes nothing."""
     path = write(tmp_path, data)
@@ -112,7 +123,7 @@ def test_a_server_named_by_host_name_or_outside_the_allocations_is_accepted(tmp_
 def test_a_world_pool_is_refused_and_cannot_be_suppressed(tmp_path, cidr):
     data = lab()
     data["addressing"] = {"inband": {"cidr": cidr, "role": "inband"}}
-    data["validation"] = {"suppress": [{"rule": "ADDR005", "reason": "we know"}]}
+    suppression_refused(tmp_path / "entry", data, "ADDR005")
     refused(tmp_path, data, "ADDR005", f"cidr: {cidr}", f"addressing.inband is {cidr}")
     path = tmp_path / "bp.yaml"
     out = cli("render", str(path), "-o", str(tmp_path / "out2"), "--suppress", "ADDR005")
@@ -149,7 +160,7 @@ def test_an_ipv6_ula_pool_renders_its_own_prefix_as_the_export_and_chrony_client
 def test_a_wide_admin_cidr_is_refused_by_validate(tmp_path, cidr):
     data = shipped("aws-p5")
     data["cloud"]["admin_cidr"] = cidr
-    data["validation"] = {"suppress": [{"rule": "CLOUD005", "reason": "we know"}]}
+    suppression_refused(tmp_path / "entry", data, "CLOUD005")
     refused(tmp_path, data, "CLOUD005", f"admin_cidr: {cidr}", "reach SSH")
 
 
