@@ -27,7 +27,7 @@ from typing import Annotated, Any
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic_core import PydanticCustomError, core_schema
 
-from clusterctl.names import why_not_a_name, why_not_a_partition_name
+from clusterctl.names import why_not_a_name
 from clusterctl import path_policy
 
 #: the pydantic error type of a failed kind check (clusterctl/blueprint/load.py words it)
@@ -180,9 +180,9 @@ OBJECT_NAME = Kind(
 
 PARTITION_NAME = Kind(
     "PartitionName", "a name", "a name: letters, digits, '.', '_' and '-', starting with a letter or digit, "
-    "at most 64 characters; not an address (2130706433, 127.1), localhost*, ip6-* or default (Slurm's "
-    "PartitionName=DEFAULT in any case)", "batch", r"^[A-Za-z0-9][A-Za-z0-9._-]*$", 64, _NAME_START, r"A-Za-z0-9._-",
-    why_not_a_partition_name)
+    "at most 64 characters; not an address (2130706433, 127.1), localhost*, ip6-*, all, default (Slurm's "
+    "PartitionName=DEFAULT and ALL in any case) or ungrouped", "batch", r"^[A-Za-z0-9][A-Za-z0-9._-]*$", 64, _NAME_START, r"A-Za-z0-9._-",
+    why_not_a_name)
 
 QOS_NAME = Kind(
     "QosName", "a QOS name", "lower-case letters, digits, '.', '_' and '-', starting with a letter or digit, at most "

@@ -72,14 +72,6 @@ def why_not_a_name(name: str) -> str | None:
     return address_reason(name) or reserved_reason(name)
 
 
-def why_not_a_partition_name(name: str) -> str | None:
-    """As :func:`why_not_a_name`, but ``all`` and ``ungrouped`` are partition names: Slurm reserves only
-    ``PartitionName=DEFAULT`` (any case), and a partition ``all`` is common; partitions are no Ansible groups."""
-    if name.lower() in ("all", "ungrouped"):
-        return None
-    return why_not_a_name(name)
-
-
 def suspect(name: str) -> bool:
     """A fast filter: False means :func:`why_not_a_name` is None."""
     return _SUSPECT.match(name) is not None

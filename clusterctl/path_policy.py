@@ -43,12 +43,15 @@ STATE_DIRECTORY = "state"
 PACKAGE_DIRECTORY = "debs"
 """the directory of .deb files apt trusts without a signature (slurm.install.debs.path)"""
 
+EXPORT_DIRECTORY = "export"
+"""the directory an NFS server of the blueprint exports to the cluster (the nfs_servers role writes /etc/exports)"""
+
 PULL_REPOSITORY = "pull"
 """the git repository every node applies site.yml from as root (slurm.rollout.pull.source file:///path)"""
 
 USES = {SHARED_MOUNT: "a shared storage tier's mount point", LOCAL_DIRECTORY: "a node-local tier's directory",
         STATE_DIRECTORY: "slurmctld's StateSaveLocation", PACKAGE_DIRECTORY: "the trusted .deb directory",
-        PULL_REPOSITORY: "the git repository the nodes pull from"}
+        PULL_REPOSITORY: "the git repository the nodes pull from", EXPORT_DIRECTORY: "an NFS export's directory"}
 
 SYSTEM_TREES = ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/dev", "/proc",
                 "/sys", "/run", "/var/run", "/var/lock", "/root", "/snap", "/var/lib", "/var/cache/apt",
@@ -96,14 +99,14 @@ def refusal(path: str, use: str) -> str | None:
                     f"what the system itself runs or reads")
     if path in SHARED_PARENTS:
         return f"{what} cannot be {path} itself: it would hide or take over what other software keeps there"
-    if path == HOME and use != SHARED_MOUNT:
+    if path == HOME and use not in (SHARED_MOUNT, EXPORT_DIRECTORY):
         return f"{what} cannot be {HOME} itself: it would take over every user's home directory"
     return None
 
 
 def allowed(use: str) -> str:
     """What ``use`` accepts, in words (the hint of a refusal)."""
-    home = "" if use == SHARED_MOUNT else ", nor /home itself"
+    home = "" if use in (SHARED_MOUNT, EXPORT_DIRECTORY) else ", nor /home itself"
     return (f"an absolute POSIX path: '/' then letters, digits and . _ - + @ ~ /; for {USES[use]}, not / and not "
             f"in a system directory "
             f"(/etc, /usr, /root, /var/lib, ...) or a world-writable one (/tmp, /var/tmp), not /var, /var/spool, "

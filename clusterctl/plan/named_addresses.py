@@ -47,7 +47,7 @@ def _endpoint_host(endpoint: str) -> list[str]:
     return _url_host(endpoint if "://" in endpoint else "http://" + endpoint)
 
 
-def _candidates(bp: Blueprint):
+def named_hosts(bp: Blueprint):
     """(path, field in words, text) of every field that may hold an address."""
     for i, tier in enumerate(bp.storage):
         if tier.tier == "nfs":
@@ -85,7 +85,7 @@ def _candidates(bp: Blueprint):
 def named_addresses(bp: Blueprint) -> list[NamedAddress]:
     """The literal addresses of the blueprint's fields (the module docstring), in document order."""
     out = []
-    for path, field, text in _candidates(bp):
+    for path, field, text in named_hosts(bp):
         address = parse_address(text)
         if address is not None:
             out.append(NamedAddress(path, field, text, address))

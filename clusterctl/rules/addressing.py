@@ -9,7 +9,9 @@ from collections.abc import Iterator
 from clusterctl.plan import ranges
 from clusterctl.plan.allocations import holder
 from clusterctl.plan.model import AddressPool, ClusterPlan
-from clusterctl.plan.named_addresses import named_addresses
+from clusterctl.names import reserved_reason
+from clusterctl.plan.allocations import parse_address
+from clusterctl.plan.named_addresses import named_addresses, named_hosts
 from clusterctl.rules.base import Hit, Severity, rule
 
 
@@ -92,13 +94,16 @@ def roles_without_network(plan: ClusterPlan) -> Iterator[Hit]:
                   f"add a network, e.g. addressing: {{{role}: {{cidr: 10.x.0.0/16, role: {role}}}}}")
 
 
-@rule("ADDR004", "addressing", Severity.WARNING, "public address range on an internal network")
+@rule("ADDR004", "addressing", Severity.ERROR, "public address range on an internal network")
 def public_range(plan: ClusterPlan) -> Iterator[Hit]:
-    """Cluster-internal networks (compute, storage, inband, bmc, mgmt) should use private space, IPv4 and
+    """Cluster-internal networks (compute, storage, inband, bmc, mgmt) must use private space, IPv4 and
     IPv6 alike: RFC 1918 (10/8, 172.16/12, 192.168/16), RFC 6598 shared space (100.64/10) or IPv6 unique local
     addresses (fc00::/7). A public range that belongs to someone else makes their hosts unreachable from the
     cluster; BMCs on routable addresses are a common way clusters get compromised; and the in-band pools are
-    the clients the NFS exports and chrony serve. Ranges that are the whole internet are ADDR005's."""
+    the clients the NFS exports and chrony serve (a public in-band pool exports /home to part of the internet).
+    An error: a site that really numbers its internal networks from its own public allocation says so with
+    ``--suppress ADDR004`` on the command line, which every output then prints (a blueprint cannot suppress an
+    error). Ranges that are the whole internet are ADDR005's, which nothing suppresses."""
     for pool in plan.addresses:
         net = _network(pool)
         if net is None or ranges.is_private(net) or ranges.is_world(net):
@@ -106,7 +111,8 @@ def public_range(plan: ClusterPlan) -> Iterator[Hit]:
         yield Hit(pool.path + ("cidr",),
                   f"addressing.{pool.name} uses {pool.cidr}, a {ranges.kind_of(net)} (not private) IPv{net.version} "
                   f"range, for the cluster-internal {pool.role} network",
-                  f"use private space: {ranges.PRIVATE_WORDS}")
+                  f"use private space: {ranges.PRIVATE_WORDS}; if the range is the site's own, pass "
+                  "--suppress ADDR004 on the command line")
 
 
 @rule("ADDR005", "addressing", Severity.ERROR, "address pool is the whole internet", suppressible=False)
@@ -153,3 +159,38 @@ def named_address_allocated(plan: ClusterPlan) -> Iterator[Hit]:
         yield Hit(named.path,
                   f"{named.field} {named.text} is {found.what} in addressing.{pool.name} ({pool.cidr})",
                   hint)
+
+
+def _not_a_server(text: str) -> str | None:
+    """Why the server ``text`` (a name or an address as written) is no machine of the site, or None."""
+    address = parse_address(text)
+    if address is None:
+        reason = reserved_reason(text)
+        return f"{reason}: it resolves to this machine, or to nothing" if reason else None
+    canonical = str(address)
+    if address.is_loopback or address.is_unspecified:
+        return f"'{text}' is {canonical}, this machine itself (every node would talk to itself)"
+    if address.is_multicast or address.is_link_local:
+        return f"'{text}' is {canonical}, a {'multicast' if address.is_multicast else 'link-local'} address, no server"
+    if text.strip("[]").lower() != canonical:
+        return (f"'{text}' is read as the address {canonical} by the resolver (inet_aton), which a reviewer does "
+                f"not see: write {canonical}")
+    return None
+
+
+@rule("ADDR007", "addressing", Severity.ERROR, "a named server is this machine, no machine, or an address in disguise",
+      suppressible=False)
+def named_server_is_a_machine(plan: ClusterPlan) -> Iterator[Hit]:
+    """Every server the blueprint names (the fields ADDR006 reads: NFS ``export`` and parallel ``servers``, the
+    object ``endpoint``, the Slurm database and accounting hosts, time servers, package repositories, the
+    pull-mode remote) must name a machine as a reviewer reads it: not ``localhost*``/``ip6-*`` or a Slurm or
+    Ansible keyword (each node would mount or connect to itself, or to whatever answers the name), not a
+    loopback, unspecified, multicast or link-local address, and an IPv4 address only in its dotted-quad form:
+    ``2130706433``, ``0x7f000001``, ``0177.0.0.1`` and ``127.1`` are all 127.0.0.1 to ``mount`` and ``ssh``.
+    Nothing can suppress it."""
+    for path, field, text in named_hosts(plan.blueprint):
+        reason = _not_a_server(text)
+        if reason:
+            yield Hit(path, f"{field} {reason}",
+                      "name the server by its host name or its own address in dotted-quad form (IPv6 as written by "
+                      "ipaddress, e.g. fd00::10)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
+from clusterctl.path_policy import EXPORT_DIRECTORY, allowed, refusal
 from clusterctl.perf.storage_io import checkpoint_bytes, checkpoint_tier
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.paths import DATA_ROLES, no_path_reason, storage_path
@@ -230,3 +231,27 @@ def mount_source_usable(plan: ClusterPlan) -> Iterator[Hit]:
             hint = ("name one server: the VIP pool's DNS name" if t.tier == "parallel" and t.filesystem == "vast"
                     else "write a host list clusterctl can expand (name[01-16], comma lists)")
             yield Hit(("storage", i, "servers"), f"{t.filesystem} tier {t.name}: {exc}", hint)
+
+
+@rule("STORAGE010", "storage", Severity.ERROR, "NFS export of a system directory", suppressible=False)
+def exported_directory(plan: ClusterPlan) -> Iterator[Hit]:
+    """The directory of an NFS ``export`` must pass the path policy (docs/security.md, "Privilege-bearing
+    paths"): a head node exporting ``/etc``, ``/root/.ssh``, ``/usr/local/sbin`` or ``/var/run`` hands every
+    node that mounts it (read-write, as root squashed or not) the server's configuration, keys or programs, and
+    every client runs what it reads there. ``server:/`` is the NFSv4 pseudo-root of an appliance outside the
+    blueprint and is allowed for one; a host of the blueprint never exports its root. Nothing can suppress it."""
+    planned = {h for g in plan.groups for h in g.hosts}
+    for i, tier in enumerate(plan.blueprint.storage):
+        if tier.tier != "nfs":
+            continue
+        server, _, directory = tier.export.rpartition(":")
+        if directory == "/":
+            if server in planned:
+                yield Hit(("storage", i, "export"),
+                          f"storage tier {tier.name} exports / of {server}, a host of the blueprint: every node would "
+                          f"mount {server}'s whole system", "export a directory made for it, e.g. /export/" + tier.name)
+            continue
+        reason = refusal(directory, EXPORT_DIRECTORY)
+        if reason:
+            yield Hit(("storage", i, "export"), f"storage tier {tier.name} exports {directory} of {server}: {reason}",
+                      allowed(EXPORT_DIRECTORY))

@@ -66,11 +66,11 @@ def test_no_addressing_section_is_not_checked():
     assert hits(data, "ADDR003") == []
 
 
-def test_public_range_on_internal_network_warns():
+def test_public_range_on_internal_network_is_an_error():
     data = lab()
     data["addressing"]["inband"]["cidr"] = "8.8.0.0/24"
     (h,) = hits(data, "ADDR004")
-    assert str(h.severity) == "warning" and h.path == ("addressing", "inband", "cidr")
+    assert str(h.severity) == "error" and h.path == ("addressing", "inband", "cidr")
     assert "8.8.0.0/24" in h.message and "public" in h.message
 
 

@@ -131,13 +131,13 @@ def test_a_world_pool_is_refused_and_cannot_be_suppressed(tmp_path, cidr):
     assert not (tmp_path / "out2").exists()  # no `/export/home ::/0(rw,...)`, no `allow ::/0`
 
 
-def test_a_public_ipv6_pool_warns_as_an_ipv4_one_does(tmp_path):
+def test_a_public_ipv6_pool_is_refused_as_an_ipv4_one_is(tmp_path):
     data = lab()
     data["addressing"]["inband"]["cidr"] = "2001:4860::/64"
     path = write(tmp_path, data)
     out = cli("validate", str(path))
     text = out.stdout + out.stderr
-    assert "warning[ADDR004]" in text and "a public (not private) IPv6 range" in text
+    assert "error[ADDR004]" in text and "a public (not private) IPv6 range" in text
     assert f"{path}:{line_with(path, '2001:4860::/64')}:" in text
 
 

@@ -218,8 +218,13 @@ def test_partition_qos_and_node_type_names_are_refused_when_loaded(where, name):
     assert p.path == path and f"'{name}'" in p.message
 
 
-def test_a_partition_may_be_called_all():
-    """Slurm reserves only PartitionName=DEFAULT, and partitions are no Ansible groups: 'all' is a partition name."""
+@pytest.mark.parametrize("name", ["all", "ALL", "ungrouped"])
+def test_a_partition_may_not_be_called_all(name):
+    """The issue's list: Slurm's ALL (Nodes=ALL, AllowGroups=ALL) and Ansible's all/ungrouped are refused for
+    partitions too, so a reviewer never has to know in which field a keyword is harmless."""
     data = lab()
-    data["slurm"]["partitions"][0]["name"] = "all"
-    assert codes_of(data) == set()
+    data["slurm"]["partitions"][0]["name"] = name
+    with pytest.raises(BlueprintError) as exc:
+        run(data)
+    (p,) = exc.value.problems
+    assert p.path == ("slurm", "partitions", 0, "name") and f"'{name}'" in p.message

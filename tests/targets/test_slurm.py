@@ -253,12 +253,12 @@ def test_partitions_default_once_and_nodes_compressed_over_groups():
     data["node_groups"].append({"name": "gpu2", "type": "hgx", "count": 2, "hostnames": "gpu[03-04]",
                                 "racks": "lab01"})
     data["slurm"]["partitions"] = [
-        {"name": "all", "groups": ["gpu", "gpu2"], "default": True, "max_time": "1-00:00:00"},
+        {"name": "everything", "groups": ["gpu", "gpu2"], "default": True, "max_time": "1-00:00:00"},
         {"name": "other", "groups": ["gpu2"], "default": True},
     ]
     conf = settings(render(data)["slurm/slurm.conf"])
     assert [line for line in conf if line.startswith("PartitionName=")] == [
-        "PartitionName=all Nodes=gpu[01-04] Default=YES MaxTime=1-00:00:00 DefCpuPerGPU=26 DefMemPerGPU=254336 State=UP",
+        "PartitionName=everything Nodes=gpu[01-04] Default=YES MaxTime=1-00:00:00 DefCpuPerGPU=26 DefMemPerGPU=254336 State=UP",
         "PartitionName=other Nodes=gpu[03-04] MaxTime=UNLIMITED DefCpuPerGPU=26 DefMemPerGPU=254336 State=UP",
     ]
     assert [line.split()[0] for line in conf if line.startswith("NodeName=")] == \
