@@ -4,24 +4,15 @@ another case, and neither the blueprint nor --suppress can switch that off."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 from clusterctl.errors import BlueprintError
-from tests.helpers import BLUEPRINTS, cli, hits, lab, run, to_yaml
+from tests.helpers import cli, hits, lab, run, to_yaml
 
-LAB = (BLUEPRINTS / "lab-2node.yaml").read_text()
-
-
-def _write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "bp.yaml"
-    path.write_text(text)
-    return path
-
-
-def _line(text: str, needle: str) -> int:
-    return next(n for n, line in enumerate(text.splitlines(), 1) if needle in line and not line.startswith("#"))
+from tests.security.files import LAB
+from tests.security.files import line_of as _line
+from tests.security.files import write_blueprint as _write
 
 
 def _head_named(name: str) -> dict:

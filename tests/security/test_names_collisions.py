@@ -6,18 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.helpers import BLUEPRINTS, cli, hits, lab, run
-
-LAB = (BLUEPRINTS / "lab-2node.yaml").read_text()
-
-
-def _write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "bp.yaml"
-    path.write_text(text)
-    return path
-
-
-def _line(text: str, needle: str) -> int:
-    return next(n for n, line in enumerate(text.splitlines(), 1) if needle in line and not line.startswith("#"))
+from tests.security.files import LAB
+from tests.security.files import line_of as _line
+from tests.security.files import write_blueprint as _write
 
 
 def test_login_node_in_upper_case_before_the_head_node_is_an_error(tmp_path):
