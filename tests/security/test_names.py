@@ -4,7 +4,6 @@ another case, and neither the blueprint nor --suppress can switch that off."""
 
 from __future__ import annotations
 
-
 import pytest
 
 from clusterctl.errors import BlueprintError
