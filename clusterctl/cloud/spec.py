@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-from clusterctl import hostlist
 from clusterctl.cloud import hostname
 from clusterctl.plan.model import AddressPool, ClusterPlan
+from clusterctl.plan.roles import slurm_roles
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def cloud_spec(plan: ClusterPlan) -> CloudSpec | None:
             gpus=g.type.gpus, gpu_model=g.type.gpu_model, accelerator_nics=inst.network.gpu_nics,
             network_fabric=inst.network.fabric, network_gbps=inst.network.total_gbps, placement=inst.placement,
             local_nvme_tb=inst.local_nvme_tb, elastic=is_elastic(plan, g.index)))
-    controllers, accounting = slurm_hosts(plan)
+    roles = slurm_roles(plan)
     storage = tuple(
         StorageSpec(t.name, t.tier, t.mount, t.capacity_tb, t.read_gb_per_s, t.write_gb_per_s, t.checkpoint)
         for t in plan.blueprint.storage if t.tier != "local")
@@ -111,25 +111,13 @@ def cloud_spec(plan: ClusterPlan) -> CloudSpec | None:
                      placement_group=cloud.placement_group, reservation=cloud.reservation,
                      admin_cidr=cloud.admin_cidr, groups=tuple(groups), storage=storage,
                      tags={"clusterctl:cluster": plan.blueprint.name, "managed-by": "clusterctl"},
-                     controllers=tuple(controllers), accounting=tuple(accounting))
+                     controllers=roles.controllers, accounting=roles.accounting)
 
 
 def is_elastic(plan: ClusterPlan, group_index: int) -> bool:
     """Whether node group ``group_index`` is elastic (``node_groups[i].cloud.elastic``)."""
     cloud = plan.blueprint.node_groups[group_index].cloud
     return bool(cloud and cloud.elastic)
-
-
-def slurm_hosts(plan: ClusterPlan) -> tuple[list[str], list[str]]:
-    """(slurmctld hosts primary first, slurmdbd hosts) of the blueprint."""
-    s = plan.blueprint.slurm
-    if s is None:
-        return [], []
-    controllers = hostlist.expand(s.controllers)
-    accounting = [s.accounting_host] if s.accounting_host else controllers[:1]
-    if s.accounting_backup_host and s.accounting_backup_host not in accounting:
-        accounting.append(s.accounting_backup_host)  # the backup slurmdbd: the same role, the same file
-    return controllers, accounting
 
 
 def inband_networks(plan: ClusterPlan) -> dict[str, AddressPool]:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import yaml
 
+from clusterctl.plan.roles import slurm_roles
 from clusterctl.rehearse.nodes import control_dir, ssh
 from clusterctl.rehearse.state import Proc, State, alive, proc_of, state_dir
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
@@ -118,9 +119,6 @@ class Cluster:
 
 def cluster_of(plan, hosts: Sequence[str]) -> Cluster:
     """The deploy view of ``plan`` restricted to the rehearsal's ``hosts``."""
-    from clusterctl import hostlist
-    from clusterctl.targets.ansible import _slurm_hosts
-
     wanted = set(hosts)
     groups, gpus, compute, login = {}, {}, [], []
     for g in plan.groups:
@@ -132,10 +130,9 @@ def cluster_of(plan, hosts: Sequence[str]) -> Cluster:
                     gpus[h] = g.type.gpus
                 elif g.role == "login":
                     login.append(h)
-    s = plan.blueprint.slurm
-    controllers = tuple(hostlist.expand(s.controllers)) if s is not None else ()
-    accounting = next((h for h in _slurm_hosts(plan)[1] if h in wanted), None)  # as the inventory has it
-    return Cluster(groups, tuple(compute), gpus, controllers, tuple(login), accounting)
+    roles = slurm_roles(plan)
+    accounting = next((h for h in roles.accounting if h in wanted), None)  # as the inventory has it
+    return Cluster(groups, tuple(compute), gpus, roles.controllers, tuple(login), accounting)
 
 
 # --- files the converge reads ---------------------------------------------------------------------------

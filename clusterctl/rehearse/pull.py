@@ -62,9 +62,9 @@ GIT_ID = ("-c", "user.name=clusterctl rehearsal", "-c", "user.email=rehearsal@lo
 
 def pull_source(plan) -> str:
     """The git remote on the first Slurm controller."""
-    from clusterctl import hostlist
+    from clusterctl.plan.roles import slurm_roles
 
-    return f"ssh://root@{hostlist.expand(plan.blueprint.slurm.controllers)[0]}{REMOTE_PATH}"
+    return f"ssh://root@{slurm_roles(plan).primary_controller}{REMOTE_PATH}"
 
 
 def adjust_pull(variant, source: str, v2: bool = False) -> None:

@@ -405,12 +405,11 @@ def scenario_specs(scenario: str, plan, specs: Sequence, out: Path) -> list:
     point into every controller (the kernel has no NFS; the roles write the fstab line and find the mount)."""
     if scenario != "failover":
         return list(specs)
-    from clusterctl import hostlist
     from clusterctl.rehearse import RehearsalError
+    from clusterctl.plan.roles import slurm_roles
     from clusterctl.plan.slurm import state_tier
 
-    slurm = plan.blueprint.slurm
-    controllers = hostlist.expand(slurm.controllers) if slurm is not None else []
+    controllers = slurm_roles(plan).controllers
     if len(controllers) < 2:
         raise RehearsalError("the failover scenario needs a blueprint with a backup controller",
                              "rehearse blueprints/lab-ha.yaml, or name two hosts in slurm.controllers")

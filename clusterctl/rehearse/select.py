@@ -10,8 +10,8 @@ rehearsal range.
 
 from __future__ import annotations
 
-from clusterctl import hostlist
 from clusterctl.plan.model import ClusterPlan
+from clusterctl.plan.roles import slurm_roles
 from clusterctl.rehearse import RehearsalError
 from clusterctl.rehearse.nodes import NodeSpec, fallback_specs
 from clusterctl.targets.ansible import group_addresses
@@ -22,15 +22,8 @@ CLOUD_RESERVED = 4
 
 def selected_hosts(plan: ClusterPlan, per_group: int) -> list[str]:
     """Host names in rehearsal order: controllers, accounting, login hosts, then K of each compute group."""
-    s = plan.blueprint.slurm
-    names: list[str] = []
-    if s is not None:
-        names += hostlist.expand(s.controllers)
-        if s.accounting_host:
-            names.append(s.accounting_host)
-    for g in plan.groups:
-        if g.role == "login":
-            names += g.hosts
+    roles = slurm_roles(plan)
+    names: list[str] = [*roles.controllers, *roles.accounting, *roles.login]
     for g in plan.groups:
         if g.role == "compute":
             names += g.hosts[:per_group]

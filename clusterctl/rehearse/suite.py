@@ -76,11 +76,10 @@ class Rehearsal:
 
 def failover_applies(plan) -> str:
     """'' when the failover scenario can run on ``plan``, else why not."""
-    from clusterctl import hostlist
+    from clusterctl.plan.roles import slurm_roles
     from clusterctl.plan.slurm import state_tier
 
-    s = plan.blueprint.slurm
-    if s is None or len(hostlist.expand(s.controllers)) < 2:
+    if not slurm_roles(plan).has_backup_controller:
         return "one Slurm controller (slurm.controllers names no backup)"
     if state_tier(plan) is None:
         return "StateSaveLocation is not on a shared storage tier"

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterator
 
 from clusterctl.plan.model import ClusterPlan, NodeTypePlan
+from clusterctl.plan.roles import slurm_roles
 from clusterctl.plan.ranges import ADMIN_MAX_PREFIX, admin_range_problem
 from clusterctl.rules.base import Hit, Severity, rule
 
@@ -383,12 +384,11 @@ def identity_capabilities(plan: ClusterPlan) -> Iterator[Hit]:
     ResumeProgram's API call is refused and the job's nodes go DOWN after ResumeTimeout): an error naming the
     missing capabilities. ``grants`` is what the site says its policies allow; clusterctl cannot read them."""
     from clusterctl.cloud.identity import CAPABILITIES, needs
-    from clusterctl.cloud.spec import slurm_hosts
 
     cloud = plan.blueprint.cloud
     if cloud is None:
         return
-    controllers = set(slurm_hosts(plan)[0])
+    controllers = set(slurm_roles(plan).controllers)
     elastic = bool(_elastic(plan))
     for role, ident in cloud.identities.items():
         groups = [g for g in plan.groups if g.role == role]
@@ -416,10 +416,7 @@ def elastic_only_compute(plan: ClusterPlan) -> Iterator[Hit]:
     when idle. A group holding a Slurm controller or the accounting host (slurmctld would delete its own host), a
     login group (users' sessions are not jobs, so the nodes would be deleted under them), or a group that runs no
     slurmd (not compute and in no partition: nothing would ever resume it) cannot be: an error."""
-    from clusterctl.cloud.spec import slurm_hosts
-
-    controllers, accounting = slurm_hosts(plan)
-    daemons = set(controllers) | set(accounting)
+    daemons = slurm_roles(plan).daemons
     named = {n for p in plan.blueprint.slurm.partitions for n in p.groups} if plan.blueprint.slurm else set()
     for g in _elastic(plan):
         held = sorted(daemons.intersection(g.hosts))

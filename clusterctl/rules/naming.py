@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from clusterctl import hostlist
 from clusterctl.names import HINT, ansible_group_name, suspect, why_not_a_name
 from clusterctl.plan.model import ClusterPlan
+from clusterctl.plan.roles import slurm_roles
 from clusterctl.rules.base import Hit, Severity, rule
 
 _LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
@@ -305,11 +306,10 @@ def accounting_hosts_literal(plan: ClusterPlan) -> Iterator[Hit]:
     slurm = plan.blueprint.slurm
     if slurm is None:
         return
-    try:
-        first_controller = hostlist.expand(slurm.controllers)[0]
-    except hostlist.HostlistError:
+    primary = slurm_roles(plan).primary_accounting
+    if primary is None:
         return  # SLURM002 reports the controllers
-    for key, name in (("accounting_host", slurm.accounting_host or first_controller),
+    for key, name in (("accounting_host", primary),
                       ("accounting_backup_host", slurm.accounting_backup_host)):
         if name is not None and not _GRANT_HOST.fullmatch(name):
             path = ("slurm", key if getattr(slurm, key) is not None else "controllers")

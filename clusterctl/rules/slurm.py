@@ -17,6 +17,7 @@ from clusterctl.blueprint.load import did_you_mean
 from clusterctl.blueprint.software import Software
 from clusterctl.catalog.models import accelerator_vendor
 from clusterctl.plan.model import ClusterPlan, GroupPlan
+from clusterctl.plan.roles import slurm_roles
 from clusterctl.plan.slurm import (AUTODETECT_NVIDIA, BLOCK_PLUGIN, BLOCK_SIZES, RELEASE_MONTHS, SHARED_TIERS,
                                    TOPOLOGY_YAML, parse_version, provides_nvml, state_tier)
 from clusterctl.rules.base import Hit, Severity, rule
@@ -278,9 +279,8 @@ def accounting_host(plan: ClusterPlan) -> Iterator[Hit]:
     backup = slurm.accounting_backup_host
     if backup is None:
         return
-    try:
-        primary = slurm.accounting_host or hostlist.expand(slurm.controllers)[0]
-    except hostlist.HostlistError:
+    primary = slurm_roles(plan).primary_accounting
+    if primary is None:
         return  # SLURM002 reports the controllers
     if backup == primary:
         yield Hit(("slurm", "accounting_backup_host"),
@@ -324,10 +324,7 @@ def shared_state(plan: ClusterPlan) -> Iterator[Hit]:
     slurm = plan.blueprint.slurm
     if slurm is None:
         return
-    try:
-        controllers = hostlist.expand(slurm.controllers)
-    except hostlist.HostlistError:
-        return  # SLURM002 reports it
+    controllers = slurm_roles(plan).controllers
     if len(controllers) < 2:
         return
     found = state_tier(plan)

@@ -17,8 +17,9 @@ from clusterctl import hostlist
 from clusterctl.catalog.models import accelerator_vendor
 from clusterctl.names import ansible_group_name
 from clusterctl.cloud.gpudirect import RXDM_ROLE, needs_rxdm
-from clusterctl.cloud.spec import is_elastic, slurm_hosts
+from clusterctl.cloud.spec import is_elastic
 from clusterctl.plan.model import ClusterPlan, GroupPlan
+from clusterctl.plan.roles import slurm_roles
 from clusterctl.plan.nvlink import IMEX_SWITCH, imex_configured
 from clusterctl.plan.ranges import WorldRangeError, served_ranges
 from clusterctl.plan.slurm import parse_version, state_tier
@@ -109,10 +110,6 @@ class InvGroup:
     children: list[str] = field(default_factory=list)
 
 
-def _slurm_hosts(plan: ClusterPlan) -> tuple[list[str], list[str]]:
-    return slurm_hosts(plan)
-
-
 def _rack_hosts(plan: ClusterPlan) -> list[tuple[str, list[str]]]:
     per_rack: dict[int, list[str]] = {}
     for g in plan.groups:
@@ -195,7 +192,8 @@ def inventory_groups(plan: ClusterPlan) -> list[InvGroup]:
             groups[role].comment += f"; also the {role} role group"
         else:
             add(InvGroup(role, f"every node with role {role}", children=members))
-    controllers, accounting = _slurm_hosts(plan)
+    roles = slurm_roles(plan)
+    controllers, accounting = roles.controllers, roles.accounting
     if controllers:
         add(InvGroup("slurm_controllers", "slurmctld hosts, primary first", hosts=_split_terms(",".join(controllers))))
         add(InvGroup("slurm_accounting", "slurmdbd host", hosts=_split_terms(",".join(accounting))))
@@ -297,8 +295,7 @@ def state_mount_tiers(plan: ClusterPlan, g: GroupPlan) -> set[str]:
     found = state_tier(plan)
     if found is None or g.role in MOUNTED_ROLES:
         return set()
-    controllers, _ = _slurm_hosts(plan)
-    return {found[1].name} if set(controllers) & set(g.hosts) else set()
+    return {found[1].name} if set(slurm_roles(plan).controllers) & set(g.hosts) else set()
 
 
 def _served_ranges(plan: ClusterPlan) -> tuple[str, ...]:
@@ -1023,7 +1020,8 @@ def render(plan: ClusterPlan) -> dict[str, str]:
     bp = plan.blueprint
     available = _existing_roles()
     site_plays = plays(plan, available)
-    controllers, accounting = _slurm_hosts(plan)
+    roles = slurm_roles(plan)
+    controllers, accounting = roles.controllers, roles.accounting
     nccl = nccl_groups(plan)
     with at(("name",)):
         facts_dir = conf_value(path_part(bp.name, "blueprint name"), "blueprint name", extra="%;")

@@ -28,6 +28,7 @@ from clusterctl.blueprint.software import Partition
 from clusterctl.catalog.models import accelerator_vendor
 from clusterctl.cloud.spec import is_elastic
 from clusterctl.plan.model import ClusterPlan, GroupPlan
+from clusterctl.plan.roles import slurm_roles
 from clusterctl.plan.nvlink import IMEX_CHANNEL_COUNT, IMEX_SWITCH, multi_node
 from clusterctl.plan.slurm import (AUTODETECT_NVIDIA, BLOCK_PLUGIN, BLOCK_SIZES, CLOUD_FANOUT, TOPOLOGY_YAML, Version,
                                    cloud_tree_width, parse_version, provides_nvml, tree_width)
@@ -344,7 +345,10 @@ def slurm_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan])
         conf_value(name, "ClusterName")
     if len(name) > CLUSTER_NAME_MAX:
         raise SlurmRenderError(f"ClusterName {name} is longer than {CLUSTER_NAME_MAX} characters (slurm.conf(5))")
-    controllers = hostlist.expand(slurm.controllers)
+    roles = slurm_roles(plan)
+    controllers = roles.controllers
+    if not controllers:
+        raise SlurmRenderError(f"slurm.controllers '{slurm.controllers}' is not a host list (rule SLURM002)")
     plugin, topo_comment = _topology_plugin(slurm.topology, version)
     control = [_kv("ClusterName", name), *(_kv("SlurmctldHost", c) for c in controllers),
                _kv("SlurmUser", "slurm"), _kv("AuthType", "auth/munge"),
@@ -360,7 +364,7 @@ def slurm_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan])
         Section(f"control: {len(controllers)} slurmctld host(s), the first is the primary", tuple(control)),
         Section("accounting through slurmdbd; GPUs are a tracked resource", (
             _kv("AccountingStorageType", "accounting_storage/slurmdbd"),
-            _kv("AccountingStorageHost", slurm.accounting_host or controllers[0]),
+            _kv("AccountingStorageHost", roles.primary_accounting),
             *_optional("AccountingStorageBackupHost", slurm.accounting_backup_host),
             _kv("AccountingStorageTRES", "gres/gpu"),
             _kv("JobAcctGatherType", "jobacct_gather/cgroup"),
@@ -685,7 +689,7 @@ def _database_tls(ca: str | None) -> tuple[str, ...]:
 
 def slurmdbd_conf(plan: ClusterPlan) -> str:
     slurm = plan.blueprint.slurm
-    dbd_host = slurm.accounting_host or hostlist.expand(slurm.controllers)[0]
+    dbd_host = slurm_roles(plan).primary_accounting
     backup = slurm.accounting_backup_host
     # with a backup slurmdbd both daemons must use one database: the one on the primary accounting host
     lines = [_kv("AuthType", "auth/munge"), _kv("DbdHost", dbd_host),

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 
 from clusterctl.plan.model import ClusterPlan, GroupPlan
+from clusterctl.plan.roles import slurm_roles
 from clusterctl.targets import ansible
 from clusterctl.targets.common import environment, header, path_part
 
@@ -26,13 +27,14 @@ SLURM_ROLES = ("compute", "head", "login")
 def _time_context(plan: ClusterPlan) -> dict:
     """Which time sources chrony.conf names: the controllers on every other node, site.time_servers (or the
     public pool) on the controllers (and on every node of a blueprint without Slurm)."""
-    controllers, _ = ansible._slurm_hosts(plan)
+    controllers = slurm_roles(plan).controllers
     upstream = ansible.site_time_servers(plan) if controllers else []
     return {"time_controllers": list(controllers), "time_upstream": upstream or [ansible.PUBLIC_TIME_POOL]}
 
 
 def _group_context(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> dict:
-    controllers, accounting = ansible._slurm_hosts(plan)
+    roles = slurm_roles(plan)
+    controllers, accounting = roles.controllers, roles.accounting
     hosts = set(g.hosts)
     slurm = plan.blueprint.slurm is not None
     ports, rate = ansible._rdma_nics(g)
