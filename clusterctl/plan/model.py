@@ -285,6 +285,49 @@ class ClusterPlan:
     unplaced_switch_kw: float = 0.0
     """switches with no rack (no switch_racks given): counted in site power only"""
 
+    # --- settings the plan carries unchanged ------------------------------------------------------------------
+    # What the blueprint states and the plan decides nothing about (a partition's time limit, a tier's mount, a
+    # software pin) reaches targets, cloud, report and rehearse through these; every fact *computed* from them
+    # (which hosts run slurmctld, the Slurm release and its features, identity classes) is a function in plan/
+    # that they ask instead (tests/test_plan_reads.py holds consumers to that).
+
+    @property
+    def name(self) -> str:
+        """the cluster's name (``name:``)"""
+        return self.blueprint.name
+
+    @property
+    def slurm(self):
+        """the ``slurm:`` settings, None without Slurm; its host roles are :func:`clusterctl.plan.roles.slurm_roles`"""
+        return self.blueprint.slurm
+
+    @property
+    def storage(self):
+        """the ``storage:`` tiers, in blueprint order"""
+        return self.blueprint.storage
+
+    @property
+    def software(self):
+        """the ``software:`` pins, None when the blueprint has none"""
+        return self.blueprint.software
+
+    @property
+    def site(self):
+        """the ``site:`` settings (time servers, domain, power feeds), None when the blueprint has none"""
+        return self.blueprint.site
+
+    @property
+    def cloud(self):
+        """the ``cloud:`` settings, None on bare metal; the stack facts are :mod:`clusterctl.cloud.spec`'s"""
+        return self.blueprint.cloud
+
+    @property
+    def workload(self):
+        """the ``workload:`` (training job) settings, None when the blueprint describes none"""
+        return self.blueprint.workload
+
+    # --- figures ---------------------------------------------------------------------------------------------
+
     @property
     def gpus(self) -> int:
         return sum(g.gpus for g in self.groups)
