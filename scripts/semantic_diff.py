@@ -25,7 +25,8 @@ sys.path.insert(0, str(REPO))
 
 from clusterctl.blueprint.load import load_blueprint  # noqa: E402
 from clusterctl.plan import expand  # noqa: E402
-from clusterctl.targets import render_targets, yamlout  # noqa: E402
+from clusterctl.targets import render_targets  # noqa: E402
+from clusterctl import yamlout  # noqa: E402
 
 
 def _git(*args: str) -> str:

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 LAYERS = {
     # 0 foundation leaves
     "__init__": 0, "limits": 0, "location": 0, "exit_codes": 0, "resources": 0, "hostlist": 0, "write": 0,
-    "manifest": 0, "outdir": 0, "names": 0, "path_policy": 0, "hidden_chars": 0,
+    "manifest": 0, "outdir": 0, "yamlout": 0, "names": 0, "path_policy": 0, "hidden_chars": 0,
     "kinds": 0, "strict": 0, "errors": 0, "source": 0,
     "catalog": 1,  # hardware data
     "blueprint": 2,  # the pydantic model of the YAML

@@ -27,7 +27,7 @@ from clusterctl.plan.sources import MOUNT_OPTIONS, SourceError, mount_source
 from clusterctl.resources import data_dir
 from clusterctl.targets import RenderError, roce
 from clusterctl.targets.common import at, conf_value, environment, header, path_part
-from clusterctl.targets.yamlout import (Flow, FlowMap, PureDumper, Unsafe, body, comment, comment_lines, dump,
+from clusterctl.yamlout import (Flow, FlowMap, PureDumper, Unsafe, body, comment, comment_lines, dump,
                                         unsafe)
 
 ROLE_GROUPS = ("compute", "head", "login", "storage", "service")
@@ -688,7 +688,7 @@ def imex_vars(plan: ClusterPlan, g: GroupPlan) -> dict[str, object]:
     return {"nvidia_imex_channel0": v is None or v < IMEX_SWITCH}
 
 
-# --- YAML files: data built here, written by the emitter (clusterctl.targets.yamlout) -----------------
+# --- YAML files: data built here, written by the emitter (clusterctl.yamlout) -----------------
 
 RENDER_DIR_TEMPLATE = "{{ playbook_dir }}/.."
 """group_vars/all.yml clusterctl_render_dir: a template on purpose (plain str, evaluated by Ansible)"""

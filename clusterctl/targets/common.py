@@ -18,7 +18,7 @@ import jinja2
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.resources import data_dir
 from clusterctl.targets import RenderError
-from clusterctl.targets.yamlout import comment
+from clusterctl.yamlout import comment
 
 
 class ConfigValueError(RenderError):

@@ -22,7 +22,7 @@ from clusterctl.cloud.spec import CloudSpec, cloud_network, cloud_spec
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.targets import RenderError
 from clusterctl.targets.common import header, render_template
-from clusterctl.targets.yamlout import quoted
+from clusterctl.yamlout import quoted
 
 MAIN = 'from clusterctl.cloud.program import run\nrun("cluster.json")\n'
 """the program: the same for every cluster (after the generated-file header)"""
@@ -55,7 +55,7 @@ OPTIONAL = {
 
 
 def _q(value: str) -> str:
-    """A YAML scalar that stays a string, double-quoted and ASCII (:func:`clusterctl.targets.yamlout.quoted`)."""
+    """A YAML scalar that stays a string, double-quoted and ASCII (:func:`clusterctl.yamlout.quoted`)."""
     return quoted(value)
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from clusterctl.plan.model import ClusterPlan, FabricPlan, SwitchTier
 from clusterctl.targets.common import header, path_part
 from clusterctl.targets.roce import RoceQos, fabric_qos
-from clusterctl.targets.yamlout import PureDumper, body, comment_lines
+from clusterctl.yamlout import PureDumper, body, comment_lines
 
 NVUE_VENDORS = ("NVIDIA",)
 """catalog vendors whose Ethernet switches run Cumulus Linux (NVUE): Spectrum SN2xxx-SN5xxx"""

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from clusterctl.targets import render_targets
-from clusterctl.targets import yamlout
+from clusterctl import yamlout
 from clusterctl.targets.nccl.gcp_gpudirect import TCPXO_LIB
 from tests.cloud.test_hostnames import BLUEPRINTS as CLOUD_BLUEPRINTS
 from tests.conftest import refresh_requested

@@ -28,7 +28,8 @@ import pytest
 
 from clusterctl.blueprint.load import load_blueprint
 from clusterctl.plan import expand
-from clusterctl.targets import ansible, yamlout
+from clusterctl.targets import ansible
+from clusterctl import yamlout
 from tests.conftest import require_tool
 from tests.helpers import BLUEPRINTS
 from tests.targets.inject import inject

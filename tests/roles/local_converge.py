@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from clusterctl.targets import yamlout
+from clusterctl import yamlout
 from tests.conftest import require_tool
 from tests.helpers import REPO
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusterctl.targets import ansible, render_targets, yamlout
+from clusterctl.targets import ansible, render_targets
+from clusterctl import yamlout
 from tests.helpers import plan_of, shipped
 
 ROLES = Path(__file__).resolve().parents[2] / "roles"

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterctl.targets import yamlout
-from clusterctl.targets.yamlout import Unsafe
+from clusterctl import yamlout
+from clusterctl.yamlout import Unsafe
 from tests.conftest import require_tool
 
 REPO = Path(__file__).resolve().parents[2]

@@ -23,7 +23,8 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from clusterctl.targets import render_targets, yamlout
+from clusterctl.targets import render_targets
+from clusterctl import yamlout
 from tests.helpers import BLUEPRINTS, REPO, plan_of, shipped
 from tests.roles import local_converge
 

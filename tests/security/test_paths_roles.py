@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusterctl.targets import yamlout
+from clusterctl import yamlout
 from tests.conftest import require_tool
 from tests.helpers import REPO
 

@@ -11,7 +11,8 @@ import yaml
 from clusterctl.blueprint.load import load_blueprint
 from clusterctl.plan import expand
 from clusterctl.resources import data_dir
-from clusterctl.targets import ansible, render_targets, yamlout
+from clusterctl.targets import ansible, render_targets
+from clusterctl import yamlout
 from tests.helpers import BLUEPRINTS, lab, plan_of
 
 SHIPPED = sorted(p.stem for p in BLUEPRINTS.glob("*.yaml"))

@@ -9,7 +9,8 @@ import jinja2
 import yaml
 
 from clusterctl.resources import data_dir
-from clusterctl.targets import ansible, yamlout
+from clusterctl.targets import ansible
+from clusterctl import yamlout
 from tests.helpers import lab, plan_of, shipped
 
 ROLE = data_dir("roles") / "enroot_pyxis"

@@ -17,7 +17,8 @@ import subprocess
 import pytest
 
 from clusterctl.blueprint.compute import NcclNames
-from clusterctl.targets import RenderError, ansible, render_targets, yamlout
+from clusterctl.targets import RenderError, ansible, render_targets
+from clusterctl import yamlout
 from clusterctl.targets.common import ConfigValueError, conf_value, jinja_literal, key_values
 from tests.conftest import require_tool
 from tests.helpers import cli, lab, to_yaml

@@ -8,7 +8,8 @@ import copy
 
 import pytest
 
-from clusterctl.targets import render_targets, yamlout
+from clusterctl.targets import render_targets
+from clusterctl import yamlout
 from tests.helpers import hits, plan_of, shipped
 
 SWITCH_LINES = ["SwitchType=switch/nvidia_imex", "SwitchParameters=imex_channel_count=2048"]

@@ -11,7 +11,8 @@ import yaml
 
 from clusterctl.blueprint.load import BlueprintError
 from clusterctl.resources import data_dir
-from clusterctl.targets import ansible, yamlout
+from clusterctl.targets import ansible
+from clusterctl import yamlout
 from tests.helpers import codes, hits, lab, plan_of, shipped
 
 ROLES = data_dir("roles")

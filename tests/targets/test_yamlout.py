@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from clusterctl.targets import yamlout
-from clusterctl.targets.yamlout import Flow, FlowMap, Unsafe
+from clusterctl import yamlout
+from clusterctl.yamlout import Flow, FlowMap, Unsafe
 from tests.conftest import require
 
 PAYLOADS = ["a\nb: injected", "x # not a comment", "k=v", "'quote\"", "$(touch /tmp/x)", "`id`",
@@ -81,7 +81,7 @@ def test_values_an_output_cannot_hold_are_refused(bad):
 def test_only_strings_that_could_start_jinja_are_tagged_unsafe():
     """ansible-core 2.19 resolves an !unsafe scalar's value with YAML's implicit types (!unsafe "12.10" is the
     float 12.1): strings without '{' are written as plain quoted strings, which every YAML reader keeps."""
-    from clusterctl.targets.yamlout import Unsafe, dump
+    from clusterctl.yamlout import Unsafe, dump
 
     text = dump({"cuda": Unsafe("12.10"), "driver": Unsafe("550"), "export": Unsafe("h:/x{{ lookup('pipe','id') }}")})
     assert 'cuda: "12.10"\n' in text and 'driver: "550"\n' in text

@@ -34,7 +34,7 @@ from clusterctl.targets.nccl.cloud import cloud_settings, profile
 from clusterctl.targets.nccl.fabric import compute_fabric, fabric_line, rdma, sockets_only
 from clusterctl.targets.nccl.nvlink import nvlink_settings
 from clusterctl.targets.nccl.settings import ENV_PATH, Setting, ShellStep
-from clusterctl.targets.yamlout import comment
+from clusterctl.yamlout import comment
 
 
 def render(plan: ClusterPlan) -> dict[str, str]:
