@@ -326,6 +326,11 @@ class ClusterPlan:
         """the ``workload:`` (training job) settings, None when the blueprint describes none"""
         return self.blueprint.workload
 
+    @property
+    def cooling(self):
+        """the ``cooling:`` settings (CDUs, the room's air), always present (empty by default)"""
+        return self.blueprint.cooling
+
     # --- figures ---------------------------------------------------------------------------------------------
 
     @property
@@ -344,6 +349,16 @@ class ClusterPlan:
     def rack_profile(self, rack: RackPlan):
         """The blueprint's profile of ``rack`` (None only for a profile name that did not resolve)."""
         return self.blueprint.rack_profiles.get(rack.profile_name)
+
+    def group_spec(self, group: GroupPlan):
+        """The blueprint's ``node_groups`` entry ``group`` was planned from (what it declared, e.g. whether it
+        set nvlink_domain_gpus itself)."""
+        return self.blueprint.node_groups[group.index]
+
+    def fabric_spec(self, fabric: FabricPlan):
+        """The blueprint's ``fabrics`` entry ``fabric`` was planned from (its kind's own settings, e.g.
+        InfiniBand ``adaptive_routing``)."""
+        return self.blueprint.fabrics[fabric.index]
 
     def group(self, name: str) -> GroupPlan | None:
         for g in self.groups:

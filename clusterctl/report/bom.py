@@ -168,7 +168,6 @@ def _add(table: dict, key, n: int) -> None:
 def build(ctx: ReportContext) -> Section:
     plan = ctx.plan
     cat = plan.catalog
-    bp = plan.blueprint
 
     sw_fabric, sw_model = [], {}
     cables_fabric, cables_type = [], {}
@@ -214,7 +213,7 @@ def build(ctx: ReportContext) -> Section:
         by_profile.setdefault(r.profile_name, []).append(r)
     racks, pdus, systems = [], [], {}
     for name, rs in by_profile.items():
-        prof = bp.rack_profiles.get(name)
+        prof = plan.rack_profile(rs[0])  # every rack of rs has this profile
         racks.append({"profile": name, "count": len(rs), "budget_kw": prof.power_kw if prof else None,
                       "units": prof.units if prof else None, "system": prof.system if prof else None})
         if prof is not None:
@@ -230,7 +229,7 @@ def build(ctx: ReportContext) -> Section:
                     row["compute_trays"] += len(rs) * sysent.compute_trays
                     row["nvlink_switch_trays"] += len(rs) * sysent.nvlink_switch_trays
     cdus = []
-    for c in bp.cooling.cdus:
+    for c in plan.cooling.cdus:
         served = [r for r in plan.racks if (p := plan.rack_profile(r)) is not None and p.cdu == c.name]
         cdus.append({"name": c.name, "capacity_kw": c.capacity_kw, "coolant": c.coolant, "racks": len(served),
                      "liquid_load_kw": sum(r.liquid_heat_kw for r in served)})

@@ -270,8 +270,7 @@ def nvlink_rows(plan: ClusterPlan) -> list[dict[str, Any]]:
         if not g.gpus:
             continue
         domain = g.nvlink_domain_gpus
-        bp_group = plan.blueprint.node_groups[g.index]
-        if bp_group.nvlink_domain_gpus is not None:
+        if plan.group_spec(g).nvlink_domain_gpus is not None:
             dkey, dsrc = f"node_groups[{g.index}].nvlink_domain_gpus", "blueprint (node group)"
         elif nt.instance is not None:
             dkey = f"instances.{nt.instance_name}.gpus"

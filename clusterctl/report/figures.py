@@ -66,11 +66,11 @@ def topology_svg(plan: ClusterPlan) -> str | None:
     if not fabrics:
         return None
     svg, width, y = Svg(), 960.0, 20.0
-    svg.text(20, y + 6, f"Fabric topology: {plan.blueprint.name}", size=16, font_weight="bold")
+    svg.text(20, y + 6, f"Fabric topology: {plan.name}", size=16, font_weight="bold")
     y += 24
     for fab in fabrics:
         y = _fabric_panel(svg, fab, y, width) + 16
-    return svg.render(width, y, f"Fabric topology of {plan.blueprint.name}")
+    return svg.render(width, y, f"Fabric topology of {plan.name}")
 
 
 def _fabric_panel(svg: Svg, fab: FabricPlan, y0: float, width: float) -> float:
@@ -237,7 +237,7 @@ def rack_elevations_svg(plan: ClusterPlan, max_racks: int = 24) -> str | None:
     rows = -(-len(layouts) // cols)
     width, height = 20 + cols * col_w, head + rows * row_h + 10
     svg = Svg()
-    svg.text(20, 24, f"Rack elevations: {plan.blueprint.name}", size=16, font_weight="bold")
+    svg.text(20, 24, f"Rack elevations: {plan.name}", size=16, font_weight="bold")
     lx = 20.0
     for gi, g in enumerate(plan.groups):
         svg.rect(lx, 38, 12, 12, fill=PALETTE[gi % len(PALETTE)], stroke="#333333")
@@ -252,7 +252,7 @@ def rack_elevations_svg(plan: ClusterPlan, max_racks: int = 24) -> str | None:
     if notes:
         svg.text(20, 72, " ".join(notes), size=10, fill="#444444", class_="note")
     # one or two racks are narrower than the title, the legend and the note: widen to fit them
-    title = f"Rack elevations: {plan.blueprint.name}"
+    title = f"Rack elevations: {plan.name}"
     width = max(width, 40 + len(title) * 16 * 0.62, lx + 20, 40 + len(" ".join(notes)) * 10 * 0.6)
     for k, (rack, caption, units, top, blocks) in enumerate(layouts):
         ox = 20 + (k % cols) * col_w + 22
@@ -285,7 +285,7 @@ def rack_elevations_svg(plan: ClusterPlan, max_racks: int = 24) -> str | None:
                 svg.text(ox + rack_w / 2, by + bh / 2 + size * 0.35, label, size=size, anchor="middle",
                          fill="#ffffff" if kind == "node" else "#222222", class_=f"{kind}-label")
         svg.parts.append("</g>")
-    return svg.render(width, height, f"Rack elevations of {plan.blueprint.name}")
+    return svg.render(width, height, f"Rack elevations of {plan.name}")
 
 
 # ---------------------------------------------------------------- rack power
@@ -313,7 +313,7 @@ def rack_power_svg(plan: ClusterPlan, max_bars: int = 64) -> str | None:
     width = max(560.0, px0 + slot * len(bars) + 30)
     height = py0 + ph + reach + 30
     svg = Svg()
-    svg.text(20, 24, f"IT power per rack: {plan.blueprint.name}", size=16, font_weight="bold")
+    svg.text(20, 24, f"IT power per rack: {plan.name}", size=16, font_weight="bold")
     lx = 20.0
     for label, fill, stroke in (("liquid heat", LIQUID, None), ("air heat", AIR, None),
                                 ("budget", None, "#222222"), ("over budget", "#ffffff", OVER)):
@@ -357,7 +357,7 @@ def rack_power_svg(plan: ClusterPlan, max_bars: int = 64) -> str | None:
         tx, ty = bx + bar_w / 2, py0 + ph + 12
         svg.text(tx, ty, label, size=10, anchor="end", transform=f"rotate(-45 {num(tx)} {num(ty)})")
     svg.line(px0, yv(0), width - 20, yv(0), stroke="#333333")
-    return svg.render(width, height, f"IT power per rack of {plan.blueprint.name}")
+    return svg.render(width, height, f"IT power per rack of {plan.name}")
 
 
 # ---------------------------------------------------------------- bus bandwidth
@@ -461,7 +461,7 @@ def pictures(plan: ClusterPlan, busbw_series: dict[str, dict[str, list[tuple[flo
             stem, k = f"{base}-{k}", k + 1
         used.add(stem)
         shown = re.sub(r"\bgpus\b", "GPUs", name.replace("-", " "))
-        title = f"{plan.blueprint.name}: bus bandwidth, {shown}"
+        title = f"{plan.name}: bus bandwidth, {shown}"
         figures.append((stem, busbw_svg(series, title)))
     return {f"{stem}.svg": svg for stem, svg in figures if svg is not None}
 

@@ -44,7 +44,7 @@ _EPS = 1e-9
 
 
 def _pue(ctx: ReportContext) -> tuple[float | None, str]:
-    site = ctx.plan.blueprint.site
+    site = ctx.plan.site
     declared = site is not None and "pue" in site.model_fields_set
     if ctx.pue is not None:
         if site is not None and ctx.pue == site.pue:
@@ -115,7 +115,7 @@ def build(ctx: ReportContext) -> Section:
     it_kw = plan.it_power_kw if bare_metal or plan.racks else None
     pue, pue_source = _pue(ctx)
     facility_kw = it_kw * pue if it_kw is not None and pue is not None else None
-    site = plan.blueprint.site
+    site = plan.site
 
     # efficiency: bare-metal GPUs only (cloud instances have no power figure)
     gpu_tdp, node_types, bm_tflops, gpu_kw = [], [], 0.0, 0.0

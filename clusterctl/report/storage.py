@@ -39,7 +39,7 @@ def model_params(ctx: ReportContext) -> tuple[float | None, str]:
     """(parameter count, where it came from): the context, else ``workload.params_b`` x 1e9, else None."""
     if ctx.params is not None:
         return float(ctx.params), "model"
-    w = ctx.plan.blueprint.workload
+    w = ctx.plan.workload
     if w is not None:
         return w.params_b * 1e9, "workload.params_b"
     return None, "none"
@@ -49,7 +49,7 @@ def interval_s(ctx: ReportContext) -> float | None:
     """Checkpoint interval in seconds: the context, else ``workload.checkpoint_every_min``, else None."""
     if ctx.checkpoint_interval_s is not None:
         return float(ctx.checkpoint_interval_s)
-    w = ctx.plan.blueprint.workload
+    w = ctx.plan.workload
     return w.checkpoint_every_min * 60.0 if w is not None else None
 
 
@@ -66,8 +66,7 @@ def _cell(x: float | None, unit: str = "") -> str:
 
 def build(ctx: ReportContext) -> Section:
     plan = ctx.plan
-    bp = plan.blueprint
-    w = bp.workload
+    w = plan.workload
     params, params_from = model_params(ctx)
     bpp = ctx.checkpoint_bytes_per_param
     size = checkpoint_bytes(params, bpp) if params is not None else None
@@ -79,7 +78,7 @@ def build(ctx: ReportContext) -> Section:
     local_tb = local_capacity_tb(plan)
 
     tiers = []
-    for i, t in enumerate(bp.storage):
+    for i, t in enumerate(plan.storage):
         tt = tier_time(size, t, plan, client)
         cap = t.capacity_tb if t.tier != "local" else local_tb
         kept_tb = retained * size / TB if size is not None else None
