@@ -105,35 +105,7 @@ def _fabric_panel(svg: Svg, fab: FabricPlan, y0: float, width: float) -> float:
             continue
         svg.text(20, ry + 13, t.role, size=11, font_weight="bold")
         svg.text(20, ry + 27, f"{t.count:,} × {t.model}", size=10, fill="#444444")
-        names: list[str] = []
-        if t.count <= MAX_SWITCH_BOXES:
-            try:
-                names = hostlist.expand(t.names)
-            except hostlist.HostlistError:
-                names = []
-            if len(names) != t.count:
-                names = [f"{t.role}{k + 1}" for k in range(t.count)]
-        if names:
-            slot = (x1 - x0) / len(names)
-            w = min(110.0, slot - 4)
-            xs = []
-            for k, name in enumerate(names):
-                bx = x0 + k * slot + (slot - w) / 2
-                svg.rect(bx, ry, w, box_h, fill="#ffffff", stroke="#333333", class_=f"switch {t.role}",
-                         data_name=name, data_model=t.model)
-                m = re.search(r"\d+$", name)
-                short = name if fits(name, w, 10) else (m.group(0) if m else "")
-                if short and fits(short, w, 10):
-                    svg.text(bx + w / 2, ry + 18, short, size=10, anchor="middle")
-                xs.append(bx + w / 2)
-            anchors[role] = xs
-        else:
-            label = f"{t.count:,} × {t.model}"
-            w = max(260.0, len(label) * 7.2 + 20)
-            svg.rect(cx - w / 2, ry, w, box_h, fill="#ffffff", stroke="#333333", stroke_width="2",
-                     class_=f"switch {t.role} aggregate", data_count=t.count, data_model=t.model)
-            svg.text(cx, ry + 18, label, size=11, anchor="middle")
-            anchors[role] = [cx]
+        anchors[role] = _switch_row(svg, t, ry, x0, x1, box_h)
     for b in fab.links:
         if b.a not in anchors or b.b not in anchors:
             continue
@@ -154,6 +126,40 @@ def _fabric_panel(svg: Svg, fab: FabricPlan, y0: float, width: float) -> float:
                  data_a=b.a, data_b=b.b, data_count=b.count, data_gbps=f"{b.gbps:g}")
     svg.parts.append("</g>")
     return y0 + height
+
+
+def _switch_row(svg: Svg, t, ry: float, x0: float, x1: float, box_h: float) -> list[float]:
+    """One tier's row: a box per switch (named, when the tier is small enough to draw each), else one box
+    for the whole tier; returns the x of each box's centre, where links attach."""
+    cx = (x0 + x1) / 2
+    names: list[str] = []
+    if t.count <= MAX_SWITCH_BOXES:
+        try:
+            names = hostlist.expand(t.names)
+        except hostlist.HostlistError:
+            names = []
+        if len(names) != t.count:
+            names = [f"{t.role}{k + 1}" for k in range(t.count)]
+    if not names:
+        label = f"{t.count:,} × {t.model}"
+        w = max(260.0, len(label) * 7.2 + 20)
+        svg.rect(cx - w / 2, ry, w, box_h, fill="#ffffff", stroke="#333333", stroke_width="2",
+                 class_=f"switch {t.role} aggregate", data_count=t.count, data_model=t.model)
+        svg.text(cx, ry + 18, label, size=11, anchor="middle")
+        return [cx]
+    slot = (x1 - x0) / len(names)
+    w = min(110.0, slot - 4)
+    xs = []
+    for k, name in enumerate(names):
+        bx = x0 + k * slot + (slot - w) / 2
+        svg.rect(bx, ry, w, box_h, fill="#ffffff", stroke="#333333", class_=f"switch {t.role}",
+                 data_name=name, data_model=t.model)
+        m = re.search(r"\d+$", name)
+        short = name if fits(name, w, 10) else (m.group(0) if m else "")
+        if short and fits(short, w, 10):
+            svg.text(bx + w / 2, ry + 18, short, size=10, anchor="middle")
+        xs.append(bx + w / 2)
+    return xs
 
 
 # ---------------------------------------------------------------- rack elevations
@@ -197,6 +203,34 @@ def _top_free(occupied: set[int], h: int, units: int, ceiling: list[int]) -> int
     return bottom
 
 
+def _rack_layout(plan: ClusterPlan, rack, nodes) -> tuple[int, int, list[tuple], bool]:
+    """(units of the rack, its top unit drawn, its blocks as (kind, u, height, group index, label), whether
+    any block's position is assumed): nodes at their planned U, then its switches (one block per switch up
+    to 16, else one for all) and reserved units in the top free units."""
+    prof = plan.rack_profile(rack)
+    units = prof.units if prof else 48
+    blocks = [("node", u, h, gi, host) for u, h, gi, host in nodes]
+    occupied = {u + k for _, u, h, _, _ in blocks for k in range(h)}
+    ceiling = [max([units] + list(occupied))]
+    extra: list[tuple[str, int, str]] = []
+    for it in rack.items:
+        sw = plan.catalog.switches.get(it.label)
+        if sw is None:
+            continue
+        h = max(1, sw.height_u)
+        if it.count <= 16:
+            extra += [("switch", h, it.label)] * it.count
+        else:
+            extra.append(("switch", h * it.count, f"{it.count} × {it.label}"))
+    if prof and prof.reserved_u:
+        extra.append(("reserved", prof.reserved_u, f"reserved ({prof.reserved_u} U)"))
+    for kind, h, label in extra:
+        u = _top_free(occupied, h, units, ceiling)
+        occupied.update(range(u, u + h))
+        blocks.append((kind, u, h, -1, label))
+    return units, max([units] + list(occupied)), blocks, bool(extra)
+
+
 def rack_elevations_svg(plan: ClusterPlan, max_racks: int = 24) -> str | None:
     """Front views of racks: nodes at their planned U, colored by group; switches and reserved units in
     the top free units (assumed positions). Many racks: one drawing per distinct rack content."""
@@ -208,29 +242,9 @@ def rack_elevations_svg(plan: ClusterPlan, max_racks: int = 24) -> str | None:
     layouts = []
     assumed_any = False
     for rack, caption in drawn:
-        prof = plan.rack_profile(rack)
-        units = prof.units if prof else 48
-        blocks = [("node", u, h, gi, host) for u, h, gi, host in hosts.get(rack.index, ())]
-        occupied = {u + k for _, u, h, _, _ in blocks for k in range(h)}
-        ceiling = [max([units] + list(occupied))]
-        extra: list[tuple[str, int, str]] = []
-        for it in rack.items:
-            sw = plan.catalog.switches.get(it.label)
-            if sw is None:
-                continue
-            h = max(1, sw.height_u)
-            if it.count <= 16:
-                extra += [("switch", h, it.label)] * it.count
-            else:
-                extra.append(("switch", h * it.count, f"{it.count} × {it.label}"))
-        if prof and prof.reserved_u:
-            extra.append(("reserved", prof.reserved_u, f"reserved ({prof.reserved_u} U)"))
-        for kind, h, label in extra:
-            u = _top_free(occupied, h, units, ceiling)
-            occupied.update(range(u, u + h))
-            blocks.append((kind, u, h, -1, label))
-            assumed_any = True
-        layouts.append((rack, caption, units, max([units] + list(occupied)), blocks))
+        units, top, blocks, assumed = _rack_layout(plan, rack, hosts.get(rack.index, ()))
+        assumed_any = assumed_any or assumed
+        layouts.append((rack, caption, units, top, blocks))
     tallest = max(top for *_, top, _ in layouts)
     head = 84.0 if assumed_any or left_out else 60.0
     row_h = 46 + tallest * u_px + 30
