@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterctl.perf.interconnect import Interconnect, compute_group, interconnect_of
-from clusterctl.perf.job import TrainingConfigError
+from clusterctl.perf.job import Accelerator, TrainingConfigError
 from clusterctl.perf.layout_rules import SHORT, SPLIT_OPTIONS, etp_of, pipeline_split
 from clusterctl.perf.layout_search import (
     SearchResult,
@@ -37,10 +37,9 @@ class TrainingResult:
     simple_tokens_per_s: float | None
     gpus: int
     accelerator: str
-    peak_tflops: float
-    mamf_tflops: float
-    mamf_source: str
-    error: str | None = None
+    """the catalog key of the GPUs' accelerator"""
+    acc: Accelerator
+    """its peak and measured matmul rates (and their source)"""
     search: SearchResult | None = None
     """what the layout search tried, accepted and rejected (per rule); one candidate for a layout given in full"""
     interconnect: Interconnect | None = None
@@ -80,8 +79,7 @@ def run(plan: ClusterPlan, overrides: dict | None = None) -> TrainingResult | No
     if w.training.mfu is not None and w.params is not None:
         fpt = w.model.flops_per_token if w.model is not None else dense_flops_per_token(w.params)
         simple = simple_throughput(fpt, gpus, acc.peak_tflops, w.training.mfu)
-    return TrainingResult(w, est, tried, simple, gpus, key, acc.peak_tflops, acc.mamf_tflops, acc.mamf_source,
-                          search=found, interconnect=ic)
+    return TrainingResult(w, est, tried, simple, gpus, key, acc, search=found, interconnect=ic)
 
 
 def notes_of(r: TrainingResult) -> tuple[list[str], list[str]]:
@@ -131,8 +129,8 @@ def build(ctx: ReportContext) -> Section:
         md.append("")
     data: dict = {"available": r.estimate is not None or r.simple_tokens_per_s is not None,
                   "gpus": r.gpus, "accelerator": r.accelerator,
-                  "peak_bf16_tflops": r.peak_tflops, "mamf_bf16_tflops": r.mamf_tflops,
-                  "mamf_source": r.mamf_source, "notes": []}
+                  "peak_bf16_tflops": r.acc.peak_tflops, "mamf_bf16_tflops": r.acc.mamf_tflops,
+                  "mamf_source": r.acc.mamf_source, "notes": []}
     if w.model is None and r.simple_tokens_per_s is None:
         md.append("No model is given: set `workload.model` (a preset or layers/hidden/heads/vocab/seq_len) or "
                   "`workload.training.mfu`, or pass `--model PRESET` / `--mfu` to `clusterctl report`. "
@@ -260,7 +258,7 @@ def _figures_markdown(r: TrainingResult) -> list[str]:
         f"({USABLE_HBM:.0%} of {mem['hbm'] * 1e9 / 2**30:.0f} GiB HBM): {verdict}.",
         "",
         f"Compute model: GEMMs at {SUSTAINED_GEMM:.0%} of the measured maximum achievable matmul rate "
-        f"({fmt(r.mamf_tflops)} TFLOP/s BF16 for {text(r.accelerator)}: {text(r.mamf_source)}) "
+        f"({fmt(r.acc.mamf_tflops)} TFLOP/s BF16 for {text(r.accelerator)}: {text(r.acc.mamf_source)}) "
         "with a shape factor "
         f"h/tp ÷ (h/tp + {GEMM_SHAPE_HALF}); flash attention at {FLASH_ATTENTION_EFFICIENCY:.0%} of that; "
         f"element-wise work at {HBM_EFFICIENCY:.0%} of HBM bandwidth; communication from the Collectives "
@@ -287,7 +285,7 @@ def _simple_form(r: TrainingResult) -> tuple[dict, str]:
     fpt = w.model.flops_per_token if w.model is not None else 6 * w.params
     return ({"mfu": mfu, "flops_per_token": fpt, "tokens_per_s": r.simple_tokens_per_s,
              "formula": "tokens/s = GPUs x peak x MFU / FLOPs per token"},
-            f"Simple form with the given MFU {mfu:.0%}: tokens/s = {r.gpus:,} GPUs × {fmt(r.peak_tflops)} "
+            f"Simple form with the given MFU {mfu:.0%}: tokens/s = {r.gpus:,} GPUs × {fmt(r.acc.peak_tflops)} "
             f"TFLOP/s × {mfu:.0%} / {fmt(fpt / 1e9)} GFLOP per token = **{fmt(r.simple_tokens_per_s)} tokens/s**"
             + (" (6 × parameters per token: no model shape given)" if w.model is None else "") + ".")
 
