@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from clusterctl.output.rule_docs import rules_markdown
+from clusterctl.perf.published.all_rows import rows as published_rows
 from clusterctl.output.schema_docs import blueprint_markdown
 from clusterctl.rules import all_rules
 from tests.conftest import refresh_requested
@@ -119,11 +120,18 @@ def _fuzzed_blueprints() -> int:
     return len(ast.literal_eval(value))
 
 
+def _published_rows_of(family: str) -> Callable[[], int]:
+    """rows of one family of the published measurements the performance model is judged by"""
+    return lambda: sum(1 for r in published_rows() if r.family == family)
+
+
 COUNTS = (
     Count("README.md", r"`site\.yml`, `ansible\.cfg` and (?P<n>\w+) roles;", _shipped_roles),
     Count("README.md", r"references, and (?P<n>\w+) rules for power,", lambda: len(all_rules())),
     Count("docs/architecture.md", r"The package is (?P<n>\w+) layers\.", lambda: len(set(LAYERS.values()))),
     Count("docs/security.md", r"anywhere in (?P<n>\w+) shipped blueprints,", _fuzzed_blueprints),
+    Count("docs/report.md", r"\): (?P<n>\w+) dense Llama 3 rows on DGX-B200", _published_rows_of("blackwell-dense")),
+    Count("docs/report.md", r"; (?P<n>\w+) Qwen3 MoE rows with EP", _published_rows_of("moe-ep")),
 )
 
 
