@@ -285,7 +285,7 @@ def instance_host_names(plan: ClusterPlan) -> Iterator[Hit]:
     either end, at most 63 characters), starting with a letter on GCP (Compute Engine instance names). An
     upper-case name, which NAME002 only warns about on bare metal, is an error here: Compute Engine refuses it
     and cloud-init and the resolvers would disagree with Slurm about the case."""
-    from clusterctl.cloud.hostname import problem
+    from clusterctl.cloud.stack.hostname import problem
 
     cloud = plan.blueprint.cloud
     if cloud is None:
@@ -312,7 +312,7 @@ def hourly_budget(plan: ClusterPlan) -> Iterator[Hit]:
     Reservations (Capacity Blocks, committed use) are billed differently: compare their rate yourself.
     When the priced instances fit the budget but some types have no price, an info finding says the
     budget could not be checked for them."""
-    from clusterctl.cloud.cost import breakdown, hourly_cost, usd
+    from clusterctl.cloud.stack.cost import breakdown, hourly_cost, usd
 
     budget = plan.blueprint.cloud.hourly_budget_usd if plan.blueprint.cloud is not None else None
     cost = hourly_cost(plan) if budget is not None else None
@@ -344,7 +344,7 @@ def hourly_budget(plan: ClusterPlan) -> Iterator[Hit]:
 # --- elastic node groups and identities (issue 12: Slurm power saving, existing identities) ----------------------
 
 def _elastic(plan: ClusterPlan):
-    from clusterctl.cloud.spec import is_elastic
+    from clusterctl.plan.cloud import is_elastic
 
     return [g for g in plan.groups if is_elastic(plan, g.index)]
 
@@ -379,11 +379,11 @@ def identity_capabilities(plan: ClusterPlan) -> Iterator[Hit]:
     nothing. Every node reads the cluster's configuration object and its secrets (``read-config``,
     ``read-secrets``); a Slurm controller of a cluster with elastic groups also creates and deletes instances,
     hands them the compute identity and, on AWS, writes their Route 53 records (``manage-instances``,
-    ``pass-identity``, ``write-dns``): clusterctl.cloud.identity.needs. An identity whose ``grants`` lack one of
+    ``pass-identity``, ``write-dns``): clusterctl.cloud.stack.identity.needs. An identity whose ``grants`` lack one of
     the capabilities its role's nodes need fails on the node (the bootstrap cannot fetch the configuration, or
     ResumeProgram's API call is refused and the job's nodes go DOWN after ResumeTimeout): an error naming the
     missing capabilities. ``grants`` is what the site says its policies allow; clusterctl cannot read them."""
-    from clusterctl.cloud.identity import CAPABILITIES, needs
+    from clusterctl.cloud.stack.identity import CAPABILITIES, needs
 
     cloud = plan.blueprint.cloud
     if cloud is None:

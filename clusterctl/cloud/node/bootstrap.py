@@ -2,7 +2,7 @@
 """clusterctl-bootstrap: the first boot of a cloud instance, from bare image to a converged cluster node.
 
 cloud-init writes this program to /usr/local/sbin/clusterctl-bootstrap and its settings to
-/etc/clusterctl/bootstrap.json (clusterctl.cloud.userdata.bootstrap_config plus "host"), then runs it once.
+/etc/clusterctl/bootstrap.json (clusterctl.cloud.stack.userdata.bootstrap_config plus "host"), then runs it once.
 Steps (each named in the status file when it fails):
 
 1. ``config``: read and check the settings; the host name must be a lower-case RFC 1123 label.
@@ -73,7 +73,7 @@ ETC_HOSTNAME = "/etc/hostname"
 STATUS = "bootstrap-status.json"
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
-"""clusterctl.cloud.hostname.LABEL: a lower-case RFC 1123 label"""
+"""clusterctl.cloud.stack.hostname.LABEL: a lower-case RFC 1123 label"""
 IMDS = "http://169.254.169.254"
 IMDS_TOKEN = "/metadata/identity/oauth2/token"
 IMDS_API = "2018-02-01"

@@ -4,8 +4,8 @@ components.
 The rendered ``__main__.py`` is two lines that call :func:`run`; everything else is real Python in this
 package, unit-tested with ``pulumi.runtime.set_mocks``. The stack configuration (namespace ``clusterctl``, and
 ``gcp:project``) is read here and only here (:func:`read_config`), into the provider's typed ``Settings`` and
-the stack's secrets (:class:`~clusterctl.cloud.component.StackSecrets`); the components take those in their
-``XxxArgs`` (clusterctl.cloud.component) and never read ``pulumi.Config``.
+the stack's secrets (:class:`~clusterctl.cloud.pulumi.component.StackSecrets`); the components take those in their
+``XxxArgs`` (clusterctl.cloud.pulumi.component) and never read ``pulumi.Config``.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clusterctl.cloud.component import StackSecrets
-from clusterctl.cloud.spec import CloudSpec
+from clusterctl.cloud.pulumi.component import StackSecrets
+from clusterctl.cloud.stack.spec import CloudSpec
 
 if TYPE_CHECKING:
     from pulumi import Config
@@ -29,7 +29,7 @@ def _given(config: Config, **keys: str) -> dict[str, str]:
 
 
 def _aws_settings(spec: CloudSpec, config: Config, admin_cidr: str) -> Any:
-    from clusterctl.cloud import aws
+    from clusterctl.cloud.pulumi import aws
 
     capacity_block = config.get_bool("capacityBlock")
     return aws.Settings(admin_cidr=admin_cidr, subnet_ids=tuple(config.get_object("subnetIds") or ()),
@@ -42,7 +42,7 @@ def _aws_settings(spec: CloudSpec, config: Config, admin_cidr: str) -> Any:
 def _gcp_settings(spec: CloudSpec, config: Config, admin_cidr: str) -> Any:
     import pulumi
 
-    from clusterctl.cloud import gcp
+    from clusterctl.cloud.pulumi import gcp
 
     return gcp.Settings(admin_cidr=admin_cidr, project=pulumi.Config("gcp").get("project"),
                         **_given(config, ssh_public_key="sshPublicKey", ssh_user="sshUser", gpu_image="gpuImage",
@@ -52,7 +52,7 @@ def _gcp_settings(spec: CloudSpec, config: Config, admin_cidr: str) -> Any:
 
 
 def _azure_settings(spec: CloudSpec, config: Config, admin_cidr: str) -> Any:
-    from clusterctl.cloud import azure
+    from clusterctl.cloud.pulumi import azure
 
     return azure.Settings(admin_cidr=admin_cidr, ssh_public_key=config.require("sshPublicKey"),
                           storage_account=config.get("storageAccountName") or azure.storage_account_name(spec.cluster),
@@ -90,12 +90,12 @@ def build(spec: CloudSpec, render_dir: Path | None = None):
     Every provider's top-level component keeps them in ``.outputs``.
 
     ``render_dir``: the render the project is part of (``OUT``, the parent of ``OUT/pulumi``); the program
-    uploads its runtime files as the cluster's configuration object (clusterctl.cloud.bundle) that every
+    uploads its runtime files as the cluster's configuration object (clusterctl.cloud.stack.bundle) that every
     instance's bootstrap applies. None: no object and no bootstrap in the user data (unit tests of other
     pieces)."""
     import pulumi
 
-    module = importlib.import_module(f"clusterctl.cloud.{spec.provider}")
+    module = importlib.import_module(f"clusterctl.cloud.pulumi.{spec.provider}")
     settings, secrets = read_config(spec, render_dir)
     cluster = module.build(module.ClusterArgs(spec=spec, settings=settings, secrets=secrets,
                                               render_dir=Path(render_dir) if render_dir is not None else None))
