@@ -39,7 +39,7 @@ def test_every_component_takes_name_typed_args_opts(provider):
         assert issubclass(args_cls, component.ComponentArgs), cls.__name__
         fields = {f.name: f for f in dataclasses.fields(args_cls)}
         assert all(f.kw_only for f in fields.values()), f"{args_cls.__name__}: every field by keyword"
-        assert fields["settings"].type == "Settings", f"{args_cls.__name__}: settings is the provider's Settings"
+        assert fields["settings"].type is module.Settings, f"{args_cls.__name__}: settings is the provider's Settings"
         with pytest.raises(TypeError):
             args_cls(*[None] * len(fields))  # positional arguments are refused
 

@@ -205,14 +205,16 @@ class Settings:
             raise ValueError("clusterctl:subnetIds needs clusterctl:vpcId (the VPC of the subnets)")
 
 
-@dataclass(frozen=True, kw_only=True)
-class NetworkArgs(component.NetworkArgs):
-    settings: Settings
+Args = component.provider_args(Settings)
+"""the base of every ``XxxArgs`` below: the shared arguments with ``settings`` this provider's :class:`Settings`"""
+
+
+class NetworkArgs(Args, component.NetworkArgs):
+    """the VPC's, its subnets' and security group's (created, or the stack's ``vpcId`` and ``subnetIds``)"""
 
 
 @dataclass(frozen=True, kw_only=True)
-class GpuNodeGroupArgs(component.NodeGroupArgs):
-    settings: Settings
+class GpuNodeGroupArgs(Args, component.NodeGroupArgs):
     network: Network
     boot: Boot
     placement_group: aws.ec2.PlacementGroup
@@ -221,8 +223,7 @@ class GpuNodeGroupArgs(component.NodeGroupArgs):
 
 
 @dataclass(frozen=True, kw_only=True)
-class HeadNodesArgs(component.HeadNodesArgs):
-    settings: Settings
+class HeadNodesArgs(Args, component.HeadNodesArgs):
     network: Network
     boot: Boot
     image: pulumi.Input[str]
@@ -230,34 +231,30 @@ class HeadNodesArgs(component.HeadNodesArgs):
 
 
 @dataclass(frozen=True, kw_only=True)
-class IdentityArgs(component.IdentityArgs):
-    settings: Settings
+class IdentityArgs(Args, component.IdentityArgs):
     classes: dict[str, IdentityClass]
     """the identity classes (clusterctl.cloud.stack.identity.identity_classes)"""
 
 
 @dataclass(frozen=True, kw_only=True)
-class NamesArgs(component.ComponentArgs):
-    settings: Settings
+class NamesArgs(Args):
     network: Network
     instances: dict[str, aws.ec2.Instance]
     """the static instances, by host name"""
 
 
-@dataclass(frozen=True, kw_only=True)
-class ConfigStoreArgs(component.ConfigStoreArgs):
-    settings: Settings
+class ConfigStoreArgs(Args, component.ConfigStoreArgs):
+    """the configuration object store's: the spec and the settings only"""
 
 
 @dataclass(frozen=True, kw_only=True)
-class StorageArgs(component.StorageArgs):
-    settings: Settings
+class StorageArgs(Args, component.StorageArgs):
     network: Network
 
 
 @dataclass(frozen=True, kw_only=True)
-class ClusterArgs(component.ClusterArgs):
-    settings: Settings
+class ClusterArgs(Args, component.ClusterArgs):
+    """the whole cluster's: ``secrets`` and ``render_dir`` (component.ClusterArgs)"""
 
 
 def _tags(spec: CloudSpec, name: str, **extra: str) -> dict[str, str]:

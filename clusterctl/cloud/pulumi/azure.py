@@ -192,15 +192,17 @@ class Settings:
         component.refuse_world_network("vnetCidr", self.vnet_cidr)
 
 
+Args = component.provider_args(Settings)
+"""the base of every ``XxxArgs`` below: the shared arguments with ``settings`` this provider's :class:`Settings`"""
+
+
 @dataclass(frozen=True, kw_only=True)
-class NetworkArgs(component.NetworkArgs):
-    settings: Settings
+class NetworkArgs(Args, component.NetworkArgs):
     resource_group: az.resources.ResourceGroup
 
 
 @dataclass(frozen=True, kw_only=True)
-class GpuNodeGroupArgs(component.NodeGroupArgs):
-    settings: Settings
+class GpuNodeGroupArgs(Args, component.NodeGroupArgs):
     resource_group: az.resources.ResourceGroup
     network: Network
     boot: Boot | None = None
@@ -209,23 +211,20 @@ class GpuNodeGroupArgs(component.NodeGroupArgs):
 
 
 @dataclass(frozen=True, kw_only=True)
-class HeadNodesArgs(component.HeadNodesArgs):
-    settings: Settings
+class HeadNodesArgs(Args, component.HeadNodesArgs):
     resource_group: az.resources.ResourceGroup
     network: Network
     boot: Boot | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
-class StorageArgs(component.StorageArgs):
-    settings: Settings
+class StorageArgs(Args, component.StorageArgs):
     resource_group: az.resources.ResourceGroup
     network: Network
 
 
 @dataclass(frozen=True, kw_only=True)
-class MungeKeyArgs(component.ComponentArgs):
-    settings: Settings
+class MungeKeyArgs(Args):
     resource_group: az.resources.ResourceGroup
     network: Network
     secrets: component.StackSecrets
@@ -233,15 +232,13 @@ class MungeKeyArgs(component.ComponentArgs):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ConfigStoreArgs(component.ConfigStoreArgs):
-    settings: Settings
+class ConfigStoreArgs(Args, component.ConfigStoreArgs):
     resource_group: az.resources.ResourceGroup
     network: Network
 
 
 @dataclass(frozen=True, kw_only=True)
-class IdentitiesArgs(component.IdentityArgs):
-    settings: Settings
+class IdentitiesArgs(Args, component.IdentityArgs):
     resource_group: az.resources.ResourceGroup
     scopes: dict[str, pulumi.Output | None]
     """the scope of each grant key of :func:`identity_grants` (None: not in this cluster)"""
@@ -249,8 +246,8 @@ class IdentitiesArgs(component.IdentityArgs):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ClusterArgs(component.ClusterArgs):
-    settings: Settings
+class ClusterArgs(Args, component.ClusterArgs):
+    """the whole cluster's, resource group included: ``secrets`` and ``render_dir`` (component.ClusterArgs)"""
 
 
 # ------------------------------------------------------------------------------------------- components
@@ -344,6 +341,20 @@ def _vm(name: str, *, spec: CloudSpec, settings: Settings, resource_group: az.re
     return nic, vm
 
 
+def _storage_account(resource: str, account: str, spec: CloudSpec, settings: Settings,
+                     rg: az.resources.ResourceGroup, network: Network, *, purpose: str, sku: str, shared_keys: bool,
+                     services: tuple[str, ...], opts: pulumi.ResourceOptions) -> az.storage.StorageAccount:
+    """A StorageV2 account as every account of the cluster is: HTTPS only, TLS 1.2, no public blob access,
+    infrastructure encryption of ``services``, the network rules of :func:`_storage_network_rules`."""
+    return az.storage.StorageAccount(
+        resource, account_name=account, resource_group_name=rg.name, location=rg.location, kind="StorageV2",
+        sku={"name": sku}, access_tier="Hot", enable_https_traffic_only=True, minimum_tls_version="TLS1_2",
+        allow_blob_public_access=False, allow_shared_key_access=shared_keys, public_network_access="Enabled",
+        encryption={"key_source": "Microsoft.Storage", "require_infrastructure_encryption": True,
+                    "services": {service: {"enabled": True, "key_type": "Account"} for service in services}},
+        network_rule_set=_storage_network_rules(settings, network), tags=tags(spec, purpose=purpose), opts=opts)
+
+
 def _storage_network_rules(settings: Settings, network: Network) -> dict:
     """A storage account's network rules: default Deny, the compute and head subnets and ``admin_cidr``."""
     return {"default_action": "Deny", "bypass": "AzureServices",
@@ -431,16 +442,9 @@ class Storage(pulumi.ComponentResource):
                 self.mounts[t.name] = self._amlfs(name, spec, rg, network, t, child)
             elif t.tier == "nfs":
                 self.mounts[t.name] = self._anf(name, spec, rg, network, t, child)
-        self.account = az.storage.StorageAccount(
-            f"{name}-checkpoints", account_name=settings.storage_account, resource_group_name=rg.name,
-            location=rg.location, kind="StorageV2", sku={"name": "Standard_ZRS"}, access_tier="Hot",
-            enable_https_traffic_only=True, minimum_tls_version="TLS1_2", allow_blob_public_access=False,
-            allow_shared_key_access=False, public_network_access="Enabled",
-            encryption={"key_source": "Microsoft.Storage", "require_infrastructure_encryption": True,
-                        "services": {"blob": {"enabled": True, "key_type": "Account"},
-                                     "file": {"enabled": True, "key_type": "Account"}}},
-            network_rule_set=_storage_network_rules(settings, network),
-            tags=tags(spec, purpose="checkpoints"), opts=child)
+        self.account = _storage_account(
+            f"{name}-checkpoints", settings.storage_account, spec, settings, rg, network, purpose="checkpoints",
+            sku="Standard_ZRS", shared_keys=False, services=("blob", "file"), opts=child)
         self.blob_service = az.storage.BlobServiceProperties(
             f"{name}-checkpoints-blob", account_name=self.account.name, resource_group_name=rg.name,
             blob_services_name="default", is_versioning_enabled=True,
@@ -541,15 +545,9 @@ class ConfigStore(pulumi.ComponentResource):
         spec, settings, rg, network = args.spec, args.settings, args.resource_group, args.network
         self.rg, self.base = rg, name
         self.url = config_url(settings.config_account)
-        self.account = az.storage.StorageAccount(
-            f"{name}-account", account_name=settings.config_account, resource_group_name=rg.name,
-            location=rg.location, kind="StorageV2", sku={"name": "Standard_LRS"}, access_tier="Hot",
-            enable_https_traffic_only=True, minimum_tls_version="TLS1_2", allow_blob_public_access=False,
-            allow_shared_key_access=True, public_network_access="Enabled",
-            encryption={"key_source": "Microsoft.Storage", "require_infrastructure_encryption": True,
-                        "services": {"blob": {"enabled": True, "key_type": "Account"}}},
-            network_rule_set=_storage_network_rules(settings, network),
-            tags=tags(spec, purpose="config"), opts=child)
+        self.account = _storage_account(
+            f"{name}-account", settings.config_account, spec, settings, rg, network, purpose="config",
+            sku="Standard_LRS", shared_keys=True, services=("blob",), opts=child)
         self.container = az.storage.BlobContainer(
             f"{name}-container", account_name=self.account.name, resource_group_name=rg.name,
             container_name=CONFIG_CONTAINER, public_access="None", opts=child)

@@ -18,7 +18,7 @@ No provider SDK is imported here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, make_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +92,12 @@ class ClusterArgs(ComponentArgs):
 @dataclass(frozen=True, kw_only=True)
 class NetworkArgs(ComponentArgs):
     """The cluster's network."""
+
+
+def provider_args(settings: type) -> type[ComponentArgs]:
+    """A provider module's base of its ``XxxArgs``: :class:`ComponentArgs` with ``settings`` narrowed to the
+    provider's ``Settings`` class; each ``XxxArgs`` derives from it and from the shared base of its idea."""
+    return make_dataclass("Args", [("settings", settings)], bases=(ComponentArgs,), frozen=True, kw_only=True)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -112,28 +112,28 @@ class Settings:
             component.refuse_world_network(setting, cidr)
 
 
-@dataclass(frozen=True, kw_only=True)
-class NetworkArgs(component.NetworkArgs):
-    settings: Settings
+Args = component.provider_args(Settings)
+"""the base of every ``XxxArgs`` below: the shared arguments with ``settings`` this provider's :class:`Settings`"""
+
+
+class NetworkArgs(Args, component.NetworkArgs):
+    """the primary VPC's, the GPU networks' and the firewall's (ranges from the stack's settings)"""
 
 
 @dataclass(frozen=True, kw_only=True)
-class GpuNodeGroupArgs(component.NodeGroupArgs):
-    settings: Settings
+class GpuNodeGroupArgs(Args, component.NodeGroupArgs):
     network: Network
     boot: Boot
 
 
 @dataclass(frozen=True, kw_only=True)
-class HeadNodesArgs(component.HeadNodesArgs):
-    settings: Settings
+class HeadNodesArgs(Args, component.HeadNodesArgs):
     network: Network
     boot: Boot
 
 
 @dataclass(frozen=True, kw_only=True)
-class ElasticNodeGroupArgs(component.ComponentArgs):
-    settings: Settings
+class ElasticNodeGroupArgs(Args):
     group: GroupSpec
     network: Network
     service_account: pulumi.Input[str]
@@ -141,36 +141,32 @@ class ElasticNodeGroupArgs(component.ComponentArgs):
 
 
 @dataclass(frozen=True, kw_only=True)
-class StorageArgs(component.StorageArgs):
-    settings: Settings
+class StorageArgs(Args, component.StorageArgs):
     network: Network
 
 
 @dataclass(frozen=True, kw_only=True)
-class StackSecretArgs(component.ComponentArgs):
-    settings: Settings
+class StackSecretArgs(Args):
     value: pulumi.Input[str]
     """the secret's value (a secret Output)"""
     purpose: str
     """``munge-key`` or ``slurmdbd-password``: the secret's name after the cluster's"""
 
 
-@dataclass(frozen=True, kw_only=True)
-class ConfigStoreArgs(component.ConfigStoreArgs):
-    settings: Settings
+class ConfigStoreArgs(Args, component.ConfigStoreArgs):
+    """the configuration object store's: the spec and the settings only"""
 
 
 @dataclass(frozen=True, kw_only=True)
-class IdentitiesArgs(component.IdentityArgs):
-    settings: Settings
+class IdentitiesArgs(Args, component.IdentityArgs):
     config: ConfigStore
     secrets: dict[str, StackSecret]
     """``munge`` and (with accounting hosts) ``slurmdbd``"""
 
 
 @dataclass(frozen=True, kw_only=True)
-class ClusterArgs(component.ClusterArgs):
-    settings: Settings
+class ClusterArgs(Args, component.ClusterArgs):
+    """the whole cluster's: ``secrets`` and ``render_dir`` (component.ClusterArgs)"""
 
 
 # ------------------------------------------------------------------------------------------- components

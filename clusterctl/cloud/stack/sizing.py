@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 GIB_PER_TB = 1e12 / 2**30
 TIB_PER_TB = 1e12 / 2**40
@@ -25,6 +26,7 @@ def step_up(value: float, minimum: float, step: float) -> int:
 
 @dataclass(frozen=True)
 class Tier:
+    """One throughput tier (SKU, service level) of a storage service and its capacity increments."""
     name: str
     """what the provider calls it: the per-unit throughput, SKU or service level"""
     throughput_per_tib: int
@@ -34,8 +36,8 @@ class Tier:
     """capacity increments, in the table's unit: ``minimum``, then multiples of ``step``"""
 
 
-@dataclass(frozen=True)
-class SizingTable:
+class SizingTable(NamedTuple):
+    """A storage service's tiers, slowest first, with the source of their figures."""
     service: str
     unit: str
     """GiB or TiB: the unit the service's capacity is given in"""
@@ -45,11 +47,11 @@ class SizingTable:
     throughput_unit: str = "MB/s"
 
 
-FSX_LUSTRE = SizingTable("FSx for Lustre PERSISTENT_2 (SSD)", "GiB", tuple(
+FSX_LUSTRE = SizingTable("FSx for Lustre PERSISTENT_2", "GiB", tuple(
     Tier(str(unit), unit, 1200, 2400) for unit in (125, 250, 500, 1000)),
     "FSx for Lustre: SSD capacity 1,200 GiB, 2,400 GiB, then multiples of 2,400 GiB; per-unit storage "
     "throughput 125, 250, 500 or 1,000 MB/s per TiB")
-MANAGED_LUSTRE = SizingTable("Google Cloud Managed Lustre", "GiB", (
+MANAGED_LUSTRE = SizingTable("Managed Lustre", "GiB", (
     Tier("125", 125, 72_000, 72_000), Tier("250", 250, 36_000, 36_000), Tier("500", 500, 18_000, 18_000),
     Tier("1000", 1000, 9_000, 9_000)),
     "cloud.google.com/managed-lustre/docs/performance-tiers (1000: 9,000 GiB minimum and step; 500: 18,000; "
