@@ -65,7 +65,8 @@ SUSPEND_TIMEOUT_S = 30
 RUNCMD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 CLOUD_CONFIG_KEYS = {"hostname", "fqdn", "prefer_fqdn_over_hostname", "preserve_hostname", "manage_etc_hosts",
                      "write_files", "runcmd"}
-"""the cloud-config keys the stand-in applies (the ones clusterctl.cloud.stack.userdata renders); any other is refused"""
+"""the cloud-config keys the stand-in applies (the ones clusterctl.cloud.stack.userdata renders); any other is
+refused"""
 CALLS_FILE = "elastic-calls.jsonl"
 """in DIR/.rehearsal: the fake provider API's calls.jsonl of the head node after the cycle"""
 CONTROL_FILE = "elastic-cycle.json"

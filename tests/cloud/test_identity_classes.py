@@ -55,7 +55,8 @@ def stack_classes(blueprint: str) -> tuple[str, dict[str, str]]:
     spec = cloud_spec(plan_of(shipped(blueprint)))
     rec = run_program(spec, config=CONFIG[spec.provider], secrets=MUNGE)
     found = READERS[spec.provider](rec, spec.cluster)
-    return spec.provider, {name: hostlist.compress(sorted(hosts)) if hosts else "" for name, hosts in sorted(found.items())}
+    return spec.provider, {name: hostlist.compress(sorted(hosts)) if hosts else ""
+                           for name, hosts in sorted(found.items())}
 
 
 SHIPPED = {

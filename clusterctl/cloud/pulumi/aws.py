@@ -20,8 +20,9 @@ Everything is built from a :class:`~clusterctl.cloud.stack.spec.CloudSpec` plus 
 
 With the render directory (``build(ClusterArgs(..., render_dir=OUT))``) the program also uploads the
 configuration object (:mod:`clusterctl.cloud.stack.bundle`) to a private config bucket, gives every static instance
-bootstrap user data (:mod:`clusterctl.cloud.stack.userdata`) and an instance profile per node role class
-(clusterctl.cloud.stack.identity.identity_classes, :func:`policy_document`), and names the instances in a Route 53 private hosted zone
+bootstrap user data (:mod:`clusterctl.cloud.stack.userdata`) and an instance profile per identity class
+(clusterctl.cloud.stack.identity.identity_classes, :func:`policy_document`), and names the instances in a
+Route 53 private hosted zone
 (docs/cloud.md, "AWS").
 """
 
@@ -187,7 +188,8 @@ ASSUME_EC2 = json.dumps({"Version": "2012-10-17", "Statement": [{
 
 @dataclass(frozen=True)
 class Settings:
-    """The stack configuration of an AWS cluster (the table above), read once by :mod:`clusterctl.cloud.pulumi.program`."""
+    """The stack configuration of an AWS cluster (the table above), read once by
+    :mod:`clusterctl.cloud.pulumi.program`."""
     admin_cidr: str
     key_name: str | None = None
     vpc_id: str | None = None

@@ -2,7 +2,8 @@
 
 Arguments. Every component takes ``(name, args, opts)``; ``args`` is an ``XxxArgs`` dataclass built by keyword,
 and the same idea has the same field on every provider: ``spec`` (the :class:`~clusterctl.cloud.stack.spec.CloudSpec`),
-``settings`` (the provider's ``Settings``: the stack configuration, read once by :mod:`clusterctl.cloud.pulumi.program`),
+``settings`` (the provider's ``Settings``: the stack configuration, read once by
+:mod:`clusterctl.cloud.pulumi.program`),
 ``network``, ``group`` / ``groups``, ``boot`` (what an instance boots with: identity and user data),
 ``secrets`` (:class:`StackSecrets`), ``render_dir``. A provider module narrows ``settings`` to its own type and
 adds what only it has (``image``, ``placement_group`` on AWS, ``resource_group`` on Azure, ...). Components never

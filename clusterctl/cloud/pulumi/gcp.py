@@ -35,7 +35,8 @@ With ``render_dir`` every static instance gets ``user-data`` (the host name and 
 the config object is uploaded; without it neither.
 
 Stack configuration (``pulumi config set clusterctl:<key>``; :mod:`clusterctl.cloud.pulumi.program` reads it once into
-:class:`Settings` and :class:`~clusterctl.cloud.pulumi.component.StackSecrets`): ``adminCidr`` (overrides the blueprint's),
+:class:`Settings` and :class:`~clusterctl.cloud.pulumi.component.StackSecrets`): ``adminCidr`` (overrides the
+blueprint's),
 ``sshPublicKey`` (added to instance metadata; without it OS Login is used), ``sshUser``, ``gpuImage``,
 ``headImage``, ``kmsKey`` (CMEK for boot disks, Lustre, the buckets and the secrets), ``serviceAccount`` (an
 existing identity for every node instead of the per-role accounts), ``primaryCidr``, ``serviceCidr``,

@@ -57,7 +57,8 @@ MANAGED_LUSTRE = SizingTable("Managed Lustre", "GiB", (
     "cloud.google.com/managed-lustre/docs/performance-tiers (1000: 9,000 GiB minimum and step; 500: 18,000; "
     "250: 36,000; 125: 72,000)")
 AZURE_MANAGED_LUSTRE = SizingTable("Azure Managed Lustre", "TiB", tuple(
-    Tier(f"AMLFS-Durable-Premium-{unit}", unit, size, size) for unit, size in ((40, 48), (125, 16), (250, 8), (500, 4))),
+    Tier(f"AMLFS-Durable-Premium-{unit}", unit, size, size)
+    for unit, size in ((40, 48), (125, 16), (250, 8), (500, 4))),
     "MicrosoftDocs azure-managed-lustre create-file-system-portal.md, \"Throughput configurations\" (40: 48/48 "
     "TiB, 125: 16/16, 250: 8/8, 500: 4/4)")
 AZURE_NETAPP_FILES = SizingTable("Azure NetApp Files", "TiB", (

@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from importlib import resources
 
 from clusterctl.cloud.stack.hostname import check
-from clusterctl.cloud.node.cloud_config import BOOTSTRAP_CONFIG, BOOTSTRAP_PROGRAM, LIMITS, UserDataTooLarge, cloud_config
+from clusterctl.cloud.node.cloud_config import (BOOTSTRAP_CONFIG, BOOTSTRAP_PROGRAM, LIMITS, UserDataTooLarge,
+                                                cloud_config)
 
 __all__ = ["BOOTSTRAP_CONFIG", "BOOTSTRAP_PROGRAM", "LIMITS", "SECRET_KINDS", "UserDataTooLarge", "bootstrap_config",
            "program_text", "user_data"]
