@@ -478,7 +478,7 @@ def inventory(
 ) -> None:
     """Ansible inventory of a deployed cloud cluster: the render's groups plus each host's private address
     from the Pulumi stack outputs (updates ansible/inventory.yml and hosts/hosts in DIR)."""
-    from clusterctl.cloud.inventory import OutputsError, cloud_nodes, read_outputs
+    from clusterctl.cloud.stack.inventory import OutputsError, cloud_nodes, read_outputs
     from clusterctl.targets import RenderError
     from clusterctl.targets.cloud_inventory import write_inventory
     from clusterctl.write import OutputDirError

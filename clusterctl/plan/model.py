@@ -297,6 +297,11 @@ class ClusterPlan:
         return self.blueprint.name
 
     @property
+    def description(self) -> str:
+        """the blueprint's ``description:``"""
+        return self.blueprint.description
+
+    @property
     def slurm(self):
         """the ``slurm:`` settings, None without Slurm; its host roles are :func:`clusterctl.plan.roles.slurm_roles`"""
         return self.blueprint.slurm
@@ -318,7 +323,7 @@ class ClusterPlan:
 
     @property
     def cloud(self):
-        """the ``cloud:`` settings, None on bare metal; the stack facts are :mod:`clusterctl.cloud.spec`'s"""
+        """the ``cloud:`` settings, None on bare metal; the stack facts are :mod:`clusterctl.cloud.stack.spec`'s"""
         return self.blueprint.cloud
 
     @property

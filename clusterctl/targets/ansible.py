@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from clusterctl import hostlist
 from clusterctl.catalog.models import accelerator_vendor
 from clusterctl.names import ansible_group_name
-from clusterctl.cloud.gpudirect import RXDM_ROLE, needs_rxdm
-from clusterctl.cloud.spec import is_elastic
+from clusterctl.cloud.stack.gpudirect import RXDM_ROLE, needs_rxdm
+from clusterctl.plan.cloud import is_elastic
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.plan.roles import slurm_roles
 from clusterctl.plan.nvlink import IMEX_SWITCH, imex_configured
@@ -466,7 +466,7 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
             wanted.append("roce_network")
         if g.name in nccl:
             wanted.append("nccl")
-        if needs_rxdm(g):  # GCP A3 Mega: the RxDM prolog/epilog pieces (clusterctl/cloud/gpudirect.py)
+        if needs_rxdm(g):  # GCP A3 Mega: the RxDM prolog/epilog pieces (clusterctl/cloud/stack/gpudirect.py)
             wanted.append(RXDM_ROLE)
         if wanted:
             what = f"{g.type.gpus} x {g.type.gpu_model} per node" if g.type.gpus else "no GPUs"
