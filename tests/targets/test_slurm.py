@@ -79,8 +79,7 @@ def test_gpus_split_evenly_over_sockets():
 def test_real_memory_is_memory_less_the_reserve_in_mib():
     assert slurm.real_memory_mib(2048, 16) == 2080768
     assert slurm.real_memory_mib(960, 16) == 966656
-    with pytest.raises(slurm.SlurmRenderError, match="leaves no memory"):
-        slurm.real_memory_mib(16, 16)
+    assert slurm.real_memory_mib(16, 16) == 0  # refused by render and reported by SLURM011 (memory_refusal)
 
 
 def test_switch_and_block_lines():
