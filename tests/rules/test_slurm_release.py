@@ -11,9 +11,10 @@ import pytest
 from clusterctl.plan.slurm import (BLOCK_PLUGIN, CLOUD_REG_ADDRS, FEATURES, PRIVATE_DATA_CLOUD, Release,
                                    slurm_release, supports, version_table)
 from clusterctl.targets import slurm as slurm_target
-from tests.helpers import hits, lab, plan_of
+from tests.helpers import cli, hits, lab, plan_of
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "slurm.md"
+REPO = Path(__file__).resolve().parents[2]
+DOCS = REPO / "docs" / "slurm.md"
 
 
 def test_release_is_parsed_once_and_none_without_slurm_or_a_release():
@@ -91,3 +92,17 @@ def test_slurm011_quiet_when_memory_is_left():
     data["slurm"]["memory_reserve_gb"] = 2047
     assert hits(data, "SLURM011") == []
     assert hits(lab(), "SLURM011") == []
+
+
+def test_issue_example_validate_refuses_slurm_19_05_where_render_would(tmp_path):
+    """lab-2node with slurm.version "19.05" and its install pin removed validated with exit 0 and render exited 2;
+    validate now exits 1 with the error at the version's line."""
+    text = (REPO / "blueprints" / "lab-2node.yaml").read_text()
+    text = text.replace('version: "24.05"', 'version: "19.05"').replace(', version: "24.05.4-1"}', "}")
+    text = text.replace("install: {kind: debs, path: /srv/slurm-debs}", "install: {kind: distro}")
+    path = tmp_path / "lab-19.yaml"
+    path.write_text(text)
+    r = cli("validate", str(path))
+    assert r.returncode == 1, r.stdout + r.stderr
+    line = text.splitlines().index('  version: "19.05"') + 1
+    assert "error[SLURM003]" in r.stderr and f"lab-19.yaml:{line}:12" in r.stderr
