@@ -10,7 +10,8 @@ Mutations (each drawn independently, most left alone): slurm.version (malformed,
 a patch level) with the install pin following or removed, slurm.install kind and package naming, topology,
 block_sizes and gres_autodetect (release-gated), memory_reserve_gb, cluster_name, partition max_time and QOS
 max_wall, cloud options (placement_group, reservation, an elastic group) and storage tier options (mount, an NFS
-export served by a node of the blueprint, an added parallel, object or local tier). The 100k-GPU blueprint is left
+export served by a node of the blueprint, an added parallel, object or local tier), the last node group's name
+(Ansible inventory group names) and the in-band address pool removed. The 100k-GPU blueprint is left
 out for time (0.7 s a plan). Bounded and deterministic: max_examples below, derandomize=True (about 40 s on one
 core); `--hypothesis-show-statistics` lists the refusals exercised as events.
 """
@@ -47,6 +48,8 @@ TIERS = [
      "write_gb_per_s": 1},
     {"name": "scratch2", "tier": "local", "mount": "/scratch2"},
 ]
+GROUP_NAMES = ["slurm_controllers", "slurm_cluster", "gpu_nodes", "nfs_servers", "compute", "login", "head",
+               "rack_lab01", "su_ib_1", "nvlink_gb200_1", "svc2"]
 INSTALLS = {
     "distro": lambda v: {"kind": "distro"},
     "distro-pinned": lambda v: {"kind": "distro", "version": f"{v}.1-1"},
@@ -117,6 +120,12 @@ def mutated(draw) -> tuple[str, dict, list[str]]:
     if (extra := draw(maybe(TIERS))) is not None:
         storage.append(copy.deepcopy(extra))
         done.append(f"tier {extra['name']}")
+    if (group := draw(maybe(GROUP_NAMES))) is not None:
+        data["node_groups"][-1]["name"] = group  # the last group (head, login, ...): partitions name the first
+        done.append(f"node group {group}")
+    if data.get("addressing") and draw(maybe([True])):
+        data["addressing"] = {k: v for k, v in data["addressing"].items() if v.get("role") != "inband"}
+        done.append("no in-band pool")
     return name, data, done
 
 
