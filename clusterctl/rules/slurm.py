@@ -1,10 +1,12 @@
 """Slurm: partitions, controllers, version-dependent features and GRES, checked before slurm.conf exists.
 
 Every rule is silent when the blueprint has no ``slurm:`` section. The release facts the slurm target renders
-by too (first release of topology/block, BlockSizes, topology.yaml, AutoDetect=nvidia) are in
-:mod:`clusterctl.plan.slurm`, with their sources; version facts come from the Slurm CHANGELOG and man pages as
-summarised in the project's reference notes (slurm-nccl.md section 6) and from SchedMD/slurm
-``src/common/read_config.c``.
+by too are one table, :data:`clusterctl.plan.slurm.FEATURES` (first and last release of each option, with its
+source), asked through ``supports(slurm_release(plan), FEATURE)``; what the target refuses (a release older than
+the oldest rendered, a memory reserve that leaves no memory) is decided by the plan functions it raises from
+(``release_refusal``, ``memory_refusal``), so SLURM003 and SLURM011 report it first. Version facts come from the
+Slurm CHANGELOG and man pages as summarised in the project's reference notes (slurm-nccl.md section 6) and from
+SchedMD/slurm ``src/common/read_config.c``.
 """
 
 from __future__ import annotations
