@@ -144,8 +144,9 @@ def partition_lines(plan: ClusterPlan) -> list[str]:
     lines, default_done = [], False
     for i, part in enumerate(plan.slurm.partitions):
         groups = partition_groups(plan, part)
-        if not groups:
-            raise SlurmRenderError(f"partition {part.name} has no nodes (slurmctld refuses empty partitions)")
+        if not groups:  # SLURM001 reports each name that is no node group
+            refuse(Refusal(("slurm", "partitions", i, "groups"), f"partition {part.name} has no nodes (slurmctld "
+                           "refuses empty partitions)", "name node groups of the blueprint (rule SLURM001)"))
         nodes = groups[0].hostlist if len(groups) == 1 else hostlist.compress(h for g in groups for h in g.hosts)
         default = part.default and not default_done
         default_done = default_done or default
@@ -269,12 +270,15 @@ def slurm_conf(plan: ClusterPlan, version: Release, groups: Sequence[GroupPlan])
     name = (slurm.cluster_name or plan.name).lower()
     with at(("slurm", "cluster_name") if slurm.cluster_name else ("name",)):
         conf_value(name, "ClusterName")
-    if len(name) > CLUSTER_NAME_MAX:
-        raise SlurmRenderError(f"ClusterName {name} is longer than {CLUSTER_NAME_MAX} characters (slurm.conf(5))")
+    if len(name) > CLUSTER_NAME_MAX:  # the name kinds refuse it when the blueprint loads; a guard for other plans
+        refuse(Refusal(("slurm", "cluster_name") if slurm.cluster_name else ("name",),
+                       f"ClusterName {name} is longer than {CLUSTER_NAME_MAX} characters (slurm.conf(5))",
+                       f"set slurm.cluster_name to at most {CLUSTER_NAME_MAX} characters"))
     roles = slurm_roles(plan)
     controllers = roles.controllers
     if not controllers:
-        raise SlurmRenderError(f"slurm.controllers '{slurm.controllers}' is not a host list (rule SLURM002)")
+        refuse(Refusal(("slurm", "controllers"), f"slurm.controllers '{slurm.controllers}' is not a host list",
+                       "write names like head[01-02] or head01,head02 (rule SLURM002)"))
     plugin, topo_comment = _topology_plugin(slurm.topology, version)
     control = [_kv("ClusterName", name), *(_kv("SlurmctldHost", c) for c in controllers),
                _kv("SlurmUser", "slurm"), _kv("AuthType", "auth/munge"),
