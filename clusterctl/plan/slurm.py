@@ -231,6 +231,47 @@ def memory_refusal(plan: ClusterPlan, g: GroupPlan) -> Refusal | None:
                    f"group {g.name})")
 
 
+SACCTMGR_TIME = re.compile(r"(\d{1,5}-)?\d{1,7}(:\d{1,2}){0,2}")
+"""the Slurm times (minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS) written as sacctmgr's MaxWall: at most
+5-digit days, 7-digit minutes and 2-digit further fields (the SlurmTime kind admits longer fields)"""
+
+
+def sacctmgr_wall(text: str) -> str | None:
+    """A Slurm time as sacctmgr shows a limit in minutes (MaxWall): ``D-HH:MM:00`` or ``HH:MM:00``; ``""`` for
+    UNLIMITED; None when it is no :data:`SACCTMGR_TIME` (SLURM012). Seconds round up, as Slurm's time_str2mins
+    does."""
+    if text.upper() in ("UNLIMITED", "INFINITE"):
+        return ""
+    if not SACCTMGR_TIME.fullmatch(text):
+        return None
+    days, _, rest = text.rpartition("-")
+    parts = [int(p) for p in rest.split(":")]
+    if days:  # D-HH, D-HH:MM, D-HH:MM:SS
+        h, m, sec = (parts + [0, 0])[:3]
+    elif len(parts) == 1:  # minutes
+        h, m, sec = 0, parts[0], 0
+    elif len(parts) == 2:  # MM:SS
+        h, m, sec = 0, parts[0], parts[1]
+    else:
+        h, m, sec = parts
+    minutes = (int(days or 0) * 24 + h) * 60 + m + (1 if sec else 0)
+    d, rem = divmod(minutes, 24 * 60)
+    hh, mm = divmod(rem, 60)
+    return f"{d}-{hh:02d}:{mm:02d}:00" if d else f"{hh:02d}:{mm:02d}:00"
+
+
+def qos_wall_refusals(plan: ClusterPlan) -> list[Refusal]:
+    """The QOS whose max_wall the ansible target cannot write for sacctmgr (:func:`sacctmgr_wall` is None)."""
+    if plan.slurm is None:
+        return []
+    return [Refusal(("slurm", "qos", i, "max_wall"),
+                    f"slurm.qos max_wall {q.max_wall!r} is not a Slurm time (minutes, MM:SS, HH:MM:SS, D-HH, "
+                    "D-HH:MM, D-HH:MM:SS)",
+                    "write at most 5-digit days, 7-digit minutes and 2-digit hours, minutes and seconds fields, "
+                    'e.g. "7-00:00:00" or "UNLIMITED"')
+            for i, q in enumerate(plan.slurm.qos) if q.max_wall and sacctmgr_wall(q.max_wall) is None]
+
+
 def node_groups(plan: ClusterPlan) -> list[GroupPlan]:
     """Groups that run slurmd: every group a partition names, and every compute group."""
     named = {n for p in plan.slurm.partitions for n in p.groups}

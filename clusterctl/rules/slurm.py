@@ -22,7 +22,8 @@ from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.plan.roles import slurm_roles
 from clusterctl.plan.slurm import (AUTODETECT_NVIDIA, BLOCK_PLUGIN, BLOCK_SIZES, DISTRO_SLURM, OLDEST_SUPPORTED,
                                    SHARED_TIERS, TOPOLOGY_YAML, install_release, memory_refusal, node_groups,
-                                   provides_nvml, release_refusal, slurm_release, state_tier, supports)
+                                   provides_nvml, qos_wall_refusals, release_refusal, slurm_release, state_tier,
+                                   supports)
 from clusterctl.rules.base import Hit, Severity, rule
 
 SINGLE_CONTROLLER_MAX_NODES = 64
@@ -324,6 +325,17 @@ def memory_left(plan: ClusterPlan) -> Iterator[Hit]:
         refused = memory_refusal(plan, g)
         if refused is not None:
             yield Hit(refused.path, f"node group {g.name}: {refused.message}", refused.hint)
+
+
+@rule("SLURM012", "slurm", Severity.ERROR, "QOS max_wall sacctmgr is not given")
+def qos_wall(plan: ClusterPlan) -> Iterator[Hit]:
+    """The roles create each QOS with ``sacctmgr ... MaxWall=<max_wall>`` and compare it with what sacctmgr shows
+    (``D-HH:MM:00``), which the ansible target works out from max_wall. It takes the Slurm time forms with at most
+    5-digit days, 7-digit minutes and 2-digit further fields; a longer field (``12345678``, ``10:123``), which the
+    blueprint's time kind admits, is refused there, and reported here first
+    (:func:`clusterctl.plan.slurm.qos_wall_refusals`, which both ask)."""
+    for refused in qos_wall_refusals(plan):
+        yield Hit(refused.path, refused.message, refused.hint)
 
 
 @rule("SLURM009", "slurm", Severity.ERROR, "controller state on shared storage")

@@ -1,5 +1,6 @@
 """The Slurm release table (clusterctl.plan.slurm.FEATURES) and the refusals validate reports before render:
-SLURM003 for a release older than the oldest rendered, SLURM011 for a memory reserve that leaves no memory."""
+SLURM003 for a release older than the oldest rendered, SLURM011 for a memory reserve that leaves no memory,
+SLURM012 for a QOS max_wall sacctmgr is not given."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from clusterctl.plan.slurm import (BLOCK_PLUGIN, CLOUD_REG_ADDRS, FEATURES, PRIVATE_DATA_CLOUD, Release,
-                                   slurm_release, supports, version_table)
+                                   sacctmgr_wall, slurm_release, supports, version_table)
+from clusterctl.targets import RenderError, render_targets
 from clusterctl.targets import slurm as slurm_target
 from tests.helpers import cli, hits, lab, plan_of
 
@@ -106,3 +108,23 @@ def test_issue_example_validate_refuses_slurm_19_05_where_render_would(tmp_path)
     assert r.returncode == 1, r.stdout + r.stderr
     line = text.splitlines().index('  version: "19.05"') + 1
     assert "error[SLURM003]" in r.stderr and f"lab-19.yaml:{line}:12" in r.stderr
+
+
+@pytest.mark.parametrize("wall", ["12345678", "10:123", "123456-00"])
+def test_slurm012_reports_a_qos_max_wall_sacctmgr_is_not_given(wall):
+    data = lab()
+    data["slurm"]["qos"][0]["max_wall"] = wall
+    (h,) = hits(data, "SLURM012")
+    assert h.path == ("slurm", "qos", 0, "max_wall")
+    assert h.message == (f"slurm.qos max_wall '{wall}' is not a Slurm time (minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, "
+                         "D-HH:MM:SS)")
+    with pytest.raises(RenderError, match="is not a Slurm time"):
+        render_targets(plan_of(data), ["ansible"])
+
+
+def test_slurm012_quiet_for_the_times_sacctmgr_takes():
+    assert [sacctmgr_wall(t) for t in ("60", "90:30", "12:00:00", "2-12", "99999-23:59", "UNLIMITED")] == [
+        "01:00:00", "01:31:00", "12:00:00", "2-12:00:00", "99999-23:59:00", ""]
+    data = lab()
+    data["slurm"]["qos"][0]["max_wall"] = "1234567"
+    assert hits(data, "SLURM012") == [] and hits(lab(), "SLURM012") == []
