@@ -251,8 +251,8 @@ def names_distinct_in_any_case(plan: ClusterPlan) -> Iterator[Hit]:
     listed before ``head01``: glibc resolves ``head01`` from ``/etc/hosts`` to the first line, so slurmctld
     traffic, the ``/home`` mount and chrony follow the impostor), rack names (each becomes the Ansible group
     ``rack_<name>``, where ``-`` and ``.`` become ``_``: ``r-1`` and ``r.1`` are one group, which render
-    refuses; a node group named like one is NAME008's), partitions and node types (file names ``nccl/<type>.conf``, which overwrite each other on a
-    case-insensitive disk). QOS names are lower case when the blueprint is read (sacctmgr stores them so: ``Urgent``
+    refuses; a node group named like one is NAME008's), partitions and node types (file names
+    ``nccl/<type>.conf``, which overwrite each other on a case-insensitive disk). QOS names are lower case when the blueprint is read (sacctmgr stores them so: ``Urgent``
     would be added again on every converge). Exact repeats are NAME001, NAME004, SLURM007. Not suppressible: the
     second name takes the first's place."""
     yield from _case_clashes(_named_hosts(plan), str.lower, "case",

@@ -107,7 +107,8 @@ def _dedupe(items: Iterable[str]) -> list[str]:
 # --- what the plan says, shaped for Slurm ------------------------------------------------------------
 
 def slurm_version(plan: ClusterPlan) -> Release:
-    """The release to render for, or the refusal SLURM003 reports first (:func:`clusterctl.plan.slurm.release_refusal`)."""
+    """The release to render for, or the refusal SLURM003 reports first
+    (:func:`clusterctl.plan.slurm.release_refusal`)."""
     refuse(release_refusal(plan))
     return slurm_release(plan)
 
@@ -358,7 +359,8 @@ def imex_switch_sections(plan: ClusterPlan, version: Release) -> list[Section]:
     return [Section(
         f"multi-node NVLink ({domains}): IMEX channels are not created by default and CUDA's multi-node memory "
         f"calls fail without one (NVIDIA IMEX guide, IMEX Channels); switch/nvidia_imex gives each job its own "
-        f"channel (slurm.conf(5) SwitchType, Slurm {SWITCH_NVIDIA_IMEX.first}); imex_channel_count is the plugin's and the "
+        f"channel (slurm.conf(5) SwitchType, Slurm {SWITCH_NVIDIA_IMEX.first}); imex_channel_count is the plugin's "
+        "and the "
         f"driver's default (NVreg_ImexChannelCount), channel 0 reserved", (
             _kv("SwitchType", "switch/nvidia_imex"),
             f"SwitchParameters=imex_channel_count={IMEX_CHANNEL_COUNT}",  # constants only: key=value inside
@@ -431,8 +433,8 @@ def power_save_sections(plan: ClusterPlan, version: Release, groups: Sequence[Gr
         add(_kv("PrivateData", "cloud"), "powered-down cloud nodes are listed by sinfo (idle~), hidden otherwise "
             f"before {PRIVATE_DATA_CLOUD.removed} (slurm.conf(5) PrivateData)")
     width = cloud_tree_width(plan, version)
-    fanout = (f"TreeWidth {width} (scale section): before {TREE_WIDTH_NODE_COUNT.removed} slurmd daemons do not fan messages out "
-              "to cloud nodes (elastic_computing.html)" if width else "")
+    fanout = (f"TreeWidth {width} (scale section): before {TREE_WIDTH_NODE_COUNT.removed} slurmd daemons do not fan "
+              "messages out to cloud nodes (elastic_computing.html)" if width else "")
     return [Section(
         f"power saving: elastic node groups {names} are created by ResumeProgram when a job needs them and deleted "
         f"by SuspendProgram after SuspendTime idle (power_save.html, elastic_computing.html, slurm.conf(5) of "
