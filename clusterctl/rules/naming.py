@@ -314,7 +314,8 @@ def accounting_hosts_literal(plan: ClusterPlan) -> Iterator[Hit]:
                       "name the slurmdbd hosts with letters, digits and '-' only")
 
 
-@rule("NAME008", "naming", Severity.ERROR, "node group named like another Ansible inventory group")
+@rule("NAME008", "naming", Severity.ERROR, "node group named like another Ansible inventory group",
+      suppressible=False)
 def inventory_group_names(plan: ClusterPlan) -> Iterator[Hit]:
     """Every node group becomes the Ansible inventory group of its name, next to the groups the render adds: one
     per node role with nodes (a node group may share only its own role's name, like ``head`` of role head), the

@@ -313,7 +313,8 @@ def database_tls(plan: ClusterPlan) -> Iterator[Hit]:
                   "drop database_ca, or name the site's database server as database_host")
 
 
-@rule("SLURM011", "slurm", Severity.ERROR, "memory_reserve_gb leaves a node no memory")
+@rule("SLURM011", "slurm", Severity.ERROR, "memory_reserve_gb leaves a node no memory",
+      suppressible=False)
 def memory_left(plan: ClusterPlan) -> Iterator[Hit]:
     """slurm.conf's RealMemory of a Slurm node is its memory less ``memory_reserve_gb`` (default 3 %, at least
     16 GB). A reserve as large as a node's memory leaves no RealMemory to write (slurmd would register the node
@@ -327,7 +328,8 @@ def memory_left(plan: ClusterPlan) -> Iterator[Hit]:
             yield Hit(refused.path, f"node group {g.name}: {refused.message}", refused.hint)
 
 
-@rule("SLURM012", "slurm", Severity.ERROR, "QOS max_wall sacctmgr is not given")
+@rule("SLURM012", "slurm", Severity.ERROR, "QOS max_wall sacctmgr is not given",
+      suppressible=False)
 def qos_wall(plan: ClusterPlan) -> Iterator[Hit]:
     """The roles create each QOS with ``sacctmgr ... MaxWall=<max_wall>`` and compare it with what sacctmgr shows
     (``D-HH:MM:00``), which the ansible target works out from max_wall. It takes the Slurm time forms with at most

@@ -258,7 +258,8 @@ def exported_directory(plan: ClusterPlan) -> Iterator[Hit]:
                       allowed(EXPORT_DIRECTORY))
 
 
-@rule("STORAGE011", "storage", Severity.ERROR, "NFS tier served by a node without an in-band network")
+@rule("STORAGE011", "storage", Severity.ERROR, "NFS tier served by a node without an in-band network",
+      suppressible=False)
 def export_needs_inband(plan: ClusterPlan) -> Iterator[Hit]:
     """An NFS tier exported by a host of the blueprint (``export: head01:/export/home``) is served by the
     nfs_server role to the in-band address pools (its export clients, the network the mounts use). A blueprint
