@@ -37,6 +37,7 @@ from typing import Any
 import yaml
 
 from clusterctl.plan.fabric import ports_at
+from clusterctl.plan.cooling import cdu_loads
 from clusterctl.plan.model import ClusterPlan, FabricPlan, LinkBundle
 from clusterctl.report.capacity import Sources
 from clusterctl.report.section import ReportContext, Section, fmt, md_table
@@ -285,12 +286,9 @@ def _rack_rows(plan: ClusterPlan) -> tuple[list[dict], list[dict], list[dict]]:
 
 def _cdus(plan: ClusterPlan) -> list[dict]:
     """each CDU with the racks whose profile names it and their liquid heat at full load"""
-    cdus = []
-    for c in plan.cooling.cdus:
-        served = [r for r in plan.racks if (p := plan.rack_profile(r)) is not None and p.cdu == c.name]
-        cdus.append({"name": c.name, "capacity_kw": c.capacity_kw, "coolant": c.coolant, "racks": len(served),
-                     "liquid_load_kw": sum(r.liquid_heat_kw for r in served)})
-    return cdus
+    loads = cdu_loads(plan)
+    return [{"name": c.name, "capacity_kw": c.capacity_kw, "coolant": c.coolant, "racks": loads[c.name][1],
+             "liquid_load_kw": loads[c.name][0]} for c in plan.cooling.cdus]
 
 
 def _notes(extras: list[dict], has_instances: bool) -> list[str]:

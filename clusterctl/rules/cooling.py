@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from clusterctl.plan.model import ClusterPlan, RackPlan
+from clusterctl.plan.cooling import cdu_loads, rack_heat
+from clusterctl.plan.model import ClusterPlan
 from clusterctl.rules.base import Hit, Severity, profiled_racks, rack_budget_hit, rule
 
 COOLANTS = {
@@ -13,25 +14,6 @@ COOLANTS = {
     "pg25": (1.02, 3.85),
 }
 """Coolant properties for the flow check; sources in the docstring of :func:`cdu_flow`."""
-
-
-def rack_heat(rack: RackPlan, prof) -> tuple[float, float]:
-    """(liquid kW, air kW) the rack rejects. A rack without a liquid loop (``liquid_kw`` 0) sends the heat of
-    hybrid hardware to air too; only the cold-plate share of liquid-only hardware stays liquid (COOL005)."""
-    if prof.liquid_kw > 0:
-        return rack.liquid_heat_kw, rack.air_heat_kw
-    return rack.liquid_only_kw, rack.power_kw - rack.liquid_only_kw
-
-
-def cdu_loads(plan: ClusterPlan) -> dict[str, tuple[float, int]]:
-    """CDU name -> (liquid kW of the racks it feeds, number of racks)."""
-    loads = {c.name: (0.0, 0) for c in plan.blueprint.cooling.cdus}
-    for rack, prof in profiled_racks(plan):
-        if prof.cdu not in loads:
-            continue
-        kw, n = loads[prof.cdu]
-        loads[prof.cdu] = (kw + rack_heat(rack, prof)[0], n + 1)
-    return loads
 
 
 @rule("COOL001", "cooling", Severity.ERROR, "CDU capacity exceeded")
