@@ -12,6 +12,8 @@ from clusterctl.blueprint.load import load_blueprint
 from clusterctl.plan import expand
 from clusterctl.resources import data_dir
 from clusterctl.targets import ansible, render_targets
+from clusterctl.targets.ansible.inventory import InventoryError, ansible_ranges, group_name
+from clusterctl.targets.ansible.shipped_roles import CONTRACT_ROLES, HARDWARE_ROLES, SHARED_ROLES, shared_roles
 from clusterctl import yamlout
 from tests.helpers import BLUEPRINTS, lab, plan_of
 
@@ -54,12 +56,12 @@ def pod_files():
     (["gpu01", "gpu02", "gpu100"], ["gpu[01:02]", "gpu100"]),
 ])
 def test_ansible_ranges(names, expected):
-    assert ansible.ansible_ranges(names) == expected
+    assert ansible_ranges(names) == expected
 
 
 def test_group_names_are_identifiers():
-    assert ansible.group_name("ib-core.1") == "ib_core_1"
-    assert ansible.group_name("1a") == "_1a"
+    assert group_name("ib-core.1") == "ib_core_1"
+    assert group_name("1a") == "_1a"
 
 
 # --- inventory
@@ -123,7 +125,7 @@ def test_node_group_named_after_its_role_is_the_role_group():
 def test_node_group_named_after_another_role_is_refused():
     data = lab()
     data["node_groups"][1]["name"] = "compute"  # role head, but 'compute' is the compute nodes' role group
-    with pytest.raises(ansible.InventoryError, match="rename the node group"):
+    with pytest.raises(InventoryError, match="rename the node group"):
         ansible.render(plan_of(data))
 
 
@@ -213,7 +215,7 @@ def test_group_vars_hold_no_plain_secret(name):
 def test_lab_site_yml_plays(lab_files):
     site = yamlout.load(lab_files["ansible/site.yml"])
     plays = [(p["hosts"], [r["role"] for r in p["roles"]]) for p in site]
-    hardware = [r for r in ansible.HARDWARE_ROLES if (ROLES / r / "tasks" / "main.yml").is_file()
+    hardware = [r for r in HARDWARE_ROLES if (ROLES / r / "tasks" / "main.yml").is_file()
                 and r != "nvidia_imex"]  # the lab's NVLink domains are one node each: no IMEX
     assert plays == [
         ("slurm_cluster", ["slurm_preflight"]),
@@ -283,7 +285,7 @@ def test_site_yml_lists_only_copied_roles(pod_files):
     site = yamlout.load(pod_files["ansible/site.yml"])
     used = {r["role"] for p in site for r in p["roles"]}
     copied = {p.split("/")[2] for p in pod_files if p.startswith("ansible/roles/")}
-    assert used | ansible.shared_roles(used) == copied and "node_drain" in copied  # included by slurm_compute
+    assert used | shared_roles(used) == copied and "node_drain" in copied  # included by slurm_compute
     login = next(p for p in site if p["hosts"] == "login")
     assert [r["role"] for r in login["roles"]] == ["storage_clients", "enroot_pyxis", "slurm_login"]
 
@@ -296,7 +298,7 @@ def test_cloud_gpu_groups_get_no_doca_without_infiniband():
 
 
 def test_every_contract_role_is_shipped():
-    for role in ansible.CONTRACT_ROLES:
+    for role in CONTRACT_ROLES:
         assert (ROLES / role / "tasks" / "main.yml").is_file(), f"roles/{role} is missing"
 
 
@@ -503,7 +505,7 @@ def test_controller_on_a_login_group_keeps_every_mount():
 def test_weka_backends_given_as_a_host_list_are_expanded_for_the_mount():
     """The WEKA client mounts ``backend1,backend2/fs``; a host list was written unexpanded (``weka[01-03]/fs``)."""
     from clusterctl.plan.sources import weka_source
-    from clusterctl.targets.ansible import storage_mounts
+    from clusterctl.targets.ansible.storage import storage_mounts
     from tests.helpers import lab, plan_of
 
     assert weka_source("weka[01-03]", "data") == "weka01,weka02,weka03/data"
@@ -545,5 +547,5 @@ def test_shared_roles_are_exactly_the_roles_included_by_others():
                 name = (task.get("ansible.builtin.include_role") or task.get("ansible.builtin.import_role") or {})
                 if name.get("name") not in (None, role.name):
                     included.setdefault(name["name"], set()).add(role.name)
-    assert included == {r: set(users) for r, users in ansible.SHARED_ROLES.items()}
+    assert included == {r: set(users) for r, users in SHARED_ROLES.items()}
     assert included["internal_common"] == {"nvidia_driver", "dcgm", "doca_ofed", "enroot_pyxis"}
