@@ -6,6 +6,7 @@ from __future__ import annotations
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.targets.ansible.document import head_line, yaml_file
 from clusterctl.targets.ansible.inventory import ansible_ranges
+from clusterctl.targets.common import render_template
 from clusterctl.yamlout import Flow, comment, comment_lines, unsafe
 
 PULL_BATCHES = "ansible/pull/batches.yml"
@@ -16,6 +17,9 @@ PULL_STATUS_PLAYBOOK = "ansible/pull-status.yml"
 
 PULL_STATUS_FILE = "/var/lib/clusterctl/pull-status.json"
 """where clusterctl-pull (roles/ansible_pull/files) writes each node's result"""
+PULL_STATUS_TEMPLATE = "ansible/pull-status.yml.j2"
+"""the collector playbook: static but for the header and PULL_STATUS_FILE; the Ansible templates in it are kept
+as they are by a raw block"""
 
 
 def pull_settings(plan: ClusterPlan):
@@ -42,48 +46,6 @@ def pull_batches(plan: ClusterPlan) -> tuple[list[str], list[list[str]]]:
             [ansible_ranges(compute[i:i + size]) for i in range(0, len(compute), size)])
 
 
-PULL_STATUS_YML = """\
-# Collect every node's pull-status.json ({status}) and write a summary: which node applied which
-# version, which failed and in which task. Run where site.yml runs (it reads the files over SSH; --limit works):
-#   cd ansible && ansible-playbook pull-status.yml [-e clusterctl_pull_summary=/path/summary.json]
-# A node without a status file has never pulled; one that cannot be reached is listed as unreachable.
----
-- name: Collect the pull status of every node
-  hosts: all
-  gather_facts: false
-  become: true
-  tasks:
-    - name: Read the pull status file
-      ansible.builtin.slurp:
-        src: {status}
-      register: clusterctl_pull_status
-      failed_when: false
-
-    - name: Write the summary on the control host
-      ansible.builtin.copy:
-        dest: "{{{{ clusterctl_pull_summary | default(playbook_dir + '/../pull-summary.json') }}}}"
-        mode: "0644"
-        content: |
-          {{%- set nodes = {{}} %}}{{% set versions = {{}} %}}{{% set failed = {{}} %}}
-          {{%- for h in ansible_play_hosts_all | sort %}}
-          {{%- set r = hostvars[h].clusterctl_pull_status | default({{}}) %}}
-          {{%- set st = (r.content | b64decode | from_json) if r.content is defined
-              else {{'result': 'never pulled' if r else 'unreachable'}} %}}
-          {{%- set _ = nodes.update({{h: st}}) %}}
-          {{%- set v = st.last_ok_version | default(none) or 'none' %}}
-          {{%- set _ = versions.update({{v: versions.get(v, []) + [h]}}) %}}
-          {{%- if st.result != 'ok' %}}
-          {{%- set _ = failed.update({{h: {{'result': st.result, 'failed_task': st.failed_task | default(none),
-              'message': st.message | default('')}}}}) %}}
-          {{%- endif %}}
-          {{%- endfor %}}
-          {{{{ {{'nodes': nodes, 'versions': versions, 'failed': failed}} | to_nice_json }}}}
-      delegate_to: localhost
-      run_once: true
-      become: false
-"""
-
-
 def pull_files(plan: ClusterPlan) -> dict[str, str]:
     """ansible/pull/batches.yml (which batch each host is in) and ansible/pull-status.yml (the collector)."""
     pull = pull_settings(plan)
@@ -100,4 +62,5 @@ def pull_files(plan: ClusterPlan) -> dict[str, str]:
         [([], {"batch_percent": plan.slurm.rollout.batch_percent,
                "control": Flow(control), "batches": [Flow(b) for b in batches]})])
     return {PULL_BATCHES: batches_yml,
-            PULL_STATUS_PLAYBOOK: comment_lines([head_line(plan)]) + PULL_STATUS_YML.format(status=PULL_STATUS_FILE)}
+            PULL_STATUS_PLAYBOOK: render_template(PULL_STATUS_TEMPLATE, status_file=PULL_STATUS_FILE,
+                                                  header=comment_lines([head_line(plan)]).rstrip("\n"))}
