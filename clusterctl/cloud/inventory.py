@@ -24,7 +24,8 @@ from pathlib import Path
 import yaml
 
 from clusterctl import hostlist
-from clusterctl.cloud.node_address import Refused, check_address, shown
+from clusterctl.hidden_chars import shown
+from clusterctl.cloud.node_address import Refused, check_address
 from clusterctl.cloud.outputs_file import OutputsError, read_outputs
 from clusterctl.cloud.spec import inband_networks, is_elastic
 from clusterctl.plan.model import AddressPool, ClusterPlan
