@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from clusterctl.plan.model import AddressPool, ClusterPlan, FabricPlan, GroupPlan
 from clusterctl.plan.rdma import compute_hcas
+from clusterctl.plan.settings import fabric_settings
 
 SWITCH_MTU = 9216
 """switch port MTU on a RoCE fabric: NVIDIA's jumbo setting on Spectrum (Cumulus Linux default for RoCE
@@ -65,7 +66,7 @@ class RoceQos:
 
 def fabric_qos(plan: ClusterPlan, fp: FabricPlan) -> RoceQos | None:
     """The QoS of a RoCE fabric, None for other kinds."""
-    spec = plan.blueprint.fabrics[fp.index]
+    spec = fabric_settings(plan, fp)
     if spec.kind != "roce":
         return None
     return RoceQos(fp.name, spec.traffic_class, spec.pfc_priority, spec.ecn, spec.cnp_dscp, spec.mtu)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from clusterctl.plan.model import ClusterPlan, FabricPlan, NodeTypePlan
 from clusterctl.plan.rdma import compute_hcas
+from clusterctl.plan.settings import fabric_settings
 from clusterctl.targets.nccl.settings import ANY_IFNAME, Setting, nccl_version, overrides, version_text
 from clusterctl.targets.roce import fabric_qos
 
@@ -56,7 +57,7 @@ def compute_fabric(plan: ClusterPlan, nt: NodeTypePlan) -> ComputeFabric | None:
     rdma = tuple(f for f in fabrics if f.kind in ("infiniband", "roce"))
     fabrics = rdma + tuple(f for f in fabrics if f not in rdma)  # RDMA fabrics decide, listed first
     used = rdma or fabrics
-    specs = [plan.blueprint.fabrics[f.path[1]] for f in used]
+    specs = [fabric_settings(plan, f) for f in used]
     return ComputeFabric(
         fabrics=fabrics,
         kind=used[0].kind,

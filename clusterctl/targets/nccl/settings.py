@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from clusterctl.plan.model import ClusterPlan, NodeTypePlan
+from clusterctl.plan.settings import node_type_settings
 
 ANY_IFNAME = "^lo,docker"
 """no in-band NIC / AWS: any interface but loopback and docker bridges"""
@@ -50,7 +51,7 @@ def overrides(plan: ClusterPlan, node_type: str) -> Mapping[str, object]:
     """Per-node-type replacements for the documented defaults, from the blueprint's
     ``node_types.<name>.nccl``: ``ib_hca`` (device names, or a full NCCL_IB_HCA value) and
     ``socket_ifname`` (a full NCCL_SOCKET_IFNAME value)."""
-    nt = plan.blueprint.node_types.get(node_type)
+    nt = node_type_settings(plan, node_type)
     if nt is None or nt.nccl is None:
         return {}
     return {k: v for k, v in nt.nccl.model_dump().items() if v is not None}
@@ -58,7 +59,7 @@ def overrides(plan: ClusterPlan, node_type: str) -> Mapping[str, object]:
 
 def nccl_version(plan: ClusterPlan) -> tuple[int, ...] | None:
     """``software.nccl`` as numbers ("2.21.5" or "2.21.5-1" -> (2, 21, 5)); None when unset or unreadable."""
-    sw = plan.blueprint.software
+    sw = plan.software
     m = re.match(r"\s*(\d+)\.(\d+)(?:\.(\d+))?", sw.nccl) if sw and sw.nccl else None
     return tuple(int(x) for x in m.groups() if x is not None) if m else None
 
