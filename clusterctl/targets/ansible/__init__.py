@@ -24,6 +24,7 @@ from clusterctl.targets.ansible.storage import nfs_exports
 from clusterctl.targets.common import at, conf_value, environment, header, path_part
 from clusterctl.yamlout import FlowMap, unsafe
 
+
 def render(plan: ClusterPlan) -> dict[str, str]:
     env = environment()
     available = existing_roles()

@@ -11,16 +11,10 @@ from clusterctl.yamlout import Flow, unsafe
 
 CHRONY_CONF = "/etc/chrony/chrony.conf"
 """the common role's common_chrony_conf_path (Debian/Ubuntu)"""
-
-
 PUBLIC_TIME_POOL = "pool.ntp.org"
 """the controllers' upstream when the blueprint names no site.time_servers"""
-
-
 ORPHAN_STRATUM = 10
 """chrony ``local stratum 10 orphan`` on the time servers: chrony's recipe for an isolated network"""
-
-
 CLOUD_TIME_SERVERS = {"aws": ["169.254.169.123"], "gcp": ["metadata.google.internal"]}
 """the provider's time service, reachable from every instance without internet access (Amazon Time Sync
 Service; the GCE metadata server); Azure's is a PTP clock device, not NTP: the public pool there"""

@@ -21,13 +21,9 @@ from clusterctl.yamlout import Flow, FlowMap, Unsafe, unsafe
 
 RENDER_DIR_TEMPLATE = "{{ playbook_dir }}/.."
 """group_vars/all.yml clusterctl_render_dir: a template on purpose (plain str, evaluated by Ansible)"""
-
-
 VAULT_REFERENCES = {"munge_key": "{{ vault_munge_key | default('') }}",
                     "slurmdbd_storage_pass": "{{ vault_slurmdbd_storage_pass | default('') }}"}
 """secrets: references to the operator's vault, templates on purpose"""
-
-
 ALL_COMMENTS = (
     "Secrets are vault references, never values. Create the vault once, OUTSIDE the render directory (clusterctl",
     "replaces it on every render), for example beside the blueprint:",

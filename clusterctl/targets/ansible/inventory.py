@@ -167,11 +167,7 @@ INVENTORY_COMMENTS = (
     "Groups: one per node group, per node role, Slurm controllers/accounting, GPU nodes, per rack (rack_<name>)",
     "and per scalable unit of the compute fabric (su_<fabric>_<n>). No host variables: group_vars/ holds them.",
 )
-
-
 _GROUP_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
-
-
 _HOST_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+(\[[0-9]+:[0-9]+\])?$")
 
 

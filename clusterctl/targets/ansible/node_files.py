@@ -6,20 +6,10 @@ from __future__ import annotations
 from clusterctl.plan.model import ClusterPlan
 
 SLURM_CONFIG_DIR = "/etc/slurm"
-
-
 NODE_HEALTH_SCRIPT = "/usr/local/sbin/node-health-check"
-
-
 NODE_HEALTH_CONFIG = "/etc/clusterctl/node-health.conf"
-
-
 SYSCTL_FILE = "/etc/sysctl.d/90-clusterctl.conf"
-
-
 LIMITS_FILE = "/etc/security/limits.d/90-clusterctl.conf"
-
-
 HOSTS_MARKER = "clusterctl hosts"
 
 

@@ -10,11 +10,7 @@ from clusterctl.targets.common import render_template
 from clusterctl.yamlout import Flow, comment, comment_lines, unsafe
 
 PULL_BATCHES = "ansible/pull/batches.yml"
-
-
 PULL_STATUS_PLAYBOOK = "ansible/pull-status.yml"
-
-
 PULL_STATUS_FILE = "/var/lib/clusterctl/pull-status.json"
 """where clusterctl-pull (roles/ansible_pull/files) writes each node's result"""
 PULL_STATUS_TEMPLATE = "ansible/pull-status.yml.j2"

@@ -12,8 +12,6 @@ CONTRACT_ROLES = ("slurm_preflight", "common", "munge", "slurm_controller", "slu
                   "enroot_pyxis", "nvidia_imex", "node_drain", "internal_common", "roce_network", "nfs_server",
                   "gcp_tcpxo", "ansible_pull", "slurm_power_save")
 """every role docs/render-layout.md names"""
-
-
 HARDWARE_ROLES = ("doca_ofed", "nvidia_driver", "nvidia_imex", "dcgm", "enroot_pyxis")
 """GPU node roles, in the order they are applied (DOCA-OFED before the driver: nvidia-peermem needs both)"""
 

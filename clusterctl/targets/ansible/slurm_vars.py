@@ -24,8 +24,6 @@ SLURM_PACKAGES = {
                 "slurm_compute_pam_adopt_packages": ["slurm-smd-libpam-slurm-adopt"]},
 }
 """the Slurm roles' packages by naming: Debian's slurm-wlm, or SchedMD's debian/ directory (slurm-smd-*)"""
-
-
 NVML_PLUGIN_PACKAGE = "slurm-wlm-nvml-plugin"
 """Debian contrib / Ubuntu multiverse: gpu/nvml for the distribution's slurm-wlm (rules.slurm.DISTRO_NVML_PLUGIN)"""
 
