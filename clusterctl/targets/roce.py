@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from clusterctl.plan.model import AddressPool, ClusterPlan, FabricPlan, GroupPlan
 from clusterctl.plan.rdma import compute_hcas
 from clusterctl.plan.settings import fabric_settings
+from clusterctl.targets.host_runs import host_runs
 
 SWITCH_MTU = 9216
 """switch port MTU on a RoCE fabric: NVIDIA's jumbo setting on Spectrum (Cumulus Linux default for RoCE
@@ -86,32 +87,6 @@ def compute_pool(plan: ClusterPlan, g: GroupPlan) -> tuple[AddressPool, int, int
             if gi == g.index:
                 return pool, first, per_host
     return None
-
-
-_DIGITS = "0123456789"
-
-
-def host_runs(names: tuple[str, ...] | list[str]) -> list[list]:
-    """Host names as runs ``[prefix, width, first, last, index]``: the names ``prefix`` + number for
-    ``first..last`` (zero-padded to ``width`` digits, 0 = unpadded) are hosts ``index..`` of the group.
-    A name without a trailing number is its own run with width -1. Linear in the number of hosts."""
-    runs: list[list] = []
-    last: list | None = None
-    for i, name in enumerate(names):
-        prefix = name.rstrip(_DIGITS)
-        digits = name[len(prefix):]
-        if not digits or not digits.isascii():
-            runs.append([name, -1, 0, 0, i])
-            last = None
-            continue
-        num = int(digits)
-        if (last is not None and last[0] == prefix and last[1] >= 0 and num == last[3] + 1
-                and (len(digits) == last[1] if last[1] else digits[0] != "0")):
-            last[3] = num  # a padded run continues while the number keeps its width (as ansible_ranges)
-            continue
-        last = [prefix, len(digits) if digits[0] == "0" and len(digits) > 1 else 0, num, num, i]
-        runs.append(last)
-    return runs
 
 
 def host_index(runs: list[list], name: str) -> int:

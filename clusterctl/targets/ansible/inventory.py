@@ -16,6 +16,7 @@ from clusterctl.plan.roles import slurm_roles
 from clusterctl.targets import RenderError
 from clusterctl.targets.ansible.document import head_line
 from clusterctl.targets.ansible.storage import nfs_exports
+from clusterctl.targets.host_runs import host_runs
 from clusterctl.yamlout import dump
 
 ROLE_GROUPS = ("compute", "head", "login", "storage", "service")
@@ -32,35 +33,11 @@ def group_name(text: str) -> str:
     return ansible_group_name(text)
 
 
-_DIGITS = "0123456789"
-
-
 def ansible_ranges(names: Iterable[str]) -> list[str]:
-    """Host names as Ansible host patterns: consecutive numbered names become one ``[lo:hi]`` range.
-
-    ``gpu0001..gpu0128`` -> ``gpu[0001:0128]``. Zero padding is kept: Ansible pads to the width of the
-    lower bound when it starts with 0 and then requires both bounds to have that width, so a run only
-    continues while the number keeps its width (``gpu09, gpu10`` is one range, ``n9, n10`` too).
-    """
-    runs: list[list] = []  # [prefix, width (0: unpadded), first, last]
-    last: list | None = None
-    for name in names:
-        prefix = name.rstrip(_DIGITS)  # str.rstrip, not a regex: this runs once per host per group
-        digits = name[len(prefix):]
-        if not digits or not digits.isascii():
-            last = None
-            runs.append([name, -1, 0, 0])
-            continue
-        padded = digits[0] == "0" and len(digits) > 1
-        num = int(digits)
-        if (last is not None and last[0] == prefix and last[1] >= 0 and num == last[3] + 1
-                and (len(digits) == last[1] if last[1] else digits[0] != "0")):
-            last[3] = num
-            continue
-        last = [prefix, len(digits) if padded else 0, num, num]
-        runs.append(last)
+    """Host names as Ansible host patterns: each run of consecutive numbered names (clusterctl/targets/host_runs.py)
+    becomes one ``[lo:hi]`` range, ``gpu0001..gpu0128`` -> ``gpu[0001:0128]``."""
     out = []
-    for prefix, width, lo, hi in runs:
+    for prefix, width, lo, hi, _ in host_runs(list(names)):
         if width < 0:
             out.append(prefix)
             continue
