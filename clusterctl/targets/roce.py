@@ -21,7 +21,8 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from clusterctl.plan.model import AddressPool, ClusterPlan, FabricPlan, GroupPlan
+from clusterctl.plan.model import ClusterPlan, FabricPlan, GroupPlan
+from clusterctl.plan.allocations import group_block
 from clusterctl.plan.rdma import compute_hcas
 from clusterctl.plan.settings import fabric_settings
 from clusterctl.targets.host_runs import host_runs
@@ -78,17 +79,6 @@ def compute_roce_fabrics(plan: ClusterPlan, g: GroupPlan) -> list[FabricPlan]:
     return [f for f in plan.compute_fabrics(g) if f.kind == "roce"]
 
 
-def compute_pool(plan: ClusterPlan, g: GroupPlan) -> tuple[AddressPool, int, int] | None:
-    """(pool, first slot, addresses per host) of the group's compute (RDMA) addresses, None without one."""
-    for pool in plan.addresses:
-        if pool.role != "compute":
-            continue
-        for gi, first, per_host in pool.group_offsets:
-            if gi == g.index:
-                return pool, first, per_host
-    return None
-
-
 def host_index(runs: list[list], name: str) -> int:
     """The position of ``name`` in its group from :func:`host_runs` (what the role computes), -1 if absent."""
     for prefix, width, first, last, index in runs:
@@ -118,7 +108,7 @@ class Rail:
 
 def rails(plan: ClusterPlan, g: GroupPlan, devices: tuple[str, ...]) -> tuple[str, list[Rail], int] | None:
     """(pool cidr, the group's rails, addresses per host), None when the group has no RDMA pool."""
-    found = compute_pool(plan, g)
+    found = group_block(plan, "compute", g)
     if found is None:
         return None
     pool, first, per_host = found

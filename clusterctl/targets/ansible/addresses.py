@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 
 from clusterctl import hostlist
+from clusterctl.plan.allocations import group_block
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.targets import RenderError
 from clusterctl.targets.ansible.node_files import HOSTS_MARKER
@@ -21,25 +22,17 @@ def group_addresses(plan: ClusterPlan, g: GroupPlan) -> list[str] | None:
     without an in-band pool. One network computation per group, not per host (87,500 nodes: 0.1 s)."""
     if g.type.instance is not None:
         return None
-    for pool in plan.addresses:
-        if pool.role != "inband":
-            continue
-        for gi, first, per_host in pool.group_offsets:
-            if gi != g.index:
-                continue
-            if g.count and first + (g.count - 1) * per_host >= pool.capacity:
-                raise RenderError(f"address pool {pool.name} ({pool.cidr}) has no in-band address for every "
-                                  f"node of group {g.name}")
-            net = ipaddress.ip_network(pool.cidr)
-            base = int(net.network_address) + pool.first_host_offset + first
-            fmt = _ipv4 if net.version == 4 else (lambda n: str(ipaddress.IPv6Address(n)))
-            return [fmt(base + i * per_host) for i in range(g.count)]
-    return None
-
-
-def inband_address(plan: ClusterPlan, g: GroupPlan, i: int) -> str | None:
-    addresses = group_addresses(plan, g)
-    return addresses[i] if addresses is not None else None
+    block = group_block(plan, "inband", g)
+    if block is None:
+        return None
+    pool, first, per_host = block
+    if g.count and first + (g.count - 1) * per_host >= pool.capacity:
+        raise RenderError(f"address pool {pool.name} ({pool.cidr}) has no in-band address for every "
+                          f"node of group {g.name}")
+    net = ipaddress.ip_network(pool.cidr)
+    base = int(net.network_address) + pool.first_host_offset + first
+    fmt = _ipv4 if net.version == 4 else (lambda n: str(ipaddress.IPv6Address(n)))
+    return [fmt(base + i * per_host) for i in range(g.count)]
 
 
 def hosts_file(plan: ClusterPlan) -> str:
@@ -47,17 +40,17 @@ def hosts_file(plan: ClusterPlan) -> str:
     /etc/hosts has no quoting: a name that is not one word without '#' is refused (:func:`conf_value`)."""
     lines = [header(plan).rstrip("\n"), "# static name resolution for the cluster, installed into /etc/hosts by the "
              "common role (between its '" + HOSTS_MARKER + "' markers)"]
-    inband = [p for p in plan.addresses if p.role == "inband"]
     cloud = [g.name for g in plan.groups if g.type.instance is not None]
     if cloud:
         lines.append(f"# cloud node groups ({comment(', '.join(cloud))}) resolve through the provider's DNS: not listed")
     for g in plan.groups:
         if g.type.instance is not None:
             continue
-        pool = next((p for p in inband if any(gi == g.index for gi, _, _ in p.group_offsets)), None)
-        if pool is None:
+        block = group_block(plan, "inband", g)
+        if block is None:
             lines.append(f"# node group {comment(g.name)}: no in-band address pool")
             continue
+        pool = block[0]
         lines.append(f"# node group {comment(g.name)}: in-band addresses from pool {comment(pool.name)} "
                      f"({comment(pool.cidr)})")
         what = f"host name in node group {g.name}"
