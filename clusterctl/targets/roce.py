@@ -30,10 +30,6 @@ from clusterctl.targets.host_runs import host_runs
 SWITCH_MTU = 9216
 """switch port MTU on a RoCE fabric: NVIDIA's jumbo setting on Spectrum (Cumulus Linux default for RoCE
 designs), above every host MTU the blueprint allows (at most 9216)"""
-TABLE_BASE = 100
-"""rail k's routing table is TABLE_BASE + 1 + k (101 for the first rail): clear of main (254), local (255)"""
-RULE_PRIORITY_BASE = 1000
-"""rail k's ``from <address>`` rule has priority RULE_PRIORITY_BASE + k: before main's 32766"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +89,12 @@ def host_index(runs: list[list], name: str) -> int:
             if first <= int(digits) <= last:
                 return index + int(digits) - first
     return -1
+
+
+TABLE_BASE = 100
+"""rail k's routing table is TABLE_BASE + 1 + k (101 for the first rail): clear of main (254), local (255)"""
+RULE_PRIORITY_BASE = 1000
+"""rail k's ``from <address>`` rule has priority RULE_PRIORITY_BASE + k: before main's 32766"""
 
 
 @dataclass(frozen=True, slots=True)
