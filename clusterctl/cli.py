@@ -258,12 +258,7 @@ def report(
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
 ) -> None:
     """The cluster's key figures: capacity, collectives, training estimate, storage, reliability, power, BOM."""
-    from pydantic import ValidationError
-
-    from clusterctl.perf.job import TrainingConfigError
     from clusterctl.perf.model_presets import presets
-    from clusterctl.report import document
-    from clusterctl.write import OutputDirError
 
     if list_models:
         _out(_models_listing(presets()))
@@ -275,9 +270,22 @@ def report(
                      ffn_hidden=ffn_hidden, vocab=vocab, seq_len=seq_len, global_batch=global_batch, tp=tp, pp=pp,
                      dp=dp, cp=cp, ep=ep, micro_batch=micro_batch, virtual_stages=virtual_stages,
                      recompute=recompute, precision=precision, mfu=mfu, gpus=gpus, restart_min=restart_min)
+    rep = _report_document(loaded, v, overrides, checkpoint_interval_min=checkpoint_interval_min, pue=pue,
+                           ranks=ranks)
+    _print_or_write_report(rep, output, fmt, png)
+
+
+def _report_document(loaded, v, overrides: dict, **options):
+    """The report of a validated blueprint; a training layout or a command-line value it cannot use is a
+    misuse (exit 2) naming what to change."""
+    from pydantic import ValidationError
+
+    from clusterctl.perf.job import TrainingConfigError
+    from clusterctl.report import document
+
     try:
-        rep = document.build(v.plan, overrides, checkpoint_interval_min=checkpoint_interval_min, pue=pue, ranks=ranks,
-                             findings=diag.from_findings(v.result.findings, loaded.source))
+        return document.build(v.plan, overrides, **options,
+                              findings=diag.from_findings(v.result.findings, loaded.source))
     except TrainingConfigError as exc:
         raise _misuse(f"{loaded.source.file}: cannot estimate training: {exc}",
                       "change workload.training in the blueprint or the command-line option") from None
@@ -287,6 +295,13 @@ def report(
         raise _misuse(f"{option}: {first['msg']} (got {first.get('input')!r})",
                       f"see clusterctl report --help; {len(exc.errors())} problem(s)" if len(exc.errors()) > 1
                       else "see clusterctl report --help") from None
+
+
+def _print_or_write_report(rep, output: Path | None, fmt: ReportFormat, png: bool) -> None:
+    """Markdown or JSON on stdout, or report.md, report.json and pictures/ (PNG copies too) under ``output``."""
+    from clusterctl.report import document
+    from clusterctl.write import OutputDirError
+
     if output is None:
         if png:
             raise _misuse("--png needs -o DIR")
@@ -463,7 +478,7 @@ def inventory(
 ) -> None:
     """Ansible inventory of a deployed cloud cluster: the render's groups plus each host's private address
     from the Pulumi stack outputs (updates ansible/inventory.yml and hosts/hosts in DIR)."""
-    from clusterctl.cloud.inventory import OutputsError, cloud_nodes, read_outputs
+    from clusterctl.cloud.stack.inventory import OutputsError, cloud_nodes, read_outputs
     from clusterctl.targets import RenderError
     from clusterctl.targets.cloud_inventory import write_inventory
     from clusterctl.write import OutputDirError

@@ -230,181 +230,238 @@ def starter_blueprint(gpus: int, gpu: str, fabric: str, catalog: Catalog | None 
 
 
 def _yaml(d: _Design) -> str:
-    """The commented YAML of design ``d``."""
-    w_node, w_rack = _width(d.nodes), _width(d.gpu_racks)
-    gpu_hosts = _hl("gpu", d.nodes, max(3, w_node))
-    gpu_racks = _hl("r", d.gpu_racks, max(2, w_rack))
-    net_racks = _hl("net", d.net_racks, _width(d.net_racks))
-    nvl = d.system is not None
-    blackwell = d.gpu in _BLACKWELL
-    _, fabric_name, fabric_desc = FABRICS[d.fabric]
-    gpu_kw = d.gpu_racks * d.rack_kw
-    site_kw = math.ceil((gpu_kw + d.net_racks * _NET_RACK_KW + 20) * 1.1 / 10) * 10
-    liquid_kw = 110 if nvl else 0
-    air_kw = 30 if nvl else d.rack_kw
+    """The commented YAML of design ``d``, section by section.
+
+    Text, not :mod:`clusterctl.yamlout`: the emitter writes data under a header comment, and this is a
+    document for a person to edit, with a comment above and inside each section, comments at line ends
+    (``traffic_class: 106  # RDMA in DSCP 26 with ECN``) and long flow mappings wrapped where they read best;
+    every value is a number or a name the starter chose, never the user's text, so nothing needs quoting.
+    tests/test_init.py validates what it writes."""
+    sections = (_head(d), _cooling(d), _racks(d), _nodes(d), _fabrics(d), _storage(d), _addressing(d), _slurm(d),
+                _software(d))
+    return "\n".join(line for section in sections for line in section) + "\n"
+
+
+def _rack_width(d: _Design) -> int:
+    """digits of a GPU rack's number (r01, r001)"""
+    return max(2, _width(d.gpu_racks))
+
+
+def _gpu_rack_list(d: _Design) -> str:
+    return _hl("r", d.gpu_racks, _rack_width(d))
+
+
+def _net_rack_list(d: _Design) -> str:
+    return _hl("net", d.net_racks, _width(d.net_racks))
+
+
+def _nvl(d: _Design) -> bool:
+    """GB200 NVL72 racks rather than air-cooled servers"""
+    return d.system is not None
+
+
+def _cdus(d: _Design) -> int:
+    """one CDU per four NVL72 racks"""
+    return -(-d.gpu_racks // 4)
+
+
+def _head(d: _Design) -> list[str]:
+    """the comment that says what wrote the file, name, description and site"""
+    _, fabric_name, _ = FABRICS[d.fabric]
+    air_kw = 30 if _nvl(d) else d.rack_kw
+    site_kw = math.ceil((d.gpu_racks * d.rack_kw + d.net_racks * _NET_RACK_KW + 20) * 1.1 / 10) * 10
     site_air = math.ceil((d.gpu_racks * air_kw + d.net_racks * _NET_RACK_KW + 20) * 1.1 / 10) * 10
     nodes_fmt = f"{d.nodes:,}"
-    lines: list[str] = []
-    add = lines.append
     article = "an" if fabric_name[0] in "AEIOU" else "a"
-    add(f"# A starter blueprint: {d.gpus:,} {d.gpu.upper()} GPUs ({nodes_fmt} x {d.server}) on {article} "
-        f"{fabric_name} fabric.")
-    add(f"# Written by `clusterctl init --gpus {d.gpus} --gpu {d.gpu} --fabric {d.fabric}`; sized by clusterctl's")
-    add("# fabric builder. Check it with `clusterctl validate FILE`, see the numbers with `clusterctl report FILE`")
-    add("# and the files it makes with `clusterctl render FILE -o DIR`. Every field is described in docs/blueprint.md;")
-    add("# the shipped blueprints (blueprints/*.yaml) are fuller worked examples.")
-    add(f"name: starter-{d.gpu}-{d.fabric}-{d.gpus}")
-    add(f"description: {nodes_fmt} x {d.server} ({d.gpus:,} GPUs) on a {d.tier('compute')}-tier {fabric_name} fabric.")
-    add("")
-    add("# The data hall: IT power and room-air cooling it can deliver (kW), and its PUE. Replace with your site's.")
-    add(f"site: {{name: dc1, it_power_kw: {site_kw}, air_cooling_kw: {site_air}, pue: 1.3}}")
-    add("")
-    if nvl:
-        cdus = -(-d.gpu_racks // 4)
-        add("# Liquid cooling: one coolant distribution unit (CDU) per four NVL72 racks (about 100 kW of liquid heat each).")
-        add("cooling:")
-        add("  cdus:")
-        for i in range(cdus):
-            add(f"    - {{name: cdu{i + 1:02d}, capacity_kw: 600, flow_lpm: 1200, supply_c: 35, delta_t_c: 10, coolant: pg25}}")
-        add("")
-    add("# Rack profiles: the budget shared by a set of racks. power_kw: what the rack may draw; feeds x feed_kw")
-    add("# must carry it with one feed lost (N+1) or half of them (2N); units/reserved_u: rack height and units kept")
-    add("# free; air_kw / liquid_kw: heat the rack can reject to room air / to its liquid loop.")
-    add("rack_profiles:")
-    if nvl:
-        cdus = -(-d.gpu_racks // 4)
-        for i in range(cdus):
-            add(f"  nvl72-{i + 1:02d}: {{system: {d.system}, power_kw: {_kw(d.rack_kw)}, feeds: 4, feed_kw: 71.9, "
-                f"redundancy: N+1,\n{' ' * 13}units: 48, reserved_u: 19, liquid_kw: {liquid_kw}, air_kw: {air_kw}, cdu: cdu{i + 1:02d}}}")
+    return [
+        f"# A starter blueprint: {d.gpus:,} {d.gpu.upper()} GPUs ({nodes_fmt} x {d.server}) on {article} "
+        f"{fabric_name} fabric.",
+        f"# Written by `clusterctl init --gpus {d.gpus} --gpu {d.gpu} --fabric {d.fabric}`; sized by clusterctl's",
+        "# fabric builder. Check it with `clusterctl validate FILE`, see the numbers with `clusterctl report FILE`",
+        "# and the files it makes with `clusterctl render FILE -o DIR`. Every field is described in docs/blueprint.md;",
+        "# the shipped blueprints (blueprints/*.yaml) are fuller worked examples.",
+        f"name: starter-{d.gpu}-{d.fabric}-{d.gpus}",
+        f"description: {nodes_fmt} x {d.server} ({d.gpus:,} GPUs) on a {d.tier('compute')}-tier {fabric_name} fabric.",
+        "",
+        "# The data hall: IT power and room-air cooling it can deliver (kW), and its PUE. Replace with your site's.",
+        f"site: {{name: dc1, it_power_kw: {site_kw}, air_cooling_kw: {site_air}, pue: 1.3}}",
+        "",
+    ]
+
+
+def _cooling(d: _Design) -> list[str]:
+    """the CDUs of NVL72 racks; nothing for air-cooled servers"""
+    if not _nvl(d):
+        return []
+    return [
+        "# Liquid cooling: one coolant distribution unit (CDU) per four NVL72 racks (about 100 kW of liquid heat each).",
+        "cooling:",
+        "  cdus:",
+        *(f"    - {{name: cdu{i + 1:02d}, capacity_kw: 600, flow_lpm: 1200, supply_c: 35, delta_t_c: 10, coolant: pg25}}"
+          for i in range(_cdus(d))),
+        "",
+    ]
+
+
+def _racks(d: _Design) -> list[str]:
+    """rack profiles (GPU racks, network racks, the management rack) and the racks"""
+    w_rack = _rack_width(d)
+    lines = [
+        "# Rack profiles: the budget shared by a set of racks. power_kw: what the rack may draw; feeds x feed_kw",
+        "# must carry it with one feed lost (N+1) or half of them (2N); units/reserved_u: rack height and units kept",
+        "# free; air_kw / liquid_kw: heat the rack can reject to room air / to its liquid loop.",
+        "rack_profiles:",
+    ]
+    if _nvl(d):
+        lines += [f"  nvl72-{i + 1:02d}: {{system: {d.system}, power_kw: {_kw(d.rack_kw)}, feeds: 4, feed_kw: 71.9, "
+                  f"redundancy: N+1,\n{' ' * 13}units: 48, reserved_u: 19, liquid_kw: 110, air_kw: 30, "
+                  f"cdu: cdu{i + 1:02d}}}" for i in range(_cdus(d))]
     else:
-        add(f"  gpu: {{power_kw: {_kw(d.rack_kw)}, feeds: 3, feed_kw: 43.1, redundancy: N+1, units: 48, "
-            f"reserved_u: 2, air_kw: {_kw(air_kw)}}}")
-    add(f"  net: {{power_kw: {_kw(_NET_RACK_KW)}, feeds: 2, feed_kw: 43.1, redundancy: 2N, units: 48, reserved_u: 2, "
-        f"air_kw: {_kw(_NET_RACK_KW)}}}")
-    add("  mgmt: {power_kw: 20, feeds: 2, feed_kw: 22, redundancy: 2N, units: 48, reserved_u: 2, air_kw: 20}")
-    add("")
-    add("# Racks by name (host-list syntax: r[01-04] is r01..r04), each with a profile.")
-    add("racks:")
-    if nvl:
-        for i in range(-(-d.gpu_racks // 4)):
+        lines.append(f"  gpu: {{power_kw: {_kw(d.rack_kw)}, feeds: 3, feed_kw: 43.1, redundancy: N+1, units: 48, "
+                     f"reserved_u: 2, air_kw: {_kw(d.rack_kw)}}}")
+    lines += [
+        f"  net: {{power_kw: {_kw(_NET_RACK_KW)}, feeds: 2, feed_kw: 43.1, redundancy: 2N, units: 48, reserved_u: 2, "
+        f"air_kw: {_kw(_NET_RACK_KW)}}}",
+        "  mgmt: {power_kw: 20, feeds: 2, feed_kw: 22, redundancy: 2N, units: 48, reserved_u: 2, air_kw: 20}",
+        "",
+        "# Racks by name (host-list syntax: r[01-04] is r01..r04), each with a profile.",
+        "racks:",
+    ]
+    if _nvl(d):
+        for i in range(_cdus(d)):
             lo, hi = 4 * i + 1, min(4 * i + 4, d.gpu_racks)
-            names = f"r{lo:0{max(2, w_rack)}d}" if lo == hi else f"r[{lo:0{max(2, w_rack)}d}-{hi:0{max(2, w_rack)}d}]"
-            add(f"  - {{names: \"{names}\", profile: nvl72-{i + 1:02d}}}")
+            names = f"r{lo:0{w_rack}d}" if lo == hi else f"r[{lo:0{w_rack}d}-{hi:0{w_rack}d}]"
+            lines.append(f"  - {{names: \"{names}\", profile: nvl72-{i + 1:02d}}}")
     else:
-        add(f"  - {{names: \"{gpu_racks}\", profile: gpu}}")
-    add(f"  - {{names: \"{net_racks}\", profile: net}}")
-    add("  - {names: mgmt01, profile: mgmt}")
-    add("")
-    add("# Node types: a catalog server (`clusterctl catalog` lists them) plus Slurm features.")
-    add("node_types:")
-    add(f"  {d.gpu}: {{server: {d.server}, features: [{d.gpu}, {d.fabric}]}}")
-    add("  service: {server: cpu-2u}")
-    add("")
-    add("# Node groups: how many of each type, their host names, the racks they sit in and how many per rack.")
-    add("node_groups:")
-    nvl_domain = ", nvlink_domain_gpus: 72" if nvl else ""
-    add(f"  - {{name: gpu, type: {d.gpu}, count: {d.nodes}, hostnames: \"{gpu_hosts}\", racks: \"{gpu_racks}\",\n"
-        f"     per_rack: {d.per_rack}{nvl_domain}}}")
-    add("  - {name: head, type: service, role: head, count: 2, hostnames: \"head[01-02]\", racks: mgmt01}")
-    add("  - {name: login, type: service, role: login, count: 2, hostnames: \"login[01-02]\", racks: mgmt01}")
-    add("")
-    add("# Fabrics: each network, the NIC roles attached to it, and the switches it is built from.")
-    add("fabrics:")
-    add(f"  # GPU-to-GPU traffic: {fabric_desc}, one NIC per GPU.")
-    if d.tier('compute') == 1:
-        add("  # Small enough for one switch: every compute port on one leaf.")
+        lines.append(f"  - {{names: \"{_gpu_rack_list(d)}\", profile: gpu}}")
+    return lines + [f"  - {{names: \"{_net_rack_list(d)}\", profile: net}}", "  - {names: mgmt01, profile: mgmt}", ""]
+
+
+def _nodes(d: _Design) -> list[str]:
+    """node types and node groups: the GPU servers, two head and two login nodes"""
+    gpu_hosts = _hl("gpu", d.nodes, max(3, _width(d.nodes)))
+    nvl_domain = ", nvlink_domain_gpus: 72" if _nvl(d) else ""
+    return [
+        "# Node types: a catalog server (`clusterctl catalog` lists them) plus Slurm features.",
+        "node_types:",
+        f"  {d.gpu}: {{server: {d.server}, features: [{d.gpu}, {d.fabric}]}}",
+        "  service: {server: cpu-2u}",
+        "",
+        "# Node groups: how many of each type, their host names, the racks they sit in and how many per rack.",
+        "node_groups:",
+        f"  - {{name: gpu, type: {d.gpu}, count: {d.nodes}, hostnames: \"{gpu_hosts}\", "
+        f"racks: \"{_gpu_rack_list(d)}\",\n     per_rack: {d.per_rack}{nvl_domain}}}",
+        "  - {name: head, type: service, role: head, count: 2, hostnames: \"head[01-02]\", racks: mgmt01}",
+        "  - {name: login, type: service, role: login, count: 2, hostnames: \"login[01-02]\", racks: mgmt01}",
+        "",
+    ]
+
+
+def _fabrics(d: _Design) -> list[str]:
+    """the compute fabric, the converged storage/in-band fabric, the service network and out-of-band"""
+    return ["# Fabrics: each network, the NIC roles attached to it, and the switches it is built from.",
+            "fabrics:", *_compute_fabric(d), *_service_fabrics(d), ""]
+
+
+def _compute_fabric(d: _Design) -> list[str]:
+    tiers = d.tier("compute")
+    lines = [f"  # GPU-to-GPU traffic: {FABRICS[d.fabric][2]}, one NIC per GPU."]
+    if tiers == 1:
+        lines.append("  # Small enough for one switch: every compute port on one leaf.")
     else:
-        add(f"  # Rail-optimized: NIC k of every node in a scalable unit of {d.su_nodes} nodes goes to the same leaf;")
-        add(f"  # {d.tier('compute')} tiers, non-blocking (1:1).")
-    add("  - name: compute")
-    add(f"    kind: {d.fabric}")
-    add(f"    tiers: {d.tier('compute')}")
-    add(f"    rail_optimized: {'true' if d.tier('compute') > 1 else 'false'}")
-    add("    oversubscription: 1.0")
-    add(f"    switch: {d.compute_switch}")
-    if d.tier('compute') > 1:
-        add(f"    su_nodes: {d.su_nodes}")
+        lines += [f"  # Rail-optimized: NIC k of every node in a scalable unit of {d.su_nodes} nodes goes to the same leaf;",
+                  f"  # {tiers} tiers, non-blocking (1:1)."]
+    lines += ["  - name: compute", f"    kind: {d.fabric}", f"    tiers: {tiers}",
+              f"    rail_optimized: {'true' if tiers > 1 else 'false'}", "    oversubscription: 1.0",
+              f"    switch: {d.compute_switch}"]
+    if tiers > 1:
+        lines.append(f"    su_nodes: {d.su_nodes}")
     if d.fabric == "roce":
-        add("    traffic_class: 106             # RDMA in DSCP 26 with ECN")
-        add("    pfc_priority: 3                # lossless priority (PFC)")
-        add("    mtu: 9000")
+        lines += ["    traffic_class: 106             # RDMA in DSCP 26 with ECN",
+                  "    pfc_priority: 3                # lossless priority (PFC)", "    mtu: 9000"]
     else:
-        add("    adaptive_routing: true")
-        add("    sharp: true")
-    add(f"    switch_racks: \"{net_racks}\"")
-    add("    attach: [{group: gpu, nic_role: compute}]")
-    add("  # Storage and in-band (SSH, Slurm, images) share one Spectrum-4 Ethernet fabric on the nodes' two")
-    add("  # BlueField-3 cards (200G per port); 32 ports are left for the parallel file system's servers.")
-    add("  - name: converged")
-    add("    kind: roce")
-    add(f"    tiers: {d.tier('converged')}")
-    add("    switch: sn5600")
-    add("    link_gbps: 200")
-    if d.tier('converged') > 1:
-        add("    su_nodes: 48                   # 96 x 200G node ports per leaf: room for the storage ports")
-    add("    extra_endpoints: 32")
-    add(f"    switch_racks: \"{net_racks}\"")
-    add("    attach: [{group: gpu, nic_role: storage}, {group: gpu, nic_role: inband}]")
-    add("  # The head and login nodes' in-band network.")
-    add("  - name: svc")
-    add("    kind: ethernet")
-    add("    tiers: 1")
-    add("    switch: sn4600c")
-    add("    switch_racks: mgmt01")
-    add("    attach: [{group: head, nic_role: inband}, {group: login, nic_role: inband}]")
-    add("  # Out-of-band management (BMCs): one 1G switch in every rack, aggregated by 100G switches.")
-    add("  - name: oob")
-    add("    kind: ethernet")
-    add(f"    tiers: {d.tier('oob')}")
-    add("    su_by: rack")
-    add(f"    switch: {_OOB_SWITCH}")
-    add("    spine_switch: sn4600c")
-    add("    leaf_uplinks: 2")
-    add(f"    switch_racks: \"{net_racks}\"")
-    add("    attach: [{group: all, nic_role: bmc}]")
-    add("")
-    add("# Storage tiers the nodes mount: a parallel file system that takes the checkpoints (replace its servers,")
-    add("# size and speed with yours), NFS home directories from the head node" +
-        (", and the nodes' local NVMe." if d.nvme else "."))
-    add("storage:")
-    add("  - {name: pfs, tier: parallel, filesystem: weka, mount: /mnt/pfs, checkpoint: true, "
-        f"capacity_tb: {max(100, d.gpus * 2)},")
-    add(f"     read_gb_per_s: {max(20, d.gpus // 4)}, write_gb_per_s: {max(10, d.gpus // 8)}, servers: \"pfs-mgmt.dc1\"}}")
-    add("  - {name: home, tier: nfs, export: \"head01:/export/home\", mount: /home, capacity_tb: 100,")
-    add("     read_gb_per_s: 10, write_gb_per_s: 5}")
-    if d.nvme:
-        add("  - {name: scratch, tier: local, mount: /scratch}")
-    add("")
+        lines += ["    adaptive_routing: true", "    sharp: true"]
+    return lines + [f"    switch_racks: \"{_net_rack_list(d)}\"", "    attach: [{group: gpu, nic_role: compute}]"]
+
+
+def _service_fabrics(d: _Design) -> list[str]:
+    net_racks = _net_rack_list(d)
+    return [
+        "  # Storage and in-band (SSH, Slurm, images) share one Spectrum-4 Ethernet fabric on the nodes' two",
+        "  # BlueField-3 cards (200G per port); 32 ports are left for the parallel file system's servers.",
+        "  - name: converged", "    kind: roce", f"    tiers: {d.tier('converged')}", "    switch: sn5600",
+        "    link_gbps: 200",
+        *(["    su_nodes: 48                   # 96 x 200G node ports per leaf: room for the storage ports"]
+          if d.tier("converged") > 1 else []),
+        "    extra_endpoints: 32", f"    switch_racks: \"{net_racks}\"",
+        "    attach: [{group: gpu, nic_role: storage}, {group: gpu, nic_role: inband}]",
+        "  # The head and login nodes' in-band network.",
+        "  - name: svc", "    kind: ethernet", "    tiers: 1", "    switch: sn4600c", "    switch_racks: mgmt01",
+        "    attach: [{group: head, nic_role: inband}, {group: login, nic_role: inband}]",
+        "  # Out-of-band management (BMCs): one 1G switch in every rack, aggregated by 100G switches.",
+        "  - name: oob", "    kind: ethernet", f"    tiers: {d.tier('oob')}", "    su_by: rack",
+        f"    switch: {_OOB_SWITCH}", "    spine_switch: sn4600c", "    leaf_uplinks: 2",
+        f"    switch_racks: \"{net_racks}\"", "    attach: [{group: all, nic_role: bmc}]",
+    ]
+
+
+def _storage(d: _Design) -> list[str]:
+    """a parallel file system for checkpoints, NFS home, and local NVMe where the server has it"""
+    return [
+        "# Storage tiers the nodes mount: a parallel file system that takes the checkpoints (replace its servers,",
+        "# size and speed with yours), NFS home directories from the head node" +
+        (", and the nodes' local NVMe." if d.nvme else "."),
+        "storage:",
+        "  - {name: pfs, tier: parallel, filesystem: weka, mount: /mnt/pfs, checkpoint: true, "
+        f"capacity_tb: {max(100, d.gpus * 2)},",
+        f"     read_gb_per_s: {max(20, d.gpus // 4)}, write_gb_per_s: {max(10, d.gpus // 8)}, servers: \"pfs-mgmt.dc1\"}}",
+        "  - {name: home, tier: nfs, export: \"head01:/export/home\", mount: /home, capacity_tb: 100,",
+        "     read_gb_per_s: 10, write_gb_per_s: 5}",
+        *(["  - {name: scratch, tier: local, mount: /scratch}"] if d.nvme else []),
+        "",
+    ]
+
+
+def _addressing(d: _Design) -> list[str]:
+    """one pool per NIC role, each sized for its ports"""
     hosts = d.nodes + 4
-    add("# Address pools, one per NIC role: a pool must hold every port of its role (compute: one per GPU NIC).")
-    add("addressing:")
-    add(f"  inband: {{cidr: 10.1.0.0/{_prefix(hosts)}, role: inband}}")
-    add(f"  bmc: {{cidr: 10.2.0.0/{_prefix(hosts)}, role: bmc}}")
-    add(f"  mgmt: {{cidr: 10.3.0.0/{_prefix(hosts + max(d.switches, 64))}, role: mgmt}}")
-    add(f"  storage: {{cidr: 10.4.0.0/{_prefix(hosts)}, role: storage}}")
-    add(f"  rdma: {{cidr: 10.8.0.0/{_prefix(d.nodes * d.rails)}, role: compute}}")
-    add("")
-    slurm = "24.11.5" if blackwell else "24.05.4"
-    blocks = [18 * 2 ** k for k in range(20) if 18 * 2 ** k <= d.nodes] if nvl else []
-    add("# The Slurm scheduler: two controllers (state on shared storage), partitions, and the topology plugin")
-    add("# that places jobs close together on the fabric" + (" and inside NVLink domains." if nvl else "."))
-    add("slurm:")
-    add(f"  version: \"{slurm[:5]}\"")
-    add("  # packages built from SchedMD's release tarball (quickstart_admin.html, \"Debian Packages\"), copied to every host")
-    add(f"  install: {{kind: debs, path: /srv/slurm-debs, version: \"{slurm}-1\"}}")
-    add("  controllers: \"head[01-02]\"")
-    add("  state_save_location: /mnt/pfs/slurm/statesave")
-    add("  partitions:")
-    add("    - {name: batch, groups: [gpu], default: true, max_time: \"7-00:00:00\"}")
-    if nvl:
-        add("  topology: block")
-        add(f"  block_sizes: [{', '.join(str(b) for b in blocks)}]")
+    return [
+        "# Address pools, one per NIC role: a pool must hold every port of its role (compute: one per GPU NIC).",
+        "addressing:",
+        f"  inband: {{cidr: 10.1.0.0/{_prefix(hosts)}, role: inband}}",
+        f"  bmc: {{cidr: 10.2.0.0/{_prefix(hosts)}, role: bmc}}",
+        f"  mgmt: {{cidr: 10.3.0.0/{_prefix(hosts + max(d.switches, 64))}, role: mgmt}}",
+        f"  storage: {{cidr: 10.4.0.0/{_prefix(hosts)}, role: storage}}",
+        f"  rdma: {{cidr: 10.8.0.0/{_prefix(d.nodes * d.rails)}, role: compute}}",
+        "",
+    ]
+
+
+def _slurm(d: _Design) -> list[str]:
+    """two controllers, a partition, and the topology plugin (block for NVL72 domains, else tree)"""
+    slurm = "24.11.5" if d.gpu in _BLACKWELL else "24.05.4"
+    blocks = [18 * 2 ** k for k in range(20) if 18 * 2 ** k <= d.nodes]
+    return [
+        "# The Slurm scheduler: two controllers (state on shared storage), partitions, and the topology plugin",
+        "# that places jobs close together on the fabric" + (" and inside NVLink domains." if _nvl(d) else "."),
+        "slurm:",
+        f"  version: \"{slurm[:5]}\"",
+        "  # packages built from SchedMD's release tarball (quickstart_admin.html, \"Debian Packages\"), copied to every host",
+        f"  install: {{kind: debs, path: /srv/slurm-debs, version: \"{slurm}-1\"}}",
+        "  controllers: \"head[01-02]\"",
+        "  state_save_location: /mnt/pfs/slurm/statesave",
+        "  partitions:",
+        "    - {name: batch, groups: [gpu], default: true, max_time: \"7-00:00:00\"}",
+        *(["  topology: block", f"  block_sizes: [{', '.join(str(b) for b in blocks)}]"] if _nvl(d)
+          else ["  topology: tree"]),
+        "",
+    ]
+
+
+def _software(d: _Design) -> list[str]:
+    """the OS, driver, CUDA, NCCL and DOCA pins (Blackwell needs R570 / CUDA 12.8)"""
+    if d.gpu in _BLACKWELL:
+        pins = "software: {os: ubuntu-24.04, driver: \"570\", cuda: \"12.8\", nccl: \"2.25.1\", doca: \"2.10.0\", containers: enroot}"
     else:
-        add("  topology: tree")
-    add("")
-    add("# The software stack every node gets.")
-    if blackwell:
-        add("software: {os: ubuntu-24.04, driver: \"570\", cuda: \"12.8\", nccl: \"2.25.1\", doca: \"2.10.0\", containers: enroot}")
-    else:
-        add("software: {os: ubuntu-22.04, driver: \"550\", cuda: \"12.4\", nccl: \"2.21.5\", doca: \"2.7.0\", containers: enroot}")
-    return "\n".join(lines) + "\n"
+        pins = "software: {os: ubuntu-22.04, driver: \"550\", cuda: \"12.4\", nccl: \"2.21.5\", doca: \"2.7.0\", containers: enroot}"
+    return ["# The software stack every node gets.", pins]

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import ast
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from clusterctl.output.rule_docs import rules_markdown
+from clusterctl.perf.published.all_rows import rows as published_rows
 from clusterctl.output.schema_docs import blueprint_markdown
 from clusterctl.rules import all_rules
-from tests.helpers import REPO
+from tests.conftest import refresh_requested
+from tests.helpers import BLUEPRINTS, REPO
+from tests.test_imports import LAYERS
 
 
 def test_blueprint_reference_is_current():
@@ -83,3 +91,82 @@ def test_catalog_doc_local_server_example_validates(tmp_path):
     r = cli("validate", str(path))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "0 error(s), 0 warning(s)" in r.stdout + r.stderr
+
+
+# --- counts the docs state, each held to a truth found independently of the sentence (README said 13 roles when
+# 22 shipped, and 69 rules when 90 ran). CLUSTERCTL_UPDATE_DOCS=1 rewrites the numbers; read the prose after. ---
+
+WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
+
+
+@dataclass(frozen=True)
+class Count:
+    """A number stated in ``doc``: ``pattern`` matches the statement once, its group ``n`` the number (digits,
+    or a word up to twelve); ``truth`` counts what it states."""
+    doc: str
+    pattern: str
+    truth: Callable[[], int]
+
+
+def _shipped_roles() -> int:
+    """roles a render copies: every directory of roles/ with tasks/main.yml (targets/ansible.py copies those)"""
+    return sum(1 for p in (REPO / "roles").glob("*/tasks/main.yml"))
+
+
+def _fuzzed_blueprints() -> int:
+    """the blueprints tests/test_fuzz.py's FUZZED lists (read from its source: importing it makes a directory)"""
+    tree = ast.parse((REPO / "tests" / "test_fuzz.py").read_text())
+    (value,) = [n.value for n in tree.body if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "FUZZED"]
+    return len(ast.literal_eval(value))
+
+
+def _published_rows_of(family: str) -> Callable[[], int]:
+    """rows of one family of the published measurements the performance model is judged by"""
+    return lambda: sum(1 for r in published_rows() if r.family == family)
+
+
+COUNTS = (
+    Count("README.md", r"`site\.yml`, `ansible\.cfg` and (?P<n>\w+) roles;", _shipped_roles),
+    Count("README.md", r"references, and (?P<n>\w+) rules for power,", lambda: len(all_rules())),
+    Count("docs/architecture.md", r"The package is (?P<n>\w+) layers\.", lambda: len(set(LAYERS.values()))),
+    Count("docs/security.md", r"anywhere in (?P<n>\w+) shipped blueprints,", _fuzzed_blueprints),
+    Count("docs/report.md", r"\): (?P<n>\w+) dense Llama 3 rows on DGX-B200", _published_rows_of("blackwell-dense")),
+    Count("docs/report.md", r"; (?P<n>\w+) Qwen3 MoE rows with EP", _published_rows_of("moe-ep")),
+)
+
+
+def _as_number(text: str) -> int:
+    return WORDS.index(text) if text in WORDS else int(text.replace(",", ""))
+
+
+def _written_like(old: str, n: int) -> str:
+    return WORDS[n] if old in WORDS and n < len(WORDS) else f"{n:,}"
+
+
+def test_counts_in_the_docs_are_true():
+    update = refresh_requested("CLUSTERCTL_UPDATE_DOCS")
+    wrong, texts = [], {}
+    for count in COUNTS:
+        text = texts.setdefault(count.doc, (REPO / count.doc).read_text())
+        found = list(re.finditer(count.pattern, text))
+        assert len(found) == 1, f"{count.doc}: the statement {count.pattern!r} is there once (found {len(found)}); " \
+            "if the sentence was reworded, update COUNTS with it"
+        stated, true = _as_number(found[0].group("n")), count.truth()
+        if stated != true:
+            wrong.append(f"{count.doc}: {found[0].group(0)!r} but there are {true}")
+            start, end = found[0].span("n")
+            texts[count.doc] = text[:start] + _written_like(found[0].group("n"), true) + text[end:]
+    if update:
+        for doc, text in texts.items():
+            (REPO / doc).write_text(text)
+    else:
+        assert not wrong, "counts the docs state are wrong (CLUSTERCTL_UPDATE_DOCS=1 rewrites them):\n" + \
+            "\n".join(wrong)
+
+
+def test_readme_names_every_shipped_blueprint():
+    readme = (REPO / "README.md").read_text()
+    paragraph = readme[readme.index("Shipped blueprints (`blueprints/`"):]
+    paragraph = paragraph[:paragraph.index("\n\n")]
+    named = set(re.findall(r"`([a-z0-9-]+)`", paragraph))
+    assert named == {p.stem for p in BLUEPRINTS.glob("*.yaml")}, "README's list of shipped blueprints"

@@ -142,3 +142,75 @@ def test_walkthrough_is_linked():
     """A newcomer finds the walkthrough from the README and from the reference."""
     assert "(docs/first-blueprint.md)" in (REPO / "README.md").read_text()
     assert "(first-blueprint.md)" in REFERENCE.read_text()
+
+
+# --- the walkthrough reads as prose with blocks between paragraphs (step 5 once had the whole final file pasted
+# into the middle of a sentence, and every test above still passed) ---
+
+YAML_LINE = re.compile(r"^(\s*-\s*)?\{?[a-z_][a-z0-9_]*:(\s|$)")
+"""a line that looks like a blueprint line: `key:` or `- {key: ...`"""
+SENTENCE_END = (".", ":", "?", "!")
+
+
+def _blocks_and_prose(text: str) -> tuple[list[tuple[int, str, str]], list[tuple[int, str]]]:
+    """(fenced blocks as (opening line number, tag, body), prose lines as (line number, line)); a fence left open
+    fails here, at its opening line."""
+    blocks, prose = [], []
+    opened: tuple[int, str, list[str]] | None = None
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.startswith("```"):
+            if opened is None:
+                opened = (n, line[3:].strip(), [])
+            else:
+                assert line == "```", f"line {n}: a closing fence carries nothing after it, got {line!r}"
+                blocks.append((opened[0], opened[1], "".join(opened[2])))
+                opened = None
+        elif opened is not None:
+            opened[2].append(line + "\n")
+        else:
+            prose.append((n, line))
+    assert opened is None, f"the fence opened at line {opened[0]} is never closed"
+    return blocks, prose
+
+
+def test_walkthrough_fences_are_closed_tagged_and_parse():
+    blocks, _ = _blocks_and_prose(WALKTHROUGH.read_text())
+    assert blocks, "the walkthrough shows its steps in fenced blocks"
+    for start, tag, body in blocks:
+        assert tag in ("yaml", "console", "sh"), f"line {start}: a fence says what it holds (yaml, console), got {tag!r}"
+        if tag == "yaml":
+            data = yaml.safe_load(body)
+            assert isinstance(data, dict) and data, f"line {start}: a yaml block is a mapping of blueprint sections"
+        if tag == "console":
+            assert body.startswith("$ "), f"line {start}: a console block starts with the command typed"
+
+
+def test_walkthrough_has_no_yaml_outside_its_fences():
+    _, prose = _blocks_and_prose(WALKTHROUGH.read_text())
+    stray = [f"line {n}: {line}" for n, line in prose if YAML_LINE.match(line)]
+    assert not stray, "blueprint lines outside a ```yaml block:\n" + "\n".join(stray)
+
+
+def test_no_paragraph_of_the_walkthrough_is_broken_by_a_block():
+    """A block stands between paragraphs: a blank line on each side, the paragraph before it ends its sentence
+    (with '.', ':', '?' or '!'), and the text after it starts a new one rather than continuing a word."""
+    lines = WALKTHROUGH.read_text().splitlines()
+    blocks, _ = _blocks_and_prose(WALKTHROUGH.read_text())
+    for start, _, body in blocks:
+        end = start + body.count("\n") + 1  # the closing fence's line number
+        before, after = lines[start - 2], (lines[end] if end < len(lines) else "")
+        assert before == "", f"line {start}: a blank line before the block, got {before!r}"
+        assert after == "", f"line {end}: a blank line after the block, got {after!r}"
+        previous = next(line for line in reversed(lines[:start - 1]) if line.strip())
+        assert previous.startswith(("```", "#")) or previous.rstrip().endswith(SENTENCE_END), \
+            f"line {start}: the paragraph before the block stops mid-sentence: {previous!r}"
+        following = next((line for line in lines[end:] if line.strip()), "")
+        assert not following[:1].islower(), f"after line {end}: the text after the block continues a " \
+            f"sentence: {following!r}"
+
+
+def test_the_whole_file_validates_as_the_walkthrough_says(tmp_path):
+    """'The whole file' is a blueprint `clusterctl validate` passes clean (the walkthrough ends there)."""
+    _, whole = _walkthrough()
+    (rc, out), = _validate_all({"whole": whole.group(2)}, tmp_path).values()
+    assert rc == 0 and out.startswith("first.yaml: valid: 0 error(s), 0 warning(s), 0 info from "), out

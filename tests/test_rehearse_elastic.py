@@ -11,7 +11,7 @@ from tests.helpers import plan_of, shipped
 
 
 def test_the_stand_in_reads_the_rendered_user_data_and_decodes_the_bootstrap_program():
-    from clusterctl.cloud.userdata import program_text, user_data
+    from clusterctl.cloud.stack.userdata import program_text, user_data
 
     plan = plan_of(shipped("lab-cloud"))
     stack = elastic.rehearsal_stack(plan)
@@ -32,8 +32,8 @@ def test_the_stand_in_refuses_what_it_does_not_apply():
 
 
 def test_the_rehearsal_stack_is_the_aws_programs_with_file_references():
-    from clusterctl.cloud.aws import stack_json
-    from clusterctl.cloud.spec import cloud_spec
+    from clusterctl.cloud.pulumi.aws import stack_json
+    from clusterctl.cloud.stack.spec import cloud_spec
 
     plan = plan_of(shipped("lab-cloud"))
     stack = elastic.rehearsal_stack(plan)

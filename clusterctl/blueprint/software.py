@@ -253,7 +253,7 @@ class Software(StrictModel):
 
 
 Capability = Literal["read-config", "read-secrets", "manage-instances", "pass-identity", "write-dns"]
-"""what a node's cloud identity may do (clusterctl.cloud.identity.CAPABILITIES)"""
+"""what a node's cloud identity may do (clusterctl.cloud.stack.identity.CAPABILITIES)"""
 
 
 class CloudIdentity(StrictModel):
@@ -277,7 +277,7 @@ class CloudIdentity(StrictModel):
 
 class CloudIdentities(StrictModel):
     """Existing identities by node role (``node_groups[].role``); a role not named gets the identity the Pulumi
-    program creates with exactly what it needs (clusterctl.cloud.identity.needs)."""
+    program creates with exactly what it needs (clusterctl.cloud.stack.identity.needs)."""
 
     compute: CloudIdentity | None = None
     head: CloudIdentity | None = None

@@ -159,14 +159,8 @@ def ring(op: str, size_bytes: float, ranks: int, link: Link) -> CollectiveEstima
     return estimate_from_time(op, size_bytes, ranks, ring_time(op, size_bytes, ranks, link))
 
 
-def hierarchical_time(
-    op: str,
-    size_bytes: float,
-    ranks: int,
-    gpus_per_domain: int,
-    nvlink: Link,
-    network: Link,
-) -> float:
+def hierarchical_time(op: str, size_bytes: float, ranks: int, gpus_per_domain: int, nvlink: Link,
+                      network: Link) -> float:
     """Two-level time for a group spanning ``k = ranks / g`` NVLink domains of ``g`` GPUs.
 
     Derivation (the standard hierarchical decomposition NCCL uses across
@@ -217,14 +211,8 @@ def hierarchical_time(
     return t
 
 
-def hierarchical(
-    op: str,
-    size_bytes: float,
-    ranks: int,
-    gpus_per_domain: int,
-    nvlink: Link,
-    network: Link,
-) -> CollectiveEstimate:
+def hierarchical(op: str, size_bytes: float, ranks: int, gpus_per_domain: int, nvlink: Link,
+                 network: Link) -> CollectiveEstimate:
     """Hierarchical estimate; busbw uses the nccl-tests factor for all ``ranks``."""
     t = hierarchical_time(op, size_bytes, ranks, gpus_per_domain, nvlink, network)
     return estimate_from_time(op, size_bytes, ranks, t)

@@ -311,8 +311,7 @@ def _routing_of(plan, fabric, gpus_per_node: int, domain: int) -> tuple[bool, in
     if fabric is None:
         return True, LEAF_DOMAINS
     if fabric.kind == "infiniband":
-        bp = plan.blueprint.fabrics[fabric.index] if fabric.index < len(plan.blueprint.fabrics) else None
-        adaptive = bool(getattr(bp, "adaptive_routing", True))
+        adaptive = plan.fabric_spec(fabric).adaptive_routing
     else:
         adaptive = bool(fabric.tiers) and all("Spectrum-X" in (t.switch.description or "") for t in fabric.tiers)
     nodes = fabric.nodes if len(fabric.tiers) <= 1 else (fabric.su_nodes or fabric.nodes)

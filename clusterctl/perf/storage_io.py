@@ -45,7 +45,7 @@ def bytes_per_token(vocab: int | None) -> int:
 def checkpoint_tier(plan: ClusterPlan):
     """(index, tier) checkpoints go to: the first shared tier marked ``checkpoint: true``, else the first
     parallel tier, else the first NFS tier; None when only local or object tiers exist."""
-    tiers = list(enumerate(plan.blueprint.storage))
+    tiers = list(enumerate(plan.storage))
     for pick in (lambda t: t.checkpoint and t.tier != "local", lambda t: t.tier == "parallel",
                  lambda t: t.tier == "nfs"):
         for i, t in tiers:
@@ -231,7 +231,7 @@ def checkpoint_write_s(plan: ClusterPlan, size_bytes: float) -> float | None:
 def data_tier(plan: ClusterPlan):
     """(index, tier) training data is read from: the first parallel tier, else object, else nfs; or None."""
     for kind in ("parallel", "object", "nfs"):
-        for i, t in enumerate(plan.blueprint.storage):
+        for i, t in enumerate(plan.storage):
             if t.tier == kind:
                 return i, t
     return None

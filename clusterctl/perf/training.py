@@ -227,7 +227,7 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
     dp = check(model, par, gpus)
     used = par.tp * par.pp * par.cp * dp
     m = par.global_batch // (dp * par.micro_batch)
-    tp, pp, cp, v = par.tp, par.pp, par.cp, par.virtual_stages
+    pp, cp, v = par.pp, par.cp, par.virtual_stages
     # the busiest stage sets the pace: uneven splits (Llama 3's 126 layers on 16 stages) round up; its
     # v interleaved chunks together hold ceil(L / pp) layers
     layers = math.ceil(model.layers / pp)
@@ -237,11 +237,75 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
     rc_dense = 4 / 3 if full else 1.0
     rc_attn = 4 / 3 if par.recompute in ("full", "selective") else 1.0
 
+    load = moe_load(model, par, local_tokens)
+    t_gemm, t_attn, t_logit = _matmul_s(model, par, acc, layers, load, rc_dense, rc_attn)
+    t_mem = _elementwise_s(model, par, acc, layers, local_tokens, load)
+
+    t_tp, t_cp, t_ep, t_pp, comm = _model_parallel_comm(model, par, ic, layers, local_tokens, load, t_attn)
+
+    stage = t_gemm + t_attn + t_mem + t_tp + t_cp + t_ep + t_pp
+    # one microbatch on the slowest stage. The last stage also computes the logits; when Megatron's split
+    # counts the loss as a layer (--account-for-loss-in-pipeline-split, chosen by layout_rules.pipeline_split when
+    # the layers need it: Llama 3 405B's 126 on 8 or 16 stages) it holds one transformer layer fewer, and
+    # the logits cost only what they exceed that layer by.
+    last = stage + t_logit
+    if pp > 1 and pipeline_split(model.layers, pp, v) == 2:
+        last -= (stage - t_pp) / layers
+    slot = max(stage, last)
+    bubble_slots = (pp - 1) / v
+    t_pipeline = (m + bubble_slots) * slot
+
+    # data-parallel gradient reduction over the dp x cp ranks that hold the same weights
+    params_local = _params_per_gpu(model, par)
+    replicas = dp * cp
+    dp_exposed, dp_comm = _gradient_reduction(par, ic, params_local, replicas, stage - t_pp)
+    if dp_comm is not None:
+        comm["dp"] = dp_comm
+    opt_params = params_local / (replicas if par.distributed_optimizer else 1)  # sharded as in memory.py
+    t_opt = opt_params * ADAM_BYTES_PER_PARAM_STEP / (acc.hbm_tb_per_s * 1e12 * HBM_EFFICIENCY)
+
+    t_sync = scale_synchronisation(t_pipeline + dp_exposed + t_opt, used, ic)
+    step = t_pipeline + dp_exposed + t_opt + t_sync
+    tokens_step = par.global_batch * model.seq_len
+    model_flops = tokens_step * model.flops_per_token
+    layer_flops = model.layers * (model.dense_flops_per_token_layer * rc_dense
+                                  + model.attention_flops_per_token_layer * rc_attn)
+    hw_flops = tokens_step * (layer_flops + model.logit_flops_per_token)
+    breakdown = {
+        "compute": m * (t_gemm + t_attn + t_mem),
+        "logits (last stage)": m * (slot - stage),
+        "tp communication": m * t_tp,
+        "cp communication": m * t_cp,
+        "ep communication": m * t_ep,
+        "pp communication": m * t_pp,
+        "pipeline bubble": bubble_slots * slot,
+        "dp communication (exposed)": dp_exposed,
+        "optimizer": t_opt,
+        "stragglers and jitter (scale)": t_sync,
+    }
+    mem = memory(model, par, dp, m, acc)
+    notes = []
+    if used < gpus:
+        notes.append(f"the layout uses {used:,} of {gpus:,} GPUs")
+    return TrainingEstimate(
+        model=model, par=replace(par, dp=dp), gpus=used, dp=dp, microbatches=m, step_s=step,
+        tokens_per_s=tokens_step / step,
+        model_tflops_per_gpu=model_flops / step / used / 1e12,
+        hardware_tflops_per_gpu=hw_flops / step / used / 1e12,
+        mfu=model_flops / step / used / (acc.peak_tflops * 1e12),
+        breakdown_s=breakdown, memory_gb=mem, notes=tuple(notes), comm=comm)
+
+
+def _matmul_s(model: ModelShape, par: Parallelism, acc: Accelerator, layers: int, load: float, rc_dense: float,
+            rc_attn: float) -> tuple[float, float, float]:
+    """(GEMM, attention, logits) seconds of one microbatch on one stage, recomputation included."""
+    tp, cp = par.tp, par.cp
+    tokens = par.micro_batch * model.seq_len
+    local_tokens = tokens / cp
     r_gemm = gemm_rate(acc, model, tp)
     r_linear = gemm_rate(acc, model, tp, par.precision)
     # GEMMs (fwd + bwd [+ recompute]) of one microbatch on one stage
     t_gemm = layers * tokens * model.dense_flops_per_token_layer * rc_dense / (tp * cp) / r_linear
-    load = moe_load(model, par, local_tokens)
     if model.experts:  # expert GEMMs: the busiest rank's tokens, at the grouped-GEMM rate
         t_expert = layers * tokens * expert_flops_per_token_layer(model) * rc_dense / (tp * cp) / r_linear
         t_gemm += t_expert * (load / expert_gemm_factor(model, par, local_tokens, acc, r_linear) - 1)
@@ -251,7 +315,15 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
     else:
         t_attn = layers * tokens * model.attention_flops_per_token_layer * rc_attn / (tp * cp) / (
             r_gemm * UNFUSED_ATTENTION_EFFICIENCY)
-    # element-wise HBM traffic
+    return t_gemm, t_attn, tokens * model.logit_flops_per_token / (tp * cp) / r_gemm
+
+
+def _elementwise_s(model: ModelShape, par: Parallelism, acc: Accelerator, layers: int, local_tokens: float,
+                   load: float) -> float:
+    """Seconds of element-wise HBM traffic of one microbatch on one stage (norms, activations, residuals,
+    FP8 casts, MoE permutation; recomputed modules once more)."""
+    tp, cp = par.tp, par.cp
+    full = par.recompute == "full"
     rep = ELEMENTWISE_REPLICATED * model.hidden / (tp if par.sequence_parallel else 1)
     mlp_width = (model.expert_ffn * model.topk) if model.experts else model.ffn
     part = ((3 if model.swiglu else 2) * mlp_width + 2 * (model.q + 2 * model.kv)) / tp
@@ -270,10 +342,16 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
         rc_elements += 2 * model.hidden / (tp if par.sequence_parallel else 1)
     if model.experts and "moe_act" in modules:  # the experts' activation: read the FC1 output, write f
         rc_elements += (3 if model.swiglu else 2) * mlp_width / tp
-    t_mem = layers * local_tokens * (elem_bytes * passes + rc_elements * BYTES_BF16) / (
+    return layers * local_tokens * (elem_bytes * passes + rc_elements * BYTES_BF16) / (
         acc.hbm_tb_per_s * 1e12 * HBM_EFFICIENCY)
-    t_logit = tokens * model.logit_flops_per_token / (tp * cp) / r_gemm
 
+
+def _model_parallel_comm(model: ModelShape, par: Parallelism, ic: Interconnect, layers: int, local_tokens: float,
+                         load: float, t_attn: float) -> tuple[float, float, float, float, dict[str, dict]]:
+    """(tp, cp, ep, pp) seconds of one microbatch on one stage, and what each collective is (the report's
+    ``communication``)."""
+    tp, pp, cp, v = par.tp, par.pp, par.cp, par.virtual_stages
+    full = par.recompute == "full"
     comm: dict[str, dict] = {}
     # tensor- and expert-parallel collectives: 2 per layer forward, 2 backward, 2 more when recomputing
     per_layer = 6 if full else 4
@@ -311,78 +389,34 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
         est, algo = collective(SEND_RECV, size, ic, placement(2, ic, ic.gpus_per_domain))
         t_pp = 2 * v * est.time_s
         comm["pp"] = {"op": "send_recv", "ranks": 2, "bytes": size, "time_s": est.time_s, "algorithm": algo}
+    return t_tp, t_cp, t_ep, t_pp, comm
 
-    stage = t_gemm + t_attn + t_mem + t_tp + t_cp + t_ep + t_pp
-    # one microbatch on the slowest stage. The last stage also computes the logits; when Megatron's split
-    # counts the loss as a layer (--account-for-loss-in-pipeline-split, chosen by layout_rules.pipeline_split when
-    # the layers need it: Llama 3 405B's 126 on 8 or 16 stages) it holds one transformer layer fewer, and
-    # the logits cost only what they exceed that layer by.
-    last = stage + t_logit
-    if pp > 1 and pipeline_split(model.layers, pp, v) == 2:
-        last -= (stage - t_pp) / layers
-    slot = max(stage, last)
-    bubble_slots = (pp - 1) / v
-    t_pipeline = (m + bubble_slots) * slot
 
-    # data-parallel gradient reduction over the dp x cp ranks that hold the same weights. With the
-    # distributed optimizer: reduce-scatter of the gradients (grad_bytes) after the last microbatch's
-    # backward, all-gather of the updated bf16 weights before the next step's first forward; without it,
-    # one all-reduce of the gradients.
-    params_local = _params_per_gpu(model, par)
-    replicas = dp * cp
-    bwd_window = (2 / 3) * (stage - t_pp) if par.overlap_grad_reduce else 0.0
-    fwd_window = (1 / 3) * (stage - t_pp) if par.overlap_grad_reduce else 0.0
-    dp_exposed = t_dp = 0.0
-    if replicas > 1:
-        pl = placement(replicas, ic, tp)
-        grads = params_local * par.grad_bytes
-        if par.distributed_optimizer:
-            rs, algo = collective(REDUCE_SCATTER, grads, ic, pl)
-            ag, _ = collective(ALL_GATHER, params_local * BYTES_BF16, ic, pl)
-            t_dp = rs.time_s + ag.time_s
-            dp_exposed = max(0.0, rs.time_s - bwd_window) + max(0.0, ag.time_s - fwd_window)
-            comm["dp"] = {"op": "reduce_scatter + all_gather", "ranks": replicas, "bytes": grads,
-                          "param_bytes": params_local * BYTES_BF16, "time_s": t_dp,
-                          "busbw_gb_per_s": rs.busbw_gb_per_s, "algorithm": algo}
-        else:
-            ar, algo = collective(ALL_REDUCE, grads, ic, pl)
-            t_dp = ar.time_s
-            dp_exposed = max(0.0, t_dp - bwd_window)
-            comm["dp"] = {"op": "all_reduce", "ranks": replicas, "bytes": grads, "time_s": t_dp,
-                          "busbw_gb_per_s": ar.busbw_gb_per_s, "algorithm": algo}
-    opt_params = params_local / (replicas if par.distributed_optimizer else 1)  # sharded as in memory.py
-    t_opt = opt_params * ADAM_BYTES_PER_PARAM_STEP / (acc.hbm_tb_per_s * 1e12 * HBM_EFFICIENCY)
-
-    t_sync = scale_synchronisation(t_pipeline + dp_exposed + t_opt, used, ic)
-    step = t_pipeline + dp_exposed + t_opt + t_sync
-    tokens_step = par.global_batch * model.seq_len
-    model_flops = tokens_step * model.flops_per_token
-    layer_flops = model.layers * (model.dense_flops_per_token_layer * rc_dense
-                                  + model.attention_flops_per_token_layer * rc_attn)
-    hw_flops = tokens_step * (layer_flops + model.logit_flops_per_token)
-    breakdown = {
-        "compute": m * (t_gemm + t_attn + t_mem),
-        "logits (last stage)": m * (slot - stage),
-        "tp communication": m * t_tp,
-        "cp communication": m * t_cp,
-        "ep communication": m * t_ep,
-        "pp communication": m * t_pp,
-        "pipeline bubble": bubble_slots * slot,
-        "dp communication (exposed)": dp_exposed,
-        "optimizer": t_opt,
-        "stragglers and jitter (scale)": t_sync,
-    }
-    mem = memory(model, par, dp, m, acc)
-    notes = []
-    if used < gpus:
-        notes.append(f"the layout uses {used:,} of {gpus:,} GPUs")
-    return TrainingEstimate(
-        model=model, par=replace(par, dp=dp), gpus=used, dp=dp, microbatches=m, step_s=step,
-        tokens_per_s=tokens_step / step,
-        model_tflops_per_gpu=model_flops / step / used / 1e12,
-        hardware_tflops_per_gpu=hw_flops / step / used / 1e12,
-        mfu=model_flops / step / used / (acc.peak_tflops * 1e12),
-        breakdown_s=breakdown, memory_gb=mem, notes=tuple(notes), comm=comm)
+def _gradient_reduction(par: Parallelism, ic: Interconnect, params_local: float, replicas: int,
+                        stage_work: float) -> tuple[float, dict | None]:
+    """(seconds of it left exposed, its ``communication`` entry; 0 and None on one replica). With the
+    distributed optimizer: reduce-scatter of the gradients (grad_bytes) after the last microbatch's
+    backward, all-gather of the updated bf16 weights before the next step's first forward; without it,
+    one all-reduce of the gradients. With overlap_grad_reduce they hide behind the backward (2/3 of the
+    stage's work, ``stage_work``) and the forward (1/3)."""
+    if replicas <= 1:
+        return 0.0, None
+    bwd_window = (2 / 3) * stage_work if par.overlap_grad_reduce else 0.0
+    fwd_window = (1 / 3) * stage_work if par.overlap_grad_reduce else 0.0
+    pl = placement(replicas, ic, par.tp)
+    grads = params_local * par.grad_bytes
+    if par.distributed_optimizer:
+        rs, algo = collective(REDUCE_SCATTER, grads, ic, pl)
+        ag, _ = collective(ALL_GATHER, params_local * BYTES_BF16, ic, pl)
+        t_dp = rs.time_s + ag.time_s
+        return (max(0.0, rs.time_s - bwd_window) + max(0.0, ag.time_s - fwd_window),
+                {"op": "reduce_scatter + all_gather", "ranks": replicas, "bytes": grads,
+                 "param_bytes": params_local * BYTES_BF16, "time_s": t_dp,
+                 "busbw_gb_per_s": rs.busbw_gb_per_s, "algorithm": algo})
+    ar, algo = collective(ALL_REDUCE, grads, ic, pl)
+    return (max(0.0, ar.time_s - bwd_window),
+            {"op": "all_reduce", "ranks": replicas, "bytes": grads, "time_s": ar.time_s,
+             "busbw_gb_per_s": ar.busbw_gb_per_s, "algorithm": algo})
 
 
 def _params_per_gpu(model: ModelShape, par: Parallelism) -> float:

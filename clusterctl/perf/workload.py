@@ -48,7 +48,7 @@ def resolve(plan: ClusterPlan, overrides: dict[str, Any] | None = None) -> Workl
 
     ``overrides`` keys: model (preset name), params_b, any ModelSpec field, any TrainingSpec field."""
     o = {k: v for k, v in (overrides or {}).items() if v is not None}
-    w = plan.blueprint.workload
+    w = plan.workload
     model: ModelShape | None = None
     source = ""
     bp_model = w.model if w is not None else None

@@ -4,7 +4,6 @@ on (Lustre manual, "Configuring LNet") and the interfaces a node type's LNet bin
 from __future__ import annotations
 
 from clusterctl.plan.model import ClusterPlan, NodeTypePlan
-from clusterctl.plan.settings import node_type_settings
 
 
 def nid_networks(servers: str) -> list[str]:
@@ -27,5 +26,4 @@ def lnet_networks(servers: str) -> list[str]:
 def storage_interfaces(plan: ClusterPlan, nt: NodeTypePlan) -> tuple[str, ...]:
     """The interface names of a node type's storage NICs (``node_types.<t>.storage_interfaces``); empty when the
     blueprint names none (LNet then uses its default)."""
-    spec = node_type_settings(plan, nt.name)
-    return tuple(spec.storage_interfaces or ()) if spec is not None else ()
+    return tuple(plan.node_type_spec(nt).storage_interfaces or ())

@@ -297,6 +297,11 @@ class ClusterPlan:
         return self.blueprint.name
 
     @property
+    def description(self) -> str:
+        """the blueprint's ``description:``"""
+        return self.blueprint.description
+
+    @property
     def slurm(self):
         """the ``slurm:`` settings, None without Slurm; its host roles are :func:`clusterctl.plan.roles.slurm_roles`"""
         return self.blueprint.slurm
@@ -318,13 +323,18 @@ class ClusterPlan:
 
     @property
     def cloud(self):
-        """the ``cloud:`` settings, None on bare metal; the stack facts are :mod:`clusterctl.cloud.spec`'s"""
+        """the ``cloud:`` settings, None on bare metal; the stack facts are :mod:`clusterctl.cloud.stack.spec`'s"""
         return self.blueprint.cloud
 
     @property
     def workload(self):
         """the ``workload:`` (training job) settings, None when the blueprint describes none"""
         return self.blueprint.workload
+
+    @property
+    def cooling(self):
+        """the ``cooling:`` settings (CDUs, the room's air), always present (empty by default)"""
+        return self.blueprint.cooling
 
     # --- figures ---------------------------------------------------------------------------------------------
 
@@ -344,6 +354,21 @@ class ClusterPlan:
     def rack_profile(self, rack: RackPlan):
         """The blueprint's profile of ``rack`` (None only for a profile name that did not resolve)."""
         return self.blueprint.rack_profiles.get(rack.profile_name)
+
+    def group_spec(self, group: GroupPlan):
+        """The blueprint's ``node_groups`` entry ``group`` was planned from (what it declared, e.g. whether it
+        set nvlink_domain_gpus itself)."""
+        return self.blueprint.node_groups[group.index]
+
+    def fabric_spec(self, fabric: FabricPlan):
+        """The blueprint's ``fabrics`` entry ``fabric`` was planned from (its kind's own settings, e.g.
+        InfiniBand ``adaptive_routing``)."""
+        return self.blueprint.fabrics[fabric.index]
+
+    def node_type_spec(self, node_type: NodeTypePlan):
+        """The blueprint's ``node_types`` entry ``node_type`` was planned from (what it declared beyond the
+        catalog, e.g. its NCCL overrides or ``storage_interfaces``)."""
+        return self.blueprint.node_types[node_type.name]
 
     def group(self, name: str) -> GroupPlan | None:
         for g in self.groups:

@@ -2,7 +2,7 @@
 
 One decision for every place a range grants access: the address pools (and so the NFS export client
 specification and chrony's ``allow``, both written from the in-band pools), rule CLOUD005 and the Pulumi
-programs' guard on the admin CIDR (``clusterctl/cloud/{aws,gcp,azure}.py``), which may be given on the stack
+programs' guard on the admin CIDR (``clusterctl/cloud/pulumi/{aws,gcp,azure}.py``), which may be given on the stack
 configuration and so never passes through ``validate``.
 
 * **Private** space: RFC 1918 (10/8, 172.16/12, 192.168/16), RFC 6598 shared space (100.64/10, carrier-grade

@@ -13,7 +13,7 @@ powered down. Then:
    - the stack (``cloud/stack.json``: what the Pulumi program writes; here :func:`rehearsal_stack`, with the
      bootstrap settings of :func:`bootstrap_settings`: ``config_url`` ``file://`` to the bucket directory and
      ``file`` secret references), the configuration object built by
-     :func:`clusterctl.cloud.bundle.config_bundle` from the render, in ``DIR/.rehearsal/bucket/`` which is
+     :func:`clusterctl.cloud.stack.bundle.config_bundle` from the render, in ``DIR/.rehearsal/bucket/`` which is
      bind-mounted at :data:`BUCKET` in every elastic node (the "bucket");
 
 2. ``converge``: the rendered ``site.yml`` on the head node only, over SSH (it installs the power-saving programs,
@@ -65,7 +65,8 @@ SUSPEND_TIMEOUT_S = 30
 RUNCMD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 CLOUD_CONFIG_KEYS = {"hostname", "fqdn", "prefer_fqdn_over_hostname", "preserve_hostname", "manage_etc_hosts",
                      "write_files", "runcmd"}
-"""the cloud-config keys the stand-in applies (the ones clusterctl.cloud.userdata renders); any other is refused"""
+"""the cloud-config keys the stand-in applies (the ones clusterctl.cloud.stack.userdata renders); any other is
+refused"""
 CALLS_FILE = "elastic-calls.jsonl"
 """in DIR/.rehearsal: the fake provider API's calls.jsonl of the head node after the cycle"""
 CONTROL_FILE = "elastic-cycle.json"
@@ -77,7 +78,7 @@ JOB = "hostname; test -c /dev/nvidia0 && echo gpu-stand-in; sleep 5"
 
 def elastic_hosts(plan) -> dict[str, str]:
     """host -> node group of every elastic group (``node_groups[].cloud.elastic``)."""
-    from clusterctl.cloud.spec import is_elastic
+    from clusterctl.plan.cloud import is_elastic
 
     return {h: g.name for g in plan.groups if is_elastic(plan, g.index) for h in g.hosts}
 
@@ -108,8 +109,8 @@ def adjust_elastic(variant) -> None:
 def bootstrap_settings(plan) -> dict:
     """The bootstrap settings of a compute node as the rehearsal's stack holds them: the configuration object
     from the bucket directory (``file://``), the MUNGE key from a file on the node."""
-    from clusterctl.cloud.bundle import OBJECT_KEY
-    from clusterctl.cloud.userdata import bootstrap_config
+    from clusterctl.cloud.stack.bundle import OBJECT_KEY
+    from clusterctl.cloud.stack.userdata import bootstrap_config
 
     cloud = plan.blueprint.cloud
     return bootstrap_config(cloud.provider, region=cloud.region, config_url=f"file://{BUCKET}/{OBJECT_KEY}",
@@ -118,17 +119,17 @@ def bootstrap_settings(plan) -> dict:
 
 def rehearsal_stack(plan) -> dict:
     """``cloud/stack.json`` as the rehearsal's stand-in for the Pulumi program writes it: on AWS the program's own
-    :func:`clusterctl.cloud.aws.stack_json` with rehearsal identifiers where the cloud would assign them (launch
+    :func:`clusterctl.cloud.pulumi.aws.stack_json` with rehearsal identifiers where the cloud would assign them (launch
     template, hosted zone); elsewhere the same shape (the issue 12 design)."""
     from clusterctl import hostlist
-    from clusterctl.cloud.spec import cloud_spec
+    from clusterctl.cloud.stack.spec import cloud_spec
 
     bp = plan.blueprint
     cloud = bp.cloud
     spec = cloud_spec(plan)
     groups = [g for g in spec.groups if g.elastic]
     if cloud.provider == "aws":
-        from clusterctl.cloud.aws import stack_json
+        from clusterctl.cloud.pulumi.aws import stack_json
 
         return stack_json(spec, bootstrap_settings(plan), {g.name: f"lt-{i + 1:017x}" for i, g in enumerate(groups)},
                           "Z0REHEARSAL0000000000", f"{bp.name}.internal")
@@ -346,7 +347,7 @@ class ElasticSetup:
     name: str = "setup"
 
     def run(self, state: State, record: Record) -> None:
-        from clusterctl.cloud.bundle import OBJECT_KEY, config_bundle
+        from clusterctl.cloud.stack.bundle import OBJECT_KEY, config_bundle
         from clusterctl.rehearse.pull import put
 
         out = Path(state.dir)
@@ -398,7 +399,7 @@ class ElasticCycle:
     summary: dict = field(default_factory=dict)
 
     def run(self, state: State, record: Record) -> None:
-        from clusterctl.cloud.userdata import user_data
+        from clusterctl.cloud.stack.userdata import user_data
         from clusterctl.rehearse.deploy import rehearsal_files
 
         _, secrets_path = rehearsal_files(state)

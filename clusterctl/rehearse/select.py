@@ -49,7 +49,7 @@ def node_specs(plan: ClusterPlan, per_group: int, rid: str) -> list[NodeSpec]:
     values = [address[n] for n in names]
     if all(a is not None and ":" not in a for a in values):
         return [NodeSpec(n, a) for n, a in zip(names, values)]  # type: ignore[arg-type]
-    from clusterctl.cloud.spec import cloud_network
+    from clusterctl.cloud.stack.spec import cloud_network
 
     vpc = cloud_network(plan) if plan.blueprint.cloud is not None else None
     if vpc is not None:

@@ -167,9 +167,26 @@ def _add(table: dict, key, n: int) -> None:
 
 def build(ctx: ReportContext) -> Section:
     plan = ctx.plan
-    cat = plan.catalog
-    bp = plan.blueprint
+    network, xcvr_fabric = _network(plan)
+    nodes = _nodes(plan)
+    racks, systems, pdus = _rack_rows(plan)
+    data: dict[str, Any] = {
+        **network,
+        **nodes,
+        "racks": racks,
+        "rack_systems": systems,
+        "pdus": {"by_profile": pdus, "total_feeds": sum(p["feeds"] for p in pdus)},
+        "cdus": _cdus(plan),
+        "notes": _notes(network["transceivers"]["extra_endpoints"], bool(nodes["instances"])),
+        "rules_file": OPTICS_REF,
+    }
+    return Section(KEY, TITLE, data, _markdown(data, xcvr_fabric))
 
+
+def _network(plan: ClusterPlan) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """({switches, cables, transceivers} by fabric and in total, the transceiver rows with their catalog
+    references for the Markdown's sources)"""
+    cat = plan.catalog
     sw_fabric, sw_model = [], {}
     cables_fabric, cables_type = [], {}
     xcvr_fabric, xcvr_type, parts_of = [], {}, {}
@@ -191,64 +208,7 @@ def build(ctx: ReportContext) -> Section:
         xcvr_fabric.extend(rows)
         if extra:
             extras.append({"fabric": fp.name, "endpoints": extra})
-
-    gpus, servers, instances, nic_rows = {}, {}, {}, {}
-    for g in plan.groups:
-        nt = g.type
-        if g.gpus and nt.gpu_model:
-            _add(gpus, nt.gpu_model, g.gpus)
-        if nt.instance is not None:
-            _add(instances, (nt.instance_name, nt.instance.provider), g.count)
-            continue
-        name = nt.server_name if cat.servers.get(nt.server_name) is nt.server else f"{nt.name} (inline spec)"
-        _add(servers, name, g.count)
-        for n in nt.nics:
-            ports_per_card = cat.nics[n.model].ports if n.model in cat.nics else 1
-            key = (n.model, n.role)
-            row = nic_rows.setdefault(key, {"model": n.model, "role": n.role, "cards": 0, "ports": 0})
-            row["cards"] += (n.count // ports_per_card) * g.count
-            row["ports"] += n.count * g.count
-
-    by_profile: dict[str, list] = {}
-    for r in plan.racks:
-        by_profile.setdefault(r.profile_name, []).append(r)
-    racks, pdus, systems = [], [], {}
-    for name, rs in by_profile.items():
-        prof = bp.rack_profiles.get(name)
-        racks.append({"profile": name, "count": len(rs), "budget_kw": prof.power_kw if prof else None,
-                      "units": prof.units if prof else None, "system": prof.system if prof else None})
-        if prof is not None:
-            pdus.append({"profile": name, "racks": len(rs), "feeds_per_rack": prof.feeds,
-                         "feeds": len(rs) * prof.feeds, "feed_kw": prof.feed_kw or prof.power_kw,
-                         "redundancy": prof.redundancy})
-            if prof.system:
-                sysent = cat.rack_systems.get(prof.system)
-                row = systems.setdefault(prof.system, {"system": prof.system, "racks": 0, "compute_trays": 0,
-                                                       "nvlink_switch_trays": 0})
-                row["racks"] += len(rs)
-                if sysent is not None:
-                    row["compute_trays"] += len(rs) * sysent.compute_trays
-                    row["nvlink_switch_trays"] += len(rs) * sysent.nvlink_switch_trays
-    cdus = []
-    for c in bp.cooling.cdus:
-        served = [r for r in plan.racks if (p := plan.rack_profile(r)) is not None and p.cdu == c.name]
-        cdus.append({"name": c.name, "capacity_kw": c.capacity_kw, "coolant": c.coolant, "racks": len(served),
-                     "liquid_load_kw": sum(r.liquid_heat_kw for r in served)})
-
-    notes = [
-        ("Cables: one per planned cable (a breakout cable counts once); links at <= "
-         f"{fmt(copper_max_gbps())} Gb/s are copper, faster ones counted as optical (upper bound)."),
-        ("Transceivers: switch end one per links-per-cage x breakout links; node end one per NIC port, or "
-         "one twin-port plug per two ports on servers with twin-port OSFP cages (DGX); copper links none."),
-    ]
-    if extras:
-        notes.append("Extra endpoints (appliance ports) on the leaves: " + ", ".join(
-            f"{e['endpoints']:,} on {e['fabric']}" for e in extras) + "; their far-end optics are not counted.")
-    if instances:
-        notes.append("Cloud instances are listed by type; the provider supplies their network, so no switches, "
-                     "cables or transceivers are counted for them.")
-
-    data: dict[str, Any] = {
+    return {
         "switches": {
             "by_fabric": sw_fabric,
             "by_model": [{"model": m, "count": n, "description": cat.switches[m].description
@@ -268,18 +228,85 @@ def build(ctx: ReportContext) -> Section:
             "total": sum(xcvr_type.values()),
             "extra_endpoints": extras,
         },
+    }, xcvr_fabric
+
+
+def _nodes(plan: ClusterPlan) -> dict[str, Any]:
+    """{gpus, servers, instances, nics}: what the node groups are built from"""
+    cat = plan.catalog
+    gpus, servers, instances, nic_rows = {}, {}, {}, {}
+    for g in plan.groups:
+        nt = g.type
+        if g.gpus and nt.gpu_model:
+            _add(gpus, nt.gpu_model, g.gpus)
+        if nt.instance is not None:
+            _add(instances, (nt.instance_name, nt.instance.provider), g.count)
+            continue
+        name = nt.server_name if cat.servers.get(nt.server_name) is nt.server else f"{nt.name} (inline spec)"
+        _add(servers, name, g.count)
+        for n in nt.nics:
+            ports_per_card = cat.nics[n.model].ports if n.model in cat.nics else 1
+            key = (n.model, n.role)
+            row = nic_rows.setdefault(key, {"model": n.model, "role": n.role, "cards": 0, "ports": 0})
+            row["cards"] += (n.count // ports_per_card) * g.count
+            row["ports"] += n.count * g.count
+    return {
         "gpus": [{"model": m, "count": n} for m, n in gpus.items()],
         "servers": [{"model": m, "count": n} for m, n in servers.items()],
         "instances": [{"type": t, "provider": p, "count": n} for (t, p), n in instances.items()],
         "nics": list(nic_rows.values()),
-        "racks": racks,
-        "rack_systems": list(systems.values()),
-        "pdus": {"by_profile": pdus, "total_feeds": sum(p["feeds"] for p in pdus)},
-        "cdus": cdus,
-        "notes": notes,
-        "rules_file": OPTICS_REF,
     }
-    return Section(KEY, TITLE, data, _markdown(data, xcvr_fabric))
+
+
+def _rack_rows(plan: ClusterPlan) -> tuple[list[dict], list[dict], list[dict]]:
+    """(racks per profile, rack systems with their trays, PDU feeds per profile)"""
+    by_profile: dict[str, list] = {}
+    for r in plan.racks:
+        by_profile.setdefault(r.profile_name, []).append(r)
+    racks, pdus, systems = [], [], {}
+    for name, rs in by_profile.items():
+        prof = plan.rack_profile(rs[0])  # every rack of rs has this profile
+        racks.append({"profile": name, "count": len(rs), "budget_kw": prof.power_kw if prof else None,
+                      "units": prof.units if prof else None, "system": prof.system if prof else None})
+        if prof is not None:
+            pdus.append({"profile": name, "racks": len(rs), "feeds_per_rack": prof.feeds,
+                         "feeds": len(rs) * prof.feeds, "feed_kw": prof.feed_kw or prof.power_kw,
+                         "redundancy": prof.redundancy})
+            if prof.system:
+                sysent = plan.catalog.rack_systems.get(prof.system)
+                row = systems.setdefault(prof.system, {"system": prof.system, "racks": 0, "compute_trays": 0,
+                                                       "nvlink_switch_trays": 0})
+                row["racks"] += len(rs)
+                if sysent is not None:
+                    row["compute_trays"] += len(rs) * sysent.compute_trays
+                    row["nvlink_switch_trays"] += len(rs) * sysent.nvlink_switch_trays
+    return racks, list(systems.values()), pdus
+
+
+def _cdus(plan: ClusterPlan) -> list[dict]:
+    """each CDU with the racks whose profile names it and their liquid heat at full load"""
+    cdus = []
+    for c in plan.cooling.cdus:
+        served = [r for r in plan.racks if (p := plan.rack_profile(r)) is not None and p.cdu == c.name]
+        cdus.append({"name": c.name, "capacity_kw": c.capacity_kw, "coolant": c.coolant, "racks": len(served),
+                     "liquid_load_kw": sum(r.liquid_heat_kw for r in served)})
+    return cdus
+
+
+def _notes(extras: list[dict], has_instances: bool) -> list[str]:
+    notes = [
+        ("Cables: one per planned cable (a breakout cable counts once); links at <= "
+         f"{fmt(copper_max_gbps())} Gb/s are copper, faster ones counted as optical (upper bound)."),
+        ("Transceivers: switch end one per links-per-cage x breakout links; node end one per NIC port, or "
+         "one twin-port plug per two ports on servers with twin-port OSFP cages (DGX); copper links none."),
+    ]
+    if extras:
+        notes.append("Extra endpoints (appliance ports) on the leaves: " + ", ".join(
+            f"{e['endpoints']:,} on {e['fabric']}" for e in extras) + "; their far-end optics are not counted.")
+    if has_instances:
+        notes.append("Cloud instances are listed by type; the provider supplies their network, so no switches, "
+                     "cables or transceivers are counted for them.")
+    return notes
 
 
 def _markdown(d: dict[str, Any], xcvr_rows: list[dict[str, Any]]) -> str:

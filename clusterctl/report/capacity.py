@@ -270,8 +270,7 @@ def nvlink_rows(plan: ClusterPlan) -> list[dict[str, Any]]:
         if not g.gpus:
             continue
         domain = g.nvlink_domain_gpus
-        bp_group = plan.blueprint.node_groups[g.index]
-        if bp_group.nvlink_domain_gpus is not None:
+        if plan.group_spec(g).nvlink_domain_gpus is not None:
             dkey, dsrc = f"node_groups[{g.index}].nvlink_domain_gpus", "blueprint (node group)"
         elif nt.instance is not None:
             dkey = f"instances.{nt.instance_name}.gpus"
@@ -350,12 +349,9 @@ def build(ctx: ReportContext) -> Section:
     return Section(KEY, TITLE, data, _markdown(plan, data))
 
 
-def _markdown(plan: ClusterPlan, d: dict[str, Any]) -> str:
-    src = Sources()
-    out: list[str] = []
-    models = ", ".join(f"{a['gpus']:,} x {a['model']}" for a in d["accelerators"]) or "no GPUs"
-    out.append(f"**{d['gpus']:,} GPUs** ({models}) in **{d['nodes']:,} nodes**.\n\n")
-
+def _headline_rows(d: dict[str, Any], src: Sources) -> list[list[Any]]:
+    """GPUs, nodes, peak compute and HBM (with their sources), injection, bisection per compute fabric,
+    NVLink domains"""
     inj = d["injection"]
     rows: list[list[Any]] = [
         ["GPUs", d["gpus"], "", ""],
@@ -377,7 +373,43 @@ def _markdown(plan: ClusterPlan, d: dict[str, Any]) -> str:
             rows.append([f"Bisection per GPU, fabric {f['name']}", fmt(f["bisection_per_gpu_gbps"], 4), "Gb/s", ""])
     if d["nvlink"]["domains"]:
         rows.append(["NVLink domains", d["nvlink"]["domains"], "", ""])
-    out.append(md_table(["Figure", "Value", "Unit", "Source"], rows, "lrll"))
+    return rows
+
+
+def _bisection_markdown(fabrics: list[dict[str, Any]]) -> str:
+    """the table of fabrics with their bisection bandwidth, and how it is computed"""
+    frows = []
+    for f in fabrics:
+        sw = ", ".join(f"{s['count']:,} {s['role']} {s['model']}" for s in f["switches"])
+        frows.append([
+            f["name"], f"{f['kind']}, {f['tiers']} tier{'s' if f['tiers'] > 1 else ''}"
+            + (", rail-optimized" if f["rail_optimized"] else ""),
+            sw, f["endpoints"], fmt(f["endpoint_gbps"] / 1000, 5),
+            fmt(f["leaf_up_gbps"] / 1000, 5) if f["leaf_up_gbps"] is not None else "-",
+            fmt(f["spine_up_gbps"] / 1000, 5) if f["spine_up_gbps"] is not None else "-",
+            f"{ratio_text(f['oversubscription_declared'])} / {ratio_text(f['oversubscription_achieved'])}",
+            fmt(f["bisection_tbps"], 5),
+            fmt(f["bisection_per_gpu_gbps"], 4) if f["bisection_per_gpu_gbps"] is not None else "-",
+            f["limited_by"]])
+    table = md_table(["Fabric", "Kind", "Switches", "Endpoints", "Endpoint Tb/s", "Leaf up Tb/s", "Spine up Tb/s",
+                      "Oversub. declared / planned", "Bisection Tb/s", "Per GPU Gb/s", "Limited by"],
+                     frows, "lllrrrrlrrl")
+    return ("\n**Bisection bandwidth per fabric**\n\n" + table
+            + "\nBisection = min(E, U_leaf, U_spine) / 2, one direction across a balanced cut: E is the "
+            "endpoints' link bandwidth (node-leaf links x speed), U_leaf all leaf-to-spine links x speed, "
+            "U_spine all spine-to-core links x speed (three tiers only). A single switch gives "
+            "min(E, ports x speed) / 2; unconnected leaves give 0. Per GPU: bisection / GPUs on the "
+            "fabric's nodes.\n")
+
+
+def _markdown(plan: ClusterPlan, d: dict[str, Any]) -> str:
+    src = Sources()
+    out: list[str] = []
+    models = ", ".join(f"{a['gpus']:,} x {a['model']}" for a in d["accelerators"]) or "no GPUs"
+    out.append(f"**{d['gpus']:,} GPUs** ({models}) in **{d['nodes']:,} nodes**.\n\n")
+
+    inj = d["injection"]
+    out.append(md_table(["Figure", "Value", "Unit", "Source"], _headline_rows(d, src), "lrll"))
     out.append("\nPeak figures are GPUs x the catalog's per-GPU dense (non-sparse) figure: a ceiling, not a "
                "measured rate.\n")
 
@@ -398,28 +430,7 @@ def _markdown(plan: ClusterPlan, d: dict[str, Any]) -> str:
              for r in inj["per_node_type"]], "llllrrrrl"))
 
     if d["fabrics"]:
-        out.append("\n**Bisection bandwidth per fabric**\n\n")
-        frows = []
-        for f in d["fabrics"]:
-            sw = ", ".join(f"{s['count']:,} {s['role']} {s['model']}" for s in f["switches"])
-            frows.append([
-                f["name"], f"{f['kind']}, {f['tiers']} tier{'s' if f['tiers'] > 1 else ''}"
-                + (", rail-optimized" if f["rail_optimized"] else ""),
-                sw, f["endpoints"], fmt(f["endpoint_gbps"] / 1000, 5),
-                fmt(f["leaf_up_gbps"] / 1000, 5) if f["leaf_up_gbps"] is not None else "-",
-                fmt(f["spine_up_gbps"] / 1000, 5) if f["spine_up_gbps"] is not None else "-",
-                f"{ratio_text(f['oversubscription_declared'])} / {ratio_text(f['oversubscription_achieved'])}",
-                fmt(f["bisection_tbps"], 5),
-                fmt(f["bisection_per_gpu_gbps"], 4) if f["bisection_per_gpu_gbps"] is not None else "-",
-                f["limited_by"]])
-        out.append(md_table(["Fabric", "Kind", "Switches", "Endpoints", "Endpoint Tb/s", "Leaf up Tb/s",
-                             "Spine up Tb/s", "Oversub. declared / planned", "Bisection Tb/s",
-                             "Per GPU Gb/s", "Limited by"], frows, "lllrrrrlrrl"))
-        out.append("\nBisection = min(E, U_leaf, U_spine) / 2, one direction across a balanced cut: E is the "
-                   "endpoints' link bandwidth (node-leaf links x speed), U_leaf all leaf-to-spine links x speed, "
-                   "U_spine all spine-to-core links x speed (three tiers only). A single switch gives "
-                   "min(E, ports x speed) / 2; unconnected leaves give 0. Per GPU: bisection / GPUs on the "
-                   "fabric's nodes.\n")
+        out.append(_bisection_markdown(d["fabrics"]))
 
     if d["cloud_networks"]:
         out.append("\n**Cloud accelerator networks**\n\n")

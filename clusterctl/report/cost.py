@@ -1,4 +1,4 @@
-"""Cost per hour at list price, for cloud blueprints (clusterctl/cloud/cost.py computes it).
+"""Cost per hour at list price, for cloud blueprints (clusterctl/cloud/stack/cost.py computes it).
 
 Only blueprints with a ``cloud:`` section get this section; ``build`` returns None for the others.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from clusterctl.catalog.prices import PRICES_REF
-from clusterctl.cloud.cost import EXCLUDED, GroupCost, HourlyCost, hourly_cost, usd
+from clusterctl.cloud.stack.cost import EXCLUDED, GroupCost, HourlyCost, hourly_cost, usd
 from clusterctl.report.markdown import text
 from clusterctl.report.section import ReportContext, Section, md_table
 

@@ -78,12 +78,12 @@ def _anchor(title: str) -> str:
 def context(plan: ClusterPlan, training: training_report.TrainingResult | None, *,
             checkpoint_interval_min: float | None = None, pue: float | None = None,
             ranks: int | None = None, findings: Sequence[Diagnostic] | None = None) -> ReportContext:
-    w = plan.blueprint.workload
+    w = plan.workload
     interval = (checkpoint_interval_min * 60 if checkpoint_interval_min is not None
                 else w.checkpoint_every_min * 60 if w is not None else None)
     params = training.workload.params if training is not None else (w.params_b * 1e9 if w is not None else None)
     restart = training.workload.training.restart_min * 60 if training is not None else 600.0
-    site_pue = plan.blueprint.site.pue if plan.blueprint.site is not None else None
+    site_pue = plan.site.pue if plan.site is not None else None
     return ReportContext(
         plan=plan, params=params, tokens_per_s=training.tokens_per_s if training is not None else None,
         checkpoint_bytes_per_param=w.checkpoint_bytes_per_param if w is not None else 14.0,
@@ -104,7 +104,7 @@ def build(plan: ClusterPlan, overrides: dict[str, Any] | None = None, *, checkpo
     sections = tuple(s for s in (mod.build(ctx) for mod in SECTIONS) if s is not None)
     series = collective_report.chart_series(next(s for s in sections if s.key == "collectives"))
     svgs = figures.pictures(plan, series) if pictures else {}
-    return Report(plan.blueprint.name, sections, svgs, series)
+    return Report(plan.name, sections, svgs, series)
 
 
 def picture_files(svgs: dict[str, str], png: bool) -> dict[str, bytes]:

@@ -66,11 +66,11 @@ def topology_svg(plan: ClusterPlan) -> str | None:
     if not fabrics:
         return None
     svg, width, y = Svg(), 960.0, 20.0
-    svg.text(20, y + 6, f"Fabric topology: {plan.blueprint.name}", size=16, font_weight="bold")
+    svg.text(20, y + 6, f"Fabric topology: {plan.name}", size=16, font_weight="bold")
     y += 24
     for fab in fabrics:
         y = _fabric_panel(svg, fab, y, width) + 16
-    return svg.render(width, y, f"Fabric topology of {plan.blueprint.name}")
+    return svg.render(width, y, f"Fabric topology of {plan.name}")
 
 
 def _fabric_panel(svg: Svg, fab: FabricPlan, y0: float, width: float) -> float:
@@ -105,35 +105,7 @@ def _fabric_panel(svg: Svg, fab: FabricPlan, y0: float, width: float) -> float:
             continue
         svg.text(20, ry + 13, t.role, size=11, font_weight="bold")
         svg.text(20, ry + 27, f"{t.count:,} × {t.model}", size=10, fill="#444444")
-        names: list[str] = []
-        if t.count <= MAX_SWITCH_BOXES:
-            try:
-                names = hostlist.expand(t.names)
-            except hostlist.HostlistError:
-                names = []
-            if len(names) != t.count:
-                names = [f"{t.role}{k + 1}" for k in range(t.count)]
-        if names:
-            slot = (x1 - x0) / len(names)
-            w = min(110.0, slot - 4)
-            xs = []
-            for k, name in enumerate(names):
-                bx = x0 + k * slot + (slot - w) / 2
-                svg.rect(bx, ry, w, box_h, fill="#ffffff", stroke="#333333", class_=f"switch {t.role}",
-                         data_name=name, data_model=t.model)
-                m = re.search(r"\d+$", name)
-                short = name if fits(name, w, 10) else (m.group(0) if m else "")
-                if short and fits(short, w, 10):
-                    svg.text(bx + w / 2, ry + 18, short, size=10, anchor="middle")
-                xs.append(bx + w / 2)
-            anchors[role] = xs
-        else:
-            label = f"{t.count:,} × {t.model}"
-            w = max(260.0, len(label) * 7.2 + 20)
-            svg.rect(cx - w / 2, ry, w, box_h, fill="#ffffff", stroke="#333333", stroke_width="2",
-                     class_=f"switch {t.role} aggregate", data_count=t.count, data_model=t.model)
-            svg.text(cx, ry + 18, label, size=11, anchor="middle")
-            anchors[role] = [cx]
+        anchors[role] = _switch_row(svg, t, ry, x0, x1, box_h)
     for b in fab.links:
         if b.a not in anchors or b.b not in anchors:
             continue
@@ -154,6 +126,40 @@ def _fabric_panel(svg: Svg, fab: FabricPlan, y0: float, width: float) -> float:
                  data_a=b.a, data_b=b.b, data_count=b.count, data_gbps=f"{b.gbps:g}")
     svg.parts.append("</g>")
     return y0 + height
+
+
+def _switch_row(svg: Svg, t, ry: float, x0: float, x1: float, box_h: float) -> list[float]:
+    """One tier's row: a box per switch (named, when the tier is small enough to draw each), else one box
+    for the whole tier; returns the x of each box's centre, where links attach."""
+    cx = (x0 + x1) / 2
+    names: list[str] = []
+    if t.count <= MAX_SWITCH_BOXES:
+        try:
+            names = hostlist.expand(t.names)
+        except hostlist.HostlistError:
+            names = []
+        if len(names) != t.count:
+            names = [f"{t.role}{k + 1}" for k in range(t.count)]
+    if not names:
+        label = f"{t.count:,} × {t.model}"
+        w = max(260.0, len(label) * 7.2 + 20)
+        svg.rect(cx - w / 2, ry, w, box_h, fill="#ffffff", stroke="#333333", stroke_width="2",
+                 class_=f"switch {t.role} aggregate", data_count=t.count, data_model=t.model)
+        svg.text(cx, ry + 18, label, size=11, anchor="middle")
+        return [cx]
+    slot = (x1 - x0) / len(names)
+    w = min(110.0, slot - 4)
+    xs = []
+    for k, name in enumerate(names):
+        bx = x0 + k * slot + (slot - w) / 2
+        svg.rect(bx, ry, w, box_h, fill="#ffffff", stroke="#333333", class_=f"switch {t.role}",
+                 data_name=name, data_model=t.model)
+        m = re.search(r"\d+$", name)
+        short = name if fits(name, w, 10) else (m.group(0) if m else "")
+        if short and fits(short, w, 10):
+            svg.text(bx + w / 2, ry + 18, short, size=10, anchor="middle")
+        xs.append(bx + w / 2)
+    return xs
 
 
 # ---------------------------------------------------------------- rack elevations
@@ -197,6 +203,34 @@ def _top_free(occupied: set[int], h: int, units: int, ceiling: list[int]) -> int
     return bottom
 
 
+def _rack_layout(plan: ClusterPlan, rack, nodes) -> tuple[int, int, list[tuple], bool]:
+    """(units of the rack, its top unit drawn, its blocks as (kind, u, height, group index, label), whether
+    any block's position is assumed): nodes at their planned U, then its switches (one block per switch up
+    to 16, else one for all) and reserved units in the top free units."""
+    prof = plan.rack_profile(rack)
+    units = prof.units if prof else 48
+    blocks = [("node", u, h, gi, host) for u, h, gi, host in nodes]
+    occupied = {u + k for _, u, h, _, _ in blocks for k in range(h)}
+    ceiling = [max([units] + list(occupied))]
+    extra: list[tuple[str, int, str]] = []
+    for it in rack.items:
+        sw = plan.catalog.switches.get(it.label)
+        if sw is None:
+            continue
+        h = max(1, sw.height_u)
+        if it.count <= 16:
+            extra += [("switch", h, it.label)] * it.count
+        else:
+            extra.append(("switch", h * it.count, f"{it.count} × {it.label}"))
+    if prof and prof.reserved_u:
+        extra.append(("reserved", prof.reserved_u, f"reserved ({prof.reserved_u} U)"))
+    for kind, h, label in extra:
+        u = _top_free(occupied, h, units, ceiling)
+        occupied.update(range(u, u + h))
+        blocks.append((kind, u, h, -1, label))
+    return units, max([units] + list(occupied)), blocks, bool(extra)
+
+
 def rack_elevations_svg(plan: ClusterPlan, max_racks: int = 24) -> str | None:
     """Front views of racks: nodes at their planned U, colored by group; switches and reserved units in
     the top free units (assumed positions). Many racks: one drawing per distinct rack content."""
@@ -208,36 +242,16 @@ def rack_elevations_svg(plan: ClusterPlan, max_racks: int = 24) -> str | None:
     layouts = []
     assumed_any = False
     for rack, caption in drawn:
-        prof = plan.rack_profile(rack)
-        units = prof.units if prof else 48
-        blocks = [("node", u, h, gi, host) for u, h, gi, host in hosts.get(rack.index, ())]
-        occupied = {u + k for _, u, h, _, _ in blocks for k in range(h)}
-        ceiling = [max([units] + list(occupied))]
-        extra: list[tuple[str, int, str]] = []
-        for it in rack.items:
-            sw = plan.catalog.switches.get(it.label)
-            if sw is None:
-                continue
-            h = max(1, sw.height_u)
-            if it.count <= 16:
-                extra += [("switch", h, it.label)] * it.count
-            else:
-                extra.append(("switch", h * it.count, f"{it.count} × {it.label}"))
-        if prof and prof.reserved_u:
-            extra.append(("reserved", prof.reserved_u, f"reserved ({prof.reserved_u} U)"))
-        for kind, h, label in extra:
-            u = _top_free(occupied, h, units, ceiling)
-            occupied.update(range(u, u + h))
-            blocks.append((kind, u, h, -1, label))
-            assumed_any = True
-        layouts.append((rack, caption, units, max([units] + list(occupied)), blocks))
+        units, top, blocks, assumed = _rack_layout(plan, rack, hosts.get(rack.index, ()))
+        assumed_any = assumed_any or assumed
+        layouts.append((rack, caption, units, top, blocks))
     tallest = max(top for *_, top, _ in layouts)
     head = 84.0 if assumed_any or left_out else 60.0
     row_h = 46 + tallest * u_px + 30
     rows = -(-len(layouts) // cols)
     width, height = 20 + cols * col_w, head + rows * row_h + 10
     svg = Svg()
-    svg.text(20, 24, f"Rack elevations: {plan.blueprint.name}", size=16, font_weight="bold")
+    svg.text(20, 24, f"Rack elevations: {plan.name}", size=16, font_weight="bold")
     lx = 20.0
     for gi, g in enumerate(plan.groups):
         svg.rect(lx, 38, 12, 12, fill=PALETTE[gi % len(PALETTE)], stroke="#333333")
@@ -252,7 +266,7 @@ def rack_elevations_svg(plan: ClusterPlan, max_racks: int = 24) -> str | None:
     if notes:
         svg.text(20, 72, " ".join(notes), size=10, fill="#444444", class_="note")
     # one or two racks are narrower than the title, the legend and the note: widen to fit them
-    title = f"Rack elevations: {plan.blueprint.name}"
+    title = f"Rack elevations: {plan.name}"
     width = max(width, 40 + len(title) * 16 * 0.62, lx + 20, 40 + len(" ".join(notes)) * 10 * 0.6)
     for k, (rack, caption, units, top, blocks) in enumerate(layouts):
         ox = 20 + (k % cols) * col_w + 22
@@ -285,7 +299,7 @@ def rack_elevations_svg(plan: ClusterPlan, max_racks: int = 24) -> str | None:
                 svg.text(ox + rack_w / 2, by + bh / 2 + size * 0.35, label, size=size, anchor="middle",
                          fill="#ffffff" if kind == "node" else "#222222", class_=f"{kind}-label")
         svg.parts.append("</g>")
-    return svg.render(width, height, f"Rack elevations of {plan.blueprint.name}")
+    return svg.render(width, height, f"Rack elevations of {plan.name}")
 
 
 # ---------------------------------------------------------------- rack power
@@ -313,7 +327,7 @@ def rack_power_svg(plan: ClusterPlan, max_bars: int = 64) -> str | None:
     width = max(560.0, px0 + slot * len(bars) + 30)
     height = py0 + ph + reach + 30
     svg = Svg()
-    svg.text(20, 24, f"IT power per rack: {plan.blueprint.name}", size=16, font_weight="bold")
+    svg.text(20, 24, f"IT power per rack: {plan.name}", size=16, font_weight="bold")
     lx = 20.0
     for label, fill, stroke in (("liquid heat", LIQUID, None), ("air heat", AIR, None),
                                 ("budget", None, "#222222"), ("over budget", "#ffffff", OVER)):
@@ -357,7 +371,7 @@ def rack_power_svg(plan: ClusterPlan, max_bars: int = 64) -> str | None:
         tx, ty = bx + bar_w / 2, py0 + ph + 12
         svg.text(tx, ty, label, size=10, anchor="end", transform=f"rotate(-45 {num(tx)} {num(ty)})")
     svg.line(px0, yv(0), width - 20, yv(0), stroke="#333333")
-    return svg.render(width, height, f"IT power per rack of {plan.blueprint.name}")
+    return svg.render(width, height, f"IT power per rack of {plan.name}")
 
 
 # ---------------------------------------------------------------- bus bandwidth
@@ -461,7 +475,7 @@ def pictures(plan: ClusterPlan, busbw_series: dict[str, dict[str, list[tuple[flo
             stem, k = f"{base}-{k}", k + 1
         used.add(stem)
         shown = re.sub(r"\bgpus\b", "GPUs", name.replace("-", " "))
-        title = f"{plan.blueprint.name}: bus bandwidth, {shown}"
+        title = f"{plan.name}: bus bandwidth, {shown}"
         figures.append((stem, busbw_svg(series, title)))
     return {f"{stem}.svg": svg for stem, svg in figures if svg is not None}
 

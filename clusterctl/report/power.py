@@ -44,7 +44,7 @@ _EPS = 1e-9
 
 
 def _pue(ctx: ReportContext) -> tuple[float | None, str]:
-    site = ctx.plan.blueprint.site
+    site = ctx.plan.site
     declared = site is not None and "pue" in site.model_fields_set
     if ctx.pue is not None:
         if site is not None and ctx.pue == site.pue:
@@ -115,48 +115,11 @@ def build(ctx: ReportContext) -> Section:
     it_kw = plan.it_power_kw if bare_metal or plan.racks else None
     pue, pue_source = _pue(ctx)
     facility_kw = it_kw * pue if it_kw is not None and pue is not None else None
-    site = plan.blueprint.site
+    site = plan.site
 
-    # efficiency: bare-metal GPUs only (cloud instances have no power figure)
-    gpu_tdp, node_types, bm_tflops, gpu_kw = [], [], 0.0, 0.0
-    seen_models, seen_types = set(), set()
-    for g in plan.groups:
-        nt, acc = g.type, g.type.accelerator
-        if not g.gpus or acc is None:
-            continue
-        if nt.gpu_model not in seen_models:
-            seen_models.add(nt.gpu_model)
-            gpu_tdp.append({
-                "model": nt.gpu_model, "bf16_dense_tflops": acc.bf16_dense_tflops, "tdp_w": acc.tdp_w,
-                "tflops_per_w": acc.bf16_dense_tflops / acc.tdp_w,
-                "catalog": [f"accelerators.{nt.gpu_model}.bf16_dense_tflops", f"accelerators.{nt.gpu_model}.tdp_w"],
-                "source": [catalog_source(plan, "accelerators", nt.gpu_model, "bf16_dense_tflops"),
-                           catalog_source(plan, "accelerators", nt.gpu_model, "tdp_w")]})
-        if nt.server is None:
-            continue
-        bm_tflops += g.gpus * acc.bf16_dense_tflops
-        gpu_kw += g.gpus * acc.tdp_w / 1000
-        if nt.name not in seen_types and nt.power_kw > 0:
-            seen_types.add(nt.name)
-            key, src = server_ref(plan, nt, "power_kw")
-            node_types.append({
-                "node_type": nt.name, "server": nt.server_name, "gpus": nt.gpus, "power_kw": nt.power_kw,
-                "bf16_dense_tflops": nt.gpus * acc.bf16_dense_tflops,
-                "tflops_per_w": nt.gpus * acc.bf16_dense_tflops / (nt.power_kw * 1000),
-                "gpu_share": nt.gpus * acc.tdp_w / (nt.power_kw * 1000),
-                "catalog": [f"accelerators.{nt.gpu_model}.bf16_dense_tflops", key],
-                "source": [catalog_source(plan, "accelerators", nt.gpu_model, "bf16_dense_tflops"), src]})
+    gpu_tdp, node_types, bm_tflops, gpu_kw = _efficiency_rows(plan)
     has_it = bool(it_kw)
-    tokens = None
-    if ctx.tokens_per_s:
-        kw = facility_kw if facility_kw else (it_kw or None)
-        tokens = {
-            "tokens_per_s": ctx.tokens_per_s,
-            "power_basis": "facility" if facility_kw else ("it" if kw else None),
-            "kw": kw,
-            "tokens_per_kwh": ctx.tokens_per_s * 3600 / kw if kw else None,
-            "joules_per_token": kw * 1000 / ctx.tokens_per_s if kw else None,
-        }
+    tokens = _tokens(ctx.tokens_per_s, it_kw, facility_kw)
 
     data: dict[str, Any] = {
         "basis": BASIS,
@@ -192,6 +155,54 @@ def build(ctx: ReportContext) -> Section:
     return Section(KEY, TITLE, data, _markdown(plan, data))
 
 
+def _efficiency_rows(plan: ClusterPlan) -> tuple[list[dict], list[dict], float, float]:
+    """(peak per watt of each GPU model at TDP, of each bare-metal node type at its maximum power, the
+    bare-metal GPUs' peak BF16 TFLOP/s, their kW at TDP); cloud instances have no power figure"""
+    gpu_tdp, node_types, bm_tflops, gpu_kw = [], [], 0.0, 0.0
+    seen_models, seen_types = set(), set()
+    for g in plan.groups:
+        nt, acc = g.type, g.type.accelerator
+        if not g.gpus or acc is None:
+            continue
+        if nt.gpu_model not in seen_models:
+            seen_models.add(nt.gpu_model)
+            gpu_tdp.append({
+                "model": nt.gpu_model, "bf16_dense_tflops": acc.bf16_dense_tflops, "tdp_w": acc.tdp_w,
+                "tflops_per_w": acc.bf16_dense_tflops / acc.tdp_w,
+                "catalog": [f"accelerators.{nt.gpu_model}.bf16_dense_tflops", f"accelerators.{nt.gpu_model}.tdp_w"],
+                "source": [catalog_source(plan, "accelerators", nt.gpu_model, "bf16_dense_tflops"),
+                           catalog_source(plan, "accelerators", nt.gpu_model, "tdp_w")]})
+        if nt.server is None:
+            continue
+        bm_tflops += g.gpus * acc.bf16_dense_tflops
+        gpu_kw += g.gpus * acc.tdp_w / 1000
+        if nt.name not in seen_types and nt.power_kw > 0:
+            seen_types.add(nt.name)
+            key, src = server_ref(plan, nt, "power_kw")
+            node_types.append({
+                "node_type": nt.name, "server": nt.server_name, "gpus": nt.gpus, "power_kw": nt.power_kw,
+                "bf16_dense_tflops": nt.gpus * acc.bf16_dense_tflops,
+                "tflops_per_w": nt.gpus * acc.bf16_dense_tflops / (nt.power_kw * 1000),
+                "gpu_share": nt.gpus * acc.tdp_w / (nt.power_kw * 1000),
+                "catalog": [f"accelerators.{nt.gpu_model}.bf16_dense_tflops", key],
+                "source": [catalog_source(plan, "accelerators", nt.gpu_model, "bf16_dense_tflops"), src]})
+    return gpu_tdp, node_types, bm_tflops, gpu_kw
+
+
+def _tokens(tokens_per_s: float | None, it_kw: float | None, facility_kw: float | None) -> dict | None:
+    """tokens per kWh and joules per token, on facility power where a PUE gives it, else IT power"""
+    if not tokens_per_s:
+        return None
+    kw = facility_kw if facility_kw else (it_kw or None)
+    return {
+        "tokens_per_s": tokens_per_s,
+        "power_basis": "facility" if facility_kw else ("it" if kw else None),
+        "kw": kw,
+        "tokens_per_kwh": tokens_per_s * 3600 / kw if kw else None,
+        "joules_per_token": kw * 1000 / tokens_per_s if kw else None,
+    }
+
+
 def _notes(plan: ClusterPlan, it_kw, pue, pue_source: str, cloud_nodes: int, bare_metal: bool) -> list[str]:
     notes = [f"Power figures are {BASIS}."]
     if cloud_nodes:
@@ -209,52 +220,9 @@ def _markdown(plan: ClusterPlan, d: dict[str, Any]) -> str:
     src = Sources()
     out: list[str] = []
     if d["racks"]:
-        out.append("**Racks** (identical racks in one row)\n\n")
-        rows = []
-        for r in d["racks"]:
-            contents = ", ".join(f"{i['count']} x {i['label']}" for i in r["contents"]) or "-"
-            pct = "-" if r["budget_pct"] is None else Markup(f"{fmt(r['budget_pct'])} %" + (
-                " **over budget**" if r["over_budget"] else ""))
-            rows.append([r["racks"], r["count"], r["profile"], contents, fmt(r["kw_each"], 4),
-                         fmt(r["budget_kw"], 4) if r["budget_kw"] is not None else "-",
-                         fmt(r["liquid_kw_each"], 4), fmt(r["air_kw_each"], 4), pct, fmt(r["kw_total"], 5)])
-        out.append(md_table(["Racks", "Count", "Profile", "Contents", "kW each", "Budget kW", "Liquid kW",
-                             "Air kW", "% of budget", "kW total"], rows, "lrllrrrrlr"))
-        out.append("\n")
+        out.append(_racks_markdown(d["racks"]))
 
-    power_refs = src.refs(_power_refs(plan)) if d["it_kw"] is not None else ""
-    rows = []
-    if d["it_kw"] is not None:
-        rows.append(["Racks", d["rack_count"], "", ""])
-        if d["racks_over_budget"]:
-            rows.append(["Racks over their power budget", d["racks_over_budget"], "", ""])
-        rows.append(["Rack power (sum of racks)", fmt(d["rack_kw"], 5), "kW", power_refs])
-        if d["unplaced_switch_kw"]:
-            rows.append(["Switches in no rack", fmt(d["unplaced_switch_kw"], 5), "kW", ""])
-        if d["unplaced_node_kw"]:
-            rows.append(["Servers in no rack", fmt(d["unplaced_node_kw"], 5), "kW", ""])
-        rows.append([Markup("**IT power**"), fmt(d["it_kw"], 5), "kW", ""])
-        if d["site"]:
-            s = d["site"]
-            rows.append([f"Site IT capacity ({s['name']})", fmt(s["it_power_kw"], 5), "kW",
-                         f"{fmt(s['it_pct'])} % used" if s["it_pct"] is not None else ""])
-        c = d["cooling"]
-        rows.append(["Liquid-cooled heat", fmt(c["liquid_kw"], 5), "kW", ""])
-        rows.append(["Air-cooled heat", fmt(c["air_kw"], 5), "kW", ""])
-        if c["unattributed_kw"]:
-            rows.append(["Heat not in a rack", fmt(c["unattributed_kw"], 5), "kW", ""])
-        rows.append(["PUE", fmt(d["pue"], 3) if d["pue"] is not None else "not given", "", d["pue_source"]])
-        rows.append([Markup("**Facility power** (IT x PUE)"),
-                     fmt(d["facility_kw"], 5) if d["facility_kw"] is not None else "not reported", "kW", ""])
-        e = d["efficiency"]
-        if e["gpu_kw"]:
-            rows.append(["GPU power at TDP", fmt(e["gpu_kw"], 5), "kW", ""])
-            rows.append(["GPU share of IT power", f"{fmt(100 * e['gpu_share_of_it'])} %", "", ""])
-        if e["cluster_it_tflops_per_w"]:
-            rows.append(["Peak BF16 per IT watt", fmt(e["cluster_it_tflops_per_w"], 3), "TFLOP/s per W", ""])
-        if e["cluster_facility_tflops_per_w"]:
-            rows.append(["Peak BF16 per facility watt", fmt(e["cluster_facility_tflops_per_w"], 3),
-                         "TFLOP/s per W", ""])
+    rows = _figure_rows(plan, d, src) if d["it_kw"] is not None else []
     t = d["tokens"]
     if t is not None:
         rows.append(["Training throughput", fmt(t["tokens_per_s"], 5), "tokens/s", ""])
@@ -286,6 +254,56 @@ def _markdown(plan: ClusterPlan, d: dict[str, Any]) -> str:
     if notes:
         out.append("\n" + notes)
     return "".join(out)
+
+
+def _racks_markdown(racks: list[dict[str, Any]]) -> str:
+    """the table of racks, identical racks in one row"""
+    rows = []
+    for r in racks:
+        contents = ", ".join(f"{i['count']} x {i['label']}" for i in r["contents"]) or "-"
+        pct = "-" if r["budget_pct"] is None else Markup(f"{fmt(r['budget_pct'])} %" + (
+            " **over budget**" if r["over_budget"] else ""))
+        rows.append([r["racks"], r["count"], r["profile"], contents, fmt(r["kw_each"], 4),
+                     fmt(r["budget_kw"], 4) if r["budget_kw"] is not None else "-",
+                     fmt(r["liquid_kw_each"], 4), fmt(r["air_kw_each"], 4), pct, fmt(r["kw_total"], 5)])
+    return ("**Racks** (identical racks in one row)\n\n"
+            + md_table(["Racks", "Count", "Profile", "Contents", "kW each", "Budget kW", "Liquid kW",
+                        "Air kW", "% of budget", "kW total"], rows, "lrllrrrrlr") + "\n")
+
+def _figure_rows(plan: ClusterPlan, d: dict[str, Any], src: Sources) -> list[list[Any]]:
+    """the power figures' rows (racks, IT, site, heat, PUE, facility, GPU share, peak per watt), when there is
+    an IT power"""
+    rows = [["Racks", d["rack_count"], "", ""]]
+    if d["racks_over_budget"]:
+        rows.append(["Racks over their power budget", d["racks_over_budget"], "", ""])
+    rows.append(["Rack power (sum of racks)", fmt(d["rack_kw"], 5), "kW", src.refs(_power_refs(plan))])
+    if d["unplaced_switch_kw"]:
+        rows.append(["Switches in no rack", fmt(d["unplaced_switch_kw"], 5), "kW", ""])
+    if d["unplaced_node_kw"]:
+        rows.append(["Servers in no rack", fmt(d["unplaced_node_kw"], 5), "kW", ""])
+    rows.append([Markup("**IT power**"), fmt(d["it_kw"], 5), "kW", ""])
+    if d["site"]:
+        s = d["site"]
+        rows.append([f"Site IT capacity ({s['name']})", fmt(s["it_power_kw"], 5), "kW",
+                     f"{fmt(s['it_pct'])} % used" if s["it_pct"] is not None else ""])
+    c = d["cooling"]
+    rows.append(["Liquid-cooled heat", fmt(c["liquid_kw"], 5), "kW", ""])
+    rows.append(["Air-cooled heat", fmt(c["air_kw"], 5), "kW", ""])
+    if c["unattributed_kw"]:
+        rows.append(["Heat not in a rack", fmt(c["unattributed_kw"], 5), "kW", ""])
+    rows.append(["PUE", fmt(d["pue"], 3) if d["pue"] is not None else "not given", "", d["pue_source"]])
+    rows.append([Markup("**Facility power** (IT x PUE)"),
+                 fmt(d["facility_kw"], 5) if d["facility_kw"] is not None else "not reported", "kW", ""])
+    e = d["efficiency"]
+    if e["gpu_kw"]:
+        rows.append(["GPU power at TDP", fmt(e["gpu_kw"], 5), "kW", ""])
+        rows.append(["GPU share of IT power", f"{fmt(100 * e['gpu_share_of_it'])} %", "", ""])
+    if e["cluster_it_tflops_per_w"]:
+        rows.append(["Peak BF16 per IT watt", fmt(e["cluster_it_tflops_per_w"], 3), "TFLOP/s per W", ""])
+    if e["cluster_facility_tflops_per_w"]:
+        rows.append(["Peak BF16 per facility watt", fmt(e["cluster_facility_tflops_per_w"], 3),
+                     "TFLOP/s per W", ""])
+    return rows
 
 
 def sum_tf(plan: ClusterPlan) -> float:

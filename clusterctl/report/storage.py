@@ -16,6 +16,7 @@ from clusterctl.perf.storage_io import (
     local_capacity_tb,
     tier_time,
 )
+from clusterctl.plan.model import ClusterPlan
 from clusterctl.report.section import ReportContext, Section, fmt, md_table
 
 GB = 1e9
@@ -39,7 +40,7 @@ def model_params(ctx: ReportContext) -> tuple[float | None, str]:
     """(parameter count, where it came from): the context, else ``workload.params_b`` x 1e9, else None."""
     if ctx.params is not None:
         return float(ctx.params), "model"
-    w = ctx.plan.blueprint.workload
+    w = ctx.plan.workload
     if w is not None:
         return w.params_b * 1e9, "workload.params_b"
     return None, "none"
@@ -49,7 +50,7 @@ def interval_s(ctx: ReportContext) -> float | None:
     """Checkpoint interval in seconds: the context, else ``workload.checkpoint_every_min``, else None."""
     if ctx.checkpoint_interval_s is not None:
         return float(ctx.checkpoint_interval_s)
-    w = ctx.plan.blueprint.workload
+    w = ctx.plan.workload
     return w.checkpoint_every_min * 60.0 if w is not None else None
 
 
@@ -66,20 +67,43 @@ def _cell(x: float | None, unit: str = "") -> str:
 
 def build(ctx: ReportContext) -> Section:
     plan = ctx.plan
-    bp = plan.blueprint
-    w = bp.workload
+    w = plan.workload
     params, params_from = model_params(ctx)
     bpp = ctx.checkpoint_bytes_per_param
     size = checkpoint_bytes(params, bpp) if params is not None else None
     client = client_bandwidth(plan)
     found = checkpoint_tier(plan)
     ck_index = found[0] if found else None
-    tau = interval_s(ctx)
     retained = w.checkpoints_retained if w is not None else DEFAULT_RETAINED
-    local_tb = local_capacity_tb(plan)
+    tiers = _tier_rows(plan, size, retained, client, ck_index)
+    data = {
+        "model": {
+            "params": _r(params),
+            "params_from": params_from,
+            "bytes_per_param": bpp,
+            "bytes_per_param_note": BYTES_PER_PARAM_NOTE if bpp == 14 else "as given",
+            "checkpoint_bytes": _r(size),
+        },
+        "client": {
+            "gpu_nodes": client.gpu_nodes,
+            "gb_per_s": _r(client.gb_per_s),
+            "basis": client.basis,
+            "groups": [{"group": n, "nodes": c, "gb_per_s_per_node": _r(bw), "basis": b}
+                       for n, c, bw, b in client.groups],
+        },
+        "checkpoint": _checkpoint(tiers[ck_index] if ck_index is not None else None, interval_s(ctx), w, retained),
+        "tiers": tiers,
+        "data_loading": _data_loading(ctx, tiers),
+    }
+    return Section("storage", "Storage", data, _markdown(data, tiers))
 
+
+def _tier_rows(plan: ClusterPlan, size: float | None, retained: int, client, ck_index: int | None) -> list[dict]:
+    """each storage tier: capacity, bandwidths and what limits them, checkpoint write and restore times, the
+    share of it the retained checkpoints take"""
+    local_tb = local_capacity_tb(plan)
     tiers = []
-    for i, t in enumerate(bp.storage):
+    for i, t in enumerate(plan.storage):
         tt = tier_time(size, t, plan, client)
         cap = t.capacity_tb if t.tier != "local" else local_tb
         kept_tb = retained * size / TB if size is not None else None
@@ -102,16 +126,36 @@ def build(ctx: ReportContext) -> Section:
             "path": tt.path,
             "no_path_reason": tt.no_path,
         })
+    return tiers
 
-    ck = tiers[ck_index] if ck_index is not None else None
+
+def _checkpoint(ck: dict | None, tau: float | None, w, retained: int) -> dict:
+    """the checkpoint tier's row seen as the job sees it: time, overhead per interval, budget, retention"""
     write_s = ck["write_s"] if ck else None
     overhead = write_s / tau if (write_s is not None and tau) else None
+    return {
+        "tier": ck["name"] if ck else None,
+        "interval_s": _r(tau),
+        "write_s": write_s,
+        "restore_s": ck["restore_s"] if ck else None,
+        "overhead_fraction": _r(overhead),
+        "budget_s": _r(w.checkpoint_budget_s) if w is not None else None,
+        "retained": retained,
+        "retained_tb": ck["retained_tb"] if ck else None,
+        "capacity_tb": ck["capacity_tb"] if ck else None,
+        "retained_share": ck["retained_share"] if ck else None,
+        "available": ck is None or ck["available"],
+        "reason": ck["no_path_reason"] if ck else None,
+    }
 
-    dt = data_tier(plan)
+
+def _data_loading(ctx: ReportContext, tiers: list[dict]) -> dict:
+    """the tier training data is read from, and the share of its read bandwidth the job's tokens need"""
+    dt = data_tier(ctx.plan)
     id_bytes = token_bytes(ctx)
     need = ctx.tokens_per_s * id_bytes / GB if ctx.tokens_per_s is not None else None
     avail = tiers[dt[0]]["read_gb_per_s"] if dt else None
-    data_loading = {
+    return {
         "tier": dt[1].name if dt else None,
         "tokens_per_s": _r(ctx.tokens_per_s),
         "bytes_per_token": id_bytes,
@@ -122,40 +166,6 @@ def build(ctx: ReportContext) -> Section:
         "available": dt is None or tiers[dt[0]]["available"],
         "reason": tiers[dt[0]]["no_path_reason"] if dt else None,
     }
-
-    data = {
-        "model": {
-            "params": _r(params),
-            "params_from": params_from,
-            "bytes_per_param": bpp,
-            "bytes_per_param_note": BYTES_PER_PARAM_NOTE if bpp == 14 else "as given",
-            "checkpoint_bytes": _r(size),
-        },
-        "client": {
-            "gpu_nodes": client.gpu_nodes,
-            "gb_per_s": _r(client.gb_per_s),
-            "basis": client.basis,
-            "groups": [{"group": n, "nodes": c, "gb_per_s_per_node": _r(bw), "basis": b}
-                       for n, c, bw, b in client.groups],
-        },
-        "checkpoint": {
-            "tier": ck["name"] if ck else None,
-            "interval_s": _r(tau),
-            "write_s": write_s,
-            "restore_s": ck["restore_s"] if ck else None,
-            "overhead_fraction": _r(overhead),
-            "budget_s": _r(w.checkpoint_budget_s) if w is not None else None,
-            "retained": retained,
-            "retained_tb": ck["retained_tb"] if ck else None,
-            "capacity_tb": ck["capacity_tb"] if ck else None,
-            "retained_share": ck["retained_share"] if ck else None,
-            "available": ck is None or ck["available"],
-            "reason": ck["no_path_reason"] if ck else None,
-        },
-        "tiers": tiers,
-        "data_loading": data_loading,
-    }
-    return Section("storage", "Storage", data, _markdown(data, tiers))
 
 
 def _markdown(data: dict, tiers: list[dict]) -> str:

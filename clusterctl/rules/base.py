@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import enum
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from clusterctl.plan.model import ClusterPlan
+from clusterctl.plan.model import ClusterPlan, RackPlan
 
 
 class Severity(enum.IntEnum):
@@ -45,6 +45,21 @@ class Hit:
     summary: str = ""
     """the figures of the hit without its subject ("41.1 kW of 38.0 kW"), for that grouped line"""
 
+
+
+def profiled_racks(plan: ClusterPlan) -> Iterator[tuple[RackPlan, object]]:
+    """Each rack with its blueprint profile, for the rules that judge a rack against its profile's budgets; a
+    rack whose profile did not resolve is left out (expansion reported the broken reference)."""
+    for rack in plan.racks:
+        prof = plan.rack_profile(rack)
+        if prof is not None:
+            yield rack, prof
+
+
+def rack_budget_hit(rack: RackPlan, field_name: str, message: str, hint: str, summary: str) -> Hit:
+    """A rack over its profile's ``field_name`` budget: located at that field of the profile, grouped per rack
+    in text output."""
+    return Hit(rack.profile_path + (field_name,), message, hint, subject=("rack", rack.name), summary=summary)
 
 @dataclass(frozen=True, slots=True)
 class Finding:

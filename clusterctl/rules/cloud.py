@@ -11,6 +11,12 @@ import ipaddress
 import re
 from collections.abc import Iterator
 
+from clusterctl.cloud.stack.cost import breakdown, hourly_cost, usd
+from clusterctl.cloud.stack.hostname import problem
+from clusterctl.cloud.stack.identity import CAPABILITIES, needs
+from clusterctl.cloud.stack.sizing import TABLES, TIB_PER_TB
+from clusterctl.kinds import CLOUD_IDENTITY_PATTERNS
+from clusterctl.plan.cloud import is_elastic
 from clusterctl.plan.model import ClusterPlan, NodeTypePlan
 from clusterctl.plan.roles import slurm_roles
 from clusterctl.plan.ranges import ADMIN_MAX_PREFIX, admin_range_problem
@@ -227,13 +233,6 @@ def reservation_fit(plan: ClusterPlan) -> Iterator[Hit]:
                   f"{_ZONE_EXAMPLE[cloud.provider].format(r=cloud.region)})")
 
 
-MANAGED_LUSTRE_MAX_MB_PER_TIB = {
-    "aws": ("FSx for Lustre PERSISTENT_2", 1000),
-    "gcp": ("Managed Lustre", 1000),
-    "azure": ("Azure Managed Lustre", 500),
-}
-"""provider -> (service, highest throughput tier in MB/s per TiB of capacity)"""
-TIB_PER_TB = 1e12 / 2**40
 LUSTRE_ROUNDING = 0.01
 """capacities in blueprints are rounded (52.7 TB for 48 TiB): 1 % over the maximum is not reported"""
 
@@ -256,9 +255,11 @@ def managed_lustre_bandwidth(plan: ClusterPlan) -> Iterator[Hit]:
     and STORAGE001's checkpoint time is computed from them). Capacities rounded in the blueprint are
     allowed 1 % over. Tiers of other file systems (WEKA, VAST on marketplace VMs) are not checked."""
     cloud = plan.blueprint.cloud
-    if cloud is None or cloud.provider not in MANAGED_LUSTRE_MAX_MB_PER_TIB:
+    table = TABLES.get((cloud.provider, "parallel")) if cloud is not None else None
+    if table is None:
         return
-    service, per_tib = MANAGED_LUSTRE_MAX_MB_PER_TIB[cloud.provider]
+    # the service's fastest tier, from the table the Pulumi program sizes the file system with
+    service, per_tib = table.service, table.tiers[-1].throughput_per_tib
     for i, t in enumerate(plan.blueprint.storage):
         if t.tier != "parallel" or t.filesystem != "lustre":
             continue
@@ -285,8 +286,6 @@ def instance_host_names(plan: ClusterPlan) -> Iterator[Hit]:
     either end, at most 63 characters), starting with a letter on GCP (Compute Engine instance names). An
     upper-case name, which NAME002 only warns about on bare metal, is an error here: Compute Engine refuses it
     and cloud-init and the resolvers would disagree with Slurm about the case."""
-    from clusterctl.cloud.hostname import problem
-
     cloud = plan.blueprint.cloud
     if cloud is None:
         return
@@ -312,8 +311,6 @@ def hourly_budget(plan: ClusterPlan) -> Iterator[Hit]:
     Reservations (Capacity Blocks, committed use) are billed differently: compare their rate yourself.
     When the priced instances fit the budget but some types have no price, an info finding says the
     budget could not be checked for them."""
-    from clusterctl.cloud.cost import breakdown, hourly_cost, usd
-
     budget = plan.blueprint.cloud.hourly_budget_usd if plan.blueprint.cloud is not None else None
     cost = hourly_cost(plan) if budget is not None else None
     if cost is None:
@@ -344,8 +341,6 @@ def hourly_budget(plan: ClusterPlan) -> Iterator[Hit]:
 # --- elastic node groups and identities (issue 12: Slurm power saving, existing identities) ----------------------
 
 def _elastic(plan: ClusterPlan):
-    from clusterctl.cloud.spec import is_elastic
-
     return [g for g in plan.groups if is_elastic(plan, g.index)]
 
 
@@ -379,12 +374,10 @@ def identity_capabilities(plan: ClusterPlan) -> Iterator[Hit]:
     nothing. Every node reads the cluster's configuration object and its secrets (``read-config``,
     ``read-secrets``); a Slurm controller of a cluster with elastic groups also creates and deletes instances,
     hands them the compute identity and, on AWS, writes their Route 53 records (``manage-instances``,
-    ``pass-identity``, ``write-dns``): clusterctl.cloud.identity.needs. An identity whose ``grants`` lack one of
+    ``pass-identity``, ``write-dns``): clusterctl.cloud.stack.identity.needs. An identity whose ``grants`` lack one of
     the capabilities its role's nodes need fails on the node (the bootstrap cannot fetch the configuration, or
     ResumeProgram's API call is refused and the job's nodes go DOWN after ResumeTimeout): an error naming the
     missing capabilities. ``grants`` is what the site says its policies allow; clusterctl cannot read them."""
-    from clusterctl.cloud.identity import CAPABILITIES, needs
-
     cloud = plan.blueprint.cloud
     if cloud is None:
         return
@@ -508,8 +501,6 @@ def identity_provider(plan: ClusterPlan) -> Iterator[Hit]:
     """``cloud.identities.<role>.existing`` must be the provider's kind of identity: an IAM instance profile or
     role ARN on AWS, a service account e-mail on GCP, a user-assigned managed identity's resource id on Azure
     (the kind CloudIdentity allows all three; the provider decides)."""
-    from clusterctl.kinds import CLOUD_IDENTITY_PATTERNS
-
     cloud = plan.blueprint.cloud
     if cloud is None:
         return

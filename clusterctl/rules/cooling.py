@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from clusterctl.plan.model import ClusterPlan, RackPlan
-from clusterctl.rules.base import Hit, Severity, rule
+from clusterctl.rules.base import Hit, Severity, profiled_racks, rack_budget_hit, rule
 
 COOLANTS = {
     # name: (density kg/L, specific heat kJ/(kg K))
@@ -26,9 +26,8 @@ def rack_heat(rack: RackPlan, prof) -> tuple[float, float]:
 def cdu_loads(plan: ClusterPlan) -> dict[str, tuple[float, int]]:
     """CDU name -> (liquid kW of the racks it feeds, number of racks)."""
     loads = {c.name: (0.0, 0) for c in plan.blueprint.cooling.cdus}
-    for rack in plan.racks:
-        prof = plan.rack_profile(rack)
-        if prof is None or prof.cdu not in loads:
+    for rack, prof in profiled_racks(plan):
+        if prof.cdu not in loads:
             continue
         kw, n = loads[prof.cdu]
         loads[prof.cdu] = (kw + rack_heat(rack, prof)[0], n + 1)
@@ -79,17 +78,14 @@ def rack_liquid(plan: ClusterPlan) -> Iterator[Hit]:
     """Each rack's liquid heat (maximum draw times the liquid fraction of its hardware) must fit the rack
     profile's ``liquid_kw``, what its cold-plate manifold or rear-door heat exchanger can remove. Racks
     without a liquid loop are left to COOL005."""
-    for rack in plan.racks:
-        prof = plan.rack_profile(rack)
-        if prof is None or prof.liquid_kw <= 0:
-            continue
+    for rack, prof in profiled_racks(plan):
         liquid, _ = rack_heat(rack, prof)
-        if liquid > prof.liquid_kw + 1e-9:
-            yield Hit(rack.profile_path + ("liquid_kw",),
-                      f"rack {rack.name} sends {liquid:.1f} kW to its liquid loop of {prof.liquid_kw:g} kW "
-                      f"({rack.power_kw:.1f} kW draw)",
-                      f"raise rack_profiles.{rack.profile_name}.liquid_kw or put fewer nodes in the rack",
-                      subject=("rack", rack.name), summary=f"{liquid:.1f} kW of {prof.liquid_kw:g} kW liquid")
+        if prof.liquid_kw > 0 and liquid > prof.liquid_kw + 1e-9:
+            yield rack_budget_hit(rack, "liquid_kw",
+                                  f"rack {rack.name} sends {liquid:.1f} kW to its liquid loop of {prof.liquid_kw:g} kW "
+                                  f"({rack.power_kw:.1f} kW draw)",
+                                  f"raise rack_profiles.{rack.profile_name}.liquid_kw or put fewer nodes in the rack",
+                                  f"{liquid:.1f} kW of {prof.liquid_kw:g} kW liquid")
 
 
 @rule("COOL004", "cooling", Severity.ERROR, "rack air heat over the rack's air budget")
@@ -98,19 +94,16 @@ def rack_air(plan: ClusterPlan) -> Iterator[Hit]:
     share of liquid-cooled trays) must fit the profile's ``air_kw``. Hybrid hardware in a rack without a
     liquid loop counts as air. Profiles that declare neither ``air_kw`` nor ``liquid_kw`` are not checked
     (COOL007 warns about them)."""
-    for rack in plan.racks:
-        prof = plan.rack_profile(rack)
-        if prof is None or (prof.air_kw <= 0 and prof.liquid_kw <= 0):
-            continue
+    for rack, prof in profiled_racks(plan):
         _, air = rack_heat(rack, prof)
-        if air > prof.air_kw + 1e-9:
-            yield Hit(rack.profile_path + ("air_kw",),
-                      f"rack {rack.name} rejects {air:.1f} kW to air of a {prof.air_kw:g} kW air budget "
-                      f"({rack.power_kw:.1f} kW draw" + (f", {rack.power_kw - air:.1f} kW to liquid)"
-                                                        if rack.power_kw - air > 1e-9 else ")"),
-                      f"raise rack_profiles.{rack.profile_name}.air_kw (rear-door heat exchanger, containment) "
-                      f"or put fewer air-cooled nodes in the rack",
-                      subject=("rack", rack.name), summary=f"{air:.1f} kW of {prof.air_kw:g} kW air")
+        if (prof.air_kw > 0 or prof.liquid_kw > 0) and air > prof.air_kw + 1e-9:
+            to_liquid = f", {rack.power_kw - air:.1f} kW to liquid)" if rack.power_kw - air > 1e-9 else ")"
+            yield rack_budget_hit(rack, "air_kw",
+                                  f"rack {rack.name} rejects {air:.1f} kW to air of a {prof.air_kw:g} kW air budget "
+                                  f"({rack.power_kw:.1f} kW draw{to_liquid}",
+                                  f"raise rack_profiles.{rack.profile_name}.air_kw (rear-door heat exchanger, "
+                                  "containment) or put fewer air-cooled nodes in the rack",
+                                  f"{air:.1f} kW of {prof.air_kw:g} kW air")
 
 
 @rule("COOL005", "cooling", Severity.ERROR, "liquid-only hardware in a rack without a liquid loop")
@@ -118,17 +111,16 @@ def liquid_only_hardware(plan: ClusterPlan) -> Iterator[Hit]:
     """Hardware that can only be liquid-cooled (servers with cooling ``liquid``, rack systems such as
     NVL72, liquid-cooled switches) needs a rack profile with ``liquid_kw`` and a ``cdu``: without a loop
     its cold plates have nothing to reject heat to and it cannot run at all."""
-    for rack in plan.racks:
-        prof = plan.rack_profile(rack)
-        if prof is None or rack.liquid_only_kw <= 0 or (prof.liquid_kw > 0 and prof.cdu is not None):
+    for rack, prof in profiled_racks(plan):
+        if rack.liquid_only_kw <= 0 or (prof.liquid_kw > 0 and prof.cdu is not None):
             continue
         missing = " and ".join(m for m, bad in (("liquid_kw", prof.liquid_kw <= 0), ("cdu", prof.cdu is None))
                                if bad)
-        yield Hit(rack.profile_path + ("liquid_kw",),
-                  f"rack {rack.name} holds {rack.liquid_only_kw:.1f} kW of liquid-only heat but rack profile "
-                  f"{rack.profile_name} has no {missing}",
-                  f"set rack_profiles.{rack.profile_name}.liquid_kw and cdu, or use air-cooled hardware",
-                  subject=("rack", rack.name), summary=f"{rack.liquid_only_kw:.1f} kW liquid-only, no {missing}")
+        yield rack_budget_hit(rack, "liquid_kw",
+                              f"rack {rack.name} holds {rack.liquid_only_kw:.1f} kW of liquid-only heat but rack "
+                              f"profile {rack.profile_name} has no {missing}",
+                              f"set rack_profiles.{rack.profile_name}.liquid_kw and cdu, or use air-cooled hardware",
+                              f"{rack.liquid_only_kw:.1f} kW liquid-only, no {missing}")
 
 
 @rule("COOL006", "cooling", Severity.ERROR, "site air cooling exceeded")

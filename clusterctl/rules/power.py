@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from clusterctl.plan.model import ClusterPlan, RackPlan
-from clusterctl.rules.base import Hit, Severity, rule
+from clusterctl.rules.base import Hit, Severity, profiled_racks, rack_budget_hit, rule
 
 
 def breakdown(rack: RackPlan) -> str:
@@ -18,15 +18,14 @@ def rack_power_budget(plan: ClusterPlan) -> Iterator[Hit]:
     """Each rack's maximum draw (nodes at their maximum system power, switches, rack-system overhead)
     must fit the rack profile's ``power_kw``. Racks are budgeted at nameplate maximum, not typical, because
     synchronous training steps drive every GPU in the rack to its limit at the same moment."""
-    for rack in plan.racks:
-        prof = plan.rack_profile(rack)
-        if prof is None or rack.power_kw <= prof.power_kw + 1e-9:
-            continue
-        yield Hit(rack.profile_path + ("power_kw",),
-                  f"rack {rack.name} draws {rack.power_kw:.1f} kW of a {prof.power_kw:.1f} kW budget "
-                  f"({breakdown(rack)})",
-                  f"raise rack_profiles.{rack.profile_name}.power_kw or move nodes to another rack (per_rack)",
-                  subject=("rack", rack.name), summary=f"{rack.power_kw:.1f} kW of {prof.power_kw:.1f} kW")
+    for rack, prof in profiled_racks(plan):
+        if rack.power_kw > prof.power_kw + 1e-9:
+            yield rack_budget_hit(rack, "power_kw",
+                                  f"rack {rack.name} draws {rack.power_kw:.1f} kW of a {prof.power_kw:.1f} kW budget "
+                                  f"({breakdown(rack)})",
+                                  f"raise rack_profiles.{rack.profile_name}.power_kw or move nodes to another rack "
+                                  "(per_rack)",
+                                  f"{rack.power_kw:.1f} kW of {prof.power_kw:.1f} kW")
 
 
 def usable_feed_kw(prof) -> tuple[float, int]:
@@ -47,10 +46,7 @@ def rack_feed_capacity(plan: ClusterPlan) -> Iterator[Hit]:
     N+1, all but one. A breaker may carry only ``continuous_load_factor`` of its rating continuously (80 %
     under NEC 210.20 for standard breakers), and training is a continuous load."""
     seen = set()
-    for rack in plan.racks:
-        prof = plan.rack_profile(rack)
-        if prof is None:
-            continue
+    for rack, prof in profiled_racks(plan):
         usable, remaining = usable_feed_kw(prof)
         if remaining < 1:
             if rack.profile_name not in seen:
@@ -62,12 +58,13 @@ def rack_feed_capacity(plan: ClusterPlan) -> Iterator[Hit]:
         if rack.power_kw > usable + 1e-9:
             feed_kw = prof.feed_kw if prof.feed_kw is not None else prof.power_kw
             field = "feed_kw" if prof.feed_kw is not None else "feeds"
-            yield Hit(rack.profile_path + (field,),
-                      f"rack {rack.name} draws {rack.power_kw:.1f} kW but with {prof.redundancy} feeds only "
-                      f"{remaining} × {feed_kw:g} kW × {prof.continuous_load_factor:g} continuous = {usable:.1f} kW "
-                      f"survive a feed failure",
-                      f"raise rack_profiles.{rack.profile_name}.feed_kw, add feeds, or put fewer nodes in the rack",
-                      subject=("rack", rack.name), summary=f"{rack.power_kw:.1f} kW, {usable:.1f} kW after a feed failure")
+            yield rack_budget_hit(rack, field,
+                                  f"rack {rack.name} draws {rack.power_kw:.1f} kW but with {prof.redundancy} feeds "
+                                  f"only {remaining} × {feed_kw:g} kW × {prof.continuous_load_factor:g} continuous = "
+                                  f"{usable:.1f} kW survive a feed failure",
+                                  f"raise rack_profiles.{rack.profile_name}.feed_kw, add feeds, or put fewer nodes in "
+                                  "the rack",
+                                  f"{rack.power_kw:.1f} kW, {usable:.1f} kW after a feed failure")
 
 
 @rule("POWER003", "power", Severity.ERROR, "odd feed count for 2N")

@@ -1,5 +1,5 @@
 """``clusterctl inventory BLUEPRINT --from-pulumi OUTPUTS.json -o DIR``: put the cloud inventory
-(:mod:`clusterctl.cloud.inventory`: the ansible target's files with each cloud host's private address) into a
+(:mod:`clusterctl.cloud.stack.inventory`: the ansible target's files with each cloud host's private address) into a
 render's directory. It lives with the targets because it renders the ansible target again to compare.
 
 Where it goes: ``DIR`` is the directory ``clusterctl render BLUEPRINT -o DIR`` wrote. Two files are
@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusterctl.cloud.inventory import CLOUD_FILES, CloudNode, cloud_files
+from clusterctl.cloud.stack.inventory import CLOUD_FILES, CloudNode, cloud_files
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.targets import render_targets
 from clusterctl.write import MANIFEST, OutputDirError, update_files, write_tree
@@ -79,7 +79,7 @@ def write_inventory(plan: ClusterPlan, nodes: list[CloudNode], out: Path, bluepr
             stale.append(path)
     if stale:
         shown = ", ".join(stale[:5]) + (f" and {len(stale) - 5} more" if len(stale) > 5 else "")
-        raise InventoryDirError(f"{out} is not the current render of blueprint '{plan.blueprint.name}' "
+        raise InventoryDirError(f"{out} is not the current render of blueprint '{plan.name}' "
                                 f"({len(stale)} ansible file(s) differ: {shown}); {render_hint}")
     new = cloud_files(plan, nodes, rendered)
     # the writer's lock and journal: same bytes keep their timestamps, the manifest gets the new checksums

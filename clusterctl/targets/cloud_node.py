@@ -33,6 +33,6 @@ def program(module: str) -> str:
 
 
 def render(plan: ClusterPlan) -> dict[str, str]:
-    if plan.blueprint.cloud is None:
+    if plan.cloud is None:
         return {}
     return {path: program(module) for path, module in PROGRAMS.items()}

@@ -6,7 +6,7 @@
                                  file on stdin, never a command-line argument) and per-stack settings. The stack file (Pulumi.<stack>.yaml) is NOT
                                  rendered: ``pulumi config set --secret`` writes encrypted values into it,
                                  so it belongs to the user and survives re-renders.
-    pulumi/__main__.py           three fixed lines: run clusterctl.cloud.program on cluster.json
+    pulumi/__main__.py           three fixed lines: run clusterctl.cloud.pulumi.program on cluster.json
     pulumi/requirements.txt      clusterctl[cloud] pinned to the rendering version, the provider SDK
     pulumi/cluster.json          CloudSpec.to_json(): everything the program builds from
 
@@ -18,13 +18,13 @@ from __future__ import annotations
 
 
 from clusterctl import __version__
-from clusterctl.cloud.spec import CloudSpec, cloud_network, cloud_spec
+from clusterctl.cloud.stack.spec import CloudSpec, cloud_network, cloud_spec
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.targets import RenderError
 from clusterctl.targets.common import header, render_template
 from clusterctl.yamlout import quoted
 
-MAIN = 'from clusterctl.cloud.program import run\nrun("cluster.json")\n'
+MAIN = 'from clusterctl.cloud.pulumi.program import run\nrun("cluster.json")\n'
 """the program: the same for every cluster (after the generated-file header)"""
 
 PROVIDERS = {
@@ -84,7 +84,7 @@ def render(plan: ClusterPlan) -> dict[str, str]:
         return {}
     head = header(plan)
     _, sdk, _ = PROVIDERS[spec.provider]
-    description = plan.blueprint.description or f"clusterctl cluster {spec.cluster}"
+    description = plan.description or f"clusterctl cluster {spec.cluster}"
     return {
         "pulumi/Pulumi.yaml": render_template(
             "pulumi/Pulumi.yaml.j2", header=head, provider=spec.provider, project=_q(spec.cluster),

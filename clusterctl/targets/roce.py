@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from clusterctl.plan.model import ClusterPlan, FabricPlan, GroupPlan
 from clusterctl.plan.allocations import group_block
 from clusterctl.plan.rdma import compute_hcas
-from clusterctl.plan.settings import fabric_settings
 from clusterctl.targets.host_runs import host_runs
 
 SWITCH_MTU = 9216
@@ -64,7 +63,7 @@ class RoceQos:
 
 def fabric_qos(plan: ClusterPlan, fp: FabricPlan) -> RoceQos | None:
     """The QoS of a RoCE fabric, None for other kinds."""
-    spec = fabric_settings(plan, fp)
+    spec = plan.fabric_spec(fp)
     if spec.kind != "roce":
         return None
     return RoceQos(fp.name, spec.traffic_class, spec.pfc_priority, spec.ecn, spec.cnp_dscp, spec.mtu)

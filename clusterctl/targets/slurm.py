@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from clusterctl import hostlist
 from clusterctl.blueprint.software import Partition
 from clusterctl.catalog.models import accelerator_vendor
-from clusterctl.cloud.spec import is_elastic
+from clusterctl.plan.cloud import is_elastic
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.plan.roles import slurm_roles
 from clusterctl.plan.nvlink import IMEX_CHANNEL_COUNT, IMEX_SWITCH, multi_node

@@ -1,6 +1,6 @@
 """Run a cloud program under ``pulumi.runtime.set_mocks`` and record what it registers (any provider).
 
-    rec = run_program(spec)                      # spec: clusterctl.cloud.spec.CloudSpec
+    rec = run_program(spec)                      # spec: clusterctl.cloud.stack.spec.CloudSpec
     rec.of_type("aws:ec2/instance:Instance")     # [Resource(type, name, inputs, parent, urn, ...)]
     rec.outputs["nodes"]                         # the cluster component's registered outputs, resolved
 
@@ -218,11 +218,11 @@ def _plain(value):
 
 def run_program(spec, config: dict[str, str] | None = None, secrets: dict[str, str] | None = None,
                 project: str = "clusterctl", render_dir=None) -> Recorded:
-    """Install the mocks, run ``clusterctl.cloud.program.build(spec)`` to completion and return what it
+    """Install the mocks, run ``clusterctl.cloud.pulumi.program.build(spec)`` to completion and return what it
     registered. ``config``/``secrets`` are stack configuration (``{"clusterctl:keyName": "ops"}``);
     secrets are marked secret, as ``pulumi config set --secret`` would. ``render_dir``: the render the
     project belongs to (the configuration object and the bootstrap user data are built from it)."""
-    from clusterctl.cloud import program
+    from clusterctl.cloud.pulumi import program
 
     mocks = RecordingMocks()
     monitor = RecordingMonitor(mocks)

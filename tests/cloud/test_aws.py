@@ -1,4 +1,4 @@
-"""clusterctl.cloud.aws under Pulumi mocks: the aws-p5 blueprint (32 EFA per p5.48xlarge) and p5en (16 EFA) and
+"""clusterctl.cloud.pulumi.aws under Pulumi mocks: the aws-p5 blueprint (32 EFA per p5.48xlarge) and p5en (16 EFA) and
 p6-b200 (8 EFA) variants, checked resource by resource as the engine would receive them (wire names); and the
 rendered aws-p5 (``python3 -m clusterctl render``) built with its render directory: bootstrap user data,
 instance profiles, the configuration object, names, an elastic variant."""
@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusterctl.cloud import aws as cloud_aws
-from clusterctl.cloud.spec import CloudSpec, cloud_spec
+from clusterctl.cloud.pulumi import aws as cloud_aws
+from clusterctl.cloud.stack.spec import CloudSpec, cloud_spec
 from tests.cloud.mocks import Recorded, is_secret, reveal, run_program
-from clusterctl.cloud import bundle, userdata
+from clusterctl.cloud.stack import bundle, userdata
+from clusterctl.cloud.stack.identity import identity_classes
 from tests.helpers import BLUEPRINTS, REPO, plan_of, shipped
 
 CONFIG = {"clusterctl:keyName": "ops"}
@@ -183,7 +184,7 @@ def test_fsx_throughput_meets_the_parallel_tier(case):
     for tier, fs in zip(tiers, fss):
         unit = fs.inputs["perUnitStorageThroughput"]
         gib = fs.inputs["storageCapacity"]
-        assert unit in cloud_aws.FSX_UNIT_THROUGHPUTS
+        assert unit in (125, 250, 500, 1000)
         assert gib >= tier.capacity_tb * 1e12 / 2**30
         assert unit * gib / 1024 >= max(tier.read_gb_per_s, tier.write_gb_per_s) * 1000
         assert fs.inputs["subnetIds"] == rec.outputs["subnet_id"]
@@ -324,8 +325,8 @@ def test_efa_interfaces_layout():
 ])
 def test_fsx_lustre_sizing(tb, gbps, gib, unit, grown):
     sizing = cloud_aws.fsx_lustre_sizing(tb, gbps, gbps / 2)
-    assert (sizing.capacity_gib, sizing.per_unit_storage_throughput, sizing.grown) == (gib, unit, grown)
-    assert sizing.throughput_mb_per_s >= gbps * 1000
+    assert (sizing.capacity, sizing.tier.throughput_per_tib, sizing.grown) == (gib, unit, grown)
+    assert sizing.throughput >= gbps * 1000
     assert ("grown" in sizing.note) is grown
 
 
@@ -700,9 +701,9 @@ def test_an_accounting_host_that_shares_a_group_with_others_gets_its_own_role():
     gpu, head = spec.groups
     spec = replace(spec, groups=(gpu, replace(head, count=2, hostnames=("head01", "head02"))),
                    controllers=("head01", "head02"), accounting=("head02",))
-    assert cloud_aws.role_classes(spec) == {"gpu": {"": "compute"},
-                                            "head": {"": "head", "head01": "controller",
-                                                     "head02": "controller-accounting"}}
+    assert {c.name: (c.hosts, c.groups) for c in identity_classes(spec).values()} == {
+        "compute": (gpu.hostnames, ("gpu",)), "controller": (("head01",), ()),
+        "controller-accounting": (("head02",), ())}
     rec = run_program(spec, config=CONFIG, secrets=SECRETS)
     params = parameter_arns(rec)
     profiles = {h: rec.named(h).inputs["iamInstanceProfile"] for h in ("head01", "head02", "gpu001")}

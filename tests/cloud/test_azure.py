@@ -1,4 +1,4 @@
-"""clusterctl.cloud.azure under pulumi mocks: the azure-nd-h100-v5 blueprint."""
+"""clusterctl.cloud.pulumi.azure under pulumi mocks: the azure-nd-h100-v5 blueprint."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import ipaddress
 
 import pytest
 
-from clusterctl.cloud import azure
-from clusterctl.cloud.spec import cloud_spec
+from clusterctl.cloud.pulumi import azure
+from clusterctl.cloud.stack.identity import identity_classes
+from clusterctl.cloud.stack.spec import cloud_spec
 from clusterctl.validate import validate_file
 from tests.cloud.mocks import TENANT, is_secret, reveal, run_program
 from tests.helpers import BLUEPRINTS
@@ -121,11 +122,15 @@ def test_amlfs_throughput_meets_the_tier(rec, spec):
 
 
 def test_amlfs_and_anf_size_rules():
-    assert azure.amlfs_size(140.7, 64) == azure.AmlfsSize(500, 128)
-    assert azure.amlfs_size(10, 64) == azure.AmlfsSize(500, 128)
-    assert azure.amlfs_size(500, 10) == azure.AmlfsSize(40, 480)
-    assert azure.anf_size(8, 1) == ("Ultra", 8)
-    assert azure.anf_size(8, 0.1) == ("Standard", 8)
+    def size(of, tb, gbps):
+        s = of(tb, gbps, gbps)
+        return s.tier.name, s.capacity
+
+    assert size(azure.amlfs_size, 140.7, 64) == ("AMLFS-Durable-Premium-500", 128)
+    assert size(azure.amlfs_size, 10, 64) == ("AMLFS-Durable-Premium-500", 128)
+    assert size(azure.amlfs_size, 500, 10) == ("AMLFS-Durable-Premium-40", 480)
+    assert size(azure.anf_size, 8, 1) == ("Ultra", 8)
+    assert size(azure.anf_size, 8, 0.1) == ("Standard", 8)
 
 
 def _of_component(rec, token, component):
@@ -249,7 +254,7 @@ from pathlib import Path  # noqa: E402
 
 import yaml  # noqa: E402
 
-from clusterctl.cloud import bundle, userdata  # noqa: E402
+from clusterctl.cloud.stack import bundle, userdata  # noqa: E402
 from tests.helpers import cli  # noqa: E402
 
 BOOT_SECRETS = {**SECRETS, "clusterctl:slurmdbdPassword": "Zm9yLXRoZS1hY2NvdW50aW5nLWRiLW9ubHk"}
@@ -413,7 +418,7 @@ def test_identity_per_role_class_with_exactly_its_table(booted):
     spec, _out, rec = booted
     assert (spec.controllers, spec.accounting) == (("scheduler01",), ("scheduler01",))
     _check_identities(spec, rec, "static", {"compute": ("compute", list(spec.groups[0].hostnames)),
-                                            "controller": ("controller-accounting", ["scheduler01"]),
+                                            "controller-accounting": ("controller-accounting", ["scheduler01"]),
                                             "login": ("login", ["login01"])})
     assert len(rec.of_type(ASSIGNMENT)) == 7  # 3 x (config, munge key) + the controller's database password
 
@@ -421,7 +426,7 @@ def test_identity_per_role_class_with_exactly_its_table(booted):
 def test_elastic_controllers_manage_vms_and_pass_only_the_compute_identity(elastic):
     spec, _out, rec = elastic
     _check_identities(spec, rec, "elastic", {"compute": ("compute", list(spec.groups[0].hostnames)),
-                                             "controller": ("controller-accounting", ["scheduler01"]),
+                                             "controller-accounting": ("controller-accounting", ["scheduler01"]),
                                              "login": ("login", ["login01"])})
     ops = [r for r in rec.of_type(ASSIGNMENT) if r.inputs["roleDefinitionId"].endswith(IDENTITY_OPERATOR)]
     assert len(ops) == 1  # on the compute identity only, held by the controller identity only
@@ -447,11 +452,11 @@ def test_every_role_class_is_granted_exactly_its_table(spec, mode):
 
 def test_accounting_hosts_do_not_share_an_identity_with_hosts_that_must_not_read_the_password(spec):
     two = dataclasses.replace(spec, controllers=("scheduler01", "login01"), accounting=("scheduler01",))
-    assert azure.identity_classes(two) == {"compute": list(spec.groups[0].hostnames),
-                                           "controller-accounting": ["scheduler01"], "controller": ["login01"]}
+    assert {c: m.hosts for c, m in identity_classes(two).items()} == {
+        "compute": spec.groups[0].hostnames, "controller-accounting": ("scheduler01",), "controller": ("login01",)}
     apart = dataclasses.replace(spec, controllers=("scheduler01",), accounting=("login01",))
-    assert azure.identity_classes(apart)["accounting"] == ["login01"]
-    assert azure.identity_classes(apart)["controller"] == ["scheduler01"]
+    assert identity_classes(apart)["accounting"].hosts == ("login01",)
+    assert identity_classes(apart)["controller"].hosts == ("scheduler01",)
 
 
 def _blob_bytes(rec) -> bytes:

@@ -312,7 +312,7 @@ def test_a_second_run_waits_for_the_first(node):
 
 def test_the_real_configuration_object_extracts(tmp_path):
     """the bundle the Pulumi programs upload (a render of aws-p5 + stack.json) passes the safe extraction whole"""
-    from clusterctl.cloud.bundle import config_bundle
+    from clusterctl.cloud.stack.bundle import config_bundle
     from clusterctl.cloud.node import bootstrap
     from clusterctl.targets import render_targets
     from tests.helpers import plan_of, shipped

@@ -1,6 +1,6 @@
-"""The components' shared shape (clusterctl.cloud.component): every component takes ``(name, args, opts)`` with a
+"""The components' shared shape (clusterctl.cloud.pulumi.component): every component takes ``(name, args, opts)`` with a
 typed args class built by keyword, the same idea has the same field on every provider, and the stack
-configuration is read once, in clusterctl.cloud.program, never in a component."""
+configuration is read once, in clusterctl.cloud.pulumi.program, never in a component."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import re
 import pulumi
 import pytest
 
-from clusterctl.cloud import component, program
-from clusterctl.cloud.spec import cloud_spec
+from clusterctl.cloud.pulumi import component, program
+from clusterctl.cloud.stack.spec import cloud_spec
 from tests.helpers import plan_of, shipped
 
 PROVIDERS = ("aws", "gcp", "azure")
@@ -29,7 +29,7 @@ def _components(module) -> list[type]:
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_every_component_takes_name_typed_args_opts(provider):
-    module = importlib.import_module(f"clusterctl.cloud.{provider}")
+    module = importlib.import_module(f"clusterctl.cloud.pulumi.{provider}")
     components = _components(module)
     assert len(components) >= 7
     for cls in components:
@@ -39,14 +39,14 @@ def test_every_component_takes_name_typed_args_opts(provider):
         assert issubclass(args_cls, component.ComponentArgs), cls.__name__
         fields = {f.name: f for f in dataclasses.fields(args_cls)}
         assert all(f.kw_only for f in fields.values()), f"{args_cls.__name__}: every field by keyword"
-        assert fields["settings"].type == "Settings", f"{args_cls.__name__}: settings is the provider's Settings"
+        assert fields["settings"].type is module.Settings, f"{args_cls.__name__}: settings is the provider's Settings"
         with pytest.raises(TypeError):
             args_cls(*[None] * len(fields))  # positional arguments are refused
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_the_same_idea_has_the_same_args_on_every_provider(provider):
-    module = importlib.import_module(f"clusterctl.cloud.{provider}")
+    module = importlib.import_module(f"clusterctl.cloud.pulumi.{provider}")
     for base, name in SHARED.items():
         args_cls = getattr(module, name)
         assert issubclass(args_cls, getattr(component, base)), f"{provider}.{name}"
@@ -56,7 +56,7 @@ def test_the_same_idea_has_the_same_args_on_every_provider(provider):
 
 def test_only_the_program_reads_the_stack_config():
     for name in (*PROVIDERS, "component"):
-        source = inspect.getsource(importlib.import_module(f"clusterctl.cloud.{name}"))
+        source = inspect.getsource(importlib.import_module(f"clusterctl.cloud.pulumi.{name}"))
         assert not re.search(r"\bConfig\(|require_secret|get_secret", source), name
     source = inspect.getsource(program)
     assert source.count('pulumi.Config("clusterctl")') == 1
@@ -78,7 +78,7 @@ def test_read_config_gives_the_provider_settings_with_defaults(provider, bluepri
         settings, secrets = program.read_config(spec)
     finally:
         pulumi.runtime.set_all_config({}, [])
-    module = importlib.import_module(f"clusterctl.cloud.{provider}")
+    module = importlib.import_module(f"clusterctl.cloud.pulumi.{provider}")
     assert type(settings) is module.Settings
     assert {k: getattr(settings, k) for k in expected} == expected
     assert isinstance(secrets, component.StackSecrets) and secrets.slurmdbd_password is not None

@@ -1,4 +1,4 @@
-"""clusterctl.cloud.gcp under pulumi mocks: the gcp-a3-mega blueprint and an A3 Ultra variant."""
+"""clusterctl.cloud.pulumi.gcp under pulumi mocks: the gcp-a3-mega blueprint and an A3 Ultra variant."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusterctl.cloud import bundle, gcp, userdata
-from clusterctl.cloud.spec import CloudSpec, cloud_spec
+from clusterctl.cloud.pulumi import gcp, gcp_names
+from clusterctl.cloud.stack import bundle, userdata
+from clusterctl.cloud.stack.identity import IdentityClass
+from clusterctl.cloud.stack.spec import CloudSpec, cloud_spec
 from clusterctl.validate import validate_file
 from tests.cloud.mocks import is_secret, reveal, run_program
 from tests.helpers import BLUEPRINTS, REPO, plan_of, shipped, to_yaml
@@ -156,11 +158,15 @@ def test_lustre_sized_for_bandwidth_and_capacity(mega, mega_spec):
 
 
 def test_lustre_size_rules():
-    assert gcp.lustre_size(158.3, 72) == gcp.LustreSize(500, 162_000)
+    def size(tb, gbps):
+        s = gcp.lustre_size(tb, gbps, gbps)
+        return s.tier.throughput_per_tib, s.capacity
+
+    assert size(158.3, 72) == (500, 162_000)
     # little data, much bandwidth: the fastest tier sized for the bandwidth
-    assert gcp.lustre_size(10, 72) == gcp.LustreSize(1000, 81_000)
+    assert size(10, 72) == (1000, 81_000)
     # much data, little bandwidth: the cheapest tier
-    assert gcp.lustre_size(500, 10) == gcp.LustreSize(125, 504_000)
+    assert size(500, 10) == (125, 504_000)
 
 
 def test_filestore_for_nfs_tier(mega):
@@ -182,8 +188,8 @@ def test_labels_follow_gcp_rules(mega):
         for k, v in (r.inputs.get("labels") or {}).items():
             assert re.fullmatch(r"[a-z][a-z0-9_-]{0,62}", k), k
             assert re.fullmatch(r"[a-z0-9_-]{0,63}", v), v
-    assert gcp.label_key("clusterctl:cluster") == "clusterctl_cluster"
-    assert gcp.label_value("GCP-A3:Mega") == "gcp-a3_mega"
+    assert gcp_names.label_key("clusterctl:cluster") == "clusterctl_cluster"
+    assert gcp_names.label_value("GCP-A3:Mega") == "gcp-a3_mega"
 
 
 def test_nodes_output_has_every_hostname(mega, mega_spec):
@@ -280,7 +286,7 @@ def test_munge_key_is_required(mega_spec):
 
 # --- issue 12: bootstrap user data, one identity per role, the config object, elastic groups -------------
 # The shipped blueprint is rendered with the real CLI and the program runs with that render (render_dir), as
-# `clusterctl.cloud.program.run` does for OUT/pulumi/cluster.json.
+# `clusterctl.cloud.pulumi.program.run` does for OUT/pulumi/cluster.json.
 
 ACCOUNT_USER = "gcp:serviceaccount/iAMMember:IAMMember"
 PROJECT_MEMBER = "gcp:projects/iAMMember:IAMMember"
@@ -413,23 +419,26 @@ POWER_SAVE_PERMISSIONS = [  # the custom role: create a VM from an instance temp
     "compute.instances.get", "compute.instances.list", "compute.instances.setLabels",
     "compute.instances.setMetadata", "compute.instances.setServiceAccount", "compute.instances.setTags",
     "compute.resourcePolicies.use", "compute.subnetworks.use", "compute.zoneOperations.get"]
-SHIPPED_CLASSES = {"compute": "compute", "controller": "controller-accounting", "login": "login"}
-"""account of gcp-a3-mega -> role class (ctl01 runs slurmctld and slurmdbd)"""
+SHIPPED_CLASSES = {"gcp-a3-mega-compute": "compute", "gcp-a3-m-controller-accounting": "controller-accounting",
+                   "gcp-a3-mega-login": "login"}
+"""service account id of gcp-a3-mega -> identity class (ctl01 runs slurmctld and slurmdbd; the cluster part of
+an id is shortened to fit 30 characters)"""
 
 
 def test_one_service_account_per_role_with_exactly_what_it_needs(booted):
     _, spec, rec = booted
     accounts = {a.inputs["accountId"]: a for a in rec.of_type(ACCOUNT)}
-    assert sorted(accounts) == ["gcp-a3-mega-compute", "gcp-a3-mega-controller", "gcp-a3-mega-login"]
-    role_of = {"a3mega": "compute", "controller": "controller", "login": "login"}
+    assert sorted(accounts) == ["gcp-a3-m-controller-accounting", "gcp-a3-mega-compute", "gcp-a3-mega-login"]
+    account_of = {"a3mega": "gcp-a3-mega-compute", "controller": "gcp-a3-m-controller-accounting",
+                  "login": "gcp-a3-mega-login"}
     for inst in rec.of_type(INSTANCE):
-        role = role_of[inst.inputs["labels"]["group"]]
+        account = account_of[inst.inputs["labels"]["group"]]
         assert inst.inputs["serviceAccount"] == {
-            "email": accounts[f"gcp-a3-mega-{role}"].outputs["email"], "scopes": ["cloud-platform"]}
+            "email": accounts[account].outputs["email"], "scopes": ["cloud-platform"]}
     granted = _named_bindings(rec)
     assert set(granted) == {f"serviceAccount:{a.outputs['email']}" for a in accounts.values()}
     for account_id, account in accounts.items():
-        cls = SHIPPED_CLASSES[account_id.rsplit("-", 1)[1]]
+        cls = SHIPPED_CLASSES[account_id]
         assert granted[f"serviceAccount:{account.outputs['email']}"] == GCP_BINDINGS[(cls, "static")], cls
     # nothing project-wide without elastic groups
     assert rec.of_type(PROJECT_MEMBER) == [] and rec.of_type(CUSTOM_ROLE) == []
@@ -444,7 +453,7 @@ def test_the_database_password_is_a_second_secret_only_the_accounting_host_reads
     assert reveal(version.inputs["secretData"]) == SECRETS["clusterctl:slurmdbdPassword"]
     assert is_secret(version.inputs["secretData"])
     readers = [r.inputs["member"] for r in rec.of_type(READER) if r.inputs["secretId"] == dbd.outputs["id"]]
-    assert readers == ["serviceAccount:gcp-a3-mega-controller@p.iam.gserviceaccount.com"]
+    assert readers == ["serviceAccount:gcp-a3-m-controller-accounting@p.iam.gserviceaccount.com"]
     assert rec.outputs["slurmdbd_password_secret"] == "gcp-a3-mega-slurmdbd-password"
 
 
@@ -513,13 +522,13 @@ def test_elastic_controller_may_create_instances_and_act_as_the_compute_account_
     granted = _named_bindings(rec)
     assert len(granted) == len(rec.of_type(ACCOUNT)) == 3
     for account in rec.of_type(ACCOUNT):
-        cls = SHIPPED_CLASSES[account.inputs["accountId"].rsplit("-", 1)[1]]
+        cls = SHIPPED_CLASSES[account.inputs["accountId"]]
         assert granted[f"serviceAccount:{account.outputs['email']}"] == GCP_BINDINGS[(cls, "elastic")], cls
     (custom,) = rec.of_type(CUSTOM_ROLE)
     assert custom.inputs["roleId"] == "clusterctl_gcp_a3_mega_power_save"
     assert custom.inputs["permissions"] == POWER_SAVE_PERMISSIONS
     (binding,) = rec.of_type(PROJECT_MEMBER)
-    assert binding.inputs["member"] == "serviceAccount:gcp-a3-mega-controller@p.iam.gserviceaccount.com"
+    assert binding.inputs["member"] == "serviceAccount:gcp-a3-m-controller-accounting@p.iam.gserviceaccount.com"
     # instances and disks only in the cluster's zone and named like the elastic hosts; other types (template,
     # subnetwork, placement policy, image, operations) are what the role's use/get permissions name
     assert binding.inputs["condition"]["expression"] == (
@@ -533,17 +542,17 @@ def test_elastic_controller_may_create_instances_and_act_as_the_compute_account_
 def test_identity_classes_keep_the_database_password_from_hosts_that_must_not_read_it(mega_spec):
     # HA controllers, slurmdbd on the first only: the second controller does not share its account
     ha = dataclasses.replace(mega_spec, controllers=("ctl01", "login01"), accounting=("ctl01",))
-    classes = gcp.identity_classes(ha)
-    assert classes["controller-dbd"] == gcp.IdentityClass("controller-dbd", ("ctl01",), True, True)
-    assert classes["controller"] == gcp.IdentityClass("controller", ("login01",), True, False)
+    classes = gcp.service_account_classes(ha)
+    assert classes["controller-accounting"] == IdentityClass("controller-accounting", ("ctl01",), (), True, True)
+    assert classes["controller"] == IdentityClass("controller", ("login01",), (), True, False)
     # a dedicated slurmdbd host: its own account, no instance management
     dbd = dataclasses.replace(mega_spec, controllers=("ctl01",), accounting=("login01",))
-    classes = gcp.identity_classes(dbd)
-    assert classes["accounting"] == gcp.IdentityClass("accounting", ("login01",), False, True)
-    assert classes["controller"] == gcp.IdentityClass("controller", ("ctl01",), True, False)
+    classes = gcp.service_account_classes(dbd)
+    assert classes["accounting"] == IdentityClass("accounting", ("login01",), (), False, True)
+    assert classes["controller"] == IdentityClass("controller", ("ctl01",), (), True, False)
     assert len(classes["compute"].hosts) == 32
-    assert set(gcp.identity_classes(mega_spec, override=True)) == {"nodes"}
-    assert gcp.account_id("a" * 40, "controller-dbd") == "a" * 15 + "-controller-dbd"
+    assert set(gcp.service_account_classes(mega_spec, shared=True)) == {"nodes"}
+    assert gcp_names.account_id("a" * 40, "controller-accounting") == "a" * 8 + "-controller-accounting"
 
 
 def test_service_account_setting_is_every_nodes_identity_with_the_union_of_the_grants(elastic):

@@ -9,8 +9,8 @@ import dataclasses
 import pytest
 import yaml
 
-from clusterctl.cloud.hostname import CLOUD_CONFIG_HEADER, aws_user_data
-from clusterctl.cloud.spec import CloudSpec, cloud_spec
+from clusterctl.cloud.stack.hostname import CLOUD_CONFIG_HEADER, aws_user_data
+from clusterctl.cloud.stack.spec import CloudSpec, cloud_spec
 from clusterctl.targets import RenderError
 from clusterctl.targets.pulumi import render as render_pulumi
 from tests.cloud import test_aws, test_azure, test_gcp

@@ -345,7 +345,7 @@ def test_nan_and_infinity_are_not_json(shared_render, tmp_path):
 
 
 def test_outputs_file_size_limit(shared_render, tmp_path):
-    from clusterctl.cloud.outputs_file import MAX_OUTPUTS_BYTES
+    from clusterctl.cloud.stack.outputs_file import MAX_OUTPUTS_BYTES
 
     big = tmp_path / "big.json"
     with big.open("w") as f:  # valid JSON (whitespace), one byte over the limit
@@ -376,7 +376,7 @@ def test_nesting_depth_limit(shared_render, tmp_path):
 
 
 def test_objects_and_arrays_are_counted_before_parsing(shared_render, tmp_path):
-    from clusterctl.cloud.outputs_file import MAX_CONTAINERS
+    from clusterctl.cloud.stack.outputs_file import MAX_CONTAINERS
 
     # ~3 MB of empty arrays: within the size limit, but millions of objects to build
     text = '{"nodes": {}, "x": [' + ",".join(["[]"] * (MAX_CONTAINERS * 10)) + "]}"
@@ -393,7 +393,7 @@ def test_not_utf8(shared_render, tmp_path):
 def test_elastic_group_hosts_are_absent_by_design_but_static_ones_are_required():
     """An elastic group has no instance until Slurm resumes a node: the stack's nodes output lists only the
     static hosts, and that is complete; a missing static host is still an error."""
-    from clusterctl.cloud.inventory import OutputsError, cloud_nodes
+    from clusterctl.cloud.stack.inventory import OutputsError, cloud_nodes
     from tests.helpers import plan_of
 
     data = yaml.safe_load((REPO / BLUEPRINT).read_text())

@@ -4,7 +4,7 @@ creates its instances from the group's launch template)."""
 
 from __future__ import annotations
 
-from clusterctl.cloud.spec import cloud_spec
+from clusterctl.cloud.stack.spec import cloud_spec
 from tests.cloud.mocks import run_program
 from tests.helpers import plan_of, shipped
 

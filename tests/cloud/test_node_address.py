@@ -1,4 +1,4 @@
-"""clusterctl.cloud.node_address without the CLI: the address rules inventory --from-pulumi applies."""
+"""clusterctl.cloud.stack.node_address without the CLI: the address rules inventory --from-pulumi applies."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from clusterctl.cloud.node_address import Refused, check_address
+from clusterctl.cloud.stack.node_address import Refused, check_address
 
 V4 = ipaddress.ip_network("10.100.0.0/20")
 V6 = ipaddress.ip_network("fd12:3456:789a::/48")

@@ -289,7 +289,7 @@ def test_generator_enforces_each_providers_limit(provider, fits, too_big):
 
 def test_clusterctl_user_data_is_the_generators_text():
     """the Pulumi programs' static instances and the resume program's elastic ones get the same user data"""
-    from clusterctl.cloud.userdata import UserDataTooLarge, program_text, user_data
+    from clusterctl.cloud.stack.userdata import UserDataTooLarge, program_text, user_data
 
     assert UserDataTooLarge is generator.UserDataTooLarge
     assert user_data("aws", "gpu001", BOOT) == generator.cloud_config("aws", "gpu001", BOOT, program_text())

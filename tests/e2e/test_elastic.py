@@ -104,7 +104,7 @@ def test_a_job_resumes_one_node_by_its_user_data_and_idle_suspends_it(cloud_lab)
 
 
 def test_the_provider_calls_create_with_the_launch_template_and_the_exact_user_data(cloud_lab):
-    from clusterctl.cloud.userdata import user_data
+    from clusterctl.cloud.stack.userdata import user_data
 
     _, _, out = cloud_lab
     calls, cycle = cycle_files(out)
@@ -127,7 +127,7 @@ def test_the_provider_calls_create_with_the_launch_template_and_the_exact_user_d
                     "--count", "1", "--user-data", user_data_file,
                     "--tag-specifications", json.dumps(tags, separators=(",", ":")),
                     "--region", "us-east-2", "--output", "json"]
-    # the user data of the created instance: the exact text clusterctl.cloud.userdata renders for that host
+    # the user data of the created instance: the exact text clusterctl.cloud.stack.userdata renders for that host
     text = runs[0]["files"][user_data_file.removeprefix("file://")]
     assert text == user_data("aws", ran, stack["bootstrap"])
     assert yaml.safe_load(text)["hostname"] == ran

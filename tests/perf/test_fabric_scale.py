@@ -86,7 +86,7 @@ def test_routing_of_static_ecmp_and_ib_without_adaptive_routing():
     one_tier = replace_ns(eth, tiers=(tier,))
     assert icm._routing_of(None, one_tier, 8, 8) == (False, 128)  # one leaf holds every node
     ib = SimpleNamespace(kind="infiniband", index=0, tiers=(tier, tier), nodes=128, su_nodes=32)
-    plan = SimpleNamespace(blueprint=SimpleNamespace(fabrics=[SimpleNamespace(adaptive_routing=False)]))
+    plan = SimpleNamespace(fabric_spec=lambda fabric: SimpleNamespace(adaptive_routing=False))
     assert icm._routing_of(plan, ib, 8, 8) == (False, 32)
     assert icm._routing_of(plan, None, 8, 8) == (True, icm.LEAF_DOMAINS)
 

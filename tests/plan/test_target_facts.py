@@ -1,5 +1,5 @@
 """Facts the targets ask the plan for instead of reading the blueprint: LNet networks (plan/lustre.py), a
-fabric's or node type's stated settings (plan/settings.py), a group's address block (plan/allocations.py)."""
+fabric's or node type's stated settings (ClusterPlan.fabric_spec, node_type_spec), a group's address block (plan/allocations.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import pytest
 
 from clusterctl.plan.allocations import group_block
 from clusterctl.plan.lustre import lnet_networks, nid_networks, storage_interfaces
-from clusterctl.plan.settings import fabric_settings, node_type_settings
 from tests.helpers import lab, plan_of
 
 
@@ -28,9 +27,9 @@ def test_a_node_types_storage_interfaces_and_stated_settings():
     plan = plan_of(data)
     assert storage_interfaces(plan, plan.node_types["hgx"]) == ("ibp154s0", "ibp192s0")
     assert storage_interfaces(plan, plan.node_types["head"]) == ()
-    assert node_type_settings(plan, "hgx").server == "hgx-h100-8gpu"
-    assert node_type_settings(plan, "absent") is None
-    assert [fabric_settings(plan, f).name for f in plan.fabrics] == [f["name"] for f in data["fabrics"]]
+    assert plan.node_type_spec(plan.node_types["hgx"]).server == "hgx-h100-8gpu"
+    assert plan.node_type_spec(plan.node_types["hgx"]).storage_interfaces == ["ibp154s0", "ibp192s0"]
+    assert [plan.fabric_spec(f).name for f in plan.fabrics] == ["ib", "mgmt"]
 
 
 def test_a_groups_address_block():

@@ -9,7 +9,7 @@ import pytest
 
 from clusterctl import kinds
 from clusterctl.blueprint.software import Capability
-from clusterctl.cloud.identity import CAPABILITIES
+from clusterctl.cloud.stack.identity import CAPABILITIES
 from tests.helpers import cli, hits, shipped, to_yaml
 
 CODES = ("CLOUD001", "CLOUD002", "CLOUD003", "CLOUD004", "CLOUD005", "CLOUD006", "CLOUD007", "CLOUD008", "CLOUD009",

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusterctl.cloud import aws as cloud_aws
-from clusterctl.cloud import azure as cloud_azure
-from clusterctl.cloud import gcp as cloud_gcp
+from clusterctl.cloud.pulumi import aws as cloud_aws
+from clusterctl.cloud.pulumi import azure as cloud_azure
+from clusterctl.cloud.pulumi import gcp as cloud_gcp
 from clusterctl.targets import RenderError, ansible
 from tests.cloud.mocks import run_program
 from tests.cloud.test_aws import SECRETS as AWS_SECRETS

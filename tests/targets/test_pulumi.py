@@ -9,7 +9,7 @@ import yaml
 
 import clusterctl
 from clusterctl.blueprint.load import load_blueprint
-from clusterctl.cloud.spec import CloudSpec, cloud_spec
+from clusterctl.cloud.stack.spec import CloudSpec, cloud_spec
 from clusterctl.plan import expand
 from clusterctl.targets import TARGETS, render_targets
 from clusterctl.targets import pulumi as target
@@ -87,7 +87,7 @@ def test_main_has_no_cluster_specific_logic():
     # every cloud project runs the one program over its own cluster.json: past the generated-by line (checked in
     # test_files_rendered), the three providers' __main__.py are the same two lines
     bodies = {name: files(name)["pulumi/__main__.py"].split("\n", 1)[1] for name in CLOUD}
-    assert set(bodies.values()) == {'from clusterctl.cloud.program import run\nrun("cluster.json")\n'}
+    assert set(bodies.values()) == {'from clusterctl.cloud.pulumi.program import run\nrun("cluster.json")\n'}
 
 
 @pytest.mark.parametrize("name", CLOUD)

@@ -2,7 +2,7 @@
 """clusterctl-bootstrap: the first boot of a cloud instance, from bare image to a converged cluster node.
 
 cloud-init writes this program to /usr/local/sbin/clusterctl-bootstrap and its settings to
-/etc/clusterctl/bootstrap.json (clusterctl.cloud.userdata.bootstrap_config plus "host"), then runs it once.
+/etc/clusterctl/bootstrap.json (clusterctl.cloud.stack.userdata.bootstrap_config plus "host"), then runs it once.
 Steps (each named in the status file when it fails):
 
 1. ``config``: read and check the settings; the host name must be a lower-case RFC 1123 label.
@@ -73,7 +73,7 @@ ETC_HOSTNAME = "/etc/hostname"
 STATUS = "bootstrap-status.json"
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
-"""clusterctl.cloud.hostname.LABEL: a lower-case RFC 1123 label"""
+"""clusterctl.cloud.stack.hostname.LABEL: a lower-case RFC 1123 label"""
 IMDS = "http://169.254.169.254"
 IMDS_TOKEN = "/metadata/identity/oauth2/token"
 IMDS_API = "2018-02-01"
@@ -137,6 +137,27 @@ class Log:
         self.f.flush()
 
 
+def json_text(value: dict) -> str:
+    return json.dumps(value, indent=1, sort_keys=True) + "\n"
+
+
+def write_atomically(path: str, text: str, mode: int) -> None:
+    """``path`` replaced by ``text`` at once, with ``mode``: the one way this program writes a file. The text goes
+    to a fresh temporary file beside it (mkstemp: O_EXCL, 0600 from its creation, so a secret is never readable
+    by others), which is set to ``mode`` and renamed over ``path``; on failure the temporary file is removed."""
+    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", dir=os.path.dirname(path))
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 def load_config(paths: Paths) -> dict:
     try:
         with open(paths.config) as f:
@@ -174,12 +195,7 @@ def set_hostname(host: str, paths: Paths, env: dict, log: Log) -> None:
     except OSError:
         current = None
     if current != host:
-        os.makedirs(os.path.dirname(paths.etc_hostname), exist_ok=True)
-        tmp = paths.etc_hostname + ".clusterctl-new"
-        with open(tmp, "w") as f:
-            f.write(host + "\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, paths.etc_hostname)
+        write_atomically(paths.etc_hostname, host + "\n", 0o644)
 
 
 # --- Azure REST (IMDS token, Blob, Key Vault) -------------------------------------------------------------
@@ -382,22 +398,8 @@ def fetch_secret(cfg: dict, var: str, ref: dict, env: dict) -> str:
 
 
 def write_secrets(path: str, values: dict) -> None:
-    """The vars file, 0600 from its creation (O_EXCL on a fresh temporary name, then renamed over)."""
-    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.new"
-    if os.path.lexists(tmp):
-        os.unlink(tmp)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(values, f, indent=1, sort_keys=True)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        raise
+    """The vars file, 0600 from its creation (write_atomically)."""
+    write_atomically(path, json_text(values), 0o600)
 
 
 # --- Ansible ------------------------------------------------------------------------------------------------
@@ -476,13 +478,7 @@ def converge(host: str, bundle: str, secrets_path: str, env: dict, log: Log) -> 
 # --- the run ------------------------------------------------------------------------------------------------
 
 def write_status(state: str, status: dict) -> None:
-    os.makedirs(state, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".bootstrap-status-", dir=state)
-    with os.fdopen(fd, "w") as f:
-        json.dump(status, f, indent=1, sort_keys=True)
-        f.write("\n")
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, os.path.join(state, STATUS))
+    write_atomically(os.path.join(state, STATUS), json_text(status), 0o644)
 
 
 def bootstrap(paths: Paths, log: Log) -> dict:

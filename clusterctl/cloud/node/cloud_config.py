@@ -1,6 +1,6 @@
 """clusterctl_cloud_config: the one generator of the cloud-config user data every cluster instance boots with.
 
-Used by clusterctl (``clusterctl.cloud.userdata.user_data``: the Pulumi programs' static instances) and, as
+Used by clusterctl (``clusterctl.cloud.stack.userdata.user_data``: the Pulumi programs' static instances) and, as
 /usr/local/sbin/clusterctl_cloud_config.py, by the power-saving resume program on the controllers (an elastic
 instance it creates), so both give an instance the same user data. Standard library only.
 
@@ -11,7 +11,7 @@ The user data is cloud-config in JSON form: JSON is YAML, and cloud-init reads c
 value can change its structure and no YAML emitter is needed on a controller. Keys:
 
 - ``hostname``, ``fqdn``, ``prefer_fqdn_over_hostname: false``, ``preserve_hostname: false``,
-  ``manage_etc_hosts: localhost`` (clusterctl.cloud.hostname: why each);
+  ``manage_etc_hosts: localhost`` (clusterctl.cloud.stack.hostname: why each);
 - with bootstrap settings: ``write_files`` - the bootstrap program at /usr/local/sbin/clusterctl-bootstrap
   (``encoding: gz+b64``, 0755) and its settings at /etc/clusterctl/bootstrap.json (0644; they name where the
   config object and each secret are, never a secret's value) - and ``runcmd: [[program]]`` (an argument
@@ -41,7 +41,7 @@ BOOTSTRAP_CONFIG = "/etc/clusterctl/bootstrap.json"
 LIMITS = {"aws": 16384, "gcp": 262144, "azure": 65535}
 """bytes of user data each provider accepts, before its own base64 encoding (module docstring: sources)"""
 LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
-"""a lower-case RFC 1123 label (clusterctl.cloud.hostname.LABEL)"""
+"""a lower-case RFC 1123 label (clusterctl.cloud.stack.hostname.LABEL)"""
 
 
 class UserDataTooLarge(ValueError):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from clusterctl.cloud.gpudirect import RXDM_ROLE, needs_rxdm
+from clusterctl.cloud.stack.gpudirect import RXDM_ROLE, needs_rxdm
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.nvlink import imex_configured
 from clusterctl.targets import roce
@@ -66,7 +66,7 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
             wanted.append("roce_network")
         if g.name in nccl:
             wanted.append("nccl")
-        if needs_rxdm(g):  # GCP A3 Mega: the RxDM prolog/epilog pieces (clusterctl/cloud/gpudirect.py)
+        if needs_rxdm(g):  # GCP A3 Mega: the RxDM prolog/epilog pieces (clusterctl/cloud/stack/gpudirect.py)
             wanted.append(RXDM_ROLE)
         if wanted:
             what = f"{g.type.gpus} x {g.type.gpu_model} per node" if g.type.gpus else "no GPUs"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from clusterctl.cloud.spec import is_elastic
+from clusterctl.plan.cloud import is_elastic
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.plan.slurm import parse_version
 from clusterctl.targets import RenderError

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from clusterctl.plan.model import ClusterPlan, FabricPlan, NodeTypePlan
 from clusterctl.plan.rdma import compute_hcas
-from clusterctl.plan.settings import fabric_settings
 from clusterctl.targets.nccl.settings import ANY_IFNAME, Setting, nccl_version, overrides, version_text
 from clusterctl.targets.roce import fabric_qos
 
@@ -57,7 +56,7 @@ def compute_fabric(plan: ClusterPlan, nt: NodeTypePlan) -> ComputeFabric | None:
     rdma = tuple(f for f in fabrics if f.kind in ("infiniband", "roce"))
     fabrics = rdma + tuple(f for f in fabrics if f not in rdma)  # RDMA fabrics decide, listed first
     used = rdma or fabrics
-    specs = [fabric_settings(plan, f) for f in used]
+    specs = [plan.fabric_spec(f) for f in used]
     return ComputeFabric(
         fabrics=fabrics,
         kind=used[0].kind,
@@ -184,7 +183,7 @@ def hca_setting(plan: ClusterPlan, nt: NodeTypePlan, what: str) -> Setting:
 
 
 def socket_setting(plan: ClusterPlan, nt: NodeTypePlan) -> Setting:
-    override = overrides(plan, nt.name).get("socket_ifname")
+    override = overrides(plan, nt).get("socket_ifname")
     if override:
         return Setting(("Bootstrap and out-of-band TCP: interface from the node type's override.",),
                        "NCCL_SOCKET_IFNAME", str(override))
@@ -207,7 +206,7 @@ def sockets_only(plan: ClusterPlan, nt: NodeTypePlan, comp: ComputeFabric | None
         return [Setting(why, "NCCL_IB_DISABLE", "1"), socket_setting(plan, nt)]
     plain = Setting(("The compute fabric is plain Ethernet (no lossless class for RoCE): NCCL uses TCP sockets.",),
                     "NCCL_IB_DISABLE", "1")
-    if overrides(plan, nt.name).get("socket_ifname"):
+    if overrides(plan, nt).get("socket_ifname"):
         return [plain, socket_setting(plan, nt)]
     return [plain, Setting((("NCCL_SOCKET_IFNAME not set: it should name the compute ports, whose interface names "
                             "the plan does not hold yet (override socket_ifname)."),))]

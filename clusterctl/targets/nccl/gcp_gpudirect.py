@@ -5,7 +5,7 @@ only, found by name or PCI address. Sources: GoogleCloudPlatform/cluster-toolkit
 
 from __future__ import annotations
 
-from clusterctl.cloud.gpudirect import RXDM_INSTANCE_TYPES
+from clusterctl.cloud.stack.gpudirect import RXDM_INSTANCE_TYPES
 from clusterctl.plan.model import ClusterPlan, NodeTypePlan
 from clusterctl.targets.nccl.settings import ENV_PATH, CloudProfile, Setting, ShellStep, export
 

@@ -11,7 +11,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from clusterctl.plan.model import ClusterPlan, NodeTypePlan
-from clusterctl.plan.settings import node_type_settings
 
 ANY_IFNAME = "^lo,docker"
 """no in-band NIC / AWS: any interface but loopback and docker bridges"""
@@ -47,12 +46,12 @@ class CloudProfile:
     """the generic NVLink notes for a VM follow the settings"""
 
 
-def overrides(plan: ClusterPlan, node_type: str) -> Mapping[str, object]:
+def overrides(plan: ClusterPlan, node_type: NodeTypePlan) -> Mapping[str, object]:
     """Per-node-type replacements for the documented defaults, from the blueprint's
     ``node_types.<name>.nccl``: ``ib_hca`` (device names, or a full NCCL_IB_HCA value) and
     ``socket_ifname`` (a full NCCL_SOCKET_IFNAME value)."""
-    nt = node_type_settings(plan, node_type)
-    if nt is None or nt.nccl is None:
+    nt = plan.node_type_spec(node_type)
+    if nt.nccl is None:
         return {}
     return {k: v for k, v in nt.nccl.model_dump().items() if v is not None}
 

@@ -1,8 +1,9 @@
 """What every provider's Pulumi components share: their typed arguments and the provider-neutral tail of a cluster.
 
 Arguments. Every component takes ``(name, args, opts)``; ``args`` is an ``XxxArgs`` dataclass built by keyword,
-and the same idea has the same field on every provider: ``spec`` (the :class:`~clusterctl.cloud.spec.CloudSpec`),
-``settings`` (the provider's ``Settings``: the stack configuration, read once by :mod:`clusterctl.cloud.program`),
+and the same idea has the same field on every provider: ``spec`` (the :class:`~clusterctl.cloud.stack.spec.CloudSpec`),
+``settings`` (the provider's ``Settings``: the stack configuration, read once by
+:mod:`clusterctl.cloud.pulumi.program`),
 ``network``, ``group`` / ``groups``, ``boot`` (what an instance boots with: identity and user data),
 ``secrets`` (:class:`StackSecrets`), ``render_dir``. A provider module narrows ``settings`` to its own type and
 adds what only it has (``image``, ``placement_group`` on AWS, ``resource_group`` on Azure, ...). Components never
@@ -18,15 +19,15 @@ No provider SDK is imported here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, make_dataclass
 from pathlib import Path
 from typing import Any
 
 import pulumi
 
 from clusterctl import hostlist
-from clusterctl.cloud import bundle
-from clusterctl.cloud.spec import CloudSpec, GroupSpec
+from clusterctl.cloud.stack import bundle
+from clusterctl.cloud.stack.spec import CloudSpec, GroupSpec
 from clusterctl.plan.ranges import WORLD_PREFIX, admin_range_problem, is_world, network
 
 MUNGE_VAR = "vault_munge_key"
@@ -94,6 +95,12 @@ class NetworkArgs(ComponentArgs):
     """The cluster's network."""
 
 
+def provider_args(settings: type) -> type[ComponentArgs]:
+    """A provider module's base of its ``XxxArgs``: :class:`ComponentArgs` with ``settings`` narrowed to the
+    provider's ``Settings`` class; each ``XxxArgs`` derives from it and from the shared base of its idea."""
+    return make_dataclass("Args", [("settings", settings)], bases=(ComponentArgs,), frozen=True, kw_only=True)
+
+
 @dataclass(frozen=True, kw_only=True)
 class NodeGroupArgs(ComponentArgs):
     """One group of (GPU) instances."""
@@ -142,7 +149,7 @@ def nodes_output(nodes: Mapping[str, pulumi.Output[dict]]) -> pulumi.Output[dict
 
 
 def secret_refs(kind: str, munge_key: str, slurmdbd_password: str | None = None) -> dict[str, dict[str, str]]:
-    """The ``secrets`` of a bootstrap configuration (clusterctl.cloud.userdata.bootstrap_config): where the munge
+    """The ``secrets`` of a bootstrap configuration (clusterctl.cloud.stack.userdata.bootstrap_config): where the munge
     key and, for an accounting host, the database password are (``kind``: userdata.SECRET_KINDS)."""
     refs = {MUNGE_VAR: {kind: munge_key}}
     if slurmdbd_password:

@@ -1,7 +1,7 @@
 """The Ansible inventory of a deployed cloud cluster: the render's groups plus each host's private address
 from the Pulumi stack outputs (``clusterctl inventory BLUEPRINT --from-pulumi OUTPUTS.json -o DIR``).
 
-Contract with the Pulumi program (``clusterctl.cloud.aws`` / ``gcp`` / ``azure``): the stack output
+Contract with the Pulumi program (``clusterctl.cloud.pulumi.aws`` / ``gcp`` / ``azure``): the stack output
 ``nodes`` is ``{hostname: {"private_ip": ..., "group": ..., "role": ..., "instance_type": ...}}``, one entry
 per host of the blueprint's static cloud node groups (elastic groups' hosts exist only while Slurm's power saving
 has created them: they are not required, and are taken when listed). ``private_ip`` is required; ``group``, ``role`` and
@@ -24,10 +24,11 @@ from pathlib import Path
 import yaml
 
 from clusterctl import hostlist
+from clusterctl.cloud.stack.node_address import Refused, check_address
+from clusterctl.cloud.stack.outputs_file import OutputsError, read_outputs
+from clusterctl.cloud.stack.spec import inband_networks
 from clusterctl.hidden_chars import shown
-from clusterctl.cloud.node_address import Refused, check_address
-from clusterctl.cloud.outputs_file import OutputsError, read_outputs
-from clusterctl.cloud.spec import inband_networks, is_elastic
+from clusterctl.plan.cloud import is_elastic
 from clusterctl.plan.model import AddressPool, ClusterPlan
 
 INVENTORY = "ansible/inventory.yml"
@@ -117,11 +118,11 @@ def cloud_nodes(plan: ClusterPlan, outputs: dict, source: Path | str) -> list[Cl
     """The cloud hosts with their private addresses, in plan order; every problem is reported at once.
 
     Each address must be a plain IP address of an ordinary unicast kind in the host's in-band network
-    (:mod:`clusterctl.cloud.node_address`); anything else is an error, never a warning, because the address
+    (:mod:`clusterctl.cloud.stack.node_address`); anything else is an error, never a warning, because the address
     is written into the inventory and /etc/hosts."""
     expected = cloud_hosts(plan)
     if not expected:
-        raise OutputsError(f"blueprint '{plan.blueprint.name}' has no cloud node groups (instance types): "
+        raise OutputsError(f"blueprint '{plan.name}' has no cloud node groups (instance types): "
                            f"there is nothing to take from {source}",
                            "clusterctl inventory is for blueprints with a cloud: section")
     if "nodes" not in outputs:
@@ -141,10 +142,10 @@ def cloud_nodes(plan: ClusterPlan, outputs: dict, source: Path | str) -> list[Cl
     elastic = elastic_hosts(plan)  # created by Slurm's ResumeProgram, not by pulumi up: absent by design
     missing = [h for h in expected if h not in nodes and h not in elastic]
     if extra:
-        problems.append(_Problem(f"nodes: {len(extra)} host(s) that blueprint '{plan.blueprint.name}' does not "
+        problems.append(_Problem(f"nodes: {len(extra)} host(s) that blueprint '{plan.name}' does not "
                                  f"have: {_listed(extra)}; expected only the hosts of its cloud node groups"))
     if missing:
-        problems.append(_Problem(f"nodes: {len(missing)} host(s) of blueprint '{plan.blueprint.name}' are missing: "
+        problems.append(_Problem(f"nodes: {len(missing)} host(s) of blueprint '{plan.name}' are missing: "
                                  f"{_listed(missing)}"))
     pools = inband_networks(plan)
     seen: dict[str, str] = {}
@@ -168,7 +169,7 @@ def cloud_nodes(plan: ClusterPlan, outputs: dict, source: Path | str) -> list[Cl
         hints = list(dict.fromkeys(p.hint for p in problems if p.hint))
         hints.append("pass the outputs of this blueprint's stack; after changing the blueprint, render and "
                      "`pulumi up` again before taking the outputs; nothing was written")
-        raise OutputsError(f"{source}: the Pulumi outputs do not match blueprint '{plan.blueprint.name}' "
+        raise OutputsError(f"{source}: the Pulumi outputs do not match blueprint '{plan.name}' "
                            f"({len(problems)} problem(s)):\n  " + "\n  ".join(shown_problems), "; ".join(hints))
     return out
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterctl.catalog.prices import Price, PriceList, shipped_prices
-from clusterctl.cloud.spec import is_elastic
+from clusterctl.plan.cloud import is_elastic
 from clusterctl.plan.model import ClusterPlan
 
 EXCLUDED = ("storage services (FSx for Lustre, Managed Lustre, Filestore, Azure Managed Lustre, NetApp Files, "
@@ -77,7 +77,7 @@ class HourlyCost:
 
 def hourly_cost(plan: ClusterPlan, prices: PriceList | None = None) -> HourlyCost | None:
     """The list-price cost of ``plan``'s cloud instances, or None for a blueprint without ``cloud:``."""
-    cloud = plan.blueprint.cloud
+    cloud = plan.cloud
     if cloud is None:
         return None
     prices = prices if prices is not None else shipped_prices()

@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from clusterctl.cloud.node.cloud_config import LABEL
+from clusterctl.cloud.node.cloud_config import LABEL, cloud_config
 
 # LABEL: a lower-case RFC 1123 label, what every provider can name an instance and what slurmd finds unchanged;
 # defined once in the user-data generator (the node programs, which run alone on an instance, keep a copy)
@@ -63,7 +63,5 @@ def check(provider: str, hosts: Iterable[str]) -> None:
 
 def aws_user_data(host: str) -> str:
     """cloud-config user data naming an EC2 instance ``host`` (module docstring)."""
-    from clusterctl.cloud.node.cloud_config import cloud_config
-
     check("aws", [host])
     return cloud_config("aws", host)

@@ -4,21 +4,21 @@ components.
 The rendered ``__main__.py`` is two lines that call :func:`run`; everything else is real Python in this
 package, unit-tested with ``pulumi.runtime.set_mocks``. The stack configuration (namespace ``clusterctl``, and
 ``gcp:project``) is read here and only here (:func:`read_config`), into the provider's typed ``Settings`` and
-the stack's secrets (:class:`~clusterctl.cloud.component.StackSecrets`); the components take those in their
-``XxxArgs`` (clusterctl.cloud.component) and never read ``pulumi.Config``.
+the stack's secrets (:class:`~clusterctl.cloud.pulumi.component.StackSecrets`); the components take those in their
+``XxxArgs`` (clusterctl.cloud.pulumi.component) and never read ``pulumi.Config``.
 """
 
 from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from clusterctl.cloud.component import StackSecrets
-from clusterctl.cloud.spec import CloudSpec
+import pulumi
+from pulumi import Config
 
-if TYPE_CHECKING:
-    from pulumi import Config
+from clusterctl.cloud.pulumi.component import StackSecrets
+from clusterctl.cloud.stack.spec import CloudSpec
 
 
 def _given(config: Config, **keys: str) -> dict[str, str]:
@@ -28,8 +28,10 @@ def _given(config: Config, **keys: str) -> dict[str, str]:
     return {field: value for field, value in values.items() if value}
 
 
+# Each reader imports its provider's components in the function: a stack loads only its own provider's SDK
+# (pulumi-azure-native alone takes seconds and hundreds of MB to import).
 def _aws_settings(spec: CloudSpec, config: Config, admin_cidr: str) -> Any:
-    from clusterctl.cloud import aws
+    from clusterctl.cloud.pulumi import aws  # only this provider's SDK (above)
 
     capacity_block = config.get_bool("capacityBlock")
     return aws.Settings(admin_cidr=admin_cidr, subnet_ids=tuple(config.get_object("subnetIds") or ()),
@@ -40,9 +42,7 @@ def _aws_settings(spec: CloudSpec, config: Config, admin_cidr: str) -> Any:
 
 
 def _gcp_settings(spec: CloudSpec, config: Config, admin_cidr: str) -> Any:
-    import pulumi
-
-    from clusterctl.cloud import gcp
+    from clusterctl.cloud.pulumi import gcp  # only this provider's SDK (above)
 
     return gcp.Settings(admin_cidr=admin_cidr, project=pulumi.Config("gcp").get("project"),
                         **_given(config, ssh_public_key="sshPublicKey", ssh_user="sshUser", gpu_image="gpuImage",
@@ -52,7 +52,7 @@ def _gcp_settings(spec: CloudSpec, config: Config, admin_cidr: str) -> Any:
 
 
 def _azure_settings(spec: CloudSpec, config: Config, admin_cidr: str) -> Any:
-    from clusterctl.cloud import azure
+    from clusterctl.cloud.pulumi import azure  # only this provider's SDK (above)
 
     return azure.Settings(admin_cidr=admin_cidr, ssh_public_key=config.require("sshPublicKey"),
                           storage_account=config.get("storageAccountName") or azure.storage_account_name(spec.cluster),
@@ -73,8 +73,6 @@ def read_config(spec: CloudSpec, render_dir: Path | None = None) -> tuple[Any, S
     ``adminCidr`` overrides the blueprint's ``cloud.admin_cidr`` on every provider. ``mungeKey`` is required;
     ``slurmdbdPassword`` is required when the cluster has accounting hosts (on Azure only with a render: the
     accounting hosts' bootstrap reads it) and otherwise taken when set."""
-    import pulumi
-
     config = pulumi.Config("clusterctl")
     settings = SETTINGS[spec.provider](spec, config, config.get("adminCidr") or spec.admin_cidr)
     munge_key = config.require_secret("mungeKey")
@@ -90,12 +88,10 @@ def build(spec: CloudSpec, render_dir: Path | None = None):
     Every provider's top-level component keeps them in ``.outputs``.
 
     ``render_dir``: the render the project is part of (``OUT``, the parent of ``OUT/pulumi``); the program
-    uploads its runtime files as the cluster's configuration object (clusterctl.cloud.bundle) that every
+    uploads its runtime files as the cluster's configuration object (clusterctl.cloud.stack.bundle) that every
     instance's bootstrap applies. None: no object and no bootstrap in the user data (unit tests of other
     pieces)."""
-    import pulumi
-
-    module = importlib.import_module(f"clusterctl.cloud.{spec.provider}")
+    module = importlib.import_module(f"clusterctl.cloud.pulumi.{spec.provider}")
     settings, secrets = read_config(spec, render_dir)
     cluster = module.build(module.ClusterArgs(spec=spec, settings=settings, secrets=secrets,
                                               render_dir=Path(render_dir) if render_dir is not None else None))

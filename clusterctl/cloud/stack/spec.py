@@ -1,9 +1,9 @@
 """The cloud part of a ClusterPlan as plain data (``cluster.json`` in a rendered Pulumi project).
 
 The Pulumi program reads this file, not the blueprint: the project is self-contained, reviewable, and
-its behaviour is pinned by what clusterctl rendered. Component resources (``clusterctl.cloud.aws`` /
+its behaviour is pinned by what clusterctl rendered. Component resources (``clusterctl.cloud.pulumi.aws`` /
 ``gcp`` / ``azure``) take a :class:`CloudSpec` and the stack configuration the program read
-(``spec`` and ``settings`` of every args class, clusterctl.cloud.component), nothing of the blueprint.
+(``spec`` and ``settings`` of every args class, clusterctl.cloud.pulumi.component), nothing of the blueprint.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-from clusterctl.cloud import hostname
+from clusterctl.cloud.stack import hostname
+from clusterctl.plan.cloud import is_elastic
 from clusterctl.plan.model import AddressPool, ClusterPlan
 from clusterctl.plan.roles import slurm_roles
 
@@ -70,7 +71,7 @@ class CloudSpec:
     """slurmdbd hosts (they read the database password)"""
 
     def __post_init__(self) -> None:
-        """Every host name must be one the provider can give an instance (clusterctl.cloud.hostname): checked
+        """Every host name must be one the provider can give an instance (clusterctl.cloud.stack.hostname): checked
         when the spec is made from a plan and when a program loads ``cluster.json``."""
         for g in self.groups:
             hostname.check(self.provider, g.hostnames)
@@ -88,9 +89,15 @@ class CloudSpec:
         return cls(**d)
 
 
+def is_gpu_group(group: GroupSpec) -> bool:
+    """Whether a node group's instances carry GPUs: what puts it in the GPU node groups of every provider's
+    stack (GPU image, placement, GPU networks), whatever its network or elasticity."""
+    return group.gpus > 0
+
+
 def cloud_spec(plan: ClusterPlan) -> CloudSpec | None:
     """The spec of a plan with a ``cloud:`` section whose node types are cloud instances; None otherwise."""
-    cloud = plan.blueprint.cloud
+    cloud = plan.cloud
     if cloud is None:
         return None
     groups = []
@@ -106,18 +113,12 @@ def cloud_spec(plan: ClusterPlan) -> CloudSpec | None:
     roles = slurm_roles(plan)
     storage = tuple(
         StorageSpec(t.name, t.tier, t.mount, t.capacity_tb, t.read_gb_per_s, t.write_gb_per_s, t.checkpoint)
-        for t in plan.blueprint.storage if t.tier != "local")
-    return CloudSpec(cluster=plan.blueprint.name, provider=cloud.provider, region=cloud.region, zone=cloud.zone,
+        for t in plan.storage if t.tier != "local")
+    return CloudSpec(cluster=plan.name, provider=cloud.provider, region=cloud.region, zone=cloud.zone,
                      placement_group=cloud.placement_group, reservation=cloud.reservation,
                      admin_cidr=cloud.admin_cidr, groups=tuple(groups), storage=storage,
-                     tags={"clusterctl:cluster": plan.blueprint.name, "managed-by": "clusterctl"},
+                     tags={"clusterctl:cluster": plan.name, "managed-by": "clusterctl"},
                      controllers=roles.controllers, accounting=roles.accounting)
-
-
-def is_elastic(plan: ClusterPlan, group_index: int) -> bool:
-    """Whether node group ``group_index`` is elastic (``node_groups[i].cloud.elastic``)."""
-    cloud = plan.blueprint.node_groups[group_index].cloud
-    return bool(cloud and cloud.elastic)
 
 
 def inband_networks(plan: ClusterPlan) -> dict[str, AddressPool]:

@@ -24,7 +24,7 @@ include ``nodes`` ({hostname: {private_ip, group, role, instance_type}}). Childr
   secrets in Secret Manager (replicated only in the cluster's region, CMEK with ``kmsKey``); the stack outputs
   name the secrets, never their values (as AWS's SSM SecureString parameter).
 - ``clusterctl:gcp:ConfigStore``: a private bucket with the configuration object
-  (``clusterctl.cloud.bundle``: the render plus stack.json), which every instance's bootstrap fetches.
+  (``clusterctl.cloud.stack.bundle``: the render plus stack.json), which every instance's bootstrap fetches.
 - ``clusterctl:gcp:Identities``: a service account per node role class with IAM on the config bucket and on
   each secret it reads, and for controllers of a cluster with elastic groups a custom role limited by an IAM
   condition to the elastic instances (:class:`Identities`).
@@ -34,8 +34,9 @@ include ``nodes`` ({hostname: {private_ip, group, role, instance_type}}). Childr
 With ``render_dir`` every static instance gets ``user-data`` (the host name and the bootstrap program) and
 the config object is uploaded; without it neither.
 
-Stack configuration (``pulumi config set clusterctl:<key>``; :mod:`clusterctl.cloud.program` reads it once into
-:class:`Settings` and :class:`~clusterctl.cloud.component.StackSecrets`): ``adminCidr`` (overrides the blueprint's),
+Stack configuration (``pulumi config set clusterctl:<key>``; :mod:`clusterctl.cloud.pulumi.program` reads it once into
+:class:`Settings` and :class:`~clusterctl.cloud.pulumi.component.StackSecrets`): ``adminCidr`` (overrides the
+blueprint's),
 ``sshPublicKey`` (added to instance metadata; without it OS Login is used), ``sshUser``, ``gpuImage``,
 ``headImage``, ``kmsKey`` (CMEK for boot disks, Lustre, the buckets and the secrets), ``serviceAccount`` (an
 existing identity for every node instead of the per-role accounts), ``primaryCidr``, ``serviceCidr``,
@@ -46,7 +47,6 @@ existing identity for every node instead of the per-role accounts), ``primaryCid
 from __future__ import annotations
 
 import ipaddress
-import math
 import os
 import re
 from dataclasses import dataclass
@@ -56,84 +56,30 @@ import pulumi
 import pulumi_gcp as gcp
 
 from clusterctl import hostlist
-from clusterctl.cloud import bundle, component, identity, userdata
-from clusterctl.cloud.spec import CloudSpec, GroupSpec, StorageSpec
+from clusterctl.cloud.pulumi import component
+from clusterctl.cloud.stack import bundle, userdata
+from clusterctl.cloud.pulumi.gcp_names import account_id, labels, resource_name
+from clusterctl.cloud.stack.identity import IdentityClass, identity_classes
+from clusterctl.cloud.stack.sizing import GIB_PER_TB, MANAGED_LUSTRE, StorageSize, sized, step_up
+from clusterctl.cloud.stack.spec import CloudSpec, GroupSpec, StorageSpec, is_gpu_group
 
 PKG = "clusterctl:gcp"
-GIB_PER_TB = 1e12 / 2**30
 DEFAULT_GPU_IMAGE = "debian-cloud/debian-12"
 DEFAULT_HEAD_IMAGE = "debian-cloud/debian-12"
 RDMA_FABRICS = ("rdma-roce",)
 SEPARATE_VPC_FABRICS = ("tcpx", "tcpxo")
 GPU_NIC_MTU = {"tcpx": 8244, "tcpxo": 8244, "rdma-roce": 8896}
 
-# Managed Lustre performance tiers: (MB/s per TiB, minimum GiB, step GiB for the lower capacity range)
-# cloud.google.com/managed-lustre/docs/performance-tiers (1000: 9,000 GiB min and step up to 1,530,000;
-# 500: 18,000; 250: 36,000; 125: 72,000).
-LUSTRE_TIERS = ((125, 72_000, 72_000), (250, 36_000, 36_000), (500, 18_000, 18_000), (1000, 9_000, 9_000))
 # Filestore zonal: 1 TiB to 9.75 TiB in 256 GiB steps, 10 TiB to 100 TiB in 2.5 TiB steps.
 FILESTORE_TIER = "ZONAL"
 
 
 # ---------------------------------------------------------------------------------------------- helpers
 
-def label_key(key: str) -> str:
-    """A GCP label key: lower case letters, digits, ``_`` and ``-``, starting with a letter, <= 63 chars
-    (``clusterctl:cluster`` -> ``clusterctl_cluster``)."""
-    k = re.sub(r"[^a-z0-9_-]", "_", key.lower())
-    if not k or not k[0].isalpha():
-        k = "k" + k
-    return k[:63]
-
-
-def label_value(value: str) -> str:
-    """A GCP label value: lower case letters, digits, ``_`` and ``-``, <= 63 chars (may be empty)."""
-    return re.sub(r"[^a-z0-9_-]", "_", str(value).lower())[:63]
-
-
-def labels(spec: CloudSpec, **extra: str) -> dict[str, str]:
-    out = {label_key(k): label_value(v) for k, v in sorted(spec.tags.items())}
-    out[label_key("cluster")] = label_value(spec.cluster)
-    out.update({label_key(k): label_value(v) for k, v in sorted(extra.items())})
-    return out
-
-
-def resource_name(*parts: str) -> str:
-    """A Compute Engine name: ``[a-z]([-a-z0-9]*[a-z0-9])?``, <= 63 chars."""
-    n = re.sub(r"[^a-z0-9-]+", "-", "-".join(parts).lower()).strip("-")
-    if not n or not n[0].isalpha():
-        n = "c-" + n
-    return n[:63].rstrip("-")
-
-
-def step_up(value: float, minimum: int, step: int) -> int:
-    return max(minimum, math.ceil(value / step) * step)
-
-
-@dataclass(frozen=True)
-class LustreSize:
-    per_unit_mbps: int
-    capacity_gib: int
-
-    @property
-    def throughput_gb_per_s(self) -> float:
-        return self.capacity_gib / 1024 * self.per_unit_mbps / 1000
-
-
-def lustre_size(capacity_tb: float, gb_per_s: float) -> LustreSize:
-    """The Managed Lustre tier and capacity for a tier that needs ``capacity_tb`` and ``gb_per_s``.
-
-    The lowest per-TiB tier whose bandwidth-driven capacity is within 10% of the data-driven capacity
-    (so throughput comes with the space the data needs anyway); when no tier gets there the 1000 MB/s/TiB
-    tier sized for the bandwidth. Capacities round up to the tier's step."""
-    data_gib = capacity_tb * GIB_PER_TB
-    mbps = gb_per_s * 1000
-    for per_tib, minimum, step in LUSTRE_TIERS:
-        bw_gib = mbps / per_tib * 1024
-        if bw_gib <= data_gib * 1.1:
-            return LustreSize(per_tib, step_up(max(data_gib, bw_gib), minimum, step))
-    per_tib, minimum, step = LUSTRE_TIERS[-1]
-    return LustreSize(per_tib, step_up(max(data_gib, mbps / per_tib * 1024), minimum, step))
+def lustre_size(capacity_tb: float, read_gb_per_s: float, write_gb_per_s: float) -> StorageSize:
+    """The Managed Lustre tier and capacity of a parallel tier (clusterctl.cloud.stack.sizing: the one policy,
+    Managed Lustre's table)."""
+    return sized(MANAGED_LUSTRE, capacity_tb, read_gb_per_s, write_gb_per_s)
 
 
 def filestore_capacity_gib(capacity_tb: float) -> int:
@@ -143,14 +89,10 @@ def filestore_capacity_gib(capacity_tb: float) -> int:
     return step_up(gib, 10 * 1024, 2560)
 
 
-def is_gpu(group: GroupSpec) -> bool:
-    return group.gpus > 0 and group.accelerator_nics > 0
-
-
 @dataclass(frozen=True)
 class Settings:
     """The stack configuration of a GCP cluster (the module's docstring), read once by
-    :mod:`clusterctl.cloud.program`."""
+    :mod:`clusterctl.cloud.pulumi.program`."""
     admin_cidr: str
     ssh_public_key: str | None = None
     ssh_user: str = "clusterctl"
@@ -171,28 +113,28 @@ class Settings:
             component.refuse_world_network(setting, cidr)
 
 
-@dataclass(frozen=True, kw_only=True)
-class NetworkArgs(component.NetworkArgs):
-    settings: Settings
+Args = component.provider_args(Settings)
+"""the base of every ``XxxArgs`` below: the shared arguments with ``settings`` this provider's :class:`Settings`"""
+
+
+class NetworkArgs(Args, component.NetworkArgs):
+    """the primary VPC's, the GPU networks' and the firewall's (ranges from the stack's settings)"""
 
 
 @dataclass(frozen=True, kw_only=True)
-class GpuNodeGroupArgs(component.NodeGroupArgs):
-    settings: Settings
+class GpuNodeGroupArgs(Args, component.NodeGroupArgs):
     network: Network
     boot: Boot
 
 
 @dataclass(frozen=True, kw_only=True)
-class HeadNodesArgs(component.HeadNodesArgs):
-    settings: Settings
+class HeadNodesArgs(Args, component.HeadNodesArgs):
     network: Network
     boot: Boot
 
 
 @dataclass(frozen=True, kw_only=True)
-class ElasticNodeGroupArgs(component.ComponentArgs):
-    settings: Settings
+class ElasticNodeGroupArgs(Args):
     group: GroupSpec
     network: Network
     service_account: pulumi.Input[str]
@@ -200,36 +142,32 @@ class ElasticNodeGroupArgs(component.ComponentArgs):
 
 
 @dataclass(frozen=True, kw_only=True)
-class StorageArgs(component.StorageArgs):
-    settings: Settings
+class StorageArgs(Args, component.StorageArgs):
     network: Network
 
 
 @dataclass(frozen=True, kw_only=True)
-class StackSecretArgs(component.ComponentArgs):
-    settings: Settings
+class StackSecretArgs(Args):
     value: pulumi.Input[str]
     """the secret's value (a secret Output)"""
     purpose: str
     """``munge-key`` or ``slurmdbd-password``: the secret's name after the cluster's"""
 
 
-@dataclass(frozen=True, kw_only=True)
-class ConfigStoreArgs(component.ConfigStoreArgs):
-    settings: Settings
+class ConfigStoreArgs(Args, component.ConfigStoreArgs):
+    """the configuration object store's: the spec and the settings only"""
 
 
 @dataclass(frozen=True, kw_only=True)
-class IdentitiesArgs(component.IdentityArgs):
-    settings: Settings
+class IdentitiesArgs(Args, component.IdentityArgs):
     config: ConfigStore
     secrets: dict[str, StackSecret]
     """``munge`` and (with accounting hosts) ``slurmdbd``"""
 
 
 @dataclass(frozen=True, kw_only=True)
-class ClusterArgs(component.ClusterArgs):
-    settings: Settings
+class ClusterArgs(Args, component.ClusterArgs):
+    """the whole cluster's: ``secrets`` and ``render_dir`` (component.ClusterArgs)"""
 
 
 # ------------------------------------------------------------------------------------------- components
@@ -262,7 +200,7 @@ class Network(pulumi.ComponentResource):
         gpu_cidrs = ipaddress.ip_network(settings.gpu_cidr_base).subnets(new_prefix=22)
         fabrics: dict[str, int] = {}
         for g in spec.groups:
-            if is_gpu(g):
+            if is_gpu_group(g):
                 fabrics[g.network_fabric] = max(fabrics.get(g.network_fabric, 0), g.accelerator_nics)
         self.firewalled: list[tuple[gcp.compute.Network, list[str]]] = [
             (self.primary, [settings.primary_cidr, settings.service_cidr])]
@@ -448,7 +386,7 @@ class ElasticNodeGroup(pulumi.ComponentResource):
             raise ValueError(f"elastic group {group.name} needs cloud.zone: the resume program creates its "
                              "instances in one zone")
         self.policy = None
-        if is_gpu(group):
+        if is_gpu_group(group):
             self.policy, extra = _gpu_extra(name, spec, group, child)
             nics, image, disk_type = network.gpu_interfaces(group), settings.gpu_image, "hyperdisk-balanced"
         else:
@@ -489,16 +427,16 @@ class Storage(pulumi.ComponentResource):
         self.register_outputs({"mounts": self.mounts, "checkpoint_bucket": self.bucket.url})
 
     def _lustre(self, name, spec, settings, network, t: StorageSpec, location, opts) -> dict:
-        size = lustre_size(t.capacity_tb, max(t.read_gb_per_s, t.write_gb_per_s))
+        size = lustre_size(t.capacity_tb, t.read_gb_per_s, t.write_gb_per_s)
         fs = re.sub(r"[^a-z0-9]", "", t.name.lower())[:8] or "lustre"
         inst = gcp.lustre.Instance(
             f"{name}-{t.name}", instance_id=resource_name(spec.cluster, t.name), location=location,
-            network=network.primary.id, filesystem=fs, capacity_gib=str(size.capacity_gib),
-            per_unit_storage_throughput=str(size.per_unit_mbps), kms_key=settings.kms_key,
+            network=network.primary.id, filesystem=fs, capacity_gib=str(size.capacity),
+            per_unit_storage_throughput=str(size.tier.throughput_per_tib), kms_key=settings.kms_key,
             labels=labels(spec, storage=t.name), opts=opts)
-        return {"kind": "managed-lustre", "mount": t.mount, "filesystem": fs, "capacity_gib": size.capacity_gib,
-                "per_unit_storage_throughput": size.per_unit_mbps,
-                "throughput_gb_per_s": round(size.throughput_gb_per_s, 1), "instance": inst.instance_id}
+        return {"kind": "managed-lustre", "mount": t.mount, "filesystem": fs, "capacity_gib": size.capacity,
+                "per_unit_storage_throughput": size.tier.throughput_per_tib,
+                "throughput_gb_per_s": round(size.throughput / 1000, 1), "instance": inst.instance_id}
 
     def _filestore(self, name, spec, network, t: StorageSpec, location, opts) -> dict:
         share = re.sub(r"[^a-z0-9_]", "_", t.name.lower())[:16]
@@ -585,40 +523,20 @@ class ConfigStore(pulumi.ComponentResource):
 
 # --------------------------------------------------------------------------------------------- identity
 
-@dataclass(frozen=True)
-class IdentityClass:
-    """The hosts that share one service account and what it may read."""
-    name: str
-    hosts: tuple[str, ...]
-    controller: bool
-    reads_db_password: bool
+SHARED_ACCOUNT = "nodes"
+"""the one class of every host when ``serviceAccount`` names an existing identity"""
 
 
-def identity_classes(spec: CloudSpec, override: bool = False) -> dict[str, IdentityClass]:
-    """One service account per node role class present: ``controller`` (slurmctld hosts; reads the database
-    password when every controller is an accounting host, else the accounting ones are ``controller-dbd``),
-    ``accounting`` (slurmdbd hosts that are no controller), then every other host by its group's role
-    (``compute``, ``login``, ``head``, ...). ``override`` (``serviceAccount`` set): one class ``nodes``."""
-    ctl, acct = set(spec.controllers), set(spec.accounting)
-    members: dict[str, list[str]] = {}
-    for g in spec.groups:
-        for host in g.hostnames:
-            if override:
-                name = "nodes"
-            elif host in ctl:
-                name = "controller" if host not in acct or ctl <= acct else "controller-dbd"
-            elif host in acct:
-                name = "accounting"
-            else:
-                name = g.role
-            members.setdefault(name, []).append(host)
-    out = {}
-    for name, hosts in sorted(members.items()):
-        out[name] = IdentityClass(
-            name, tuple(hosts), controller=any(h in ctl for h in hosts),
-            reads_db_password=any(h in acct for h in hosts))
-    return out
-
+def service_account_classes(spec: CloudSpec, shared: bool = False) -> dict[str, IdentityClass]:
+    """The service accounts' classes: the identity classes of the stack facts, or with ``serviceAccount`` set
+    (``shared``) one class :data:`SHARED_ACCOUNT` holding every host and the union of what they may do."""
+    classes = identity_classes(spec)
+    if not shared:
+        return classes
+    members = classes.values()
+    return {SHARED_ACCOUNT: IdentityClass(
+        SHARED_ACCOUNT, tuple(h for c in members for h in c.hosts), tuple(g for c in members for g in c.groups),
+        controller=any(c.controller for c in members), accounting=any(c.accounting for c in members))}
 
 POWER_SAVE_PERMISSIONS = (
     # Compute Engine: creating a VM from an instance template ("Create a VM from an instance template",
@@ -646,16 +564,9 @@ def power_save_condition(project: str, zone: str, prefixes: list[str]) -> str:
     return " || ".join(names)
 
 
-def account_id(cluster: str, role: str) -> str:
-    """A service account id (6-30 characters, ``[a-z]([-a-z0-9]*[a-z0-9])``): ``<cluster>-<role>``, the
-    cluster part shortened to fit."""
-    role = resource_name(role)
-    return resource_name(resource_name(cluster)[:29 - len(role)].rstrip("-"), role)
-
-
 class Identities(pulumi.ComponentResource):
-    """A service account per identity class (:func:`identity_classes`) and, per capability
-    (clusterctl.cloud.identity.needs), the narrowest IAM GCP has:
+    """A service account per identity class (:func:`service_account_classes`) and, per capability
+    (clusterctl.cloud.stack.identity.needs), the narrowest IAM GCP has:
 
     - read-config: ``roles/storage.objectViewer`` on the config bucket (not the project);
     - read-secrets: ``roles/secretmanager.secretAccessor`` on the munge-key secret and, for the accounting
@@ -673,7 +584,7 @@ class Identities(pulumi.ComponentResource):
         super().__init__(f"{PKG}:Identities", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         spec, settings, config, secrets = args.spec, args.settings, args.config, args.secrets
-        self.classes = identity_classes(spec, override=bool(settings.service_account))
+        self.classes = service_account_classes(spec, shared=bool(settings.service_account))
         self._class_of = {h: c.name for c in self.classes.values() for h in c.hosts}
         self.emails: dict[str, pulumi.Output[str]] = {}
         self.accounts: dict[str, gcp.serviceaccount.Account] = {}
@@ -691,12 +602,12 @@ class Identities(pulumi.ComponentResource):
         self.power_save_role = None
         for c in self.classes.values():
             member = self.emails[c.name].apply(lambda e: f"serviceAccount:{e}")
-            caps = identity.needs("gcp", controller=c.controller, elastic=bool(elastic_groups))
+            caps = c.needs("gcp", elastic=bool(elastic_groups))
             if "read-config" in caps:
                 gcp.storage.BucketIAMMember(f"{name}-{c.name}-config", bucket=config.bucket.name,
                                             role="roles/storage.objectViewer", member=member, opts=child)
             if "read-secrets" in caps:
-                readable = ["munge"] + (["slurmdbd"] if c.reads_db_password and "slurmdbd" in secrets else [])
+                readable = ["munge"] + (["slurmdbd"] if c.accounting and "slurmdbd" in secrets else [])
                 for key in readable:
                     gcp.secretmanager.SecretIamMember(
                         f"{name}-{c.name}-reads-{key}", secret_id=secrets[key].secret.id,
@@ -824,11 +735,11 @@ class Cluster(pulumi.ComponentResource):
                     enabled=render_dir is not None)
 
         static = [g for g in spec.groups if not g.elastic]
-        gpu_static = [g for g in static if is_gpu(g)]
+        gpu_static = [g for g in static if is_gpu_group(g)]
         self.gpu_groups = [GpuNodeGroup(f"{name}-{g.name}",
                                         GpuNodeGroupArgs(**base, group=g, network=self.network, boot=boot), child)
                            for g in gpu_static]
-        others = tuple(g for g in static if not is_gpu(g))
+        others = tuple(g for g in static if not is_gpu_group(g))
         self.head = (HeadNodes(f"{name}-head", HeadNodesArgs(**base, groups=others, network=self.network, boot=boot),
                                child) if others else None)
 

@@ -26,14 +26,14 @@ and, with a render, ``stack`` (stack.json). Children:
 - ``clusterctl:azure:ConfigStore``: the storage account and private ``config`` container of the cluster's
   configuration object (``bundle.OBJECT_KEY``: the render's runtime files and ``cloud/stack.json``), uploaded
   when ``build`` is given the render directory.
-- ``clusterctl:azure:Identities``: a user-assigned managed identity per node role class (:func:`identity_classes`)
-  with role assignments for what ``clusterctl.cloud.identity.needs`` says, each at the narrowest scope; every VM
+- ``clusterctl:azure:Identities``: a user-assigned managed identity per identity class (``identity_classes``)
+  with role assignments for what ``clusterctl.cloud.stack.identity.needs`` says, each at the narrowest scope; every VM
   runs with its class's identity, and (with a render) boots with custom data that names the host and runs the
-  bootstrap (``clusterctl.cloud.userdata``). Elastic groups (``GroupSpec.elastic``) get no VMs: their settings
+  bootstrap (``clusterctl.cloud.stack.userdata``). Elastic groups (``GroupSpec.elastic``) get no VMs: their settings
   are in ``stack.json`` for the controllers' resume program.
 
-Stack configuration (``pulumi config set clusterctl:<key>``; :mod:`clusterctl.cloud.program` reads it once into
-:class:`Settings` and :class:`~clusterctl.cloud.component.StackSecrets`): ``sshPublicKey`` (required),
+Stack configuration (``pulumi config set clusterctl:<key>``; :mod:`clusterctl.cloud.pulumi.program` reads it once into
+:class:`Settings` and :class:`~clusterctl.cloud.pulumi.component.StackSecrets`): ``sshPublicKey`` (required),
 ``adminUsername``, ``adminCidr`` (overrides the blueprint's), ``vnetCidr``, ``storageAccountName``,
 ``configStorageAccountName``, ``keyVaultName``, ``gpuImage`` and ``headImage`` (``publisher:offer:sku:version``);
 secrets ``mungeKey`` (required) and ``slurmdbdPassword`` (required with a render when the cluster has accounting
@@ -46,7 +46,6 @@ import base64
 import hashlib
 import ipaddress
 import itertools
-import math
 import re
 import uuid
 from collections.abc import Iterator
@@ -56,22 +55,18 @@ from pathlib import Path
 import pulumi
 import pulumi_azure_native as az
 
-from clusterctl.cloud import bundle, component, identity, userdata
-from clusterctl.cloud.spec import CloudSpec, GroupSpec, StorageSpec
+from clusterctl.cloud.pulumi import component
+from clusterctl.cloud.stack import bundle, userdata
+from clusterctl.cloud.stack.identity import class_of, identity_classes
+from clusterctl.cloud.stack.sizing import AZURE_MANAGED_LUSTRE, AZURE_NETAPP_FILES, StorageSize, sized
+from clusterctl.cloud.stack.spec import CloudSpec, GroupSpec, StorageSpec, is_gpu_group
 
 PKG = "clusterctl:azure"
-TIB_PER_TB = 1e12 / 2**40
 # Ubuntu-HPC 22.04 from the Azure Marketplace (Azure/azhpc-images README: "Ubuntu-HPC 22.04
 # (microsoft-dsvm:ubuntu-hpc:2204:latest)") - InfiniBand, GPU driver, NCCL and HPC-X preinstalled.
 GPU_IMAGE = "microsoft-dsvm:ubuntu-hpc:2204:latest"
 HEAD_IMAGE = "Canonical:0001-com-ubuntu-server-jammy:22_04-lts-gen2:latest"
 AVAILABILITY_SET_MAX_VMS = 200
-# Azure Managed Lustre SKUs: (MB/s per TiB, minimum TiB, increment TiB); MicrosoftDocs azure-managed-lustre
-# create-file-system-portal.md "Throughput configurations" (40: 48/48, 125: 16/16, 250: 8/8, 500: 4/4;
-# 128 TiB maximum for the premium SKUs unless raised by support).
-AMLFS_SKUS = ((40, 48, 48), (125, 16, 16), (250, 8, 8), (500, 4, 4))
-# Azure NetApp Files service levels: MiB/s per TiB of capacity-pool quota (Standard 16, Premium 64, Ultra 128).
-ANF_LEVELS = (("Standard", 16), ("Premium", 64), ("Ultra", 128))
 
 # Azure built-in role definition ids (learn.microsoft.com/azure/role-based-access-control/built-in-roles:
 # "Key Vault Secrets User", "Storage Blob Data Reader", "Virtual Machine Contributor", "Network Contributor",
@@ -130,25 +125,6 @@ def secret_url(vault: str, name: str) -> str:
     return f"https://{vault}.vault.azure.net/secrets/{name}"
 
 
-def identity_classes(spec: CloudSpec) -> dict[str, list[str]]:
-    """{class: hosts} of the user-assigned identities: ``controller`` (slurmctld hosts), ``accounting``
-    (slurmdbd hosts that are not controllers; ``controller-accounting`` for controllers that are slurmdbd
-    hosts when another controller is not), ``compute`` (groups of role compute) and ``login`` (every other
-    host). Hosts that read the database password never share an identity with hosts that must not."""
-    ctl, acct = set(spec.controllers), set(spec.accounting)
-    classes: dict[str, list[str]] = {}
-    for g in spec.groups:
-        for h in g.hostnames:
-            if h in ctl:
-                name = "controller" if h not in acct or ctl <= acct else "controller-accounting"
-            elif h in acct:
-                name = "accounting"
-            else:
-                name = "compute" if g.role == "compute" else "login"
-            classes.setdefault(name, []).append(h)
-    return classes
-
-
 def identity_grants(capabilities: frozenset[str], *, reads_db: bool) -> list[tuple[str, str]]:
     """(role name, scope key) of each role assignment an identity with ``capabilities`` gets. Scope keys:
     ``container`` (the config container), ``munge-secret``, ``dbpass-secret``, ``resource-group``,
@@ -167,51 +143,16 @@ def identity_grants(capabilities: frozenset[str], *, reads_db: bool) -> list[tup
     return grants
 
 
-@dataclass(frozen=True)
-class AmlfsSize:
-    per_unit_mbps: int
-    capacity_tib: int
-
-    @property
-    def sku(self) -> str:
-        return f"AMLFS-Durable-Premium-{self.per_unit_mbps}"
-
-    @property
-    def throughput_gb_per_s(self) -> float:
-        return self.capacity_tib * self.per_unit_mbps / 1000
+def amlfs_size(capacity_tb: float, read_gb_per_s: float, write_gb_per_s: float) -> StorageSize:
+    """The Azure Managed Lustre SKU (``tier.name``) and TiB of a parallel tier (clusterctl.cloud.stack.sizing: the
+    one policy, AMLFS's table)."""
+    return sized(AZURE_MANAGED_LUSTRE, capacity_tb, read_gb_per_s, write_gb_per_s)
 
 
-def _step_up(value: float, minimum: int, step: int) -> int:
-    return max(minimum, math.ceil(value / step - 1e-9) * step)
-
-
-def amlfs_size(capacity_tb: float, gb_per_s: float) -> AmlfsSize:
-    """The AMLFS SKU and size for a tier that needs ``capacity_tb`` and ``gb_per_s``: the lowest per-TiB
-    SKU whose bandwidth-driven size is within 10% of the data-driven size, else the 500 MB/s/TiB SKU
-    sized for the bandwidth; sizes round up to the SKU's increment."""
-    data_tib = capacity_tb * TIB_PER_TB
-    mbps = gb_per_s * 1000
-    for per_tib, minimum, step in AMLFS_SKUS:
-        bw_tib = mbps / per_tib
-        if bw_tib <= data_tib * 1.1:
-            return AmlfsSize(per_tib, _step_up(max(data_tib, bw_tib), minimum, step))
-    per_tib, minimum, step = AMLFS_SKUS[-1]
-    return AmlfsSize(per_tib, _step_up(max(data_tib, mbps / per_tib), minimum, step))
-
-
-def anf_size(capacity_tb: float, gb_per_s: float) -> tuple[str, int]:
-    """(service level, TiB) of an ANF capacity pool/volume meeting capacity and bandwidth (1 TiB steps)."""
-    data_tib = capacity_tb * TIB_PER_TB
-    mib_s = gb_per_s * 1e9 / 2**20
-    for level, per_tib in ANF_LEVELS:
-        if mib_s / per_tib <= data_tib * 1.1:
-            return level, _step_up(max(data_tib, mib_s / per_tib), 1, 1)
-    level, per_tib = ANF_LEVELS[-1]
-    return level, _step_up(max(data_tib, mib_s / per_tib), 1, 1)
-
-
-def is_gpu(group: GroupSpec) -> bool:
-    return group.gpus > 0
+def anf_size(capacity_tb: float, read_gb_per_s: float, write_gb_per_s: float) -> StorageSize:
+    """The Azure NetApp Files service level (``tier.name``) and TiB of an nfs tier (the same policy, ANF's
+    table)."""
+    return sized(AZURE_NETAPP_FILES, capacity_tb, read_gb_per_s, write_gb_per_s)
 
 
 SMALLEST_VNET = 22
@@ -234,7 +175,7 @@ def vnet_layout(vnet: ipaddress.IPv4Network) -> dict[str, ipaddress.IPv4Network]
 @dataclass(frozen=True)
 class Settings:
     """The stack configuration of an Azure cluster (the module's docstring), read once by
-    :mod:`clusterctl.cloud.program`; the account and vault names default to :func:`storage_account_name`,
+    :mod:`clusterctl.cloud.pulumi.program`; the account and vault names default to :func:`storage_account_name`,
     :func:`config_account_name` and :func:`key_vault_name` of the cluster."""
     admin_cidr: str
     ssh_public_key: str
@@ -251,15 +192,17 @@ class Settings:
         component.refuse_world_network("vnetCidr", self.vnet_cidr)
 
 
+Args = component.provider_args(Settings)
+"""the base of every ``XxxArgs`` below: the shared arguments with ``settings`` this provider's :class:`Settings`"""
+
+
 @dataclass(frozen=True, kw_only=True)
-class NetworkArgs(component.NetworkArgs):
-    settings: Settings
+class NetworkArgs(Args, component.NetworkArgs):
     resource_group: az.resources.ResourceGroup
 
 
 @dataclass(frozen=True, kw_only=True)
-class GpuNodeGroupArgs(component.NodeGroupArgs):
-    settings: Settings
+class GpuNodeGroupArgs(Args, component.NodeGroupArgs):
     resource_group: az.resources.ResourceGroup
     network: Network
     boot: Boot | None = None
@@ -268,23 +211,20 @@ class GpuNodeGroupArgs(component.NodeGroupArgs):
 
 
 @dataclass(frozen=True, kw_only=True)
-class HeadNodesArgs(component.HeadNodesArgs):
-    settings: Settings
+class HeadNodesArgs(Args, component.HeadNodesArgs):
     resource_group: az.resources.ResourceGroup
     network: Network
     boot: Boot | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
-class StorageArgs(component.StorageArgs):
-    settings: Settings
+class StorageArgs(Args, component.StorageArgs):
     resource_group: az.resources.ResourceGroup
     network: Network
 
 
 @dataclass(frozen=True, kw_only=True)
-class MungeKeyArgs(component.ComponentArgs):
-    settings: Settings
+class MungeKeyArgs(Args):
     resource_group: az.resources.ResourceGroup
     network: Network
     secrets: component.StackSecrets
@@ -292,15 +232,13 @@ class MungeKeyArgs(component.ComponentArgs):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ConfigStoreArgs(component.ConfigStoreArgs):
-    settings: Settings
+class ConfigStoreArgs(Args, component.ConfigStoreArgs):
     resource_group: az.resources.ResourceGroup
     network: Network
 
 
 @dataclass(frozen=True, kw_only=True)
-class IdentitiesArgs(component.IdentityArgs):
-    settings: Settings
+class IdentitiesArgs(Args, component.IdentityArgs):
     resource_group: az.resources.ResourceGroup
     scopes: dict[str, pulumi.Output | None]
     """the scope of each grant key of :func:`identity_grants` (None: not in this cluster)"""
@@ -308,8 +246,8 @@ class IdentitiesArgs(component.IdentityArgs):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ClusterArgs(component.ClusterArgs):
-    settings: Settings
+class ClusterArgs(Args, component.ClusterArgs):
+    """the whole cluster's, resource group included: ``secrets`` and ``render_dir`` (component.ClusterArgs)"""
 
 
 # ------------------------------------------------------------------------------------------- components
@@ -403,6 +341,20 @@ def _vm(name: str, *, spec: CloudSpec, settings: Settings, resource_group: az.re
     return nic, vm
 
 
+def _storage_account(resource: str, account: str, spec: CloudSpec, settings: Settings,
+                     rg: az.resources.ResourceGroup, network: Network, *, purpose: str, sku: str, shared_keys: bool,
+                     services: tuple[str, ...], opts: pulumi.ResourceOptions) -> az.storage.StorageAccount:
+    """A StorageV2 account as every account of the cluster is: HTTPS only, TLS 1.2, no public blob access,
+    infrastructure encryption of ``services``, the network rules of :func:`_storage_network_rules`."""
+    return az.storage.StorageAccount(
+        resource, account_name=account, resource_group_name=rg.name, location=rg.location, kind="StorageV2",
+        sku={"name": sku}, access_tier="Hot", enable_https_traffic_only=True, minimum_tls_version="TLS1_2",
+        allow_blob_public_access=False, allow_shared_key_access=shared_keys, public_network_access="Enabled",
+        encryption={"key_source": "Microsoft.Storage", "require_infrastructure_encryption": True,
+                    "services": {service: {"enabled": True, "key_type": "Account"} for service in services}},
+        network_rule_set=_storage_network_rules(settings, network), tags=tags(spec, purpose=purpose), opts=opts)
+
+
 def _storage_network_rules(settings: Settings, network: Network) -> dict:
     """A storage account's network rules: default Deny, the compute and head subnets and ``admin_cidr``."""
     return {"default_action": "Deny", "bypass": "AzureServices",
@@ -490,16 +442,9 @@ class Storage(pulumi.ComponentResource):
                 self.mounts[t.name] = self._amlfs(name, spec, rg, network, t, child)
             elif t.tier == "nfs":
                 self.mounts[t.name] = self._anf(name, spec, rg, network, t, child)
-        self.account = az.storage.StorageAccount(
-            f"{name}-checkpoints", account_name=settings.storage_account, resource_group_name=rg.name,
-            location=rg.location, kind="StorageV2", sku={"name": "Standard_ZRS"}, access_tier="Hot",
-            enable_https_traffic_only=True, minimum_tls_version="TLS1_2", allow_blob_public_access=False,
-            allow_shared_key_access=False, public_network_access="Enabled",
-            encryption={"key_source": "Microsoft.Storage", "require_infrastructure_encryption": True,
-                        "services": {"blob": {"enabled": True, "key_type": "Account"},
-                                     "file": {"enabled": True, "key_type": "Account"}}},
-            network_rule_set=_storage_network_rules(settings, network),
-            tags=tags(spec, purpose="checkpoints"), opts=child)
+        self.account = _storage_account(
+            f"{name}-checkpoints", settings.storage_account, spec, settings, rg, network, purpose="checkpoints",
+            sku="Standard_ZRS", shared_keys=False, services=("blob", "file"), opts=child)
         self.blob_service = az.storage.BlobServiceProperties(
             f"{name}-checkpoints-blob", account_name=self.account.name, resource_group_name=rg.name,
             blob_services_name="default", is_versioning_enabled=True,
@@ -513,19 +458,20 @@ class Storage(pulumi.ComponentResource):
                                "checkpoint_container": self.container.name})
 
     def _amlfs(self, name, spec, rg, network, t: StorageSpec, opts) -> dict:
-        size = amlfs_size(t.capacity_tb, max(t.read_gb_per_s, t.write_gb_per_s))
+        size = amlfs_size(t.capacity_tb, t.read_gb_per_s, t.write_gb_per_s)
         fs = az.storagecache.AmlFilesystem(
             f"{name}-{t.name}", aml_filesystem_name=f"{spec.cluster}-{t.name}", resource_group_name=rg.name,
-            location=rg.location, sku={"name": size.sku}, storage_capacity_ti_b=float(size.capacity_tib),
+            location=rg.location, sku={"name": size.tier.name}, storage_capacity_ti_b=float(size.capacity),
             filesystem_subnet=network.amlfs.id, zones=[spec.zone] if spec.zone else None,
             maintenance_window={"day_of_week": "Sunday", "time_of_day_utc": "02:00"},
             tags=tags(spec, storage=t.name), opts=opts)
-        return {"kind": "amlfs", "mount": t.mount, "sku": size.sku, "capacity_tib": size.capacity_tib,
-                "per_unit_mbps": size.per_unit_mbps, "throughput_gb_per_s": round(size.throughput_gb_per_s, 1),
+        return {"kind": "amlfs", "mount": t.mount, "sku": size.tier.name, "capacity_tib": size.capacity,
+                "per_unit_mbps": size.tier.throughput_per_tib, "throughput_gb_per_s": round(size.throughput / 1000, 1),
                 "filesystem": fs.name}
 
     def _anf(self, name, spec, rg, network, t: StorageSpec, opts) -> dict:
-        level, tib = anf_size(t.capacity_tb, max(t.read_gb_per_s, t.write_gb_per_s))
+        size = anf_size(t.capacity_tb, t.read_gb_per_s, t.write_gb_per_s)
+        level, tib = size.tier.name, size.capacity
         if self._netapp is None:
             self._netapp = az.netapp.Account(f"{name}-netapp", resource_group_name=rg.name, location=rg.location,
                                              tags=tags(spec), opts=opts)
@@ -599,15 +545,9 @@ class ConfigStore(pulumi.ComponentResource):
         spec, settings, rg, network = args.spec, args.settings, args.resource_group, args.network
         self.rg, self.base = rg, name
         self.url = config_url(settings.config_account)
-        self.account = az.storage.StorageAccount(
-            f"{name}-account", account_name=settings.config_account, resource_group_name=rg.name,
-            location=rg.location, kind="StorageV2", sku={"name": "Standard_LRS"}, access_tier="Hot",
-            enable_https_traffic_only=True, minimum_tls_version="TLS1_2", allow_blob_public_access=False,
-            allow_shared_key_access=True, public_network_access="Enabled",
-            encryption={"key_source": "Microsoft.Storage", "require_infrastructure_encryption": True,
-                        "services": {"blob": {"enabled": True, "key_type": "Account"}}},
-            network_rule_set=_storage_network_rules(settings, network),
-            tags=tags(spec, purpose="config"), opts=child)
+        self.account = _storage_account(
+            f"{name}-account", settings.config_account, spec, settings, rg, network, purpose="config",
+            sku="Standard_LRS", shared_keys=True, services=("blob",), opts=child)
         self.container = az.storage.BlobContainer(
             f"{name}-container", account_name=self.account.name, resource_group_name=rg.name,
             container_name=CONFIG_CONTAINER, public_access="None", opts=child)
@@ -630,8 +570,8 @@ class ConfigStore(pulumi.ComponentResource):
 
 
 class Identities(pulumi.ComponentResource):
-    """One user-assigned managed identity per identity class (:func:`identity_classes`) and its role
-    assignments: what ``clusterctl.cloud.identity.needs`` says the class needs, each at the narrowest scope
+    """One user-assigned managed identity per identity class (clusterctl.cloud.stack.identity) and its role
+    assignments: what ``clusterctl.cloud.stack.identity.needs`` says the class needs, each at the narrowest scope
     (:func:`identity_grants`): the config container, the one Key Vault secret, the resource group (where the
     elastic VMs, their NICs and disks are created: the narrowest scope that holds resources that do not exist
     yet), the one identity the controllers assign to the VMs they create."""
@@ -641,7 +581,7 @@ class Identities(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         spec, rg, scopes, subscription_id = args.spec, args.resource_group, args.scopes, args.subscription_id
         classes = identity_classes(spec)
-        self.host_class = {h: c for c, hosts in classes.items() for h in hosts}
+        self.host_class = class_of(spec)
         self.by_class = {
             c: az.managedidentity.UserAssignedIdentity(
                 f"{name}-{c}", resource_name_=f"{spec.cluster}-{c}", resource_group_name=rg.name,
@@ -649,11 +589,10 @@ class Identities(pulumi.ComponentResource):
             for c in classes}
         elastic = [g for g in spec.groups if g.elastic]
         passed = sorted({self.host_class[g.hostnames[0]] for g in elastic})
-        ctl, acct = set(spec.controllers), set(spec.accounting)
         self.assignments: list[az.authorization.RoleAssignment] = []
-        for c, hosts in classes.items():
-            caps = identity.needs("azure", controller=set(hosts) <= ctl, elastic=bool(elastic))
-            for role, key in identity_grants(caps, reads_db=set(hosts) <= acct):
+        for c, members in classes.items():
+            caps = members.needs("azure", elastic=bool(elastic))
+            for role, key in identity_grants(caps, reads_db=members.accounting):
                 targets = ([(f"identity-{p}", self.by_class[p].id) for p in passed] if key == "elastic-identity"
                            else [(key, scopes[key])] if scopes.get(key) is not None else [])
                 for target, scope in targets:
@@ -722,11 +661,11 @@ class Cluster(pulumi.ComponentResource):
             **base, scopes=scopes, subscription_id=client.subscription_id), child)
         boot = Boot(spec=spec, settings=settings, identities=self.identities, render_dir=render_dir)
         ips = _hosts(self.network.cidrs["compute"], 0)
-        gpu_groups = [g for g in spec.groups if is_gpu(g)]
+        gpu_groups = [g for g in spec.groups if is_gpu_group(g)]
         self.gpu_groups = [GpuNodeGroup(f"{name}-{g.name}", GpuNodeGroupArgs(
                                **base, group=g, network=self.network, boot=boot, addresses=ips), child)
                            for g in gpu_groups]
-        others = tuple(g for g in spec.groups if not is_gpu(g))
+        others = tuple(g for g in spec.groups if not is_gpu_group(g))
         self.head = (HeadNodes(f"{name}-head", HeadNodesArgs(**base, groups=others, network=self.network, boot=boot),
                                child)
                      if others else None)
@@ -773,8 +712,8 @@ class Cluster(pulumi.ComponentResource):
             placed = gpu.get(g)
             groups[g.name] = {
                 "subscription_id": subscription_id, "resource_group": self.rg.name, "location": spec.region,
-                "vm_size": g.instance_type, "image": settings.gpu_image if is_gpu(g) else settings.head_image,
-                "subnet_id": (self.network.compute if is_gpu(g) else self.network.head).id,
+                "vm_size": g.instance_type, "image": settings.gpu_image if is_gpu_group(g) else settings.head_image,
+                "subnet_id": (self.network.compute if is_gpu_group(g) else self.network.head).id,
                 "availability_set_id": placed.avset.id if placed else None,
                 "proximity_placement_group_id": placed.ppg.id if placed else None,
                 "identity_id": self.identities.of(g.hostnames[0]).id, "admin_username": settings.admin_username,

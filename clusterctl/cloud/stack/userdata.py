@@ -6,7 +6,7 @@
 
 The settings name *where* the configuration object and each secret are (an object URL, an SSM parameter
 name, a Secret Manager secret, a Key Vault secret URL), never a secret's value: the instance fetches the
-values with its own identity (clusterctl.cloud.identity). The text comes from the one generator,
+values with its own identity (clusterctl.cloud.stack.identity). The text comes from the one generator,
 clusterctl/cloud/node/cloud_config.py (cloud-config in JSON form; the power-saving resume program on the
 controllers runs the same file for the instances it creates); this module adds the providers' own host-name
 checks and the packaged bootstrap program.
@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from importlib import resources
 
-from clusterctl.cloud.hostname import check
-from clusterctl.cloud.node.cloud_config import BOOTSTRAP_CONFIG, BOOTSTRAP_PROGRAM, LIMITS, UserDataTooLarge, cloud_config
+from clusterctl.cloud.stack.hostname import check
+from clusterctl.cloud.node.cloud_config import (BOOTSTRAP_CONFIG, BOOTSTRAP_PROGRAM, LIMITS, UserDataTooLarge,
+                                                cloud_config)
 
 __all__ = ["BOOTSTRAP_CONFIG", "BOOTSTRAP_PROGRAM", "LIMITS", "SECRET_KINDS", "UserDataTooLarge", "bootstrap_config",
            "program_text", "user_data"]

@@ -1,8 +1,8 @@
 """AWS components of a training cluster: VPC, EFA security group, GPU node groups, head nodes, storage.
 
-Everything is built from a :class:`~clusterctl.cloud.spec.CloudSpec` plus the stack configuration
-(namespace ``clusterctl``; see docs/cloud.md), which :mod:`clusterctl.cloud.program` reads once into
-:class:`Settings` and the stack's secrets (:class:`~clusterctl.cloud.component.StackSecrets`):
+Everything is built from a :class:`~clusterctl.cloud.stack.spec.CloudSpec` plus the stack configuration
+(namespace ``clusterctl``; see docs/cloud.md), which :mod:`clusterctl.cloud.pulumi.program` reads once into
+:class:`Settings` and the stack's secrets (:class:`~clusterctl.cloud.pulumi.component.StackSecrets`):
 
 ========================  ==========================================================================
 ``keyName``               EC2 key pair for SSH (optional)
@@ -19,9 +19,10 @@ Everything is built from a :class:`~clusterctl.cloud.spec.CloudSpec` plus the st
 ========================  ==========================================================================
 
 With the render directory (``build(ClusterArgs(..., render_dir=OUT))``) the program also uploads the
-configuration object (:mod:`clusterctl.cloud.bundle`) to a private config bucket, gives every static instance
-bootstrap user data (:mod:`clusterctl.cloud.userdata`) and an instance profile per node role class
-(:func:`role_classes`, :func:`policy_document`), and names the instances in a Route 53 private hosted zone
+configuration object (:mod:`clusterctl.cloud.stack.bundle`) to a private config bucket, gives every static instance
+bootstrap user data (:mod:`clusterctl.cloud.stack.userdata`) and an instance profile per identity class
+(clusterctl.cloud.stack.identity.identity_classes, :func:`policy_document`), and names the instances in a
+Route 53 private hosted zone
 (docs/cloud.md, "AWS").
 """
 
@@ -30,23 +31,22 @@ from __future__ import annotations
 import base64
 import ipaddress
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import pulumi
 import pulumi_aws as aws
 
-from clusterctl.cloud import bundle, component, identity, userdata
-from clusterctl.cloud.hostname import aws_user_data
-from clusterctl.cloud.component import DBD_VAR, MUNGE_VAR
-from clusterctl.cloud.spec import CloudSpec, GroupSpec, StorageSpec
+from clusterctl.cloud.pulumi import component
+from clusterctl.cloud.stack import bundle, userdata
+from clusterctl.cloud.stack.hostname import aws_user_data
+from clusterctl.cloud.pulumi.component import DBD_VAR, MUNGE_VAR
+from clusterctl.cloud.stack.identity import IdentityClass, class_of, identity_classes
+from clusterctl.cloud.stack.sizing import FSX_LUSTRE, StorageSize, sized
+from clusterctl.cloud.stack.spec import CloudSpec, GroupSpec, StorageSpec, is_gpu_group
 
 DLAMI_NAME = "Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04) *"
 """name filter of the AMI looked up when ``amiId`` is not set (AWS-owned, x86_64)"""
-
-FSX_UNIT_THROUGHPUTS = (125, 250, 500, 1000)
-"""PERSISTENT_2 per-unit storage throughput options, MB/s per TiB"""
 
 # --- pure helpers (unit-tested without Pulumi) -------------------------------------------------------------
 
@@ -93,45 +93,17 @@ def fsx_efa(spec: CloudSpec) -> bool:
     return any(g.network_fabric == "efa" and g.instance_type in EFA_ONLY_TYPES for g in spec.groups)
 
 
-@dataclass(frozen=True)
-class FsxSizing:
-    capacity_gib: int
-    per_unit_storage_throughput: int
-    """MB/s per TiB"""
-    throughput_mb_per_s: float
-    required_mb_per_s: float
-    requested_gib: int
-    grown: bool
-
-    @property
-    def note(self) -> str:
-        text = (f"{self.capacity_gib} GiB at {self.per_unit_storage_throughput} MB/s/TiB = "
-                f"{self.throughput_mb_per_s:.0f} MB/s (tier needs {self.required_mb_per_s:.0f} MB/s)")
-        if self.grown:
-            text += (f"; capacity grown from {self.requested_gib} GiB because even 1000 MB/s/TiB "
-                     f"cannot reach the tier's bandwidth at the requested size")
-        return text
+def fsx_lustre_sizing(capacity_tb: float, read_gb_per_s: float, write_gb_per_s: float) -> StorageSize:
+    """The FSx for Lustre size of a parallel tier (clusterctl.cloud.stack.sizing: the one policy, FSx's table)."""
+    return sized(FSX_LUSTRE, capacity_tb, read_gb_per_s, write_gb_per_s)
 
 
-def fsx_capacity_increment(gib: float) -> int:
-    """FSx for Lustre PERSISTENT_2 (SSD) capacity: 1,200 GiB, 2,400 GiB, then multiples of 2,400 GiB."""
-    if gib <= 1200:
-        return 1200
-    return int(math.ceil(gib / 2400) * 2400)
-
-
-def fsx_lustre_sizing(capacity_tb: float, read_gb_per_s: float, write_gb_per_s: float) -> FsxSizing:
-    """Capacity (GiB, rounded up to the FSx increment) and the smallest per-unit throughput whose
-    ``unit x capacity TiB`` meets ``max(read, write)`` (1 GB/s = 1,000 MB/s); if even 1,000 MB/s/TiB
-    cannot, the capacity grows until it does."""
-    requested = fsx_capacity_increment(capacity_tb * 1e12 / 2**30)
-    need = max(read_gb_per_s, write_gb_per_s) * 1000.0
-    for unit in FSX_UNIT_THROUGHPUTS:
-        if requested / 1024 * unit >= need:
-            return FsxSizing(requested, unit, requested / 1024 * unit, need, requested, False)
-    unit = FSX_UNIT_THROUGHPUTS[-1]
-    grown = fsx_capacity_increment(need / unit * 1024)
-    return FsxSizing(grown, unit, grown / 1024 * unit, need, requested, True)
+def has_launch_template(group: GroupSpec) -> bool:
+    """Whether a group is built as a :class:`GpuNodeGroup` (a launch template, and its instances unless elastic):
+    the GPU groups (clusterctl.cloud.stack.spec.is_gpu_group), the elastic groups (Slurm's resume program starts
+    their instances from the template) and the groups with EFA devices (the interface layout is in the template).
+    Every other group's instances are :class:`HeadNodes`."""
+    return is_gpu_group(group) or group.elastic or group.accelerator_nics > 0
 
 
 def subnet_cidrs(vpc_cidr: str) -> tuple[str, str]:
@@ -147,35 +119,11 @@ def parameter_names(cluster: str) -> dict[str, str]:
     return {MUNGE_VAR: f"/clusterctl/{cluster}/munge-key", DBD_VAR: f"/clusterctl/{cluster}/slurmdbd-password"}
 
 
-def role_classes(spec: CloudSpec) -> dict[str, dict[str, str]]:
-    """node group -> {host: role class} for the hosts whose class is not the group's role (the Slurm controllers
-    and accounting hosts), plus the group's own class under the key ``""``.
-
-    A class is what a host's identity must be allowed to do: ``controller`` (slurmctld; creates elastic
-    instances), ``accounting`` (slurmdbd; reads the database password), both (``controller-accounting``), or
-    the group's role (``compute``, ``login``, ``head``, ...): a host that reads the database password never
-    shares an instance profile with one that must not."""
-    controllers, accounting = set(spec.controllers), set(spec.accounting)
-    classes: dict[str, dict[str, str]] = {}
-    for g in spec.groups:
-        special = {}
-        for host in controllers | accounting:
-            if host in g.hostnames:
-                special[host] = "-".join(p for p, on in (("controller", host in controllers),
-                                                         ("accounting", host in accounting)) if on)
-        classes[g.name] = {"": g.role, **dict(sorted(special.items()))}
-    return classes
-
-
-def class_needs(cls: str, elastic: bool) -> frozenset[str]:
-    """identity.needs of a role class (role_classes)."""
-    return identity.needs("aws", controller="controller" in cls.split("-"), elastic=elastic)
-
-
-def class_secrets(cls: str, cluster: str) -> dict[str, str]:
-    """Ansible variable -> SSM parameter name of the secrets the hosts of a class read."""
+def class_secrets(accounting: bool, cluster: str) -> dict[str, str]:
+    """Ansible variable -> SSM parameter name of the secrets the hosts of an identity class read (the database
+    password: an ``accounting`` class only)."""
     names = parameter_names(cluster)
-    return {MUNGE_VAR: names[MUNGE_VAR], **({DBD_VAR: names[DBD_VAR]} if "accounting" in cls.split("-") else {})}
+    return {MUNGE_VAR: names[MUNGE_VAR], **({DBD_VAR: names[DBD_VAR]} if accounting else {})}
 
 
 def policy_document(needs: frozenset[str], *, object_arn: str, parameter_arns: list[str],
@@ -240,7 +188,8 @@ ASSUME_EC2 = json.dumps({"Version": "2012-10-17", "Statement": [{
 
 @dataclass(frozen=True)
 class Settings:
-    """The stack configuration of an AWS cluster (the table above), read once by :mod:`clusterctl.cloud.program`."""
+    """The stack configuration of an AWS cluster (the table above), read once by
+    :mod:`clusterctl.cloud.pulumi.program`."""
     admin_cidr: str
     key_name: str | None = None
     vpc_id: str | None = None
@@ -258,14 +207,16 @@ class Settings:
             raise ValueError("clusterctl:subnetIds needs clusterctl:vpcId (the VPC of the subnets)")
 
 
-@dataclass(frozen=True, kw_only=True)
-class NetworkArgs(component.NetworkArgs):
-    settings: Settings
+Args = component.provider_args(Settings)
+"""the base of every ``XxxArgs`` below: the shared arguments with ``settings`` this provider's :class:`Settings`"""
+
+
+class NetworkArgs(Args, component.NetworkArgs):
+    """the VPC's, its subnets' and security group's (created, or the stack's ``vpcId`` and ``subnetIds``)"""
 
 
 @dataclass(frozen=True, kw_only=True)
-class GpuNodeGroupArgs(component.NodeGroupArgs):
-    settings: Settings
+class GpuNodeGroupArgs(Args, component.NodeGroupArgs):
     network: Network
     boot: Boot
     placement_group: aws.ec2.PlacementGroup
@@ -274,8 +225,7 @@ class GpuNodeGroupArgs(component.NodeGroupArgs):
 
 
 @dataclass(frozen=True, kw_only=True)
-class HeadNodesArgs(component.HeadNodesArgs):
-    settings: Settings
+class HeadNodesArgs(Args, component.HeadNodesArgs):
     network: Network
     boot: Boot
     image: pulumi.Input[str]
@@ -283,34 +233,30 @@ class HeadNodesArgs(component.HeadNodesArgs):
 
 
 @dataclass(frozen=True, kw_only=True)
-class IdentityArgs(component.IdentityArgs):
-    settings: Settings
-    classes: tuple[str, ...]
-    """the role classes present (:func:`role_classes`)"""
+class IdentityArgs(Args, component.IdentityArgs):
+    classes: dict[str, IdentityClass]
+    """the identity classes (clusterctl.cloud.stack.identity.identity_classes)"""
 
 
 @dataclass(frozen=True, kw_only=True)
-class NamesArgs(component.ComponentArgs):
-    settings: Settings
+class NamesArgs(Args):
     network: Network
     instances: dict[str, aws.ec2.Instance]
     """the static instances, by host name"""
 
 
-@dataclass(frozen=True, kw_only=True)
-class ConfigStoreArgs(component.ConfigStoreArgs):
-    settings: Settings
+class ConfigStoreArgs(Args, component.ConfigStoreArgs):
+    """the configuration object store's: the spec and the settings only"""
 
 
 @dataclass(frozen=True, kw_only=True)
-class StorageArgs(component.StorageArgs):
-    settings: Settings
+class StorageArgs(Args, component.StorageArgs):
     network: Network
 
 
 @dataclass(frozen=True, kw_only=True)
-class ClusterArgs(component.ClusterArgs):
-    settings: Settings
+class ClusterArgs(Args, component.ClusterArgs):
+    """the whole cluster's: ``secrets`` and ``render_dir`` (component.ClusterArgs)"""
 
 
 def _tags(spec: CloudSpec, name: str, **extra: str) -> dict[str, str]:
@@ -411,17 +357,18 @@ class Boot:
 
     def __init__(self, *, spec: CloudSpec, identity: Identity, bucket_name: pulumi.Output[str] | None):
         self.spec, self.identity, self.bucket_name = spec, identity, bucket_name
-        self.classes = role_classes(spec)
+        self.host_class = class_of(spec)
+        self.classes = identity_classes(spec)
 
     def cls(self, group: GroupSpec, host: str | None = None) -> str:
-        classes = self.classes[group.name]
-        return classes.get(host, classes[""]) if host else classes[""]
+        """The identity class of ``host``, or of the group's launch template (the group's own class)."""
+        return self.host_class[host] if host else group.role
 
     def config_url(self, bucket: str) -> str:
         return f"s3://{bucket}/{bundle.OBJECT_KEY}"
 
     def bootstrap(self, bucket: str, cls: str) -> dict:
-        names = class_secrets(cls, self.spec.cluster)
+        names = class_secrets(cls in self.classes and self.classes[cls].accounting, self.spec.cluster)
         return userdata.bootstrap_config("aws", region=self.spec.region, config_url=self.config_url(bucket),
                                          secrets=component.secret_refs("aws-ssm", names[MUNGE_VAR],
                                                                        names.get(DBD_VAR)))
@@ -522,7 +469,7 @@ class HeadNodes(pulumi.ComponentResource):
 
 
 class Identity(pulumi.ComponentResource):
-    """An IAM role and instance profile per node role class present (:func:`role_classes`). The policies come
+    """An IAM role and instance profile per identity class (clusterctl.cloud.stack.identity). The policies come
     later (:meth:`grant`): a controller's names the launch templates, which carry the compute profile."""
 
     def __init__(self, name: str, args: IdentityArgs, opts: pulumi.ResourceOptions | None = None):
@@ -532,6 +479,7 @@ class Identity(pulumi.ComponentResource):
         spec = args.spec
         self.roles: dict[str, aws.iam.Role] = {}
         self.profiles: dict[str, aws.iam.InstanceProfile] = {}
+        self.classes = args.classes
         for cls in args.classes:
             tags = _tags(spec, f"{spec.cluster}-{cls}", **{"clusterctl:role-class": cls})
             # named (not prefixed) like the SSM parameters: one stack of a cluster name per account
@@ -547,8 +495,8 @@ class Identity(pulumi.ComponentResource):
         """One inline policy per role (:func:`policy_document`); ``launch`` as there, with Outputs inside."""
         self.policies: dict[str, aws.iam.RolePolicy] = {}
         for cls, role in self.roles.items():
-            needs = class_needs(cls, elastic)
-            params = [parameter_arns[var] for var in class_secrets(cls, self.spec.cluster)]
+            needs = self.classes[cls].needs("aws", elastic)
+            params = [parameter_arns[var] for var in class_secrets(self.classes[cls].accounting, self.spec.cluster)]
             doc = pulumi.Output.all(object_arn, params, launch if "manage-instances" in needs else None).apply(
                 lambda a, needs=needs: json.dumps(policy_document(needs, object_arn=a[0], parameter_arns=a[1],
                                                                   launch=a[2]), indent=1, sort_keys=True))
@@ -655,7 +603,7 @@ class Storage(pulumi.ComponentResource):
             pulumi.log.warn(f"FSx {tier.name}: {sizing.note}", self)
         fs = aws.fsx.LustreFileSystem(
             f"{name}-{tier.name}", deployment_type="PERSISTENT_2", storage_type="SSD",
-            storage_capacity=sizing.capacity_gib, per_unit_storage_throughput=sizing.per_unit_storage_throughput,
+            storage_capacity=sizing.capacity, per_unit_storage_throughput=sizing.tier.throughput_per_tib,
             file_system_type_version="2.15", subnet_ids=network.subnet_id,
             efa_enabled=True if fsx_efa(spec) else None,
             metadata_configuration={"mode": "AUTOMATIC"} if fsx_efa(spec) else None,
@@ -663,8 +611,8 @@ class Storage(pulumi.ComponentResource):
             tags=_tags(spec, f"{spec.cluster}-{tier.name}", **{"clusterctl:mount": tier.mount}), opts=child)
         return {"fs": fs, "sizing": sizing, "outputs": {
             "dns_name": fs.dns_name, "mount_name": fs.mount_name, "mount": tier.mount,
-            "capacity_gib": sizing.capacity_gib, "per_unit_storage_throughput": sizing.per_unit_storage_throughput,
-            "throughput_mb_per_s": round(sizing.throughput_mb_per_s), "sizing": sizing.note,
+            "capacity_gib": sizing.capacity, "per_unit_storage_throughput": sizing.tier.throughput_per_tib,
+            "throughput_mb_per_s": round(sizing.throughput), "sizing": sizing.note,
             "capacity_grown": sizing.grown, "efa_enabled": fsx_efa(spec)}}
 
 
@@ -681,27 +629,14 @@ class Cluster(pulumi.ComponentResource):
         placement = aws.ec2.PlacementGroup(f"{name}-pg", strategy="cluster", tags=_tags(spec, f"{name}-pg"),
                                            opts=child)
         ami = _ami(settings)
-        names = parameter_names(spec.cluster)
-        munge = aws.ssm.Parameter(f"{name}-munge-key", name=names[MUNGE_VAR],
-                                  type="SecureString", value=args.secrets.munge_key,
-                                  description="Slurm munge key (base64)", tags=_tags(spec, f"{name}-munge-key"),
-                                  opts=child)
-        params = {MUNGE_VAR: munge}
-        if spec.accounting:
-            params[DBD_VAR] = aws.ssm.Parameter(
-                f"{name}-slurmdbd-password", name=names[DBD_VAR], type="SecureString",
-                value=args.secrets.slurmdbd_password, description="slurmdbd database password",
-                tags=_tags(spec, f"{name}-slurmdbd-password"), opts=child)
+        params = _secret_parameters(name, spec, args.secrets, child)
+        munge = params[MUNGE_VAR]
         store = ConfigStore(f"{name}-config", ConfigStoreArgs(**base), opts=child)
         elastic = any(g.elastic for g in spec.groups)
-        classes = role_classes(spec)
-        present = tuple(sorted({c for g in spec.groups for h, c in classes[g.name].items()
-                                if h or g.elastic or g.gpus > 0 or g.accelerator_nics > 0
-                                or len(classes[g.name]) <= len(g.hostnames)}))
-        ident = Identity(f"{name}-identity", IdentityArgs(**base, classes=present), opts=child)
+        ident = Identity(f"{name}-identity", IdentityArgs(**base, classes=identity_classes(spec)), opts=child)
         boot = Boot(spec=spec, identity=ident, bucket_name=store.bucket_name if render_dir is not None else None)
 
-        gpu_groups = [g for g in spec.groups if g.gpus > 0 or g.accelerator_nics > 0 or g.elastic]
+        gpu_groups = [g for g in spec.groups if has_launch_template(g)]
         cpu_groups = tuple(g for g in spec.groups if g not in gpu_groups)
         node_groups = [GpuNodeGroup(f"{name}-{g.name}", GpuNodeGroupArgs(
                            **base, group=g, network=network, boot=boot, placement_group=placement, image=ami),
@@ -710,16 +645,12 @@ class Cluster(pulumi.ComponentResource):
                                                          image=ami), opts=child)
         storage = Storage(f"{name}-storage", StorageArgs(**base, network=network), opts=child)
 
-        static: dict[str, aws.ec2.Instance] = {}
-        nodes: dict[str, pulumi.Output] = {}
-        for group, ng in zip(gpu_groups, node_groups):
-            for host, inst in ng.instances.items():
-                nodes[host] = component.node(inst.private_ip, group)
-                static[host] = inst
-        for host, inst in heads.instances.items():
-            nodes[host] = component.node(inst.private_ip, heads.groups[host])
-            static[host] = inst
-        dns = Names(f"{name}-names", NamesArgs(**base, network=network, instances=static), opts=child)
+        static = {host: (group, inst) for group, ng in zip(gpu_groups, node_groups)
+                  for host, inst in ng.instances.items()}
+        static.update({host: (heads.groups[host], inst) for host, inst in heads.instances.items()})
+        nodes = {host: component.node(inst.private_ip, group) for host, (group, inst) in static.items()}
+        dns = Names(f"{name}-names", NamesArgs(**base, network=network,
+                                               instances={h: inst for h, (_, inst) in static.items()}), opts=child)
 
         templates = {g.name: ng.launch_template for g, ng in zip(gpu_groups, node_groups) if g.elastic}
         launch = None
@@ -756,6 +687,23 @@ class Cluster(pulumi.ComponentResource):
         self.register_outputs(self.outputs)
 
 
+def _secret_parameters(name: str, spec: CloudSpec, secrets: component.StackSecrets,
+                       opts: pulumi.ResourceOptions) -> dict[str, aws.ssm.Parameter]:
+    """Ansible variable -> the SecureString SSM parameter of each stack secret: the munge key and, when the cluster
+    has accounting hosts, the slurmdbd database password."""
+    names = parameter_names(spec.cluster)
+    params = {MUNGE_VAR: aws.ssm.Parameter(f"{name}-munge-key", name=names[MUNGE_VAR],
+                                           type="SecureString", value=secrets.munge_key,
+                                           description="Slurm munge key (base64)",
+                                           tags=_tags(spec, f"{name}-munge-key"), opts=opts)}
+    if spec.accounting:
+        params[DBD_VAR] = aws.ssm.Parameter(
+            f"{name}-slurmdbd-password", name=names[DBD_VAR], type="SecureString",
+            value=secrets.slurmdbd_password, description="slurmdbd database password",
+            tags=_tags(spec, f"{name}-slurmdbd-password"), opts=opts)
+    return params
+
+
 def stack_json(spec: CloudSpec, bootstrap: dict, launch_templates: dict[str, str], zone_id: str,
                domain: str) -> dict:
     """``cloud/stack.json`` of the configuration object (component.stack_document): the elastic groups with the
@@ -770,7 +718,8 @@ def _launch_facts(spec: CloudSpec, settings: Settings, network: Network, placeme
                   dns: Names) -> pulumi.Output[dict]:
     """The ``launch`` argument of :func:`policy_document` for the controllers (resolved Outputs)."""
     account = aws.get_caller_identity_output().account_id
-    compute = [ident.roles[c].arn for c in sorted({role_classes(spec)[g][""] for g in templates})]
+    roles = {g.name: g.role for g in spec.groups}
+    compute = [ident.roles[c].arn for c in sorted({roles[g] for g in templates})]
     return pulumi.Output.all(account, [t.arn for t in templates.values()], network.subnet_id,
                              network.security_group_id, placement.arn, ami, compute, dns.zone_id).apply(
         lambda a: {
