@@ -61,6 +61,15 @@ def _misuse(message: str, hint: str = "") -> typer.Exit:
     return typer.Exit(EXIT_UNREADABLE)
 
 
+def _render_refused(loaded, exc) -> typer.Exit:
+    """A target refused a blueprint validate passed (exit 2): where (FILE:LINE:COL when the refusal knows the place),
+    why, and its hint. Validate reports every refusal a rule knows of first (tests/test_validate_render_agree.py), so
+    one without a hint is a missing rule."""
+    where = loaded.source.locate(exc.path).where(loaded.source.file) if exc.path else loaded.source.file
+    return _misuse(f"{where}: cannot render: {exc}",
+                   exc.hint or "this needs a rule that reports it at validate time: please report it")
+
+
 def _report_unreadable(exc: BlueprintError, fmt: Format) -> None:
     diags = diag.from_problems(exc.problems, exc.source)
     if fmt is Format.human:
@@ -178,11 +187,7 @@ def render(
     try:
         files = render_targets(v.plan, names or None)
     except RenderError as exc:
-        where = loaded.source.file
-        if exc.path:
-            where = loaded.source.locate(exc.path).where(where)
-        raise _misuse(f"{where}: cannot render: {exc}",
-                      exc.hint or "this needs a rule that reports it at validate time: please report it") from None
+        raise _render_refused(loaded, exc) from None
     from clusterctl.targets.cloud_node import EXECUTABLE as CLOUD_PROGRAMS
 
     executable = {p for p in files if p.endswith(".sh") or p in CLOUD_PROGRAMS}
@@ -492,8 +497,7 @@ def inventory(
     except OutputDirError as exc:
         raise _misuse(str(exc), exc.hint) from None
     except RenderError as exc:
-        raise _misuse(f"{loaded.source.file}: cannot render: {exc}",
-                      "this needs a rule that reports it at validate time: please report it") from None
+        raise _render_refused(loaded, exc) from None
     _err(f"{output / 'ansible' / 'inventory.yml'}: {result.hosts} cloud hosts with ansible_host from {from_pulumi} "
          f"({result.mode}; {len(result.changed)} file(s) changed); next: cd {output / 'ansible'} && "
          f"ansible-playbook site.yml")
@@ -560,8 +564,7 @@ def rehearse(
         try:
             plan = build(scenarios, blueprint, v.plan, output, nodes_per_group, render_targets)
         except RenderError as exc:
-            raise _misuse(f"{loaded.source.file}: cannot render: {exc}",
-                          exc.hint or "this needs a rule that reports it at validate time: please report it") from None
+            raise _render_refused(loaded, exc) from None
         except OutputDirError as exc:
             raise _misuse(str(exc), exc.hint) from None
         progress = RichProgress()

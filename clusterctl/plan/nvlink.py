@@ -5,13 +5,11 @@ and nccl targets alike."""
 from __future__ import annotations
 
 from clusterctl.plan.model import ClusterPlan, GroupPlan
-from clusterctl.plan.slurm import Version
+from clusterctl.plan.slurm import SWITCH_NVIDIA_IMEX, Release, slurm_supports
 
-IMEX_SWITCH: Version = (24, 5)
-"""SwitchType=switch/nvidia_imex: Slurm 24.05 (NEWS/CHANGELOG 24.05: "switch/nvidia_imex - New plugin to manage
-NVIDIA IMEX channels"; slurm.conf(5) SwitchType). The plugin gives each job its own IMEX channel
-(/dev/nvidia-caps-imex-channels/channelN) inside the job; without it the channels must be created by the
-administrator (NVIDIA IMEX guide, "IMEX Channels": not created by default, dependent CUDA calls fail)."""
+IMEX_SWITCH: Release = SWITCH_NVIDIA_IMEX.first
+"""first release of SwitchType=switch/nvidia_imex, for targets/ansible.py's imex_vars only until it asks
+:func:`imex_channel0` (the release table, :data:`clusterctl.plan.slurm.FEATURES`, holds the fact)"""
 IMEX_CHANNEL_COUNT = 2048
 """SwitchParameters=imex_channel_count: the plugin's default (src/plugins/switch/nvidia_imex: channel_count =
 2048, channel 0 reserved) and the driver's default NVreg_ImexChannelCount; the plugin hands out minors below it"""
@@ -25,6 +23,14 @@ def multi_node(plan: ClusterPlan) -> list[GroupPlan]:
 def imex_groups(plan: ClusterPlan) -> list[GroupPlan]:
     """Multi-node NVLink groups on machines this project configures (cloud providers run their own IMEX)."""
     return [g for g in multi_node(plan) if g.type.instance is None]
+
+
+def imex_channel0(plan: ClusterPlan) -> bool:
+    """Whether the nvidia_imex role opens IMEX channel 0 to everyone: only where Slurm's switch/nvidia_imex does not
+    give each job its own channel (/dev/nvidia-caps-imex-channels/channelN). Without the plugin the channels must
+    be created by the administrator (NVIDIA IMEX guide, "IMEX Channels": not created by default, dependent CUDA
+    calls fail)."""
+    return not slurm_supports(plan, SWITCH_NVIDIA_IMEX)
 
 
 def has_inband(plan: ClusterPlan, g: GroupPlan) -> bool:

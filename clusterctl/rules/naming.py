@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 
 from clusterctl import hostlist
 from clusterctl.names import HINT, ansible_group_name, suspect, why_not_a_name
+from clusterctl.plan.inventory_groups import group_name_clashes
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.roles import slurm_roles
 from clusterctl.rules.base import Hit, Severity, rule
@@ -250,8 +251,8 @@ def names_distinct_in_any_case(plan: ClusterPlan) -> Iterator[Hit]:
     listed before ``head01``: glibc resolves ``head01`` from ``/etc/hosts`` to the first line, so slurmctld
     traffic, the ``/home`` mount and chrony follow the impostor), rack names (each becomes the Ansible group
     ``rack_<name>``, where ``-`` and ``.`` become ``_``: ``r-1`` and ``r.1`` are one group, which render
-    refused), partitions and node types (file names ``nccl/<type>.conf``, which overwrite each other on a
-    case-insensitive disk). QOS names are lower case when the blueprint is read (sacctmgr stores them so: ``Urgent``
+    refuses; a node group named like one is NAME008's), partitions and node types (file names
+    ``nccl/<type>.conf``, which overwrite each other on a case-insensitive disk). QOS names are lower case when the blueprint is read (sacctmgr stores them so: ``Urgent``
     would be added again on every converge). Exact repeats are NAME001, NAME004, SLURM007. Not suppressible: the
     second name takes the first's place."""
     yield from _case_clashes(_named_hosts(plan), str.lower, "case",
@@ -261,11 +262,6 @@ def names_distinct_in_any_case(plan: ClusterPlan) -> Iterator[Hit]:
                              lambda n: ansible_group_name(n).lower(), "case, '-', '.' or '_'",
                              "each rack becomes the Ansible group rack_<name> with '-' and '.' as '_': give the racks "
                              "names that stay distinct, e.g. r01, r02")
-    rack_groups = {f"rack_{ansible_group_name(r.name)}": r.name for r in plan.racks}
-    for g in plan.groups:
-        if g.name in rack_groups:
-            yield Hit(g.path + ("name",), f"node group {g.name} has the name of the Ansible group of rack "
-                                          f"{rack_groups[g.name]}", "rename the node group")
     bp = plan.blueprint
     yield from _single_clashes([(("node_types", name), name) for name in bp.node_types], "node type")
     if bp.slurm is not None:
@@ -316,3 +312,16 @@ def accounting_hosts_literal(plan: ClusterPlan) -> Iterator[Hit]:
             yield Hit(path, f"slurmdbd host {name} has a character MariaDB reads as a wildcard in the account "
                             f"'slurm'@'{name}' ('_' is any one character, '%' any string)",
                       "name the slurmdbd hosts with letters, digits and '-' only")
+
+
+@rule("NAME008", "naming", Severity.ERROR, "node group named like another Ansible inventory group")
+def inventory_group_names(plan: ClusterPlan) -> Iterator[Hit]:
+    """Every node group becomes the Ansible inventory group of its name, next to the groups the render adds: one
+    per node role with nodes (a node group may share only its own role's name, like ``head`` of role head), the
+    Slurm groups (slurm_controllers, slurm_accounting, slurm_cluster), nfs_servers, gpu_nodes, ``rack_<rack>``,
+    ``su_<fabric>_<n>`` and ``nvlink_<group>_<n>``. Ansible keeps one group per name, so a node group named like
+    one of them would take its hosts and variables: the ansible target refuses it, and this reports it first
+    (:func:`clusterctl.plan.inventory_groups.group_name_clashes`, which both ask)."""
+    for g, what in group_name_clashes(plan):
+        yield Hit(g.path + ("name",), f"node group {g.name} has the name of the Ansible group of {what}",
+                  "rename the node group")

@@ -6,8 +6,8 @@ from collections import Counter
 from collections.abc import Iterator
 
 from clusterctl.plan.model import ClusterPlan, GroupPlan
-from clusterctl.plan.nvlink import IMEX_SWITCH, has_inband, imex_groups, multi_node
-from clusterctl.plan.slurm import parse_version
+from clusterctl.plan.nvlink import has_inband, imex_groups, multi_node
+from clusterctl.plan.slurm import SWITCH_NVIDIA_IMEX, slurm_release, supports
 from clusterctl.rules.base import Hit, Severity, rule
 
 
@@ -116,25 +116,20 @@ def topology_for_domains(plan: ClusterPlan) -> Iterator[Hit]:
                   f"{g.nvlink_domain_gpus // g.type.gpus}, and run IMEX on the {_unit(g)}")
 
 
-def _slurm_version(plan: ClusterPlan):
-    slurm = plan.blueprint.slurm
-    return parse_version(slurm.version) if slurm is not None else None
-
-
 @rule("NVLINK005", "nvlink", Severity.ERROR, "multi-node NVLink domains need Slurm's IMEX switch plugin")
 def imex_needs_switch_plugin(plan: ClusterPlan) -> Iterator[Hit]:
     """A job on a multi-node NVLink domain needs an IMEX channel on every node it runs on (NVIDIA IMEX guide,
     "IMEX Channels"); Slurm creates one per job with ``SwitchType=switch/nvidia_imex``, which arrived in 24.05.
     With an older Slurm, clusterctl renders no switch plugin and CUDA's multi-node memory calls fail in jobs."""
-    version = _slurm_version(plan)
+    version = slurm_release(plan)
     groups = multi_node(plan)
-    if version is None or not groups or version >= IMEX_SWITCH:
+    if version is None or not groups or supports(version, SWITCH_NVIDIA_IMEX):
         return
     yield Hit(("slurm", "version"),
               f"group {groups[0].name} has NVL{groups[0].nvlink_domain_gpus} domains but Slurm "
-              f"{plan.blueprint.slurm.version} predates switch/nvidia_imex ({IMEX_SWITCH[0]}.{IMEX_SWITCH[1]:02d}): "
+              f"{plan.blueprint.slurm.version} predates switch/nvidia_imex ({SWITCH_NVIDIA_IMEX.first}): "
               f"jobs get no IMEX channel",
-              f"set slurm.version to {IMEX_SWITCH[0]}.{IMEX_SWITCH[1]:02d} or later")
+              f"set slurm.version to {SWITCH_NVIDIA_IMEX.first} or later")
 
 
 @rule("NVLINK006", "nvlink", Severity.WARNING, "multi-node NVLink domains without an IMEX peer list")

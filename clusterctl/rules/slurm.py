@@ -1,10 +1,12 @@
 """Slurm: partitions, controllers, version-dependent features and GRES, checked before slurm.conf exists.
 
 Every rule is silent when the blueprint has no ``slurm:`` section. The release facts the slurm target renders
-by too (first release of topology/block, BlockSizes, topology.yaml, AutoDetect=nvidia) are in
-:mod:`clusterctl.plan.slurm`, with their sources; version facts come from the Slurm CHANGELOG and man pages as
-summarised in the project's reference notes (slurm-nccl.md section 6) and from SchedMD/slurm
-``src/common/read_config.c``.
+by too are one table, :data:`clusterctl.plan.slurm.FEATURES` (first and last release of each option, with its
+source), asked through ``supports(slurm_release(plan), FEATURE)``; what the target refuses (a release older than
+the oldest rendered, a memory reserve that leaves no memory) is decided by the plan functions it raises from
+(``release_refusal``, ``memory_refusal``), so SLURM003 and SLURM011 report it first. Version facts come from the
+Slurm CHANGELOG and man pages as summarised in the project's reference notes (slurm-nccl.md section 6) and from
+SchedMD/slurm ``src/common/read_config.c``.
 """
 
 from __future__ import annotations
@@ -18,19 +20,15 @@ from clusterctl.blueprint.software import Software
 from clusterctl.catalog.models import accelerator_vendor
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.plan.roles import slurm_roles
-from clusterctl.plan.slurm import (AUTODETECT_NVIDIA, BLOCK_PLUGIN, BLOCK_SIZES, RELEASE_MONTHS, SHARED_TIERS,
-                                   TOPOLOGY_YAML, parse_version, provides_nvml, state_tier)
+from clusterctl.plan.slurm import (AUTODETECT_NVIDIA, BLOCK_PLUGIN, BLOCK_SIZES, DISTRO_SLURM, OLDEST_SUPPORTED,
+                                   SHARED_TIERS, TOPOLOGY_YAML, install_release, memory_refusal, node_groups,
+                                   provides_nvml, qos_wall_refusals, release_refusal, slurm_release, state_tier,
+                                   supports)
 from clusterctl.rules.base import Hit, Severity, rule
 
-OLDEST_SUPPORTED = (23, 11)
-"""older releases are out of SchedMD support (they support the two most recent major releases)"""
 SINGLE_CONTROLLER_MAX_NODES = 64
 
 _BAD_PARTITION_CHARS = re.compile(r"[\s,=#\"'\\]")
-
-
-def _v(v: tuple[int, int]) -> str:
-    return f"{v[0]:02d}.{v[1]:02d}"
 
 
 def _hosts(plan: ClusterPlan) -> dict[str, GroupPlan]:
@@ -112,35 +110,37 @@ def version_and_topology(plan: ClusterPlan) -> Iterator[Hit]:
     slurm-23-11-0-0rc1), BlockSizes since 24.05 (it replaced BlockLevels), topology.yaml since 25.05
     (CHANGELOG/slurm-25.05.md, not 24.11); an unknown plugin or key stops slurmctld at startup.
     BlockSizes mean nothing to topology/tree or none (a warning; their shape is NVLINK003's). Releases
-    older than 23.11 are a warning: they are out of SchedMD support."""
+    older than 23.11 are a warning: they are out of SchedMD support; older than 20.02 an error: the slurm
+    target renders none (no select/cons_tres GPU binding, gpu/rsmi or configless). The release facts are
+    the table in :mod:`clusterctl.plan.slurm` the slurm target renders by."""
     slurm = plan.blueprint.slurm
     if slurm is None:
         return
-    v = parse_version(slurm.version)
-    if v is None:
-        yield Hit(("slurm", "version"), f"Slurm version '{slurm.version}' is not a Slurm release (YY.MM with MM "
-                                        f"one of {', '.join(RELEASE_MONTHS)})",
-                  'quote it and write it as Slurm does, e.g. version: "24.11"')
+    refused = release_refusal(plan)
+    if refused is not None:
+        yield Hit(refused.path, refused.message, refused.hint)
     else:
-        if v < OLDEST_SUPPORTED:
-            yield Hit(("slurm", "version"), f"Slurm {_v(v)} is older than {_v(OLDEST_SUPPORTED)} and out of "
-                                            "SchedMD support", "plan a current release (24.11 or newer)",
-                      Severity.WARNING)
-        if slurm.topology == "block" and v < BLOCK_PLUGIN:
-            yield Hit(("slurm", "topology"), f"topology/block needs Slurm {_v(BLOCK_PLUGIN)} or newer; "
-                                             f"version is {_v(v)}", "upgrade Slurm or use topology: tree")
-        if slurm.topology == "yaml" and v < TOPOLOGY_YAML:
-            yield Hit(("slurm", "topology"), f"topology.yaml needs Slurm {_v(TOPOLOGY_YAML)} or newer; "
-                                             f"version is {_v(v)}",
-                      "upgrade Slurm or use topology: tree or block")
-        if slurm.block_sizes and v < BLOCK_SIZES:
-            yield Hit(("slurm", "block_sizes"), f"BlockSizes needs Slurm {_v(BLOCK_SIZES)} or newer; version is "
-                                                f"{_v(v)} (23.11 had BlockLevels)",
-                      "upgrade Slurm or drop block_sizes")
+        yield from _release_gates(slurm, slurm_release(plan))
     sizes = slurm.block_sizes
     if sizes and slurm.topology in ("tree", "none"):
         yield Hit(("slurm", "block_sizes"), f"block_sizes {sizes} are set but topology is {slurm.topology}",
                   "use topology: block (or yaml), or drop block_sizes", Severity.WARNING)
+
+
+def _release_gates(slurm, v) -> Iterator[Hit]:
+    """SLURM003 for a release the slurm target renders: out of support, and topology options it lacks."""
+    if v < OLDEST_SUPPORTED:
+        yield Hit(("slurm", "version"), f"Slurm {v} is older than {OLDEST_SUPPORTED} and out of SchedMD support",
+                  "plan a current release (24.11 or newer)", Severity.WARNING)
+    if slurm.topology == "block" and not supports(v, BLOCK_PLUGIN):
+        yield Hit(("slurm", "topology"), f"topology/block needs Slurm {BLOCK_PLUGIN.first} or newer; version is {v}",
+                  "upgrade Slurm or use topology: tree")
+    if slurm.topology == "yaml" and not supports(v, TOPOLOGY_YAML):
+        yield Hit(("slurm", "topology"), f"topology.yaml needs Slurm {TOPOLOGY_YAML.first} or newer; version is {v}",
+                  "upgrade Slurm or use topology: tree or block")
+    if slurm.block_sizes and not supports(v, BLOCK_SIZES):
+        yield Hit(("slurm", "block_sizes"), f"BlockSizes needs Slurm {BLOCK_SIZES.first} or newer; version is "
+                                            f"{v} (23.11 had BlockLevels)", "upgrade Slurm or drop block_sizes")
 
 
 def _is_amd(g: GroupPlan) -> bool:
@@ -183,10 +183,10 @@ def gpu_gres(plan: ClusterPlan) -> Iterator[Hit]:
                   f"{g.type.gpus} × {g.type.gpu_model} ({g.type.accelerator.vendor})"
                   + (f" and {len(amd) - 1} more AMD group(s)" if len(amd) > 1 else ""),
                   "use gres_autodetect: rsmi (Slurm built with ROCm SMI) or off with the GPUs listed in gres.conf")
-    v = parse_version(slurm.version)
-    if slurm.gres_autodetect == "nvidia" and v is not None and v < AUTODETECT_NVIDIA:
+    v = slurm_release(plan)
+    if slurm.gres_autodetect == "nvidia" and v is not None and not supports(v, AUTODETECT_NVIDIA):
         yield Hit(("slurm", "gres_autodetect"),
-                  f"AutoDetect=nvidia needs Slurm {_v(AUTODETECT_NVIDIA)} or newer; version is {_v(v)}",
+                  f"AutoDetect=nvidia needs Slurm {AUTODETECT_NVIDIA.first} or newer; version is {v}",
                   "use gres_autodetect: nvml (Slurm built with NVML) or upgrade Slurm")
 
 
@@ -313,6 +313,31 @@ def database_tls(plan: ClusterPlan) -> Iterator[Hit]:
                   "drop database_ca, or name the site's database server as database_host")
 
 
+@rule("SLURM011", "slurm", Severity.ERROR, "memory_reserve_gb leaves a node no memory")
+def memory_left(plan: ClusterPlan) -> Iterator[Hit]:
+    """slurm.conf's RealMemory of a Slurm node is its memory less ``memory_reserve_gb`` (default 3 %, at least
+    16 GB). A reserve as large as a node's memory leaves no RealMemory to write (slurmd would register the node
+    with none, and no job asking for memory could run there): the slurm target refuses it, and this reports it
+    first, once per node group that runs slurmd."""
+    if plan.slurm is None:
+        return
+    for g in node_groups(plan):
+        refused = memory_refusal(plan, g)
+        if refused is not None:
+            yield Hit(refused.path, f"node group {g.name}: {refused.message}", refused.hint)
+
+
+@rule("SLURM012", "slurm", Severity.ERROR, "QOS max_wall sacctmgr is not given")
+def qos_wall(plan: ClusterPlan) -> Iterator[Hit]:
+    """The roles create each QOS with ``sacctmgr ... MaxWall=<max_wall>`` and compare it with what sacctmgr shows
+    (``D-HH:MM:00``), which the ansible target works out from max_wall. It takes the Slurm time forms with at most
+    5-digit days, 7-digit minutes and 2-digit further fields; a longer field (``12345678``, ``10:123``), which the
+    blueprint's time kind admits, is refused there, and reported here first
+    (:func:`clusterctl.plan.slurm.qos_wall_refusals`, which both ask)."""
+    for refused in qos_wall_refusals(plan):
+        yield Hit(refused.path, refused.message, refused.hint)
+
+
 @rule("SLURM009", "slurm", Severity.ERROR, "controller state on shared storage")
 def shared_state(plan: ClusterPlan) -> Iterator[Hit]:
     """With backup controllers, StateSaveLocation must be one directory every controller reads and writes
@@ -352,12 +377,6 @@ def shared_state(plan: ClusterPlan) -> Iterator[Hit]:
 
 # --- install source (docs/ansible.md, "Slurm install source") ---------------------------------------------------
 
-DISTRO_SLURM: dict[str, tuple[int, int]] = {
-    "ubuntu-20.04": (19, 5), "ubuntu-22.04": (21, 8), "ubuntu-24.04": (23, 11),
-    "debian-11": (20, 11), "debian-12": (22, 5), "debian-13": (24, 11),
-}
-"""software.os -> the Slurm release its own archive ships as slurm-wlm (packages.ubuntu.com focal 19.05.5, jammy
-21.08.5, noble 23.11.4; packages.debian.org bullseye 20.11.7, bookworm 22.05.8, trixie 24.11.5)"""
 DISTRO_NVML_PLUGIN = frozenset({"debian-12", "debian-13", "ubuntu-25.10", "ubuntu-26.04"})
 """software.os whose archive has slurm-wlm-nvml-plugin (gpu/nvml), built by the separate source package
 slurm-wlm-contrib in Debian contrib (bookworm 22.05.8, trixie 24.11.5) and Ubuntu multiverse (questing, resolute;
@@ -366,12 +385,6 @@ none for jammy or noble). The main archive's slurm-wlm is built without NVML (NV
 
 DEFAULT_OS = Software.model_fields["os"].default
 """software.os when the blueprint has no software: section"""
-
-
-def install_release(install) -> tuple[int, int] | None:
-    """major.minor of the pinned package version ("24.05.4-1" -> (24, 5)), or None when none is pinned."""
-    m = re.match(r"(\d{2})\.(\d{2})", install.version or "")
-    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 @rule("SLURM020", "slurm", Severity.WARNING, "the distribution's Slurm is not slurm.version")
@@ -384,14 +397,14 @@ def distro_release(plan: ClusterPlan) -> Iterator[Hit]:
     if slurm is None or slurm.install.kind != "distro":
         return
     os_name = sw.os if sw is not None else DEFAULT_OS
-    shipped, wanted = DISTRO_SLURM.get(os_name), parse_version(slurm.version)
+    shipped, wanted = DISTRO_SLURM.get(os_name), slurm_release(plan)
     if shipped is None or wanted is None or shipped == wanted:
         return
     yield Hit(("slurm", "version"),
-              f"slurm.version is {_v(wanted)} but {os_name} ships Slurm {_v(shipped)} (slurm.install is distro): the "
+              f"slurm.version is {wanted} but {os_name} ships Slurm {shipped} (slurm.install is distro): the "
               f"preflight would stop site.yml on every host",
               f"add slurm.install with kind repo (url, key, suite) or debs (a directory of .deb files on the hosts) "
-              f"and a {_v(wanted)} package version, or set slurm.version to \"{_v(shipped)}\"")
+              f"and a {wanted} package version, or set slurm.version to \"{shipped}\"")
 
 
 @rule("SLURM021", "slurm", Severity.ERROR, "pinned Slurm package is another release")
@@ -401,17 +414,17 @@ def pinned_release(plan: ClusterPlan) -> Iterator[Hit]:
     slurm = plan.blueprint.slurm
     if slurm is None or slurm.install.version is None:
         return
-    pinned, wanted = install_release(slurm.install), parse_version(slurm.version)
+    pinned, wanted = install_release(slurm.install), slurm_release(plan)
     if wanted is None:
         return
     if pinned is None:
         yield Hit(("slurm", "install", "version"),
                   f"package version '{slurm.install.version}' does not start with a Slurm release (NN.NN)",
-                  f"write the full package version, e.g. \"{_v(wanted)}.4-1\"")
+                  f"write the full package version, e.g. \"{wanted}.4-1\"")
     elif pinned != wanted:
         yield Hit(("slurm", "install", "version"),
-                  f"package version {slurm.install.version} is Slurm {_v(pinned)}, but slurm.version is {_v(wanted)}",
-                  f"pin a {_v(wanted)} package, or set slurm.version to \"{_v(pinned)}\"")
+                  f"package version {slurm.install.version} is Slurm {pinned}, but slurm.version is {wanted}",
+                  f"pin a {wanted} package, or set slurm.version to \"{pinned}\"")
 
 
 @rule("SLURM022", "slurm", Severity.INFO, "no NVML in the installed Slurm")

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from clusterctl.path_policy import EXPORT_DIRECTORY, allowed, refusal
 from clusterctl.perf.storage_io import checkpoint_bytes, checkpoint_tier
+from clusterctl.plan.inventory_groups import unserved_exports
 from clusterctl.plan.lustre import nid_networks
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.paths import DATA_ROLES, no_path_reason, storage_path
@@ -255,3 +256,17 @@ def exported_directory(plan: ClusterPlan) -> Iterator[Hit]:
         if reason:
             yield Hit(("storage", i, "export"), f"storage tier {tier.name} exports {directory} of {server}: {reason}",
                       allowed(EXPORT_DIRECTORY))
+
+
+@rule("STORAGE011", "storage", Severity.ERROR, "NFS tier served by a node without an in-band network")
+def export_needs_inband(plan: ClusterPlan) -> Iterator[Hit]:
+    """An NFS tier exported by a host of the blueprint (``export: head01:/export/home``) is served by the
+    nfs_server role to the in-band address pools (its export clients, the network the mounts use). A blueprint
+    without an ``addressing`` pool of role inband gives it nobody to export to, and the ansible target refuses it
+    (:func:`clusterctl.plan.inventory_groups.unserved_exports`, which both ask)."""
+    for served in unserved_exports(plan):
+        yield Hit(("storage", served.index, "export"),
+                  f"storage tier {served.tier.name} is exported by {served.host}, a node of this blueprint, but the "
+                  "blueprint has no in-band address pool to export it to",
+                  "add an addressing pool with role: inband, or serve the tier from a file server outside the "
+                  "blueprint")

@@ -14,8 +14,9 @@ Design points (each one a complaint about existing tools, see docs/slurm.md):
   blocks; this module writes them): a rail-optimized scalable unit (SU) is *one* switch, because its nodes
   share every rail leaf; a tree whose leaves are rails would tell Slurm that nodes of one SU are far apart.
   NVLink domains (NVL72 racks) become topology/block blocks.
-- Every option is checked against the blueprint's ``slurm.version`` (:data:`FEATURES`); an option the
-  release does not have is left out (with a comment saying so), never emitted for slurmctld to reject.
+- Every option is checked against the blueprint's ``slurm.version`` by the release table
+  (:data:`clusterctl.plan.slurm.FEATURES`, which the rules judge by too); an option the release does not have
+  is left out (with a comment saying so), never emitted for slurmctld to reject.
 """
 
 from __future__ import annotations
@@ -29,66 +30,16 @@ from clusterctl.catalog.models import accelerator_vendor
 from clusterctl.plan.cloud import is_elastic
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.plan.roles import slurm_roles
-from clusterctl.plan.nvlink import IMEX_CHANNEL_COUNT, IMEX_SWITCH, multi_node
-from clusterctl.plan.slurm import (AUTODETECT_NVIDIA, BLOCK_PLUGIN, BLOCK_SIZES, CLOUD_FANOUT, TOPOLOGY_YAML, Version,
-                                   cloud_tree_width, parse_version, provides_nvml, tree_width)
+from clusterctl.plan.nvlink import IMEX_CHANNEL_COUNT, multi_node
+from clusterctl.plan.slurm import (AUTODETECT_NVIDIA, BLOCK_PLUGIN, BLOCK_SIZES, CGROUP_PLUGIN, CLOUD_REG_ADDRS,
+                                   GRES_ENV_FLAGS, JOB_CONTAINER_DIRS, KEEP_POWER_SAVE_SETTINGS, NO_ADDR_CACHE,
+                                   PRIVATE_DATA_CLOUD, PROLOG_GLOB, SWITCH_NVIDIA_IMEX, TOPOLOGY_YAML,
+                                   TREE_WIDTH_NODE_COUNT, Refusal, Release, cloud_tree_width, memory_refusal,
+                                   memory_reserve_gb, node_groups, partition_groups, provides_nvml, real_memory_mib,
+                                   release_refusal, slurm_release, supports, tree_width)
 from clusterctl.plan.topology import Block, Switch, nvlink_blocks, tree_switches
 from clusterctl.targets import RenderError
 from clusterctl.targets.common import at, conf_value, header, jinja_literal, key_values, render_template
-
-# --- version table -------------------------------------------------------------------------------------
-# The first release that has each option clusterctl emits conditionally. Options not listed here
-# (ClusterName, SlurmctldHost, AccountingStorage*, SelectType=select/cons_tres, GresTypes, TaskPlugin,
-# ProctrackType, JobAcctGatherType, PrologFlags=Alloc,Contain, MpiDefault=pmix, HealthCheck*, ResumeTimeout,
-# RebootProgram, topology/tree, gres.conf AutoDetect=nvml|rsmi|off, Constrain*) exist in every release
-# from MIN_VERSION on: slurm.conf(5), gres.conf(5) and cgroup.conf(5) of 22.05.8 (Debian bookworm's
-# slurm-wlm, the release the integration test runs) list all of them.
-
-MIN_VERSION: Version = (20, 2)
-"""oldest release rendered: select/cons_tres is 19.05 (NEWS, its 19.05 entries), gpu/rsmi and
-configless are 20.02 (NEWS 20.02.0pre1 "Add gpu/rsmi plugin to support AMD GPUs"; CONFIGLESS)"""
-
-CONFIGLESS: Version = (20, 2)
-"""SlurmctldParameters=enable_configless: configless Slurm is a 20.02 feature (NEWS 20.02.2 "configless - fix
-plugstack.conf handling for client commands"; slurm.conf(5) SlurmctldParameters)"""
-GRES_ENV_FLAGS: Version = (21, 8)
-"""gres.conf Flags=amd_gpu_env|nvidia_gpu_env (NEWS "Changes in Slurm 21.08.0": environment flags in
-gres.conf; gres.conf(5) of 22.05 Flags)"""
-CGROUP_PLUGIN: Version = (22, 5)
-"""cgroup.conf CgroupPlugin=cgroup/v1|cgroup/v2|autodetect with autodetect the default (cgroup.conf(5) of
-22.05; RELEASE_NOTES 22.05 "Added support for Cgroup Version 2"); 21.08 had cgroup/v1 only"""
-# From clusterctl.plan.slurm and clusterctl.plan.nvlink (the rules and the renderer share one set of facts):
-#   BLOCK_PLUGIN      23.11  topology/block (tag slurm-23-11-0-0rc1)
-#   BLOCK_SIZES       24.05  BlockSizes replaced BlockLevels (CHANGELOG/slurm-24.05.md)
-#   AUTODETECT_NVIDIA 24.11  gres.conf AutoDetect=nvidia (gres.conf(5); reference notes slurm-nccl.md sec. 6)
-#   TOPOLOGY_YAML     25.05  topology.yaml (CHANGELOG/slurm-25.05.md: "Add ability to configure multiple
-#                            topology plugins via the new topology.yaml"; topology.yaml(5): "Slurm will
-#                            first check for topology.yaml. If this file exists, topology.conf will be
-#                            ignored")
-#   IMEX_SWITCH       24.05  SwitchType=switch/nvidia_imex (slurm.conf(5) SwitchType)
-#   CLOUD_FANOUT      23.11  slurmd fans messages out to cloud nodes (before it TreeWidth >= the node count)
-PROLOG_GLOB: Version = (22, 5)
-"""Prolog=/Epilog= as a glob (``/etc/slurm/prolog.d/*``): slurm.conf(5) of 22.05.8 (Debian bookworm's
-slurm-wlm) documents "A glob pattern (See glob (7)) may also be used to run more than one prolog script";
-the first release with it is not verified here, so older renders name one runner script instead
-(:data:`PROLOG_RUNNER`), which runs the same directory's pieces"""
-JOB_CONTAINER_DIRS: Version = (23, 2)
-"""job_container.conf Dirs= (which directories get a private per-job mount): absent from 22.05.8 (its
-job_container_tmpfs.so knows AutoBasePath, BasePath, InitScript and NodeName only, and always makes /tmp and
-/dev/shm private); job_container.conf(5) has it from 23.02"""
-FEATURES: dict[str, Version] = {
-    "SlurmctldParameters=enable_configless": CONFIGLESS,
-    "gres.conf Flags=amd_gpu_env": GRES_ENV_FLAGS,
-    "cgroup.conf CgroupPlugin=autodetect": CGROUP_PLUGIN,
-    "TopologyPlugin=topology/block": BLOCK_PLUGIN,
-    "topology.conf BlockSizes": BLOCK_SIZES,
-    "gres.conf AutoDetect=nvidia": AUTODETECT_NVIDIA,
-    "topology.yaml": TOPOLOGY_YAML,
-    "SwitchType=switch/nvidia_imex": IMEX_SWITCH,
-    "Prolog=/Epilog= glob": PROLOG_GLOB,
-    "job_container.conf Dirs": JOB_CONTAINER_DIRS,
-}
-"""option -> first Slurm release that has it (documented in docs/slurm.md)"""
 
 SWITCH_NAME_MAX = 64
 """topology.conf(5): SwitchName "cannot be longer than 64 characters" """
@@ -105,8 +56,12 @@ class SlurmRenderError(RenderError):
     """The plan cannot be written as valid Slurm configuration (the rules report these first)."""
 
 
-def _v(v: Version) -> str:
-    return f"{v[0]:02d}.{v[1]:02d}"
+def refuse(refusal: Refusal | None) -> None:
+    """Raise a plan function's refusal (the rule that reports it at validate time decides it the same way)."""
+    if refusal is not None:
+        error = SlurmRenderError(refusal.message)
+        error.path, error.hint = refusal.path, refusal.hint
+        raise error
 
 
 # --- small helpers (exact-string tested) -------------------------------------------------------------
@@ -145,44 +100,17 @@ def gpus_by_socket(gpus: int, sockets: int) -> list[tuple[int, int, int]]:
     return out
 
 
-def memory_reserve_gb(slurm, memory_gb: float) -> float:
-    """Memory kept back from RealMemory: the blueprint's figure, else 3 % of the node (at least 16 GB).
-
-    The kernel and firmware take 1-2 % of installed memory before Slurm sees any (a 2 TiB DGX reports
-    about 2,015 GiB); a RealMemory above what slurmd measures drains the node with "Low RealMemory"."""
-    if slurm.memory_reserve_gb is not None:
-        return slurm.memory_reserve_gb
-    return max(16.0, round(0.03 * memory_gb))
-
-
-def real_memory_mib(memory_gb: float, reserve_gb: float) -> int:
-    """slurm.conf RealMemory in MiB: the node's memory less what is kept for the OS and daemons."""
-    mib = int((memory_gb - reserve_gb) * 1024)
-    if mib <= 0:
-        raise SlurmRenderError(f"memory_reserve_gb {reserve_gb:g} leaves no memory of a {memory_gb:g} GB node")
-    return mib
-
-
 def _dedupe(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(i for i in items if i))
 
 
 # --- what the plan says, shaped for Slurm ------------------------------------------------------------
 
-def slurm_version(plan: ClusterPlan) -> Version:
-    slurm = plan.blueprint.slurm
-    v = parse_version(slurm.version)
-    if v is None:
-        raise SlurmRenderError(f"Slurm version '{slurm.version}' is not a Slurm release")
-    if v < MIN_VERSION:
-        raise SlurmRenderError(f"Slurm {_v(v)} is older than {_v(MIN_VERSION)}, the oldest release rendered")
-    return v
-
-
-def node_groups(plan: ClusterPlan) -> list[GroupPlan]:
-    """Groups that run slurmd: every group a partition names, and every compute group."""
-    named = {n for p in plan.blueprint.slurm.partitions for n in p.groups}
-    return [g for g in plan.groups if g.name in named or g.role == "compute"]
+def slurm_version(plan: ClusterPlan) -> Release:
+    """The release to render for, or the refusal SLURM003 reports first
+    (:func:`clusterctl.plan.slurm.release_refusal`)."""
+    refuse(release_refusal(plan))
+    return slurm_release(plan)
 
 
 def _is_amd(g: GroupPlan) -> bool:
@@ -214,17 +142,17 @@ def _node_line(g: GroupPlan, reserve_gb: float, elastic: bool = False) -> str:
 
 
 def partition_lines(plan: ClusterPlan) -> list[str]:
-    by_name = {g.name: g for g in plan.groups}
     lines, default_done = [], False
-    for i, part in enumerate(plan.blueprint.slurm.partitions):
-        groups = [by_name[n] for n in dict.fromkeys(part.groups) if n in by_name]
-        if not groups:
-            raise SlurmRenderError(f"partition {part.name} has no nodes (slurmctld refuses empty partitions)")
+    for i, part in enumerate(plan.slurm.partitions):
+        groups = partition_groups(plan, part)
+        if not groups:  # SLURM001 reports each name that is no node group
+            refuse(Refusal(("slurm", "partitions", i, "groups"), f"partition {part.name} has no nodes (slurmctld "
+                           "refuses empty partitions)", "name node groups of the blueprint (rule SLURM001)"))
         nodes = groups[0].hostlist if len(groups) == 1 else hostlist.compress(h for g in groups for h in g.hosts)
         default = part.default and not default_done
         default_done = default_done or default
         with at(("slurm", "partitions", i)):
-            lines.append(_partition_line(part, nodes, default, gpu_defaults(plan.blueprint.slurm, groups)))
+            lines.append(_partition_line(part, nodes, default, gpu_defaults(plan.slurm, groups)))
     return lines
 
 
@@ -254,7 +182,7 @@ def _partition_line(part: Partition, nodes: str, default: bool, per_gpu: tuple[i
     ], f"partition {part.name}")
 
 
-def gres_lines(groups: Sequence[GroupPlan], version: Version, dev_dir: str = DEV_DIR) -> list[str]:
+def gres_lines(groups: Sequence[GroupPlan], version: Release, dev_dir: str = DEV_DIR) -> list[str]:
     """One line per node group and socket: the GPUs of that socket with all the socket's cores.
 
     Cores are logical indices (gres.conf(5) Cores: "a logical core index must be specified instead of the
@@ -280,7 +208,7 @@ def gres_lines(groups: Sequence[GroupPlan], version: Version, dev_dir: str = DEV
                 ("Type", gres_type(t.gpu_model)),
                 ("File", device_files(prefix, base + first, base + last)),
                 ("Cores", index_range(socket * c, socket * c + c - 1) if t.server is not None else None),
-                ("Flags", "amd_gpu_env" if amd and version >= GRES_ENV_FLAGS else None),
+                ("Flags", "amd_gpu_env" if amd and supports(version, GRES_ENV_FLAGS) else None),
             ], f"gres.conf line of node group {g.name}"))
     return lines
 
@@ -323,32 +251,35 @@ def _optional(key: str, value: object | None) -> tuple[str, ...]:
     return (_kv(key, value),) if value is not None else ()
 
 
-def _topology_plugin(topology: str, version: Version) -> tuple[str | None, str]:
+def _topology_plugin(topology: str, version: Release) -> tuple[str | None, str]:
     """(TopologyPlugin value or None, comment)."""
     if topology == "tree":
         return "topology/tree", "topology.conf: one switch per scalable unit of the compute fabric"
     if topology == "block":
-        if version < BLOCK_PLUGIN:
-            return None, f"topology/block needs Slurm {_v(BLOCK_PLUGIN)}; not configured for {_v(version)}"
+        if not supports(version, BLOCK_PLUGIN):
+            return None, f"topology/block needs Slurm {BLOCK_PLUGIN.first}; not configured for {version}"
         return "topology/block", "topology.conf: one block per NVLink domain"
     if topology == "yaml":
-        if version < TOPOLOGY_YAML:
-            return None, f"topology.yaml needs Slurm {_v(TOPOLOGY_YAML)}; not configured for {_v(version)}"
+        if not supports(version, TOPOLOGY_YAML):
+            return None, f"topology.yaml needs Slurm {TOPOLOGY_YAML.first}; not configured for {version}"
         return None, "topology.yaml (read instead of TopologyPlugin and topology.conf)"
     return None, "no topology (topology: none)"
 
 
-def slurm_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan]) -> str:
-    slurm = plan.blueprint.slurm
-    name = (slurm.cluster_name or plan.blueprint.name).lower()
+def slurm_conf(plan: ClusterPlan, version: Release, groups: Sequence[GroupPlan]) -> str:
+    slurm = plan.slurm
+    name = (slurm.cluster_name or plan.name).lower()
     with at(("slurm", "cluster_name") if slurm.cluster_name else ("name",)):
         conf_value(name, "ClusterName")
-    if len(name) > CLUSTER_NAME_MAX:
-        raise SlurmRenderError(f"ClusterName {name} is longer than {CLUSTER_NAME_MAX} characters (slurm.conf(5))")
+    if len(name) > CLUSTER_NAME_MAX:  # the name kinds refuse it when the blueprint loads; a guard for other plans
+        refuse(Refusal(("slurm", "cluster_name") if slurm.cluster_name else ("name",),
+                       f"ClusterName {name} is longer than {CLUSTER_NAME_MAX} characters (slurm.conf(5))",
+                       f"set slurm.cluster_name to at most {CLUSTER_NAME_MAX} characters"))
     roles = slurm_roles(plan)
     controllers = roles.controllers
     if not controllers:
-        raise SlurmRenderError(f"slurm.controllers '{slurm.controllers}' is not a host list (rule SLURM002)")
+        refuse(Refusal(("slurm", "controllers"), f"slurm.controllers '{slurm.controllers}' is not a host list",
+                       "write names like head[01-02] or head01,head02 (rule SLURM002)"))
     plugin, topo_comment = _topology_plugin(slurm.topology, version)
     control = [_kv("ClusterName", name), *(_kv("SlurmctldHost", c) for c in controllers),
                _kv("SlurmUser", "slurm"), _kv("AuthType", "auth/munge"),
@@ -412,23 +343,24 @@ def slurm_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan])
                                                                   g.name in elastic) for g in groups)),
         Section("partitions", tuple(partition_lines(plan))),
     ]
-    return render_template("slurm/slurm.conf.j2", header=header(plan), version=_v(version), sections=sections)
+    return render_template("slurm/slurm.conf.j2", header=header(plan), version=str(version), sections=sections)
 
 
-def imex_switch_sections(plan: ClusterPlan, version: Version) -> list[Section]:
+def imex_switch_sections(plan: ClusterPlan, version: Release) -> list[Section]:
     """SwitchType=switch/nvidia_imex where a group's NVLink domain spans nodes (GB200/GB300 NVL72): each job gets
     its own IMEX channel; nothing on other clusters, and nothing before 24.05 (rule NVLINK005)."""
     groups = multi_node(plan)
     if not groups:
         return []
     domains = ", ".join(f"{g.name} NVL{g.nvlink_domain_gpus}" for g in groups)
-    if version < IMEX_SWITCH:
-        return [Section(f"multi-node NVLink ({domains}): switch/nvidia_imex needs Slurm {_v(IMEX_SWITCH)}; not "
-                        f"configured for {_v(version)}, so jobs get no IMEX channel (rule NVLINK005)", ())]
+    if not supports(version, SWITCH_NVIDIA_IMEX):
+        return [Section(f"multi-node NVLink ({domains}): switch/nvidia_imex needs Slurm {SWITCH_NVIDIA_IMEX.first}; "
+                        f"not configured for {version}, so jobs get no IMEX channel (rule NVLINK005)", ())]
     return [Section(
         f"multi-node NVLink ({domains}): IMEX channels are not created by default and CUDA's multi-node memory "
         f"calls fail without one (NVIDIA IMEX guide, IMEX Channels); switch/nvidia_imex gives each job its own "
-        f"channel (slurm.conf(5) SwitchType, Slurm {_v(IMEX_SWITCH)}); imex_channel_count is the plugin's and the "
+        f"channel (slurm.conf(5) SwitchType, Slurm {SWITCH_NVIDIA_IMEX.first}); imex_channel_count is the plugin's "
+        "and the "
         f"driver's default (NVreg_ImexChannelCount), channel 0 reserved", (
             _kv("SwitchType", "switch/nvidia_imex"),
             f"SwitchParameters=imex_channel_count={IMEX_CHANNEL_COUNT}",  # constants only: key=value inside
@@ -445,36 +377,18 @@ POWER_SAVE_PROGRAMS = (("SuspendProgram", "/usr/local/sbin/clusterctl-suspend", 
                        ("ResumeFailProgram", "/usr/local/sbin/clusterctl-resume-fail", "deletes the instances of "
                         "nodes that did not register within ResumeTimeout"))
 """symbolic links to clusterctl-power-save, which dispatches on its name (installed by roles/slurm_power_save)"""
-PRIVATE_DATA_CLOUD_UNTIL: Version = (23, 2)
-"""PrivateData=cloud: before 23.02 powered-down cloud nodes are hidden from sinfo even for root (slurm.conf(5) of
-22.05 PrivateData "cloud"); NEWS 23.02.0rc1 "Change cloud nodes to show by default. PrivateData=cloud is no longer
-needed" """
-CLOUD_ADDRS_UNTIL: Version = (23, 11)
-"""SlurmctldParameters=cloud_reg_addrs (NEWS 20.11.0rc1) and CommunicationParameters=NoAddrCache (NEWS 18.08.6): both
-removed in 23.11 (NEWS 23.11.0rc1 "Remove cloud_reg_addrs and make it default behavior", "Remove NoAddrCache
-CommunicationParameter"), where slurmctld always takes a cloud node's address from its registration"""
-CLOUD_REG_ADDRS: Version = (20, 11)
-KEEP_POWER_SAVE_SETTINGS: Version = (23, 2)
-"""ReconfigFlags=KeepPowerSaveSettings (NEWS 23.02.0rc1; slurm.conf(5) of 23.02 ReconfigFlags)"""
-FEATURES.update({
-    "PrivateData=cloud (needed until)": PRIVATE_DATA_CLOUD_UNTIL,
-    "SlurmctldParameters=cloud_reg_addrs": CLOUD_REG_ADDRS,
-    "ReconfigFlags=KeepPowerSaveSettings": KEEP_POWER_SAVE_SETTINGS,
-})
-
-
 def elastic_groups(plan: ClusterPlan, groups: Sequence[GroupPlan]) -> list[GroupPlan]:
     """The Slurm node groups whose instances Slurm's power saving creates and deletes (``cloud.elastic``)."""
     return [g for g in groups if is_elastic(plan, g.index)]
 
 
-def power_save_sections(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan]) -> list[Section]:
+def power_save_sections(plan: ClusterPlan, version: Release, groups: Sequence[GroupPlan]) -> list[Section]:
     """Slurm power saving when a node group is elastic (power_save.html, elastic_computing.html, slurm.conf(5));
     nothing for static clusters. Every option is one the blueprint's release has."""
     elastic = elastic_groups(plan, groups)
     if not elastic:
         return []
-    ps = plan.blueprint.slurm.power_save
+    ps = plan.slurm.power_save
     static = [g.hostlist for g in groups if g not in elastic]
     names = ", ".join(f"{g.name} ({g.count})" for g in elastic)
     lines = []
@@ -501,30 +415,30 @@ def power_save_sections(plan: ClusterPlan, version: Version, groups: Sequence[Gr
             "(power_save.html: by default no node is excluded)")
     params = ["idle_on_node_suspend"]
     why = "idle_on_node_suspend: a node suspended while DOWN or DRAINED comes back IDLE and can be resumed again"
-    if CLOUD_REG_ADDRS <= version < CLOUD_ADDRS_UNTIL:
+    if supports(version, CLOUD_REG_ADDRS):
         params.append("cloud_reg_addrs")
         why += ("; cloud_reg_addrs: NodeAddr and NodeHostName from the registering slurmd, so slurmctld needs no DNS "
-                f"for the node (the default from {_v(CLOUD_ADDRS_UNTIL)}, which removed the option)")
+                f"for the node (the default from {CLOUD_REG_ADDRS.removed}, which removed the option)")
     add(key_values([("SlurmctldParameters", params)], "SlurmctldParameters"), why + " (slurm.conf(5) "
         "SlurmctldParameters)")
-    if version < CLOUD_ADDRS_UNTIL:
+    if supports(version, NO_ADDR_CACHE):
         add(_kv("CommunicationParameters", "NoAddrCache"), "an instance created again has another address: no "
-            f"cached node addresses (slurm.conf(5) CommunicationParameters; removed in {_v(CLOUD_ADDRS_UNTIL)})")
-    flags = ["KeepPartState"] + (["KeepPowerSaveSettings"] if version >= KEEP_POWER_SAVE_SETTINGS else [])
+            f"cached node addresses (slurm.conf(5) CommunicationParameters; removed in {NO_ADDR_CACHE.removed})")
+    flags = ["KeepPartState"] + (["KeepPowerSaveSettings"] if supports(version, KEEP_POWER_SAVE_SETTINGS) else [])
     add(key_values([("ReconfigFlags", flags)], "ReconfigFlags"), "scontrol reconfigure (the roles' handler) keeps "
         "a partition state an operator set" + (" and SuspendExcNodes changed with scontrol" if len(flags) > 1 else
-                                               f"; KeepPowerSaveSettings needs {_v(KEEP_POWER_SAVE_SETTINGS)}")
+                                               f"; KeepPowerSaveSettings needs {KEEP_POWER_SAVE_SETTINGS.first}")
         + " (slurm.conf(5) ReconfigFlags)")
-    if version < PRIVATE_DATA_CLOUD_UNTIL:
+    if supports(version, PRIVATE_DATA_CLOUD):
         add(_kv("PrivateData", "cloud"), "powered-down cloud nodes are listed by sinfo (idle~), hidden otherwise "
-            f"before {_v(PRIVATE_DATA_CLOUD_UNTIL)} (slurm.conf(5) PrivateData)")
+            f"before {PRIVATE_DATA_CLOUD.removed} (slurm.conf(5) PrivateData)")
     width = cloud_tree_width(plan, version)
-    fanout = (f"TreeWidth {width} (scale section): before {_v(CLOUD_FANOUT)} slurmd daemons do not fan messages out "
-              "to cloud nodes (elastic_computing.html)" if width else "")
+    fanout = (f"TreeWidth {width} (scale section): before {TREE_WIDTH_NODE_COUNT.removed} slurmd daemons do not fan "
+              "messages out to cloud nodes (elastic_computing.html)" if width else "")
     return [Section(
         f"power saving: elastic node groups {names} are created by ResumeProgram when a job needs them and deleted "
         f"by SuspendProgram after SuspendTime idle (power_save.html, elastic_computing.html, slurm.conf(5) of "
-        f"{_v(version)}); every other node is in SuspendExcNodes" + (f"; {fanout}" if fanout else ""),
+        f"{version}); every other node is in SuspendExcNodes" + (f"; {fanout}" if fanout else ""),
         tuple(lines))]
 
 
@@ -538,9 +452,9 @@ at 120 s by the prolog piece); without a timeout slurmd waits for a hung prolog 
 default behavior is to wait indefinitely"); a prolog past it drains the node and requeues the job"""
 
 
-def prolog_epilog_lines(version: Version) -> list[str]:
+def prolog_epilog_lines(version: Release) -> list[str]:
     """Prolog/Epilog as globs over the piece directories (22.05+), else the runner scripts, and their timeout."""
-    if version >= PROLOG_GLOB:
+    if supports(version, PROLOG_GLOB):
         lines = [_kv("Prolog", f"{PROLOG_DIR}/*"), _kv("Epilog", f"{EPILOG_DIR}/*")]
     else:
         lines = [_kv(k, v) for k, v in PROLOG_RUNNER.items()]
@@ -554,22 +468,22 @@ JOB_TMP_DEFAULT = "/var/spool/slurmd/job_tmp"
 def job_container_base(plan: ClusterPlan) -> str:
     """BasePath of job_container/tmpfs: ``<first local tier>/slurm-job-tmp`` (node-local NVMe, the tier a job's
     /tmp belongs on), else :data:`JOB_TMP_DEFAULT`. Never /tmp or /dev/shm (the plugin refuses them)."""
-    local = [t.mount.rstrip("/") for t in plan.blueprint.storage if t.tier == "local"]
+    local = [t.mount.rstrip("/") for t in plan.storage if t.tier == "local"]
     # 22.05's plugin refuses any BasePath under /tmp or /dev/shm at slurmd start ("Cannot use /tmp or /dev/shm
     # as BasePath", fatal): such a tier gets the default
     local = [m for m in local if not m.startswith(("/tmp", "/dev/shm"))]
     return f"{local[0]}/slurm-job-tmp" if local else JOB_TMP_DEFAULT
 
 
-def job_container_conf(plan: ClusterPlan, version: Version) -> str:
+def job_container_conf(plan: ClusterPlan, version: Release) -> str:
     base = job_container_base(plan)
     with at(("storage",)):
         conf_value(base, "storage mount point of the local tier (job_container.conf BasePath)")
     lines = [_kv("AutoBasePath", "true"), _kv("BasePath", base)]
-    if version >= JOB_CONTAINER_DIRS:
+    if supports(version, JOB_CONTAINER_DIRS):
         lines.append(_kv("Dirs", "/tmp,/dev/shm"))
     return render_template("slurm/job_container.conf.j2", header=header(plan), lines=lines,
-                           dirs=version >= JOB_CONTAINER_DIRS)
+                           dirs=supports(version, JOB_CONTAINER_DIRS))
 
 
 def _scale_lines(nodes: int, width: int | None = None) -> list[str]:
@@ -589,9 +503,9 @@ def _scale_lines(nodes: int, width: int | None = None) -> list[str]:
     ]
 
 
-def _autodetect(mode: str, version: Version) -> tuple[str | None, str]:
-    if mode == "nvidia" and version < AUTODETECT_NVIDIA:
-        return None, (f"AutoDetect=nvidia needs Slurm {_v(AUTODETECT_NVIDIA)}; not emitted for {_v(version)}: "
+def _autodetect(mode: str, version: Release) -> tuple[str | None, str]:
+    if mode == "nvidia" and not supports(version, AUTODETECT_NVIDIA):
+        return None, (f"AutoDetect=nvidia needs Slurm {AUTODETECT_NVIDIA.first}; not emitted for {version}: "
                       "the lines below are the only source")
     if mode == "off":
         return "off", "no autodetection: the lines below are the only source"
@@ -607,32 +521,32 @@ def _without_nvml(install) -> str:
             "(gres.conf(5) AutoDetect); the lines below are the only source")
 
 
-def gres_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan], dev_dir: str) -> str:
-    mode, comment = _autodetect(plan.blueprint.slurm.gres_autodetect, version)
-    if mode == "nvml" and not provides_nvml(plan.blueprint.slurm.install):
-        mode, comment = "off", _without_nvml(plan.blueprint.slurm.install)
+def gres_conf(plan: ClusterPlan, version: Release, groups: Sequence[GroupPlan], dev_dir: str) -> str:
+    mode, comment = _autodetect(plan.slurm.gres_autodetect, version)
+    if mode == "nvml" and not provides_nvml(plan.slurm.install):
+        mode, comment = "off", _without_nvml(plan.slurm.install)
     return render_template("slurm/gres.conf.j2", header=header(plan), comment=comment,
                            autodetect=_kv("AutoDetect", mode) if mode else None,
                            lines=gres_lines(groups, version, dev_dir))
 
 
-def topology_conf(plan: ClusterPlan, version: Version, groups: Sequence[GroupPlan]) -> str:
-    slurm = plan.blueprint.slurm
+def topology_conf(plan: ClusterPlan, version: Release, groups: Sequence[GroupPlan]) -> str:
+    slurm = plan.slurm
     if slurm.topology == "tree":
         lines = [switch_line(s) for s in checked_switches(tree_switches(plan, groups))]
     else:
         lines = [block_line(b) for b in nvlink_blocks(plan, groups)]
-        if slurm.block_sizes and version >= BLOCK_SIZES:
+        if slurm.block_sizes and supports(version, BLOCK_SIZES):
             lines.append(_kv("BlockSizes", slurm.block_sizes))
         elif slurm.block_sizes:
-            lines.append(f"# BlockSizes needs Slurm {_v(BLOCK_SIZES)}; not emitted for {_v(version)}")
+            lines.append(f"# BlockSizes needs Slurm {BLOCK_SIZES.first}; not emitted for {version}")
     return render_template("slurm/topology.conf.j2", header=header(plan), lines=lines)
 
 
 def topology_yaml(plan: ClusterPlan, groups: Sequence[GroupPlan]) -> str:
     """topology.yaml(5): the compute-fabric tree, plus the NVLink blocks when there are multi-node
     domains (then the block topology is the cluster default, as NVLINK004 asks)."""
-    slurm = plan.blueprint.slurm
+    slurm = plan.slurm
     switches = checked_switches(tree_switches(plan, groups))
     for sw in switches:  # the same values as topology.conf: Slurm parses them as names and host lists
         switch_line(sw)
@@ -646,9 +560,9 @@ def topology_yaml(plan: ClusterPlan, groups: Sequence[GroupPlan]) -> str:
     return render_template("slurm/topology.yaml.j2", header=header(plan), topologies=topologies)
 
 
-def cgroup_conf(plan: ClusterPlan, version: Version) -> str:
+def cgroup_conf(plan: ClusterPlan, version: Release) -> str:
     lines = []
-    if version >= CGROUP_PLUGIN:
+    if supports(version, CGROUP_PLUGIN):
         lines.append(_kv("CgroupPlugin", "autodetect"))
     lines += [_kv("ConstrainCores", "yes"), _kv("ConstrainDevices", "yes"), _kv("ConstrainRAMSpace", "yes")]
     return render_template("slurm/cgroup.conf.j2", header=header(plan), lines=lines)
@@ -688,7 +602,7 @@ def _database_tls(ca: str | None) -> tuple[str, ...]:
 
 
 def slurmdbd_conf(plan: ClusterPlan) -> str:
-    slurm = plan.blueprint.slurm
+    slurm = plan.slurm
     dbd_host = slurm_roles(plan).primary_accounting
     backup = slurm.accounting_backup_host
     # with a backup slurmdbd both daemons must use one database: the one on the primary accounting host
@@ -712,11 +626,13 @@ def render(plan: ClusterPlan, *, dev_dir: str = DEV_DIR) -> dict[str, str]:
 
     ``dev_dir`` is where gres.conf's ``File=`` device nodes live (``/dev`` on real nodes); the real-Slurm
     integration test points it at stand-in device nodes it creates."""
-    slurm = plan.blueprint.slurm
+    slurm = plan.slurm
     if slurm is None:
         return {}
     version = slurm_version(plan)
     groups = node_groups(plan)
+    for g in groups:  # SLURM011 reports these first
+        refuse(memory_refusal(plan, g))
     files = {
         "slurm/slurm.conf": slurm_conf(plan, version, groups),
         "slurm/gres.conf": gres_conf(plan, version, groups, dev_dir),
@@ -727,6 +643,6 @@ def render(plan: ClusterPlan, *, dev_dir: str = DEV_DIR) -> dict[str, str]:
     }
     if slurm.topology in ("tree", "block") and _topology_plugin(slurm.topology, version)[0]:
         files["slurm/topology.conf"] = topology_conf(plan, version, groups)
-    elif slurm.topology == "yaml" and version >= TOPOLOGY_YAML:
+    elif slurm.topology == "yaml" and supports(version, TOPOLOGY_YAML):
         files["slurm/topology.yaml"] = topology_yaml(plan, groups)
     return files

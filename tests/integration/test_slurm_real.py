@@ -41,6 +41,7 @@ from pathlib import Path
 import pytest
 
 from clusterctl.catalog import load_shipped_catalog
+from clusterctl.plan.slurm import node_groups
 from clusterctl.plan.topology import tree_switches
 from clusterctl.rehearse.variant import Hardware, installed_slurm, machine_hardware
 from clusterctl.rules import Severity
@@ -490,7 +491,7 @@ def test_both_nodes_idle_with_their_gpus(cluster):
 
 
 def test_topology_is_the_planned_fabric(cluster):
-    groups = target.node_groups(cluster.plan)
+    groups = node_groups(cluster.plan)
     planned = {s.name: s for s in tree_switches(cluster.plan, groups)}
     assert sorted(planned) == ["ib-spine", "ib-su1", "ib-su2"]
     out = cluster.run("scontrol", "show", "topology")

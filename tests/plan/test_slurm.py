@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clusterctl.plan.slurm import (CLOUD_FANOUT, TREE_WIDTH_MAX, cloud_tree_width, parse_version, state_tier,
+from clusterctl.plan.slurm import (TREE_WIDTH_MAX, cloud_tree_width, parse_version, state_tier,
                                    tree_width, under)
 from tests.helpers import lab, plan_of
 
@@ -49,5 +49,20 @@ def test_tree_width_follows_schedmds_square_and_cube_root_rule():
 def test_cloud_tree_width_is_the_node_count_before_cloud_fanout():
     plan = plan_of(lab())
     assert cloud_tree_width(plan, (23, 2)) == max(plan.nodes, tree_width(plan.nodes)) == 3
-    assert cloud_tree_width(plan, CLOUD_FANOUT) is None
+    assert cloud_tree_width(plan, (23, 11)) is None
     assert TREE_WIDTH_MAX == 65533  # slurm.conf(5) TreeWidth
+
+
+def test_imex_channel0_only_without_the_switch_plugin():
+    """targets/ansible.py's imex_vars asks this (nvidia_imex_channel0): channel 0 for everyone only where Slurm's
+    switch/nvidia_imex (24.05) does not give each job its own."""
+    from clusterctl.plan.nvlink import imex_channel0
+    from tests.helpers import shipped
+
+    data = shipped("gb200-nvl72-8rack")
+    assert imex_channel0(plan_of(data)) is False
+    data["slurm"]["version"] = "23.11"
+    data["slurm"]["install"] = {"kind": "distro"}
+    assert imex_channel0(plan_of(data)) is True
+    data.pop("slurm")
+    assert imex_channel0(plan_of(data)) is True

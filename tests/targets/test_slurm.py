@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from clusterctl.errors import BlueprintError
+from clusterctl.plan.slurm import real_memory_mib
 from clusterctl.plan.topology import Block, Switch
 from clusterctl.targets import slurm
 from clusterctl.targets.common import key_values
@@ -77,10 +78,9 @@ def test_gpus_split_evenly_over_sockets():
 
 
 def test_real_memory_is_memory_less_the_reserve_in_mib():
-    assert slurm.real_memory_mib(2048, 16) == 2080768
-    assert slurm.real_memory_mib(960, 16) == 966656
-    with pytest.raises(slurm.SlurmRenderError, match="leaves no memory"):
-        slurm.real_memory_mib(16, 16)
+    assert real_memory_mib(2048, 16) == 2080768
+    assert real_memory_mib(960, 16) == 966656
+    assert real_memory_mib(16, 16) == 0  # refused by render and reported by SLURM011 (memory_refusal)
 
 
 def test_switch_and_block_lines():
@@ -548,7 +548,7 @@ def test_large_cluster_options_are_rendered_and_scaled():
 
 
 def test_gpu_partitions_get_a_per_gpu_share_of_cpus_and_memory():
-    from clusterctl.targets.slurm import real_memory_mib, render
+    from clusterctl.targets.slurm import render
     from tests.helpers import lab, plan_of
 
     plan = plan_of(lab())

@@ -15,7 +15,7 @@ from clusterctl.targets.ansible.hardware import (container_vars, enroot_login, g
 from clusterctl.targets.ansible.inventory import gpu_groups
 from clusterctl.targets.ansible.node_files import neigh_thresholds
 from clusterctl.targets.ansible.pull import pull_settings, pull_vars
-from clusterctl.targets.ansible.slurm_vars import power_save_vars, qos_vars, slurm_install_vars, slurm_release
+from clusterctl.targets.ansible.slurm_vars import power_save_vars, qos_vars, slurm_install_vars, slurm_version_var
 from clusterctl.targets.ansible.storage import MOUNTED_ROLES, lustre_vars, storage_mounts
 from clusterctl.yamlout import Flow, FlowMap, Unsafe, unsafe
 
@@ -59,7 +59,7 @@ def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Seq
     if plan.slurm:
         sections.append((["Slurm: the configuration files are rendered in <dir>/slurm/ and copied as they are;",
                           "slurm_version is the release they are for (the slurm_preflight play checks every host)"],
-                         {"slurm_version": slurm_release(plan.slurm.version), **unsafe({
+                         {"slurm_version": slurm_version_var(plan), **unsafe({
                                  "clusterctl_slurm_version": plan.slurm.version,
                                  "clusterctl_slurm_cluster_name": plan.slurm.cluster_name or plan.name,
                                  "clusterctl_slurm_controllers": Flow(controllers),

@@ -7,8 +7,7 @@ import re
 
 from clusterctl.catalog.models import accelerator_vendor
 from clusterctl.plan.model import ClusterPlan, GroupPlan
-from clusterctl.plan.nvlink import IMEX_SWITCH, imex_configured
-from clusterctl.plan.slurm import parse_version
+from clusterctl.plan.nvlink import imex_channel0, imex_configured
 from clusterctl.targets.nccl import group_files
 
 RDMA_PROTOCOLS = ("infiniband", "ethernet", "efa")
@@ -103,5 +102,4 @@ def imex_vars(plan: ClusterPlan, g: GroupPlan) -> dict[str, object]:
     """nvidia_imex: channel 0 for everyone only where Slurm's switch/nvidia_imex does not give each job its own."""
     if not imex_configured(plan, g):
         return {}
-    v = parse_version(plan.slurm.version) if plan.slurm else None
-    return {"nvidia_imex_channel0": v is None or v < IMEX_SWITCH}
+    return {"nvidia_imex_channel0": imex_channel0(plan)}

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from clusterctl import hostlist
 from clusterctl.names import ansible_group_name
+from clusterctl.plan.inventory_groups import ROLE_GROUPS
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.plan.roles import slurm_roles
 from clusterctl.targets import RenderError
@@ -19,8 +20,6 @@ from clusterctl.targets.ansible.storage import nfs_exports
 from clusterctl.targets.host_runs import host_runs
 from clusterctl.yamlout import dump
 
-ROLE_GROUPS = ("compute", "head", "login", "storage", "service")
-"""inventory groups by node role, in this order"""
 
 
 class InventoryError(RenderError):

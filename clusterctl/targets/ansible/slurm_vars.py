@@ -3,11 +3,9 @@ them (slurm.qos), the release slurm.conf was rendered for, and the elastic group
 
 from __future__ import annotations
 
-import re
-
 from clusterctl.plan.cloud import is_elastic
 from clusterctl.plan.model import ClusterPlan, GroupPlan
-from clusterctl.plan.slurm import parse_version
+from clusterctl.plan.slurm import sacctmgr_wall, slurm_release
 from clusterctl.targets import RenderError
 from clusterctl.targets.ansible.document import Section
 from clusterctl.yamlout import Flow, FlowMap, Unsafe, unsafe
@@ -29,27 +27,13 @@ NVML_PLUGIN_PACKAGE = "slurm-wlm-nvml-plugin"
 
 
 def sacctmgr_minutes(text: str) -> str:
-    """A Slurm time as sacctmgr shows a limit in minutes (MaxWall): ``D-HH:MM:00`` or ``HH:MM:00``; ``""`` for
-    UNLIMITED. Seconds round up, as Slurm's time_str2mins does."""
-    if text.upper() in ("UNLIMITED", "INFINITE"):
-        return ""
-    if not re.fullmatch(r"(\d{1,5}-)?\d{1,7}(:\d{1,2}){0,2}", text):  # the SlurmTime kind's forms, checked at load
+    """A Slurm time as sacctmgr shows a limit in minutes (MaxWall), decided by :func:`clusterctl.plan.slurm.sacctmgr_wall`
+    (rule SLURM012 reports the times it cannot write first)."""
+    wall = sacctmgr_wall(text)
+    if wall is None:
         raise RenderError(f"slurm.qos max_wall {text!r} is not a Slurm time (minutes, MM:SS, HH:MM:SS, D-HH, "
                           "D-HH:MM, D-HH:MM:SS)")
-    days, _, rest = text.rpartition("-")
-    parts = [int(p) for p in rest.split(":")]
-    if days:  # D-HH, D-HH:MM, D-HH:MM:SS
-        h, m, sec = (parts + [0, 0])[:3]
-    elif len(parts) == 1:  # minutes
-        h, m, sec = 0, parts[0], 0
-    elif len(parts) == 2:  # MM:SS
-        h, m, sec = 0, parts[0], parts[1]
-    else:
-        h, m, sec = parts
-    minutes = (int(days or 0) * 24 + h) * 60 + m + (1 if sec else 0)
-    d, rem = divmod(minutes, 24 * 60)
-    hh, mm = divmod(rem, 60)
-    return f"{d}-{hh:02d}:{mm:02d}:00" if d else f"{hh:02d}:{mm:02d}:00"
+    return wall
 
 
 def qos_vars(qos) -> list[dict[str, object]]:
@@ -87,12 +71,12 @@ def slurm_install_vars(plan: ClusterPlan) -> dict[str, object]:
     return out
 
 
-def slurm_release(version: str) -> str:
-    """major.minor of a Slurm version ("24.05.3" -> "24.05"): what slurm.conf was rendered for, and what the
-    slurm_preflight role compares with the installed release. A plain string (digits and a dot, nothing to
+def slurm_version_var(plan: ClusterPlan) -> str:
+    """major.minor of the plan's Slurm release ("24.05.3" -> "24.05"): what slurm.conf was rendered for, and what
+    the slurm_preflight role compares with the installed release. A plain string (digits and a dot, nothing to
     template): ansible-core 2.19 reads ``!unsafe "24.05"`` as the float 24.05; anything else stays !unsafe."""
-    v = parse_version(version)
-    return f"{v[0]:02d}.{v[1]:02d}" if v else Unsafe(version)
+    v = slurm_release(plan)
+    return str(v) if v else Unsafe(plan.slurm.version)
 
 
 def elastic_groups(plan: ClusterPlan) -> list[GroupPlan]:

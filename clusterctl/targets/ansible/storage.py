@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from clusterctl.plan.inventory_groups import served_nfs_tiers
 from clusterctl.plan.lustre import lnet_networks, storage_interfaces
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.plan.ranges import WorldRangeError, served_ranges
@@ -44,21 +45,20 @@ def nfs_exports(plan: ClusterPlan) -> list[dict]:
     role: {host, path, clients}, clients being the in-band network prefix (the network the mounts use).
     Tiers on other servers, and plans without an in-band pool (cloud), export nothing here."""
     inband = next(iter(checked_served_ranges(plan)), None)
-    out = []
     for i, t in enumerate(plan.storage):
-        if t.tier != "nfs":
-            continue
-        host, _, path = t.export.partition(":")
-        with at(("storage", i, "export")):  # the server is a host name (NfsExport): refused, not matched, otherwise
-            conf_value(host, f"storage tier {t.name} source (its server)", extra="$`{}%;&|<>'\\")
-        if any(host in g.hosts for g in plan.groups if g.type.instance is None):
-            if inband is None:
-                raise RenderError(f"storage tier {t.name} is exported by {host}, a node of this blueprint, but the "
-                                  "blueprint has no in-band address pool to export it to: add addressing with "
-                                  "role: inband")
-            with at(("storage", i, "export")):
-                conf_value(path, f"storage tier {t.name} source (its path)")
-            out.append({"host": host, "path": path, "clients": inband})
+        if t.tier == "nfs":
+            with at(("storage", i, "export")):  # the server is a host name (NfsExport): refused, not matched, otherwise
+                conf_value(t.export.partition(":")[0], f"storage tier {t.name} source (its server)",
+                           extra="$`{}%;&|<>'\\")
+    out = []
+    for served in served_nfs_tiers(plan):  # which tiers the plan's hosts serve: plan/inventory_groups.py
+        if inband is None:  # STORAGE011 reports it first
+            raise RenderError(f"storage tier {served.tier.name} is exported by {served.host}, a node of this "
+                              "blueprint, but the blueprint has no in-band address pool to export it to: add "
+                              "addressing with role: inband")
+        with at(("storage", served.index, "export")):
+            conf_value(served.path, f"storage tier {served.tier.name} source (its path)")
+        out.append({"host": served.host, "path": served.path, "clients": inband})
     return out
 
 
