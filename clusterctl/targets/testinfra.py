@@ -104,7 +104,8 @@ def render(plan: ClusterPlan) -> dict[str, str]:
     nccl = nccl_groups(plan)
     tmpl = env.get_template("testinfra/test_group.py.j2")
     for g in plan.groups:
-        files[f"tests/test_{path_part(g.name, 'node group name')}.py"] = tmpl.render(**_group_context(plan, g, nccl), **ctx)
+        files[f"tests/test_{path_part(g.name, 'node group name')}.py"] = tmpl.render(**_group_context(plan, g, nccl),
+                                                                                    **ctx)
     for path, text in files.items():  # a template slip fails the render, not the acceptance run
         compile(text, path, "exec")
     return dict(sorted(files.items()))

@@ -1,5 +1,6 @@
 """Facts the targets ask the plan for instead of reading the blueprint: LNet networks (plan/lustre.py), a
-fabric's or node type's stated settings (ClusterPlan.fabric_spec, node_type_spec), a group's address block (plan/allocations.py)."""
+fabric's or node type's stated settings (ClusterPlan.fabric_spec, node_type_spec), a group's address block
+(plan/allocations.py)."""
 
 from __future__ import annotations
 

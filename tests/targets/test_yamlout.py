@@ -105,7 +105,8 @@ YAML_TEMPLATES = {
 
 
 def _target_modules() -> list[tuple[str, ast.Module]]:
-    return [(str(p.relative_to(TARGETS)), ast.parse(p.read_text(encoding="utf-8"))) for p in sorted(TARGETS.rglob("*.py"))]
+    return [(str(p.relative_to(TARGETS)), ast.parse(p.read_text(encoding="utf-8")))
+            for p in sorted(TARGETS.rglob("*.py"))]
 
 
 def test_no_target_module_writes_yaml_but_through_the_emitter():

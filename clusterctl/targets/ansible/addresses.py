@@ -42,7 +42,8 @@ def hosts_file(plan: ClusterPlan) -> str:
              "common role (between its '" + HOSTS_MARKER + "' markers)"]
     cloud = [g.name for g in plan.groups if g.type.instance is not None]
     if cloud:
-        lines.append(f"# cloud node groups ({comment(', '.join(cloud))}) resolve through the provider's DNS: not listed")
+        lines.append(f"# cloud node groups ({comment(', '.join(cloud))}) resolve through the provider's DNS: "
+                     "not listed")
     for g in plan.groups:
         if g.type.instance is not None:
             continue

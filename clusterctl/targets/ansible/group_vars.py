@@ -54,7 +54,8 @@ def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Seq
                      unsafe(software_vars(plan))))
     if container_vars(plan):
         sections.append((["enroot_pyxis: Ubuntu 24.04 restricts unprivileged user namespaces to AppArmor profiles with "
-                          "a userns rule; enroot's profile grants it to enroot-nsenter alone (roles/enroot_pyxis/README.md)"],
+                          "a userns rule; enroot's profile grants it to enroot-nsenter alone "
+                          "(roles/enroot_pyxis/README.md)"],
                          container_vars(plan)))
     if plan.slurm:
         sections.append((["Slurm: the configuration files are rendered in <dir>/slurm/ and copied as they are;",
@@ -65,8 +66,8 @@ def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Seq
                                  "clusterctl_slurm_controllers": Flow(controllers),
                                  "clusterctl_slurm_accounting_host": accounting[0]})}))
     if plan.slurm:
-        sections.append((["Slurm install source (slurm.install): the slurm_preflight play configures it and the pin, then "
-                          "checks the release", "apt would install; the Slurm roles install these packages "
+        sections.append((["Slurm install source (slurm.install): the slurm_preflight play configures it and the "
+                          "pin, then checks the release", "apt would install; the Slurm roles install these packages "
                           "(docs/ansible.md, \"Slurm install source\")"], unsafe(slurm_install_vars(plan))))
     if plan.slurm:
         sections.append((["slurm_compute: how long a drained node may take to finish its jobs before slurmd restarts "
@@ -77,8 +78,8 @@ def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Seq
                           "(slurm.rollout.drain_timeout_minutes)"],
                          {"nvidia_driver_drain_timeout_s": plan.slurm.rollout.drain_timeout_minutes * 60}))
     if plan.slurm and plan.slurm.qos:
-        sections.append((["slurm_controller: the QOS of slurm.qos, created and kept with sacctmgr by the primary controller "
-                          "(docs/slurm.md, \"QOS\"); values as sacctmgr shows them"],
+        sections.append((["slurm_controller: the QOS of slurm.qos, created and kept with sacctmgr by the primary "
+                          "controller (docs/slurm.md, \"QOS\"); values as sacctmgr shows them"],
                          unsafe({"slurm_controller_qos": [FlowMap(q) for q in qos_vars(plan.slurm.qos)]})))
     if plan.slurm and plan.slurm.database_host:
         sections.append(([f"slurmdbd: the accounting database is the site's server {plan.slurm.database_host} "
@@ -106,8 +107,9 @@ def controllers_vars_file(plan: ClusterPlan, controllers: Sequence[str]) -> str:
     """group_vars/slurm_controllers.yml: the controllers are the cluster's time servers."""
     _, served = time_vars(plan, controllers)
     return yaml_file(plan, ["The Slurm controllers: the time servers every other node follows (group_vars/all.yml)."],
-                     [(["chrony: follow site.time_servers (else the cloud provider's time service, else the public pool), serve the in-band networks, and keep "
-                       "serving one time in orphan mode when no upstream answers (air-gapped sites)"], served),
+                     [(["chrony: follow site.time_servers (else the cloud provider's time service, else the public "
+                        "pool), serve the in-band networks, and keep serving one time in orphan mode when no upstream "
+                        "answers (air-gapped sites)"], served),
                       *power_save_vars(plan)])
 
 
@@ -128,7 +130,8 @@ def group_vars_file(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> s
                              unsafe({"nccl_env_file": n["nccl_env_file"]})))
     gv = gpu_vars(g)
     if gv:
-        sections.append((["nvidia_driver: Fabric Manager on NVSwitch baseboards (8+ GPUs in one node's NVLink domain)"], gv))
+        sections.append((["nvidia_driver: Fabric Manager on NVSwitch baseboards (8+ GPUs in one node's NVLink "
+                          "domain)"], gv))
     iv = imex_vars(plan, g)
     if iv:
         sections.append(([f"nvidia_imex: the NVLink domain ({g.nvlink_domain_gpus} GPUs) spans nodes; IMEX channels "
@@ -166,9 +169,9 @@ def group_vars_file(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> s
                           "the client"] if lustre else [], {"storage_clients_lustre_install": lustre}))
         lv = lustre_vars(plan, g, mounts)
         if lv:
-            sections.append((["storage_clients: Lustre's LNet networks (the MGS NIDs' o2ib networks on this node type's "
-                              "storage interfaces, or LNet's default ib0; /etc/modprobe.d/lustre.conf) and the client "
-                              "packages' signed repository"], unsafe(lv)))
+            sections.append((["storage_clients: Lustre's LNet networks (the MGS NIDs' o2ib networks on this "
+                              "node type's storage interfaces, or LNet's default ib0; /etc/modprobe.d/lustre.conf) "
+                              "and the client packages' signed repository"], unsafe(lv)))
         sections.append((["storage_clients: node-local directories (NVMe scratch) that must exist"],
                          {"storage_clients_local_dirs": unsafe(Flow(local))}))
     if g.role == "login" and plan.slurm is not None and enroot_login(plan):

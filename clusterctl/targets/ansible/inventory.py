@@ -112,7 +112,8 @@ def inventory_groups(plan: ClusterPlan) -> list[InvGroup]:
     roles = slurm_roles(plan)
     controllers, accounting = roles.controllers, roles.accounting
     if controllers:
-        add(InvGroup("slurm_controllers", "slurmctld hosts, primary first", hosts=_hostlist_ranges(",".join(controllers))))
+        add(InvGroup("slurm_controllers", "slurmctld hosts, primary first",
+                     hosts=_hostlist_ranges(",".join(controllers))))
         add(InvGroup("slurm_accounting", "slurmdbd host", hosts=_hostlist_ranges(",".join(accounting))))
         members = [r for r in ("compute", "head", "login") if r in groups] + ["slurm_controllers", "slurm_accounting"]
         add(InvGroup("slurm_cluster", "every node that runs a Slurm daemon or command (gets MUNGE)",

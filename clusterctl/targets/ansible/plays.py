@@ -74,7 +74,8 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
             out.append(Play(f"Accelerator and fabric stack of node group {g.name}", g.name,
                             [r for r in wanted if r in available], comment=f"{g.count} x {g.type.name}, {what}"
                             + (f"; rolling: {rollout.batch_percent} % at a time, a driver change drains the node "
-                               "and waits for its jobs first (docs/ansible.md, \"Rolling changes\")" if rollout else ""),
+                               "and waits for its jobs first (docs/ansible.md, \"Rolling changes\")"
+                               if rollout else ""),
                             missing=[r for r in wanted if r not in available], named_by_blueprint=True,
                             serial=ROLLING_BATCH_TEMPLATE.format(percent=rollout.batch_percent) if rollout else None,
                             max_fail_percentage=rollout.max_fail_percent if rollout else None))

@@ -27,8 +27,8 @@ NVML_PLUGIN_PACKAGE = "slurm-wlm-nvml-plugin"
 
 
 def sacctmgr_minutes(text: str) -> str:
-    """A Slurm time as sacctmgr shows a limit in minutes (MaxWall), decided by :func:`clusterctl.plan.slurm.sacctmgr_wall`
-    (rule SLURM012 reports the times it cannot write first)."""
+    """A Slurm time as sacctmgr shows a limit in minutes (MaxWall), decided by
+    :func:`clusterctl.plan.slurm.sacctmgr_wall` (rule SLURM012 reports the times it cannot write first)."""
     wall = sacctmgr_wall(text)
     if wall is None:
         raise RenderError(f"slurm.qos max_wall {text!r} is not a Slurm time (minutes, MM:SS, HH:MM:SS, D-HH, "
