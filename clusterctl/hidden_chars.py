@@ -10,7 +10,8 @@ are invisible, and control characters drive the terminal instead of being shown.
 them does not read as it parses, so :func:`find_hidden` finds them (one pass of a compiled expression) for
 the readers to refuse, located as the diff shows them; :func:`escape_hidden` escapes the same characters
 (``\\u202e``, ``\\x1b``) in anything printed for a person, so text from a blueprint or a stack output never
-drives the terminal or reorders a message.
+drives the terminal or reorders a message; :func:`shown` is the one way a message quotes an untrusted value
+(one line, quoted, escaped, cut).
 
 What is hidden: every control character (Unicode category Cc) but tab and LF (and CR directly before LF),
 every format character (Cf: bidi controls and marks, zero-width characters, the soft hyphen, tag
@@ -20,6 +21,7 @@ the first character of a file, where editors write it and the YAML reader drops 
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -162,3 +164,43 @@ def escaped_column(text: str, col: int) -> int:
     """The column, in :func:`escape_hidden` ``(text)``, of the character at ``col`` (1-based) of ``text``: where a
     caret goes under an escaped line."""
     return len(escape_hidden(text[:col - 1])) + 1
+
+
+SHOWN_CHARS = 60
+"""the most characters of a value a message quotes: a 50 MB value is reported, not printed"""
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\", "'": "\\'"}
+
+
+def _shown_char(ch: str) -> str:
+    if ch in _NAMED_ESCAPES:
+        return _NAMED_ESCAPES[ch]
+    if ch.isprintable() and not _UNSHOWN.match(ch):
+        return ch
+    cp = ord(ch)
+    return f"\\x{cp:02x}" if cp <= 0xFF else f"\\u{cp:04x}" if cp <= 0xFFFF else f"\\U{cp:08x}"
+
+
+def shown(value: object, limit: int = SHOWN_CHARS, *, what: str = "") -> str:
+    """An untrusted value as it may stand in one line of a message: the one way clusterctl quotes a value from
+    a blueprint, a stack output or a node.
+
+    Text is single-quoted; line ends, tabs, control, bidi, format and every other non-printable character are
+    written as escapes (``\\n``, ``\\x1b``, ``\\u202e``), and ``\\`` and ``'`` as ``\\\\`` and ``\\'``, so
+    the message is one line that reads as the value is, and cannot drive the terminal. Other values are
+    shown as JSON (``null``, ``["1"]``), unquoted, non-ASCII written as ``\\u`` escapes. A value longer than ``limit``
+    characters is cut there and its length said: ``'xxx...' (50,000,000 characters)``. ``what`` names
+    the kind of value after it: ``'4' (text)``, ``'xxx...' (50,000,000 characters of text)``."""
+    if isinstance(value, str):
+        cut = "".join(_shown_char(ch) for ch in value[:limit])
+        return _cut_said(f"'{cut}", "'", len(value), limit, what)
+    try:  # JSON with ensure_ascii (or ascii()) is printable ASCII already: nothing left to escape
+        text = json.dumps(value, ensure_ascii=True)
+    except (TypeError, ValueError):
+        text = ascii(value)
+    return _cut_said(text[:limit], "", len(text), limit, what)
+
+
+def _cut_said(shown_part: str, quote: str, length: int, limit: int, what: str) -> str:
+    if length > limit:
+        return f"{shown_part}...{quote} ({length:,} characters{f' of {what}' if what else ''})"
+    return f"{shown_part}{quote}" + (f" ({what})" if what else "")

@@ -9,7 +9,8 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from clusterctl import kinds
-from clusterctl.blueprint.load import load_blueprint_text, shown_text
+from clusterctl.blueprint.load import load_blueprint_text
+from clusterctl.hidden_chars import shown
 from clusterctl.blueprint.model import Blueprint
 from clusterctl.blueprint.schema import blueprint_schema
 from clusterctl.errors import BlueprintError
@@ -102,8 +103,8 @@ def test_a_refused_mapping_key_is_located_at_the_key():
 
 
 def test_messages_never_print_control_characters_or_huge_values():
-    assert shown_text("a\nb\x1bc") == "'a\\nb\\x1bc' (text)"
-    long = shown_text("x" * 50_000_000)
+    assert shown("a\nb\x1bc", what="text") == "'a\\nb\\x1bc' (text)"
+    long = shown("x" * 50_000_000, what="text")
     assert len(long) < 120 and "50,000,000 characters" in long
     data = lab()
     data["slurm"]["partitions"][0]["max_time"] = "1:00:00\nProlog=/tmp/x"

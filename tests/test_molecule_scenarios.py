@@ -43,7 +43,7 @@ def test_each_scenario_is_its_platform_only_and_has_converge_and_verify():
 
 
 def test_rendered_roles_never_contain_molecule_scenarios(tmp_path):
-    from clusterctl.targets.ansible import role_files
+    from clusterctl.targets.ansible.shipped_roles import role_files
 
     files = role_files(p.parts[-4] for p in SCENARIOS)
     assert files, "no role copied"

@@ -21,7 +21,7 @@ from clusterctl.plan import expand
 from clusterctl.rehearse.pull import host_batches
 from clusterctl.source import load_yaml_file
 from clusterctl.targets import render_targets
-from clusterctl.targets.ansible import pull_batches
+from clusterctl.targets.ansible.pull import pull_batches
 from tests.conftest import require, require_tool
 
 REPO = Path(__file__).resolve().parents[1]

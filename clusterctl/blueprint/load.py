@@ -14,6 +14,7 @@ from pydantic import BaseModel, Tag, ValidationError
 from clusterctl.blueprint.model import Blueprint
 from clusterctl.blueprint.path_relations import path_problems
 from clusterctl.errors import BlueprintError, Problem
+from clusterctl.hidden_chars import shown
 from clusterctl.kinds import KIND_ERROR
 from clusterctl.location import SourceMap
 from clusterctl.source import load_yaml_file, load_yaml_text
@@ -140,24 +141,11 @@ _TYPE_WORDS = {
 }
 
 
-SHOWN_CHARS = 60
-"""longest text quoted in a message: a 50 MB value is reported, not printed"""
-
-
-def shown_text(value: str) -> str:
-    """``value`` as it can be printed in one line of a terminal: control and other non-printable
-    characters escaped (a raw newline would fake a second message, an escape sequence would drive the
-    terminal), long values cut with their length."""
-    cut = value[:SHOWN_CHARS]
-    safe = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in cut)
-    return f"'{safe}...' ({len(value):,} characters of text)" if len(value) > SHOWN_CHARS else f"'{safe}' (text)"
-
-
 def _describe(value: object) -> str:
     if isinstance(value, bool):
         return f"{str(value).lower()} (true/false)"
     if isinstance(value, str):
-        return shown_text(value)
+        return shown(value, what="text")
     if isinstance(value, (int, float)):
         return f"{value} (a number)"
     if isinstance(value, list):

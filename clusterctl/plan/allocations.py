@@ -21,7 +21,7 @@ import ipaddress
 from dataclasses import dataclass
 
 from clusterctl import hostlist
-from clusterctl.plan.model import AddressPool, ClusterPlan
+from clusterctl.plan.model import AddressPool, ClusterPlan, GroupPlan
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -118,4 +118,16 @@ def holder(plan: ClusterPlan, address: Address) -> Holder | None:
             found = _in_pool(plan, pool, address)
             if found is not None:
                 return found
+    return None
+
+
+def group_block(plan: ClusterPlan, role: str, group: GroupPlan) -> tuple[AddressPool, int, int] | None:
+    """(pool, first slot, addresses per host) of the first ``role`` pool that gives ``group`` addresses, None
+    when none does: what the Ansible hosts file and the RoCE variables compute a group's addresses from."""
+    for pool in plan.addresses:
+        if pool.role != role:
+            continue
+        for group_index, first, per_host in pool.group_offsets:
+            if group_index == group.index:
+                return pool, first, per_host
     return None

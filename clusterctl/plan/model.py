@@ -365,6 +365,11 @@ class ClusterPlan:
         InfiniBand ``adaptive_routing``)."""
         return self.blueprint.fabrics[fabric.index]
 
+    def node_type_spec(self, node_type: NodeTypePlan):
+        """The blueprint's ``node_types`` entry ``node_type`` was planned from (what it declared beyond the
+        catalog, e.g. its NCCL overrides or ``storage_interfaces``)."""
+        return self.blueprint.node_types[node_type.name]
+
     def group(self, name: str) -> GroupPlan | None:
         for g in self.groups:
             if g.name == name:

@@ -14,7 +14,7 @@ from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.roles import slurm_roles
 from clusterctl.rehearse import RehearsalError
 from clusterctl.rehearse.nodes import NodeSpec, fallback_specs
-from clusterctl.targets.ansible import group_addresses
+from clusterctl.targets.ansible.addresses import group_addresses
 
 CLOUD_RESERVED = 4
 """addresses at the start of a subnet the provider keeps for itself (AWS and Azure: 4; GCP: 2)"""

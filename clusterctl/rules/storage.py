@@ -8,6 +8,7 @@ from dataclasses import replace
 from clusterctl.path_policy import EXPORT_DIRECTORY, allowed, refusal
 from clusterctl.perf.storage_io import checkpoint_bytes, checkpoint_tier
 from clusterctl.plan.inventory_groups import unserved_exports
+from clusterctl.plan.lustre import nid_networks
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.paths import DATA_ROLES, no_path_reason, storage_path
 from clusterctl.plan.sources import SourceError, mount_source
@@ -147,8 +148,7 @@ def lustre_o2ib_nic(plan: ClusterPlan) -> Iterator[Hit]:
     for i, t in enumerate(plan.blueprint.storage):
         if t.tier != "parallel" or t.filesystem != "lustre" or not t.servers:
             continue
-        nids = t.servers.split(":/")[0].replace(":", ",").split(",")
-        nets = [nid.rsplit("@", 1)[-1] for nid in nids if "@" in nid]
+        nets = nid_networks(t.servers)
         if not nets or not all(net.startswith("o2ib") for net in nets):  # another NID (tcp) reaches the MGS too
             continue
         for g in plan.groups:

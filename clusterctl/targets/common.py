@@ -15,6 +15,7 @@ from contextlib import contextmanager
 
 import jinja2
 
+from clusterctl.hidden_chars import shown
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.resources import data_dir
 from clusterctl.targets import RenderError
@@ -27,10 +28,6 @@ class ConfigValueError(RenderError):
     def __init__(self, message: str, hint: str):
         super().__init__(message)
         self.hint = hint
-
-
-def _shown(value: str) -> str:
-    return repr(value if len(value) <= 60 else value[:57] + "...")
 
 
 _WHITESPACE = re.compile(r"\s")
@@ -55,9 +52,9 @@ def conf_value(value: object, what: str, *, spaces: bool = False, equals: bool =
     if not equals and "=" in text:
         bad.append("=")
     if bad:
-        shown = ", ".join(dict.fromkeys(repr(ch) for ch in bad))
+        listed = ", ".join(dict.fromkeys(shown(ch) for ch in bad))
         raise ConfigValueError(
-            f"{what} {_shown(text)} contains {shown}, which this configuration file cannot hold "
+            f"{what} {shown(text)} contains {listed}, which this configuration file cannot hold "
             "(it would end the value or start a line, a comment or another key)",
             f"write {what} without control characters, '#', quotes"
             + ("" if spaces else ", spaces") + ("" if equals else ", '='") + (f", {extra!r}" if extra else ""))
@@ -79,7 +76,7 @@ def path_part(name: str, what: str) -> str:
     """A name used as one component of an output path (``nccl/<node type>.conf``, ``group_vars/<group>.yml``):
     never a separator, a leading dot or a control character, so a render cannot write outside its directory."""
     if not name or "/" in name or "\\" in name or name.startswith(".") or not name.isprintable():
-        raise ConfigValueError(f"{what} {_shown(name)} cannot name an output file",
+        raise ConfigValueError(f"{what} {shown(name)} cannot name an output file",
                                f"write {what} with letters, digits, '-' and '_'")
     return name
 

@@ -21,16 +21,14 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from clusterctl.plan.model import AddressPool, ClusterPlan, FabricPlan, GroupPlan
+from clusterctl.plan.model import ClusterPlan, FabricPlan, GroupPlan
+from clusterctl.plan.allocations import group_block
 from clusterctl.plan.rdma import compute_hcas
+from clusterctl.targets.host_runs import host_runs
 
 SWITCH_MTU = 9216
 """switch port MTU on a RoCE fabric: NVIDIA's jumbo setting on Spectrum (Cumulus Linux default for RoCE
 designs), above every host MTU the blueprint allows (at most 9216)"""
-TABLE_BASE = 100
-"""rail k's routing table is TABLE_BASE + 1 + k (101 for the first rail): clear of main (254), local (255)"""
-RULE_PRIORITY_BASE = 1000
-"""rail k's ``from <address>`` rule has priority RULE_PRIORITY_BASE + k: before main's 32766"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +63,7 @@ class RoceQos:
 
 def fabric_qos(plan: ClusterPlan, fp: FabricPlan) -> RoceQos | None:
     """The QoS of a RoCE fabric, None for other kinds."""
-    spec = plan.blueprint.fabrics[fp.index]
+    spec = plan.fabric_spec(fp)
     if spec.kind != "roce":
         return None
     return RoceQos(fp.name, spec.traffic_class, spec.pfc_priority, spec.ecn, spec.cnp_dscp, spec.mtu)
@@ -74,43 +72,6 @@ def fabric_qos(plan: ClusterPlan, fp: FabricPlan) -> RoceQos | None:
 def compute_roce_fabrics(plan: ClusterPlan, g: GroupPlan) -> list[FabricPlan]:
     """The RoCE fabrics a group's compute NICs are attached to (normally one; FABRIC011 warns about two)."""
     return [f for f in plan.compute_fabrics(g) if f.kind == "roce"]
-
-
-def compute_pool(plan: ClusterPlan, g: GroupPlan) -> tuple[AddressPool, int, int] | None:
-    """(pool, first slot, addresses per host) of the group's compute (RDMA) addresses, None without one."""
-    for pool in plan.addresses:
-        if pool.role != "compute":
-            continue
-        for gi, first, per_host in pool.group_offsets:
-            if gi == g.index:
-                return pool, first, per_host
-    return None
-
-
-_DIGITS = "0123456789"
-
-
-def host_runs(names: tuple[str, ...] | list[str]) -> list[list]:
-    """Host names as runs ``[prefix, width, first, last, index]``: the names ``prefix`` + number for
-    ``first..last`` (zero-padded to ``width`` digits, 0 = unpadded) are hosts ``index..`` of the group.
-    A name without a trailing number is its own run with width -1. Linear in the number of hosts."""
-    runs: list[list] = []
-    last: list | None = None
-    for i, name in enumerate(names):
-        prefix = name.rstrip(_DIGITS)
-        digits = name[len(prefix):]
-        if not digits or not digits.isascii():
-            runs.append([name, -1, 0, 0, i])
-            last = None
-            continue
-        num = int(digits)
-        if (last is not None and last[0] == prefix and last[1] >= 0 and num == last[3] + 1
-                and (len(digits) == last[1] if last[1] else digits[0] != "0")):
-            last[3] = num  # a padded run continues while the number keeps its width (as ansible_ranges)
-            continue
-        last = [prefix, len(digits) if digits[0] == "0" and len(digits) > 1 else 0, num, num, i]
-        runs.append(last)
-    return runs
 
 
 def host_index(runs: list[list], name: str) -> int:
@@ -129,6 +90,12 @@ def host_index(runs: list[list], name: str) -> int:
     return -1
 
 
+TABLE_BASE = 100
+"""rail k's routing table is TABLE_BASE + 1 + k (101 for the first rail): clear of main (254), local (255)"""
+RULE_PRIORITY_BASE = 1000
+"""rail k's ``from <address>`` rule has priority RULE_PRIORITY_BASE + k: before main's 32766"""
+
+
 @dataclass(frozen=True, slots=True)
 class Rail:
     index: int
@@ -142,7 +109,7 @@ class Rail:
 
 def rails(plan: ClusterPlan, g: GroupPlan, devices: tuple[str, ...]) -> tuple[str, list[Rail], int] | None:
     """(pool cidr, the group's rails, addresses per host), None when the group has no RDMA pool."""
-    found = compute_pool(plan, g)
+    found = group_block(plan, "compute", g)
     if found is None:
         return None
     pool, first, per_host = found

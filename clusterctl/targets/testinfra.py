@@ -17,7 +17,12 @@ import json
 
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.plan.roles import slurm_roles
-from clusterctl.targets import ansible
+from clusterctl.targets.ansible.chrony import CHRONY_CONF, PUBLIC_TIME_POOL, site_time_servers
+from clusterctl.targets.ansible.hardware import nccl_groups, rdma_nics
+from clusterctl.targets.ansible.node_files import (HOSTS_MARKER, LIMITS_FILE, NODE_HEALTH_CONFIG, NODE_HEALTH_SCRIPT,
+                                                   SLURM_CONFIG_DIR, SYSCTL_FILE, neigh_thresholds)
+from clusterctl.targets.ansible.slurm_vars import elastic_groups, qos_vars
+from clusterctl.targets.ansible.storage import storage_mounts
 from clusterctl.targets.common import environment, header, path_part
 
 SLURM_ROLES = ("compute", "head", "login")
@@ -28,17 +33,17 @@ def _time_context(plan: ClusterPlan) -> dict:
     """Which time sources chrony.conf names: the controllers on every other node, site.time_servers (or the
     public pool) on the controllers (and on every node of a blueprint without Slurm)."""
     controllers = slurm_roles(plan).controllers
-    upstream = ansible.site_time_servers(plan) if controllers else []
-    return {"time_controllers": list(controllers), "time_upstream": upstream or [ansible.PUBLIC_TIME_POOL]}
+    upstream = site_time_servers(plan) if controllers else []
+    return {"time_controllers": list(controllers), "time_upstream": upstream or [PUBLIC_TIME_POOL]}
 
 
 def _group_context(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> dict:
     roles = slurm_roles(plan)
     controllers, accounting = roles.controllers, roles.accounting
     hosts = set(g.hosts)
-    slurm = plan.blueprint.slurm is not None
-    ports, rate = ansible._rdma_nics(g)
-    mounts, expected, local = ansible.storage_mounts(plan, g)
+    slurm = plan.slurm is not None
+    ports, rate = rdma_nics(g)
+    mounts, expected, local = storage_mounts(plan, g)
     n = nccl.get(g.name, {})
     return {
         "g": g,
@@ -69,12 +74,12 @@ POWER_SAVE_CLI = {"aws": "aws", "gcp": "gcloud", "azure": "az"}
 
 def _power_save_context(plan: ClusterPlan, controller: bool) -> dict:
     """On the controllers of a blueprint with elastic groups: what slurm_power_save installs."""
-    groups = ansible.elastic_groups(plan) if controller else []
+    groups = elastic_groups(plan) if controller else []
     if not groups:
         return {"power_save": None}
     return {"power_save": {"groups": [g.name for g in groups], "programs": POWER_SAVE_PROGRAMS,
                            "links": ["clusterctl-resume", "clusterctl-suspend", "clusterctl-resume-fail"],
-                           "cli": POWER_SAVE_CLI[plan.blueprint.cloud.provider], "provider": plan.blueprint.cloud.provider,
+                           "cli": POWER_SAVE_CLI[plan.cloud.provider], "provider": plan.cloud.provider,
                            "path": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}}
 
 
@@ -88,18 +93,19 @@ def render(plan: ClusterPlan) -> dict[str, str]:
     env = environment()
     env.filters["py"] = repr
     env.filters["doc"] = docstring_text
-    ctx = {"plan": plan, "header": header(plan).rstrip("\n"), "neigh": ansible._neigh_thresholds(plan),
-           "slurm_config_dir": ansible.SLURM_CONFIG_DIR, "default_health_check": ansible.NODE_HEALTH_SCRIPT,
-           "health_config": ansible.NODE_HEALTH_CONFIG, "sysctl_file": ansible.SYSCTL_FILE,
-           "limits_file": ansible.LIMITS_FILE, "hosts_marker": ansible.HOSTS_MARKER,
-           "chrony_conf": ansible.CHRONY_CONF, **_time_context(plan),
-           "qos": ["|".join(str(v) for v in q.values()) for q in ansible.qos_vars(plan.blueprint.slurm.qos)]
-           if plan.blueprint.slurm else []}
+    ctx = {"plan": plan, "header": header(plan).rstrip("\n"), "neigh": neigh_thresholds(plan),
+           "slurm_config_dir": SLURM_CONFIG_DIR, "default_health_check": NODE_HEALTH_SCRIPT,
+           "health_config": NODE_HEALTH_CONFIG, "sysctl_file": SYSCTL_FILE,
+           "limits_file": LIMITS_FILE, "hosts_marker": HOSTS_MARKER,
+           "chrony_conf": CHRONY_CONF, **_time_context(plan),
+           "qos": ["|".join(str(v) for v in q.values()) for q in qos_vars(plan.slurm.qos)]
+           if plan.slurm else []}
     files = {"tests/conftest.py": env.get_template("testinfra/conftest.py.j2").render(**ctx)}
-    nccl = ansible.nccl_groups(plan)
+    nccl = nccl_groups(plan)
     tmpl = env.get_template("testinfra/test_group.py.j2")
     for g in plan.groups:
-        files[f"tests/test_{path_part(g.name, 'node group name')}.py"] = tmpl.render(**_group_context(plan, g, nccl), **ctx)
+        files[f"tests/test_{path_part(g.name, 'node group name')}.py"] = tmpl.render(**_group_context(plan, g, nccl),
+                                                                                    **ctx)
     for path, text in files.items():  # a template slip fails the render, not the acceptance run
         compile(text, path, "exec")
     return dict(sorted(files.items()))

@@ -232,7 +232,7 @@ NETWORK = "expected an address in the blueprint's vpc network 10.100.0.0/20"
 def test_ipv6_scope_id_with_a_newline_lands_nowhere(shared_render, tmp_path):
     payload = "fe80::1%eth0\n10.100.0.99 evil"
     err = refused(shared_render, with_ip(tmp_path, "gpu001", payload),
-                  'nodes.gpu001.private_ip: "fe80::1%eth0\\n10.100.0.99 evil" is not a plain IP address', NETWORK)
+                  "nodes.gpu001.private_ip: 'fe80::1%eth0\\n10.100.0.99 evil' is not a plain IP address", NETWORK)
     assert "\n10.100.0.99 evil" not in err  # escaped in the message too: no forged line on the terminal
     assert not any(b"evil" in data for data, _ in snapshot(shared_render).values())
 
@@ -325,7 +325,7 @@ def test_host_names_must_be_the_blueprints_and_odd_ones_are_escaped(shared_rende
     data["nodes"]["gpu001\n10.1.1.1 evil"] = data["nodes"]["gpu001"]
     data["nodes"]["\x1b[2Jgpu999"] = data["nodes"]["gpu002"]
     err = refused(shared_render, write(tmp_path, data), "2 host(s) that blueprint 'aws-p5' does not have",
-                  '"gpu001\\n10.1.1.1 evil"', '"\\u001b[2Jgpu999"', "expected only the hosts of its cloud node groups")
+                  "'gpu001\\n10.1.1.1 evil'", "'\\x1b[2Jgpu999'", "expected only the hosts of its cloud node groups")
     assert "\x1b" not in err and "\n10.1.1.1" not in err
 
 

@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from clusterctl.cloud.stack.node_address import Refused, check_address, shown
+from clusterctl.cloud.stack.node_address import Refused, check_address
 
 V4 = ipaddress.ip_network("10.100.0.0/20")
 V6 = ipaddress.ip_network("fd12:3456:789a::/48")
@@ -35,11 +35,3 @@ def test_refusals_say_what_and_what_was_expected(value, network, problem):
     assert isinstance(refused, Refused) and problem in refused.problem
     assert refused.expected in ("an address in it", f"an address in the blueprint's vpc network {network}",
                                 "a private address (RFC 1918 or RFC 4193)")
-
-
-def test_shown_escapes_what_a_terminal_would_obey():
-    assert shown("10.0.0.1") == "'10.0.0.1'"
-    assert shown("a\nb") == '"a\\nb"'
-    assert shown("\x1b[2J") == '"\\u001b[2J"'
-    assert shown("x" * 500).endswith("...") and len(shown("x" * 500)) == 60
-    assert shown(["1"]) == '["1"]'

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusterctl.targets import ansible, render_targets
+from clusterctl.targets import render_targets
+from clusterctl.targets.ansible.shipped_roles import shared_roles
 from clusterctl import yamlout
 from tests.helpers import plan_of, shipped
 
@@ -131,7 +132,7 @@ def test_gpu_plays_roll_in_batches_with_the_drain_timeout():
     all_yml = yamlout.load(files["ansible/group_vars/all.yml"])
     assert all_yml["nvidia_driver_drain_timeout_s"] == all_yml["slurm_compute_drain_timeout_s"]
     assert "ansible/roles/node_drain/tasks/drain.yml" in files
-    assert ansible.shared_roles({"nvidia_driver"}) == {"node_drain", "internal_common"}
+    assert shared_roles({"nvidia_driver"}) == {"node_drain", "internal_common"}
 
 
 def _includes(role: str, target: str) -> list[tuple[str, dict]]:

@@ -78,7 +78,7 @@ def test_pam_adopt_package_follows_the_install_source():
 
 
 def test_qos_render_as_sacctmgr_shows_them():
-    from clusterctl.targets.ansible import qos_vars, sacctmgr_minutes
+    from clusterctl.targets.ansible.slurm_vars import qos_vars, sacctmgr_minutes
     assert [sacctmgr_minutes(t) for t in ("60", "90:30", "12:00:00", "2-12", "1440", "UNLIMITED")] == [
         "01:00:00", "01:31:00", "12:00:00", "2-12:00:00", "1-00:00:00", ""]
     files = render_targets(plan_of(shipped("lab-2node")))

@@ -93,7 +93,7 @@ def test_the_pulumi_outputs_quote_a_hostile_host_name_escaped(tmp_path):
     r = cli("inventory", "blueprints/aws-p5.yaml", "--from-pulumi", str(outputs), "-o", str(tmp_path / "out"))
     assert r.returncode == 2, r.stderr
     assert [c for c in RAW if c in r.stdout + r.stderr] == []
-    assert "gpu\\u001b[2J\\u202e" in r.stderr  # as a JSON string (clusterctl/cloud/stack/inventory.py)
+    assert "'gpu\\x1b[2J\\u202e'" in r.stderr  # escaped by clusterctl.hidden_chars.shown
 
 
 def test_escape_hidden_writes_each_hidden_character_as_an_escape():

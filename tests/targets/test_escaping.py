@@ -17,7 +17,11 @@ import subprocess
 import pytest
 
 from clusterctl.blueprint.compute import NcclNames
-from clusterctl.targets import RenderError, ansible, render_targets
+from clusterctl.targets import RenderError, render_targets
+from clusterctl.targets.ansible.addresses import hosts_file
+from clusterctl.targets.ansible.group_vars import all_vars_file
+from clusterctl.targets.ansible.inventory import InventoryError, inventory_file, inventory_name
+from clusterctl.targets.ansible.plays import plays, site_file
 from clusterctl import yamlout
 from clusterctl.targets.common import ConfigValueError, conf_value, jinja_literal, key_values
 from tests.conftest import require_tool
@@ -196,9 +200,9 @@ def test_testinfra_docstrings_hold_quotes_as_text():
 def test_comments_never_end_their_line():
     plan = lab_plan_with(("name",), "x\nNCCL_NET_PLUGIN=/tmp/evil.so\nPrologSlurmctld=/tmp/evil")
     files = render_targets(plan, ["nccl", "testinfra"])  # ansible.cfg refuses the name (a path part)
-    files["ansible/group_vars/all.yml"] = ansible.all_vars_file(plan, ["head01"], ["head01"])
-    files["ansible/site.yml"] = ansible.site_file(plan, ansible.plays(plan, ["common"]))
-    files["ansible/inventory.yml"] = ansible.inventory_file(plan)
+    files["ansible/group_vars/all.yml"] = all_vars_file(plan, ["head01"], ["head01"])
+    files["ansible/site.yml"] = site_file(plan, plays(plan, ["common"]))
+    files["ansible/inventory.yml"] = inventory_file(plan)
     for path, text in files.items():
         assert "\nPrologSlurmctld" not in text and "\nNCCL_NET_PLUGIN" not in text, path
     clean = render_targets(lab_plan_with(("name",), "lab-2node"), ["nccl"])["nccl/hgx.conf"]
@@ -247,8 +251,8 @@ def test_an_addressing_key_with_a_newline_stays_in_its_hosts_comment():
     evil = "inband\n6.6.6.6 head01"
     plan = dataclasses.replace(plan, addresses=tuple(
         dataclasses.replace(p, name=evil) if p.role == "inband" else p for p in plan.addresses))
-    clean = ansible.hosts_file(lab_plan_with(("name",), "lab-2node"))
-    text = ansible.hosts_file(plan)
+    clean = hosts_file(lab_plan_with(("name",), "lab-2node"))
+    text = hosts_file(plan)
 
     def entries(hosts: str) -> list[str]:
         return [line for line in hosts.splitlines() if not line.startswith("#")]
@@ -274,10 +278,10 @@ def test_a_quote_in_a_mount_path_is_python_data_in_the_acceptance_tests():
 
 @pytest.mark.parametrize("name", ["gpu01:22", "gpu[01:02],evil", "a b", "x\ny", "[1:2]", "g*"])
 def test_inventory_refuses_host_names_ansible_would_read_as_patterns(name):
-    with pytest.raises(ansible.InventoryError):
-        ansible._inventory_name(name, "host")
+    with pytest.raises(InventoryError):
+        inventory_name(name, "host")
 
 
 def test_inventory_keeps_ranges_and_plain_names():
     for name in ("gpu[0001:0128]", "head01", "ndv5-[001:002]", "n.example"):
-        assert ansible._inventory_name(name, "host") == name
+        assert inventory_name(name, "host") == name

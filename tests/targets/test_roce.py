@@ -6,7 +6,8 @@ from __future__ import annotations
 import yaml
 
 from clusterctl.targets import render_targets
-from clusterctl.targets.roce import address, host_index, host_runs, rails
+from clusterctl.targets.host_runs import host_runs
+from clusterctl.targets.roce import address, host_index, rails
 from tests.helpers import plan_of, shipped
 
 BP = "hgx-h200-roce-1024"

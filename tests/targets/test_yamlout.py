@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+import re
+from pathlib import Path
+
 import pytest
 import yaml
 
 from clusterctl import yamlout
+from clusterctl.resources import data_dir
 from clusterctl.yamlout import Flow, FlowMap, Unsafe
 from tests.conftest import require
 
@@ -88,3 +93,43 @@ def test_only_strings_that_could_start_jinja_are_tagged_unsafe():
     assert "export: !unsafe \"h:/x{{ lookup('pipe','id') }}\"" in text
     import yaml
     assert yaml.safe_load(text.replace("!unsafe ", ""))["cuda"] == "12.10"
+
+
+TARGETS = Path(__file__).resolve().parents[2] / "clusterctl" / "targets"
+YAML_TEMPLATES = {
+    "ansible/pull-status.yml.j2": "a static playbook; clusterctl fills in only its header and a constant path",
+    "pulumi/Pulumi.yaml.j2": "values quoted by yamlout.quoted (clusterctl/targets/pulumi.py)",
+    "slurm/topology.yaml.j2": "values written with tojson (clusterctl/targets/slurm.py)",
+}
+"""the YAML files rendered from Jinja templates rather than by the emitter, each with why that is safe"""
+
+
+def _target_modules() -> list[tuple[str, ast.Module]]:
+    return [(str(p.relative_to(TARGETS)), ast.parse(p.read_text(encoding="utf-8")))
+            for p in sorted(TARGETS.rglob("*.py"))]
+
+
+def test_no_target_module_writes_yaml_but_through_the_emitter():
+    """Targets build data and clusterctl.yamlout writes it: none imports PyYAML, and none holds YAML text to
+    fill in (a document with its ``---`` marker, or a ``str.format`` on text with a ``key:`` line)."""
+    found = []
+    for name, tree in _target_modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "yaml" for a in node.names):
+                found.append(f"{name}:{node.lineno} imports yaml")
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "yaml":
+                found.append(f"{name}:{node.lineno} imports from yaml")
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value != "---\n" and (
+                    node.value.startswith("---\n") or "\n---\n" in node.value):  # the bare marker joins emitted parts
+                found.append(f"{name}:{node.lineno} holds a YAML document")
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format"
+                    and isinstance(node.func.value, ast.Constant) and isinstance(node.func.value.value, str)
+                    and re.search(r"^\s*[\w.-]+:", node.func.value.value, re.M)):
+                found.append(f"{name}:{node.lineno} formats YAML text")
+    assert found == []
+
+
+def test_the_yaml_templates_are_the_known_ones():
+    templates = data_dir("templates")
+    names = {str(p.relative_to(templates)) for p in templates.rglob("*") if p.name.endswith((".yml.j2", ".yaml.j2"))}
+    assert names == set(YAML_TEMPLATES)

@@ -24,9 +24,10 @@ from pathlib import Path
 import yaml
 
 from clusterctl import hostlist
-from clusterctl.cloud.stack.node_address import Refused, check_address, shown
+from clusterctl.cloud.stack.node_address import Refused, check_address
 from clusterctl.cloud.stack.outputs_file import OutputsError, read_outputs
 from clusterctl.cloud.stack.spec import inband_networks
+from clusterctl.hidden_chars import shown
 from clusterctl.plan.cloud import is_elastic
 from clusterctl.plan.model import AddressPool, ClusterPlan
 

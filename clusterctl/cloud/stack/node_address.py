@@ -13,9 +13,10 @@ private (RFC 1918, RFC 4193) address is accepted.
 from __future__ import annotations
 
 import ipaddress
-import json
 import re
 from dataclasses import dataclass
+
+from clusterctl.hidden_chars import shown
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -37,15 +38,6 @@ class Refused:
 
     problem: str
     expected: str
-
-
-def shown(value: object, limit: int = 60) -> str:
-    """A value from the outputs as it may appear in a message: quoted, control characters escaped, short."""
-    if isinstance(value, str) and value.isprintable() and value.isascii() and "'" not in value and "\\" not in value:
-        text = f"'{value}'"
-    else:
-        text = json.dumps(value, ensure_ascii=True)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _special(addr: Address) -> str | None:

@@ -56,7 +56,7 @@ def compute_fabric(plan: ClusterPlan, nt: NodeTypePlan) -> ComputeFabric | None:
     rdma = tuple(f for f in fabrics if f.kind in ("infiniband", "roce"))
     fabrics = rdma + tuple(f for f in fabrics if f not in rdma)  # RDMA fabrics decide, listed first
     used = rdma or fabrics
-    specs = [plan.blueprint.fabrics[f.path[1]] for f in used]
+    specs = [plan.fabric_spec(f) for f in used]
     return ComputeFabric(
         fabrics=fabrics,
         kind=used[0].kind,
@@ -183,7 +183,7 @@ def hca_setting(plan: ClusterPlan, nt: NodeTypePlan, what: str) -> Setting:
 
 
 def socket_setting(plan: ClusterPlan, nt: NodeTypePlan) -> Setting:
-    override = overrides(plan, nt.name).get("socket_ifname")
+    override = overrides(plan, nt).get("socket_ifname")
     if override:
         return Setting(("Bootstrap and out-of-band TCP: interface from the node type's override.",),
                        "NCCL_SOCKET_IFNAME", str(override))
@@ -206,7 +206,7 @@ def sockets_only(plan: ClusterPlan, nt: NodeTypePlan, comp: ComputeFabric | None
         return [Setting(why, "NCCL_IB_DISABLE", "1"), socket_setting(plan, nt)]
     plain = Setting(("The compute fabric is plain Ethernet (no lossless class for RoCE): NCCL uses TCP sockets.",),
                     "NCCL_IB_DISABLE", "1")
-    if overrides(plan, nt.name).get("socket_ifname"):
+    if overrides(plan, nt).get("socket_ifname"):
         return [plain, socket_setting(plan, nt)]
     return [plain, Setting((("NCCL_SOCKET_IFNAME not set: it should name the compute ports, whose interface names "
                             "the plan does not hold yet (override socket_ifname)."),))]

@@ -46,19 +46,19 @@ class CloudProfile:
     """the generic NVLink notes for a VM follow the settings"""
 
 
-def overrides(plan: ClusterPlan, node_type: str) -> Mapping[str, object]:
+def overrides(plan: ClusterPlan, node_type: NodeTypePlan) -> Mapping[str, object]:
     """Per-node-type replacements for the documented defaults, from the blueprint's
     ``node_types.<name>.nccl``: ``ib_hca`` (device names, or a full NCCL_IB_HCA value) and
     ``socket_ifname`` (a full NCCL_SOCKET_IFNAME value)."""
-    nt = plan.blueprint.node_types.get(node_type)
-    if nt is None or nt.nccl is None:
+    nt = plan.node_type_spec(node_type)
+    if nt.nccl is None:
         return {}
     return {k: v for k, v in nt.nccl.model_dump().items() if v is not None}
 
 
 def nccl_version(plan: ClusterPlan) -> tuple[int, ...] | None:
     """``software.nccl`` as numbers ("2.21.5" or "2.21.5-1" -> (2, 21, 5)); None when unset or unreadable."""
-    sw = plan.blueprint.software
+    sw = plan.software
     m = re.match(r"\s*(\d+)\.(\d+)(?:\.(\d+))?", sw.nccl) if sw and sw.nccl else None
     return tuple(int(x) for x in m.groups() if x is not None) if m else None
 

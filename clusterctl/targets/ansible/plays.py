@@ -1,0 +1,145 @@
+"""site.yml: one play per role group, in the order a cluster is brought up (the Slurm release preflight
+first), hardware roles per GPU node group, rolling batches where Slurm daemons or the driver restart."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from clusterctl.cloud.stack.gpudirect import RXDM_ROLE, needs_rxdm
+from clusterctl.plan.model import ClusterPlan
+from clusterctl.plan.nvlink import imex_configured
+from clusterctl.targets import roce
+from clusterctl.targets.ansible.document import head_line
+from clusterctl.targets.ansible.hardware import enroot_login, nccl_groups
+from clusterctl.targets.ansible.pull import pull_settings
+from clusterctl.targets.ansible.slurm_vars import elastic_groups
+from clusterctl.targets.ansible.storage import nfs_exports, state_mount_tiers, storage_mounts
+from clusterctl.yamlout import Flow, PureDumper, Unsafe, body, comment_lines
+
+@dataclass
+class Play:
+    name: str
+    hosts: str
+    roles: list[str]
+    comment: str = ""
+    missing: list[str] = field(default_factory=list)
+    named_by_blueprint: bool = False
+    """name and hosts hold a node group's name: written !unsafe"""
+    guard: bool = False
+    """a preflight play: no fact gathering, any failure stops the whole playbook, runs whatever --tags say"""
+    serial: str | int | None = None
+    """batches of the play (Ansible ``serial``): the rolling policy of plays that restart Slurm daemons"""
+    max_fail_percentage: int | None = None
+
+
+ROLLING_BATCH_TEMPLATE = "{{{{ clusterctl_rolling_batch | default('{percent}%') }}}}"
+"""the compute play's serial: the blueprint's slurm.rollout.batch_percent (an int), which one run may override
+with -e clusterctl_rolling_batch=...; a template on purpose (no blueprint string in it)"""
+
+
+def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
+    """site.yml: one play per role group; hardware roles per GPU node group (only those shipped in roles/)."""
+    slurm = plan.slurm is not None
+    out = []
+    if slurm:  # first: a host with another Slurm release stops the playbook before anything is touched
+        out.append(Play("Slurm release preflight, before any package or daemon is touched", "slurm_cluster",
+                        ["slurm_preflight"], comment="stops every host when one runs (or would install) another "
+                        "Slurm release than slurm.conf was rendered for", guard=True))
+    out.append(Play("Base configuration of every node", "all", ["common"]))
+    if nfs_exports(plan):
+        out.append(Play("NFS server on the cluster's own nodes", "nfs_servers", ["nfs_server"],
+                        comment="before every play that mounts an NFS tier (storage_clients)"))
+    if slurm:
+        out.append(Play("MUNGE authentication on every Slurm node", "slurm_cluster", ["munge"]))
+    nccl = nccl_groups(plan)
+    sw = plan.software
+    for g in plan.groups:
+        wanted = []
+        if g.type.gpus > 0:
+            if any("infiniband" in n.protocols for n in g.type.nics):
+                wanted.append("doca_ofed")
+            wanted += ["nvidia_driver"] + (["nvidia_imex"] if imex_configured(plan, g) else []) + ["dcgm"]
+            if sw is not None and sw.containers == "enroot":
+                wanted.append("enroot_pyxis")
+        if roce.group_vars(plan, g) is not None:
+            wanted.append("roce_network")
+        if g.name in nccl:
+            wanted.append("nccl")
+        if needs_rxdm(g):  # GCP A3 Mega: the RxDM prolog/epilog pieces (clusterctl/cloud/stack/gpudirect.py)
+            wanted.append(RXDM_ROLE)
+        if wanted:
+            what = f"{g.type.gpus} x {g.type.gpu_model} per node" if g.type.gpus else "no GPUs"
+            rollout = plan.slurm.rollout if slurm and "nvidia_driver" in wanted else None
+            out.append(Play(f"Accelerator and fabric stack of node group {g.name}", g.name,
+                            [r for r in wanted if r in available], comment=f"{g.count} x {g.type.name}, {what}"
+                            + (f"; rolling: {rollout.batch_percent} % at a time, a driver change drains the node "
+                               "and waits for its jobs first (docs/ansible.md, \"Rolling changes\")"
+                               if rollout else ""),
+                            missing=[r for r in wanted if r not in available], named_by_blueprint=True,
+                            serial=ROLLING_BATCH_TEMPLATE.format(percent=rollout.batch_percent) if rollout else None,
+                            max_fail_percentage=rollout.max_fail_percent if rollout else None))
+    if slurm:
+        out.append(Play("Slurm accounting daemon", "slurm_accounting", ["slurmdbd"]))
+        shared_state = any(storage_mounts(plan, g)[0] for g in plan.groups if state_mount_tiers(plan, g))
+        power_save = ["slurm_power_save"] if elastic_groups(plan) and "slurm_power_save" in available else []
+        out.append(Play("Slurm controllers", "slurm_controllers",
+                        (["storage_clients"] if shared_state else []) + power_save + ["slurm_controller"],
+                        comment="one controller at a time: a backup keeps answering while the primary restarts"
+                                + ("; the power-save programs before slurmctld, which disables power saving when "
+                                   "ResumeProgram or SuspendProgram is missing" if power_save else "")
+                                + ("; StateSaveLocation is on shared storage: mounted before slurmctld's state "
+                                   "directory is created" if shared_state else ""),
+                        serial=1, max_fail_percentage=0))
+    roles_present = {g.role for g in plan.groups}
+    if "compute" in roles_present:
+        rollout = plan.slurm.rollout if slurm else None
+        out.append(Play("Compute nodes", "compute",
+                        ["storage_clients", "node_health"] + (["slurm_compute"] if slurm else []),
+                        comment=(f"rolling: {rollout.batch_percent} % of the compute nodes at a time; slurmd restarts "
+                                 "only on a drained node that runs no job (docs/ansible.md, \"Rolling changes\"; "
+                                 "-e clusterctl_rolling_batch=100% for a first bring-up)") if rollout else "",
+                        serial=ROLLING_BATCH_TEMPLATE.format(percent=rollout.batch_percent) if rollout else None,
+                        max_fail_percentage=rollout.max_fail_percent if rollout else None))
+    if "login" in roles_present:
+        pyxis = ["enroot_pyxis"] if slurm and enroot_login(plan) and "enroot_pyxis" in available else []
+        out.append(Play("Login nodes", "login", ["storage_clients"] + pyxis + (["slurm_login"] if slurm else []),
+                        comment="pyxis's SPANK plugin on the login nodes too: srun --container-image parses its "
+                                "options where srun runs" if pyxis else ""))
+    if pull_settings(plan) is not None:
+        out.append(Play("Pull mode on every node", "all", [r for r in ["ansible_pull"] if r in available],
+                        comment="the clusterctl-pull script, service and timer: every node can apply its released "
+                                "version of this tree itself (docs/ansible.md, \"Pull mode\")",
+                        missing=[r for r in ["ansible_pull"] if r not in available]))
+    return out
+
+
+def site_file(plan: ClusterPlan, site_plays: Sequence[Play]) -> str:
+    """site.yml: one play per role group. Play names and host patterns that hold blueprint names are
+    ``!unsafe`` (Ansible templates both)."""
+    missing = sorted({r for p in site_plays for r in p.missing})
+    comments = [f"Configure cluster {plan.name}: cd ansible && ansible-playbook site.yml -e @<vault file> "
+                "--ask-vault-pass",
+                "Every role installs files clusterctl rendered under clusterctl_render_dir and reads no fact of "
+                "another host,",
+                "so --limit (one rack: --limit rack_r07, one scalable unit: --limit su_ib_2, new nodes) works."]
+    if missing:
+        comments.append(f"roles the plan calls for but roles/ did not ship when this was rendered (not applied): "
+                        f"{', '.join(missing)}")
+    parts = [comment_lines([head_line(plan), *comments]), "---\n"]
+    for k, play in enumerate(p for p in site_plays if p.roles):
+        notes = [n for n in (play.comment, f"not shipped in roles/ when this was rendered, so not applied: "
+                                           f"{', '.join(play.missing)}" if play.missing else "") if n]
+        text = Unsafe if play.named_by_blueprint else str
+        entry: dict[str, object] = {"name": text(play.name), "hosts": text(play.hosts), "become": True}
+        if play.guard:  # 'always': the guard runs under --tags slurm_compute too (rolling changes)
+            entry.update({"gather_facts": False, "any_errors_fatal": True})
+        if play.serial is not None:
+            entry["serial"] = play.serial
+        if play.max_fail_percentage is not None:
+            entry["max_fail_percentage"] = play.max_fail_percentage
+        tags = (lambda r: Flow([r, "always"])) if play.guard else (lambda r: Flow([r]))
+        entry["roles"] = [{"role": r, "tags": tags(r)} for r in play.roles]
+        data = [entry]
+        parts += ["\n" if k else "", comment_lines(notes), body(data, dumper=PureDumper)]
+    return "".join(parts)
