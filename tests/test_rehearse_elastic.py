@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from clusterctl.rehearse import elastic
+from clusterctl.rehearse.scenario import elastic
 from clusterctl.rehearse.steps import StepFailed
 from tests.helpers import plan_of, shipped
 

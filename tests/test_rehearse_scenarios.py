@@ -3,7 +3,7 @@ ansible-runner event stream is read (which plays ran, which tasks failed where).
 
 from __future__ import annotations
 
-from clusterctl.rehearse.scenarios import adjust_variant, other_release, trace
+from clusterctl.rehearse.scenario.checks import adjust_variant, other_release, trace
 from clusterctl.rehearse.variant import Variant
 
 
@@ -56,7 +56,7 @@ def test_trace_groups_host_events_by_play_and_keeps_failures():
 
 
 def test_set_conf_replaces_or_adds_after_the_controller_lines(tmp_path):
-    from clusterctl.rehearse.scenarios import _set_conf
+    from clusterctl.rehearse.scenario.checks import _set_conf
     from clusterctl.write import write_tree
 
     original = "ClusterName=x\nSlurmctldHost=a\nSlurmctldHost=b\nHealthCheckInterval=300\n"
@@ -76,8 +76,8 @@ def test_failover_binds_the_state_tier_into_every_controller_only(tmp_path):
 
     from clusterctl.blueprint.load import load_blueprint
     from clusterctl.plan import expand
-    from clusterctl.rehearse.nodes import NodeSpec
-    from clusterctl.rehearse.scenarios import scenario_specs
+    from clusterctl.rehearse.node.lifecycle import NodeSpec
+    from clusterctl.rehearse.scenario.checks import scenario_specs
 
     plan = expand(load_blueprint(Path(__file__).resolve().parents[1] / "blueprints" / "lab-ha.yaml"))
     specs = [NodeSpec(n, f"10.0.0.{i}") for i, n in enumerate(["head01", "head02", "login01", "gpu01"], 1)]
@@ -96,7 +96,7 @@ def test_failover_refuses_a_blueprint_with_one_controller(tmp_path):
     from clusterctl.blueprint.load import load_blueprint
     from clusterctl.plan import expand
     from clusterctl.rehearse import RehearsalError
-    from clusterctl.rehearse.scenarios import scenario_specs
+    from clusterctl.rehearse.scenario.checks import scenario_specs
 
     plan = expand(load_blueprint(Path(__file__).resolve().parents[1] / "blueprints" / "lab-2node.yaml"))
     with pytest.raises(RehearsalError, match="backup controller"):
@@ -142,8 +142,8 @@ class FakeSlurm:
 
 
 def run_prolog_failure(monkeypatch, periodic_first: int):
-    from clusterctl.rehearse import scenarios
-    from clusterctl.rehearse.deploy import Cluster
+    from clusterctl.rehearse.scenario import checks as scenarios
+    from clusterctl.rehearse.scenario.deploy import Cluster
 
     fake = FakeSlurm(periodic_first)
     monkeypatch.setattr(scenarios, "ssh", fake)

@@ -2,7 +2,7 @@
 rendered files work there (docs/rehearse.md).
 
 The layers, bottom up: :mod:`.probe` (can this machine host nodes?), :mod:`.state` (the record of every
-resource a rehearsal created, written before it is created, so :func:`.nodes.down` can undo a crashed
+resource a rehearsal created, written before it is created, so :func:`.lifecycle.down` can undo a crashed
 boot), :mod:`.nodes` (boot and tear down nodes: network, UTS, mount and PID namespaces over an overlay of
 ``/``, each running ``sshd``), :mod:`.select` (which blueprint hosts become nodes), :mod:`.steps` (the
 pluggable checks that run once the nodes answer SSH) and :mod:`.ui` (per-step, per-host progress).

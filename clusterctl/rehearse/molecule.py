@@ -17,7 +17,7 @@ Addresses come from the rehearsal range (``10.254.N.0/24``, N from the directory
 blueprint's in-band pool: a full ``clusterctl rehearse`` of the same blueprint may be running on the
 same machine, and two bridges with one network would be refused.
 
-``destroy`` tears the node down by the PIDs it recorded (:func:`clusterctl.rehearse.nodes.down`) and
+``destroy`` tears the node down by the PIDs it recorded (:func:`clusterctl.rehearse.node.lifecycle.down`) and
 empties the instance config; it succeeds when nothing is up (Molecule runs destroy before create).
 Exit 2 with a hint for what the user can fix (not root, namespaces missing, a render error).
 """
@@ -36,8 +36,8 @@ from pathlib import Path
 import yaml
 
 from clusterctl.rehearse import RehearsalError
-from clusterctl.rehearse.nodes import NodeSpec, boot, down, fallback_specs, rehearsal_id
-from clusterctl.rehearse.state import State, load
+from clusterctl.rehearse.node.lifecycle import NodeSpec, boot, down, fallback_specs, rehearsal_id
+from clusterctl.rehearse.node.state import State, load
 
 RENDER = "render"
 REHEARSAL = "rehearsal"

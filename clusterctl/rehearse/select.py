@@ -13,7 +13,7 @@ from __future__ import annotations
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.roles import slurm_roles
 from clusterctl.rehearse import RehearsalError
-from clusterctl.rehearse.nodes import NodeSpec, fallback_specs
+from clusterctl.rehearse.node.lifecycle import NodeSpec, fallback_specs
 from clusterctl.targets.ansible import group_addresses
 
 CLOUD_RESERVED = 4

@@ -10,7 +10,7 @@ order where each leaves the cluster as the next expects it:
 4. ``failover`` (blueprints with a backup controller and shared StateSaveLocation);
 5. ``pull``: every node applies the rendered tree itself from a git remote, gated by rollout.yml;
 6. ``elastic`` (cloud blueprints with elastic node groups, and then alone: their compute nodes come up only
-   through it): the bootstrap from user data and Slurm's power-saving cycle (clusterctl/rehearse/elastic.py);
+   through it): the bootstrap from user data and Slurm's power-saving cycle (clusterctl/rehearse/scenario/elastic.py);
 7. ``rolling``: last, because it re-renders the changed blueprint over the rehearsal's own adjustments.
 
 A scenario that does not apply (failover with one controller) is listed with the reason in the summary's
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from clusterctl.rehearse import RehearsalError
-from clusterctl.rehearse.state import State
+from clusterctl.rehearse.node.state import State
 from clusterctl.rehearse.steps import Record
 
 ALL = "all"
@@ -92,10 +92,10 @@ def build(scenario: str | Sequence[str], blueprint: Path, plan, output: Path, pe
     :data:`ORDER`, run in that order on one boot like ``all`` but without its applicability filter: a named
     scenario that cannot run is an error) for the validated ``plan`` of ``blueprint``; ``render`` turns a plan
     into files. Writes the files as rehearsed into ``output``."""
-    from clusterctl.rehearse import nodes
-    from clusterctl.rehearse.deploy import SHARED_STORAGE, Converge, cluster_of, deploy_steps
-    from clusterctl.rehearse.rolling import Rolling, change_blueprint
-    from clusterctl.rehearse.scenarios import (
+    from clusterctl.rehearse.node import lifecycle
+    from clusterctl.rehearse.scenario.deploy import SHARED_STORAGE, Converge, cluster_of, deploy_steps
+    from clusterctl.rehearse.scenario.rolling import Rolling, change_blueprint
+    from clusterctl.rehearse.scenario.checks import (
         Failover,
         FailoverTimeout,
         HealthSetup,
@@ -109,7 +109,7 @@ def build(scenario: str | Sequence[str], blueprint: Path, plan, output: Path, pe
     from clusterctl.rehearse.steps import default_steps
     from clusterctl.rehearse.variant import installed_slurm, rehearsed_plan
 
-    from clusterctl.rehearse import elastic as el
+    from clusterctl.rehearse.scenario import elastic as el
 
     installed = installed_slurm()
     names = [scenario] if isinstance(scenario, str) else list(dict.fromkeys(scenario))
@@ -147,7 +147,7 @@ def build(scenario: str | Sequence[str], blueprint: Path, plan, output: Path, pe
                     wanted.remove(name)
                     skipped[name] = "not applicable: no Slurm or no compute nodes"
     alone = scenario if scenario == "version-guard" else ""
-    from clusterctl.rehearse.pull import adjust_pull, host_batches, pull_source, pull_steps
+    from clusterctl.rehearse.scenario.pull import adjust_pull, host_batches, pull_source, pull_steps
     source = pull_source(plan) if "pull" in wanted else ""
 
     def adjust(var, v2: bool = False) -> None:
@@ -158,7 +158,7 @@ def build(scenario: str | Sequence[str], blueprint: Path, plan, output: Path, pe
             el.adjust_elastic(var)
     base, variant = rehearsed_plan(blueprint, plan, adjust=adjust)
     files = render(base)
-    rid = nodes.rehearsal_id(output)
+    rid = lifecycle.rehearsal_id(output)
     specs = node_specs(base, per_group, rid)
     elastic = {h: g for h, g in el.elastic_hosts(base).items() if h in {s.name for s in specs}}
     if "elastic" in wanted:  # the stack the Pulumi program would write, and the elastic nodes' rehearsal variables

@@ -16,7 +16,7 @@ A node is a process tree in its own network, UTS, mount and PID namespaces:
   tmpfs /run, /tmp and /dev/shm. Then ``pivot_root`` drops the host's mount tree from the node
   entirely: the node cannot reach the host's /etc except read-only through the lower layer (copy-up
   on write).
-- **PID**: the node's PID 1 is :mod:`clusterctl.rehearse.node_init` (reaps, runs sshd, stops all).
+- **PID**: the node's PID 1 is :mod:`clusterctl.rehearse.node.pid1` (reaps, runs sshd, stops all).
 
 The overlay and the node's other mounts exist only in the node's mount namespace, so they vanish with
 its last process; the host's mount table never holds them.
@@ -38,8 +38,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusterctl.rehearse import RehearsalError, node_path, probe
-from clusterctl.rehearse.state import (
+from clusterctl.rehearse import RehearsalError
+from clusterctl.rehearse.node import path as node_path, pid1, probe
+from clusterctl.rehearse.node.state import (
     NodeRecord,
     Proc,
     State,
@@ -66,7 +67,7 @@ DEVICES = (("null", 1, 3, 0o666), ("zero", 1, 5, 0o666), ("full", 1, 7, 0o666), 
 # Runs as PID 1 of the new PID namespace, inside the node's net/UTS/mount namespaces, still seeing the
 # host's mount tree; builds the node's root and replaces itself with the init. Arguments: name, upper,
 # work, merged, cpus, python, the node_path helper, then pairs of (host path, node path) to bind. A bind's
-# node path is resolved and created inside the node's root by the helper (clusterctl/rehearse/node_path.py):
+# node path is resolved and created inside the node's root by the helper (clusterctl/rehearse/node/path.py):
 # a plain ``mkdir -p "$root$2"`` would follow the node's absolute symlinks (/var/run -> /run) on the host.
 STAGE1 = r"""
 set -eu
@@ -380,7 +381,7 @@ def boot(out: Path, specs: Sequence[NodeSpec], caps: probe.Capabilities = probe.
 
 def _boot_all(state: State, specs: Sequence[NodeSpec]) -> None:
     _keygen(Path(state.key), f"clusterctl-rehearsal-{state.id}")
-    init_src = (Path(__file__).parent / "node_init.py").read_text()
+    init_src = Path(pid1.__file__).read_text()
     hosts = _hosts_file(specs)
     state.bridge_created = True
     state.netns_mount_created = not _is_mount_point(NETNS_DIR)

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import yaml
 
-from clusterctl.rehearse.deploy import Cluster, prepare_nodes, run_playbook
-from clusterctl.rehearse.nodes import ssh
-from clusterctl.rehearse.state import State, state_dir
+from clusterctl.rehearse.scenario.deploy import Cluster, prepare_nodes, run_playbook
+from clusterctl.rehearse.node.lifecycle import ssh
+from clusterctl.rehearse.node.state import State, state_dir
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 from clusterctl.write import update_files
 
@@ -238,7 +238,7 @@ class HealthSetup:
         out = Path(state.dir)
         _set_interval(out / "slurm" / "slurm.conf", self.interval_s)
         vars_path = state_dir(out) / "node-failure-vars.yml"
-        lines = ["# clusterctl rehearsal: node-failure scenario (clusterctl/rehearse/scenarios.py)"]
+        lines = ["# clusterctl rehearsal: node-failure scenario (clusterctl/rehearse/scenario/checks.py)"]
         for key, (value, why) in HEALTH_VARS.items():
             lines += [f"# {why}", yaml.safe_dump({key: value}, default_flow_style=False).strip()]
         vars_path.write_text("\n".join(lines) + "\n")
@@ -269,7 +269,7 @@ class HealthSetup:
 
 def gpu_victim(cluster: Cluster) -> tuple[str, str, str, str]:
     """(first compute node, the controller to ask, its last GPU stand-in device, the command that recreates it)."""
-    from clusterctl.rehearse.deploy import NVIDIA_MAJOR
+    from clusterctl.rehearse.scenario.deploy import NVIDIA_MAJOR
 
     victim = cluster.compute[0]
     gpus = cluster.gpus.get(victim, 0)

@@ -1,7 +1,7 @@
 """The rehearsal's record of what it created: ``DIR/.rehearsal/state.json``.
 
 Written (atomically) *before* each resource is created and again once a process id is known, so that
-:func:`clusterctl.rehearse.nodes.down` can remove exactly what a crashed or interrupted boot left: it
+:func:`clusterctl.rehearse.node.lifecycle.down` can remove exactly what a crashed or interrupted boot left: it
 trusts only this file, never a name pattern. A process is identified by its PID *and* its start time
 (``/proc/PID/stat`` field 22), so a PID reused by an unrelated process after a reboot is never signalled.
 """

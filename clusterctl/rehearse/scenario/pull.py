@@ -37,9 +37,9 @@ from pathlib import Path
 
 import yaml
 
-from clusterctl.rehearse.deploy import Cluster, run_playbook
-from clusterctl.rehearse.nodes import ssh, ssh_command
-from clusterctl.rehearse.state import State, state_dir
+from clusterctl.rehearse.scenario.deploy import Cluster, run_playbook
+from clusterctl.rehearse.node.lifecycle import ssh, ssh_command
+from clusterctl.rehearse.node.state import State, state_dir
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
 REMOTE_PATH = "/srv/clusterctl/pull.git"
@@ -109,7 +109,7 @@ def put(state: State, host: str, path: str, text: str, mode: str = "0600") -> No
 def give_access(state: State, hosts: list[str], controller: str) -> None:
     """What a real node gets from its image or cloud-init: the site variables of the push (the rehearsal
     variables and the secrets, 0600, in pull-vars.d) and a deploy key with the remote's pinned host key."""
-    from clusterctl.rehearse.deploy import rehearsal_files
+    from clusterctl.rehearse.scenario.deploy import rehearsal_files
 
     vars_path, secrets_path = rehearsal_files(state)
     known = [line for line in Path(state.known_hosts).read_text().splitlines()

@@ -7,7 +7,7 @@ powered down. Then:
 
 1. ``setup``: the rehearsal's stand-ins for the cloud, on the head node and in the rehearsal directory:
 
-   - the fake provider API (``clusterctl/rehearse/fake_cloud.py``) installed as the provider's CLI (``aws``,
+   - the fake provider API (``clusterctl/rehearse/fake/cloud.py``) installed as the provider's CLI (``aws``,
      ``gcloud``, ``az``) in ``/usr/local/bin`` of the head node, with ``addresses.json`` ({host: rehearsal
      address}) in its state directory, owned by SlurmUser (slurmctld runs ResumeProgram as SlurmUser);
    - the stack (``cloud/stack.json``: what the Pulumi program writes; here :func:`rehearsal_stack`, with the
@@ -45,10 +45,11 @@ from pathlib import Path
 
 import yaml
 
-from clusterctl.rehearse.deploy import HARDWARE_ROLES, Cluster, rehearsal_vars_text
-from clusterctl.rehearse.nodes import ssh, ssh_command
-from clusterctl.rehearse.scenarios import launch_failure
-from clusterctl.rehearse.state import State, state_dir
+from clusterctl.rehearse.fake import cloud as fake_cloud
+from clusterctl.rehearse.scenario.deploy import HARDWARE_ROLES, Cluster, rehearsal_vars_text
+from clusterctl.rehearse.node.lifecycle import ssh, ssh_command
+from clusterctl.rehearse.scenario.checks import launch_failure
+from clusterctl.rehearse.node.state import State, state_dir
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
 BUCKET = "/srv/clusterctl-bucket"
@@ -347,7 +348,7 @@ class ElasticSetup:
 
     def run(self, state: State, record: Record) -> None:
         from clusterctl.cloud.bundle import OBJECT_KEY, config_bundle
-        from clusterctl.rehearse.pull import put
+        from clusterctl.rehearse.scenario.pull import put
 
         out = Path(state.dir)
         stack = json.loads((out / "cloud" / "stack.json").read_text())
@@ -357,7 +358,7 @@ class ElasticSetup:
         obj.write_bytes(data)
         obj.chmod(0o644)
         cli = CLI[self.plan.blueprint.cloud.provider]
-        fake = Path(__file__).with_name("fake_cloud.py").read_text()
+        fake = Path(fake_cloud.__file__).read_text()
         put(state, self.head, f"/usr/local/bin/{cli}", fake, "0755")
         put(state, self.head, f"{FAKE_DIR}/addresses.json", json.dumps(self.addresses, indent=1, sort_keys=True) + "\n",
             "0644")
@@ -399,7 +400,7 @@ class ElasticCycle:
 
     def run(self, state: State, record: Record) -> None:
         from clusterctl.cloud.userdata import user_data
-        from clusterctl.rehearse.deploy import rehearsal_files
+        from clusterctl.rehearse.scenario.deploy import rehearsal_files
 
         _, secrets_path = rehearsal_files(state)
         secrets = yaml.safe_load(secrets_path.read_text())

@@ -27,8 +27,8 @@ from pathlib import Path
 import yaml
 
 from clusterctl.plan.roles import slurm_roles
-from clusterctl.rehearse.nodes import control_dir, ssh
-from clusterctl.rehearse.state import Proc, State, alive, proc_of, state_dir
+from clusterctl.rehearse.node.lifecycle import control_dir, ssh
+from clusterctl.rehearse.node.state import Proc, State, alive, proc_of, state_dir
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
 HARDWARE_ROLES = ("doca_ofed", "nvidia_driver", "nvidia_imex", "dcgm", "enroot_pyxis", "roce_network", "gcp_tcpxo")
@@ -147,7 +147,7 @@ def _write_private(path: Path, text: str) -> None:
 
 def rehearsal_vars_text() -> str:
     """:data:`REHEARSAL_VARS` as a YAML variables file, each value with its reason."""
-    lines = ["# clusterctl rehearsal: variables for rehearsal nodes (clusterctl/rehearse/deploy.py)"]
+    lines = ["# clusterctl rehearsal: variables for rehearsal nodes (clusterctl/rehearse/scenario/deploy.py)"]
     for key, (value, why) in REHEARSAL_VARS.items():
         lines.append(f"# {why}")
         lines.append(yaml.safe_dump({key: value}, default_flow_style=False).strip())

@@ -1,6 +1,6 @@
 """A path inside a rehearsal node's root, resolved and created as the node will see it, never outside it.
 
-Stage 1 of a node (clusterctl/rehearse/nodes.py) builds the node's mounts while it still sees the host's
+Stage 1 of a node (clusterctl/rehearse/node/lifecycle.py) builds the node's mounts while it still sees the host's
 mount tree: the node's root is the overlay at ``ROOT`` and a bind mount's node path ``/a/b`` is
 ``ROOT/a/b``. A symlink in that root is the node's symlink: an absolute one (Debian's ``/var/run -> /run``,
 ``/var/lock -> /run/lock``) means ``ROOT/run`` to the node, but the host's ``/run`` to ``mkdir -p`` and
