@@ -28,7 +28,6 @@ import argparse
 import base64
 import secrets
 import shutil
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,12 +35,15 @@ from pathlib import Path
 import yaml
 
 from clusterctl.rehearse import RehearsalError
+from clusterctl.rehearse.node.command import run_command
 from clusterctl.rehearse.node.lifecycle import NodeSpec, boot, down, fallback_specs, rehearsal_id
 from clusterctl.rehearse.node.state import State, load
 
 RENDER = "render"
 REHEARSAL = "rehearsal"
 SECRETS = "secrets.yml"
+RENDER_TIMEOUT_S = 300.0
+"""how long rendering the scenario's blueprint may take"""
 MUNGE_KEY_BYTES = 768
 """random bytes of the generated MUNGE key (1024 base64 characters, as `openssl rand -base64 1024` makes)"""
 
@@ -50,8 +52,8 @@ def render(blueprint: Path, out: Path) -> None:
     """Render ``blueprint`` into ``out`` (replaced) with this interpreter's clusterctl."""
     if out.exists():
         shutil.rmtree(out)
-    r = subprocess.run([sys.executable, "-m", "clusterctl", "render", str(blueprint), "-o", str(out)],
-                       capture_output=True, text=True)
+    r = run_command([sys.executable, "-m", "clusterctl", "render", str(blueprint), "-o", str(out)],
+                    timeout=RENDER_TIMEOUT_S)
     if r.returncode != 0:
         raise RehearsalError(f"rendering {blueprint} failed (exit {r.returncode}):\n{(r.stderr or r.stdout).strip()}",
                              "fix the blueprint, or pass another with --blueprint")

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from clusterctl.rehearse.node.lifecycle import ssh
+from clusterctl.rehearse.node.ssh import ssh
 from clusterctl.rehearse.node.state import State
 
 OK, FAILED, SKIPPED = "ok", "failed", "skipped"

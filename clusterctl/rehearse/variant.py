@@ -27,7 +27,6 @@ from collections.abc import Callable
 import copy
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass, field, replace
 
 from pathlib import Path
@@ -37,6 +36,7 @@ import yaml
 from clusterctl.errors import BlueprintError
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.rehearse import RehearsalError
+from clusterctl.rehearse.node.command import run_command
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def _run(*args: str) -> str:
     if shutil.which(args[0]) is None:
         raise RehearsalError(f"{args[0]} is not installed: a rehearsal runs the Slurm installed on this machine",
                              "apt-get install -y slurm-wlm munge (scripts/test installs them)")
-    r = subprocess.run(list(args), capture_output=True, text=True, timeout=30)
+    r = run_command(args, timeout=30)
     if r.returncode != 0:
         raise RehearsalError(f"`{' '.join(args)}` failed: {(r.stderr or r.stdout).strip()[-300:]}")
     return r.stdout

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from clusterctl.rehearse import RehearsalError
-from clusterctl.rehearse.node.lifecycle import NodeSpec, boot, down, ssh
+from clusterctl.rehearse.node.lifecycle import NodeSpec, boot, down
+from clusterctl.rehearse.node.ssh import ssh
 from clusterctl.rehearse.select import node_specs
 from clusterctl.rehearse.node.state import State, alive, load
 from tests.e2e.conftest import require_rehearsal

@@ -31,7 +31,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -40,6 +39,8 @@ from pathlib import Path
 
 from clusterctl.rehearse import RehearsalError
 from clusterctl.rehearse.node import path as node_path, pid1, probe
+from clusterctl.rehearse.node.command import CommandResult, run_command, start_detached
+from clusterctl.rehearse.node.ssh import control_dir
 from clusterctl.rehearse.node.state import (
     NodeRecord,
     Proc,
@@ -143,8 +144,12 @@ def fallback_specs(names: Sequence[str], rid: str) -> list[NodeSpec]:
     return [NodeSpec(n, str(net.network_address + i)) for i, n in enumerate(names, 1)]
 
 
-def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(list(args), capture_output=True, text=True)
+COMMAND_TIMEOUT_S = 30.0
+"""how long one ``ip``, ``ssh-keygen``, ``umount`` or probe command may take"""
+
+
+def _run(*args: str) -> CommandResult:
+    return run_command(args, timeout=COMMAND_TIMEOUT_S)
 
 
 def _must(*args: str) -> None:
@@ -271,8 +276,8 @@ def namespace_cpu() -> int | None:
     per process: from a throwaway namespace made on each CPU in turn); None when every CPU can, or none can."""
     cpus = sorted(os.sched_getaffinity(0))
     env = {**os.environ, "CPUS": " ".join(map(str, cpus))}
-    results = {c: subprocess.run(["taskset", "-c", str(c), "unshare", "--mount", "--propagation", "private",
-                                  "/bin/sh", "-c", NS_HOLD_PROBE], env=env, capture_output=True).returncode
+    results = {c: run_command(["taskset", "-c", str(c), "unshare", "--mount", "--propagation", "private",
+                               "/bin/sh", "-c", NS_HOLD_PROBE], env=env, timeout=COMMAND_TIMEOUT_S).returncode
                for c in cpus}
     good = [c for c, rc in results.items() if rc == 0]
     return good[0] if good and len(good) < len(cpus) else None
@@ -290,10 +295,8 @@ def _launch(node: NodeRecord, binds: Sequence[tuple[str, str]]) -> Proc:
             every, sys.executable, node_path.__file__]
     for host_path, path_in_node in binds:
         args += [host_path, path_in_node]
-    with open(node.console, "ab") as console:
-        p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=console, stderr=subprocess.STDOUT,
-                             start_new_session=True, close_fds=True)
-    return proc_of(p.pid) or Proc(p.pid, 0)
+    pid = start_detached(args, log=node.console)
+    return proc_of(pid) or Proc(pid, 0)
 
 
 def _init_of(launcher: Proc, deadline: float) -> Proc | None:
@@ -450,12 +453,6 @@ def _mounted_under(root: str) -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
-def control_dir(rid: str) -> Path:
-    """Where SSH clients of rehearsal ``rid`` keep their control sockets (Ansible's ControlPersist). Not under
-    DIR: a Unix socket path has at most 107 bytes, and ssh adds 17 to the 40 of ``%C``."""
-    return Path("/run/clusterctl-rehearsal") / rid
-
-
 def _close_ssh_masters(cp: Path) -> None:
     """Ask every SSH control master of the rehearsal to exit, so no ssh process outlives the nodes it was
     connected to; then remove the socket directory."""
@@ -526,13 +523,3 @@ def down(out: Path) -> State:
     save(state)
     return state
 
-
-def ssh_command(state: State, node: str, command: str) -> list[str]:
-    """The argv that runs ``command`` on ``node`` as root over the rehearsal's SSH config."""
-    return ["ssh", "-F", state.ssh_config, node, command]
-
-
-def ssh(state: State, node: str, command: str, timeout: float = 30.0) -> subprocess.CompletedProcess:
-    """Run ``command`` on ``node`` over SSH (key and pinned host key of the rehearsal)."""
-    return subprocess.run(ssh_command(state, node, command), capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)

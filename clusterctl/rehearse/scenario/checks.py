@@ -26,7 +26,7 @@ from pathlib import Path
 import yaml
 
 from clusterctl.rehearse.scenario.deploy import Cluster, prepare_nodes, run_playbook
-from clusterctl.rehearse.node.lifecycle import ssh
+from clusterctl.rehearse.node.ssh import ssh
 from clusterctl.rehearse.node.state import State, state_dir
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 from clusterctl.write import update_files

@@ -14,7 +14,6 @@ import os
 import secrets
 import shlex
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -27,7 +26,8 @@ from pathlib import Path
 import yaml
 
 from clusterctl.plan.roles import slurm_roles
-from clusterctl.rehearse.node.lifecycle import control_dir, ssh
+from clusterctl.rehearse.node.command import run_command
+from clusterctl.rehearse.node.ssh import control_dir, ssh
 from clusterctl.rehearse.node.state import Proc, State, alive, proc_of, state_dir
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
@@ -86,8 +86,7 @@ libpam-slurm-adopt and logrotate: the slurm_compute and common roles')"""
 
 def missing_packages() -> list[str]:
     """The :data:`PACKAGES` not installed on this machine."""
-    r = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${db:Status-Status}\n", *PACKAGES],
-                       capture_output=True, text=True)
+    r = run_command(["dpkg-query", "-W", "-f", "${Package} ${db:Status-Status}\n", *PACKAGES], timeout=60)
     installed = {line.split()[0] for line in r.stdout.splitlines() if line.endswith(" installed")}
     return [p for p in PACKAGES if p not in installed]
 
@@ -469,8 +468,7 @@ class Testinfra:
                 f"--ansible-inventory={out / 'ansible' / 'inventory.yml'}", f"--ssh-config={state.ssh_config}",
                 "-m", deselect, "-k", keyword, f"--junitxml={junit}", str(out / "tests" / f"test_{group}.py")]
         env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_SSH_ARGS": f"-F {state.ssh_config}"}
-        r = subprocess.run(args, cwd=out, capture_output=True, text=True, timeout=self.timeout_s,
-                           stdin=subprocess.DEVNULL, env=env)
+        r = run_command(args, cwd=out, timeout=self.timeout_s, env=env)
         return _junit_counts(junit, hosts), _failures(junit), (r.stdout + r.stderr)[-800:] if r.returncode else ""
 
     def run(self, state: State, record: Record) -> None:

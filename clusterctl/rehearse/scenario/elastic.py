@@ -38,7 +38,6 @@ import gzip
 import json
 import re
 import shlex
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +46,8 @@ import yaml
 
 from clusterctl.rehearse.fake import cloud as fake_cloud
 from clusterctl.rehearse.scenario.deploy import HARDWARE_ROLES, Cluster, rehearsal_vars_text
-from clusterctl.rehearse.node.lifecycle import ssh, ssh_command
+from clusterctl.rehearse.node.command import CommandTimeout
+from clusterctl.rehearse.node.ssh import ssh, write_file
 from clusterctl.rehearse.scenario.checks import launch_failure
 from clusterctl.rehearse.node.state import State, state_dir
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
@@ -174,15 +174,6 @@ def _decode(entry: dict) -> bytes:
     raise StepFailed(f"write_files {entry.get('path')}: encoding {enc!r} not supported by the stand-in")
 
 
-def _put_bytes(state: State, host: str, path: str, data: bytes, mode: str, owner: str, append: bool) -> None:
-    q = shlex.quote(path)
-    cmd = (f"mkdir -p {shlex.quote(str(Path(path).parent))} && cat {'>>' if append else '>'} {q} && "
-           f"chmod {shlex.quote(mode)} {q} && chown {shlex.quote(owner)} {q}")
-    r = subprocess.run(ssh_command(state, host, cmd), input=data, capture_output=True, timeout=60)
-    if r.returncode != 0:
-        raise StepFailed(f"{host}: write_files {path}: {r.stderr.decode(errors='replace').strip()[-300:]}")
-
-
 def parse_cloud_config(text: str) -> dict:
     if not text.startswith("#cloud-config"):
         raise StepFailed("user data is not cloud-config (no '#cloud-config' first line)")
@@ -218,8 +209,8 @@ def apply_cloud_config(state: State, host: str, text: str, timeout_s: float) -> 
         if entry.get("defer"):
             raise StepFailed(f"write_files {entry.get('path')}: defer is not supported by the stand-in")
         data = _decode(entry)
-        _put_bytes(state, host, entry["path"], data, str(entry.get("permissions", "0644")),
-                   str(entry.get("owner", "root:root")), bool(entry.get("append")))
+        write_file(state, host, entry["path"], data, mode=str(entry.get("permissions", "0644")),
+                   owner=str(entry.get("owner", "root:root")), append=bool(entry.get("append")), timeout=60)
         done["files"].append({"path": entry["path"], "bytes": len(data), "permissions": entry.get("permissions")})
     commands = []
     for c in config.get("runcmd") or []:
@@ -227,7 +218,7 @@ def apply_cloud_config(state: State, host: str, text: str, timeout_s: float) -> 
     done["runcmd"] = commands
     if commands:
         script = "#!/bin/sh\n" + "".join(c + "\n" for c in commands)
-        _put_bytes(state, host, "/var/lib/cloud/instance/scripts/runcmd", script.encode(), "0700", "root:root", False)
+        write_file(state, host, "/var/lib/cloud/instance/scripts/runcmd", script, mode="0700", timeout=60)
         # the environment of cloud-init's final stage (a system service): PATH, no terminal; the hardware roles are
         # skipped by tag as in deploy (the bootstrap passes its environment to ansible-playbook)
         env = (f"env -i PATH={RUNCMD_PATH} HOME=/root LANG=C.UTF-8 "
@@ -242,7 +233,7 @@ def apply_cloud_config(state: State, host: str, text: str, timeout_s: float) -> 
             r = ssh(state, host, f"{fresh} {env} sh /var/lib/cloud/instance/scripts/runcmd "
                                  ">> /var/log/cloud-init-output.log 2>&1", timeout=timeout_s)
             rc = r.returncode
-        except subprocess.TimeoutExpired:
+        except CommandTimeout:
             rc = -1
         done["runcmd_seconds"] = round(time.monotonic() - t0, 1)
         done["runcmd_exit"] = rc
@@ -284,7 +275,7 @@ class ControlPlane:
         entry = {"op": req["op"], "host": host, "request": req["file"]}
         if req["op"] == "create":
             for var, value in self.secrets.items():
-                put_secret(state, host, f"{SECRETS_DIR}/{var}", value)
+                write_file(state, host, f"{SECRETS_DIR}/{var}", value, mode="0600", dir_mode="0700")
             entry["cloud_init"] = apply_cloud_config(state, host, req.get("user_data") or "", self.timeout_s)
             st = ssh(state, host, "cat /var/lib/clusterctl/bootstrap-status.json").stdout
             entry["bootstrap"] = json.loads(st) if st.strip().startswith("{") else None
@@ -295,15 +286,6 @@ class ControlPlane:
         entry["seconds"] = round(time.monotonic() - t0, 1)
         self.log.append(entry)
         return entry
-
-
-def put_secret(state: State, host: str, path: str, value: str) -> None:
-    """Write a secret value to ``path`` (0600) on ``host`` through SSH's standard input, never a command line."""
-    q = shlex.quote(path)
-    cmd = f"umask 077 && mkdir -p {shlex.quote(str(Path(path).parent))} && cat > {q} && chmod 0600 {q}"
-    r = subprocess.run(ssh_command(state, host, cmd), input=value, capture_output=True, text=True, timeout=30)
-    if r.returncode != 0:
-        raise StepFailed(f"{host}: writing {path}: {r.stderr.strip()[-300:]}")
 
 
 # --- steps ------------------------------------------------------------------------------------------------
@@ -348,8 +330,7 @@ class ElasticSetup:
 
     def run(self, state: State, record: Record) -> None:
         from clusterctl.cloud.bundle import OBJECT_KEY, config_bundle
-        from clusterctl.rehearse.scenario.pull import put
-
+        
         out = Path(state.dir)
         stack = json.loads((out / "cloud" / "stack.json").read_text())
         obj = bucket_dir(out) / OBJECT_KEY
@@ -359,9 +340,9 @@ class ElasticSetup:
         obj.chmod(0o644)
         cli = CLI[self.plan.blueprint.cloud.provider]
         fake = Path(fake_cloud.__file__).read_text()
-        put(state, self.head, f"/usr/local/bin/{cli}", fake, "0755")
-        put(state, self.head, f"{FAKE_DIR}/addresses.json", json.dumps(self.addresses, indent=1, sort_keys=True) + "\n",
-            "0644")
+        write_file(state, self.head, f"/usr/local/bin/{cli}", fake, mode="0755", dir_mode="0700")
+        write_file(state, self.head, f"{FAKE_DIR}/addresses.json",
+                   json.dumps(self.addresses, indent=1, sort_keys=True) + "\n", mode="0644", dir_mode="0700")
         r = ssh(state, self.head, f"chmod 0755 {FAKE_DIR} && chown -R slurm:slurm {FAKE_DIR}")
         if r.returncode != 0:
             raise StepFailed(f"{self.head}: {FAKE_DIR}: {r.stderr.strip()[-300:]}")

@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -38,7 +37,8 @@ from pathlib import Path
 import yaml
 
 from clusterctl.rehearse.scenario.deploy import Cluster, run_playbook
-from clusterctl.rehearse.node.lifecycle import ssh, ssh_command
+from clusterctl.rehearse.node.command import CommandTimeout, run_command
+from clusterctl.rehearse.node.ssh import ssh, write_file
 from clusterctl.rehearse.node.state import State, state_dir
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
@@ -57,6 +57,8 @@ VARS_DIR = "/etc/clusterctl/pull-vars.d"
 PULL_TIMEOUT_S = 900
 V2_INTERVAL = (15, 20)
 """v2's slurm.rollout.pull.interval_minutes: the first that differs from the blueprint's"""
+GIT_TIMEOUT_S = 120.0
+"""how long one git command of the pull scenario may take (commit, push over SSH to the controller)"""
 GIT_ID = ("-c", "user.name=clusterctl rehearsal", "-c", "user.email=rehearsal@localhost")
 
 
@@ -90,20 +92,15 @@ def v2_interval(files: dict[str, str]) -> int:
 
 
 def _git(cwd: Path, *args: str, env: dict | None = None) -> str:
-    r = subprocess.run(["git", *GIT_ID, *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                       env=env)
+    r = run_command(["git", *GIT_ID, *args], cwd=cwd, env=env, timeout=GIT_TIMEOUT_S)
     if r.returncode != 0:
         raise StepFailed(f"git {args[0]}: {r.stderr.strip()[-400:]}")
     return r.stdout.strip()
 
 
 def put(state: State, host: str, path: str, text: str, mode: str = "0600") -> None:
-    """Write ``text`` to ``path`` on ``host`` (through SSH's standard input: never on a command line)."""
-    cmd = (f"umask 077 && mkdir -p {shlex.quote(str(Path(path).parent))} && cat > {shlex.quote(path)} "
-           f"&& chmod {mode} {shlex.quote(path)}")
-    r = subprocess.run(ssh_command(state, host, cmd), input=text, capture_output=True, text=True, timeout=30)
-    if r.returncode != 0:
-        raise StepFailed(f"{host}: writing {path}: {r.stderr.strip()[-300:]}")
+    """Write ``text`` to ``path`` on ``host`` (private directories made on the way)."""
+    write_file(state, host, path, text, mode=mode, dir_mode="0700")
 
 
 def give_access(state: State, hosts: list[str], controller: str) -> None:
@@ -177,7 +174,7 @@ def pull_on(state: State, host: str) -> dict:
     """Run the pull service's command on ``host``; its JSON status (the last line it prints)."""
     try:
         r = ssh(state, host, PULL_SCRIPT, timeout=PULL_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
+    except CommandTimeout:
         return {"result": "failed", "message": f"no result after {PULL_TIMEOUT_S} s"}
     lines = [x for x in r.stdout.splitlines() if x.startswith("{")]
     try:

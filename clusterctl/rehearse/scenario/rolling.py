@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from clusterctl.rehearse.scenario.deploy import Cluster, _recap_outcome, run_playbook
-from clusterctl.rehearse.node.lifecycle import ssh
+from clusterctl.rehearse.node.ssh import ssh
 from clusterctl.rehearse.scenario.checks import _ssh_ok, node_state, runner_events, wait_for, wait_running
 from clusterctl.rehearse.node.state import State
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
