@@ -10,6 +10,9 @@ rehearsal range.
 
 from __future__ import annotations
 
+import ipaddress
+
+from clusterctl.cloud.spec import cloud_network
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.roles import slurm_roles
 from clusterctl.rehearse import RehearsalError
@@ -49,12 +52,8 @@ def node_specs(plan: ClusterPlan, per_group: int, rid: str) -> list[NodeSpec]:
     values = [address[n] for n in names]
     if all(a is not None and ":" not in a for a in values):
         return [NodeSpec(n, a) for n, a in zip(names, values)]  # type: ignore[arg-type]
-    from clusterctl.cloud.spec import cloud_network
-
-    vpc = cloud_network(plan) if plan.blueprint.cloud is not None else None
+    vpc = cloud_network(plan) if plan.cloud is not None else None
     if vpc is not None:
-        import ipaddress
-
         net = ipaddress.ip_network(vpc.cidr)
         if net.num_addresses >= len(names) + CLOUD_RESERVED + 2:
             return [NodeSpec(n, str(net.network_address + CLOUD_RESERVED + i)) for i, n in enumerate(names)]

@@ -28,15 +28,16 @@ import copy
 import re
 import shutil
 from dataclasses import dataclass, field, replace
-
 from pathlib import Path
 
-import yaml
-
+from clusterctl import yamlout
+from clusterctl.blueprint.load import load_blueprint_text
 from clusterctl.errors import BlueprintError
+from clusterctl.plan import expand
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.rehearse import RehearsalError
 from clusterctl.rehearse.node.command import run_command
+from clusterctl.source import load_yaml_file
 
 
 @dataclass(frozen=True)
@@ -168,15 +169,11 @@ def rehearsed_plan(path: Path, plan: ClusterPlan,
                    adjust: Callable[[Variant], None] | None = None) -> tuple[ClusterPlan, Variant]:
     """The plan of the blueprint at ``path`` (already validated as ``plan``) as this machine rehearses it;
     ``adjust`` changes the variant first (a scenario's own change, e.g. version-guard's other release)."""
-    from clusterctl.blueprint.load import load_blueprint_text
-    from clusterctl.plan import expand
-    from clusterctl.source import load_yaml_file
-
     variant = rehearsal_variant(load_yaml_file(path)[0], plan, installed_slurm(), machine_hardware())
     if adjust is not None:
         adjust(variant)
     try:
-        rehearsed = expand(load_blueprint_text(yaml.safe_dump(variant.data, sort_keys=False),
+        rehearsed = expand(load_blueprint_text(yamlout.body(variant.data, dumper=yamlout.PureDumper),
                                                f"{path} (as rehearsed)"))
     except BlueprintError as exc:
         raise RehearsalError(f"{path}: cannot be rehearsed on this machine: {exc}",

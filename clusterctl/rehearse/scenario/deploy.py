@@ -23,11 +23,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
+from clusterctl import yamlout
 from clusterctl.plan.roles import slurm_roles
+from clusterctl.rehearse import RehearsalError
 from clusterctl.rehearse.node.command import run_command
+from clusterctl.rehearse.node.files import write_text_atomic
 from clusterctl.rehearse.node.ssh import control_dir, ssh
+from clusterctl.rehearse.scenario.base import Build, Scenario
+from clusterctl.rehearse.scenario.needs import STATIC_COMPUTE
 from clusterctl.rehearse.node.state import Proc, State, alive, proc_of, state_dir
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
@@ -93,8 +96,6 @@ def missing_packages() -> list[str]:
 
 def require_packages() -> None:
     """Refuse (exit 2, with the apt-get line) before booting anything when a package is missing."""
-    from clusterctl.rehearse import RehearsalError
-
     missing = missing_packages()
     if missing:
         raise RehearsalError(f"the deploy rehearsal needs Debian package(s) {', '.join(missing)} on this machine "
@@ -136,33 +137,30 @@ def cluster_of(plan, hosts: Sequence[str]) -> Cluster:
 
 # --- files the converge reads ---------------------------------------------------------------------------
 
-def _write_private(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    path.chmod(0o600)
+def commented_vars(title: str, table: dict[str, tuple[object, str]]) -> str:
+    """An Ansible variables file of ``table`` (name -> (value, reason)): the title, then each variable under
+    its reason as a comment."""
+    return yamlout.comment_lines([title]) + "".join(
+        yamlout.comment_lines([why]) + yamlout.body({key: value}, dumper=yamlout.PureDumper)
+        for key, (value, why) in table.items())
 
 
 def rehearsal_vars_text() -> str:
     """:data:`REHEARSAL_VARS` as a YAML variables file, each value with its reason."""
-    lines = ["# clusterctl rehearsal: variables for rehearsal nodes (clusterctl/rehearse/scenario/deploy.py)"]
-    for key, (value, why) in REHEARSAL_VARS.items():
-        lines.append(f"# {why}")
-        lines.append(yaml.safe_dump({key: value}, default_flow_style=False).strip())
-    return "\n".join(lines) + "\n"
+    return commented_vars("clusterctl rehearsal: variables for rehearsal nodes (clusterctl/rehearse/scenario/deploy.py)",
+                          REHEARSAL_VARS)
 
 
 def rehearsal_files(state: State) -> tuple[Path, Path]:
     """Write the rehearsal variables file (with reasons) and a fresh secrets file (0600); return both."""
     sdir = state_dir(Path(state.dir))
     vars_path = sdir / "deploy-vars.yml"
-    vars_path.write_text(rehearsal_vars_text())
+    write_text_atomic(vars_path, rehearsal_vars_text())
     secrets_path = sdir / "secrets.yml"
     if not secrets_path.exists():  # kept across converges of one rehearsal: a new key would restart munged
-        _write_private(secrets_path, yaml.safe_dump({
+        write_text_atomic(secrets_path, yamlout.body({
             "vault_munge_key": secrets.token_urlsafe(96),
-            "vault_slurmdbd_storage_pass": secrets.token_urlsafe(24)}))
+            "vault_slurmdbd_storage_pass": secrets.token_urlsafe(24)}), 0o600)
     return vars_path, secrets_path
 
 
@@ -561,3 +559,14 @@ def deploy_steps(cluster: Cluster, prepare: Cluster | None = None) -> list:
     if cluster.controllers and cluster.compute:
         steps.append(Srun(cluster))
     return steps
+
+
+class DeployScenario(Scenario):
+    name = "deploy"
+    proves = ("the rendered site.yml converges every host, changes nothing the second time, the rendered testinfra "
+              "suite passes, and srun starts one PMIx rank per compute host")
+    needs = (STATIC_COMPUTE,)
+
+    def steps(self, build: Build) -> list:
+        build.info["shared_storage"] = SHARED_STORAGE
+        return [build.label(s, self.name) for s in deploy_steps(build.cluster, prepare=build.everyone)]

@@ -39,17 +39,26 @@ import json
 import re
 import shlex
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
 
+from clusterctl import hostlist
+from clusterctl.cloud.aws import stack_json
+from clusterctl.cloud.bundle import OBJECT_KEY, config_bundle
+from clusterctl.cloud.spec import cloud_spec
+from clusterctl.cloud.userdata import bootstrap_config, user_data
 from clusterctl.rehearse.fake import cloud as fake_cloud
-from clusterctl.rehearse.scenario.deploy import HARDWARE_ROLES, Cluster, rehearsal_vars_text
 from clusterctl.rehearse.node.command import CommandTimeout
+from clusterctl.rehearse.node.lifecycle import NodeSpec
 from clusterctl.rehearse.node.ssh import ssh, write_file
-from clusterctl.rehearse.scenario.checks import launch_failure
 from clusterctl.rehearse.node.state import State, state_dir
+from clusterctl.rehearse.scenario.base import Build, Scenario
+from clusterctl.rehearse.scenario.deploy import HARDWARE_ROLES, Cluster, Converge, rehearsal_files, rehearsal_vars_text
+from clusterctl.rehearse.scenario.needs import ELASTIC_GROUP, elastic_hosts
+from clusterctl.rehearse.scenario.observe import launch_failure, wait_for
+from clusterctl.rehearse.select import node_specs
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
 BUCKET = "/srv/clusterctl-bucket"
@@ -76,22 +85,6 @@ JOB = "hostname; test -c /dev/nvidia0 && echo gpu-stand-in; sleep 5"
 
 # --- what the blueprint as rehearsed needs ---------------------------------------------------------------
 
-def elastic_hosts(plan) -> dict[str, str]:
-    """host -> node group of every elastic group (``node_groups[].cloud.elastic``)."""
-    from clusterctl.cloud.spec import is_elastic
-
-    return {h: g.name for g in plan.groups if is_elastic(plan, g.index) for h in g.hosts}
-
-
-def applies(plan) -> str:
-    """'' when the elastic scenario can run on ``plan``, else why not."""
-    if plan.blueprint.cloud is None or plan.blueprint.slurm is None:
-        return "not a cloud blueprint with Slurm"
-    if not elastic_hosts(plan):
-        return "no elastic node group (node_groups[].cloud.elastic)"
-    return ""
-
-
 def adjust_elastic(variant) -> None:
     """SuspendTime and SuspendTimeout as rehearsed (listed in ``rehearsed_as``)."""
     slurm = variant.data.get("slurm")
@@ -109,10 +102,7 @@ def adjust_elastic(variant) -> None:
 def bootstrap_settings(plan) -> dict:
     """The bootstrap settings of a compute node as the rehearsal's stack holds them: the configuration object
     from the bucket directory (``file://``), the MUNGE key from a file on the node."""
-    from clusterctl.cloud.bundle import OBJECT_KEY
-    from clusterctl.cloud.userdata import bootstrap_config
-
-    cloud = plan.blueprint.cloud
+    cloud = plan.cloud
     return bootstrap_config(cloud.provider, region=cloud.region, config_url=f"file://{BUCKET}/{OBJECT_KEY}",
                             secrets={"vault_munge_key": {"file": f"{SECRETS_DIR}/vault_munge_key"}})
 
@@ -121,27 +111,21 @@ def rehearsal_stack(plan) -> dict:
     """``cloud/stack.json`` as the rehearsal's stand-in for the Pulumi program writes it: on AWS the program's own
     :func:`clusterctl.cloud.aws.stack_json` with rehearsal identifiers where the cloud would assign them (launch
     template, hosted zone); elsewhere the same shape (the issue 12 design)."""
-    from clusterctl import hostlist
-    from clusterctl.cloud.spec import cloud_spec
-
-    bp = plan.blueprint
-    cloud = bp.cloud
+    name, cloud = plan.name, plan.cloud
     spec = cloud_spec(plan)
     groups = [g for g in spec.groups if g.elastic]
     if cloud.provider == "aws":
-        from clusterctl.cloud.aws import stack_json
-
         return stack_json(spec, bootstrap_settings(plan), {g.name: f"lt-{i + 1:017x}" for i, g in enumerate(groups)},
-                          "Z0REHEARSAL0000000000", f"{bp.name}.internal")
+                          "Z0REHEARSAL0000000000", f"{name}.internal")
     extra = {"gcp": lambda g: {"project": "rehearsal", "zone": cloud.zone or f"{cloud.region}-a",
-                               "instance_template": f"projects/rehearsal/global/instanceTemplates/{bp.name}-{g.name}"},
-             "azure": lambda g: {"subscription_id": "00000000-0000-0000-0000-000000000000", "resource_group": bp.name,
+                               "instance_template": f"projects/rehearsal/global/instanceTemplates/{name}-{g.name}"},
+             "azure": lambda g: {"subscription_id": "00000000-0000-0000-0000-000000000000", "resource_group": name,
                                  "location": cloud.region, "vm_size": g.instance_type,
                                  "image": "microsoft-dsvm:ubuntu-hpc:2204:latest", "subnet_id": "rehearsal",
                                  "availability_set_id": "", "proximity_placement_group_id": "",
                                  "identity_id": "rehearsal", "admin_username": "clusterctl", "ssh_public_key": "",
                                  "os_disk_gb": 256}}[cloud.provider]
-    return {"version": 1, "cluster": bp.name, "provider": cloud.provider, "region": cloud.region, "zone": cloud.zone,
+    return {"version": 1, "cluster": name, "provider": cloud.provider, "region": cloud.region, "zone": cloud.zone,
             "bootstrap": bootstrap_settings(plan),
             "elastic": {g.name: {"hostlist": hostlist.compress(g.hostnames), "instance_type": g.instance_type,
                                  cloud.provider: extra(g)} for g in groups}}
@@ -296,17 +280,6 @@ def node_info(state: State, via: str, host: str) -> dict[str, str]:
     return dict(re.findall(r"(\w+)=(\S*)", r.stdout))
 
 
-def wait_for(check, limit: float, every: float = 2.0):
-    t0 = time.monotonic()
-    while True:
-        got = check()
-        if got:
-            return got, time.monotonic() - t0
-        if time.monotonic() - t0 > limit:
-            return None, time.monotonic() - t0
-        time.sleep(every)
-
-
 def _conf_value(state: State, key: str, default: int) -> int:
     text = (Path(state.dir) / "slurm" / "slurm.conf").read_text()
     m = re.search(rf"(?m)^{key}=(\d+)", text)
@@ -329,8 +302,6 @@ class ElasticSetup:
     name: str = "setup"
 
     def run(self, state: State, record: Record) -> None:
-        from clusterctl.cloud.bundle import OBJECT_KEY, config_bundle
-        
         out = Path(state.dir)
         stack = json.loads((out / "cloud" / "stack.json").read_text())
         obj = bucket_dir(out) / OBJECT_KEY
@@ -338,7 +309,7 @@ class ElasticSetup:
         data = config_bundle(out, stack)
         obj.write_bytes(data)
         obj.chmod(0o644)
-        cli = CLI[self.plan.blueprint.cloud.provider]
+        cli = CLI[self.plan.cloud.provider]
         fake = Path(fake_cloud.__file__).read_text()
         write_file(state, self.head, f"/usr/local/bin/{cli}", fake, mode="0755", dir_mode="0700")
         write_file(state, self.head, f"{FAKE_DIR}/addresses.json",
@@ -360,7 +331,8 @@ class PoweredDown:
 
     def run(self, state: State, record: Record) -> None:
         for h in self.elastic:
-            got, took = wait_for(lambda: powered_down(node_info(state, self.head, h).get("State", "")) or None, 60)
+            got, took = wait_for(lambda: powered_down(node_info(state, self.head, h).get("State", "")) or None, 60,
+                                 every_s=2.0)
             st = node_info(state, self.head, h).get("State", "?")
             daemons = ssh(state, h, "pidof slurmd munged || true").stdout.strip()
             record(h, HostOutcome(OK if got and not daemons else FAILED, took,
@@ -380,8 +352,6 @@ class ElasticCycle:
     summary: dict = field(default_factory=dict)
 
     def run(self, state: State, record: Record) -> None:
-        from clusterctl.cloud.userdata import user_data
-        from clusterctl.rehearse.scenario.deploy import rehearsal_files
 
         _, secrets_path = rehearsal_files(state)
         secrets = yaml.safe_load(secrets_path.read_text())
@@ -442,7 +412,7 @@ class ElasticCycle:
             states = {h: node_info(state, self.head, h).get("State", "") for h in self.elastic}
             return (all(powered_down(s) for s in states.values()) and set(deleted) >= set(created)) or None
 
-        down, _ = wait_for(all_down, limit, every=3)
+        down, _ = wait_for(all_down, limit, every_s=3)
         times["powered_down"] = time.monotonic() - t0
         final = {h: node_info(state, self.head, h) for h in self.elastic}
         calls = [json.loads(line) for line in
@@ -569,7 +539,46 @@ def elastic_steps(plan, cluster: Cluster, addresses: dict[str, str]) -> list:
     """The scenario's steps after the shared converge step is added by the caller (suite.build)."""
     elastic = tuple(h for h in elastic_hosts(plan) if h in cluster.groups)
     head = cluster.controllers[0]
-    partition = next(p.name for p in plan.blueprint.slurm.partitions
+    partition = next(p.name for p in plan.slurm.partitions
                      if any(elastic_hosts(plan).get(h) in p.groups for h in elastic))
     return [ElasticSetup(plan, head, {h: addresses[h] for h in elastic})], \
         [PoweredDown(head, elastic), ElasticCycle(plan, head, elastic, partition)]
+
+
+class ElasticScenario(Scenario):
+    """Runs alone: the compute nodes of such a blueprint come up only through it."""
+
+    name = "elastic"
+    proves = ("an elastic node boots from its user data alone, joins Slurm when a job needs it and is deleted by "
+              "power saving once idle, through the provider API the programs call")
+    needs = (ELASTIC_GROUP,)
+    runs_alone = "its compute nodes come up only through it"
+    needs_checked_when_named = True
+    converged_first = False
+
+    def adjust(self, variant, build: Build, v2: bool) -> None:
+        adjust_elastic(variant)
+
+    def _hosts(self, build: Build) -> dict[str, str]:
+        booted = {s.name for s in node_specs(build.base, build.per_group, build.rid)}
+        return {h: g for h, g in elastic_hosts(build.base).items() if h in booted}
+
+    def files(self, build: Build) -> dict[str, str]:
+        """The stack the Pulumi program would write, and the elastic nodes' rehearsal variables."""
+        return {"cloud/stack.json": json.dumps(rehearsal_stack(build.base), indent=1, sort_keys=True) + "\n",
+                **host_vars(self._hosts(build))}
+
+    def binds(self, build: Build, specs: list[NodeSpec]) -> list[NodeSpec]:
+        """The "bucket", bind-mounted in every elastic node."""
+        bucket = bucket_dir(build.output)
+        bucket.mkdir(parents=True, exist_ok=True)
+        hosts = self._hosts(build)
+        return [replace(s, binds=tuple(s.binds) + ((str(bucket), BUCKET),)) if s.name in hosts else s for s in specs]
+
+    def steps(self, build: Build) -> list:
+        hosts = self._hosts(build)
+        setup, after = elastic_steps(build.base, build.cluster, {s.name: s.address for s in build.specs})
+        static = tuple(h for h in build.cluster.groups if h not in hosts)
+        build.info["elastic"] = {"hosts": dict(hosts), "static": list(static), "provider": build.base.cloud.provider,
+                                 "no_cloud_init": "the rehearsal applies the user data's keys itself (no cloud-init)"}
+        return [build.label(s, self.name) for s in (*setup, Converge(build.cluster, hosts=static), *after)]

@@ -36,9 +36,13 @@ from pathlib import Path
 
 import yaml
 
-from clusterctl.rehearse.scenario.deploy import Cluster, run_playbook
+from clusterctl import hostlist, yamlout
+from clusterctl.rehearse.scenario.deploy import Cluster, rehearsal_files, run_playbook
 from clusterctl.rehearse.node.command import CommandTimeout, run_command
 from clusterctl.rehearse.node.ssh import ssh, write_file
+from clusterctl.plan.roles import slurm_roles
+from clusterctl.rehearse.scenario.base import SLURM_AND_COMPUTE, Build, Scenario
+from clusterctl.rehearse.scenario.needs import STATIC_COMPUTE
 from clusterctl.rehearse.node.state import State, state_dir
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
@@ -64,8 +68,6 @@ GIT_ID = ("-c", "user.name=clusterctl rehearsal", "-c", "user.email=rehearsal@lo
 
 def pull_source(plan) -> str:
     """The git remote on the first Slurm controller."""
-    from clusterctl.plan.roles import slurm_roles
-
     return f"ssh://root@{slurm_roles(plan).primary_controller}{REMOTE_PATH}"
 
 
@@ -106,8 +108,6 @@ def put(state: State, host: str, path: str, text: str, mode: str = "0600") -> No
 def give_access(state: State, hosts: list[str], controller: str) -> None:
     """What a real node gets from its image or cloud-init: the site variables of the push (the rehearsal
     variables and the secrets, 0600, in pull-vars.d) and a deploy key with the remote's pinned host key."""
-    from clusterctl.rehearse.scenario.deploy import rehearsal_files
-
     vars_path, secrets_path = rehearsal_files(state)
     known = [line for line in Path(state.known_hosts).read_text().splitlines()
              if line.split(",")[0] == controller]
@@ -157,8 +157,8 @@ class PullRepo:
         if rollout is None:
             rfile.unlink(missing_ok=True)
         else:
-            rfile.write_text("# which version each pull batch may apply (ansible/pull/batches.yml)\n"
-                             + yaml.safe_dump({"versions": rollout}, sort_keys=False))
+            rfile.write_text(yamlout.comment_lines(["which version each pull batch may apply (ansible/pull/batches.yml)"])
+                             + yamlout.body({"versions": rollout}, dumper=yamlout.PureDumper))
         _git(work, "add", "-A", ".")
         _git(work, "commit", "--quiet", "--allow-empty", "-m", message)
         if tag:
@@ -281,8 +281,6 @@ def pull_steps(cluster: Cluster, v1: dict[str, str], v2: dict[str, str], batches
 
 def host_batches(files: dict[str, str]) -> dict[str, int]:
     """host -> batch, from a render's ansible/pull/batches.yml (the rehearsal's few hosts: names, not ranges)."""
-    from clusterctl import hostlist
-
     data = yaml.safe_load(files["ansible/pull/batches.yml"])
     out = {}
 
@@ -297,3 +295,18 @@ def host_batches(files: dict[str, str]) -> dict[str, int]:
             for h in names(p):
                 out[h] = n
     return out
+
+
+class PullScenario(Scenario):
+    name = "pull"
+    proves = ("every node applies its released version of the rendered tree itself from a git remote, batch by "
+              "batch as rollout.yml releases it")
+    needs = (STATIC_COMPUTE, SLURM_AND_COMPUTE)
+
+    def adjust(self, variant, build: Build, v2: bool) -> None:
+        adjust_pull(variant, pull_source(build.plan), v2)
+
+    def steps(self, build: Build) -> list:
+        v2_plan, _ = build.rehearsed(lambda var: build.adjust(var, v2=True))
+        return [build.label(s, self.name) for s in
+                pull_steps(build.cluster, build.files, build.render(v2_plan), host_batches(build.files))]
