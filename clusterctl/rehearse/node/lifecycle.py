@@ -39,6 +39,7 @@ from pathlib import Path
 
 from clusterctl.rehearse import RehearsalError
 from clusterctl.rehearse.node import path as node_path, pid1, probe
+from clusterctl.rehearse.node.files import write_text_atomic
 from clusterctl.rehearse.node.command import CommandResult, run_command, start_detached
 from clusterctl.rehearse.node.ssh import control_dir
 from clusterctl.rehearse.node.state import (
@@ -206,24 +207,18 @@ def _keygen(path: Path, comment: str) -> str:
     return path.with_suffix(".pub").read_text().strip()
 
 
-def _write(path: Path, text: str, mode: int = 0o644) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    path.chmod(mode)
-
-
 def _prepare_upper(node: NodeRecord, spec: NodeSpec, user_key: str, hosts: str, init_src: str) -> str:
     """Files the node starts with, written into its upper layer only; returns the node's public host key."""
     up = node.upper
     (up / "root" / ".ssh").mkdir(parents=True, exist_ok=True)
     (up / "root" / ".ssh").chmod(0o700)
-    _write(up / "root" / ".ssh" / "authorized_keys", user_key + "\n", 0o600)
+    write_text_atomic(up / "root" / ".ssh" / "authorized_keys", user_key + "\n", 0o600)
     (up / "etc" / "ssh").mkdir(parents=True, exist_ok=True)
     host_key = _keygen(up / "etc" / "ssh" / "ssh_host_ed25519_key", f"root@{spec.name}")
-    _write(up / "etc" / "ssh" / "sshd_config", SSHD_CONFIG.format(name=spec.name, address=spec.address))
-    _write(up / "etc" / "hostname", spec.name + "\n")
-    _write(up / "etc" / "hosts", hosts)
-    _write(up / INIT_PATH.lstrip("/"), init_src, 0o755)
+    write_text_atomic(up / "etc" / "ssh" / "sshd_config", SSHD_CONFIG.format(name=spec.name, address=spec.address))
+    write_text_atomic(up / "etc" / "hostname", spec.name + "\n")
+    write_text_atomic(up / "etc" / "hosts", hosts)
+    write_text_atomic(up / INIT_PATH.lstrip("/"), init_src, 0o755)
     # /sbin/init -> the rehearsal init, not systemd: Ansible's service-manager fact reads this link when
     # PID 1 is named "init" and would pick systemd (whose systemctl cannot work without systemd as PID 1);
     # now it picks sysvinit, so ansible.builtin.service runs the /etc/init.d scripts. Written at the real
@@ -419,8 +414,8 @@ def _boot_all(state: State, specs: Sequence[NodeSpec]) -> None:
         save(state)
         if node.init is None:
             raise RehearsalError(f"node {spec.name} did not start", f"console log: {node.console}")
-    Path(state.known_hosts).write_text("\n".join(known) + "\n")
-    Path(state.ssh_config).write_text(_ssh_config(state))
+    write_text_atomic(Path(state.known_hosts), "\n".join(known) + "\n")
+    write_text_atomic(Path(state.ssh_config), _ssh_config(state))
     _wait_ssh(state, deadline)
 
 

@@ -9,11 +9,11 @@ trusts only this file, never a name pattern. A process is identified by its PID 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from clusterctl.rehearse import RehearsalError
+from clusterctl.rehearse.node.files import write_text_atomic
 
 STATE_DIR = ".rehearsal"
 STATE_FILE = "state.json"
@@ -102,14 +102,7 @@ def state_path(out: Path) -> Path:
 
 def save(state: State) -> None:
     """Replace the state file atomically (write, fsync, rename): a crash leaves the old or the new record."""
-    path = state_path(Path(state.dir))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(asdict(state), f, indent=2)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_text_atomic(state_path(Path(state.dir)), json.dumps(asdict(state), indent=2))
 
 
 def load(out: Path) -> State | None:

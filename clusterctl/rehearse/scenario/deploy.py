@@ -177,6 +177,22 @@ class RunOutcome:
     changed: dict[str, list[str]] = field(default_factory=dict)
     failed: dict[str, list[str]] = field(default_factory=dict)
 
+    def on_event(self, event: dict) -> bool:
+        """ansible-runner's event handler: the changed and failed tasks per host, and the play recap."""
+        data = event.get("event_data") or {}
+        host = data.get("host")
+        kind = event.get("event")
+        if kind == "runner_on_ok" and host and (data.get("res") or {}).get("changed"):
+            self.changed.setdefault(host, []).append(_task_name(data))
+        elif kind in ("runner_on_failed", "runner_on_unreachable") and host and not data.get("ignore_errors"):
+            msg = str((data.get("res") or {}).get("msg", ""))[:300]
+            self.failed.setdefault(host, []).append(f"{_task_name(data)}: {msg}")
+        elif kind == "playbook_on_stats":
+            for key in ("ok", "changed", "failures", "dark", "skipped", "rescued", "ignored"):
+                for h, n in (data.get(key) or {}).items():
+                    self.stats.setdefault(h, {})[key] = n
+        return True
+
 
 def _task_name(data: dict) -> str:
     role = data.get("role")
@@ -194,17 +210,52 @@ def run_playbook(state: State, hosts: Sequence[str], tuning: dict[str, str] | No
     sockets (torn down with the nodes); facts are cached in DIR/.rehearsal/facts; ``tuning`` overrides
     ANSIBLE_* settings (the benchmark compares pipelining, forks and fact caching with it)."""
     try:
-        import ansible_runner
+        import ansible_runner  # an optional dependency (the rehearse extra): validate and render run without it
     except ImportError:
         raise StepFailed("ansible-runner is not installed: pip install 'clusterctl[rehearse]'") from None
     out = Path(state.dir)
     sdir = state_dir(out)
     vars_path, secrets_path = rehearsal_files(state)
-    cp = control_dir(state.id)
-    cp.mkdir(parents=True, exist_ok=True, mode=0o700)
     for d in (sdir / "runner", sdir / "facts"):
         d.mkdir(exist_ok=True)
-    env = {
+    env = runner_env(state, tuning)
+    result = RunOutcome("failed", -1, 0.0)
+    cmdline = ["--limit", ",".join(hosts), "--skip-tags", ",".join(HARDWARE_ROLES),
+               "-e", f"@{vars_path}", "-e", f"@{secrets_path}", *extra_args]
+    cancel, done = threading.Event(), threading.Event()
+    t0 = time.monotonic()
+    # in a thread, so that Ctrl-C or SIGTERM (KeyboardInterrupt in this thread) cancels the run: the runner
+    # then stops ansible-playbook before the rehearsal tears the nodes down, and no ansible process is left
+    thread, r = ansible_runner.run_async(
+        private_data_dir=str(sdir / "runner"), project_dir=str(out / "ansible"), playbook=playbook,
+        cmdline=shlex.join(cmdline), envvars=env, ident=ident, forks=forks or max(1, len(hosts)),
+        event_handler=result.on_event, cancel_callback=cancel.is_set, finished_callback=lambda _runner: done.set(),
+        # rotate_artifacts=0: keep the artifacts of every run (a run of every scenario makes five; the summary's
+        # readers and the tests read the event streams after the rehearsal)
+        quiet=True, rotate_artifacts=0, timeout=1800,
+        # one fact cache for every run of the rehearsal (ansible-runner's default is one per run, so the
+        # second converge would gather again); absolute, so the runner does not put it under its artifacts
+        fact_cache_type=env.get("ANSIBLE_CACHE_PLUGIN", "jsonfile"), fact_cache=str(sdir / "facts"))
+    _wait(thread, done, cancel)
+    result.seconds = time.monotonic() - t0
+    result.status, result.rc = r.status, r.rc
+    if not result.stats and r.rc != 0:
+        tail = ""
+        try:
+            tail = r.stdout.read()[-1500:]
+        except Exception:
+            pass
+        raise StepFailed(f"ansible-playbook exited {r.rc} ({r.status}) before any host finished: {tail}")
+    return result
+
+
+def runner_env(state: State, tuning: dict[str, str] | None) -> dict[str, str]:
+    """The ANSIBLE_* settings of a run: SSH through the rehearsal's config with per-rehearsal control sockets
+    (made here), host keys checked, ``tuning`` last."""
+    sdir = state_dir(Path(state.dir))
+    cp = control_dir(state.id)
+    cp.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return {
         "ANSIBLE_SSH_ARGS": f"-F {state.ssh_config} -o ControlMaster=auto -o ControlPersist=120s",
         "ANSIBLE_SSH_CONTROL_PATH_DIR": str(cp),
         "ANSIBLE_SSH_CONTROL_PATH": "%(directory)s/%%C",
@@ -216,39 +267,10 @@ def run_playbook(state: State, hosts: Sequence[str], tuning: dict[str, str] | No
         "ANSIBLE_FORCE_COLOR": "0",
         **(tuning or {}),
     }
-    result = RunOutcome("failed", -1, 0.0)
 
-    def on_event(event: dict) -> bool:
-        data = event.get("event_data") or {}
-        host = data.get("host")
-        kind = event.get("event")
-        if kind == "runner_on_ok" and host and (data.get("res") or {}).get("changed"):
-            result.changed.setdefault(host, []).append(_task_name(data))
-        elif kind in ("runner_on_failed", "runner_on_unreachable") and host and not data.get("ignore_errors"):
-            msg = str((data.get("res") or {}).get("msg", ""))[:300]
-            result.failed.setdefault(host, []).append(f"{_task_name(data)}: {msg}")
-        elif kind == "playbook_on_stats":
-            for key in ("ok", "changed", "failures", "dark", "skipped", "rescued", "ignored"):
-                for h, n in (data.get(key) or {}).items():
-                    result.stats.setdefault(h, {})[key] = n
-        return True
 
-    cmdline = ["--limit", ",".join(hosts), "--skip-tags", ",".join(HARDWARE_ROLES),
-               "-e", f"@{vars_path}", "-e", f"@{secrets_path}", *extra_args]
-    cancel, done = threading.Event(), threading.Event()
-    t0 = time.monotonic()
-    # in a thread, so that Ctrl-C or SIGTERM (KeyboardInterrupt in this thread) cancels the run: the runner
-    # then stops ansible-playbook before the rehearsal tears the nodes down, and no ansible process is left
-    thread, r = ansible_runner.run_async(
-        private_data_dir=str(sdir / "runner"), project_dir=str(out / "ansible"), playbook=playbook,
-        cmdline=shlex.join(cmdline), envvars=env, ident=ident, forks=forks or max(1, len(hosts)),
-        event_handler=on_event, cancel_callback=cancel.is_set, finished_callback=lambda _runner: done.set(),
-        # rotate_artifacts=0: keep the artifacts of every run (a run of every scenario makes five; the summary's
-        # readers and the tests read the event streams after the rehearsal)
-        quiet=True, rotate_artifacts=0, timeout=1800,
-        # one fact cache for every run of the rehearsal (ansible-runner's default is one per run, so the
-        # second converge would gather again); absolute, so the runner does not put it under its artifacts
-        fact_cache_type=env.get("ANSIBLE_CACHE_PLUGIN", "jsonfile"), fact_cache=str(sdir / "facts"))
+def _wait(thread: threading.Thread, done: threading.Event, cancel: threading.Event) -> None:
+    """Wait for the runner's thread; on an interrupt, kill ansible's whole process tree, cancel, re-raise."""
     try:  # Event.wait, not Thread.join: a join interrupted by KeyboardInterrupt may not wait again
         while not done.wait(0.2) and thread.is_alive():
             pass
@@ -261,16 +283,6 @@ def run_playbook(state: State, hosts: Sequence[str], tuning: dict[str, str] | No
         done.wait(60)
         raise
     thread.join(5)
-    result.seconds = time.monotonic() - t0
-    result.status, result.rc = r.status, r.rc
-    if not result.stats and r.rc != 0:
-        tail = ""
-        try:
-            tail = r.stdout.read()[-1500:]
-        except Exception:
-            pass
-        raise StepFailed(f"ansible-playbook exited {r.rc} ({r.status}) before any host finished: {tail}")
-    return result
 
 
 def descendants(pid: int) -> list[Proc]:

@@ -50,6 +50,7 @@ from clusterctl.cloud.bundle import OBJECT_KEY, config_bundle
 from clusterctl.cloud.spec import cloud_spec
 from clusterctl.cloud.userdata import bootstrap_config, user_data
 from clusterctl.rehearse.fake import cloud as fake_cloud
+from clusterctl.rehearse.node.files import write_text_atomic
 from clusterctl.rehearse.node.command import CommandTimeout
 from clusterctl.rehearse.node.lifecycle import NodeSpec
 from clusterctl.rehearse.node.ssh import ssh, write_file
@@ -340,6 +341,33 @@ class PoweredDown:
 
 
 @dataclass
+class CycleRecord:
+    """What one cycle's control plane did, and when (seconds after the sbatch): ``HOST.create_request``,
+    ``HOST.bootstrapped``, ``HOST.delete_request``, ``job_end``, ``powered_down``."""
+
+    cp: ControlPlane
+    t0: float
+    created: dict[str, dict] = field(default_factory=dict)
+    deleted: dict[str, dict] = field(default_factory=dict)
+    times: dict[str, float] = field(default_factory=dict)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.t0
+
+    def act(self, state: State) -> None:
+        """Act on every pending create and delete request of the fake provider API."""
+        for req in self.cp.pending(state):
+            host, op = req["host"], req["op"]
+            self.times.setdefault(f"{host}.{op}_request", self.elapsed())
+            (self.created if op == "create" else self.deleted)[host] = self.cp.act(state, req)
+            if op == "create":
+                self.times[f"{host}.bootstrapped"] = self.elapsed()
+
+
+ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL")
+
+
+@dataclass
 class ElasticCycle:
     """A job on the elastic partition: resume (create, bootstrap, registration), the job, suspend (terminate,
     powered down); checked from the recorded provider calls and Slurm's node states (module docstring, step 4)."""
@@ -351,116 +379,118 @@ class ElasticCycle:
     name: str = "cycle"
     summary: dict = field(default_factory=dict)
 
-    def run(self, state: State, record: Record) -> None:
+    def _job_state(self, state: State, job: str) -> str:
+        return ssh(state, self.head, f"scontrol show job {job} | grep -o 'JobState=[A-Z_]*'").stdout.strip() \
+            .removeprefix("JobState=")
 
-        _, secrets_path = rehearsal_files(state)
-        secrets = yaml.safe_load(secrets_path.read_text())
-        stack = json.loads((Path(state.dir) / "cloud" / "stack.json").read_text())
-        provider = stack["provider"]
-        resume_timeout = _conf_value(state, "ResumeTimeout", 1800)
-        suspend_time = _conf_value(state, "SuspendTime", SUSPEND_TIME_S)
-        suspend_timeout = _conf_value(state, "SuspendTimeout", SUSPEND_TIMEOUT_S)
-        cp = ControlPlane(self.head, {"vault_munge_key": secrets["vault_munge_key"]}, timeout_s=resume_timeout)
-        t0 = time.monotonic()
+    def _submit(self, state: State) -> str:
         r = ssh(state, self.head, f"sbatch --parsable -N1 -p {shlex.quote(self.partition)} -t 10 -J rehearse-elastic "
                                   f"-o /tmp/elastic-%j.out --wrap {shlex.quote(JOB)}")
         if r.returncode != 0:
             raise StepFailed(f"sbatch on {self.head}: {r.stderr.strip()[-300:]}")
-        job = r.stdout.strip().split(";")[0]
-        created: dict[str, dict] = {}
-        deleted: dict[str, dict] = {}
-        times: dict[str, float] = {}
+        return r.stdout.strip().split(";")[0]
 
-        def job_state() -> str:
-            return ssh(state, self.head, f"scontrol show job {job} | grep -o 'JobState=[A-Z_]*'").stdout.strip() \
-                .removeprefix("JobState=")
-
-        # resume: act on create requests until the job has ended
+    def _resume(self, state: State, rec: CycleRecord, job: str, resume_timeout: int) -> str:
+        """Act on the create requests until the job has ended; its final state."""
         while True:
-            for req in cp.pending(state):
-                if req["op"] == "create":
-                    times.setdefault(f"{req['host']}.create_request", time.monotonic() - t0)
-                    created[req["host"]] = cp.act(state, req)
-                    times[f"{req['host']}.bootstrapped"] = time.monotonic() - t0
-                else:
-                    deleted[req["host"]] = cp.act(state, req)
-            js = job_state()
-            if js in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL"):
-                break
+            rec.act(state)
+            js = self._job_state(state, job)
+            if js in ENDED:
+                rec.times["job_end"] = rec.elapsed()
+                return js
             reason = ssh(state, self.head, f"squeue -h -j {job} -o %r").stdout.strip()
             if "held" in reason.lower():  # Slurm requeued it held after a failed launch: it never runs by itself
-                raise StepFailed(f"job {job} is {js} ({reason}) {time.monotonic() - t0:.0f} s after sbatch; created: "
-                                 f"{sorted(created)}{launch_failure(state, self.head, job)}")
-            if time.monotonic() - t0 > resume_timeout + 120:
+                raise StepFailed(f"job {job} is {js} ({reason}) {rec.elapsed():.0f} s after sbatch; created: "
+                                 f"{sorted(rec.created)}{launch_failure(state, self.head, job)}")
+            if rec.elapsed() > resume_timeout + 120:
                 raise StepFailed(f"job {job} is {js} {resume_timeout + 120} s after sbatch; created: "
-                                 f"{sorted(created)}")
+                                 f"{sorted(rec.created)}")
             time.sleep(2)
-        times["job_end"] = time.monotonic() - t0
-        ran_on = ssh(state, self.head, f"scontrol show job {job} | grep -o ' NodeList=[^ ]*'").stdout.strip() \
-            .removeprefix("NodeList=")
-        after_job = {h: node_info(state, self.head, h) for h in self.elastic}
-        # suspend: the node's idle time passes SuspendTime; act on the delete request; wait for POWERED_DOWN
-        limit = suspend_time + suspend_timeout + 90
 
+    def _suspend(self, state: State, rec: CycleRecord, limit: float) -> bool:
+        """The idle nodes pass SuspendTime: act on the delete requests; True once every node is powered down."""
         def all_down():
-            for req in cp.pending(state):
-                if req["op"] == "delete":
-                    times.setdefault(f"{req['host']}.delete_request", time.monotonic() - t0)
-                    deleted[req["host"]] = cp.act(state, req)
-                else:
-                    created[req["host"]] = cp.act(state, req)
+            rec.act(state)
             states = {h: node_info(state, self.head, h).get("State", "") for h in self.elastic}
-            return (all(powered_down(s) for s in states.values()) and set(deleted) >= set(created)) or None
+            return (all(powered_down(s) for s in states.values()) and set(rec.deleted) >= set(rec.created)) or None
 
         down, _ = wait_for(all_down, limit, every_s=3)
-        times["powered_down"] = time.monotonic() - t0
-        final = {h: node_info(state, self.head, h) for h in self.elastic}
+        rec.times["powered_down"] = rec.elapsed()
+        return bool(down)
+
+    def _record_calls(self, state: State, rec: CycleRecord, job: str, ran_on: str) -> list[dict]:
+        """The provider calls as recorded, kept with what the control plane did in DIR/.rehearsal (for the reader
+        and the tests)."""
         calls = [json.loads(line) for line in
                  ssh(state, self.head, f"cat {FAKE_DIR}/calls.jsonl").stdout.splitlines() if line.strip()]
         out = ssh(state, ran_on, f"cat /tmp/elastic-{job}.out 2>/dev/null || true").stdout \
             if ran_on in self.elastic else ""  # written on the node the job ran on
         instances = ssh(state, self.head, f"cat {FAKE_DIR}/instances.json 2>/dev/null || echo '{{}}'").stdout
-        self.summary.update(job=job, job_state=job_state(), ran_on=ran_on, calls=calls, control_plane=cp.log,
-                            job_output=out, instances=json.loads(instances or "{}"))
-        # for the reader and the tests: every provider call as recorded, and what the control plane did
+        self.summary.update(job=job, job_state=self._job_state(state, job), ran_on=ran_on, calls=calls,
+                            control_plane=rec.cp.log, job_output=out, instances=json.loads(instances or "{}"))
         sdir = state_dir(Path(state.dir))
-        (sdir / CALLS_FILE).write_text("".join(json.dumps(c, sort_keys=True) + "\n" for c in calls))
-        (sdir / CONTROL_FILE).write_text(json.dumps({k: v for k, v in self.summary.items() if k != "calls"},
-                                                    indent=1, sort_keys=True) + "\n")
+        write_text_atomic(sdir / CALLS_FILE, "".join(json.dumps(c, sort_keys=True) + "\n" for c in calls))
+        write_text_atomic(sdir / CONTROL_FILE, json.dumps({k: v for k, v in self.summary.items() if k != "calls"},
+                                                          indent=1, sort_keys=True) + "\n")
+        return calls
+
+    def run(self, state: State, record: Record) -> None:
+        _, secrets_path = rehearsal_files(state)
+        secrets = yaml.safe_load(secrets_path.read_text())
+        stack = json.loads((Path(state.dir) / "cloud" / "stack.json").read_text())
+        resume_timeout = _conf_value(state, "ResumeTimeout", 1800)
+        suspend_time = _conf_value(state, "SuspendTime", SUSPEND_TIME_S)
+        limit = suspend_time + _conf_value(state, "SuspendTimeout", SUSPEND_TIMEOUT_S) + 90
+        rec = CycleRecord(ControlPlane(self.head, {"vault_munge_key": secrets["vault_munge_key"]},
+                                       timeout_s=resume_timeout), time.monotonic())
+        job = self._submit(state)
+        js = self._resume(state, rec, job, resume_timeout)
+        ran_on = ssh(state, self.head, f"scontrol show job {job} | grep -o ' NodeList=[^ ]*'").stdout.strip() \
+            .removeprefix("NodeList=")
+        after_job = {h: node_info(state, self.head, h) for h in self.elastic}
+        down = self._suspend(state, rec, limit)
+        final = {h: node_info(state, self.head, h) for h in self.elastic}
+        calls = self._record_calls(state, rec, job, ran_on)
         secret_values = [v for v in secrets.values() if isinstance(v, str) and v]
         for h in self.elastic:
-            problems = check_host(h, provider, stack, created.get(h), deleted.get(h), calls, secret_values,
-                                  user_data, ran_on == h)
-            counts: dict[str, object] = {}
+            problems = check_host(h, stack["provider"], stack, rec.created.get(h), rec.deleted.get(h), calls,
+                                  secret_values, user_data, ran_on == h)
             if h == ran_on:
-                a = after_job[h]
-                if js != "COMPLETED":
-                    problems.append(f"job {job} {js}")
-                if out.split() != [h, "gpu-stand-in"]:
-                    problems.append(f"job output {out.strip()[-200:]!r}, expected its host name and gpu-stand-in")
-                st = a.get("State", "")
-                if "CLOUD" not in st.upper().split("+") or "POWER" in st.upper():
-                    problems.append(f"after the job: State={st} (expected up, CLOUD, not powered down)")
-                if not down:
-                    problems.append(f"not powered down {limit} s after the job: State={final[h].get('State')}")
-                bs = (created.get(h) or {}).get("bootstrap") or {}
-                counts = {"create_request_seconds": round(times.get(f"{h}.create_request", -1), 1),
-                          "bootstrap_seconds": float(bs.get("seconds") or -1),
-                          "job_end_seconds": round(times["job_end"], 1),
-                          "delete_request_seconds": round(times.get(f"{h}.delete_request", -1), 1),
-                          "powered_down_seconds": round(times["powered_down"], 1),
-                          "suspend_time_s": suspend_time}
-                detail = (f"job {job} {js} on {h}: created {counts['create_request_seconds']} s after sbatch, "
-                          f"bootstrap {bs.get('result')} in {bs.get('seconds')} s, registered (State={st} after the "
-                          f"job, {a.get('LastBusyTime', '?')}); terminated {counts['delete_request_seconds']} s after "
-                          f"sbatch (SuspendTime={suspend_time}); State={final[h].get('State')}")
+                counts, detail = self._ran_job(h, rec, job, js, after_job[h], final[h], down, limit, suspend_time,
+                                               problems)
             else:
                 st = final[h].get("State", "")
                 if not powered_down(st):
                     problems.append(f"State={st} (expected CLOUD+POWERED_DOWN: no job needed it)")
-                detail = f"not needed by job {job}: no create, State={st}"
-            record(h, HostOutcome(FAILED if problems else OK, times["powered_down"],
+                counts, detail = {}, f"not needed by job {job}: no create, State={st}"
+            record(h, HostOutcome(FAILED if problems else OK, rec.times["powered_down"],
                                   "; ".join(problems) if problems else detail, counts))
+
+    def _ran_job(self, h: str, rec: CycleRecord, job: str, js: str, after: dict, final: dict, down: bool,
+                 limit: float, suspend_time: int, problems: list[str]) -> tuple[dict, str]:
+        """The checks and figures of the node the job ran on (``problems`` extended in place)."""
+        out = self.summary.get("job_output", "")
+        if js != "COMPLETED":
+            problems.append(f"job {job} {js}")
+        if out.split() != [h, "gpu-stand-in"]:
+            problems.append(f"job output {out.strip()[-200:]!r}, expected its host name and gpu-stand-in")
+        st = after.get("State", "")
+        if "CLOUD" not in st.upper().split("+") or "POWER" in st.upper():
+            problems.append(f"after the job: State={st} (expected up, CLOUD, not powered down)")
+        if not down:
+            problems.append(f"not powered down {limit} s after the job: State={final.get('State')}")
+        bs = (rec.created.get(h) or {}).get("bootstrap") or {}
+        counts = {"create_request_seconds": round(rec.times.get(f"{h}.create_request", -1), 1),
+                  "bootstrap_seconds": float(bs.get("seconds") or -1),
+                  "job_end_seconds": round(rec.times["job_end"], 1),
+                  "delete_request_seconds": round(rec.times.get(f"{h}.delete_request", -1), 1),
+                  "powered_down_seconds": round(rec.times["powered_down"], 1),
+                  "suspend_time_s": suspend_time}
+        detail = (f"job {job} {js} on {h}: created {counts['create_request_seconds']} s after sbatch, "
+                  f"bootstrap {bs.get('result')} in {bs.get('seconds')} s, registered (State={st} after the "
+                  f"job, {after.get('LastBusyTime', '?')}); terminated {counts['delete_request_seconds']} s after "
+                  f"sbatch (SuspendTime={suspend_time}); State={final.get('State')}")
+        return counts, detail
 
 
 def check_host(host: str, provider: str, stack: dict, created: dict | None, deleted: dict | None, calls: list[dict],

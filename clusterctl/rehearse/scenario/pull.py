@@ -38,6 +38,7 @@ import yaml
 
 from clusterctl import hostlist, yamlout
 from clusterctl.rehearse.scenario.deploy import Cluster, rehearsal_files, run_playbook
+from clusterctl.rehearse.node.files import write_text_atomic
 from clusterctl.rehearse.node.command import CommandTimeout, run_command
 from clusterctl.rehearse.node.ssh import ssh, write_file
 from clusterctl.plan.roles import slurm_roles
@@ -149,16 +150,14 @@ class PullRepo:
                 if old and old != "rollout.yml" and old not in files:
                     (work / old).unlink(missing_ok=True)
             for rel, text in files.items():
-                p = work / rel
-                p.parent.mkdir(parents=True, exist_ok=True)
-                p.write_text(text)
-                p.chmod(0o755 if rel.endswith(".sh") else 0o644)
+                write_text_atomic(work / rel, text, 0o755 if rel.endswith(".sh") else 0o644)
         rfile = work / "rollout.yml"
         if rollout is None:
             rfile.unlink(missing_ok=True)
         else:
-            rfile.write_text(yamlout.comment_lines(["which version each pull batch may apply (ansible/pull/batches.yml)"])
-                             + yamlout.body({"versions": rollout}, dumper=yamlout.PureDumper))
+            write_text_atomic(rfile, yamlout.comment_lines(["which version each pull batch may apply "
+                                                            "(ansible/pull/batches.yml)"])
+                              + yamlout.body({"versions": rollout}, dumper=yamlout.PureDumper))
         _git(work, "add", "-A", ".")
         _git(work, "commit", "--quiet", "--allow-empty", "-m", message)
         if tag:
