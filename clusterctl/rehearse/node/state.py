@@ -28,6 +28,10 @@ class Proc:
     start: int
 
 
+def _below_root(name: str, doc: str) -> property:
+    return property(lambda record: Path(record.root) / name, doc=f"``root/{name}``: {doc}")
+
+
 @dataclass
 class NodeRecord:
     """One rehearsal node and the resources it owns."""
@@ -46,21 +50,10 @@ class NodeRecord:
     binds: list[list[str]] = field(default_factory=list)
     """[host path, node path] pairs bind-mounted into the node (shared storage)"""
 
-    @property
-    def upper(self) -> Path:
-        return Path(self.root) / "upper"
-
-    @property
-    def work(self) -> Path:
-        return Path(self.root) / "work"
-
-    @property
-    def merged(self) -> Path:
-        return Path(self.root) / "merged"
-
-    @property
-    def console(self) -> Path:
-        return Path(self.root) / "console.log"
+    upper = _below_root("upper", "the overlay's upper layer: every write of the node")
+    work = _below_root("work", "the overlay's work directory")
+    merged = _below_root("merged", "where stage 1 mounts the node's root")
+    console = _below_root("console.log", "the node's stage 1 and init output")
 
 
 @dataclass

@@ -376,13 +376,14 @@ def _converge(state: State, record: Record, ident: str, tuning: dict[str, str] |
     return outcome
 
 
-@dataclass
-class Converge:
-    """The rendered site.yml, run once over SSH on every rehearsal host (after the node preparation)."""
+@dataclass(kw_only=True)
+class ConvergeAgain:
+    """The rendered site.yml run again: every host must report changed=0 (the roles are idempotent on real
+    hosts). The settings below are :class:`Converge`'s too."""
 
-    cluster: Cluster
-    name: str = "converge"
+    name: str = "converge-again"
     tuning: dict[str, str] | None = None
+    """ANSIBLE_* settings over the rehearsal's (the benchmark compares pipelining, forks and fact caching)"""
     forks: int | None = None
     """default: one fork per host"""
     last: RunOutcome | None = None
@@ -391,30 +392,28 @@ class Converge:
     batch: str | None = None
     """the compute play's batch for this run (default: the rendered rolling policy)"""
 
+    def _run(self, state: State, record: Record, *, require_unchanged: bool) -> None:
+        self.last = _converge(state, record, self.name, self.tuning, self.forks, require_unchanged=require_unchanged,
+                              hosts=self.hosts, batch=self.batch)
+
+    def run(self, state: State, record: Record) -> None:
+        self._run(state, record, require_unchanged=True)
+
+
+@dataclass(kw_only=True)
+class Converge(ConvergeAgain):
+    """The rendered site.yml, run once over SSH on every rehearsal host (after the node preparation)."""
+
+    cluster: Cluster = field(kw_only=False)
+    name: str = "converge"
+
     def run(self, state: State, record: Record) -> None:
         errors = prepare_nodes(state, self.cluster)
         for host, err in errors.items():
             record(host, HostOutcome(FAILED, 0.0, err))
         if errors:
             raise StepFailed("node preparation failed")
-        self.last = _converge(state, record, "converge", self.tuning, self.forks, require_unchanged=False,
-                              hosts=self.hosts, batch=self.batch)
-
-
-@dataclass
-class ConvergeAgain:
-    """The same run again: every host must report changed=0 (the roles are idempotent on real hosts)."""
-
-    name: str = "converge-again"
-    tuning: dict[str, str] | None = None
-    forks: int | None = None
-    last: RunOutcome | None = None
-    hosts: tuple[str, ...] | None = None
-    batch: str | None = None
-
-    def run(self, state: State, record: Record) -> None:
-        self.last = _converge(state, record, "converge-again", self.tuning, self.forks, require_unchanged=True,
-                              hosts=self.hosts, batch=self.batch)
+        self._run(state, record, require_unchanged=False)
 
 
 # --- testinfra --------------------------------------------------------------------------------------------
