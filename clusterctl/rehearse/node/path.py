@@ -11,7 +11,7 @@ mount went there rather than into the node.
 absolute symlink restarts at ``root``, ``..`` never climbs above it, missing directories are created one
 at a time with ``mkdir`` (which never follows a symlink), and the answer is a host path with no symlink
 left in it below ``root``. Stage 1 mounts onto that path. Standard library only: stage 1 runs this file
-as a script (``python3 -I node_path.py ROOT PATH`` prints the resolved host path).
+as a script (``python3 -I path.py ROOT PATH`` prints the resolved host path).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def resolve_in_root(root: str, path: str, *, create: bool = True, mode: int = 0o
 
 def main(argv: list[str]) -> int:
     if len(argv) != 3:
-        sys.stderr.write("usage: node_path.py ROOT PATH\n")
+        sys.stderr.write("usage: path.py ROOT PATH\n")
         return 2
     try:
         print(resolve_in_root(argv[1], argv[2]))
