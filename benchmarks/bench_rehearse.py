@@ -1,14 +1,14 @@
 """Benchmark the rehearsal: boot, SSH, first and second converge and teardown of 4, 8 and 16 nodes (root;
 docs/rehearse.md).
 
-*boot* is ``nodes.boot`` from nothing to every node's sshd listening (bridge, netns and veths, host and
+*boot* is ``lifecycle.boot`` from nothing to every node's sshd listening (bridge, netns and veths, host and
 user keys, the overlay root and the init of every node); *ssh* is one SSH round trip to every node, in
 parallel (the ``ssh-check`` step); *converge* and *converge again* are the deploy scenario's first and
 second run of the rendered ``site.yml`` as a first bring-up runs it (``-e clusterctl_rolling_batch=100%``:
 every compute node at once), *again, rolling batches* a third, idempotent run with the rendered rolling
 policy (the compute play in batches of 10 %, at least one node: what a change to a running cluster costs
 before any drain wait) (the lab blueprint with its compute group grown to N-1 hosts,
-rendered as rehearsed; one controller and N-1 compute nodes); *teardown* is ``nodes.down`` until no
+rendered as rehearsed; one controller and N-1 compute nodes); *teardown* is ``lifecycle.down`` until no
 process, namespace, link or mount is left. *MB/node* is the resident memory of a node's processes right
 after boot (its init and sshd). Each size runs ``--runs`` times (default 1 with converges, 3 with
 ``--no-converge``) in a fresh state directory; the table shows the best run.
@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from clusterctl.rehearse import nodes  # noqa: E402
+from clusterctl.rehearse.node import lifecycle  # noqa: E402
 from clusterctl.rehearse.steps import Silent, SshCheck, run_step  # noqa: E402
 
 SIZES = (4, 8, 16)
@@ -60,7 +60,7 @@ def _deploy_setup(out: Path, n: int):
     """Render the lab grown to n-1 compute hosts, as rehearsed, into ``out``; return its specs and cluster."""
     from clusterctl.blueprint.load import load_blueprint_text
     from clusterctl.plan import expand
-    from clusterctl.rehearse.deploy import cluster_of
+    from clusterctl.rehearse.scenario.deploy import cluster_of
     from clusterctl.rehearse.select import node_specs
     from clusterctl.rehearse.variant import installed_slurm, machine_hardware, rehearsal_variant
     from clusterctl.targets import render_targets
@@ -73,7 +73,7 @@ def _deploy_setup(out: Path, n: int):
     plan = expand(load_blueprint_text(to_yaml(variant.data), "bench.yaml"))
     files = render_targets(plan)
     write_tree(files, out, executable={p for p in files if p.endswith(".sh")}, sealed=RENDER_SEALED)
-    specs = node_specs(plan, n - 1, nodes.rehearsal_id(out))
+    specs = node_specs(plan, n - 1, lifecycle.rehearsal_id(out))
     return specs, cluster_of(plan, [s.name for s in specs])
 
 
@@ -85,16 +85,16 @@ def _converge(step, state) -> tuple[float, int]:
 
 
 def one(n: int, converge: bool) -> dict[str, float]:
-    from clusterctl.rehearse.deploy import Converge, ConvergeAgain
+    from clusterctl.rehearse.scenario.deploy import Converge, ConvergeAgain
 
     with tempfile.TemporaryDirectory(prefix="bench-rehearse-") as tmp:
         out = Path(tmp)
         if converge:
             specs, cluster = _deploy_setup(out, n)
         else:
-            specs = nodes.fallback_specs([f"node{i:02d}" for i in range(1, n + 1)], nodes.rehearsal_id(out))
+            specs = lifecycle.fallback_specs([f"node{i:02d}" for i in range(1, n + 1)], lifecycle.rehearsal_id(out))
         t0 = time.perf_counter()
-        state = nodes.boot(out, specs)
+        state = lifecycle.boot(out, specs)
         boot = time.perf_counter() - t0
         first = again = rolling = float("nan")
         try:
@@ -110,7 +110,7 @@ def one(n: int, converge: bool) -> dict[str, float]:
                 assert changed == 0
         finally:
             t0 = time.perf_counter()
-            nodes.down(out)
+            lifecycle.down(out)
             teardown = time.perf_counter() - t0
     return {"boot": boot, "ssh": result.seconds, "first": first, "again": again, "rolling": rolling,
             "teardown": teardown, "mem": mem}
@@ -126,12 +126,12 @@ ABLATIONS = {
 
 def ablation(n: int = 4) -> None:
     """Second-converge time with each speed setting turned off in turn, on the same converged nodes."""
-    from clusterctl.rehearse.deploy import Converge, ConvergeAgain
+    from clusterctl.rehearse.scenario.deploy import Converge, ConvergeAgain
 
     with tempfile.TemporaryDirectory(prefix="bench-rehearse-") as tmp:
         out = Path(tmp)
         specs, cluster = _deploy_setup(out, n)
-        state = nodes.boot(out, specs)
+        state = lifecycle.boot(out, specs)
         try:
             first, _ = _converge(Converge(cluster), state)
             print(f"first converge of {n} nodes: {first:.1f} s\n")
@@ -146,7 +146,7 @@ def ablation(n: int = 4) -> None:
                 base = base or seconds
                 print(f"| {label} | {seconds:.1f} | {seconds / base:.2f}x |", flush=True)
         finally:
-            nodes.down(out)
+            lifecycle.down(out)
 
 
 def main() -> None:

@@ -539,8 +539,9 @@ def rehearse(
 ) -> None:
     """Render the blueprint, boot its hosts as isolated nodes on this machine (root; docs/rehearse.md) and
     prove the rendered cluster works there. Exit 0 every step passed, 1 a step failed, 2 cannot rehearse."""
-    from clusterctl.rehearse import RehearsalError, nodes, probe
-    from clusterctl.rehearse.deploy import require_packages
+    from clusterctl.rehearse import RehearsalError
+    from clusterctl.rehearse.node import lifecycle, probe
+    from clusterctl.rehearse.scenario.deploy import require_packages
     from clusterctl.rehearse.run import rehearse as run_rehearsal
     from clusterctl.rehearse.suite import build
     from clusterctl.rehearse.ui import RichProgress
@@ -551,7 +552,7 @@ def rehearse(
         if down is not None:
             if blueprint is not None:
                 raise _misuse("--down takes the rehearsal directory only, not a blueprint")
-            state = nodes.down(down)
+            state = lifecycle.down(down)
             _err(f"{down}: rehearsal {state.id} is down ({len(state.nodes)} node(s), bridge {state.bridge})")
             raise typer.Exit(EXIT_OK)
         if blueprint is None:

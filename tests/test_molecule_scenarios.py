@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from clusterctl.rehearse import molecule as entry
-from clusterctl.rehearse.state import State, NodeRecord
+from clusterctl.rehearse.node.state import State, NodeRecord
 
 REPO = Path(__file__).resolve().parents[1]
 BASE = REPO / ".config" / "molecule" / "config.yml"

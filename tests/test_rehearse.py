@@ -7,10 +7,11 @@ import json
 
 import pytest
 
-from clusterctl.rehearse import RehearsalError, probe
-from clusterctl.rehearse.nodes import FALLBACK_NET, down, rehearsal_id
+from clusterctl.rehearse import RehearsalError
+from clusterctl.rehearse.node import probe
+from clusterctl.rehearse.node.lifecycle import FALLBACK_NET, down, rehearsal_id
 from clusterctl.rehearse.select import node_specs, selected_hosts
-from clusterctl.rehearse.state import NodeRecord, Proc, State, alive, load, save
+from clusterctl.rehearse.node.state import NodeRecord, Proc, State, alive, load, save
 from clusterctl.rehearse.steps import (
     FAILED,
     OK,
@@ -113,7 +114,7 @@ def test_rehearsal_id_is_short_and_stable(tmp_path):
 def test_state_round_trips_and_a_reused_pid_is_not_alive(tmp_path):
     import os
 
-    from clusterctl.rehearse.state import proc_of
+    from clusterctl.rehearse.node.state import proc_of
     me = proc_of(os.getpid())
     assert me is not None and alive(me)
     assert not alive(Proc(me.pid, me.start + 1))  # same PID, other start time: another process

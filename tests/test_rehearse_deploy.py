@@ -8,7 +8,7 @@ import yaml
 
 from clusterctl.blueprint.load import load_blueprint_text
 from clusterctl.plan import expand
-from clusterctl.rehearse.deploy import (
+from clusterctl.rehearse.scenario.deploy import (
     DESELECT_MARKERS,
     HARDWARE_ROLES,
     REHEARSAL_VARS,
@@ -115,7 +115,7 @@ def test_junit_counts_per_testinfra_host(tmp_path):
 
 
 def test_deploy_runs_srun_only_with_slurm_and_compute_hosts():
-    from clusterctl.rehearse.deploy import Cluster, deploy_steps
+    from clusterctl.rehearse.scenario.deploy import Cluster, deploy_steps
 
     full = Cluster({"head01": "head", "gpu01": "gpu"}, ("gpu01",), {"gpu01": 8}, ("head01",))
     assert [s.name for s in deploy_steps(full)] == ["converge", "converge-again", "testinfra", "srun"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from clusterctl.rehearse import elastic
+from clusterctl.rehearse.scenario import elastic
+from clusterctl.rehearse.scenario.needs import elastic_unmet
 from clusterctl.rehearse.steps import StepFailed
 from tests.helpers import plan_of, shipped
 
@@ -46,9 +47,9 @@ def test_the_rehearsal_stack_is_the_aws_programs_with_file_references():
 def test_elastic_applies_to_lab_cloud_only_and_shortens_suspend_time():
     from clusterctl.rehearse.variant import Variant
 
-    assert elastic.applies(plan_of(shipped("lab-cloud"))) == ""
-    assert elastic.applies(plan_of(shipped("lab-2node"))) == "not a cloud blueprint with Slurm"
-    assert elastic.applies(plan_of(shipped("aws-p5"))).startswith("no elastic node group")
+    assert elastic_unmet(plan_of(shipped("lab-cloud"))) == ""
+    assert elastic_unmet(plan_of(shipped("lab-2node"))) == "not a cloud blueprint with Slurm"
+    assert elastic_unmet(plan_of(shipped("aws-p5"))).startswith("no elastic node group")
     v = Variant(shipped("lab-cloud"))
     elastic.adjust_elastic(v)
     assert v.data["slurm"]["power_save"] == {"suspend_time_s": 60, "suspend_timeout_s": 30}

@@ -18,7 +18,7 @@ import yaml
 from clusterctl.blueprint.load import load_blueprint_text
 from clusterctl.errors import BlueprintError
 from clusterctl.plan import expand
-from clusterctl.rehearse.pull import host_batches
+from clusterctl.rehearse.scenario.pull import host_batches
 from clusterctl.source import load_yaml_file
 from clusterctl.targets import render_targets
 from clusterctl.targets.ansible.pull import pull_batches
@@ -212,7 +212,7 @@ def test_the_script_fetches_applies_the_released_version_only_and_writes_its_sta
 
 
 def test_the_pull_rehearsal_points_the_blueprint_at_the_controller_and_rolls_v2_batch_by_batch(tmp_path):
-    from clusterctl.rehearse.pull import PullRound
+    from clusterctl.rehearse.scenario.pull import PullRound
     from clusterctl.rehearse.suite import build
     from clusterctl.rehearse.variant import installed_slurm
 

@@ -12,7 +12,7 @@ import yaml
 
 from clusterctl.blueprint.load import load_blueprint_text
 from clusterctl.plan import expand
-from clusterctl.rehearse.rolling import NEW_PARTITION, _next_host, change_blueprint
+from clusterctl.rehearse.scenario.rolling import NEW_PARTITION, _next_host, change_blueprint
 from clusterctl.rehearse.select import node_specs
 from clusterctl.source import load_yaml_file
 from clusterctl.targets import render_targets

@@ -3,7 +3,8 @@ ansible-runner event stream is read (which plays ran, which tasks failed where).
 
 from __future__ import annotations
 
-from clusterctl.rehearse.scenarios import adjust_variant, other_release, trace
+from clusterctl.rehearse.scenario.observe import trace
+from clusterctl.rehearse.scenario.version_guard import adjust_variant, other_release
 from clusterctl.rehearse.variant import Variant
 
 
@@ -56,14 +57,14 @@ def test_trace_groups_host_events_by_play_and_keeps_failures():
 
 
 def test_set_conf_replaces_or_adds_after_the_controller_lines(tmp_path):
-    from clusterctl.rehearse.scenarios import _set_conf
+    from clusterctl.rehearse.scenario.observe import set_conf
     from clusterctl.write import write_tree
 
     original = "ClusterName=x\nSlurmctldHost=a\nSlurmctldHost=b\nHealthCheckInterval=300\n"
     write_tree({"slurm/slurm.conf": original}, tmp_path)
     conf = tmp_path / "slurm" / "slurm.conf"
-    _set_conf(conf, "SlurmctldTimeout", 10)
-    _set_conf(conf, "HealthCheckInterval", 10)
+    set_conf(conf, "SlurmctldTimeout", 10)
+    set_conf(conf, "HealthCheckInterval", 10)
     assert conf.read_text() == ("ClusterName=x\nSlurmctldHost=a\nSlurmctldHost=b\nSlurmctldTimeout=10\n"
                                 "HealthCheckInterval=10\n")
     # the edit went through the writer: a later render of the directory (the rolling scenario) replaces it
@@ -76,13 +77,12 @@ def test_failover_binds_the_state_tier_into_every_controller_only(tmp_path):
 
     from clusterctl.blueprint.load import load_blueprint
     from clusterctl.plan import expand
-    from clusterctl.rehearse.nodes import NodeSpec
-    from clusterctl.rehearse.scenarios import scenario_specs
+    from clusterctl.rehearse.node.lifecycle import NodeSpec
+    from clusterctl.rehearse.scenario.failover import failover_specs
 
     plan = expand(load_blueprint(Path(__file__).resolve().parents[1] / "blueprints" / "lab-ha.yaml"))
     specs = [NodeSpec(n, f"10.0.0.{i}") for i, n in enumerate(["head01", "head02", "login01", "gpu01"], 1)]
-    assert scenario_specs("node-failure", plan, specs, tmp_path) == specs
-    out = {s.name: s.binds for s in scenario_specs("failover", plan, specs, tmp_path)}
+    out = {s.name: s.binds for s in failover_specs(plan, specs, tmp_path)}
     shared = str(tmp_path / ".rehearsal" / "shared" / "shared")
     assert out == {"head01": ((shared, "/shared"),), "head02": ((shared, "/shared"),), "login01": (), "gpu01": ()}
     assert Path(shared).is_dir()
@@ -96,11 +96,11 @@ def test_failover_refuses_a_blueprint_with_one_controller(tmp_path):
     from clusterctl.blueprint.load import load_blueprint
     from clusterctl.plan import expand
     from clusterctl.rehearse import RehearsalError
-    from clusterctl.rehearse.scenarios import scenario_specs
+    from clusterctl.rehearse.scenario.failover import failover_specs
 
     plan = expand(load_blueprint(Path(__file__).resolve().parents[1] / "blueprints" / "lab-2node.yaml"))
-    with pytest.raises(RehearsalError, match="backup controller"):
-        scenario_specs("failover", plan, [], tmp_path)
+    with pytest.raises(RehearsalError, match="^the failover scenario needs a blueprint with a backup controller$"):
+        failover_specs(plan, [], tmp_path)
 
 
 # --- prolog-failure: the retry when the periodic check is first, and what is recorded ----------------------
@@ -142,16 +142,17 @@ class FakeSlurm:
 
 
 def run_prolog_failure(monkeypatch, periodic_first: int):
-    from clusterctl.rehearse import scenarios
-    from clusterctl.rehearse.deploy import Cluster
+    from clusterctl.rehearse.scenario import node_failure, observe
+    from clusterctl.rehearse.scenario.deploy import Cluster
 
     fake = FakeSlurm(periodic_first)
-    monkeypatch.setattr(scenarios, "ssh", fake)
-    monkeypatch.setattr(scenarios.time, "sleep", lambda s: None)
+    monkeypatch.setattr(node_failure, "ssh", fake)
+    monkeypatch.setattr(observe, "ssh", fake)
+    monkeypatch.setattr(observe.time, "sleep", lambda s: None)
     cluster = Cluster(groups={"head01": "head", "gpu01": "gpu"}, compute=("gpu01",), gpus={"gpu01": 8},
                       controllers=("head01",))
     recorded = []
-    scenarios.PrologFailure(cluster, interval_s=1).run(None, lambda h, o: recorded.append((h, o)))
+    node_failure.PrologFailure(cluster, interval_s=1).run(None, lambda h, o: recorded.append((h, o)))
     return fake, recorded
 
 

@@ -1,11 +1,12 @@
 """``clusterctl rehearse``: boot the blueprint's hosts as isolated nodes on this machine and prove the
 rendered files work there (docs/rehearse.md).
 
-The layers, bottom up: :mod:`.probe` (can this machine host nodes?), :mod:`.state` (the record of every
-resource a rehearsal created, written before it is created, so :func:`.nodes.down` can undo a crashed
-boot), :mod:`.nodes` (boot and tear down nodes: network, UTS, mount and PID namespaces over an overlay of
-``/``, each running ``sshd``), :mod:`.select` (which blueprint hosts become nodes), :mod:`.steps` (the
-pluggable checks that run once the nodes answer SSH) and :mod:`.ui` (per-step, per-host progress).
+Split by job: :mod:`.node` (the node machinery: probe, state, boot and teardown, the nodes' init, SSH and the
+one subprocess runner), :mod:`.scenario` (one module per scenario and the registry that orders them),
+:mod:`.fake` (the provider APIs a node calls); around them :mod:`.select` (which blueprint hosts become
+nodes), :mod:`.variant` (the blueprint as this machine can run it), :mod:`.steps` (the pluggable checks that
+run once the nodes answer SSH), :mod:`.suite` (what one run boots and runs), :mod:`.run` (boot, steps,
+teardown) and :mod:`.ui` (per-step, per-host progress).
 """
 
 from __future__ import annotations

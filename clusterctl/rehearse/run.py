@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clusterctl.rehearse import nodes
-from clusterctl.rehearse.state import State
+from clusterctl.rehearse.node import lifecycle
+from clusterctl.rehearse.node.state import State
 from clusterctl.rehearse.steps import (
     OK,
     HostOutcome,
@@ -59,7 +59,7 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt()
 
 
-def rehearse(out: Path, specs: Sequence[nodes.NodeSpec], steps: Sequence[Step], progress: Progress,
+def rehearse(out: Path, specs: Sequence[lifecycle.NodeSpec], steps: Sequence[Step], progress: Progress,
              keep: bool = False, info: dict | None = None) -> Summary:
     """Boot ``specs`` under ``out``, run ``steps``, and tear down unless ``keep``. A failed step is a result
     (kept nodes can then be inspected); an exception or an interrupt always tears down."""
@@ -69,7 +69,7 @@ def rehearse(out: Path, specs: Sequence[nodes.NodeSpec], steps: Sequence[Step], 
     try:
         progress.step_started("boot", [s.name for s in specs])
         t0 = time.monotonic()
-        state = nodes.boot(out, specs)
+        state = lifecycle.boot(out, specs)
         booted = True
         boot = StepResult("boot", OK, time.monotonic() - t0)
         for n in state.nodes:
@@ -83,7 +83,7 @@ def rehearse(out: Path, specs: Sequence[nodes.NodeSpec], steps: Sequence[Step], 
         try:
             if booted and not (keep and completed):
                 t0 = time.monotonic()
-                summary.state = nodes.down(out)
+                summary.state = lifecycle.down(out)
                 summary.teardown_seconds = time.monotonic() - t0
                 summary.kept = False
         finally:

@@ -10,11 +10,14 @@ rehearsal range.
 
 from __future__ import annotations
 
+import ipaddress
+
+from clusterctl.cloud.stack.spec import cloud_network
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.roles import slurm_roles
 from clusterctl.rehearse import RehearsalError
-from clusterctl.rehearse.nodes import NodeSpec, fallback_specs
-from clusterctl.targets.ansible.addresses import group_addresses
+from clusterctl.rehearse.node.lifecycle import NodeSpec, fallback_specs
+from clusterctl.targets.ansible import group_addresses
 
 CLOUD_RESERVED = 4
 """addresses at the start of a subnet the provider keeps for itself (AWS and Azure: 4; GCP: 2)"""
@@ -49,12 +52,8 @@ def node_specs(plan: ClusterPlan, per_group: int, rid: str) -> list[NodeSpec]:
     values = [address[n] for n in names]
     if all(a is not None and ":" not in a for a in values):
         return [NodeSpec(n, a) for n, a in zip(names, values)]  # type: ignore[arg-type]
-    from clusterctl.cloud.stack.spec import cloud_network
-
-    vpc = cloud_network(plan) if plan.blueprint.cloud is not None else None
+    vpc = cloud_network(plan) if plan.cloud is not None else None
     if vpc is not None:
-        import ipaddress
-
         net = ipaddress.ip_network(vpc.cidr)
         if net.num_addresses >= len(names) + CLOUD_RESERVED + 2:
             return [NodeSpec(n, str(net.network_address + CLOUD_RESERVED + i)) for i, n in enumerate(names)]

@@ -16,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from clusterctl.rehearse.nodes import ssh
-from clusterctl.rehearse.state import State
+from clusterctl.rehearse.node.ssh import ssh
+from clusterctl.rehearse.node.state import State
 
 OK, FAILED, SKIPPED = "ok", "failed", "skipped"
 

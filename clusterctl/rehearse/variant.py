@@ -27,16 +27,17 @@ from collections.abc import Callable
 import copy
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass, field, replace
-
 from pathlib import Path
 
-import yaml
-
+from clusterctl import yamlout
+from clusterctl.blueprint.load import load_blueprint_text
 from clusterctl.errors import BlueprintError
+from clusterctl.plan import expand
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.rehearse import RehearsalError
+from clusterctl.rehearse.node.command import run_command
+from clusterctl.source import load_yaml_file
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def _run(*args: str) -> str:
     if shutil.which(args[0]) is None:
         raise RehearsalError(f"{args[0]} is not installed: a rehearsal runs the Slurm installed on this machine",
                              "apt-get install -y slurm-wlm munge (scripts/test installs them)")
-    r = subprocess.run(list(args), capture_output=True, text=True, timeout=30)
+    r = run_command(args, timeout=30)
     if r.returncode != 0:
         raise RehearsalError(f"`{' '.join(args)}` failed: {(r.stderr or r.stdout).strip()[-300:]}")
     return r.stdout
@@ -168,15 +169,11 @@ def rehearsed_plan(path: Path, plan: ClusterPlan,
                    adjust: Callable[[Variant], None] | None = None) -> tuple[ClusterPlan, Variant]:
     """The plan of the blueprint at ``path`` (already validated as ``plan``) as this machine rehearses it;
     ``adjust`` changes the variant first (a scenario's own change, e.g. version-guard's other release)."""
-    from clusterctl.blueprint.load import load_blueprint_text
-    from clusterctl.plan import expand
-    from clusterctl.source import load_yaml_file
-
     variant = rehearsal_variant(load_yaml_file(path)[0], plan, installed_slurm(), machine_hardware())
     if adjust is not None:
         adjust(variant)
     try:
-        rehearsed = expand(load_blueprint_text(yaml.safe_dump(variant.data, sort_keys=False),
+        rehearsed = expand(load_blueprint_text(yamlout.body(variant.data, dumper=yamlout.PureDumper),
                                                f"{path} (as rehearsed)"))
     except BlueprintError as exc:
         raise RehearsalError(f"{path}: cannot be rehearsed on this machine: {exc}",

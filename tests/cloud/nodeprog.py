@@ -1,6 +1,6 @@
 """Helpers for running the programs of clusterctl/cloud/node and the fake provider API as real subprocesses.
 
-    bin_dir = fake_bin(tmp_path)        # aws, gcloud, az -> clusterctl/rehearse/fake_cloud.py (+ a fake hostname)
+    bin_dir = fake_bin(tmp_path)        # aws, gcloud, az -> clusterctl/rehearse/fake/cloud.py (+ a fake hostname)
     calls(state)                        # the fake API's recorded calls, one dict per call
 """
 
@@ -14,7 +14,7 @@ import tarfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-FAKE_CLOUD = REPO / "clusterctl" / "rehearse" / "fake_cloud.py"
+FAKE_CLOUD = REPO / "clusterctl" / "rehearse" / "fake" / "cloud.py"
 NODE = REPO / "clusterctl" / "cloud" / "node"
 
 FAKE_HOSTNAME = """#!/bin/sh

@@ -1,4 +1,4 @@
-"""The fake provider API (clusterctl/rehearse/fake_cloud.py) as the rehearsal and the node-program tests use it:
+"""The fake provider API (clusterctl/rehearse/fake/cloud.py) as the rehearsal and the node-program tests use it:
 one executable acting as aws, gcloud or az by its name, recording every call and answering in the shapes the
 real CLIs document."""
 
@@ -100,6 +100,6 @@ def test_gcloud_and_az(cli):
 
 
 def test_refuses_other_names(tmp_path):
-    from clusterctl.rehearse import fake_cloud
+    from clusterctl.rehearse.fake import cloud as fake_cloud
 
     assert fake_cloud.main(["/usr/bin/kubectl", "get"]) == 2

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def require_rehearsal() -> None:
     """Skip when this machine cannot host rehearsal nodes; in CI that is a failure, not a skip."""
-    from clusterctl.rehearse import probe
+    from clusterctl.rehearse.node import probe
 
     found = probe.problems()
     if found:
@@ -26,7 +26,7 @@ def require_rehearsal() -> None:
 
 def require_deploy() -> None:
     """Every scenario but ``nodes`` also needs ansible-runner and the Debian packages the roles install."""
-    from clusterctl.rehearse.deploy import missing_packages
+    from clusterctl.rehearse.scenario.deploy import missing_packages
 
     problems = []
     try:

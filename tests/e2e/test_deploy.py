@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterctl.rehearse.state import load
+from clusterctl.rehearse.node.state import load
 from tests.e2e.conftest import require_deploy, require_rehearsal, steps
 from tests.e2e.events import roles_run
 from tests.e2e.test_nodes import leftovers
@@ -124,7 +124,7 @@ def test_nothing_of_the_rehearsal_remains(deployed):
     assert leftovers(state) == []
     mine = subprocess.run(["pgrep", "-af", str(out)], capture_output=True, text=True).stdout
     assert mine.strip() == "", f"processes still name the rehearsal directory:\n{mine}"
-    from clusterctl.rehearse.nodes import control_dir
+    from clusterctl.rehearse.node.ssh import control_dir
 
     assert not control_dir(state.id).exists(), "SSH control sockets are left"
 
@@ -164,6 +164,6 @@ def test_sigterm_during_the_converge_stops_ansible_and_every_node(tmp_path):
     assert state is not None and state.stopped and leftovers(state) == []
     mine = subprocess.run(["pgrep", "-af", str(out)], capture_output=True, text=True).stdout
     assert mine.strip() == "", f"processes still name the rehearsal directory:\n{mine}"
-    from clusterctl.rehearse.nodes import control_dir
+    from clusterctl.rehearse.node.ssh import control_dir
 
     assert not control_dir(state.id).exists(), "SSH control sockets are left"

@@ -53,7 +53,7 @@ def test_lab_cloud_runs_the_elastic_scenario_alone(cloud_lab):
 
 
 def test_rehearsed_as_lists_the_shortened_suspend_time_and_the_instance_hardware(cloud_lab):
-    from clusterctl.rehearse.elastic import SUSPEND_TIME_S
+    from clusterctl.rehearse.scenario.elastic import SUSPEND_TIME_S
 
     _, summary, out = cloud_lab
     changes = summary["rehearsed_as"]
@@ -75,7 +75,7 @@ def test_elastic_nodes_start_powered_down_with_no_daemon(cloud_lab):
 
 
 def test_a_job_resumes_one_node_by_its_user_data_and_idle_suspends_it(cloud_lab):
-    from clusterctl.rehearse.elastic import SUSPEND_TIME_S
+    from clusterctl.rehearse.scenario.elastic import SUSPEND_TIME_S
 
     _, summary, out = cloud_lab
     hosts = steps(summary)["elastic: cycle"]["hosts"]

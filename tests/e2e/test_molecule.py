@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterctl.rehearse.nodes import rehearsal_id
-from clusterctl.rehearse.state import load
+from clusterctl.rehearse.node.lifecycle import rehearsal_id
+from clusterctl.rehearse.node.state import load
 from tests.conftest import require_tool
 from tests.e2e.conftest import require_rehearsal
 

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from clusterctl.rehearse import RehearsalError
-from clusterctl.rehearse.nodes import NodeSpec, boot, down, ssh
+from clusterctl.rehearse.node.lifecycle import NodeSpec, boot, down
+from clusterctl.rehearse.node.ssh import ssh
 from clusterctl.rehearse.select import node_specs
-from clusterctl.rehearse.state import State, alive, load
+from clusterctl.rehearse.node.state import State, alive, load
 from tests.e2e.conftest import require_rehearsal
 from tests.helpers import cli, lab, plan_of
 
@@ -165,7 +166,7 @@ def test_down_after_the_booting_process_crashed(tmp_path):
     code = textwrap.dedent(f"""
         import os, signal
         from pathlib import Path
-        from clusterctl.rehearse.nodes import NodeSpec, boot
+        from clusterctl.rehearse.node.lifecycle import NodeSpec, boot
         boot(Path({str(out)!r}), [NodeSpec("gpu01", "10.10.0.17"), NodeSpec("gpu02", "10.10.0.18")])
         os.kill(os.getpid(), signal.SIGKILL)
     """)
@@ -179,9 +180,9 @@ def test_down_after_the_booting_process_crashed(tmp_path):
 
 
 def test_failed_boot_tears_down_what_it_started(tmp_path, monkeypatch):
-    from clusterctl.rehearse import nodes
+    from clusterctl.rehearse.node import lifecycle
 
-    real = nodes._launch
+    real = lifecycle._launch
     calls = []
 
     def failing(node, binds):
@@ -190,7 +191,7 @@ def test_failed_boot_tears_down_what_it_started(tmp_path, monkeypatch):
             raise RehearsalError("injected failure")
         return real(node, binds)
 
-    monkeypatch.setattr(nodes, "_launch", failing)
+    monkeypatch.setattr(lifecycle, "_launch", failing)
     with pytest.raises(RehearsalError, match="injected"):
         boot(tmp_path / "r", lab_specs())
     state = load(tmp_path / "r")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterctl.rehearse.state import load
+from clusterctl.rehearse.node.state import load
 from tests.e2e.conftest import steps
 from tests.e2e.test_nodes import leftovers
 

@@ -1,6 +1,6 @@
 """A rehearsal node's bind mount points are made inside the node's root, never through its symlinks on the host.
 
-Stage 1 of a node (clusterctl/rehearse/nodes.py, STAGE1) still sees the host's mount tree. It used to run
+Stage 1 of a node (clusterctl/rehearse/node/lifecycle.py, STAGE1) still sees the host's mount tree. It used to run
 ``mkdir -p "$root$2"``: with the node's ``/var/run -> /run`` (an absolute symlink, as on Debian), that made
 ``/run/<mount>`` on the host and bound the share there. No node is booted here: a directory stands for the
 node's root, and its absolute symlink points at a directory of the test that stands for the host's.
@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from clusterctl.rehearse import nodes
+from clusterctl.rehearse.node import lifecycle
 
 
 def _node_root(tmp_path):
@@ -30,7 +30,7 @@ def _node_root(tmp_path):
 
 def _bind_loop() -> str:
     """The lines of STAGE1 that make the bind mount points and mount them."""
-    lines = nodes.STAGE1.splitlines()
+    lines = lifecycle.STAGE1.splitlines()
     start = lines.index("while [ $# -ge 2 ]; do")
     return "\n".join(lines[start:lines.index("done", start) + 1])
 
@@ -40,7 +40,7 @@ def test_stage1_makes_a_mount_point_under_an_absolute_symlink_inside_the_node(tm
     share = tmp_path / "share"
     share.mkdir()
     log = tmp_path / "mounts"
-    from clusterctl.rehearse import node_path
+    from clusterctl.rehearse.node import path as node_path
 
     script = ("set -eu\nmount() { echo \"$@\" >> \"$LOG\"; }\n"
               + f'root="$ROOT" python="{sys.executable}" node_path="{node_path.__file__}"\n'
@@ -55,7 +55,7 @@ def test_stage1_makes_a_mount_point_under_an_absolute_symlink_inside_the_node(tm
 
 
 def test_an_absolute_symlink_is_resolved_from_the_node_root(tmp_path):
-    from clusterctl.rehearse.node_path import resolve_in_root
+    from clusterctl.rehearse.node.path import resolve_in_root
 
     root, host_run = _node_root(tmp_path)
     got = resolve_in_root(str(root), "/var/run/a/b")
@@ -65,7 +65,7 @@ def test_an_absolute_symlink_is_resolved_from_the_node_root(tmp_path):
 
 
 def test_dot_dot_and_relative_symlinks_never_climb_above_the_node_root(tmp_path):
-    from clusterctl.rehearse.node_path import resolve_in_root
+    from clusterctl.rehearse.node.path import resolve_in_root
 
     root = tmp_path / "node"
     (root / "srv").mkdir(parents=True)
@@ -76,7 +76,7 @@ def test_dot_dot_and_relative_symlinks_never_climb_above_the_node_root(tmp_path)
 
 
 def test_a_symlink_loop_or_a_file_in_the_path_is_refused(tmp_path):
-    from clusterctl.rehearse.node_path import resolve_in_root
+    from clusterctl.rehearse.node.path import resolve_in_root
 
     root = tmp_path / "node"
     root.mkdir()
@@ -93,7 +93,7 @@ def test_a_symlink_loop_or_a_file_in_the_path_is_refused(tmp_path):
 
 
 def test_the_helper_as_stage1_runs_it_prints_the_path_or_fails(tmp_path):
-    from clusterctl.rehearse import node_path
+    from clusterctl.rehearse.node import path as node_path
 
     root, host_run = _node_root(tmp_path)
     (root / "file").write_text("")

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from clusterctl.rehearse import RehearsalError
+from clusterctl.rehearse.node.command import run_command
 
+PROBE_TIMEOUT_S = 30.0
+"""how long one probing command (``ip link add``) may take"""
 NAMESPACES = ("net", "uts", "mnt", "pid")
 """namespace kinds every node gets (see /proc/self/ns)"""
 
@@ -55,9 +57,9 @@ def _can_bridge() -> bool:
     if ip is None:
         return False
     name = "rhprobe" + uuid.uuid4().hex[:8]
-    made = subprocess.run([ip, "link", "add", name, "type", "bridge"], capture_output=True).returncode == 0
+    made = run_command([ip, "link", "add", name, "type", "bridge"], timeout=PROBE_TIMEOUT_S).returncode == 0
     if made:
-        subprocess.run([ip, "link", "del", name], capture_output=True)
+        run_command([ip, "link", "del", name], timeout=PROBE_TIMEOUT_S)
     return made
 
 

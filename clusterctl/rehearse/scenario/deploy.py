@@ -14,7 +14,6 @@ import os
 import secrets
 import shlex
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -24,11 +23,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
+from clusterctl import yamlout
 from clusterctl.plan.roles import slurm_roles
-from clusterctl.rehearse.nodes import control_dir, ssh
-from clusterctl.rehearse.state import Proc, State, alive, proc_of, state_dir
+from clusterctl.rehearse import RehearsalError
+from clusterctl.rehearse.node.command import run_command
+from clusterctl.rehearse.node.files import write_text_atomic
+from clusterctl.rehearse.node.ssh import control_dir, ssh
+from clusterctl.rehearse.scenario.base import Build, Scenario
+from clusterctl.rehearse.scenario.needs import STATIC_COMPUTE
+from clusterctl.rehearse.node.state import Proc, State, alive, proc_of, state_dir
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
 HARDWARE_ROLES = ("doca_ofed", "nvidia_driver", "nvidia_imex", "dcgm", "enroot_pyxis", "roce_network", "gcp_tcpxo")
@@ -86,16 +89,13 @@ libpam-slurm-adopt and logrotate: the slurm_compute and common roles')"""
 
 def missing_packages() -> list[str]:
     """The :data:`PACKAGES` not installed on this machine."""
-    r = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${db:Status-Status}\n", *PACKAGES],
-                       capture_output=True, text=True)
+    r = run_command(["dpkg-query", "-W", "-f", "${Package} ${db:Status-Status}\n", *PACKAGES], timeout=60)
     installed = {line.split()[0] for line in r.stdout.splitlines() if line.endswith(" installed")}
     return [p for p in PACKAGES if p not in installed]
 
 
 def require_packages() -> None:
     """Refuse (exit 2, with the apt-get line) before booting anything when a package is missing."""
-    from clusterctl.rehearse import RehearsalError
-
     missing = missing_packages()
     if missing:
         raise RehearsalError(f"the deploy rehearsal needs Debian package(s) {', '.join(missing)} on this machine "
@@ -137,33 +137,30 @@ def cluster_of(plan, hosts: Sequence[str]) -> Cluster:
 
 # --- files the converge reads ---------------------------------------------------------------------------
 
-def _write_private(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    path.chmod(0o600)
+def commented_vars(title: str, table: dict[str, tuple[object, str]]) -> str:
+    """An Ansible variables file of ``table`` (name -> (value, reason)): the title, then each variable under
+    its reason as a comment."""
+    return yamlout.comment_lines([title]) + "".join(
+        yamlout.comment_lines([why]) + yamlout.body({key: value}, dumper=yamlout.PureDumper)
+        for key, (value, why) in table.items())
 
 
 def rehearsal_vars_text() -> str:
     """:data:`REHEARSAL_VARS` as a YAML variables file, each value with its reason."""
-    lines = ["# clusterctl rehearsal: variables for rehearsal nodes (clusterctl/rehearse/deploy.py)"]
-    for key, (value, why) in REHEARSAL_VARS.items():
-        lines.append(f"# {why}")
-        lines.append(yaml.safe_dump({key: value}, default_flow_style=False).strip())
-    return "\n".join(lines) + "\n"
+    return commented_vars("clusterctl rehearsal: variables for rehearsal nodes (clusterctl/rehearse/scenario/deploy.py)",
+                          REHEARSAL_VARS)
 
 
 def rehearsal_files(state: State) -> tuple[Path, Path]:
     """Write the rehearsal variables file (with reasons) and a fresh secrets file (0600); return both."""
     sdir = state_dir(Path(state.dir))
     vars_path = sdir / "deploy-vars.yml"
-    vars_path.write_text(rehearsal_vars_text())
+    write_text_atomic(vars_path, rehearsal_vars_text())
     secrets_path = sdir / "secrets.yml"
     if not secrets_path.exists():  # kept across converges of one rehearsal: a new key would restart munged
-        _write_private(secrets_path, yaml.safe_dump({
+        write_text_atomic(secrets_path, yamlout.body({
             "vault_munge_key": secrets.token_urlsafe(96),
-            "vault_slurmdbd_storage_pass": secrets.token_urlsafe(24)}))
+            "vault_slurmdbd_storage_pass": secrets.token_urlsafe(24)}), 0o600)
     return vars_path, secrets_path
 
 
@@ -179,6 +176,22 @@ class RunOutcome:
     stats: dict[str, dict[str, int]] = field(default_factory=dict)
     changed: dict[str, list[str]] = field(default_factory=dict)
     failed: dict[str, list[str]] = field(default_factory=dict)
+
+    def on_event(self, event: dict) -> bool:
+        """ansible-runner's event handler: the changed and failed tasks per host, and the play recap."""
+        data = event.get("event_data") or {}
+        host = data.get("host")
+        kind = event.get("event")
+        if kind == "runner_on_ok" and host and (data.get("res") or {}).get("changed"):
+            self.changed.setdefault(host, []).append(_task_name(data))
+        elif kind in ("runner_on_failed", "runner_on_unreachable") and host and not data.get("ignore_errors"):
+            msg = str((data.get("res") or {}).get("msg", ""))[:300]
+            self.failed.setdefault(host, []).append(f"{_task_name(data)}: {msg}")
+        elif kind == "playbook_on_stats":
+            for key in ("ok", "changed", "failures", "dark", "skipped", "rescued", "ignored"):
+                for h, n in (data.get(key) or {}).items():
+                    self.stats.setdefault(h, {})[key] = n
+        return True
 
 
 def _task_name(data: dict) -> str:
@@ -197,17 +210,52 @@ def run_playbook(state: State, hosts: Sequence[str], tuning: dict[str, str] | No
     sockets (torn down with the nodes); facts are cached in DIR/.rehearsal/facts; ``tuning`` overrides
     ANSIBLE_* settings (the benchmark compares pipelining, forks and fact caching with it)."""
     try:
-        import ansible_runner
+        import ansible_runner  # an optional dependency (the rehearse extra): validate and render run without it
     except ImportError:
         raise StepFailed("ansible-runner is not installed: pip install 'clusterctl[rehearse]'") from None
     out = Path(state.dir)
     sdir = state_dir(out)
     vars_path, secrets_path = rehearsal_files(state)
-    cp = control_dir(state.id)
-    cp.mkdir(parents=True, exist_ok=True, mode=0o700)
     for d in (sdir / "runner", sdir / "facts"):
         d.mkdir(exist_ok=True)
-    env = {
+    env = runner_env(state, tuning)
+    result = RunOutcome("failed", -1, 0.0)
+    cmdline = ["--limit", ",".join(hosts), "--skip-tags", ",".join(HARDWARE_ROLES),
+               "-e", f"@{vars_path}", "-e", f"@{secrets_path}", *extra_args]
+    cancel, done = threading.Event(), threading.Event()
+    t0 = time.monotonic()
+    # in a thread, so that Ctrl-C or SIGTERM (KeyboardInterrupt in this thread) cancels the run: the runner
+    # then stops ansible-playbook before the rehearsal tears the nodes down, and no ansible process is left
+    thread, r = ansible_runner.run_async(
+        private_data_dir=str(sdir / "runner"), project_dir=str(out / "ansible"), playbook=playbook,
+        cmdline=shlex.join(cmdline), envvars=env, ident=ident, forks=forks or max(1, len(hosts)),
+        event_handler=result.on_event, cancel_callback=cancel.is_set, finished_callback=lambda _runner: done.set(),
+        # rotate_artifacts=0: keep the artifacts of every run (a run of every scenario makes five; the summary's
+        # readers and the tests read the event streams after the rehearsal)
+        quiet=True, rotate_artifacts=0, timeout=1800,
+        # one fact cache for every run of the rehearsal (ansible-runner's default is one per run, so the
+        # second converge would gather again); absolute, so the runner does not put it under its artifacts
+        fact_cache_type=env.get("ANSIBLE_CACHE_PLUGIN", "jsonfile"), fact_cache=str(sdir / "facts"))
+    _wait(thread, done, cancel)
+    result.seconds = time.monotonic() - t0
+    result.status, result.rc = r.status, r.rc
+    if not result.stats and r.rc != 0:
+        tail = ""
+        try:
+            tail = r.stdout.read()[-1500:]
+        except Exception:
+            pass
+        raise StepFailed(f"ansible-playbook exited {r.rc} ({r.status}) before any host finished: {tail}")
+    return result
+
+
+def runner_env(state: State, tuning: dict[str, str] | None) -> dict[str, str]:
+    """The ANSIBLE_* settings of a run: SSH through the rehearsal's config with per-rehearsal control sockets
+    (made here), host keys checked, ``tuning`` last."""
+    sdir = state_dir(Path(state.dir))
+    cp = control_dir(state.id)
+    cp.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return {
         "ANSIBLE_SSH_ARGS": f"-F {state.ssh_config} -o ControlMaster=auto -o ControlPersist=120s",
         "ANSIBLE_SSH_CONTROL_PATH_DIR": str(cp),
         "ANSIBLE_SSH_CONTROL_PATH": "%(directory)s/%%C",
@@ -219,39 +267,10 @@ def run_playbook(state: State, hosts: Sequence[str], tuning: dict[str, str] | No
         "ANSIBLE_FORCE_COLOR": "0",
         **(tuning or {}),
     }
-    result = RunOutcome("failed", -1, 0.0)
 
-    def on_event(event: dict) -> bool:
-        data = event.get("event_data") or {}
-        host = data.get("host")
-        kind = event.get("event")
-        if kind == "runner_on_ok" and host and (data.get("res") or {}).get("changed"):
-            result.changed.setdefault(host, []).append(_task_name(data))
-        elif kind in ("runner_on_failed", "runner_on_unreachable") and host and not data.get("ignore_errors"):
-            msg = str((data.get("res") or {}).get("msg", ""))[:300]
-            result.failed.setdefault(host, []).append(f"{_task_name(data)}: {msg}")
-        elif kind == "playbook_on_stats":
-            for key in ("ok", "changed", "failures", "dark", "skipped", "rescued", "ignored"):
-                for h, n in (data.get(key) or {}).items():
-                    result.stats.setdefault(h, {})[key] = n
-        return True
 
-    cmdline = ["--limit", ",".join(hosts), "--skip-tags", ",".join(HARDWARE_ROLES),
-               "-e", f"@{vars_path}", "-e", f"@{secrets_path}", *extra_args]
-    cancel, done = threading.Event(), threading.Event()
-    t0 = time.monotonic()
-    # in a thread, so that Ctrl-C or SIGTERM (KeyboardInterrupt in this thread) cancels the run: the runner
-    # then stops ansible-playbook before the rehearsal tears the nodes down, and no ansible process is left
-    thread, r = ansible_runner.run_async(
-        private_data_dir=str(sdir / "runner"), project_dir=str(out / "ansible"), playbook=playbook,
-        cmdline=shlex.join(cmdline), envvars=env, ident=ident, forks=forks or max(1, len(hosts)),
-        event_handler=on_event, cancel_callback=cancel.is_set, finished_callback=lambda _runner: done.set(),
-        # rotate_artifacts=0: keep the artifacts of every run (a run of every scenario makes five; the summary's
-        # readers and the tests read the event streams after the rehearsal)
-        quiet=True, rotate_artifacts=0, timeout=1800,
-        # one fact cache for every run of the rehearsal (ansible-runner's default is one per run, so the
-        # second converge would gather again); absolute, so the runner does not put it under its artifacts
-        fact_cache_type=env.get("ANSIBLE_CACHE_PLUGIN", "jsonfile"), fact_cache=str(sdir / "facts"))
+def _wait(thread: threading.Thread, done: threading.Event, cancel: threading.Event) -> None:
+    """Wait for the runner's thread; on an interrupt, kill ansible's whole process tree, cancel, re-raise."""
     try:  # Event.wait, not Thread.join: a join interrupted by KeyboardInterrupt may not wait again
         while not done.wait(0.2) and thread.is_alive():
             pass
@@ -264,16 +283,6 @@ def run_playbook(state: State, hosts: Sequence[str], tuning: dict[str, str] | No
         done.wait(60)
         raise
     thread.join(5)
-    result.seconds = time.monotonic() - t0
-    result.status, result.rc = r.status, r.rc
-    if not result.stats and r.rc != 0:
-        tail = ""
-        try:
-            tail = r.stdout.read()[-1500:]
-        except Exception:
-            pass
-        raise StepFailed(f"ansible-playbook exited {r.rc} ({r.status}) before any host finished: {tail}")
-    return result
 
 
 def descendants(pid: int) -> list[Proc]:
@@ -367,13 +376,14 @@ def _converge(state: State, record: Record, ident: str, tuning: dict[str, str] |
     return outcome
 
 
-@dataclass
-class Converge:
-    """The rendered site.yml, run once over SSH on every rehearsal host (after the node preparation)."""
+@dataclass(kw_only=True)
+class ConvergeAgain:
+    """The rendered site.yml run again: every host must report changed=0 (the roles are idempotent on real
+    hosts). The settings below are :class:`Converge`'s too."""
 
-    cluster: Cluster
-    name: str = "converge"
+    name: str = "converge-again"
     tuning: dict[str, str] | None = None
+    """ANSIBLE_* settings over the rehearsal's (the benchmark compares pipelining, forks and fact caching)"""
     forks: int | None = None
     """default: one fork per host"""
     last: RunOutcome | None = None
@@ -382,30 +392,28 @@ class Converge:
     batch: str | None = None
     """the compute play's batch for this run (default: the rendered rolling policy)"""
 
+    def _run(self, state: State, record: Record, *, require_unchanged: bool) -> None:
+        self.last = _converge(state, record, self.name, self.tuning, self.forks, require_unchanged=require_unchanged,
+                              hosts=self.hosts, batch=self.batch)
+
+    def run(self, state: State, record: Record) -> None:
+        self._run(state, record, require_unchanged=True)
+
+
+@dataclass(kw_only=True)
+class Converge(ConvergeAgain):
+    """The rendered site.yml, run once over SSH on every rehearsal host (after the node preparation)."""
+
+    cluster: Cluster = field(kw_only=False)
+    name: str = "converge"
+
     def run(self, state: State, record: Record) -> None:
         errors = prepare_nodes(state, self.cluster)
         for host, err in errors.items():
             record(host, HostOutcome(FAILED, 0.0, err))
         if errors:
             raise StepFailed("node preparation failed")
-        self.last = _converge(state, record, "converge", self.tuning, self.forks, require_unchanged=False,
-                              hosts=self.hosts, batch=self.batch)
-
-
-@dataclass
-class ConvergeAgain:
-    """The same run again: every host must report changed=0 (the roles are idempotent on real hosts)."""
-
-    name: str = "converge-again"
-    tuning: dict[str, str] | None = None
-    forks: int | None = None
-    last: RunOutcome | None = None
-    hosts: tuple[str, ...] | None = None
-    batch: str | None = None
-
-    def run(self, state: State, record: Record) -> None:
-        self.last = _converge(state, record, "converge-again", self.tuning, self.forks, require_unchanged=True,
-                              hosts=self.hosts, batch=self.batch)
+        self._run(state, record, require_unchanged=False)
 
 
 # --- testinfra --------------------------------------------------------------------------------------------
@@ -469,8 +477,7 @@ class Testinfra:
                 f"--ansible-inventory={out / 'ansible' / 'inventory.yml'}", f"--ssh-config={state.ssh_config}",
                 "-m", deselect, "-k", keyword, f"--junitxml={junit}", str(out / "tests" / f"test_{group}.py")]
         env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_SSH_ARGS": f"-F {state.ssh_config}"}
-        r = subprocess.run(args, cwd=out, capture_output=True, text=True, timeout=self.timeout_s,
-                           stdin=subprocess.DEVNULL, env=env)
+        r = run_command(args, cwd=out, timeout=self.timeout_s, env=env)
         return _junit_counts(junit, hosts), _failures(junit), (r.stdout + r.stderr)[-800:] if r.returncode else ""
 
     def run(self, state: State, record: Record) -> None:
@@ -563,3 +570,14 @@ def deploy_steps(cluster: Cluster, prepare: Cluster | None = None) -> list:
     if cluster.controllers and cluster.compute:
         steps.append(Srun(cluster))
     return steps
+
+
+class DeployScenario(Scenario):
+    name = "deploy"
+    proves = ("the rendered site.yml converges every host, changes nothing the second time, the rendered testinfra "
+              "suite passes, and srun starts one PMIx rank per compute host")
+    needs = (STATIC_COMPUTE,)
+
+    def steps(self, build: Build) -> list:
+        build.info["shared_storage"] = SHARED_STORAGE
+        return [build.label(s, self.name) for s in deploy_steps(build.cluster, prepare=build.everyone)]

@@ -16,7 +16,7 @@ A node is a process tree in its own network, UTS, mount and PID namespaces:
   tmpfs /run, /tmp and /dev/shm. Then ``pivot_root`` drops the host's mount tree from the node
   entirely: the node cannot reach the host's /etc except read-only through the lower layer (copy-up
   on write).
-- **PID**: the node's PID 1 is :mod:`clusterctl.rehearse.node_init` (reaps, runs sshd, stops all).
+- **PID**: the node's PID 1 is :mod:`clusterctl.rehearse.node.pid1` (reaps, runs sshd, stops all).
 
 The overlay and the node's other mounts exist only in the node's mount namespace, so they vanish with
 its last process; the host's mount table never holds them.
@@ -31,15 +31,18 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusterctl.rehearse import RehearsalError, node_path, probe
-from clusterctl.rehearse.state import (
+from clusterctl.rehearse import RehearsalError
+from clusterctl.rehearse.node import path as node_path, pid1, probe
+from clusterctl.rehearse.node.files import write_text_atomic
+from clusterctl.rehearse.node.command import CommandResult, run_command, start_detached
+from clusterctl.rehearse.node.ssh import control_dir
+from clusterctl.rehearse.node.state import (
     NodeRecord,
     Proc,
     State,
@@ -66,7 +69,7 @@ DEVICES = (("null", 1, 3, 0o666), ("zero", 1, 5, 0o666), ("full", 1, 7, 0o666), 
 # Runs as PID 1 of the new PID namespace, inside the node's net/UTS/mount namespaces, still seeing the
 # host's mount tree; builds the node's root and replaces itself with the init. Arguments: name, upper,
 # work, merged, cpus, python, the node_path helper, then pairs of (host path, node path) to bind. A bind's
-# node path is resolved and created inside the node's root by the helper (clusterctl/rehearse/node_path.py):
+# node path is resolved and created inside the node's root by the helper (clusterctl/rehearse/node/path.py):
 # a plain ``mkdir -p "$root$2"`` would follow the node's absolute symlinks (/var/run -> /run) on the host.
 STAGE1 = r"""
 set -eu
@@ -142,8 +145,12 @@ def fallback_specs(names: Sequence[str], rid: str) -> list[NodeSpec]:
     return [NodeSpec(n, str(net.network_address + i)) for i, n in enumerate(names, 1)]
 
 
-def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(list(args), capture_output=True, text=True)
+COMMAND_TIMEOUT_S = 30.0
+"""how long one ``ip``, ``ssh-keygen``, ``umount`` or probe command may take"""
+
+
+def _run(*args: str) -> CommandResult:
+    return run_command(args, timeout=COMMAND_TIMEOUT_S)
 
 
 def _must(*args: str) -> None:
@@ -200,24 +207,18 @@ def _keygen(path: Path, comment: str) -> str:
     return path.with_suffix(".pub").read_text().strip()
 
 
-def _write(path: Path, text: str, mode: int = 0o644) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    path.chmod(mode)
-
-
 def _prepare_upper(node: NodeRecord, spec: NodeSpec, user_key: str, hosts: str, init_src: str) -> str:
     """Files the node starts with, written into its upper layer only; returns the node's public host key."""
     up = node.upper
     (up / "root" / ".ssh").mkdir(parents=True, exist_ok=True)
     (up / "root" / ".ssh").chmod(0o700)
-    _write(up / "root" / ".ssh" / "authorized_keys", user_key + "\n", 0o600)
+    write_text_atomic(up / "root" / ".ssh" / "authorized_keys", user_key + "\n", 0o600)
     (up / "etc" / "ssh").mkdir(parents=True, exist_ok=True)
     host_key = _keygen(up / "etc" / "ssh" / "ssh_host_ed25519_key", f"root@{spec.name}")
-    _write(up / "etc" / "ssh" / "sshd_config", SSHD_CONFIG.format(name=spec.name, address=spec.address))
-    _write(up / "etc" / "hostname", spec.name + "\n")
-    _write(up / "etc" / "hosts", hosts)
-    _write(up / INIT_PATH.lstrip("/"), init_src, 0o755)
+    write_text_atomic(up / "etc" / "ssh" / "sshd_config", SSHD_CONFIG.format(name=spec.name, address=spec.address))
+    write_text_atomic(up / "etc" / "hostname", spec.name + "\n")
+    write_text_atomic(up / "etc" / "hosts", hosts)
+    write_text_atomic(up / INIT_PATH.lstrip("/"), init_src, 0o755)
     # /sbin/init -> the rehearsal init, not systemd: Ansible's service-manager fact reads this link when
     # PID 1 is named "init" and would pick systemd (whose systemctl cannot work without systemd as PID 1);
     # now it picks sysvinit, so ansible.builtin.service runs the /etc/init.d scripts. Written at the real
@@ -270,8 +271,8 @@ def namespace_cpu() -> int | None:
     per process: from a throwaway namespace made on each CPU in turn); None when every CPU can, or none can."""
     cpus = sorted(os.sched_getaffinity(0))
     env = {**os.environ, "CPUS": " ".join(map(str, cpus))}
-    results = {c: subprocess.run(["taskset", "-c", str(c), "unshare", "--mount", "--propagation", "private",
-                                  "/bin/sh", "-c", NS_HOLD_PROBE], env=env, capture_output=True).returncode
+    results = {c: run_command(["taskset", "-c", str(c), "unshare", "--mount", "--propagation", "private",
+                               "/bin/sh", "-c", NS_HOLD_PROBE], env=env, timeout=COMMAND_TIMEOUT_S).returncode
                for c in cpus}
     good = [c for c, rc in results.items() if rc == 0]
     return good[0] if good and len(good) < len(cpus) else None
@@ -289,10 +290,8 @@ def _launch(node: NodeRecord, binds: Sequence[tuple[str, str]]) -> Proc:
             every, sys.executable, node_path.__file__]
     for host_path, path_in_node in binds:
         args += [host_path, path_in_node]
-    with open(node.console, "ab") as console:
-        p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=console, stderr=subprocess.STDOUT,
-                             start_new_session=True, close_fds=True)
-    return proc_of(p.pid) or Proc(p.pid, 0)
+    pid = start_detached(args, log=node.console)
+    return proc_of(pid) or Proc(pid, 0)
 
 
 def _init_of(launcher: Proc, deadline: float) -> Proc | None:
@@ -380,7 +379,7 @@ def boot(out: Path, specs: Sequence[NodeSpec], caps: probe.Capabilities = probe.
 
 def _boot_all(state: State, specs: Sequence[NodeSpec]) -> None:
     _keygen(Path(state.key), f"clusterctl-rehearsal-{state.id}")
-    init_src = (Path(__file__).parent / "node_init.py").read_text()
+    init_src = Path(pid1.__file__).read_text()
     hosts = _hosts_file(specs)
     state.bridge_created = True
     state.netns_mount_created = not _is_mount_point(NETNS_DIR)
@@ -415,8 +414,8 @@ def _boot_all(state: State, specs: Sequence[NodeSpec]) -> None:
         save(state)
         if node.init is None:
             raise RehearsalError(f"node {spec.name} did not start", f"console log: {node.console}")
-    Path(state.known_hosts).write_text("\n".join(known) + "\n")
-    Path(state.ssh_config).write_text(_ssh_config(state))
+    write_text_atomic(Path(state.known_hosts), "\n".join(known) + "\n")
+    write_text_atomic(Path(state.ssh_config), _ssh_config(state))
     _wait_ssh(state, deadline)
 
 
@@ -447,12 +446,6 @@ def _mounted_under(root: str) -> list[str]:
             if point == root or point.startswith(root + "/"):
                 found.append(point)
     return sorted(found, key=len, reverse=True)
-
-
-def control_dir(rid: str) -> Path:
-    """Where SSH clients of rehearsal ``rid`` keep their control sockets (Ansible's ControlPersist). Not under
-    DIR: a Unix socket path has at most 107 bytes, and ssh adds 17 to the 40 of ``%C``."""
-    return Path("/run/clusterctl-rehearsal") / rid
 
 
 def _close_ssh_masters(cp: Path) -> None:
@@ -525,13 +518,3 @@ def down(out: Path) -> State:
     save(state)
     return state
 
-
-def ssh_command(state: State, node: str, command: str) -> list[str]:
-    """The argv that runs ``command`` on ``node`` as root over the rehearsal's SSH config."""
-    return ["ssh", "-F", state.ssh_config, node, command]
-
-
-def ssh(state: State, node: str, command: str, timeout: float = 30.0) -> subprocess.CompletedProcess:
-    """Run ``command`` on ``node`` over SSH (key and pinned host key of the rehearsal)."""
-    return subprocess.run(ssh_command(state, node, command), capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)

@@ -24,10 +24,15 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from clusterctl.rehearse.deploy import Cluster, _recap_outcome, run_playbook
-from clusterctl.rehearse.nodes import ssh
-from clusterctl.rehearse.scenarios import _ssh_ok, node_state, runner_events, wait_for, wait_running
-from clusterctl.rehearse.state import State
+from clusterctl.rehearse import RehearsalError
+from clusterctl.rehearse.node.lifecycle import NodeSpec
+from clusterctl.rehearse.scenario.base import SLURM_AND_COMPUTE, Build, Scenario, write_render
+from clusterctl.rehearse.scenario.needs import STATIC_COMPUTE
+from clusterctl.rehearse.select import node_specs
+from clusterctl.rehearse.scenario.deploy import Cluster, _recap_outcome, run_playbook
+from clusterctl.rehearse.node.ssh import ssh
+from clusterctl.rehearse.scenario.observe import node_state, runner_events, ssh_ok, wait_for, wait_running
+from clusterctl.rehearse.node.state import State
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
 NEW_PARTITION = "rehearsal"
@@ -73,8 +78,6 @@ def _next_host(name: str, taken: set[str]) -> str:
 
 def change_blueprint(data: dict, plan) -> tuple[dict, RollingChange]:
     """``data`` (the rehearsal variant's blueprint) with the rolling change applied; ``data`` is not modified."""
-    from clusterctl.rehearse import RehearsalError
-
     out = copy.deepcopy(data)
     slurm = out.get("slurm")
     groups = out.get("node_groups")
@@ -157,7 +160,7 @@ class Rolling:
                            or None, 90)
         if not idle:
             raise StepFailed(f"compute nodes not idle: {[node_state(state, via, h) for h in self.before.compute]}")
-        job = _ssh_ok(state, via, f"sbatch --parsable -N1 -w {victim} -t 10 -J rehearse-rolling "
+        job = ssh_ok(state, via, f"sbatch --parsable -N1 -w {victim} -t 10 -J rehearse-rolling "
                                   f"--wrap {shlex.quote(JOB_SCRIPT)}").strip().split(";")[0]
         wait_running(state, via, job)
         self.rerender()
@@ -181,9 +184,9 @@ class Rolling:
         compute = list(self.after.compute)
         idle, _ = wait_for(lambda: all(node_state(state, via, h)[0].lower() == "idle" for h in compute) or None, 60)
         states = {h: node_state(state, via, h) for h in compute}
-        parts = _ssh_ok(state, via, "sinfo -h -o '%P %D'")
+        parts = ssh_ok(state, via, "sinfo -h -o '%P %D'")
         new_part = any(line.split()[0].rstrip("*") == NEW_PARTITION for line in parts.splitlines() if line.split())
-        shown = _ssh_ok(state, via, f"scontrol show partition {self.change.partition} --oneliner")
+        shown = ssh_ok(state, via, f"scontrol show partition {self.change.partition} --oneliner")
         max_time = (re.search(r"\bMaxTime=(\S+)", shown) or [None, "?"])[1]
         want = self.change.max_time[1]
         if not new_part or max_time != want:
@@ -219,3 +222,36 @@ class Rolling:
         record(via, HostOutcome(OK, seconds, f"job {job} COMPLETED; partition {NEW_PARTITION} added; "
                                              f"{self.change.partition} MaxTime={max_time}",
                                 {"changed": run_changed.get(via, 0)}))
+
+
+class RollingScenario(Scenario):
+    """Boots the grown cluster's new node from the start (outside the rendered inventory until the change);
+    runs last, because it re-renders the changed blueprint over the rehearsal's own adjustments."""
+
+    name = "rolling"
+    proves = ("a changed blueprint (a Slurm option, a new partition, one more node) rolls onto a cluster running a "
+              "job without killing it, every slurmd restarted while it ran no job")
+    needs = (STATIC_COMPUTE, SLURM_AND_COMPUTE)
+
+    def nodes(self, build: Build, specs: list[NodeSpec]) -> list[NodeSpec]:
+        holder: dict = {}
+
+        def changed(var) -> None:
+            build.adjust(var)
+            var.data, holder["change"] = change_blueprint(var.data, build.base)
+        build.final_plan, _ = build.rehearsed(changed)
+        self.change = holder["change"]
+        grown = node_specs(build.final_plan, build.per_group, build.rid)
+        moved = {s.name: (s.address, a.address) for s in specs for a in grown if a.name == s.name
+                 and a.address != s.address}
+        if moved:
+            raise RehearsalError(f"the rolling change would move hosts to other addresses: {moved}",
+                                 "docs/rehearse.md, 'rolling'")
+        build.booted_early = frozenset({self.change.new_host})
+        build.info["rolling_change"] = self.change.summary()
+        return grown
+
+    def steps(self, build: Build) -> list:
+        after_files = build.render(build.final_plan)
+        return [build.label(Rolling(build.cluster, build.everyone, lambda: write_render(after_files, build.output),
+                                    self.change), self.name)]

@@ -7,7 +7,7 @@ powered down. Then:
 
 1. ``setup``: the rehearsal's stand-ins for the cloud, on the head node and in the rehearsal directory:
 
-   - the fake provider API (``clusterctl/rehearse/fake_cloud.py``) installed as the provider's CLI (``aws``,
+   - the fake provider API (``clusterctl/rehearse/fake/cloud.py``) installed as the provider's CLI (``aws``,
      ``gcloud``, ``az``) in ``/usr/local/bin`` of the head node, with ``addresses.json`` ({host: rehearsal
      address}) in its state directory, owned by SlurmUser (slurmctld runs ResumeProgram as SlurmUser);
    - the stack (``cloud/stack.json``: what the Pulumi program writes; here :func:`rehearsal_stack`, with the
@@ -38,17 +38,28 @@ import gzip
 import json
 import re
 import shlex
-import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
 
-from clusterctl.rehearse.deploy import HARDWARE_ROLES, Cluster, rehearsal_vars_text
-from clusterctl.rehearse.nodes import ssh, ssh_command
-from clusterctl.rehearse.scenarios import launch_failure
-from clusterctl.rehearse.state import State, state_dir
+from clusterctl import hostlist
+from clusterctl.cloud.pulumi.aws import stack_json
+from clusterctl.cloud.stack.bundle import OBJECT_KEY, config_bundle
+from clusterctl.cloud.stack.spec import cloud_spec
+from clusterctl.cloud.stack.userdata import bootstrap_config, user_data
+from clusterctl.rehearse.fake import cloud as fake_cloud
+from clusterctl.rehearse.node.files import write_text_atomic
+from clusterctl.rehearse.node.command import CommandTimeout
+from clusterctl.rehearse.node.lifecycle import NodeSpec
+from clusterctl.rehearse.node.ssh import ssh, write_file
+from clusterctl.rehearse.node.state import State, state_dir
+from clusterctl.rehearse.scenario.base import Build, Scenario
+from clusterctl.rehearse.scenario.deploy import HARDWARE_ROLES, Cluster, Converge, rehearsal_files, rehearsal_vars_text
+from clusterctl.rehearse.scenario.needs import ELASTIC_GROUP, elastic_hosts
+from clusterctl.rehearse.scenario.observe import launch_failure, wait_for
+from clusterctl.rehearse.select import node_specs
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
 BUCKET = "/srv/clusterctl-bucket"
@@ -65,8 +76,7 @@ SUSPEND_TIMEOUT_S = 30
 RUNCMD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 CLOUD_CONFIG_KEYS = {"hostname", "fqdn", "prefer_fqdn_over_hostname", "preserve_hostname", "manage_etc_hosts",
                      "write_files", "runcmd"}
-"""the cloud-config keys the stand-in applies (the ones clusterctl.cloud.stack.userdata renders); any other is
-refused"""
+"""the cloud-config keys the stand-in applies (the ones clusterctl.cloud.stack.userdata renders); any other is refused"""
 CALLS_FILE = "elastic-calls.jsonl"
 """in DIR/.rehearsal: the fake provider API's calls.jsonl of the head node after the cycle"""
 CONTROL_FILE = "elastic-cycle.json"
@@ -75,22 +85,6 @@ JOB = "hostname; test -c /dev/nvidia0 && echo gpu-stand-in; sleep 5"
 
 
 # --- what the blueprint as rehearsed needs ---------------------------------------------------------------
-
-def elastic_hosts(plan) -> dict[str, str]:
-    """host -> node group of every elastic group (``node_groups[].cloud.elastic``)."""
-    from clusterctl.plan.cloud import is_elastic
-
-    return {h: g.name for g in plan.groups if is_elastic(plan, g.index) for h in g.hosts}
-
-
-def applies(plan) -> str:
-    """'' when the elastic scenario can run on ``plan``, else why not."""
-    if plan.blueprint.cloud is None or plan.blueprint.slurm is None:
-        return "not a cloud blueprint with Slurm"
-    if not elastic_hosts(plan):
-        return "no elastic node group (node_groups[].cloud.elastic)"
-    return ""
-
 
 def adjust_elastic(variant) -> None:
     """SuspendTime and SuspendTimeout as rehearsed (listed in ``rehearsed_as``)."""
@@ -109,10 +103,7 @@ def adjust_elastic(variant) -> None:
 def bootstrap_settings(plan) -> dict:
     """The bootstrap settings of a compute node as the rehearsal's stack holds them: the configuration object
     from the bucket directory (``file://``), the MUNGE key from a file on the node."""
-    from clusterctl.cloud.stack.bundle import OBJECT_KEY
-    from clusterctl.cloud.stack.userdata import bootstrap_config
-
-    cloud = plan.blueprint.cloud
+    cloud = plan.cloud
     return bootstrap_config(cloud.provider, region=cloud.region, config_url=f"file://{BUCKET}/{OBJECT_KEY}",
                             secrets={"vault_munge_key": {"file": f"{SECRETS_DIR}/vault_munge_key"}})
 
@@ -121,27 +112,21 @@ def rehearsal_stack(plan) -> dict:
     """``cloud/stack.json`` as the rehearsal's stand-in for the Pulumi program writes it: on AWS the program's own
     :func:`clusterctl.cloud.pulumi.aws.stack_json` with rehearsal identifiers where the cloud would assign them (launch
     template, hosted zone); elsewhere the same shape (the issue 12 design)."""
-    from clusterctl import hostlist
-    from clusterctl.cloud.stack.spec import cloud_spec
-
-    bp = plan.blueprint
-    cloud = bp.cloud
+    name, cloud = plan.name, plan.cloud
     spec = cloud_spec(plan)
     groups = [g for g in spec.groups if g.elastic]
     if cloud.provider == "aws":
-        from clusterctl.cloud.pulumi.aws import stack_json
-
         return stack_json(spec, bootstrap_settings(plan), {g.name: f"lt-{i + 1:017x}" for i, g in enumerate(groups)},
-                          "Z0REHEARSAL0000000000", f"{bp.name}.internal")
+                          "Z0REHEARSAL0000000000", f"{name}.internal")
     extra = {"gcp": lambda g: {"project": "rehearsal", "zone": cloud.zone or f"{cloud.region}-a",
-                               "instance_template": f"projects/rehearsal/global/instanceTemplates/{bp.name}-{g.name}"},
-             "azure": lambda g: {"subscription_id": "00000000-0000-0000-0000-000000000000", "resource_group": bp.name,
+                               "instance_template": f"projects/rehearsal/global/instanceTemplates/{name}-{g.name}"},
+             "azure": lambda g: {"subscription_id": "00000000-0000-0000-0000-000000000000", "resource_group": name,
                                  "location": cloud.region, "vm_size": g.instance_type,
                                  "image": "microsoft-dsvm:ubuntu-hpc:2204:latest", "subnet_id": "rehearsal",
                                  "availability_set_id": "", "proximity_placement_group_id": "",
                                  "identity_id": "rehearsal", "admin_username": "clusterctl", "ssh_public_key": "",
                                  "os_disk_gb": 256}}[cloud.provider]
-    return {"version": 1, "cluster": bp.name, "provider": cloud.provider, "region": cloud.region, "zone": cloud.zone,
+    return {"version": 1, "cluster": name, "provider": cloud.provider, "region": cloud.region, "zone": cloud.zone,
             "bootstrap": bootstrap_settings(plan),
             "elastic": {g.name: {"hostlist": hostlist.compress(g.hostnames), "instance_type": g.instance_type,
                                  cloud.provider: extra(g)} for g in groups}}
@@ -172,15 +157,6 @@ def _decode(entry: dict) -> bytes:
     if enc in ("text/plain", ""):
         return str(content).encode()
     raise StepFailed(f"write_files {entry.get('path')}: encoding {enc!r} not supported by the stand-in")
-
-
-def _put_bytes(state: State, host: str, path: str, data: bytes, mode: str, owner: str, append: bool) -> None:
-    q = shlex.quote(path)
-    cmd = (f"mkdir -p {shlex.quote(str(Path(path).parent))} && cat {'>>' if append else '>'} {q} && "
-           f"chmod {shlex.quote(mode)} {q} && chown {shlex.quote(owner)} {q}")
-    r = subprocess.run(ssh_command(state, host, cmd), input=data, capture_output=True, timeout=60)
-    if r.returncode != 0:
-        raise StepFailed(f"{host}: write_files {path}: {r.stderr.decode(errors='replace').strip()[-300:]}")
 
 
 def parse_cloud_config(text: str) -> dict:
@@ -218,8 +194,8 @@ def apply_cloud_config(state: State, host: str, text: str, timeout_s: float) -> 
         if entry.get("defer"):
             raise StepFailed(f"write_files {entry.get('path')}: defer is not supported by the stand-in")
         data = _decode(entry)
-        _put_bytes(state, host, entry["path"], data, str(entry.get("permissions", "0644")),
-                   str(entry.get("owner", "root:root")), bool(entry.get("append")))
+        write_file(state, host, entry["path"], data, mode=str(entry.get("permissions", "0644")),
+                   owner=str(entry.get("owner", "root:root")), append=bool(entry.get("append")), timeout=60)
         done["files"].append({"path": entry["path"], "bytes": len(data), "permissions": entry.get("permissions")})
     commands = []
     for c in config.get("runcmd") or []:
@@ -227,7 +203,7 @@ def apply_cloud_config(state: State, host: str, text: str, timeout_s: float) -> 
     done["runcmd"] = commands
     if commands:
         script = "#!/bin/sh\n" + "".join(c + "\n" for c in commands)
-        _put_bytes(state, host, "/var/lib/cloud/instance/scripts/runcmd", script.encode(), "0700", "root:root", False)
+        write_file(state, host, "/var/lib/cloud/instance/scripts/runcmd", script, mode="0700", timeout=60)
         # the environment of cloud-init's final stage (a system service): PATH, no terminal; the hardware roles are
         # skipped by tag as in deploy (the bootstrap passes its environment to ansible-playbook)
         env = (f"env -i PATH={RUNCMD_PATH} HOME=/root LANG=C.UTF-8 "
@@ -242,7 +218,7 @@ def apply_cloud_config(state: State, host: str, text: str, timeout_s: float) -> 
             r = ssh(state, host, f"{fresh} {env} sh /var/lib/cloud/instance/scripts/runcmd "
                                  ">> /var/log/cloud-init-output.log 2>&1", timeout=timeout_s)
             rc = r.returncode
-        except subprocess.TimeoutExpired:
+        except CommandTimeout:
             rc = -1
         done["runcmd_seconds"] = round(time.monotonic() - t0, 1)
         done["runcmd_exit"] = rc
@@ -284,7 +260,7 @@ class ControlPlane:
         entry = {"op": req["op"], "host": host, "request": req["file"]}
         if req["op"] == "create":
             for var, value in self.secrets.items():
-                put_secret(state, host, f"{SECRETS_DIR}/{var}", value)
+                write_file(state, host, f"{SECRETS_DIR}/{var}", value, mode="0600", dir_mode="0700")
             entry["cloud_init"] = apply_cloud_config(state, host, req.get("user_data") or "", self.timeout_s)
             st = ssh(state, host, "cat /var/lib/clusterctl/bootstrap-status.json").stdout
             entry["bootstrap"] = json.loads(st) if st.strip().startswith("{") else None
@@ -297,32 +273,12 @@ class ControlPlane:
         return entry
 
 
-def put_secret(state: State, host: str, path: str, value: str) -> None:
-    """Write a secret value to ``path`` (0600) on ``host`` through SSH's standard input, never a command line."""
-    q = shlex.quote(path)
-    cmd = f"umask 077 && mkdir -p {shlex.quote(str(Path(path).parent))} && cat > {q} && chmod 0600 {q}"
-    r = subprocess.run(ssh_command(state, host, cmd), input=value, capture_output=True, text=True, timeout=30)
-    if r.returncode != 0:
-        raise StepFailed(f"{host}: writing {path}: {r.stderr.strip()[-300:]}")
-
-
 # --- steps ------------------------------------------------------------------------------------------------
 
 def node_info(state: State, via: str, host: str) -> dict[str, str]:
     """``scontrol show node HOST`` as {key: value}."""
     r = ssh(state, via, f"scontrol show node {shlex.quote(host)}")
     return dict(re.findall(r"(\w+)=(\S*)", r.stdout))
-
-
-def wait_for(check, limit: float, every: float = 2.0):
-    t0 = time.monotonic()
-    while True:
-        got = check()
-        if got:
-            return got, time.monotonic() - t0
-        if time.monotonic() - t0 > limit:
-            return None, time.monotonic() - t0
-        time.sleep(every)
 
 
 def _conf_value(state: State, key: str, default: int) -> int:
@@ -347,9 +303,6 @@ class ElasticSetup:
     name: str = "setup"
 
     def run(self, state: State, record: Record) -> None:
-        from clusterctl.cloud.stack.bundle import OBJECT_KEY, config_bundle
-        from clusterctl.rehearse.pull import put
-
         out = Path(state.dir)
         stack = json.loads((out / "cloud" / "stack.json").read_text())
         obj = bucket_dir(out) / OBJECT_KEY
@@ -357,11 +310,11 @@ class ElasticSetup:
         data = config_bundle(out, stack)
         obj.write_bytes(data)
         obj.chmod(0o644)
-        cli = CLI[self.plan.blueprint.cloud.provider]
-        fake = Path(__file__).with_name("fake_cloud.py").read_text()
-        put(state, self.head, f"/usr/local/bin/{cli}", fake, "0755")
-        put(state, self.head, f"{FAKE_DIR}/addresses.json", json.dumps(self.addresses, indent=1, sort_keys=True) + "\n",
-            "0644")
+        cli = CLI[self.plan.cloud.provider]
+        fake = Path(fake_cloud.__file__).read_text()
+        write_file(state, self.head, f"/usr/local/bin/{cli}", fake, mode="0755", dir_mode="0700")
+        write_file(state, self.head, f"{FAKE_DIR}/addresses.json",
+                   json.dumps(self.addresses, indent=1, sort_keys=True) + "\n", mode="0644", dir_mode="0700")
         r = ssh(state, self.head, f"chmod 0755 {FAKE_DIR} && chown -R slurm:slurm {FAKE_DIR}")
         if r.returncode != 0:
             raise StepFailed(f"{self.head}: {FAKE_DIR}: {r.stderr.strip()[-300:]}")
@@ -379,11 +332,39 @@ class PoweredDown:
 
     def run(self, state: State, record: Record) -> None:
         for h in self.elastic:
-            got, took = wait_for(lambda: powered_down(node_info(state, self.head, h).get("State", "")) or None, 60)
+            got, took = wait_for(lambda: powered_down(node_info(state, self.head, h).get("State", "")) or None, 60,
+                                 every_s=2.0)
             st = node_info(state, self.head, h).get("State", "?")
             daemons = ssh(state, h, "pidof slurmd munged || true").stdout.strip()
             record(h, HostOutcome(OK if got and not daemons else FAILED, took,
                                   f"State={st}" + (f"; running: {daemons}" if daemons else "; no slurmd, no munged")))
+
+
+@dataclass
+class CycleRecord:
+    """What one cycle's control plane did, and when (seconds after the sbatch): ``HOST.create_request``,
+    ``HOST.bootstrapped``, ``HOST.delete_request``, ``job_end``, ``powered_down``."""
+
+    cp: ControlPlane
+    t0: float
+    created: dict[str, dict] = field(default_factory=dict)
+    deleted: dict[str, dict] = field(default_factory=dict)
+    times: dict[str, float] = field(default_factory=dict)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.t0
+
+    def act(self, state: State) -> None:
+        """Act on every pending create and delete request of the fake provider API."""
+        for req in self.cp.pending(state):
+            host, op = req["host"], req["op"]
+            self.times.setdefault(f"{host}.{op}_request", self.elapsed())
+            (self.created if op == "create" else self.deleted)[host] = self.cp.act(state, req)
+            if op == "create":
+                self.times[f"{host}.bootstrapped"] = self.elapsed()
+
+
+ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL")
 
 
 @dataclass
@@ -398,118 +379,118 @@ class ElasticCycle:
     name: str = "cycle"
     summary: dict = field(default_factory=dict)
 
-    def run(self, state: State, record: Record) -> None:
-        from clusterctl.cloud.stack.userdata import user_data
-        from clusterctl.rehearse.deploy import rehearsal_files
+    def _job_state(self, state: State, job: str) -> str:
+        return ssh(state, self.head, f"scontrol show job {job} | grep -o 'JobState=[A-Z_]*'").stdout.strip() \
+            .removeprefix("JobState=")
 
-        _, secrets_path = rehearsal_files(state)
-        secrets = yaml.safe_load(secrets_path.read_text())
-        stack = json.loads((Path(state.dir) / "cloud" / "stack.json").read_text())
-        provider = stack["provider"]
-        resume_timeout = _conf_value(state, "ResumeTimeout", 1800)
-        suspend_time = _conf_value(state, "SuspendTime", SUSPEND_TIME_S)
-        suspend_timeout = _conf_value(state, "SuspendTimeout", SUSPEND_TIMEOUT_S)
-        cp = ControlPlane(self.head, {"vault_munge_key": secrets["vault_munge_key"]}, timeout_s=resume_timeout)
-        t0 = time.monotonic()
+    def _submit(self, state: State) -> str:
         r = ssh(state, self.head, f"sbatch --parsable -N1 -p {shlex.quote(self.partition)} -t 10 -J rehearse-elastic "
                                   f"-o /tmp/elastic-%j.out --wrap {shlex.quote(JOB)}")
         if r.returncode != 0:
             raise StepFailed(f"sbatch on {self.head}: {r.stderr.strip()[-300:]}")
-        job = r.stdout.strip().split(";")[0]
-        created: dict[str, dict] = {}
-        deleted: dict[str, dict] = {}
-        times: dict[str, float] = {}
+        return r.stdout.strip().split(";")[0]
 
-        def job_state() -> str:
-            return ssh(state, self.head, f"scontrol show job {job} | grep -o 'JobState=[A-Z_]*'").stdout.strip() \
-                .removeprefix("JobState=")
-
-        # resume: act on create requests until the job has ended
+    def _resume(self, state: State, rec: CycleRecord, job: str, resume_timeout: int) -> str:
+        """Act on the create requests until the job has ended; its final state."""
         while True:
-            for req in cp.pending(state):
-                if req["op"] == "create":
-                    times.setdefault(f"{req['host']}.create_request", time.monotonic() - t0)
-                    created[req["host"]] = cp.act(state, req)
-                    times[f"{req['host']}.bootstrapped"] = time.monotonic() - t0
-                else:
-                    deleted[req["host"]] = cp.act(state, req)
-            js = job_state()
-            if js in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL"):
-                break
+            rec.act(state)
+            js = self._job_state(state, job)
+            if js in ENDED:
+                rec.times["job_end"] = rec.elapsed()
+                return js
             reason = ssh(state, self.head, f"squeue -h -j {job} -o %r").stdout.strip()
             if "held" in reason.lower():  # Slurm requeued it held after a failed launch: it never runs by itself
-                raise StepFailed(f"job {job} is {js} ({reason}) {time.monotonic() - t0:.0f} s after sbatch; created: "
-                                 f"{sorted(created)}{launch_failure(state, self.head, job)}")
-            if time.monotonic() - t0 > resume_timeout + 120:
+                raise StepFailed(f"job {job} is {js} ({reason}) {rec.elapsed():.0f} s after sbatch; created: "
+                                 f"{sorted(rec.created)}{launch_failure(state, self.head, job)}")
+            if rec.elapsed() > resume_timeout + 120:
                 raise StepFailed(f"job {job} is {js} {resume_timeout + 120} s after sbatch; created: "
-                                 f"{sorted(created)}")
+                                 f"{sorted(rec.created)}")
             time.sleep(2)
-        times["job_end"] = time.monotonic() - t0
-        ran_on = ssh(state, self.head, f"scontrol show job {job} | grep -o ' NodeList=[^ ]*'").stdout.strip() \
-            .removeprefix("NodeList=")
-        after_job = {h: node_info(state, self.head, h) for h in self.elastic}
-        # suspend: the node's idle time passes SuspendTime; act on the delete request; wait for POWERED_DOWN
-        limit = suspend_time + suspend_timeout + 90
 
+    def _suspend(self, state: State, rec: CycleRecord, limit: float) -> bool:
+        """The idle nodes pass SuspendTime: act on the delete requests; True once every node is powered down."""
         def all_down():
-            for req in cp.pending(state):
-                if req["op"] == "delete":
-                    times.setdefault(f"{req['host']}.delete_request", time.monotonic() - t0)
-                    deleted[req["host"]] = cp.act(state, req)
-                else:
-                    created[req["host"]] = cp.act(state, req)
+            rec.act(state)
             states = {h: node_info(state, self.head, h).get("State", "") for h in self.elastic}
-            return (all(powered_down(s) for s in states.values()) and set(deleted) >= set(created)) or None
+            return (all(powered_down(s) for s in states.values()) and set(rec.deleted) >= set(rec.created)) or None
 
-        down, _ = wait_for(all_down, limit, every=3)
-        times["powered_down"] = time.monotonic() - t0
-        final = {h: node_info(state, self.head, h) for h in self.elastic}
+        down, _ = wait_for(all_down, limit, every_s=3)
+        rec.times["powered_down"] = rec.elapsed()
+        return bool(down)
+
+    def _record_calls(self, state: State, rec: CycleRecord, job: str, ran_on: str) -> list[dict]:
+        """The provider calls as recorded, kept with what the control plane did in DIR/.rehearsal (for the reader
+        and the tests)."""
         calls = [json.loads(line) for line in
                  ssh(state, self.head, f"cat {FAKE_DIR}/calls.jsonl").stdout.splitlines() if line.strip()]
         out = ssh(state, ran_on, f"cat /tmp/elastic-{job}.out 2>/dev/null || true").stdout \
             if ran_on in self.elastic else ""  # written on the node the job ran on
         instances = ssh(state, self.head, f"cat {FAKE_DIR}/instances.json 2>/dev/null || echo '{{}}'").stdout
-        self.summary.update(job=job, job_state=job_state(), ran_on=ran_on, calls=calls, control_plane=cp.log,
-                            job_output=out, instances=json.loads(instances or "{}"))
-        # for the reader and the tests: every provider call as recorded, and what the control plane did
+        self.summary.update(job=job, job_state=self._job_state(state, job), ran_on=ran_on, calls=calls,
+                            control_plane=rec.cp.log, job_output=out, instances=json.loads(instances or "{}"))
         sdir = state_dir(Path(state.dir))
-        (sdir / CALLS_FILE).write_text("".join(json.dumps(c, sort_keys=True) + "\n" for c in calls))
-        (sdir / CONTROL_FILE).write_text(json.dumps({k: v for k, v in self.summary.items() if k != "calls"},
-                                                    indent=1, sort_keys=True) + "\n")
+        write_text_atomic(sdir / CALLS_FILE, "".join(json.dumps(c, sort_keys=True) + "\n" for c in calls))
+        write_text_atomic(sdir / CONTROL_FILE, json.dumps({k: v for k, v in self.summary.items() if k != "calls"},
+                                                          indent=1, sort_keys=True) + "\n")
+        return calls
+
+    def run(self, state: State, record: Record) -> None:
+        _, secrets_path = rehearsal_files(state)
+        secrets = yaml.safe_load(secrets_path.read_text())
+        stack = json.loads((Path(state.dir) / "cloud" / "stack.json").read_text())
+        resume_timeout = _conf_value(state, "ResumeTimeout", 1800)
+        suspend_time = _conf_value(state, "SuspendTime", SUSPEND_TIME_S)
+        limit = suspend_time + _conf_value(state, "SuspendTimeout", SUSPEND_TIMEOUT_S) + 90
+        rec = CycleRecord(ControlPlane(self.head, {"vault_munge_key": secrets["vault_munge_key"]},
+                                       timeout_s=resume_timeout), time.monotonic())
+        job = self._submit(state)
+        js = self._resume(state, rec, job, resume_timeout)
+        ran_on = ssh(state, self.head, f"scontrol show job {job} | grep -o ' NodeList=[^ ]*'").stdout.strip() \
+            .removeprefix("NodeList=")
+        after_job = {h: node_info(state, self.head, h) for h in self.elastic}
+        down = self._suspend(state, rec, limit)
+        final = {h: node_info(state, self.head, h) for h in self.elastic}
+        calls = self._record_calls(state, rec, job, ran_on)
         secret_values = [v for v in secrets.values() if isinstance(v, str) and v]
         for h in self.elastic:
-            problems = check_host(h, provider, stack, created.get(h), deleted.get(h), calls, secret_values,
-                                  user_data, ran_on == h)
-            counts: dict[str, object] = {}
+            problems = check_host(h, stack["provider"], stack, rec.created.get(h), rec.deleted.get(h), calls,
+                                  secret_values, user_data, ran_on == h)
             if h == ran_on:
-                a = after_job[h]
-                if js != "COMPLETED":
-                    problems.append(f"job {job} {js}")
-                if out.split() != [h, "gpu-stand-in"]:
-                    problems.append(f"job output {out.strip()[-200:]!r}, expected its host name and gpu-stand-in")
-                st = a.get("State", "")
-                if "CLOUD" not in st.upper().split("+") or "POWER" in st.upper():
-                    problems.append(f"after the job: State={st} (expected up, CLOUD, not powered down)")
-                if not down:
-                    problems.append(f"not powered down {limit} s after the job: State={final[h].get('State')}")
-                bs = (created.get(h) or {}).get("bootstrap") or {}
-                counts = {"create_request_seconds": round(times.get(f"{h}.create_request", -1), 1),
-                          "bootstrap_seconds": float(bs.get("seconds") or -1),
-                          "job_end_seconds": round(times["job_end"], 1),
-                          "delete_request_seconds": round(times.get(f"{h}.delete_request", -1), 1),
-                          "powered_down_seconds": round(times["powered_down"], 1),
-                          "suspend_time_s": suspend_time}
-                detail = (f"job {job} {js} on {h}: created {counts['create_request_seconds']} s after sbatch, "
-                          f"bootstrap {bs.get('result')} in {bs.get('seconds')} s, registered (State={st} after the "
-                          f"job, {a.get('LastBusyTime', '?')}); terminated {counts['delete_request_seconds']} s after "
-                          f"sbatch (SuspendTime={suspend_time}); State={final[h].get('State')}")
+                counts, detail = self._ran_job(h, rec, job, js, after_job[h], final[h], down, limit, suspend_time,
+                                               problems)
             else:
                 st = final[h].get("State", "")
                 if not powered_down(st):
                     problems.append(f"State={st} (expected CLOUD+POWERED_DOWN: no job needed it)")
-                detail = f"not needed by job {job}: no create, State={st}"
-            record(h, HostOutcome(FAILED if problems else OK, times["powered_down"],
+                counts, detail = {}, f"not needed by job {job}: no create, State={st}"
+            record(h, HostOutcome(FAILED if problems else OK, rec.times["powered_down"],
                                   "; ".join(problems) if problems else detail, counts))
+
+    def _ran_job(self, h: str, rec: CycleRecord, job: str, js: str, after: dict, final: dict, down: bool,
+                 limit: float, suspend_time: int, problems: list[str]) -> tuple[dict, str]:
+        """The checks and figures of the node the job ran on (``problems`` extended in place)."""
+        out = self.summary.get("job_output", "")
+        if js != "COMPLETED":
+            problems.append(f"job {job} {js}")
+        if out.split() != [h, "gpu-stand-in"]:
+            problems.append(f"job output {out.strip()[-200:]!r}, expected its host name and gpu-stand-in")
+        st = after.get("State", "")
+        if "CLOUD" not in st.upper().split("+") or "POWER" in st.upper():
+            problems.append(f"after the job: State={st} (expected up, CLOUD, not powered down)")
+        if not down:
+            problems.append(f"not powered down {limit} s after the job: State={final.get('State')}")
+        bs = (rec.created.get(h) or {}).get("bootstrap") or {}
+        counts = {"create_request_seconds": round(rec.times.get(f"{h}.create_request", -1), 1),
+                  "bootstrap_seconds": float(bs.get("seconds") or -1),
+                  "job_end_seconds": round(rec.times["job_end"], 1),
+                  "delete_request_seconds": round(rec.times.get(f"{h}.delete_request", -1), 1),
+                  "powered_down_seconds": round(rec.times["powered_down"], 1),
+                  "suspend_time_s": suspend_time}
+        detail = (f"job {job} {js} on {h}: created {counts['create_request_seconds']} s after sbatch, "
+                  f"bootstrap {bs.get('result')} in {bs.get('seconds')} s, registered (State={st} after the "
+                  f"job, {after.get('LastBusyTime', '?')}); terminated {counts['delete_request_seconds']} s after "
+                  f"sbatch (SuspendTime={suspend_time}); State={final.get('State')}")
+        return counts, detail
 
 
 def check_host(host: str, provider: str, stack: dict, created: dict | None, deleted: dict | None, calls: list[dict],
@@ -588,7 +569,46 @@ def elastic_steps(plan, cluster: Cluster, addresses: dict[str, str]) -> list:
     """The scenario's steps after the shared converge step is added by the caller (suite.build)."""
     elastic = tuple(h for h in elastic_hosts(plan) if h in cluster.groups)
     head = cluster.controllers[0]
-    partition = next(p.name for p in plan.blueprint.slurm.partitions
+    partition = next(p.name for p in plan.slurm.partitions
                      if any(elastic_hosts(plan).get(h) in p.groups for h in elastic))
     return [ElasticSetup(plan, head, {h: addresses[h] for h in elastic})], \
         [PoweredDown(head, elastic), ElasticCycle(plan, head, elastic, partition)]
+
+
+class ElasticScenario(Scenario):
+    """Runs alone: the compute nodes of such a blueprint come up only through it."""
+
+    name = "elastic"
+    proves = ("an elastic node boots from its user data alone, joins Slurm when a job needs it and is deleted by "
+              "power saving once idle, through the provider API the programs call")
+    needs = (ELASTIC_GROUP,)
+    runs_alone = "its compute nodes come up only through it"
+    needs_checked_when_named = True
+    converged_first = False
+
+    def adjust(self, variant, build: Build, v2: bool) -> None:
+        adjust_elastic(variant)
+
+    def _hosts(self, build: Build) -> dict[str, str]:
+        booted = {s.name for s in node_specs(build.base, build.per_group, build.rid)}
+        return {h: g for h, g in elastic_hosts(build.base).items() if h in booted}
+
+    def files(self, build: Build) -> dict[str, str]:
+        """The stack the Pulumi program would write, and the elastic nodes' rehearsal variables."""
+        return {"cloud/stack.json": json.dumps(rehearsal_stack(build.base), indent=1, sort_keys=True) + "\n",
+                **host_vars(self._hosts(build))}
+
+    def binds(self, build: Build, specs: list[NodeSpec]) -> list[NodeSpec]:
+        """The "bucket", bind-mounted in every elastic node."""
+        bucket = bucket_dir(build.output)
+        bucket.mkdir(parents=True, exist_ok=True)
+        hosts = self._hosts(build)
+        return [replace(s, binds=tuple(s.binds) + ((str(bucket), BUCKET),)) if s.name in hosts else s for s in specs]
+
+    def steps(self, build: Build) -> list:
+        hosts = self._hosts(build)
+        setup, after = elastic_steps(build.base, build.cluster, {s.name: s.address for s in build.specs})
+        static = tuple(h for h in build.cluster.groups if h not in hosts)
+        build.info["elastic"] = {"hosts": dict(hosts), "static": list(static), "provider": build.base.cloud.provider,
+                                 "no_cloud_init": "the rehearsal applies the user data's keys itself (no cloud-init)"}
+        return [build.label(s, self.name) for s in (*setup, Converge(build.cluster, hosts=static), *after)]

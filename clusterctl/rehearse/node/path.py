@@ -1,6 +1,6 @@
 """A path inside a rehearsal node's root, resolved and created as the node will see it, never outside it.
 
-Stage 1 of a node (clusterctl/rehearse/nodes.py) builds the node's mounts while it still sees the host's
+Stage 1 of a node (clusterctl/rehearse/node/lifecycle.py) builds the node's mounts while it still sees the host's
 mount tree: the node's root is the overlay at ``ROOT`` and a bind mount's node path ``/a/b`` is
 ``ROOT/a/b``. A symlink in that root is the node's symlink: an absolute one (Debian's ``/var/run -> /run``,
 ``/var/lock -> /run/lock``) means ``ROOT/run`` to the node, but the host's ``/run`` to ``mkdir -p`` and
@@ -11,7 +11,7 @@ mount went there rather than into the node.
 absolute symlink restarts at ``root``, ``..`` never climbs above it, missing directories are created one
 at a time with ``mkdir`` (which never follows a symlink), and the answer is a host path with no symlink
 left in it below ``root``. Stage 1 mounts onto that path. Standard library only: stage 1 runs this file
-as a script (``python3 -I node_path.py ROOT PATH`` prints the resolved host path).
+as a script (``python3 -I path.py ROOT PATH`` prints the resolved host path).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def resolve_in_root(root: str, path: str, *, create: bool = True, mode: int = 0o
 
 def main(argv: list[str]) -> int:
     if len(argv) != 3:
-        sys.stderr.write("usage: node_path.py ROOT PATH\n")
+        sys.stderr.write("usage: path.py ROOT PATH\n")
         return 2
     try:
         print(resolve_in_root(argv[1], argv[2]))

@@ -1,7 +1,7 @@
 """The rehearsal's record of what it created: ``DIR/.rehearsal/state.json``.
 
 Written (atomically) *before* each resource is created and again once a process id is known, so that
-:func:`clusterctl.rehearse.nodes.down` can remove exactly what a crashed or interrupted boot left: it
+:func:`clusterctl.rehearse.node.lifecycle.down` can remove exactly what a crashed or interrupted boot left: it
 trusts only this file, never a name pattern. A process is identified by its PID *and* its start time
 (``/proc/PID/stat`` field 22), so a PID reused by an unrelated process after a reboot is never signalled.
 """
@@ -9,11 +9,11 @@ trusts only this file, never a name pattern. A process is identified by its PID 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from clusterctl.rehearse import RehearsalError
+from clusterctl.rehearse.node.files import write_text_atomic
 
 STATE_DIR = ".rehearsal"
 STATE_FILE = "state.json"
@@ -26,6 +26,10 @@ class Proc:
 
     pid: int
     start: int
+
+
+def _below_root(name: str, doc: str) -> property:
+    return property(lambda record: Path(record.root) / name, doc=f"``root/{name}``: {doc}")
 
 
 @dataclass
@@ -46,21 +50,10 @@ class NodeRecord:
     binds: list[list[str]] = field(default_factory=list)
     """[host path, node path] pairs bind-mounted into the node (shared storage)"""
 
-    @property
-    def upper(self) -> Path:
-        return Path(self.root) / "upper"
-
-    @property
-    def work(self) -> Path:
-        return Path(self.root) / "work"
-
-    @property
-    def merged(self) -> Path:
-        return Path(self.root) / "merged"
-
-    @property
-    def console(self) -> Path:
-        return Path(self.root) / "console.log"
+    upper = _below_root("upper", "the overlay's upper layer: every write of the node")
+    work = _below_root("work", "the overlay's work directory")
+    merged = _below_root("merged", "where stage 1 mounts the node's root")
+    console = _below_root("console.log", "the node's stage 1 and init output")
 
 
 @dataclass
@@ -102,14 +95,7 @@ def state_path(out: Path) -> Path:
 
 def save(state: State) -> None:
     """Replace the state file atomically (write, fsync, rename): a crash leaves the old or the new record."""
-    path = state_path(Path(state.dir))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(asdict(state), f, indent=2)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_text_atomic(state_path(Path(state.dir)), json.dumps(asdict(state), indent=2))
 
 
 def load(out: Path) -> State | None:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -37,9 +36,15 @@ from pathlib import Path
 
 import yaml
 
-from clusterctl.rehearse.deploy import Cluster, run_playbook
-from clusterctl.rehearse.nodes import ssh, ssh_command
-from clusterctl.rehearse.state import State, state_dir
+from clusterctl import hostlist, yamlout
+from clusterctl.rehearse.scenario.deploy import Cluster, rehearsal_files, run_playbook
+from clusterctl.rehearse.node.files import write_text_atomic
+from clusterctl.rehearse.node.command import CommandTimeout, run_command
+from clusterctl.rehearse.node.ssh import ssh, write_file
+from clusterctl.plan.roles import slurm_roles
+from clusterctl.rehearse.scenario.base import SLURM_AND_COMPUTE, Build, Scenario
+from clusterctl.rehearse.scenario.needs import STATIC_COMPUTE
+from clusterctl.rehearse.node.state import State, state_dir
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
 REMOTE_PATH = "/srv/clusterctl/pull.git"
@@ -57,13 +62,13 @@ VARS_DIR = "/etc/clusterctl/pull-vars.d"
 PULL_TIMEOUT_S = 900
 V2_INTERVAL = (15, 20)
 """v2's slurm.rollout.pull.interval_minutes: the first that differs from the blueprint's"""
+GIT_TIMEOUT_S = 120.0
+"""how long one git command of the pull scenario may take (commit, push over SSH to the controller)"""
 GIT_ID = ("-c", "user.name=clusterctl rehearsal", "-c", "user.email=rehearsal@localhost")
 
 
 def pull_source(plan) -> str:
     """The git remote on the first Slurm controller."""
-    from clusterctl.plan.roles import slurm_roles
-
     return f"ssh://root@{slurm_roles(plan).primary_controller}{REMOTE_PATH}"
 
 
@@ -90,27 +95,20 @@ def v2_interval(files: dict[str, str]) -> int:
 
 
 def _git(cwd: Path, *args: str, env: dict | None = None) -> str:
-    r = subprocess.run(["git", *GIT_ID, *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                       env=env)
+    r = run_command(["git", *GIT_ID, *args], cwd=cwd, env=env, timeout=GIT_TIMEOUT_S)
     if r.returncode != 0:
         raise StepFailed(f"git {args[0]}: {r.stderr.strip()[-400:]}")
     return r.stdout.strip()
 
 
 def put(state: State, host: str, path: str, text: str, mode: str = "0600") -> None:
-    """Write ``text`` to ``path`` on ``host`` (through SSH's standard input: never on a command line)."""
-    cmd = (f"umask 077 && mkdir -p {shlex.quote(str(Path(path).parent))} && cat > {shlex.quote(path)} "
-           f"&& chmod {mode} {shlex.quote(path)}")
-    r = subprocess.run(ssh_command(state, host, cmd), input=text, capture_output=True, text=True, timeout=30)
-    if r.returncode != 0:
-        raise StepFailed(f"{host}: writing {path}: {r.stderr.strip()[-300:]}")
+    """Write ``text`` to ``path`` on ``host`` (private directories made on the way)."""
+    write_file(state, host, path, text, mode=mode, dir_mode="0700")
 
 
 def give_access(state: State, hosts: list[str], controller: str) -> None:
     """What a real node gets from its image or cloud-init: the site variables of the push (the rehearsal
     variables and the secrets, 0600, in pull-vars.d) and a deploy key with the remote's pinned host key."""
-    from clusterctl.rehearse.deploy import rehearsal_files
-
     vars_path, secrets_path = rehearsal_files(state)
     known = [line for line in Path(state.known_hosts).read_text().splitlines()
              if line.split(",")[0] == controller]
@@ -152,16 +150,14 @@ class PullRepo:
                 if old and old != "rollout.yml" and old not in files:
                     (work / old).unlink(missing_ok=True)
             for rel, text in files.items():
-                p = work / rel
-                p.parent.mkdir(parents=True, exist_ok=True)
-                p.write_text(text)
-                p.chmod(0o755 if rel.endswith(".sh") else 0o644)
+                write_text_atomic(work / rel, text, 0o755 if rel.endswith(".sh") else 0o644)
         rfile = work / "rollout.yml"
         if rollout is None:
             rfile.unlink(missing_ok=True)
         else:
-            rfile.write_text("# which version each pull batch may apply (ansible/pull/batches.yml)\n"
-                             + yaml.safe_dump({"versions": rollout}, sort_keys=False))
+            write_text_atomic(rfile, yamlout.comment_lines(["which version each pull batch may apply "
+                                                            "(ansible/pull/batches.yml)"])
+                              + yamlout.body({"versions": rollout}, dumper=yamlout.PureDumper))
         _git(work, "add", "-A", ".")
         _git(work, "commit", "--quiet", "--allow-empty", "-m", message)
         if tag:
@@ -177,7 +173,7 @@ def pull_on(state: State, host: str) -> dict:
     """Run the pull service's command on ``host``; its JSON status (the last line it prints)."""
     try:
         r = ssh(state, host, PULL_SCRIPT, timeout=PULL_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
+    except CommandTimeout:
         return {"result": "failed", "message": f"no result after {PULL_TIMEOUT_S} s"}
     lines = [x for x in r.stdout.splitlines() if x.startswith("{")]
     try:
@@ -284,8 +280,6 @@ def pull_steps(cluster: Cluster, v1: dict[str, str], v2: dict[str, str], batches
 
 def host_batches(files: dict[str, str]) -> dict[str, int]:
     """host -> batch, from a render's ansible/pull/batches.yml (the rehearsal's few hosts: names, not ranges)."""
-    from clusterctl import hostlist
-
     data = yaml.safe_load(files["ansible/pull/batches.yml"])
     out = {}
 
@@ -300,3 +294,18 @@ def host_batches(files: dict[str, str]) -> dict[str, int]:
             for h in names(p):
                 out[h] = n
     return out
+
+
+class PullScenario(Scenario):
+    name = "pull"
+    proves = ("every node applies its released version of the rendered tree itself from a git remote, batch by "
+              "batch as rollout.yml releases it")
+    needs = (STATIC_COMPUTE, SLURM_AND_COMPUTE)
+
+    def adjust(self, variant, build: Build, v2: bool) -> None:
+        adjust_pull(variant, pull_source(build.plan), v2)
+
+    def steps(self, build: Build) -> list:
+        v2_plan, _ = build.rehearsed(lambda var: build.adjust(var, v2=True))
+        return [build.label(s, self.name) for s in
+                pull_steps(build.cluster, build.files, build.render(v2_plan), host_batches(build.files))]

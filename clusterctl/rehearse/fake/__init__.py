@@ -1,0 +1,3 @@
+"""Stand-ins for what a rehearsal cannot reach: :mod:`.cloud`, the provider APIs (``aws``, ``gcloud``,
+``az``), a standard-library program installed on a node as the provider's CLI.
+"""

@@ -1,0 +1,27 @@
+"""Every scenario, in the order ``--scenario all`` runs them on one boot, each leaving the cluster as the next
+expects it (docs/rehearse.md):
+
+1. ``version-guard`` on fresh nodes: the files rendered for another Slurm release must stop at the preflight;
+2. ``deploy``: converge, converge again (changed=0), testinfra, srun;
+3. ``node-failure``: the health check drains a node that lost a GPU, and returns it;
+4. ``failover`` (a backup controller and a shared StateSaveLocation);
+5. ``pull``: every node applies the rendered tree itself from a git remote, gated by rollout.yml;
+6. ``elastic`` (cloud blueprints with elastic node groups, and then alone);
+7. ``rolling``: last, because it re-renders the changed blueprint over the rehearsal's own adjustments.
+"""
+
+from __future__ import annotations
+
+from clusterctl.rehearse.scenario.base import Scenario
+from clusterctl.rehearse.scenario.deploy import DeployScenario
+from clusterctl.rehearse.scenario.elastic import ElasticScenario
+from clusterctl.rehearse.scenario.failover import FailoverScenario
+from clusterctl.rehearse.scenario.node_failure import NodeFailureScenario
+from clusterctl.rehearse.scenario.pull import PullScenario
+from clusterctl.rehearse.scenario.rolling import RollingScenario
+from clusterctl.rehearse.scenario.version_guard import VersionGuardScenario
+
+SCENARIOS: tuple[type[Scenario], ...] = (VersionGuardScenario, DeployScenario, NodeFailureScenario,
+                                         FailoverScenario, PullScenario, ElasticScenario, RollingScenario)
+ORDER = tuple(s.name for s in SCENARIOS)
+"""the scenarios of ``--scenario all``, in the order they run"""

@@ -1,0 +1,37 @@
+"""The shape of clusterctl/rehearse/: every module under 800 lines, every function within 80, and no import
+inside a function but the one optional dependency (ansible_runner, which validate and render do without)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REHEARSE = Path(__file__).resolve().parents[1] / "clusterctl" / "rehearse"
+LOCAL_IMPORTS = {("scenario/deploy.py", "run_playbook", "ansible_runner")}
+
+
+def _modules():
+    for path in sorted(REHEARSE.rglob("*.py")):
+        yield path.relative_to(REHEARSE).as_posix(), path.read_text()
+
+
+def _functions(tree):
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def test_modules_are_under_800_lines():
+    assert {rel: len(text.splitlines()) for rel, text in _modules() if len(text.splitlines()) >= 800} == {}
+
+
+def test_functions_are_at_most_80_lines():
+    long = {(rel, f.name): f.end_lineno - f.lineno + 1 for rel, text in _modules()
+            for f in _functions(ast.parse(text)) if f.end_lineno - f.lineno + 1 > 80}
+    assert long == {}
+
+
+def test_no_imports_inside_functions_but_the_optional_dependency():
+    found = {(rel, f.name, alias.name if isinstance(node, ast.Import) else node.module)
+             for rel, text in _modules() for f in _functions(ast.parse(text)) for node in ast.walk(f)
+             if isinstance(node, (ast.Import, ast.ImportFrom))
+             for alias in (node.names if isinstance(node, ast.Import) else node.names[:1])}
+    assert found == LOCAL_IMPORTS
