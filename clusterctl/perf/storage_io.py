@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterctl.plan.model import ClusterPlan, GroupPlan
+from clusterctl.plan.roles import gpu_groups
 from clusterctl.plan.paths import StoragePath, no_path_reason, storage_path
 
 GB = 1e9
@@ -82,10 +83,6 @@ class TierTime:
     no_path: str | None = None
     """why some GPU group has no network path to the tier (then no bandwidth or time is stated)"""
 
-
-def gpu_groups(plan: ClusterPlan) -> list[GroupPlan]:
-    """Node groups with GPUs (the nodes that train, write checkpoints and read data)."""
-    return [g for g in plan.groups if g.type.gpus > 0 and g.count > 0]
 
 
 def checkpoint_bytes(params: float, bytes_per_param: float = 14.0) -> float:

@@ -72,3 +72,9 @@ def group_of(plan: ClusterPlan, host: str) -> GroupPlan | None:
     """The node group ``host`` belongs to, None for a name no group plans (a switch, a typo). For many look-ups
     build :func:`host_groups` once."""
     return next((g for g in plan.groups if host in g.hosts), None)
+
+
+def gpu_groups(plan: ClusterPlan) -> list[GroupPlan]:
+    """The node groups with GPUs and at least one host: the nodes that train, write checkpoints and read data
+    (the inventory's ``gpu_nodes``, the storage and reliability figures)."""
+    return [g for g in plan.groups if g.type.gpus > 0 and g.count > 0]

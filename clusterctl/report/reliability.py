@@ -27,6 +27,7 @@ import yaml
 
 from clusterctl.perf import storage_io
 from clusterctl.plan.model import ClusterPlan
+from clusterctl.plan.roles import gpu_groups
 from clusterctl.report import storage
 from clusterctl.report.section import ReportContext, Section, fmt, md_table
 
@@ -134,14 +135,14 @@ def optimal_interval_s(write_s: float, mtbi_s: float) -> float:
 
 def gpu_fabrics(plan: ClusterPlan):
     """Fabrics that carry a GPU group's compute-role NICs (the network a training job depends on)."""
-    gpu_groups = [g for g in plan.groups if g.type.gpus > 0]
-    return list(plan.compute_fabrics(*gpu_groups)) if gpu_groups else []
+    groups = gpu_groups(plan)
+    return list(plan.compute_fabrics(*groups)) if groups else []
 
 
 def cluster_counts(plan: ClusterPlan, calibration: Mapping[str, Any] | None = None) -> Counts:
     """GPUs, GPU nodes, and the switches and links of the GPU fabrics. Without a planned GPU fabric (cloud)
     the links are estimated at the calibration cluster's links per GPU."""
-    groups = storage_io.gpu_groups(plan)
+    groups = gpu_groups(plan)
     gpus = sum(g.gpus for g in groups)
     nodes = sum(g.count for g in groups)
     fabrics = gpu_fabrics(plan)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from clusterctl import hostlist
 from clusterctl.blueprint.software import Partition
 from clusterctl.catalog.models import accelerator_vendor
-from clusterctl.plan.cloud import is_elastic
+from clusterctl.plan.cloud import elastic_groups as cloud_elastic_groups
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.plan.roles import slurm_roles
 from clusterctl.plan.nvlink import IMEX_CHANNEL_COUNT, multi_node
@@ -378,8 +378,10 @@ POWER_SAVE_PROGRAMS = (("SuspendProgram", "/usr/local/sbin/clusterctl-suspend", 
                         "nodes that did not register within ResumeTimeout"))
 """symbolic links to clusterctl-power-save, which dispatches on its name (installed by roles/slurm_power_save)"""
 def elastic_groups(plan: ClusterPlan, groups: Sequence[GroupPlan]) -> list[GroupPlan]:
-    """The Slurm node groups whose instances Slurm's power saving creates and deletes (``cloud.elastic``)."""
-    return [g for g in groups if is_elastic(plan, g.index)]
+    """Those of the Slurm node groups ``groups`` that Slurm's power saving creates and deletes
+    (:func:`clusterctl.plan.cloud.elastic_groups`)."""
+    elastic = {g.index for g in cloud_elastic_groups(plan)}
+    return [g for g in groups if g.index in elastic]
 
 
 def power_save_sections(plan: ClusterPlan, version: Release, groups: Sequence[GroupPlan]) -> list[Section]:

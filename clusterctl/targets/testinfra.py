@@ -21,7 +21,8 @@ from clusterctl.targets.ansible.chrony import CHRONY_CONF, PUBLIC_TIME_POOL, sit
 from clusterctl.targets.ansible.hardware import nccl_groups, rdma_nics
 from clusterctl.targets.ansible.node_files import (HOSTS_MARKER, LIMITS_FILE, NODE_HEALTH_CONFIG, NODE_HEALTH_SCRIPT,
                                                    SLURM_CONFIG_DIR, SYSCTL_FILE, neigh_thresholds)
-from clusterctl.targets.ansible.slurm_vars import elastic_groups, qos_vars
+from clusterctl.plan.cloud import elastic_groups
+from clusterctl.targets.ansible.slurm_vars import qos_vars
 from clusterctl.targets.ansible.storage import storage_mounts
 from clusterctl.targets.common import environment, header, path_part
 

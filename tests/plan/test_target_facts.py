@@ -40,3 +40,19 @@ def test_a_groups_address_block():
     assert (pool.name, pool.cidr, first, per_host) == ("inband", "10.10.0.0/24", 0, 1)
     assert group_block(plan, "inband", head)[1] == 2  # after the two GPU nodes: groups in blueprint order
     assert group_block(plan, "compute", gpu) is None  # the lab has no compute address pool
+
+
+def test_the_gpu_groups_and_the_elastic_groups_are_one_answer():
+    """plan/roles.gpu_groups (inventory gpu_nodes, storage and reliability figures) and plan/cloud.elastic_groups
+    (slurm.conf power saving, the Ansible plays and variables, testinfra): literal group names of shipped
+    blueprints."""
+    from clusterctl.plan.cloud import elastic_groups
+    from clusterctl.plan.roles import gpu_groups
+    from tests.helpers import shipped
+
+    assert [g.name for g in gpu_groups(plan_of(lab()))] == ["gpu"]
+    assert [g.name for g in elastic_groups(plan_of(lab()))] == []
+    cloud = shipped("lab-cloud")
+    assert [g.name for g in elastic_groups(plan_of(cloud))] == ["gpu"]
+    del cloud["slurm"]
+    assert elastic_groups(plan_of(cloud)) == []  # no Slurm: nothing powers nodes up and down

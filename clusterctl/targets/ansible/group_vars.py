@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from clusterctl.plan.model import ClusterPlan, GroupPlan
+from clusterctl.plan.roles import gpu_groups
 from clusterctl.targets import roce
 from clusterctl.targets.ansible.chrony import time_vars
 from clusterctl.targets.ansible.document import Section, yaml_file
 from clusterctl.targets.ansible.hardware import (container_vars, enroot_login, gpu_vars, imex_vars, rdma_nics,
                                                  software_vars)
-from clusterctl.targets.ansible.inventory import gpu_groups
 from clusterctl.targets.ansible.node_files import neigh_thresholds
 from clusterctl.targets.ansible.pull import pull_settings, pull_vars
 from clusterctl.targets.ansible.slurm_vars import power_save_vars, qos_vars, slurm_install_vars, slurm_version_var

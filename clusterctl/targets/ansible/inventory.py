@@ -13,7 +13,7 @@ from clusterctl import hostlist
 from clusterctl.names import ansible_group_name
 from clusterctl.plan.inventory_groups import ROLE_GROUPS
 from clusterctl.plan.model import ClusterPlan, GroupPlan
-from clusterctl.plan.roles import slurm_roles
+from clusterctl.plan.roles import gpu_groups, slurm_roles
 from clusterctl.targets import RenderError
 from clusterctl.targets.ansible.document import head_line
 from clusterctl.targets.ansible.storage import nfs_exports
@@ -65,9 +65,6 @@ def _rack_hosts(plan: ClusterPlan) -> list[tuple[str, list[str]]]:
                 per_rack.setdefault(r, []).append(host)
     return [(plan.racks[r].name, per_rack[r]) for r in sorted(per_rack)]
 
-
-def gpu_groups(plan: ClusterPlan) -> list[GroupPlan]:
-    return [g for g in plan.groups if g.type.gpus > 0]
 
 
 def nvlink_domains(plan: ClusterPlan) -> list[tuple[str, GroupPlan, list[str]]]:

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from clusterctl.cloud.stack.gpudirect import RXDM_ROLE, needs_rxdm
+from clusterctl.plan.cloud import elastic_groups
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.nvlink import imex_configured
 from clusterctl.targets import roce
 from clusterctl.targets.ansible.document import head_line
 from clusterctl.targets.ansible.hardware import enroot_login, nccl_groups
 from clusterctl.targets.ansible.pull import pull_settings
-from clusterctl.targets.ansible.slurm_vars import elastic_groups
 from clusterctl.targets.ansible.storage import nfs_exports, state_mount_tiers, storage_mounts
 from clusterctl.yamlout import Flow, PureDumper, Unsafe, body, comment_lines
 

@@ -3,7 +3,7 @@ them (slurm.qos), the release slurm.conf was rendered for, and the elastic group
 
 from __future__ import annotations
 
-from clusterctl.plan.cloud import is_elastic
+from clusterctl.plan.cloud import elastic_groups
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.plan.slurm import sacctmgr_wall, slurm_release
 from clusterctl.targets import RenderError
@@ -78,12 +78,6 @@ def slurm_version_var(plan: ClusterPlan) -> str:
     v = slurm_release(plan)
     return str(v) if v else Unsafe(plan.slurm.version)
 
-
-def elastic_groups(plan: ClusterPlan) -> list[GroupPlan]:
-    """Node groups Slurm's power saving creates and deletes (``cloud.elastic``), in a blueprint with Slurm and cloud."""
-    if plan.slurm is None or plan.cloud is None:
-        return []
-    return [g for g in plan.groups if g.type.instance is not None and is_elastic(plan, g.index)]
 
 
 def power_save_vars(plan: ClusterPlan) -> list[Section]:
