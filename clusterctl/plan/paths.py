@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from clusterctl.plan.model import ClusterPlan, FabricPlan, GroupPlan
+from clusterctl.plan.roles import group_of
 from clusterctl.plan.sources import SourceError, mount_source
 
 DATA_ROLES = ("storage", "compute", "inband")
@@ -98,10 +99,10 @@ def _server_fabrics(plan: ClusterPlan, name: str) -> tuple[set[int], bool, str]:
                 return (_role_fabrics(plan, pool.role), pool.role == "inband" and no_inband_fabric,
                         f"{name} (address pool {pool.name}, role {pool.role})")
     else:
-        for g in plan.groups:
-            if name in g.hosts:
-                return ({f.index for f, _ in _attached(plan, g)}, no_inband_fabric and bool(g.type.nics_of("inband")),
-                        f"{name} (group {g.name})")
+        g = group_of(plan, name)
+        if g is not None:
+            return ({f.index for f, _ in _attached(plan, g)}, no_inband_fabric and bool(g.type.nics_of("inband")),
+                    f"{name} (group {g.name})")
     fabrics = _role_fabrics(plan, "storage") or _role_fabrics(plan, "inband")
     return fabrics, not fabrics, f"{name or 'the servers'} (outside the blueprint: on the storage network)"
 

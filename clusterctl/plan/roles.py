@@ -64,8 +64,13 @@ def slurm_roles(plan: ClusterPlan) -> SlurmRoles:
 
 
 def host_groups(plan: ClusterPlan) -> dict[str, GroupPlan]:
-    """host name -> the node group it belongs to, for every planned host."""
-    return {h: g for g in plan.groups for h in g.hosts}
+    """host name -> the node group it belongs to, for every planned host (the first group naming it, when two
+    do: NAME001 reports that)."""
+    owner: dict[str, GroupPlan] = {}
+    for g in plan.groups:
+        for h in g.hosts:
+            owner.setdefault(h, g)
+    return owner
 
 
 def group_of(plan: ClusterPlan, host: str) -> GroupPlan | None:

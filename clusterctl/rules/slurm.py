@@ -19,7 +19,7 @@ from clusterctl.blueprint.load import did_you_mean
 from clusterctl.blueprint.software import Software
 from clusterctl.catalog.models import accelerator_vendor
 from clusterctl.plan.model import ClusterPlan, GroupPlan
-from clusterctl.plan.roles import slurm_roles
+from clusterctl.plan.roles import host_groups, slurm_roles
 from clusterctl.plan.slurm import (AUTODETECT_NVIDIA, BLOCK_PLUGIN, BLOCK_SIZES, DISTRO_SLURM, OLDEST_SUPPORTED,
                                    SHARED_TIERS, TOPOLOGY_YAML, install_release, memory_refusal, node_groups,
                                    provides_nvml, qos_wall_refusals, release_refusal, slurm_release, state_tier,
@@ -29,14 +29,6 @@ from clusterctl.rules.base import Hit, Severity, rule
 SINGLE_CONTROLLER_MAX_NODES = 64
 
 _BAD_PARTITION_CHARS = re.compile(r"[\s,=#\"'\\]")
-
-
-def _hosts(plan: ClusterPlan) -> dict[str, GroupPlan]:
-    out: dict[str, GroupPlan] = {}
-    for g in plan.groups:
-        for h in g.hosts:
-            out.setdefault(h, g)
-    return out
 
 
 def _suggest(name: str, plan: ClusterPlan) -> str:
@@ -82,7 +74,7 @@ def controllers(plan: ClusterPlan) -> Iterator[Hit]:
         yield Hit(path, f"controllers '{slurm.controllers}' is not a host list: {exc}",
                   "write names like head[01-02] or head01,head02")
         return
-    hosts = _hosts(plan)
+    hosts = host_groups(plan)
     in_partition = _partitioned_groups(plan)
     for name in names:
         g = hosts.get(name)
@@ -269,7 +261,7 @@ def accounting_host(plan: ClusterPlan) -> Iterator[Hit]:
     slurm = plan.blueprint.slurm
     if slurm is None:
         return
-    hosts = _hosts(plan)
+    hosts = host_groups(plan)
     for key in ("accounting_host", "accounting_backup_host"):
         name = getattr(slurm, key)
         if name is not None and name not in hosts:
