@@ -20,10 +20,19 @@ class SlurmRoles:
     accounting: tuple[str, ...]
     """slurmdbd hosts, primary first: ``accounting_host`` (default: the first controller), then
     ``accounting_backup_host`` (the backup slurmdbd: the same role, the same file)"""
-    login: tuple[str, ...]
-    """hosts of the node groups with role login"""
-    compute: tuple[str, ...]
-    """hosts of the node groups with role compute (they run slurmd)"""
+    groups: tuple[GroupPlan, ...] = ()
+    """the plan's node groups, from which :attr:`login` and :attr:`compute` are read when asked (most callers
+    want only the daemon hosts, and a large plan has hundreds of thousands of compute hosts)"""
+
+    @property
+    def login(self) -> tuple[str, ...]:
+        """hosts of the node groups with role login"""
+        return tuple(h for g in self.groups if g.role == "login" for h in g.hosts)
+
+    @property
+    def compute(self) -> tuple[str, ...]:
+        """hosts of the node groups with role compute (they run slurmd)"""
+        return tuple(h for g in self.groups if g.role == "compute" for h in g.hosts)
 
     @property
     def daemons(self) -> frozenset[str]:
@@ -43,7 +52,7 @@ class SlurmRoles:
         return len(self.controllers) > 1
 
 
-NO_SLURM = SlurmRoles((), (), (), ())
+NO_SLURM = SlurmRoles((), ())
 
 
 def slurm_roles(plan: ClusterPlan) -> SlurmRoles:
@@ -58,9 +67,7 @@ def slurm_roles(plan: ClusterPlan) -> SlurmRoles:
     accounting = [s.accounting_host] if s.accounting_host else list(controllers[:1])
     if s.accounting_backup_host and s.accounting_backup_host not in accounting:
         accounting.append(s.accounting_backup_host)
-    login = tuple(h for g in plan.groups if g.role == "login" for h in g.hosts)
-    compute = tuple(h for g in plan.groups if g.role == "compute" for h in g.hosts)
-    return SlurmRoles(controllers, tuple(accounting), login, compute)
+    return SlurmRoles(controllers, tuple(accounting), plan.groups)
 
 
 def host_groups(plan: ClusterPlan) -> dict[str, GroupPlan]:
@@ -82,4 +89,4 @@ def group_of(plan: ClusterPlan, host: str) -> GroupPlan | None:
 def gpu_groups(plan: ClusterPlan) -> list[GroupPlan]:
     """The node groups with GPUs and at least one host: the nodes that train, write checkpoints and read data
     (the inventory's ``gpu_nodes``, the storage and reliability figures)."""
-    return [g for g in plan.groups if g.type.gpus > 0 and g.count > 0]
+    return [g for g in plan.groups if g.type.gpus > 0]  # a group has at least one host (count >= 1 at load)
