@@ -24,7 +24,6 @@ its last process; the host's mount table never holds them.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import ipaddress
 import json
@@ -254,7 +253,9 @@ def _ssh_config(state: State) -> str:
 # the CPU holding the higher batch gets every job started from another CPU's lower batch requeued held
 # ("launch failed requeued held"), at random. Found by the elastic and rolling rehearsals, where the job was
 # PENDING for good in some CI runs. So each node's namespaces are made on the CPU whose ids are lowest now:
-# every namespace made later, on any CPU, has a higher id.
+# every namespace made later, on any CPU, has a higher id. The batches move as namespaces are made (by this
+# process or anyone else's), so the probe runs again before each node is launched, never cached: a CPU chosen
+# an hour earlier by a long-lived process failed a CI run (head01 refused a job namespace made on CPU 1).
 NS_HOLD_PROBE = r"""
 d=$(mktemp -d) && mount --bind "$d" "$d" && mount --make-private "$d" && touch "$d/ns" || exit 2
 rc=0
@@ -265,10 +266,9 @@ rm -f "$d/ns"; umount "$d"; rmdir "$d"
 exit $rc
 """
 
-@functools.cache
 def namespace_cpu() -> int | None:
-    """The CPU on which a new mount namespace can hold the namespaces its processes make on any CPU (probed once
-    per process: from a throwaway namespace made on each CPU in turn); None when every CPU can, or none can."""
+    """The CPU on which a new mount namespace can hold the namespaces its processes make on any CPU (probed now,
+    from a throwaway namespace made on each CPU in turn); None when every CPU can, or none can."""
     cpus = sorted(os.sched_getaffinity(0))
     env = {**os.environ, "CPUS": " ".join(map(str, cpus))}
     results = {c: run_command(["taskset", "-c", str(c), "unshare", "--mount", "--propagation", "private",
@@ -281,7 +281,7 @@ def namespace_cpu() -> int | None:
 def _launch(node: NodeRecord, binds: Sequence[tuple[str, str]]) -> Proc:
     """Start the node: nsenter (its netns) -> unshare (new mount, UTS, PID ns; on :func:`namespace_cpu`) ->
     stage 1 (back on every CPU) -> init."""
-    cpu = namespace_cpu()
+    cpu = namespace_cpu()  # probed for this node, just before its namespaces are made
     pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
     every = ",".join(map(str, sorted(os.sched_getaffinity(0)))) if cpu is not None else ""
     args = ["nsenter", f"--net=/run/netns/{node.netns}", "--", *pin,
