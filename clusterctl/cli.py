@@ -25,6 +25,7 @@ from clusterctl.exit_codes import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_INTERRUPTED
 from clusterctl.hidden_chars import escape_hidden
 from clusterctl.output import diagnostics as diag
 from clusterctl.output import finite_json
+from clusterctl.rehearse.image.catalog import IMAGES, choose_image
 from clusterctl.rules import Severity, all_rules
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -507,6 +508,10 @@ class RehearseFormat(str, Enum):
     json = "json"
 
 
+RehearseImage = Enum("RehearseImage", {name: name for name in IMAGES}, type=str)
+"""what ``--image`` takes: the images of clusterctl/rehearse/image/catalog.py"""
+
+
 class RehearseScenario(str, Enum):
     """What runs on the booted nodes (docs/rehearse.md)."""
 
@@ -536,12 +541,14 @@ def rehearse(
                          "converge site.yml twice, testinfra, srun; version-guard, node-failure, failover, pull, elastic, "
                          "rolling: docs/rehearse.md. Repeat it to run several scenarios on one boot")] = None,
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
+    image: Annotated[Optional[RehearseImage], typer.Option(
+        "--image", help="the clean OS image the nodes boot (default: the one nearest the blueprint's software.os)")]
+        = None,
 ) -> None:
     """Render the blueprint, boot its hosts as isolated nodes on this machine (root; docs/rehearse.md) and
     prove the rendered cluster works there. Exit 0 every step passed, 1 a step failed, 2 cannot rehearse."""
     from clusterctl.rehearse import RehearsalError
     from clusterctl.rehearse.node import lifecycle, probe
-    from clusterctl.rehearse.scenario.deploy import require_packages
     from clusterctl.rehearse.run import rehearse as run_rehearsal
     from clusterctl.rehearse.suite import build
     from clusterctl.rehearse.ui import RichProgress
@@ -558,20 +565,20 @@ def rehearse(
         if blueprint is None:
             raise _misuse("missing BLUEPRINT", "clusterctl rehearse BLUEPRINT [-o DIR], or --down DIR")
         scenarios = [s.value for s in scenario or [RehearseScenario.all]]
-        probe.require()
-        if scenarios != [RehearseScenario.nodes.value]:
-            require_packages()
+        probe.require(converge=scenarios != [RehearseScenario.nodes.value])  # before anything is rendered or booted
         loaded, v = _validated_or_exit(blueprint, suppress, "not rehearsed")
+        chosen, why = choose_image(image.value if image else None, v.plan.software.os)
         try:
-            plan = build(scenarios, blueprint, v.plan, output, nodes_per_group, render_targets)
+            plan = build(scenarios, blueprint, v.plan, output, nodes_per_group, render_targets, chosen)
         except RenderError as exc:
             raise _render_refused(loaded, exc) from None
         except OutputDirError as exc:
             raise _misuse(str(exc), exc.hint) from None
         progress = RichProgress()
         progress.note(f"{output}: rendered {len(plan.files)} files as rehearsed ({plan.describe}); "
-                      f"booting {len(plan.specs)} node(s)")
-        summary = run_rehearsal(output, plan.specs, plan.steps, progress, keep=keep, info=plan.info)
+                      f"booting {len(plan.specs)} node(s) from {chosen.name} ({why})")
+        info = {"image": {"name": chosen.name, "suite": chosen.suite, "why": why}, **plan.info}
+        summary = run_rehearsal(output, plan.specs, plan.steps, progress, keep=keep, info=info)
     except RehearsalError as exc:
         raise _misuse(str(exc), exc.hint) from None
     if fmt is RehearseFormat.json:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import sys
+
 import pytest
 
 from clusterctl.rehearse import RehearsalError
@@ -27,7 +29,7 @@ from tests.helpers import cli, lab, plan_of, shipped
 def caps(**over) -> probe.Capabilities:
     """A machine that has everything, except what ``over`` replaces."""
     base = dict(is_root=lambda: True, which=lambda p: f"/usr/bin/{p}", has_namespace=lambda k: True,
-                has_filesystem=lambda f: True, can_bridge=lambda: True)
+                has_filesystem=lambda f: True, can_bridge=lambda: True, has_module=lambda m: True)
     return probe.Capabilities(**{**base, **over})
 
 
@@ -39,7 +41,7 @@ def test_probe_refuses_when_not_root():
     found = probe.problems(caps(is_root=lambda: False))
     assert len(found) == 1
     message, hint = found[0]
-    assert "must run as root" in message and "sudo" in hint
+    assert "must run as root" in message and "sudo" in hint and "by its path" in hint
     with pytest.raises(RehearsalError, match="root"):
         probe.require(caps(is_root=lambda: False))
 
@@ -48,8 +50,21 @@ def test_probe_names_the_debian_package_of_a_missing_program():
     found = probe.problems(caps(which=lambda p: None if p in ("sshd", "ssh") else f"/usr/bin/{p}"))
     assert len(found) == 1
     message, hint = found[0]
-    assert "sshd" in message and "ssh" in message
-    assert hint == "apt-get install -y openssh-client openssh-server"
+    assert message == "missing: ssh, sshd"
+    assert hint == "apt-get install -y --no-install-recommends openssh-client openssh-server"
+
+
+def test_probe_gives_one_install_line_for_missing_programs_and_the_rehearse_extra():
+    found = probe.problems(caps(which=lambda p: None if p in ("mmdebstrap", "gpg") else f"/usr/bin/{p}",
+                                has_module=lambda m: m not in ("ansible_runner", "testinfra")))
+    assert len(found) == 1
+    message, hint = found[0]
+    assert message == ("missing: mmdebstrap, gpg, Python module ansible_runner (the converge (ansible-runner drives "
+                       "ansible-playbook)), Python module testinfra (the rendered acceptance tests (pytest-testinfra))")
+    assert hint == (f"apt-get install -y --no-install-recommends gnupg mmdebstrap && {sys.executable} -m pip install "
+                    "'clusterctl[rehearse]'")
+    # booting nodes and checking SSH (--scenario nodes) needs no Ansible
+    assert probe.problems(caps(has_module=lambda m: False), converge=False) == []
 
 
 def test_probe_refuses_missing_namespaces_overlay_and_bridge():

@@ -19,28 +19,86 @@ from clusterctl.rehearse.scenario.deploy import (
 )
 from clusterctl.rehearse.select import selected_hosts
 from clusterctl.rehearse.steps import FAILED, OK
-from clusterctl.rehearse.variant import Hardware, rehearsal_variant
+from clusterctl.rehearse.image.catalog import IMAGES
+from clusterctl.rehearse.variant import Hardware, machine_hardware, rehearsal_variant
 from clusterctl.targets import render_targets
 from tests.helpers import lab, plan_of, shipped, to_yaml
 
 HW = Hardware(sockets=1, cores_per_socket=2, threads_per_core=1, memory_mib=24105)
 
 
-def rehearsed(data: dict, version: str = "22.05"):
-    v = rehearsal_variant(data, plan_of(data), version, HW)
+def rehearsed(data: dict, image: str = "debian-12"):
+    v = rehearsal_variant(data, plan_of(data), IMAGES[image], HW)
     return v, expand(load_blueprint_text(to_yaml(v.data), "rehearsed.yaml"))
 
 
-def test_variant_renders_for_the_installed_slurm_and_this_machine():
+def distro(data: dict, version: str = "24.05") -> dict:
+    data["slurm"]["install"] = {"kind": "distro"}
+    data["slurm"]["version"] = version
+    return data
+
+
+def test_variant_renders_for_the_nodes_slurm_and_this_machine():
     v, plan = rehearsed(lab())
     conf = render_targets(plan)["slurm/slurm.conf"]
     assert "NodeName=gpu[01-02] Sockets=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=" in conf
     gres = render_targets(plan)["slurm/gres.conf"]
     assert "AutoDetect=off" in gres and "File=/dev/nvidia[0-7]" in gres  # the stand-ins the rehearsal makes
-    assert v.summary()["slurm_version"] == {"blueprint": "24.05", "rehearsed": "22.05"}
+    # the lab installs SchedMD's 24.05.4-1 from /srv/slurm-debs: the same kind of packages, built from the one
+    # SchedMD tarball Debian's archive carries (24.11.5), in the same directory
+    assert v.summary()["slurm_version"] == {"blueprint": "24.05", "rehearsed": "24.11"}
+    assert v.summary()["slurm_install"] == {"kind": "debs", "path": "/srv/slurm-debs", "version": "24.11.5-1",
+                                            "packages": "schedmd", "gpu_nvml": False}
+    assert v.changes["slurm.version"]["why"] == (
+        "no SchedMD release tarball of 24.05 is reachable here (Debian's archive carries 24.11.5): built 24.11; "
+        "built without NVML (no NVIDIA driver in the build root): gres.conf lists the GPUs")
     assert v.changes["node_types.hgx"]["blueprint"]["cores_per_socket"] == 52
     assert v.changes["node_types.hgx"]["rehearsed"] == {"sockets": 1, "cores_per_socket": 2,
                                                         "threads_per_core": 1, "memory_gb": 23}
+
+
+def test_distro_slurm_is_the_images_own():
+    v, _ = rehearsed(distro(lab()), "debian-12")
+    assert v.summary()["slurm_version"] == {"blueprint": "24.05", "rehearsed": "22.05"}
+    assert v.changes["slurm.version"]["why"] == "debian-12's own Slurm is 22.05 (Debian bookworm's slurm-wlm)"
+    assert "slurm.install" not in v.changes
+    v, _ = rehearsed(distro(lab(), "24.11"), "debian-13")
+    assert v.summary()["slurm_version"] == {"blueprint": "24.11", "rehearsed": "24.11"}
+    assert v.changes == {k: c for k, c in v.changes.items() if k != "slurm.version"}  # as written
+
+
+def test_a_schedmd_repository_is_rehearsed_as_the_same_packages_built_here():
+    data = lab()
+    data["slurm"]["version"] = "24.11"
+    data["slurm"]["install"] = {"kind": "repo", "url": "https://repo.example.org/slurm", "suite": "jammy",
+                                "key": "https://repo.example.org/key.asc", "version": "24.11.5-1", "gpu_nvml": False}
+    v, plan = rehearsed(data, "debian-13")
+    assert v.summary()["slurm_install"] == {"kind": "debs", "path": "/srv/slurm-debs", "version": "24.11.5-1",
+                                            "packages": "schedmd", "gpu_nvml": False}
+    assert "slurm.version" not in v.changes
+    assert v.changes["slurm.install"]["why"] == (
+        "the repository https://repo.example.org/slurm is not reachable from a rehearsal: the same slurm-smd "
+        "packages are built from SchedMD's release tarball and placed in /srv/slurm-debs")
+    data["slurm"]["install"] = {"kind": "debs", "path": "/opt/debs", "version": "24.11.5-1", "packages": "debian"}
+    v, _ = rehearsed(data, "debian-13")
+    assert v.summary()["slurm_install"] == {"kind": "distro"}
+    assert v.changes["slurm.install"]["why"] == "debs of Debian-named packages: debian-13's own slurm-wlm"
+
+
+def test_machine_hardware_reads_sysfs_as_slurmd_does(tmp_path):
+    cpu = tmp_path / "cpu"
+    # two sockets of four cores with two threads each: CPUs 0-15, package = cpu // 8, core = (cpu % 8) // 2
+    (cpu).mkdir()
+    (cpu / "online").write_text("0-15\n")
+    for c in range(16):
+        topo = cpu / f"cpu{c}" / "topology"
+        topo.mkdir(parents=True)
+        (topo / "physical_package_id").write_text(f"{c // 8}\n")
+        (topo / "core_id").write_text(f"{(c % 8) // 2}\n")
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24683792 kB\nMemFree:         1000 kB\n")
+    assert machine_hardware(cpu, meminfo) == Hardware(sockets=2, cores_per_socket=4, threads_per_core=2,
+                                                      memory_mib=24105)
 
 
 def test_variant_leaves_the_blueprint_data_and_the_rest_of_the_plan_alone():
@@ -55,9 +113,9 @@ def test_variant_leaves_the_blueprint_data_and_the_rest_of_the_plan_alone():
 
 
 def test_same_version_is_not_reported_as_a_change():
-    v, _ = rehearsed(lab(), version="24.05")
+    v, _ = rehearsed(distro(lab(), "22.05"))
     assert "slurm.version" not in v.changes
-    assert v.summary()["slurm_version"] == {"blueprint": "24.05", "rehearsed": "24.05"}
+    assert v.summary()["slurm_version"] == {"blueprint": "22.05", "rehearsed": "22.05"}
 
 
 def test_cluster_of_the_superpod_names_login_controllers_and_accounting():
@@ -121,3 +179,23 @@ def test_deploy_runs_srun_only_with_slurm_and_compute_hosts():
     assert [s.name for s in deploy_steps(full)] == ["converge", "converge-again", "testinfra", "srun"]
     no_slurm = Cluster({"gpu01": "gpu"}, ("gpu01",), {"gpu01": 8}, ())
     assert [s.name for s in deploy_steps(no_slurm)] == ["converge", "converge-again", "testinfra"]
+
+
+def test_ansible_runner_finds_the_ansible_playbook_of_clusterctls_own_environment(tmp_path, monkeypatch):
+    """Run as root from a virtualenv, sudo resets PATH to its secure_path: the runner must still take the
+    virtualenv's ansible-playbook, not Debian's (another Python, another ansible-core) or none."""
+    import os
+    import sys
+    from pathlib import Path
+
+    from clusterctl.rehearse.node.state import State
+    from clusterctl.rehearse.scenario.deploy import runner_env
+
+    monkeypatch.setattr("clusterctl.rehearse.scenario.deploy.control_dir", lambda rid: tmp_path / "cp" / rid)  # runner_env makes it
+
+    monkeypatch.setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")  # sudo's secure_path
+    state = State(id="t0", dir=str(tmp_path), bridge="rh-t0", host_address="10.254.0.254", prefix=24,
+                  key=str(tmp_path / "key"), known_hosts=str(tmp_path / "kh"), ssh_config=str(tmp_path / "cfg"))
+    path = runner_env(state, None)["PATH"].split(os.pathsep)
+    assert path[0] == str(Path(sys.executable).parent)
+    assert path[1:] == ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]

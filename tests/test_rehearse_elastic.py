@@ -57,11 +57,12 @@ def test_elastic_applies_to_lab_cloud_only_and_shortens_suspend_time():
 
 
 def test_instance_types_get_this_machines_hardware_in_the_rehearsed_plan():
+    from clusterctl.rehearse.image.catalog import IMAGES
     from clusterctl.rehearse.variant import Hardware, rehearsal_variant, with_machine_hardware
 
     plan = plan_of(shipped("lab-cloud"))
     hw = Hardware(1, 2, 1, 24105)
-    v = rehearsal_variant(shipped("lab-cloud"), plan, "22.05", hw)
+    v = rehearsal_variant(shipped("lab-cloud"), plan, IMAGES["debian-12"], hw)
     assert v.data["node_types"]["p5"] == {"instance": "p5.48xlarge", "features": ["h100", "efa"]}
     assert v.changes["node_types.p5"]["rehearsed"] == {"instance": "p5.48xlarge", "sockets": 1, "cores_per_socket": 2,
                                                        "threads_per_core": 1, "memory_gb": 23}

@@ -15,6 +15,7 @@ import jinja2
 import pytest
 import yaml
 
+from clusterctl.rehearse.image.catalog import IMAGES
 from clusterctl.blueprint.load import load_blueprint_text
 from clusterctl.errors import BlueprintError
 from clusterctl.plan import expand
@@ -214,13 +215,9 @@ def test_the_script_fetches_applies_the_released_version_only_and_writes_its_sta
 def test_the_pull_rehearsal_points_the_blueprint_at_the_controller_and_rolls_v2_batch_by_batch(tmp_path):
     from clusterctl.rehearse.scenario.pull import PullRound
     from clusterctl.rehearse.suite import build
-    from clusterctl.rehearse.variant import installed_slurm
-
-    if installed_slurm() is None:
-        require("no slurmd on this machine (Debian slurm-wlm)")
     path = REPO / "blueprints" / "lab-2node.yaml"
     reh = build("pull", path, expand(load_blueprint_text(path.read_text(), str(path))), tmp_path / "r", 2,
-                render_targets)
+                render_targets, IMAGES["debian-12"])
     assert [s.name for s in reh.steps] == ["ssh-check", "converge", "pull-v1", "pull-batch",
                                            "pull-all"]
     all_vars = yaml.safe_load(reh.files["ansible/group_vars/all.yml"].replace("!unsafe", ""))

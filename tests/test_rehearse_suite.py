@@ -9,9 +9,9 @@ import inspect
 
 import pytest
 
+from clusterctl.rehearse.image.catalog import IMAGES
 from clusterctl.rehearse import RehearsalError, suite
 from clusterctl.rehearse.scenario.registry import ORDER, SCENARIOS
-from tests.conftest import require
 from tests.helpers import REPO, plan_of, shipped
 
 ELASTIC = "not applicable: the compute nodes are elastic (State=CLOUD): they come up through the elastic scenario"
@@ -75,12 +75,10 @@ def test_build_is_a_loop_over_the_registry():
 
 
 def test_all_on_lab_ha_puts_every_scenario_on_one_boot_in_order(tmp_path):
-    from clusterctl.rehearse.variant import installed_slurm
     from clusterctl.targets import render_targets
 
-    require([] if installed_slurm() else ["Slurm's slurmd (Debian slurm-wlm; scripts/test installs it)"])
     path = REPO / "blueprints" / "lab-ha.yaml"
-    reh = suite.build("all", path, plan_of(shipped("lab-ha")), tmp_path / "r", 1, render_targets)
+    reh = suite.build("all", path, plan_of(shipped("lab-ha")), tmp_path / "r", 1, render_targets, IMAGES["debian-12"])
     assert [s.name for s in reh.steps] == [
         "ssh-check", "version-guard: render", "version-guard: version-guard", "version-guard: render back",
         "failover: failover-timeout", "deploy: converge", "deploy: converge-again", "deploy: testinfra",
@@ -88,7 +86,7 @@ def test_all_on_lab_ha_puts_every_scenario_on_one_boot_in_order(tmp_path):
         "failover: failover", "pull: pull-v1", "pull: pull-batch", "pull: pull-all", "rolling: rolling"]
     assert [(s.name, [b[1] for b in s.binds]) for s in reh.specs] == [
         ("head01", ["/shared"]), ("head02", ["/shared"]), ("login01", []), ("gpu01", []), ("gpu03", [])]
-    assert list(reh.info) == ["slurm_version", "rehearsed_as", "rolling_change", "version_guard", "shared_storage",
+    assert list(reh.info) == ["slurm_version", "slurm_install", "rehearsed_as", "rolling_change", "version_guard", "shared_storage",
                               "scenarios"]
     assert reh.info["scenarios"] == {"version-guard": "run", "deploy": "run", "node-failure": "run",
                                      "failover": "run", "pull": "run", "rolling": "run",

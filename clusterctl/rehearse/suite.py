@@ -21,7 +21,8 @@ from clusterctl.rehearse.scenario.deploy import Converge, cluster_of
 from clusterctl.rehearse.scenario.registry import ORDER, SCENARIOS
 from clusterctl.rehearse.select import node_specs
 from clusterctl.rehearse.steps import default_steps
-from clusterctl.rehearse.variant import installed_slurm
+from clusterctl.rehearse.image.catalog import Image
+from clusterctl.rehearse.variant import slurm_as_rehearsed
 
 ALL = "all"
 NODES = "nodes"
@@ -65,14 +66,14 @@ def choose(scenario: str | Sequence[str], plan: ClusterPlan) -> tuple[list[Scena
 
 
 def build(scenario: str | Sequence[str], blueprint: Path, plan: ClusterPlan, output: Path, per_group: int,
-          render: Callable[[ClusterPlan], dict[str, str]]) -> Rehearsal:
+          render: Callable[[ClusterPlan], dict[str, str]], image: Image) -> Rehearsal:
     """The rehearsal of ``scenario`` (a name of :data:`ORDER`, ``all`` or ``nodes``, or several names of
     :data:`ORDER`, run in that order on one boot like ``all`` but without its applicability filter) for the
-    validated ``plan`` of ``blueprint``; ``render`` turns a plan into files. Writes the files as rehearsed into
+    validated ``plan`` of ``blueprint`` on nodes booted from ``image``; ``render`` turns a plan into files. Writes the files as rehearsed into
     ``output``."""
     chosen, skipped, one = choose(scenario, plan)
-    b = Build(blueprint, plan, output, per_group, render, installed_slurm(), chosen, combined=one in (ALL, ""),
-              alone=one)
+    runs = slurm_as_rehearsed(plan.slurm.model_dump(mode="json"), image).version if plan.slurm else image.slurm
+    b = Build(blueprint, plan, output, per_group, render, image, runs, chosen, combined=one in (ALL, ""), alone=one)
     b.base, variant = b.rehearsed(b.adjust)
     b.files = render(b.base)
     b.rid = rehearsal_id(output)

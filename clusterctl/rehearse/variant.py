@@ -1,22 +1,22 @@
-"""The blueprint as rehearsed: what a rehearsal must change so the rendered files run on this machine.
+"""The blueprint as rehearsed: what a rehearsal must change so the rendered files run on its nodes.
 
-A rehearsal node runs the Slurm that is installed here (Debian's slurm-wlm) on this machine's CPUs and
-memory, with no GPU, no NVML and no RDMA. Rendering the blueprint as written would give a slurm.conf for
-another Slurm release (the version preflight stops the playbook) and node lines with 104 cores and 2 TB
-that slurmd here cannot report (slurmctld drains such a node). So the rehearsal renders a *variant*:
+A rehearsal node boots a clean Debian image (:mod:`clusterctl.rehearse.image`) on this machine's CPUs and
+memory, with no GPU, no NVML and no RDMA. Rendered exactly as written, a blueprint would name packages the
+image cannot carry and node lines with 104 cores and 2 TB that slurmd here cannot report (slurmctld drains such
+a node). So the rehearsal renders a *variant*, keeping the blueprint's Slurm wherever the image can carry it
+(:func:`slurm_as_rehearsed`):
 
-- ``slurm.version``: the installed major.minor (``slurmd -V``);
-- ``slurm.install: {kind: distro}``: the nodes run the slurm-wlm installed here (a repo or .deb directory the
-  blueprint names for production is not on this machine);
-- ``slurm.gres_autodetect: off``: Debian builds Slurm without NVML (slurmd is fatal on AutoDetect=nvml);
-  gres.conf's File= lines then point at the GPU stand-in devices the rehearsal creates;
-- every compute node type: this machine's sockets, cores, threads and memory (``slurmd -C``), the rest
-  of its server spec (GPUs, NICs) unchanged; ``slurm.memory_reserve_gb: 1``. A cloud instance type has no CPU
-  layout a blueprint can write (the plan derives one from its vCPUs): its groups keep the instance type (the
-  cloud stack, the elastic groups' launch templates) and the plan of the variant gets this machine's CPUs and
-  memory for them (:func:`with_machine_hardware`).
+- ``slurm.install``: SchedMD's packages (``debs``, or a ``repo`` of them, unreachable here) are built from the
+  release tarball of the blueprint's major.minor when one is reachable and placed in the blueprint's directory;
+  ``distro`` (and Debian-named packages) is the image's own slurm-wlm; ``slurm.version`` follows;
+- ``slurm.gres_autodetect: off``: no NVML in a node; gres.conf's File= lines then name the GPU stand-ins;
+- every compute node type: this machine's sockets, cores, threads and memory (:func:`machine_hardware`, as
+  ``slurmd -C`` reports them), the rest of its server spec (GPUs, NICs) unchanged; ``slurm.memory_reserve_gb:
+  1``. A cloud instance type has no CPU layout a blueprint can write (the plan derives one from its vCPUs): its
+  groups keep the instance type (the cloud stack, the elastic groups' launch templates) and the plan of the
+  variant gets this machine's CPUs and memory for them (:func:`with_machine_hardware`).
 
-Each change is listed in :class:`Variant` and in the JSON summary (``rehearsed_as``), so a reader sees
+Each change is listed in :class:`Variant` with why, and in the JSON summary (``rehearsed_as``), so a reader sees
 exactly how the rehearsed files differ from the ones the blueprint renders for production.
 """
 
@@ -26,7 +26,6 @@ from collections.abc import Callable
 
 import copy
 import re
-import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -36,7 +35,7 @@ from clusterctl.errors import BlueprintError
 from clusterctl.plan import expand
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.rehearse import RehearsalError
-from clusterctl.rehearse.node.command import run_command
+from clusterctl.rehearse.image.catalog import DEFAULT_IMAGE, IMAGES, SCHEDMD_TARBALLS, Image, schedmd_version
 from clusterctl.source import load_yaml_file
 
 
@@ -58,6 +57,10 @@ class Variant:
     changes: dict[str, dict[str, object]] = field(default_factory=dict)
     instance_hardware: dict[str, Hardware] = field(default_factory=dict)
     """cloud instance node types of compute groups -> the hardware their plan gets (this machine's)"""
+    image: Image = IMAGES[DEFAULT_IMAGE]
+    """the image the nodes boot from"""
+    slurm: SlurmAsRehearsed | None = None
+    """the Slurm the nodes run (None: the blueprint has no slurm section)"""
 
     def summary(self) -> dict:
         """For the JSON summary: ``slurm_version`` (blueprint vs rehearsed) and every change."""
@@ -65,6 +68,7 @@ class Variant:
         rehearsed = (self.data.get("slurm") or {}).get("version")
         return {"slurm_version": {"blueprint": version["blueprint"] if version else rehearsed,
                                   "rehearsed": rehearsed},
+                "slurm_install": None if self.slurm is None else self.slurm.install,
                 "rehearsed_as": self.changes}
 
     def describe(self) -> str:
@@ -73,52 +77,102 @@ class Variant:
                          if not k.startswith("node_types.")) or "as written"
 
 
-def _run(*args: str) -> str:
-    if shutil.which(args[0]) is None:
-        raise RehearsalError(f"{args[0]} is not installed: a rehearsal runs the Slurm installed on this machine",
-                             "apt-get install -y slurm-wlm munge (scripts/test installs them)")
-    r = run_command(args, timeout=30)
-    if r.returncode != 0:
-        raise RehearsalError(f"`{' '.join(args)}` failed: {(r.stderr or r.stdout).strip()[-300:]}")
-    return r.stdout
+SYSFS_CPU = Path("/sys/devices/system/cpu")
+MEMINFO = Path("/proc/meminfo")
 
 
-def installed_slurm() -> str:
-    """``slurm-wlm 22.05.8`` -> ``22.05``: the only Slurm a rehearsal can run."""
-    out = _run("slurmd", "-V")
-    m = re.search(r"(\d{2})\.(\d{2})", out)
-    if not m:
-        raise RehearsalError(f"cannot read the Slurm version from `slurmd -V`: {out.strip()!r}")
-    return f"{m.group(1)}.{m.group(2)}"
-
-
-def machine_hardware() -> Hardware:
-    """This machine as ``slurmd -C`` sees it."""
-    kv = dict(re.findall(r"(\w+)=(\S+)", _run("slurmd", "-C")))
+def machine_hardware(sysfs_cpu: Path = SYSFS_CPU, meminfo: Path = MEMINFO) -> Hardware:
+    """This machine as ``slurmd -C`` reports it, read where slurmd's hwloc reads it: the online CPUs' package
+    and core ids in sysfs, and MemTotal in MiB as RealMemory. Every node shares these CPUs and this memory,
+    and no Slurm need be installed on the machine for it."""
     try:
-        boards = int(kv.get("Boards", "1"))
-        return Hardware(int(kv["SocketsPerBoard"]) * boards, int(kv["CoresPerSocket"]),
-                        int(kv["ThreadsPerCore"]), int(kv["RealMemory"]))
-    except (KeyError, ValueError):
-        raise RehearsalError(f"cannot read this machine's CPUs and memory from `slurmd -C`: {kv}") from None
+        online = _cpu_list((sysfs_cpu / "online").read_text())
+        ids = {c: (int((sysfs_cpu / f"cpu{c}/topology/physical_package_id").read_text()),
+                   int((sysfs_cpu / f"cpu{c}/topology/core_id").read_text())) for c in online}
+        mem_kib = int(re.search(r"^MemTotal:\s+(\d+) kB", meminfo.read_text(), re.M).group(1))
+    except (OSError, ValueError, AttributeError) as exc:
+        raise RehearsalError(f"cannot read this machine's CPUs and memory ({sysfs_cpu}, {meminfo}): {exc}") from None
+    sockets = len({pkg for pkg, _ in ids.values()})
+    cores = len(set(ids.values()))
+    return Hardware(sockets, cores // sockets, len(ids) // cores, mem_kib // 1024)
 
 
-def rehearsal_variant(data: dict, plan: ClusterPlan, version: str, hw: Hardware) -> Variant:
-    """The blueprint data the rehearsal renders (see the module docstring); ``data`` is not modified."""
+def _cpu_list(text: str) -> list[int]:
+    """``0-3,8`` -> [0, 1, 2, 3, 8] (the kernel's cpulist format)."""
+    out: list[int] = []
+    for part in text.strip().split(","):
+        lo, _, hi = part.partition("-")
+        out += range(int(lo), int(hi or lo) + 1)
+    return out
+
+
+@dataclass(frozen=True)
+class SlurmAsRehearsed:
+    """The Slurm the nodes of a rehearsal run: its release, its install source and why either differs."""
+
+    version: str
+    """major.minor"""
+    install: dict
+    """``slurm.install`` as rehearsed"""
+    why: str = ""
+    """why the version or the install source differs from the blueprint's ('' when neither does)"""
+
+
+DEBS_PATH = "/srv/slurm-debs"
+"""where a rehearsal puts the SchedMD packages it built when the blueprint names a repository instead"""
+
+
+def slurm_as_rehearsed(slurm: dict, image: Image) -> SlurmAsRehearsed:
+    """What the image can carry of the blueprint's Slurm: SchedMD's packages (``debs``, or a ``repo`` of them) are
+    built from the release tarball of the same major.minor when one is reachable (the newest otherwise) and placed
+    in the blueprint's directory; Debian-named packages and ``distro`` are the image's own slurm-wlm."""
+    install = slurm.get("install") or {"kind": "distro"}
+    version = str(slurm.get("version"))
+    if install.get("kind") in ("debs", "repo") and install.get("packages", "schedmd") == "schedmd":
+        release = version if version in SCHEDMD_TARBALLS else max(SCHEDMD_TARBALLS)
+        rehearsed = {"kind": "debs", "path": install.get("path", DEBS_PATH), "version": schedmd_version(release),
+                     "packages": "schedmd", "gpu_nvml": False}
+        why = []
+        if install["kind"] == "repo":
+            why.append(f"the repository {install.get('url')} is not reachable from a rehearsal: the same slurm-smd "
+                       f"packages are built from SchedMD's release tarball and placed in {rehearsed['path']}")
+        if release != version:
+            why.append(f"no SchedMD release tarball of {version} is reachable here (Debian's archive carries "
+                       f"{', '.join(SCHEDMD_TARBALLS[r][0] for r in sorted(SCHEDMD_TARBALLS))}): built {release}")
+        if install.get("version") != rehearsed["version"] and release == version:
+            why.append(f"{SCHEDMD_TARBALLS[release][0]} is the {release} tarball a rehearsal can build")
+        if install.get("gpu_nvml", True):
+            why.append("built without NVML (no NVIDIA driver in the build root): gres.conf lists the GPUs")
+        return SlurmAsRehearsed(release, rehearsed, "; ".join(why))
+    why = "" if version == image.slurm else (
+        f"{image.name}'s own Slurm is {image.slurm} (Debian {image.suite}'s slurm-wlm)")
+    if install.get("kind") != "distro":
+        why = "; ".join(w for w in (f"{install['kind']} of Debian-named packages: {image.name}'s own slurm-wlm",
+                                    why) if w)
+    return SlurmAsRehearsed(image.slurm, {"kind": "distro"}, why)
+
+
+def rehearsal_variant(data: dict, plan: ClusterPlan, image: Image, hw: Hardware) -> Variant:
+    """The blueprint data the rehearsal renders on ``image`` (see the module docstring); ``data`` is not modified."""
     out = copy.deepcopy(data)
-    v = Variant(out)
+    v = Variant(out, image=image)
     slurm = out.get("slurm")
     if isinstance(slurm, dict):
-        if str(slurm.get("version")) != version:
-            v.changes["slurm.version"] = {"blueprint": slurm.get("version"), "rehearsed": version}
-        slurm["version"] = version
+        runs = slurm_as_rehearsed(slurm, image)
+        v.slurm = runs
+        if str(slurm.get("version")) != runs.version:
+            v.changes["slurm.version"] = {"blueprint": slurm.get("version"), "rehearsed": runs.version,
+                                          "why": runs.why}
+        slurm["version"] = runs.version
         if slurm.get("gres_autodetect", "nvml") != "off":
-            v.changes["slurm.gres_autodetect"] = {"blueprint": slurm.get("gres_autodetect", "nvml"), "rehearsed": "off"}
+            v.changes["slurm.gres_autodetect"] = {
+                "blueprint": slurm.get("gres_autodetect", "nvml"), "rehearsed": "off",
+                "why": "no GPU and no NVML in a rehearsal node: gres.conf's File= lines name the GPU stand-ins"}
         slurm["gres_autodetect"] = "off"
         install = slurm.get("install") or {"kind": "distro"}
-        if install != {"kind": "distro"}:  # the nodes run this machine's slurm-wlm: no repository, no .deb directory
-            v.changes["slurm.install"] = {"blueprint": install, "rehearsed": {"kind": "distro"}}
-        slurm["install"] = {"kind": "distro"}
+        if install != runs.install:
+            v.changes["slurm.install"] = {"blueprint": install, "rehearsed": runs.install, "why": runs.why}
+        slurm["install"] = runs.install
         slurm["memory_reserve_gb"] = 1.0
     memory_gb = max(1, hw.memory_mib // 1024)
     types = out.get("node_types", {})
@@ -165,11 +219,11 @@ def with_machine_hardware(plan: ClusterPlan, hardware: dict[str, Hardware]) -> C
                    groups=tuple(replace(g, type=hw(g.type)) for g in plan.groups))
 
 
-def rehearsed_plan(path: Path, plan: ClusterPlan,
+def rehearsed_plan(path: Path, plan: ClusterPlan, image: Image,
                    adjust: Callable[[Variant], None] | None = None) -> tuple[ClusterPlan, Variant]:
-    """The plan of the blueprint at ``path`` (already validated as ``plan``) as this machine rehearses it;
-    ``adjust`` changes the variant first (a scenario's own change, e.g. version-guard's other release)."""
-    variant = rehearsal_variant(load_yaml_file(path)[0], plan, installed_slurm(), machine_hardware())
+    """The plan of the blueprint at ``path`` (already validated as ``plan``) as ``image`` on this machine rehearses
+    it; ``adjust`` changes the variant first (a scenario's own change, e.g. version-guard's other release)."""
+    variant = rehearsal_variant(load_yaml_file(path)[0], plan, image, machine_hardware())
     if adjust is not None:
         adjust(variant)
     try:

@@ -43,7 +43,7 @@ import pytest
 from clusterctl.catalog import load_shipped_catalog
 from clusterctl.plan.slurm import node_groups
 from clusterctl.plan.topology import tree_switches
-from clusterctl.rehearse.variant import Hardware, installed_slurm, machine_hardware
+from clusterctl.rehearse.variant import Hardware, machine_hardware
 from clusterctl.rules import Severity
 from clusterctl.targets import slurm as target
 from tests.conftest import require
@@ -73,6 +73,14 @@ EXPECTED_ERRORS = (
     # tests); it says nothing of the rendered configuration
     re.compile(r"High latency for \d+ calls to gettimeofday\(\)"),
 )
+
+
+def installed_slurm() -> str:
+    """``slurm-wlm 22.05.8`` -> ``22.05``: the Slurm these tests start on this machine (Debian's, scripts/test)."""
+    out = subprocess.run(["slurmd", "-V"], capture_output=True, text=True, timeout=30).stdout
+    m = re.search(r"(\d{2})\.(\d{2})", out)
+    assert m, f"cannot read the Slurm version from `slurmd -V`: {out!r}"
+    return f"{m.group(1)}.{m.group(2)}"
 
 
 # --- prerequisites ---------------------------------------------------------------------------------------
@@ -687,3 +695,12 @@ def test_cloud_nodes_are_listed_powered_down_and_a_job_resumes_one(power_save):
         time.sleep(0.5)
     power_save.run("scancel", job)
     assert calls.read_text().splitlines() == ["ResumeProgram cloud01"], power_save.logs()
+
+
+def test_machine_hardware_is_what_slurmd_reports_here():
+    """The rehearsal reads sysfs and /proc/meminfo (no Slurm on the machine needed); slurmd -C is the authority."""
+    _require()
+    kv = dict(re.findall(r"(\w+)=(\S+)", subprocess.run(["slurmd", "-C"], capture_output=True, text=True,
+                                                         timeout=30).stdout))
+    assert machine_hardware() == Hardware(int(kv["SocketsPerBoard"]) * int(kv["Boards"]), int(kv["CoresPerSocket"]),
+                                          int(kv["ThreadsPerCore"]), int(kv["RealMemory"]))

@@ -52,6 +52,26 @@ SCHEDMD_TARBALLS: dict[str, tuple[str, str]] = {
 ``slurm.install: {kind: debs}`` rehearsal can build ``slurm-smd-*`` packages from"""
 
 
+def choose_image(requested: str | None, os_name: str) -> tuple[Image, str]:
+    """The image a rehearsal boots and why: ``--image`` when given, else the one nearest the blueprint's
+    ``software.os`` (:data:`NEAREST_IMAGE`), else :data:`DEFAULT_IMAGE`."""
+    if requested is not None:
+        return IMAGES[requested], "--image"
+    if os_name in NEAREST_IMAGE:
+        name = NEAREST_IMAGE[os_name]
+        return IMAGES[name], f"software.os {os_name}: {'the same OS' if name == os_name else 'the nearest image'}"
+    return IMAGES[DEFAULT_IMAGE], f"software.os {os_name} has no near image: the default"
+
+
+SCHEDMD_REVISION = "1"
+"""the Debian revision SchedMD's ``debian/changelog`` gives its packages (``slurm-smd 24.11.5-1``)"""
+
+
+def schedmd_version(major_minor: str) -> str:
+    """The package version of the ``slurm-smd-*`` packages a rehearsal builds for ``major_minor``, e.g. 24.11.5-1."""
+    return f"{SCHEDMD_TARBALLS[major_minor][0]}-{SCHEDMD_REVISION}"
+
+
 def cache_root() -> Path:
     """Where images, the mirror and built packages are kept between rehearsals and CI runs on this machine:
     ``$CLUSTERCTL_CACHE``, else ``$XDG_CACHE_HOME/clusterctl``, else ``~/.cache/clusterctl`` (never in a clone)."""

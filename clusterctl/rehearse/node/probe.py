@@ -1,14 +1,18 @@
-"""Preconditions of a rehearsal, probed before anything is created.
+"""Preconditions of a rehearsal, probed before anything is rendered, built or booted.
 
 Each check is a callable in :class:`Capabilities` so tests can inject a machine that lacks one (being
-root is hard to undo in a test that runs as root). :func:`problems` returns every unmet precondition,
-each a sentence with a hint naming the Debian package or the privilege that is missing.
+root is hard to undo in a test that runs as root). :func:`problems` returns every unmet precondition, each a
+sentence with a hint; :func:`require` refuses with all of them and the one install line that fixes every
+missing program and Python package at once.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import shlex
 import shutil
+import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,11 +36,26 @@ PROGRAMS = {  # program -> Debian package that ships it
     "ssh": "openssh-client",
     "ssh-keygen": "openssh-client",
     "sshd": "openssh-server",
+    "mmdebstrap": "mmdebstrap",  # builds the node images (clusterctl/rehearse/image)
+    "apt-ftparchive": "apt-utils",  # indexes the site mirror
+    "gpg": "gnupg",  # signs the site mirror
 }
+
+PYTHON_MODULES = {  # module -> what needs it; all in the rehearse extra (pyproject.toml)
+    "ansible_runner": "the converge (ansible-runner drives ansible-playbook)",
+    "ansible": "the converge (ansible-core)",
+    "testinfra": "the rendered acceptance tests (pytest-testinfra)",
+    "pytest": "the rendered acceptance tests",
+}
+"""what a rehearsal that converges imports; ``--scenario nodes`` boots and checks SSH without them"""
 
 
 def _which(program: str) -> str | None:
     return shutil.which(program, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
+
+
+def _has_module(name: str) -> bool:
+    return importlib.util.find_spec(name) is not None
 
 
 def _has_namespace(kind: str) -> bool:
@@ -72,19 +91,38 @@ class Capabilities:
     has_namespace: Callable[[str], bool] = field(default=_has_namespace)
     has_filesystem: Callable[[str], bool] = field(default=_has_filesystem)
     can_bridge: Callable[[], bool] = field(default=_can_bridge)
+    has_module: Callable[[str], bool] = field(default=_has_module)
 
 
-def problems(caps: Capabilities = Capabilities()) -> list[tuple[str, str]]:
-    """Every unmet precondition as (message, hint); empty when the machine can host rehearsal nodes."""
+def root_hint() -> str:
+    """How to run this same clusterctl as root: sudo's secure_path does not reach a virtualenv's bin, so the
+    program is named by its path."""
+    return (f"run it as root: sudo {shlex.quote(sys.argv[0]) if os.path.isabs(sys.argv[0]) else '$(command -v clusterctl)'} "
+            "rehearse ... (sudo resets PATH, so name the virtualenv's clusterctl by its path)")
+
+
+def install_line(packages: list[str], python: bool) -> str:
+    """The one command that installs every missing Debian package and the rehearse extra."""
+    parts = []
+    if packages:
+        parts.append(f"apt-get install -y --no-install-recommends {' '.join(packages)}")
+    if python:
+        parts.append(f"{shlex.quote(sys.executable)} -m pip install 'clusterctl[rehearse]'")
+    return " && ".join(parts)
+
+
+def problems(caps: Capabilities = Capabilities(), converge: bool = True) -> list[tuple[str, str]]:
+    """Every unmet precondition as (message, hint); empty when the machine can host rehearsal nodes
+    (``converge``: and run Ansible and the rendered tests on them)."""
     if not caps.is_root():
-        return [("clusterctl rehearse must run as root (it creates namespaces, mounts and a bridge)",
-                 "run it with sudo, or as root in the CI job")]
+        return [("clusterctl rehearse must run as root (it creates namespaces, mounts and a bridge)", root_hint())]
     out: list[tuple[str, str]] = []
     missing = sorted({pkg for prog, pkg in PROGRAMS.items() if caps.which(prog) is None})
-    if missing:
-        progs = ", ".join(p for p, pkg in PROGRAMS.items() if caps.which(p) is None)
-        out.append((f"missing program(s): {progs}",
-                    f"apt-get install -y {' '.join(missing)}"))
+    modules = [m for m in PYTHON_MODULES if converge and not caps.has_module(m)]
+    if missing or modules:
+        what = [p for p in PROGRAMS if caps.which(p) is None] + [f"Python module {m} ({PYTHON_MODULES[m]})"
+                                                                  for m in modules]
+        out.append((f"missing: {', '.join(what)}", install_line(missing, bool(modules))))
     absent = [k for k in NAMESPACES if not caps.has_namespace(k)]
     if absent:
         out.append((f"this kernel has no {', '.join(absent)} namespace(s)",
@@ -98,8 +136,8 @@ def problems(caps: Capabilities = Capabilities()) -> list[tuple[str, str]]:
     return out
 
 
-def require(caps: Capabilities = Capabilities()) -> None:
+def require(caps: Capabilities = Capabilities(), converge: bool = True) -> None:
     """Raise :class:`RehearsalError` naming every unmet precondition (the CLI exits 2)."""
-    found = problems(caps)
+    found = problems(caps, converge)
     if found:
         raise RehearsalError("; ".join(m for m, _ in found), "; ".join(h for _, h in found))

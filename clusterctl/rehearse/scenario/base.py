@@ -20,6 +20,7 @@ from clusterctl.plan.slurm import state_tier
 from clusterctl.rehearse.node.lifecycle import NodeSpec
 from clusterctl.rehearse.node.state import State
 from clusterctl.rehearse.steps import Record
+from clusterctl.rehearse.image.catalog import Image
 from clusterctl.rehearse.variant import rehearsed_plan
 from clusterctl.write import RENDER_SEALED, write_tree
 
@@ -65,8 +66,10 @@ class Build:
     output: Path
     per_group: int
     render: Callable[[ClusterPlan], dict[str, str]]
+    image: Image
+    """the image the nodes boot from"""
     installed: str
-    """the Slurm release installed on this machine"""
+    """the Slurm release (major.minor) the nodes run, as rehearsed"""
     scenarios: Sequence[Scenario]
     """the scenarios that run, in the registry's order"""
     combined: bool
@@ -96,7 +99,7 @@ class Build:
 
     def rehearsed(self, adjust: Callable[[object], None]) -> tuple[ClusterPlan, object]:
         """The plan (and the variant) of the blueprint as rehearsed with ``adjust`` alone."""
-        return rehearsed_plan(self.blueprint_path, self.plan, adjust=adjust)
+        return rehearsed_plan(self.blueprint_path, self.plan, self.image, adjust=adjust)
 
     def label(self, step, scenario: str):
         return Named(step, f"{scenario}: {step.name}") if self.combined else step

@@ -265,6 +265,9 @@ def runner_env(state: State, tuning: dict[str, str] | None) -> dict[str, str]:
         "ANSIBLE_LOCAL_TEMP": str(sdir / "ansible-tmp"),
         "ANSIBLE_NOCOLOR": "1",
         "ANSIBLE_FORCE_COLOR": "0",
+        # the ansible-playbook of this clusterctl's own environment first: run as root from a virtualenv (sudo
+        # resets PATH), ansible-runner would otherwise find another Python's ansible-playbook, or none
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)]),
         **(tuning or {}),
     }
 
