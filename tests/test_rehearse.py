@@ -175,3 +175,16 @@ def test_cli_down_with_a_corrupt_state_file_is_exit_2(tmp_path):
     (tmp_path / ".rehearsal" / "state.json").write_text('{"id": 1}')
     r = cli("rehearse", "--down", str(tmp_path))
     assert r.returncode == 2 and "not a rehearsal state file" in r.stderr
+
+
+def test_the_readme_installs_every_debian_package_the_probe_asks_for():
+    """The README's rehearse section is what a new user copies: it must install what probe.require refuses
+    without (util-linux and mount are Essential: on every Debian machine)."""
+    import re
+    from tests.helpers import REPO
+
+    readme = (REPO / "README.md").read_text()
+    line = re.search(r"^sudo apt-get install -y --no-install-recommends (.+)$", readme, re.M).group(1).split()
+    assert sorted(line) == ["apt-utils", "gnupg", "iproute2", "mmdebstrap", "openssh-client", "openssh-server"]
+    assert sorted(set(probe.PROGRAMS.values()) - {"util-linux", "mount"}) == sorted(line)
+    assert ".venv/bin/pip install '.[rehearse]'" in readme and "sudo .venv/bin/clusterctl rehearse" in readme
