@@ -25,6 +25,7 @@ from clusterctl.exit_codes import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_INTERRUPTED
 from clusterctl.hidden_chars import escape_hidden
 from clusterctl.output import diagnostics as diag
 from clusterctl.output import finite_json
+from clusterctl.rehearse.image.catalog import IMAGES as REHEARSAL_IMAGES
 from clusterctl.rules import Severity, all_rules
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -507,6 +508,10 @@ class RehearseFormat(str, Enum):
     json = "json"
 
 
+RehearseImage = Enum("RehearseImage", {name: name for name in REHEARSAL_IMAGES}, type=str)
+"""``clusterctl rehearse --image``: the names of the rehearsal's node images"""
+
+
 class RehearseScenario(str, Enum):
     """What runs on the booted nodes (docs/rehearse.md)."""
 
@@ -536,12 +541,14 @@ def rehearse(
                          "converge site.yml twice, testinfra, srun; version-guard, node-failure, failover, pull, elastic, "
                          "rolling: docs/rehearse.md. Repeat it to run several scenarios on one boot")] = None,
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
+    image: Annotated[Optional[RehearseImage], typer.Option(
+        "--image", help="the clean OS image the nodes boot from (default: the one nearest the blueprint's "
+                        "software.os; docs/rehearse.md, Images)")] = None,
 ) -> None:
     """Render the blueprint, boot its hosts as isolated nodes on this machine (root; docs/rehearse.md) and
     prove the rendered cluster works there. Exit 0 every step passed, 1 a step failed, 2 cannot rehearse."""
     from clusterctl.rehearse import RehearsalError
     from clusterctl.rehearse.node import lifecycle, probe
-    from clusterctl.rehearse.scenario.deploy import require_packages
     from clusterctl.rehearse.run import rehearse as run_rehearsal
     from clusterctl.rehearse.suite import build
     from clusterctl.rehearse.ui import RichProgress
@@ -559,11 +566,10 @@ def rehearse(
             raise _misuse("missing BLUEPRINT", "clusterctl rehearse BLUEPRINT [-o DIR], or --down DIR")
         scenarios = [s.value for s in scenario or [RehearseScenario.all]]
         probe.require()
-        if scenarios != [RehearseScenario.nodes.value]:
-            require_packages()
         loaded, v = _validated_or_exit(blueprint, suppress, "not rehearsed")
         try:
-            plan = build(scenarios, blueprint, v.plan, output, nodes_per_group, render_targets)
+            plan = build(scenarios, blueprint, v.plan, output, nodes_per_group, render_targets,
+                         image.value if image is not None else None)
         except RenderError as exc:
             raise _render_refused(loaded, exc) from None
         except OutputDirError as exc:
@@ -571,7 +577,8 @@ def rehearse(
         progress = RichProgress()
         progress.note(f"{output}: rendered {len(plan.files)} files as rehearsed ({plan.describe}); "
                       f"booting {len(plan.specs)} node(s)")
-        summary = run_rehearsal(output, plan.specs, plan.steps, progress, keep=keep, info=plan.info)
+        summary = run_rehearsal(output, plan.specs, plan.steps, progress, keep=keep, info=plan.info,
+                                image=plan.image)
     except RehearsalError as exc:
         raise _misuse(str(exc), exc.hint) from None
     if fmt is RehearseFormat.json:

@@ -166,10 +166,12 @@ def with_machine_hardware(plan: ClusterPlan, hardware: dict[str, Hardware]) -> C
 
 
 def rehearsed_plan(path: Path, plan: ClusterPlan,
-                   adjust: Callable[[Variant], None] | None = None) -> tuple[ClusterPlan, Variant]:
+                   adjust: Callable[[Variant], None] | None = None,
+                   version: str | None = None) -> tuple[ClusterPlan, Variant]:
     """The plan of the blueprint at ``path`` (already validated as ``plan``) as this machine rehearses it;
-    ``adjust`` changes the variant first (a scenario's own change, e.g. version-guard's other release)."""
-    variant = rehearsal_variant(load_yaml_file(path)[0], plan, installed_slurm(), machine_hardware())
+    ``adjust`` changes the variant first (a scenario's own change, e.g. version-guard's other release);
+    ``version`` is the Slurm release the nodes run (the image's), else this machine's ``slurmd -V``."""
+    variant = rehearsal_variant(load_yaml_file(path)[0], plan, version or installed_slurm(), machine_hardware())
     if adjust is not None:
         adjust(variant)
     try:

@@ -60,3 +60,15 @@ def cache_root() -> Path:
         return Path(explicit)
     xdg = os.environ.get("XDG_CACHE_HOME")
     return (Path(xdg) if xdg else Path.home() / ".cache") / "clusterctl"
+
+
+def choose_image(os_name: str | None, asked: str | None) -> tuple[Image, str]:
+    """The image a rehearsal boots and why: ``asked`` (``--image``), else the one nearest the blueprint's
+    ``software.os`` (:data:`NEAREST_IMAGE`), else :data:`DEFAULT_IMAGE`."""
+    if asked is not None:
+        return IMAGES[asked], "--image"
+    if os_name in NEAREST_IMAGE:
+        return IMAGES[NEAREST_IMAGE[os_name]], f"nearest to software.os {os_name}"
+    if os_name is None:
+        return IMAGES[DEFAULT_IMAGE], "the default: the blueprint names no software.os"
+    return IMAGES[DEFAULT_IMAGE], f"the default: no image is near software.os {os_name}"

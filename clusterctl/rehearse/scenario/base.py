@@ -66,7 +66,7 @@ class Build:
     per_group: int
     render: Callable[[ClusterPlan], dict[str, str]]
     installed: str
-    """the Slurm release installed on this machine"""
+    """the Slurm release the nodes run: the image's (``catalog.IMAGES[...].slurm``)"""
     scenarios: Sequence[Scenario]
     """the scenarios that run, in the registry's order"""
     combined: bool
@@ -88,6 +88,8 @@ class Build:
     """the plan a scenario changes the cluster into while it runs (rolling), if any"""
     booted_early: frozenset[str] = frozenset()
     """hosts booted but not yet in the rendered inventory"""
+    image_root: str = ""
+    """the root directory of the node image the nodes boot from (what a node had before any role ran)"""
 
     def adjust(self, variant, v2: bool = False) -> None:
         """Every running scenario's change to the blueprint as rehearsed (``v2``: the pull's second version)."""
@@ -96,7 +98,7 @@ class Build:
 
     def rehearsed(self, adjust: Callable[[object], None]) -> tuple[ClusterPlan, object]:
         """The plan (and the variant) of the blueprint as rehearsed with ``adjust`` alone."""
-        return rehearsed_plan(self.blueprint_path, self.plan, adjust=adjust)
+        return rehearsed_plan(self.blueprint_path, self.plan, adjust=adjust, version=self.installed)
 
     def label(self, step, scenario: str):
         return Named(step, f"{scenario}: {step.name}") if self.combined else step
