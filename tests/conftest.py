@@ -27,7 +27,8 @@ ROOT_HINT = "run the suite as root, as CI does"
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "e2e: boots rehearsal nodes on this machine (root; namespaces, overlay, bridge; Debian "
-                   "openssh-server, openssh-client, iproute2, installed by scripts/test)")
+                   "openssh-client, iproute2, mmdebstrap, apt-utils, gpg, installed by scripts/test; the "
+                   "node image and the site mirror are built from Debian's registry into the cache)")
     config.addinivalue_line(
         "markers", "integration: starts real daemons and tools on this machine (every test under "
                    "tests/integration carries it)")

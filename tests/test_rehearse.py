@@ -45,11 +45,11 @@ def test_probe_refuses_when_not_root():
 
 
 def test_probe_names_the_debian_package_of_a_missing_program():
-    found = probe.problems(caps(which=lambda p: None if p in ("sshd", "ssh") else f"/usr/bin/{p}"))
+    found = probe.problems(caps(which=lambda p: None if p in ("mmdebstrap", "ssh") else f"/usr/bin/{p}"))
     assert len(found) == 1
     message, hint = found[0]
-    assert "sshd" in message and "ssh" in message
-    assert hint == "apt-get install -y openssh-client openssh-server"
+    assert "mmdebstrap" in message and "ssh" in message
+    assert hint == "apt-get install -y mmdebstrap openssh-client"
 
 
 def test_probe_refuses_missing_namespaces_overlay_and_bridge():

@@ -25,7 +25,6 @@ NOT_REHEARSED = {
     "lustre-client-modules-dkms": "REHEARSAL_VARS storage_clients_lustre_install: false (a vendor repository)",
     "lustre-client-utils": "REHEARSAL_VARS storage_clients_lustre_install: false (a vendor repository)",
     "azure-cli": "slurm_power_save on Azure only, from Microsoft's repository",
-    "gpg": "slurm_preflight reads a repository key's fingerprint: slurm.install kind repo only",
 }
 """packages a role names that no rehearsal installs, with why"""
 
