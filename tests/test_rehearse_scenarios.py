@@ -195,8 +195,8 @@ def test_several_named_scenarios_run_on_one_boot_in_order_with_their_names(tmp_p
     path = REPO / "blueprints" / "lab-ha.yaml"
     reh = build(["failover", "deploy"], path, expand(load_blueprint_text(path.read_text(), str(path))),
                 tmp_path / "r", 1, render_targets)
-    assert [s.name for s in reh.steps] == ["ssh-check", "failover: failover-timeout", "deploy: converge",
-                                           "deploy: converge-again", "deploy: testinfra", "deploy: srun",
+    assert [s.name for s in reh.steps] == ["ssh-check", "mirror", "failover: failover-timeout", "deploy: converge",
+                                           "deploy: packages", "deploy: converge-again", "deploy: testinfra", "deploy: srun",
                                            "failover: failover"]
     assert reh.info["scenarios"] == {"deploy": "run", "failover": "run"}
     assert sorted(s.name for s in reh.specs) == ["gpu01", "head01", "head02", "login01"]

@@ -15,9 +15,7 @@ from pathlib import Path
 
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.rehearse import RehearsalError
-from clusterctl.rehearse.image.build import ensure_image
 from clusterctl.rehearse.image.catalog import Image, choose_image
-from clusterctl.rehearse.mirror.build import ensure_mirror
 from clusterctl.rehearse.mirror.packages import mirror_packages
 from clusterctl.rehearse.mirror.source import MirrorSource
 from clusterctl.rehearse.node.lifecycle import rehearsal_id
@@ -97,11 +95,9 @@ def build(scenario: str | Sequence[str], blueprint: Path, plan: ClusterPlan, out
     b.cluster = cluster_of(b.base, [n for n in names if n not in b.booted_early])
     b.everyone = cluster_of(b.final_plan, names) if b.final_plan is not None else b.cluster
     steps: list = default_steps()
-    if chosen:  # every scenario installs packages: the site mirror, built once, served from the first step on
-        image_root = ensure_image(image)
-        b.image_root = str(image_root)
+    if chosen:  # every scenario installs packages: from the site mirror, served from the first step on
         kind = b.base.slurm.install.kind if b.base.slurm is not None else "distro"
-        steps.append(MirrorSource(ensure_mirror(image, image_root, mirror_packages(kind))))
+        steps.append(MirrorSource(image, mirror_packages(kind)))
     for s in chosen:
         steps += s.before_converge(b)
     first = next((s for s in chosen if s.converged_first), None)

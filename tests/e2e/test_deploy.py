@@ -23,8 +23,8 @@ pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
 HOSTS = ["head01", "gpu01", "gpu02"]
 COMPUTE = ["gpu01", "gpu02"]
-ALL_STEPS = ["boot", "ssh-check", "version-guard: render", "version-guard: version-guard",
-             "version-guard: render back", "deploy: converge", "deploy: converge-again", "deploy: testinfra",
+ALL_STEPS = ["boot", "ssh-check", "mirror", "version-guard: render", "version-guard: version-guard",
+             "version-guard: render back", "deploy: converge", "deploy: packages", "deploy: converge-again", "deploy: testinfra",
              "deploy: srun", "node-failure: health-setup", "node-failure: node-failure", "node-failure: prolog-failure",
              "pull: pull-v1", "pull: pull-batch", "pull: pull-all", "rolling: rolling"]
 

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clusterctl.rehearse.image.build import installed_packages
-from clusterctl.rehearse.mirror.build import Mirror
-from clusterctl.rehearse.mirror.serve import serve
+from clusterctl.rehearse.image.catalog import Image
+from clusterctl.rehearse.mirror.build import ensure_mirror
+from clusterctl.rehearse.mirror.serve import mirror_url, serve
 from clusterctl.rehearse.node.ssh import RemoteWriteError, ssh, write_file
 from clusterctl.rehearse.node.state import State
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
@@ -41,14 +42,19 @@ def _parallel(state: State, one) -> dict[str, object]:
 
 @dataclass
 class MirrorSource:
-    """Step ``mirror``: serve the site mirror and point every node's apt at it (and nothing else)."""
+    """Step ``mirror``: build the site mirror of ``packages`` for the nodes' image (once: the cache keeps it),
+    serve it, and point every node's apt at it (and nothing else)."""
 
-    mirror: Mirror
+    image: Image
+    packages: tuple[str, ...]
+    local_debs: Path | None = None
+    """a directory of .deb files resolved with the archive (SchedMD's ``slurm-smd-*``)"""
     name: str = "mirror"
 
     def run(self, state: State, record: Record) -> None:
-        url = serve(state, self.mirror)
-        key = self.mirror.key.read_bytes()
+        mirror = ensure_mirror(self.image, Path(state.image_root), self.packages, self.local_debs)
+        url = serve(state, mirror)
+        key = mirror.key.read_bytes()
 
         def one(host: str) -> HostOutcome:
             try:
@@ -97,7 +103,6 @@ class PackageOrigins:
     """Step ``packages``: every package the roles installed on each node, with its origin; one from anywhere but
     ``allowed`` (the mirror's URL, and the blueprint's .deb directory for ``slurm.install: debs``) fails."""
 
-    image_root: str
     found: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
     """host -> package -> {version, origin}: filled by :meth:`run`, shown in the JSON summary"""
     allowed_local: tuple[str, ...] = ()
@@ -105,8 +110,8 @@ class PackageOrigins:
     name: str = "packages"
 
     def run(self, state: State, record: Record) -> None:
-        image = installed_packages(Path(self.image_root))
-        url = serve.__module__ and f"http://{state.host_address.split('/')[0]}"
+        image = installed_packages(Path(state.image_root))
+        url = mirror_url(state)
 
         def one(host: str) -> HostOutcome:
             r = ssh(state, host, "dpkg-query -W -f '${Package} ${Version} ${db:Status-Status}\\n'", timeout=60)

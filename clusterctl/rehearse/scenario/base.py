@@ -88,8 +88,6 @@ class Build:
     """the plan a scenario changes the cluster into while it runs (rolling), if any"""
     booted_early: frozenset[str] = frozenset()
     """hosts booted but not yet in the rendered inventory"""
-    image_root: str = ""
-    """the root directory of the node image the nodes boot from (what a node had before any role ran)"""
 
     def adjust(self, variant, v2: bool = False) -> None:
         """Every running scenario's change to the blueprint as rehearsed (``v2``: the pull's second version)."""

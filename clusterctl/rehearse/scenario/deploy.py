@@ -54,6 +54,10 @@ REHEARSAL_VARS: dict[str, tuple[object, str]] = {
     "slurmdbd_manage_services": (True, "slurmdbd and the MariaDB the slurmdbd role installs run from /etc/init.d "
                                  "on the accounting host (slurmctld is fatal on a first start without them)"),
     "slurmdbd_database_innodb_buffer_pool_size": ("128M", "every node shares this machine's memory"),
+    # REHEARSAL WORKAROUND (issue 26; remove when a role installs libpmix): no role installs the libpmix.so that
+    # Slurm's mpi/pmix plugin dlopens, so srun --mpi=pmix fails on a clean node ("MPI: Unable to load any plugin")
+    "common_base_packages": (["logrotate", "libpmix-dev"], "WORKAROUND until the roles install libpmix (issue 26): "
+                             "the roles' own logrotate, plus the libpmix.so Slurm's mpi/pmix plugin dlopens"),
     "storage_clients_mount_now": (False, "no file server in a rehearsal: fstab lines only"),
     "storage_clients_lustre_install": (False, "the Lustre client comes from a vendor repository"),
     "nfs_server_packages": ([], "this kernel has no NFS server (mount -t nfsd: unknown filesystem type 'nfsd'; no "
@@ -537,12 +541,11 @@ class Srun:
             raise StepFailed(f"PMIx ranks {sorted(seen)}, expected 0..{n - 1}")
 
 
-def deploy_steps(cluster: Cluster, prepare: Cluster | None = None, image_root: str = "") -> list:
+def deploy_steps(cluster: Cluster, prepare: Cluster | None = None) -> list:
     """The deploy scenario's steps, in order (no srun for a blueprint without Slurm or compute hosts).
-    ``prepare``: the cluster whose nodes are prepared, when more nodes are booted than ``cluster`` has;
-    ``image_root``: the node image, whose packages the ``packages`` step leaves out of what the roles installed."""
+    ``prepare``: the cluster whose nodes are prepared, when more nodes are booted than ``cluster`` has."""
     hosts = tuple(cluster.groups)
-    steps: list = [Converge(prepare or cluster, hosts=hosts), PackageOrigins(image_root), ConvergeAgain(hosts=hosts),
+    steps: list = [Converge(prepare or cluster, hosts=hosts), PackageOrigins(), ConvergeAgain(hosts=hosts),
                    Testinfra(cluster)]
     if cluster.controllers and cluster.compute:
         steps.append(Srun(cluster))
@@ -557,6 +560,6 @@ class DeployScenario(Scenario):
 
     def steps(self, build: Build) -> list:
         build.info["shared_storage"] = SHARED_STORAGE
-        steps = deploy_steps(build.cluster, prepare=build.everyone, image_root=build.image_root)
+        steps = deploy_steps(build.cluster, prepare=build.everyone)
         build.info["installed_packages"] = next(s.found for s in steps if isinstance(s, PackageOrigins))
         return [build.label(s, self.name) for s in steps]
