@@ -38,7 +38,8 @@ def pytest_configure(config):
 
 
 XDIST_GROUPS = {"e2e": "rehearsals", "e2e/test_lab_ha.py": "rehearsals-2", "e2e/test_elastic.py": "rehearsals-2",
-                "e2e/test_molecule.py": "rehearsals-2", "integration": "host-daemons"}
+                "e2e/test_molecule.py": "rehearsals-2", "e2e/test_image_debian13.py": "rehearsals-2",
+                "integration": "host-daemons"}
 """tests/<dir> or tests/<dir>/<module> (the longest match wins) -> the pytest-xdist group its tests run in
 (scripts/test runs ``-n <cores + 1> --dist loadgroup``): a group runs on one worker, one test after another. The lab
 rehearsal (a session fixture shared by test_deploy and test_scenarios) and the node boots that use the lab's
