@@ -16,6 +16,7 @@ from clusterctl.rehearse.node.ssh import ssh
 from clusterctl.rehearse.node.state import load
 from tests.e2e.conftest import rehearse, require_deploy, require_rehearsal, steps
 from tests.e2e.test_nodes import leftovers
+from tests.e2e.test_scenarios import blueprint_copy
 
 pytestmark = pytest.mark.e2e
 
@@ -26,13 +27,12 @@ MIRROR = "http://10.73.0.254:8080"
 
 
 def trixie_lab(tmp: Path) -> Path:
-    text = (REPO / "blueprints" / "lab-2node.yaml").read_text()
-    for old, new in (("10.10.0.0/24", "10.73.0.0/24"), ('hostnames: "gpu[01-02]"', 'hostnames: "tgpu[01-02]"'),
-                     ('install: {kind: debs, path: /srv/slurm-debs, version: "24.05.4-1"}', "install: {kind: distro}"),
+    path = blueprint_copy(tmp, "lab-2node.yaml", "10.73.0.0/24", "t")
+    text = path.read_text()
+    for old, new in (('install: {kind: debs, path: /srv/slurm-debs, version: "24.05.4-1"}', "install: {kind: distro}"),
                      ('version: "24.05"', 'version: "24.11"')):
         assert old in text, old
         text = text.replace(old, new)
-    path = tmp / "lab-trixie.yaml"
     path.write_text(text)
     return path
 
