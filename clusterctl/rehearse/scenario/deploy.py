@@ -541,11 +541,13 @@ class Srun:
             raise StepFailed(f"PMIx ranks {sorted(seen)}, expected 0..{n - 1}")
 
 
-def deploy_steps(cluster: Cluster, prepare: Cluster | None = None) -> list:
+def deploy_steps(cluster: Cluster, prepare: Cluster | None = None, debs_dir: str | None = None) -> list:
     """The deploy scenario's steps, in order (no srun for a blueprint without Slurm or compute hosts).
-    ``prepare``: the cluster whose nodes are prepared, when more nodes are booted than ``cluster`` has."""
+    ``prepare``: the cluster whose nodes are prepared, when more nodes are booted than ``cluster`` has;
+    ``debs_dir``: ``slurm.install.path`` of a ``debs`` install, the one source of packages besides the mirror."""
     hosts = tuple(cluster.groups)
-    steps: list = [Converge(prepare or cluster, hosts=hosts), PackageOrigins(), ConvergeAgain(hosts=hosts),
+    origins = PackageOrigins(allowed_local=(f"file:{debs_dir}",) if debs_dir else ())
+    steps: list = [Converge(prepare or cluster, hosts=hosts), origins, ConvergeAgain(hosts=hosts),
                    Testinfra(cluster)]
     if cluster.controllers and cluster.compute:
         steps.append(Srun(cluster))
@@ -560,6 +562,8 @@ class DeployScenario(Scenario):
 
     def steps(self, build: Build) -> list:
         build.info["shared_storage"] = SHARED_STORAGE
-        steps = deploy_steps(build.cluster, prepare=build.everyone)
+        install = build.base.slurm.install if build.base.slurm is not None else None
+        steps = deploy_steps(build.cluster, prepare=build.everyone,
+                             debs_dir=install.path if install is not None and install.kind == "debs" else None)
         build.info["installed_packages"] = next(s.found for s in steps if isinstance(s, PackageOrigins))
         return [build.label(s, self.name) for s in steps]
