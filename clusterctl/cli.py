@@ -25,7 +25,7 @@ from clusterctl.exit_codes import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_INTERRUPTED
 from clusterctl.hidden_chars import escape_hidden
 from clusterctl.output import diagnostics as diag
 from clusterctl.output import finite_json
-from clusterctl.rehearse.image.catalog import IMAGES, choose_image
+from clusterctl.rehearse.image.catalog import IMAGES as REHEARSAL_IMAGES
 from clusterctl.rules import Severity, all_rules
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -508,8 +508,8 @@ class RehearseFormat(str, Enum):
     json = "json"
 
 
-RehearseImage = Enum("RehearseImage", {name: name for name in IMAGES}, type=str)
-"""what ``--image`` takes: the images of clusterctl/rehearse/image/catalog.py"""
+RehearseImage = Enum("RehearseImage", {name: name for name in REHEARSAL_IMAGES}, type=str)
+"""``clusterctl rehearse --image``: the names of the rehearsal's node images"""
 
 
 class RehearseScenario(str, Enum):
@@ -542,8 +542,8 @@ def rehearse(
                          "rolling: docs/rehearse.md. Repeat it to run several scenarios on one boot")] = None,
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
     image: Annotated[Optional[RehearseImage], typer.Option(
-        "--image", help="the clean OS image the nodes boot (default: the one nearest the blueprint's software.os)")]
-        = None,
+        "--image", help="the clean OS image the nodes boot from (default: the one nearest the blueprint's "
+                        "software.os; docs/rehearse.md, Images)")] = None,
 ) -> None:
     """Render the blueprint, boot its hosts as isolated nodes on this machine (root; docs/rehearse.md) and
     prove the rendered cluster works there. Exit 0 every step passed, 1 a step failed, 2 cannot rehearse."""
@@ -567,18 +567,18 @@ def rehearse(
         scenarios = [s.value for s in scenario or [RehearseScenario.all]]
         probe.require(converge=scenarios != [RehearseScenario.nodes.value])  # before anything is rendered or booted
         loaded, v = _validated_or_exit(blueprint, suppress, "not rehearsed")
-        chosen, why = choose_image(image.value if image else None, v.plan.software.os)
         try:
-            plan = build(scenarios, blueprint, v.plan, output, nodes_per_group, render_targets, chosen)
+            plan = build(scenarios, blueprint, v.plan, output, nodes_per_group, render_targets,
+                         image.value if image is not None else None)
         except RenderError as exc:
             raise _render_refused(loaded, exc) from None
         except OutputDirError as exc:
             raise _misuse(str(exc), exc.hint) from None
         progress = RichProgress()
         progress.note(f"{output}: rendered {len(plan.files)} files as rehearsed ({plan.describe}); "
-                      f"booting {len(plan.specs)} node(s) from {chosen.name} ({why})")
-        info = {"image": {"name": chosen.name, "suite": chosen.suite, "why": why}, **plan.info}
-        summary = run_rehearsal(output, plan.specs, plan.steps, progress, keep=keep, info=info)
+                      f"booting {len(plan.specs)} node(s) from {plan.image.name} ({plan.info['image']['reason']})")
+        summary = run_rehearsal(output, plan.specs, plan.steps, progress, keep=keep, info=plan.info,
+                                image=plan.image)
     except RehearsalError as exc:
         raise _misuse(str(exc), exc.hint) from None
     if fmt is RehearseFormat.json:

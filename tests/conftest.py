@@ -27,7 +27,8 @@ ROOT_HINT = "run the suite as root, as CI does"
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "e2e: boots rehearsal nodes on this machine (root; namespaces, overlay, bridge; Debian "
-                   "openssh-server, openssh-client, iproute2, installed by scripts/test)")
+                   "openssh-client, iproute2, mmdebstrap, apt-utils, gpg, installed by scripts/test; the "
+                   "node image and the site mirror are built from Debian's registry into the cache)")
     config.addinivalue_line(
         "markers", "integration: starts real daemons and tools on this machine (every test under "
                    "tests/integration carries it)")
@@ -37,12 +38,13 @@ def pytest_configure(config):
 
 
 XDIST_GROUPS = {"e2e": "rehearsals", "e2e/test_lab_ha.py": "rehearsals-2", "e2e/test_elastic.py": "rehearsals-2",
-                "e2e/test_molecule.py": "rehearsals-2", "integration": "host-daemons"}
+                "e2e/test_molecule.py": "rehearsals-2", "e2e/test_image_debian13.py": "rehearsals-2",
+                "integration": "host-daemons"}
 """tests/<dir> or tests/<dir>/<module> (the longest match wins) -> the pytest-xdist group its tests run in
 (scripts/test runs ``-n <cores + 1> --dist loadgroup``): a group runs on one worker, one test after another. The lab
 rehearsal (a session fixture shared by test_deploy and test_scenarios) and the node boots that use the lab's
 network or its compute host names (test_nodes, the SIGTERM test) are one group; lab-ha, lab-cloud's elastic
-cycle (each with its own network and compute host names) and the Molecule node another, so two rehearsals run
+cycle, the debian-13 deploy (each with its own network and compute host names) and the Molecule node another, so two rehearsals run
 at once on two workers; the tests that start daemons on this machine are a third. Rehearsals in different
 groups must not share an in-band network or a compute host name (slurmd makes ``slurm_<node>`` cgroups in the
 hierarchy every node shares). The other tests spread over every worker (docs/testing.md, "The budget")."""

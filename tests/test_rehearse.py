@@ -47,11 +47,11 @@ def test_probe_refuses_when_not_root():
 
 
 def test_probe_names_the_debian_package_of_a_missing_program():
-    found = probe.problems(caps(which=lambda p: None if p in ("sshd", "ssh") else f"/usr/bin/{p}"))
+    found = probe.problems(caps(which=lambda p: None if p in ("mmdebstrap", "ssh") else f"/usr/bin/{p}"))
     assert len(found) == 1
     message, hint = found[0]
-    assert message == "missing: ssh, sshd"
-    assert hint == "apt-get install -y --no-install-recommends openssh-client openssh-server"
+    assert message == "missing: ssh, mmdebstrap"
+    assert hint == "apt-get install -y --no-install-recommends mmdebstrap openssh-client"
 
 
 def test_probe_gives_one_install_line_for_missing_programs_and_the_rehearse_extra():
@@ -61,7 +61,7 @@ def test_probe_gives_one_install_line_for_missing_programs_and_the_rehearse_extr
     message, hint = found[0]
     assert message == ("missing: mmdebstrap, gpg, Python module ansible_runner (the converge (ansible-runner drives "
                        "ansible-playbook)), Python module testinfra (the rendered acceptance tests (pytest-testinfra))")
-    assert hint == (f"apt-get install -y --no-install-recommends gnupg mmdebstrap && {sys.executable} -m pip install "
+    assert hint == (f"apt-get install -y --no-install-recommends gpg mmdebstrap && {sys.executable} -m pip install "
                     "'clusterctl[rehearse]'")
     # booting nodes and checking SSH (--scenario nodes) needs no Ansible
     assert probe.problems(caps(has_module=lambda m: False), converge=False) == []
@@ -185,6 +185,6 @@ def test_the_readme_installs_every_debian_package_the_probe_asks_for():
 
     readme = (REPO / "README.md").read_text()
     line = re.search(r"^sudo apt-get install -y --no-install-recommends (.+)$", readme, re.M).group(1).split()
-    assert sorted(line) == ["apt-utils", "gnupg", "iproute2", "mmdebstrap", "openssh-client", "openssh-server"]
+    assert sorted(line) == ["apt-utils", "gpg", "gpg-agent", "iproute2", "mmdebstrap", "openssh-client"]
     assert sorted(set(probe.PROGRAMS.values()) - {"util-linux", "mount"}) == sorted(line)
     assert ".venv/bin/pip install '.[rehearse]'" in readme and "sudo .venv/bin/clusterctl rehearse" in readme

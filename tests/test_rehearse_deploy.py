@@ -176,9 +176,10 @@ def test_deploy_runs_srun_only_with_slurm_and_compute_hosts():
     from clusterctl.rehearse.scenario.deploy import Cluster, deploy_steps
 
     full = Cluster({"head01": "head", "gpu01": "gpu"}, ("gpu01",), {"gpu01": 8}, ("head01",))
-    assert [s.name for s in deploy_steps(full)] == ["converge", "converge-again", "testinfra", "srun"]
+    assert [s.name for s in deploy_steps(full)] == ["converge", "packages", "converge-again", "testinfra", "srun"]
     no_slurm = Cluster({"gpu01": "gpu"}, ("gpu01",), {"gpu01": 8}, ())
-    assert [s.name for s in deploy_steps(no_slurm)] == ["converge", "converge-again", "testinfra"]
+    assert [s.name for s in deploy_steps(no_slurm)] == ["converge", "packages", "converge-again", "testinfra"]
+
 
 
 def test_ansible_runner_finds_the_ansible_playbook_of_clusterctls_own_environment(tmp_path, monkeypatch):

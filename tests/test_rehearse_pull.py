@@ -15,7 +15,6 @@ import jinja2
 import pytest
 import yaml
 
-from clusterctl.rehearse.image.catalog import IMAGES
 from clusterctl.blueprint.load import load_blueprint_text
 from clusterctl.errors import BlueprintError
 from clusterctl.plan import expand
@@ -217,8 +216,8 @@ def test_the_pull_rehearsal_points_the_blueprint_at_the_controller_and_rolls_v2_
     from clusterctl.rehearse.suite import build
     path = REPO / "blueprints" / "lab-2node.yaml"
     reh = build("pull", path, expand(load_blueprint_text(path.read_text(), str(path))), tmp_path / "r", 2,
-                render_targets, IMAGES["debian-12"])
-    assert [s.name for s in reh.steps] == ["ssh-check", "converge", "pull-v1", "pull-batch",
+                render_targets)
+    assert [s.name for s in reh.steps] == ["ssh-check", "mirror", "converge", "pull-v1", "pull-batch",
                                            "pull-all"]
     all_vars = yaml.safe_load(reh.files["ansible/group_vars/all.yml"].replace("!unsafe", ""))
     assert all_vars["ansible_pull_source"] == "ssh://root@head01/srv/clusterctl/pull.git"

@@ -3,7 +3,6 @@ ansible-runner event stream is read (which plays ran, which tasks failed where).
 
 from __future__ import annotations
 
-from clusterctl.rehearse.image.catalog import IMAGES
 from clusterctl.rehearse.scenario.observe import trace
 from clusterctl.rehearse.scenario.version_guard import adjust_variant, other_release
 from clusterctl.rehearse.variant import Variant
@@ -191,9 +190,9 @@ def test_several_named_scenarios_run_on_one_boot_in_order_with_their_names(tmp_p
 
     path = REPO / "blueprints" / "lab-ha.yaml"
     reh = build(["failover", "deploy"], path, expand(load_blueprint_text(path.read_text(), str(path))),
-                tmp_path / "r", 1, render_targets, IMAGES["debian-12"])
-    assert [s.name for s in reh.steps] == ["ssh-check", "failover: failover-timeout", "deploy: converge",
-                                           "deploy: converge-again", "deploy: testinfra", "deploy: srun",
+                tmp_path / "r", 1, render_targets)
+    assert [s.name for s in reh.steps] == ["ssh-check", "mirror", "failover: failover-timeout", "deploy: converge",
+                                           "deploy: packages", "deploy: converge-again", "deploy: testinfra", "deploy: srun",
                                            "failover: failover"]
     assert reh.info["scenarios"] == {"deploy": "run", "failover": "run"}
     assert sorted(s.name for s in reh.specs) == ["gpu01", "head01", "head02", "login01"]
@@ -213,4 +212,4 @@ def test_all_or_nodes_are_not_combined_and_elastic_runs_alone(tmp_path):
         path = REPO / "blueprints" / ("lab-cloud.yaml" if "elastic" in names else "lab-2node.yaml")
         with pytest.raises(RehearsalError, match=message):
             build(names, path, expand(load_blueprint_text(path.read_text(), str(path))), tmp_path / "r", 1,
-                  render_targets, IMAGES["debian-12"])
+                  render_targets)

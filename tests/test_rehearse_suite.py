@@ -9,7 +9,6 @@ import inspect
 
 import pytest
 
-from clusterctl.rehearse.image.catalog import IMAGES
 from clusterctl.rehearse import RehearsalError, suite
 from clusterctl.rehearse.scenario.registry import ORDER, SCENARIOS
 from tests.helpers import REPO, plan_of, shipped
@@ -78,16 +77,17 @@ def test_all_on_lab_ha_puts_every_scenario_on_one_boot_in_order(tmp_path):
     from clusterctl.targets import render_targets
 
     path = REPO / "blueprints" / "lab-ha.yaml"
-    reh = suite.build("all", path, plan_of(shipped("lab-ha")), tmp_path / "r", 1, render_targets, IMAGES["debian-12"])
+    reh = suite.build("all", path, plan_of(shipped("lab-ha")), tmp_path / "r", 1, render_targets)
     assert [s.name for s in reh.steps] == [
-        "ssh-check", "version-guard: render", "version-guard: version-guard", "version-guard: render back",
-        "failover: failover-timeout", "deploy: converge", "deploy: converge-again", "deploy: testinfra",
+        "ssh-check", "mirror", "version-guard: render", "version-guard: version-guard", "version-guard: render back",
+        "failover: failover-timeout", "deploy: converge", "deploy: packages", "deploy: converge-again", "deploy: testinfra",
         "deploy: srun", "node-failure: health-setup", "node-failure: node-failure", "node-failure: prolog-failure",
         "failover: failover", "pull: pull-v1", "pull: pull-batch", "pull: pull-all", "rolling: rolling"]
     assert [(s.name, [b[1] for b in s.binds]) for s in reh.specs] == [
         ("head01", ["/shared"]), ("head02", ["/shared"]), ("login01", []), ("gpu01", []), ("gpu03", [])]
-    assert list(reh.info) == ["slurm_version", "slurm_install", "rehearsed_as", "rolling_change", "version_guard", "shared_storage",
-                              "scenarios"]
+    assert list(reh.info) == ["image", "slurm_version", "slurm_install", "rehearsed_as", "rolling_change", "version_guard",
+                              "shared_storage", "installed_packages", "scenarios"]
+    assert reh.info["image"] == {"name": "debian-12", "suite": "bookworm", "reason": "nearest to software.os ubuntu-22.04"}
     assert reh.info["scenarios"] == {"version-guard": "run", "deploy": "run", "node-failure": "run",
                                      "failover": "run", "pull": "run", "rolling": "run",
                                      "elastic": "not applicable: not a cloud blueprint with Slurm"}

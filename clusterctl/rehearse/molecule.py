@@ -34,10 +34,14 @@ from pathlib import Path
 
 from clusterctl import yamlout
 from clusterctl.rehearse import RehearsalError
+from clusterctl.rehearse.image.catalog import DEFAULT_IMAGE, IMAGES
+from clusterctl.rehearse.mirror.packages import mirror_packages
+from clusterctl.rehearse.mirror.source import MirrorSource
 from clusterctl.rehearse.node.command import run_command
 from clusterctl.rehearse.node.files import write_text_atomic
 from clusterctl.rehearse.node.lifecycle import NodeSpec, boot, down, fallback_specs, rehearsal_id
 from clusterctl.rehearse.node.state import State, load
+from clusterctl.rehearse.steps import OK, Silent, run_step
 
 RENDER = "render"
 REHEARSAL = "rehearsal"
@@ -96,8 +100,19 @@ def create(eph: Path, names: Sequence[str], blueprint: Path, config: Path) -> St
         render(blueprint, eph / RENDER)
         write_secrets(eph / SECRETS)
         state = boot(rdir, specs_for(names, rdir))
+        use_site_mirror(state)
     write_instance_config(config, instance_config(state))
     return state
+
+
+def use_site_mirror(state: State) -> None:
+    """Give the nodes the site mirror (served on their bridge), the only place a role installs packages from."""
+    image = IMAGES[state.image or DEFAULT_IMAGE]
+    result = run_step(MirrorSource(image, mirror_packages("distro")), state, Silent())
+    if result.status != OK:
+        down(Path(state.dir))
+        raise RehearsalError(f"the site mirror failed: {result.error or result.hosts}",
+                             "see docs/rehearse.md, Site mirror")
 
 
 def destroy(eph: Path, config: Path) -> State | None:

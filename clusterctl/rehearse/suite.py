@@ -15,13 +15,15 @@ from pathlib import Path
 
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.rehearse import RehearsalError
+from clusterctl.rehearse.image.catalog import Image, choose_image
+from clusterctl.rehearse.mirror.packages import mirror_packages
+from clusterctl.rehearse.mirror.source import MirrorSource
 from clusterctl.rehearse.node.lifecycle import rehearsal_id
 from clusterctl.rehearse.scenario.base import Build, Scenario, write_render
 from clusterctl.rehearse.scenario.deploy import Converge, cluster_of
 from clusterctl.rehearse.scenario.registry import ORDER, SCENARIOS
 from clusterctl.rehearse.select import node_specs
 from clusterctl.rehearse.steps import default_steps
-from clusterctl.rehearse.image.catalog import Image
 from clusterctl.rehearse.variant import slurm_as_rehearsed
 
 ALL = "all"
@@ -39,6 +41,8 @@ class Rehearsal:
     steps: list
     info: dict = field(default_factory=dict)
     describe: str = ""
+    image: Image | None = None
+    """the node image the nodes boot from"""
 
 
 def choose(scenario: str | Sequence[str], plan: ClusterPlan) -> tuple[list[Scenario], dict[str, str], str]:
@@ -66,12 +70,13 @@ def choose(scenario: str | Sequence[str], plan: ClusterPlan) -> tuple[list[Scena
 
 
 def build(scenario: str | Sequence[str], blueprint: Path, plan: ClusterPlan, output: Path, per_group: int,
-          render: Callable[[ClusterPlan], dict[str, str]], image: Image) -> Rehearsal:
+          render: Callable[[ClusterPlan], dict[str, str]], image_name: str | None = None) -> Rehearsal:
     """The rehearsal of ``scenario`` (a name of :data:`ORDER`, ``all`` or ``nodes``, or several names of
     :data:`ORDER`, run in that order on one boot like ``all`` but without its applicability filter) for the
-    validated ``plan`` of ``blueprint`` on nodes booted from ``image``; ``render`` turns a plan into files. Writes the files as rehearsed into
-    ``output``."""
+    validated ``plan`` of ``blueprint``; ``render`` turns a plan into files. Writes the files as rehearsed into
+    ``output``. ``image_name`` is ``--image`` (None: the image nearest the blueprint's ``software.os``)."""
     chosen, skipped, one = choose(scenario, plan)
+    image, why = choose_image(plan.software.os if plan.software is not None else None, image_name)
     runs = slurm_as_rehearsed(plan.slurm.model_dump(mode="json"), image).version if plan.slurm else image.slurm
     b = Build(blueprint, plan, output, per_group, render, image, runs, chosen, combined=one in (ALL, ""), alone=one)
     b.base, variant = b.rehearsed(b.adjust)
@@ -81,7 +86,7 @@ def build(scenario: str | Sequence[str], blueprint: Path, plan: ClusterPlan, out
     for s in chosen:
         b.files = {**b.files, **s.files(b)}
     write_render(b.files, output)  # first: the directory must be empty or a render before .rehearsal/ is made
-    b.info = variant.summary()
+    b.info = {"image": {"name": image.name, "suite": image.suite, "reason": why}, **variant.summary()}
     for s in chosen:
         specs = s.nodes(b, specs)
     for s in chosen:
@@ -91,6 +96,9 @@ def build(scenario: str | Sequence[str], blueprint: Path, plan: ClusterPlan, out
     b.cluster = cluster_of(b.base, [n for n in names if n not in b.booted_early])
     b.everyone = cluster_of(b.final_plan, names) if b.final_plan is not None else b.cluster
     steps: list = default_steps()
+    if chosen:  # every scenario installs packages: from the site mirror, served from the first step on
+        kind = b.base.slurm.install.kind if b.base.slurm is not None else "distro"
+        steps.append(MirrorSource(image, mirror_packages(kind)))
     for s in chosen:
         steps += s.before_converge(b)
     first = next((s for s in chosen if s.converged_first), None)
@@ -99,4 +107,4 @@ def build(scenario: str | Sequence[str], blueprint: Path, plan: ClusterPlan, out
     for s in chosen:
         steps += s.steps(b)
     b.info["scenarios"] = {**{s.name: "run" for s in chosen}, **skipped}
-    return Rehearsal(b.files, b.specs, steps, b.info, variant.describe())
+    return Rehearsal(b.files, b.specs, steps, b.info, variant.describe(), image)

@@ -23,8 +23,8 @@ pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
 HOSTS = ["head01", "gpu01", "gpu02"]
 COMPUTE = ["gpu01", "gpu02"]
-ALL_STEPS = ["boot", "ssh-check", "version-guard: render", "version-guard: version-guard",
-             "version-guard: render back", "deploy: converge", "deploy: converge-again", "deploy: testinfra",
+ALL_STEPS = ["boot", "ssh-check", "mirror", "version-guard: render", "version-guard: version-guard",
+             "version-guard: render back", "deploy: converge", "deploy: packages", "deploy: converge-again", "deploy: testinfra",
              "deploy: srun", "node-failure: health-setup", "node-failure: node-failure", "node-failure: prolog-failure",
              "pull: pull-v1", "pull: pull-batch", "pull: pull-all", "rolling: rolling"]
 
@@ -53,10 +53,10 @@ def test_rehearse_exits_0_with_every_scenario_that_applies_ok(deployed):
                                     "elastic": "not applicable: not a cloud blueprint with Slurm"}
 
 
-def test_summary_names_the_slurm_version_rehearsed(deployed):
+def test_summary_names_the_image_and_the_slurm_version_rehearsed(deployed):
     _, summary, _ = deployed
-    version = subprocess.run(["slurmd", "-V"], capture_output=True, text=True).stdout.split()[-1]
-    assert summary["slurm_version"] == {"blueprint": "24.05", "rehearsed": ".".join(version.split(".")[:2])}
+    assert summary["image"] == {"name": "debian-12", "suite": "bookworm", "reason": "nearest to software.os ubuntu-22.04"}
+    assert summary["slurm_version"] == {"blueprint": "24.05", "rehearsed": "22.05"}  # the image's Slurm
     assert "slurm.gres_autodetect" in summary["rehearsed_as"]
     assert summary["shared_storage"].startswith("none")
 
@@ -79,6 +79,21 @@ def test_the_converge_applies_every_role_of_the_lab_and_no_hardware_role(deploye
     assert ran >= {"slurm_preflight", "common", "munge", "nccl", "slurmdbd", "slurm_controller", "storage_clients",
                    "node_health", "slurm_compute"}, ran
     assert not ran & {"doca_ofed", "nvidia_driver", "dcgm", "enroot_pyxis"}, ran
+
+
+def test_every_package_the_roles_installed_came_from_the_site_mirror(deployed):
+    """The image has no Slurm, MUNGE or MariaDB: the converge installed them, from the rehearsal's mirror on the
+    bridge (10.10.0.254, the host's address there) and from nowhere else (docs/rehearse.md, "Site mirror")."""
+    _, summary, _ = deployed
+    assert {h: o["status"] for h, o in step(summary, "packages")["hosts"].items()} == {h: "ok" for h in HOSTS}
+    installed = summary["installed_packages"]
+    assert sorted(installed) == sorted(HOSTS)
+    assert {"slurmctld", "slurmdbd", "mariadb-server", "munge", "slurm-client"} <= set(installed["head01"])
+    for h in COMPUTE:
+        assert {"slurmd", "munge", "libpam-slurm-adopt", "libpmix-dev"} <= set(installed[h])
+        assert "slurmctld" not in installed[h]
+    assert installed["gpu01"]["slurmd"]["version"].startswith("22.05.")
+    assert {p["origin"] for packages in installed.values() for p in packages.values()} == {"http://10.10.0.254:8080"}
 
 
 def test_second_converge_reports_changed_0_on_every_host(deployed):

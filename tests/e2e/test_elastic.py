@@ -20,7 +20,7 @@ from tests.e2e.test_scenarios import assert_nothing_left, blueprint_copy
 pytestmark = pytest.mark.e2e
 
 CIDR = "10.52.0.0/24"
-STEPS = ["boot", "ssh-check", "elastic: setup", "elastic: converge", "elastic: powered-down", "elastic: cycle"]
+STEPS = ["boot", "ssh-check", "mirror", "elastic: setup", "elastic: converge", "elastic: powered-down", "elastic: cycle"]
 
 
 @pytest.fixture(scope="module")

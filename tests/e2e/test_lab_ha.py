@@ -37,7 +37,7 @@ def test_lab_ha_deploys_the_ha_hosts_and_fails_over(lab_ha):
     assert "Traceback" not in r.stderr
     assert summary["scenarios"] == {"deploy": "run", "failover": "run"}
     assert [s["name"] for s in summary["steps"]] == [
-        "boot", "ssh-check", "failover: failover-timeout", "deploy: converge", "deploy: converge-again",
+        "boot", "ssh-check", "mirror", "failover: failover-timeout", "deploy: converge", "deploy: packages", "deploy: converge-again",
         "deploy: testinfra", "deploy: srun", "failover: failover"]
     assert sorted(n["name"] for n in summary["nodes"]) == sorted(HOSTS)
     bad = {s["name"]: s.get("error") or s["hosts"] for s in summary["steps"] if s["status"] != "ok"}

@@ -123,6 +123,25 @@ def test_node_sees_none_of_the_hosts_mounts(cluster):
     assert "/dev/shm" in points and "/run" in points and "/tmp" in points
 
 
+def test_nothing_of_the_machine_is_visible_in_a_node(cluster):
+    """A node boots from the clean image (docs/rehearse.md, "Images"): a program installed on this machine
+    (scripts/test installs slurm-wlm for the host-daemon tests) is not in it, and its packages are exactly
+    the image's, as the image's dpkg status lists them."""
+    from clusterctl.rehearse.image.build import installed_packages
+
+    assert Path("/usr/sbin/slurmctld").exists()
+    assert cluster.image == "debian-12"
+    listed = sh(cluster, "gpu01", "dpkg-query -W -f '${Package} ${Version} ${db:Status-Status}\\n'")
+    in_node = {f[0]: f[1] for f in (line.split() for line in listed.splitlines()) if f[2:] == ["installed"]}
+    for n in cluster.nodes:
+        assert sh(cluster, n.name, "test -e /usr/sbin/slurmctld && echo present || echo absent").strip() == "absent"
+    assert "slurmctld" not in in_node and "munge" not in in_node
+    assert {"openssh-server", "python3", "python3-apt", "systemd"} <= set(in_node)
+    assert in_node == installed_packages(Path(cluster.image_root))
+    assert sh(cluster, "gpu01", "cat /etc/debian_version").startswith("12.")
+    assert sh(cluster, "gpu01", "ls /etc/apt/sources.list.d; test -e /etc/apt/sources.list || echo none").split() == ["none"]
+
+
 def test_every_node_holds_a_job_namespace_made_on_any_cpu_and_runs_on_every_cpu(cluster):
     """Slurm's job_container/tmpfs holds each job's mount namespace by bind-mounting /proc/PID/ns/mnt onto a file;
     a kernel with per-CPU namespace ids refuses that from a node whose namespace was made on the wrong CPU
@@ -185,11 +204,11 @@ def test_failed_boot_tears_down_what_it_started(tmp_path, monkeypatch):
     real = lifecycle._launch
     calls = []
 
-    def failing(node, binds):
+    def failing(node, binds, image_root):
         calls.append(node.name)
         if len(calls) == 2:
             raise RehearsalError("injected failure")
-        return real(node, binds)
+        return real(node, binds, image_root)
 
     monkeypatch.setattr(lifecycle, "_launch", failing)
     with pytest.raises(RehearsalError, match="injected"):

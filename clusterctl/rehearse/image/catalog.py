@@ -52,17 +52,6 @@ SCHEDMD_TARBALLS: dict[str, tuple[str, str]] = {
 ``slurm.install: {kind: debs}`` rehearsal can build ``slurm-smd-*`` packages from"""
 
 
-def choose_image(requested: str | None, os_name: str) -> tuple[Image, str]:
-    """The image a rehearsal boots and why: ``--image`` when given, else the one nearest the blueprint's
-    ``software.os`` (:data:`NEAREST_IMAGE`), else :data:`DEFAULT_IMAGE`."""
-    if requested is not None:
-        return IMAGES[requested], "--image"
-    if os_name in NEAREST_IMAGE:
-        name = NEAREST_IMAGE[os_name]
-        return IMAGES[name], f"software.os {os_name}: {'the same OS' if name == os_name else 'the nearest image'}"
-    return IMAGES[DEFAULT_IMAGE], f"software.os {os_name} has no near image: the default"
-
-
 SCHEDMD_REVISION = "1"
 """the Debian revision SchedMD's ``debian/changelog`` gives its packages (``slurm-smd 24.11.5-1``)"""
 
@@ -80,3 +69,15 @@ def cache_root() -> Path:
         return Path(explicit)
     xdg = os.environ.get("XDG_CACHE_HOME")
     return (Path(xdg) if xdg else Path.home() / ".cache") / "clusterctl"
+
+
+def choose_image(os_name: str | None, asked: str | None) -> tuple[Image, str]:
+    """The image a rehearsal boots and why: ``asked`` (``--image``), else the one nearest the blueprint's
+    ``software.os`` (:data:`NEAREST_IMAGE`), else :data:`DEFAULT_IMAGE`."""
+    if asked is not None:
+        return IMAGES[asked], "--image"
+    if os_name in NEAREST_IMAGE:
+        return IMAGES[NEAREST_IMAGE[os_name]], f"nearest to software.os {os_name}"
+    if os_name is None:
+        return IMAGES[DEFAULT_IMAGE], "the default: the blueprint names no software.os"
+    return IMAGES[DEFAULT_IMAGE], f"the default: no image is near software.os {os_name}"

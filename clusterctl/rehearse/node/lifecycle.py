@@ -1,4 +1,5 @@
-"""Rehearsal nodes: isolated hosts on this machine, without containers, VMs or images (docs/rehearse.md).
+"""Rehearsal nodes: isolated hosts on this machine, booted from a clean OS image, without containers or VMs
+(docs/rehearse.md).
 
 A node is a process tree in its own network, UTS, mount and PID namespaces:
 
@@ -7,15 +8,16 @@ A node is a process tree in its own network, UTS, mount and PID namespaces:
   the rehearsal's private bridge. The host has an address on the bridge (so it can SSH in); nothing is
   routed or NATed anywhere else.
 - **UTS**: hostname = the blueprint host name.
-- **mount**: the root is an overlay whose lower layer is the host's root filesystem *as a filesystem*
-  (submounts such as /proc, /sys, /dev, /dev/shm are not part of it) and whose upper layer is
+- **mount**: the root is an overlay whose lower layer is the rehearsal's node image (a clean Debian root
+  built once into the cache: :mod:`clusterctl.rehearse.image.build`; never this machine's root, so nothing
+  installed here is visible in a node) and whose upper layer is
   ``DIR/.rehearsal/nodes/<name>/upper``: every write (/etc, /var, /root, /usr) lands there. The node
   gets a fresh /proc (its own PIDs), a read-only sysfs of its own netns with the host's cgroup
   hierarchies bound under /sys/fs/cgroup (slurmd needs them), a tmpfs /dev holding only the usual
   character devices (so GPU stand-ins created in a node stay in that node), its own devpts, and
   tmpfs /run, /tmp and /dev/shm. Then ``pivot_root`` drops the host's mount tree from the node
-  entirely: the node cannot reach the host's /etc except read-only through the lower layer (copy-up
-  on write).
+  entirely: the node cannot reach the host's files at all, and the image only read-only (copy-up on
+  write).
 - **PID**: the node's PID 1 is :mod:`clusterctl.rehearse.node.pid1` (reaps, runs sshd, stops all).
 
 The overlay and the node's other mounts exist only in the node's mount namespace, so they vanish with
@@ -37,6 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusterctl.rehearse import RehearsalError
+from clusterctl.rehearse.image.build import ensure_image
+from clusterctl.rehearse.image.catalog import DEFAULT_IMAGE, IMAGES, Image
 from clusterctl.rehearse.node import path as node_path, pid1, probe
 from clusterctl.rehearse.node.files import write_text_atomic
 from clusterctl.rehearse.node.command import CommandResult, run_command, start_detached
@@ -66,18 +70,18 @@ DEVICES = (("null", 1, 3, 0o666), ("zero", 1, 5, 0o666), ("full", 1, 7, 0o666), 
            ("urandom", 1, 9, 0o666), ("tty", 5, 0, 0o666), ("fuse", 10, 229, 0o666))
 
 # Runs as PID 1 of the new PID namespace, inside the node's net/UTS/mount namespaces, still seeing the
-# host's mount tree; builds the node's root and replaces itself with the init. Arguments: name, upper,
-# work, merged, cpus, python, the node_path helper, then pairs of (host path, node path) to bind. A bind's
+# host's mount tree; builds the node's root and replaces itself with the init. Arguments: name, lower (the
+# image root), upper, work, merged, cpus, python, the node_path helper, then pairs of (host path, node path) to bind. A bind's
 # node path is resolved and created inside the node's root by the helper (clusterctl/rehearse/node/path.py):
 # a plain ``mkdir -p "$root$2"`` would follow the node's absolute symlinks (/var/run -> /run) on the host.
 STAGE1 = r"""
 set -eu
-name=$1 upper=$2 work=$3 root=$4 cpus=$5 python=$6 node_path=$7
-shift 7
+name=$1 lower=$2 upper=$3 work=$4 root=$5 cpus=$6 python=$7 node_path=$8
+shift 8
 # the namespaces are made; the node runs on every CPU again (slurmd counts the CPUs it may use)
 if [ -n "$cpus" ]; then taskset -p -c "$cpus" $$ >/dev/null; fi
 hostname "$name"
-mount -t overlay overlay -o "lowerdir=/,upperdir=$upper,workdir=$work" "$root"
+mount -t overlay overlay -o "lowerdir=$lower,upperdir=$upper,workdir=$work" "$root"
 mount -t proc -o nosuid,nodev,noexec proc "$root/proc"
 mount -t sysfs -o ro,nosuid,nodev,noexec sysfs "$root/sys"
 if [ -d /sys/fs/cgroup ] && [ -d "$root/sys/fs/cgroup" ]; then mount --rbind /sys/fs/cgroup "$root/sys/fs/cgroup"; fi
@@ -206,7 +210,8 @@ def _keygen(path: Path, comment: str) -> str:
     return path.with_suffix(".pub").read_text().strip()
 
 
-def _prepare_upper(node: NodeRecord, spec: NodeSpec, user_key: str, hosts: str, init_src: str) -> str:
+def _prepare_upper(node: NodeRecord, spec: NodeSpec, user_key: str, hosts: str, init_src: str,
+                   image_root: Path) -> str:
     """Files the node starts with, written into its upper layer only; returns the node's public host key."""
     up = node.upper
     (up / "root" / ".ssh").mkdir(parents=True, exist_ok=True)
@@ -221,8 +226,9 @@ def _prepare_upper(node: NodeRecord, spec: NodeSpec, user_key: str, hosts: str, 
     # /sbin/init -> the rehearsal init, not systemd: Ansible's service-manager fact reads this link when
     # PID 1 is named "init" and would pick systemd (whose systemctl cannot work without systemd as PID 1);
     # now it picks sysvinit, so ansible.builtin.service runs the /etc/init.d scripts. Written at the real
-    # path (/sbin is a symlink to usr/sbin on merged-/usr Debian; a directory "sbin" would hide it)
-    sbin_init = up / os.path.realpath("/sbin").lstrip("/") / "init"
+    # path (/sbin is a symlink to usr/sbin in a merged-/usr image; a directory "sbin" would hide it)
+    sbin = image_root / "sbin"
+    sbin_init = up / (os.readlink(sbin).lstrip("/") if sbin.is_symlink() else "sbin") / "init"
     sbin_init.parent.mkdir(parents=True, exist_ok=True)
     sbin_init.unlink(missing_ok=True)
     sbin_init.symlink_to(INIT_PATH)
@@ -278,7 +284,7 @@ def namespace_cpu() -> int | None:
     return good[0] if good and len(good) < len(cpus) else None
 
 
-def _launch(node: NodeRecord, binds: Sequence[tuple[str, str]]) -> Proc:
+def _launch(node: NodeRecord, binds: Sequence[tuple[str, str]], image_root: str) -> Proc:
     """Start the node: nsenter (its netns) -> unshare (new mount, UTS, PID ns; on :func:`namespace_cpu`) ->
     stage 1 (back on every CPU) -> init."""
     cpu = namespace_cpu()  # probed for this node, just before its namespaces are made
@@ -286,7 +292,7 @@ def _launch(node: NodeRecord, binds: Sequence[tuple[str, str]]) -> Proc:
     every = ",".join(map(str, sorted(os.sched_getaffinity(0)))) if cpu is not None else ""
     args = ["nsenter", f"--net=/run/netns/{node.netns}", "--", *pin,
             "unshare", "--mount", "--uts", "--pid", "--fork", "--propagation", "private", "--kill-child",
-            "/bin/sh", "-c", STAGE1, "stage1", node.name, str(node.upper), str(node.work), str(node.merged),
+            "/bin/sh", "-c", STAGE1, "stage1", node.name, image_root, str(node.upper), str(node.work), str(node.merged),
             every, sys.executable, node_path.__file__]
     for host_path, path_in_node in binds:
         args += [host_path, path_in_node]
@@ -335,8 +341,10 @@ def _wait_ssh(state: State, deadline: float) -> None:
             time.sleep(0.02)
 
 
-def boot(out: Path, specs: Sequence[NodeSpec], caps: probe.Capabilities = probe.Capabilities()) -> State:
-    """Boot one node per spec under ``out`` and return once every node's sshd listens.
+def boot(out: Path, specs: Sequence[NodeSpec], caps: probe.Capabilities = probe.Capabilities(),
+         image: Image | None = None) -> State:
+    """Boot one node per spec under ``out`` from ``image`` (default: :data:`DEFAULT_IMAGE`, built into the cache
+    first when absent) and return once every node's sshd listens.
 
     On any failure the nodes booted so far are torn down before the error propagates; the state file
     is written before each resource is created, so a crash of this process can be undone by
@@ -354,6 +362,8 @@ def boot(out: Path, specs: Sequence[NodeSpec], caps: probe.Capabilities = probe.
     if previous is not None and not previous.stopped:
         raise RehearsalError(f"{out} holds a rehearsal that is still up (id {previous.id})",
                              f"clusterctl rehearse --down {out}")
+    image = image or IMAGES[DEFAULT_IMAGE]
+    image_root = ensure_image(image)
     net = _network(specs)
     clash = _routed_elsewhere(net)
     if clash:
@@ -367,7 +377,7 @@ def boot(out: Path, specs: Sequence[NodeSpec], caps: probe.Capabilities = probe.
     host = _host_address(net, specs)
     state = State(id=rid, dir=str(out), bridge=f"rh-{rid}", host_address=f"{host}/{net.prefixlen}",
                   prefix=net.prefixlen, key=str(sdir / "id_ed25519"), known_hosts=str(sdir / "known_hosts"),
-                  ssh_config=str(sdir / "ssh_config"))
+                  ssh_config=str(sdir / "ssh_config"), image=image.name, image_root=str(image_root))
     save(state)
     try:
         _boot_all(state, specs)
@@ -398,7 +408,8 @@ def _boot_all(state: State, specs: Sequence[NodeSpec]) -> None:
         save(state)
         for d in (node.upper, node.work, node.merged):
             d.mkdir(parents=True, exist_ok=True)
-        host_key = _prepare_upper(node, spec, Path(state.key + ".pub").read_text().strip(), hosts, init_src)
+        host_key = _prepare_upper(node, spec, Path(state.key + ".pub").read_text().strip(), hosts, init_src,
+                                  Path(state.image_root))
         known.append(f"{spec.name},{spec.address} {' '.join(host_key.split()[:2])}")
         _must("ip", "netns", "add", node.netns)
         _must("ip", "link", "add", node.veth_host, "type", "veth", "peer", "name", node.veth_node,
@@ -408,7 +419,7 @@ def _boot_all(state: State, specs: Sequence[NodeSpec]) -> None:
         _must("ip", "-n", node.netns, "addr", "add", f"{spec.address}/{state.prefix}", "dev", "eth0")
         _must("ip", "-n", node.netns, "link", "set", "eth0", "up")
         _must("ip", "-n", node.netns, "link", "set", "lo", "up")
-        node.launcher = _launch(node, spec.binds)
+        node.launcher = _launch(node, spec.binds, state.image_root)
         save(state)
         node.init = _init_of(node.launcher, deadline)
         save(state)
@@ -474,6 +485,8 @@ def down(out: Path) -> State:
         raise RehearsalError(f"{out} holds no rehearsal (no {state_dir(out).name}/state.json)",
                              "pass the -o DIR a `clusterctl rehearse` used")
     _close_ssh_masters(control_dir(state.id))
+    for service in state.services:  # the site mirror's server: nodes stop asking it before they stop
+        _signal(service, signal.SIGTERM)
     deadline = time.monotonic() + STOP_TIMEOUT_S
     resend = 0.0
     while time.monotonic() < deadline and any(alive(n.init) or alive(n.launcher) for n in state.nodes):
@@ -505,7 +518,10 @@ def down(out: Path) -> State:
             problems.append(f"cannot delete bridge {state.bridge}")
     if state.netns_mount_created and _is_mount_point(NETNS_DIR) and not any(Path(NETNS_DIR).iterdir()):
         _run("umount", NETNS_DIR)  # iproute2's self-bind of /run/netns, made by this rehearsal's first netns
+    for service in state.services:
+        _signal(service, signal.SIGKILL)
     still = [n.name for n in state.nodes if alive(n.init) or alive(n.launcher)]
+    still += [f"service pid {p.pid}" for p in state.services if alive(p)]
     if still:
         problems.append(f"node(s) {', '.join(still)} still running")
     if problems:

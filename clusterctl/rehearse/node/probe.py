@@ -35,10 +35,12 @@ PROGRAMS = {  # program -> Debian package that ships it
     "umount": "mount",
     "ssh": "openssh-client",
     "ssh-keygen": "openssh-client",
-    "sshd": "openssh-server",
-    "mmdebstrap": "mmdebstrap",  # builds the node images (clusterctl/rehearse/image)
-    "apt-ftparchive": "apt-utils",  # indexes the site mirror
-    "gpg": "gnupg",  # signs the site mirror
+    # the node image and the site mirror (clusterctl/rehearse/image/build.py, clusterctl/rehearse/mirror/build.py);
+    # the nodes' sshd, python3 and apt are the image's, not this machine's
+    "mmdebstrap": "mmdebstrap",
+    "apt-ftparchive": "apt-utils",
+    "gpg": "gpg",
+    "gpg-agent": "gpg-agent",
 }
 
 PYTHON_MODULES = {  # module -> what needs it; all in the rehearse extra (pyproject.toml)

@@ -75,6 +75,13 @@ class State:
     netns_mount_created: bool = False
     """/run/netns was not a mount point before: ``ip netns add`` made it one, ``down`` undoes that when
     no netns is left in it"""
+    image: str = ""
+    """the node image the nodes booted from (``clusterctl rehearse --image``: debian-12, debian-13)"""
+    image_root: str = ""
+    """that image's root directory in the cache: every node's overlay lower layer (read-only)"""
+    services: list[Proc] = field(default_factory=list)
+    """programs the rehearsal runs on this machine for its nodes (the site mirror's HTTP server); ``down``
+    stops them"""
     stopped: bool = False
     version: int = VERSION
 
@@ -114,7 +121,8 @@ def load(out: Path) -> State | None:
             for key in ("launcher", "init"):
                 n[key] = Proc(**n[key]) if n.get(key) else None
             nodes.append(NodeRecord(**n))
-        return State(nodes=nodes, **data)
+        services = [Proc(**p) for p in data.pop("services", [])]
+        return State(nodes=nodes, services=services, **data)
     except (TypeError, AttributeError) as exc:
         raise RehearsalError(f"{path}: not a rehearsal state file of this clusterctl ({exc})",
                              "was it written by another version? tear that rehearsal down with it") from None

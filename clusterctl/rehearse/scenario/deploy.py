@@ -26,6 +26,7 @@ from pathlib import Path
 from clusterctl import yamlout
 from clusterctl.plan.roles import slurm_roles
 from clusterctl.rehearse import RehearsalError
+from clusterctl.rehearse.mirror.source import PackageOrigins
 from clusterctl.rehearse.node.command import run_command
 from clusterctl.rehearse.node.files import write_text_atomic
 from clusterctl.rehearse.node.ssh import control_dir, ssh
@@ -53,6 +54,10 @@ REHEARSAL_VARS: dict[str, tuple[object, str]] = {
     "slurmdbd_manage_services": (True, "slurmdbd and the MariaDB the slurmdbd role installs run from /etc/init.d "
                                  "on the accounting host (slurmctld is fatal on a first start without them)"),
     "slurmdbd_database_innodb_buffer_pool_size": ("128M", "every node shares this machine's memory"),
+    # REHEARSAL WORKAROUND (issue 26; remove when a role installs libpmix): no role installs the libpmix.so that
+    # Slurm's mpi/pmix plugin dlopens, so srun --mpi=pmix fails on a clean node ("MPI: Unable to load any plugin")
+    "common_base_packages": (["logrotate", "libpmix-dev"], "WORKAROUND until the roles install libpmix (issue 26): "
+                             "the roles' own logrotate, plus the libpmix.so Slurm's mpi/pmix plugin dlopens"),
     "storage_clients_mount_now": (False, "no file server in a rehearsal: fstab lines only"),
     "storage_clients_lustre_install": (False, "the Lustre client comes from a vendor repository"),
     "nfs_server_packages": ([], "this kernel has no NFS server (mount -t nfsd: unknown filesystem type 'nfsd'; no "
@@ -76,31 +81,6 @@ SHARED_STORAGE = ("none: the blueprint's shared tiers get their fstab lines (tes
                   "mount.nfs: No such device; mount -t nfsd: unknown filesystem type 'nfsd'); an NFS tier served by "
                   "a node of the blueprint gets its export directory and /etc/exports line, not a running server")
 """what the JSON summary says of shared storage in the deploy scenario"""
-
-
-PACKAGES = ("munge", "chrony", "nfs-common", "slurmd", "slurmctld", "slurm-client", "slurmdbd", "libpmix-dev",
-            "mariadb-server", "python3-apt", "ansible-core", "git", "libpam-slurm-adopt", "logrotate")
-"""Debian packages the converge finds installed in every node: nodes have no route to a mirror and their root
-is an overlay of this machine's, so the roles' ``apt: state=present`` must find them here (mariadb-server:
-the accounting database; libpmix-dev: Debian's mpi/pmix plugin dlopens libpmix.so; ansible-core and git: the
-ansible_pull role's packages, and the pull scenario runs /usr/bin/ansible-playbook and git in the nodes;
-libpam-slurm-adopt and logrotate: the slurm_compute and common roles')"""
-
-
-def missing_packages() -> list[str]:
-    """The :data:`PACKAGES` not installed on this machine."""
-    r = run_command(["dpkg-query", "-W", "-f", "${Package} ${db:Status-Status}\n", *PACKAGES], timeout=60)
-    installed = {line.split()[0] for line in r.stdout.splitlines() if line.endswith(" installed")}
-    return [p for p in PACKAGES if p not in installed]
-
-
-def require_packages() -> None:
-    """Refuse (exit 2, with the apt-get line) before booting anything when a package is missing."""
-    missing = missing_packages()
-    if missing:
-        raise RehearsalError(f"the deploy rehearsal needs Debian package(s) {', '.join(missing)} on this machine "
-                             "(rehearsal nodes are offline and use this machine's installed packages)",
-                             f"apt-get install -y --no-install-recommends {' '.join(missing)} (scripts/test does)")
 
 
 @dataclass(frozen=True)
@@ -348,13 +328,12 @@ def _recap_outcome(run: RunOutcome, host: str, require_unchanged: bool) -> HostO
 
 def prepare_nodes(state: State, cluster: Cluster) -> dict[str, str]:
     """What the rehearsal gives each node before the converge, as a real site's image would have it:
-    ``/run/lock``, GPU stand-in devices (``mknod /dev/nvidiaN c 195 N``, in the node's own /dev) on compute nodes, and a
-    fresh apt update stamp (nodes have no route to a mirror; packages come from the machine's installed
-    set, so ``apt`` with ``cache_valid_time`` must not try to update). Returns per-host errors."""
+    ``/run/lock`` and GPU stand-in devices (``mknod /dev/nvidiaN c 195 N``, in the node's own /dev) on compute
+    nodes. (The site mirror's apt source is given to every node by the ``mirror`` step right after the boot:
+    :mod:`clusterctl.rehearse.mirror.source`.) Returns per-host errors."""
     def one(host: str) -> str:
         # /run/lock: systemd's tmpfiles make it on a real host; Debian's init scripts (mariadb) need it
-        cmds = ["mkdir -p /var/lib/apt/periodic", "touch /var/lib/apt/periodic/update-success-stamp",
-                "mkdir -p -m 1777 /run/lock"]
+        cmds = ["mkdir -p -m 1777 /run/lock"]
         for i in range(cluster.gpus.get(host, 0)):
             cmds.append(f"[ -e /dev/nvidia{i} ] || mknod -m 666 /dev/nvidia{i} c {NVIDIA_MAJOR} {i}")
         r = ssh(state, host, " && ".join(cmds))
@@ -565,11 +544,14 @@ class Srun:
             raise StepFailed(f"PMIx ranks {sorted(seen)}, expected 0..{n - 1}")
 
 
-def deploy_steps(cluster: Cluster, prepare: Cluster | None = None) -> list:
+def deploy_steps(cluster: Cluster, prepare: Cluster | None = None, debs_dir: str | None = None) -> list:
     """The deploy scenario's steps, in order (no srun for a blueprint without Slurm or compute hosts).
-    ``prepare``: the cluster whose nodes are prepared, when more nodes are booted than ``cluster`` has."""
+    ``prepare``: the cluster whose nodes are prepared, when more nodes are booted than ``cluster`` has;
+    ``debs_dir``: ``slurm.install.path`` of a ``debs`` install, the one source of packages besides the mirror."""
     hosts = tuple(cluster.groups)
-    steps: list = [Converge(prepare or cluster, hosts=hosts), ConvergeAgain(hosts=hosts), Testinfra(cluster)]
+    origins = PackageOrigins(allowed_local=(f"file:{debs_dir}",) if debs_dir else ())
+    steps: list = [Converge(prepare or cluster, hosts=hosts), origins, ConvergeAgain(hosts=hosts),
+                   Testinfra(cluster)]
     if cluster.controllers and cluster.compute:
         steps.append(Srun(cluster))
     return steps
@@ -583,4 +565,8 @@ class DeployScenario(Scenario):
 
     def steps(self, build: Build) -> list:
         build.info["shared_storage"] = SHARED_STORAGE
-        return [build.label(s, self.name) for s in deploy_steps(build.cluster, prepare=build.everyone)]
+        install = build.base.slurm.install if build.base.slurm is not None else None
+        steps = deploy_steps(build.cluster, prepare=build.everyone,
+                             debs_dir=install.path if install is not None and install.kind == "debs" else None)
+        build.info["installed_packages"] = next(s.found for s in steps if isinstance(s, PackageOrigins))
+        return [build.label(s, self.name) for s in steps]

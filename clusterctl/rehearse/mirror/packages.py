@@ -1,0 +1,34 @@
+"""What the rendered roles install on a rehearsal node, by Slurm install kind: the site mirror's package list.
+
+``tests/test_rehearse_mirror.py`` reads the rendered roles' ``apt``/``package`` tasks of every role a rehearsal
+runs and fails when one names a package missing here (or listed in :data:`NOT_REHEARSED` with its reason), so this
+list cannot drift from the roles.
+"""
+
+from __future__ import annotations
+
+COMMON = ("munge", "chrony", "logrotate", "nfs-common", "mariadb-server", "ansible-core", "git", "libpmix-dev")
+"""every install kind: munge (munge role), chrony and logrotate (common), nfs-common (storage_clients),
+mariadb-server (slurmdbd's database), ansible-core and git (ansible_pull), libpmix-dev (Slurm's mpi/pmix
+plugin dlopens the unversioned libpmix.so: docs/slurm.md)"""
+
+SLURM = {
+    "distro": ("slurmd", "slurmctld", "slurm-client", "slurmdbd", "libpam-slurm-adopt"),
+    "debs": ("slurm-smd-slurmd", "slurm-smd-slurmctld", "slurm-smd-client", "slurm-smd-slurmdbd",
+             "slurm-smd-libpam-slurm-adopt", "dpkg-dev"),
+}
+"""the Slurm packages by ``slurm.install.kind``: Debian's slurm-wlm, or SchedMD's ``slurm-smd-*`` (the local
+.deb directory; dpkg-dev: slurm_preflight indexes that directory with dpkg-scanpackages)"""
+
+NOT_REHEARSED = {
+    "nfs-kernel-server": "REHEARSAL_VARS nfs_server_packages: []: this kernel has no NFS server",
+    "lustre-client-modules-dkms": "REHEARSAL_VARS storage_clients_lustre_install: false (a vendor repository)",
+    "lustre-client-utils": "REHEARSAL_VARS storage_clients_lustre_install: false (a vendor repository)",
+    "azure-cli": "slurm_power_save on Azure only, from Microsoft's repository",
+}
+"""packages a role names that no rehearsal installs, with why"""
+
+
+def mirror_packages(install_kind: str) -> tuple[str, ...]:
+    """What the mirror must hold for a rehearsal of ``slurm.install.kind`` (``distro`` or ``debs``)."""
+    return COMMON + SLURM[install_kind]

@@ -1,0 +1,76 @@
+"""One deploy rehearsal on the debian-13 image (trixie): Slurm 24.11 from its distribution, installed from the site
+mirror, converged, tested and run by srun on clean nodes (docs/rehearse.md, "Images", "Site mirror"). The fewest
+nodes that prove it: the controller and one compute host (``--nodes-per-group 1``). The lab's blueprint with its
+in-band network moved to 10.73.0.0/24 and its compute hosts renamed (a rehearsal beside the lab's shares no
+network and no slurm_<node> cgroup: tests/conftest.py, XDIST_GROUPS), Slurm's install kind distro."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from clusterctl.rehearse.node.ssh import ssh
+from clusterctl.rehearse.node.state import load
+from tests.e2e.conftest import rehearse, require_deploy, require_rehearsal, steps
+from tests.e2e.test_nodes import leftovers
+from tests.e2e.test_scenarios import blueprint_copy
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+HOSTS = ["head01", "tgpu01"]
+MIRROR = "http://10.73.0.254:8080"
+"""the host's address on the rehearsal bridge (the highest of 10.73.0.0/24), port 8080"""
+
+
+def trixie_lab(tmp: Path) -> Path:
+    path = blueprint_copy(tmp, "lab-2node.yaml", "10.73.0.0/24", "t")
+    text = path.read_text()
+    for old, new in (('install: {kind: debs, path: /srv/slurm-debs, version: "24.05.4-1"}', "install: {kind: distro}"),
+                     ('version: "24.05"', 'version: "24.11"')):
+        assert old in text, old
+        text = text.replace(old, new)
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture(scope="module")
+def trixie(tmp_path_factory):
+    require_rehearsal()
+    require_deploy()
+    tmp = tmp_path_factory.mktemp("trixie")
+    out = tmp / "r"
+    r, summary = rehearse(trixie_lab(tmp), out, "--image", "debian-13", "--scenario", "deploy",
+                          "--nodes-per-group", "1", "--keep")
+    try:  # kept up for this one look: the Slurm each node runs, as the node's own slurmd says
+        versions = {h: _slurmd_version(out, h) for h in HOSTS} if r.returncode == 0 else {}
+    finally:
+        r_down = subprocess.run([sys.executable, "-m", "clusterctl", "rehearse", "--down", str(out)], cwd=REPO,
+                                capture_output=True, text=True, timeout=120)
+    return r, summary, out, versions, r_down
+
+
+def _slurmd_version(out: Path, host: str) -> str:
+    r = ssh(load(out), host, "slurmd -V")
+    return r.stdout.strip() if r.returncode == 0 else f"exit {r.returncode}: {r.stderr.strip()}"
+
+
+def test_deploy_on_debian_13_runs_slurm_24_11_from_the_site_mirror(trixie):
+    r, summary, out, versions, r_down = trixie
+    assert r.returncode == 0, r.stderr[-6000:]
+    assert summary["image"] == {"name": "debian-13", "suite": "trixie", "reason": "--image"}
+    assert summary["slurm_version"] == {"blueprint": "24.11", "rehearsed": "24.11"}
+    assert [s["name"] for s in summary["steps"]] == ["boot", "ssh-check", "mirror", "converge", "packages",
+                                                     "converge-again", "testinfra", "srun"]
+    assert {s["name"]: s["status"] for s in summary["steps"]} == {s["name"]: "ok" for s in summary["steps"]}
+    assert versions == {h: "slurm 24.11.5" for h in HOSTS}
+    installed = summary["installed_packages"]
+    assert installed["tgpu01"]["slurmd"]["version"].startswith("24.11.5-")
+    assert installed["head01"]["slurmctld"]["version"].startswith("24.11.5-")
+    assert {p["origin"] for packages in installed.values() for p in packages.values()} == {MIRROR}
+    assert steps(summary)["srun"]["hosts"]["tgpu01"]["rank"] == 0
+    assert r_down.returncode == 0, r_down.stderr
+    assert leftovers(load(out)) == []
