@@ -17,7 +17,7 @@ from clusterctl.plan.model import ClusterPlan
 from clusterctl.rehearse import RehearsalError
 from clusterctl.rehearse.image.catalog import Image, choose_image
 from clusterctl.rehearse.mirror.packages import mirror_packages
-from clusterctl.rehearse.mirror.source import MirrorSource
+from clusterctl.rehearse.mirror.source import MirrorSource, SlurmDebs
 from clusterctl.rehearse.node.lifecycle import rehearsal_id
 from clusterctl.rehearse.scenario.base import Build, Scenario, write_render
 from clusterctl.rehearse.scenario.deploy import Converge, cluster_of
@@ -97,8 +97,9 @@ def build(scenario: str | Sequence[str], blueprint: Path, plan: ClusterPlan, out
     b.everyone = cluster_of(b.final_plan, names) if b.final_plan is not None else b.cluster
     steps: list = default_steps()
     if chosen:  # every scenario installs packages: from the site mirror, served from the first step on
-        kind = b.base.slurm.install.kind if b.base.slurm is not None else "distro"
-        steps.append(MirrorSource(image, mirror_packages(kind)))
+        install = b.base.slurm.install if b.base.slurm is not None else None
+        debs = SlurmDebs(b.installed, install.path) if install is not None and install.kind == "debs" else None
+        steps.append(MirrorSource(image, mirror_packages(install.kind if install else "distro"), debs))
     for s in chosen:
         steps += s.before_converge(b)
     first = next((s for s in chosen if s.converged_first), None)

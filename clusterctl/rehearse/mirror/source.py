@@ -17,6 +17,7 @@ from pathlib import Path
 
 from clusterctl.rehearse.image.build import installed_packages
 from clusterctl.rehearse.image.catalog import Image
+from clusterctl.rehearse.image.schedmd import ensure_slurm_debs, place_debs
 from clusterctl.rehearse.mirror.build import ensure_mirror
 from clusterctl.rehearse.mirror.serve import mirror_url, serve
 from clusterctl.rehearse.node.ssh import RemoteWriteError, ssh, write_file
@@ -40,21 +41,33 @@ def _parallel(state: State, one) -> dict[str, object]:
         return dict(zip(names, pool.map(one, names)))
 
 
+@dataclass(frozen=True)
+class SlurmDebs:
+    """A ``slurm.install: {kind: debs}`` rehearsal: SchedMD's packages of ``release`` (major.minor), built here and
+    placed in every node at ``path`` (the blueprint's directory), as a site puts them there."""
+
+    release: str
+    path: str
+
+
 @dataclass
 class MirrorSource:
     """Step ``mirror``: build the site mirror of ``packages`` for the nodes' image (once: the cache keeps it),
-    serve it, and point every node's apt at it (and nothing else)."""
+    serve it, and point every node's apt at it (and nothing else); with ``debs``, build SchedMD's packages first
+    (once), resolve their dependencies into the mirror and put the packages in every node's ``debs.path``."""
 
     image: Image
     packages: tuple[str, ...]
-    local_debs: Path | None = None
-    """a directory of .deb files resolved with the archive (SchedMD's ``slurm-smd-*``)"""
+    debs: SlurmDebs | None = None
     name: str = "mirror"
 
     def run(self, state: State, record: Record) -> None:
-        mirror = ensure_mirror(self.image, Path(state.image_root), self.packages, self.local_debs)
+        local = ensure_slurm_debs(self.image, self.debs.release) if self.debs else None
+        mirror = ensure_mirror(self.image, Path(state.image_root), self.packages, local)
         url = serve(state, mirror)
         key = mirror.key.read_bytes()
+        if local is not None:
+            place_debs(state, [n.name for n in state.nodes], self.debs.path, local)
 
         def one(host: str) -> HostOutcome:
             try:
