@@ -31,6 +31,18 @@ def rehearsed(data: dict, version: str = "22.05"):
     return v, expand(load_blueprint_text(to_yaml(v.data), "rehearsed.yaml"))
 
 
+def test_variant_keeps_the_accounts_the_nodes_already_have():
+    """A node whose root is an overlay of this machine's has its slurm and munge accounts; slurm_accounts never
+    renumbers one, so the rehearsal renders their ids and says so."""
+    data = lab()
+    v = rehearsal_variant(data, plan_of(data), "22.05", HW, {"user": {"uid": 64030, "gid": 64030},
+                                                             "munge_user": {"uid": 104, "gid": 107}})
+    all_vars = render_targets(expand(load_blueprint_text(to_yaml(v.data), "r.yaml")))["ansible/group_vars/all.yml"]
+    assert "slurm_accounts_slurm_uid: 64030\n" in all_vars and "slurm_accounts_munge_gid: 107\n" in all_vars
+    assert v.changes["slurm.user"] == {"blueprint": "default", "rehearsed": {"uid": 64030, "gid": 64030}}
+    assert "user" not in data["slurm"]  # the blueprint data is not modified
+
+
 def test_variant_renders_for_the_installed_slurm_and_this_machine():
     v, plan = rehearsed(lab())
     conf = render_targets(plan)["slurm/slurm.conf"]

@@ -10,6 +10,8 @@ that slurmd here cannot report (slurmctld drains such a node). So the rehearsal 
   blueprint names for production is not on this machine);
 - ``slurm.gres_autodetect: off``: Debian builds Slurm without NVML (slurmd is fatal on AutoDetect=nvml);
   gres.conf's File= lines then point at the GPU stand-in devices the rehearsal creates;
+- ``slurm.user``, ``slurm.munge_user``: the ids of the slurm and munge accounts this machine has (a node's
+  root is an overlay of this machine's, and the slurm_accounts role never renumbers an account);
 - every compute node type: this machine's sockets, cores, threads and memory (``slurmd -C``), the rest
   of its server spec (GPUs, NICs) unchanged; ``slurm.memory_reserve_gb: 1``. A cloud instance type has no CPU
   layout a blueprint can write (the plan derives one from its vCPUs): its groups keep the instance type (the
@@ -25,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import copy
+import grp
+import pwd
 import re
 import shutil
 from dataclasses import dataclass, field, replace
@@ -103,12 +107,36 @@ def machine_hardware() -> Hardware:
         raise RehearsalError(f"cannot read this machine's CPUs and memory from `slurmd -C`: {kv}") from None
 
 
-def rehearsal_variant(data: dict, plan: ClusterPlan, version: str, hw: Hardware) -> Variant:
-    """The blueprint data the rehearsal renders (see the module docstring); ``data`` is not modified."""
+ACCOUNT_FIELDS = {"user": "slurm", "munge_user": "munge"}
+"""slurm.user and slurm.munge_user -> the account name (roles/slurm_accounts)"""
+
+
+def machine_accounts() -> dict[str, dict[str, int]]:
+    """The slurm and munge accounts this machine has, as slurm.user / slurm.munge_user ids: a node whose root is an
+    overlay of this machine's has them too, and the slurm_accounts role never renumbers an account."""
+    found = {}
+    for field_name, name in ACCOUNT_FIELDS.items():
+        try:
+            found[field_name] = {"uid": pwd.getpwnam(name).pw_uid, "gid": grp.getgrnam(name).gr_gid}
+        except KeyError:
+            continue
+    return found
+
+
+def rehearsal_variant(data: dict, plan: ClusterPlan, version: str, hw: Hardware,
+                      accounts: dict[str, dict[str, int]] | None = None) -> Variant:
+    """The blueprint data the rehearsal renders (see the module docstring); ``data`` is not modified.
+    ``accounts``: the slurm and munge ids the nodes already have (:func:`machine_accounts`), rehearsed instead of
+    the blueprint's."""
     out = copy.deepcopy(data)
     v = Variant(out)
     slurm = out.get("slurm")
     if isinstance(slurm, dict):
+        for field_name, ids in (accounts or {}).items():
+            written = slurm.get(field_name)
+            if written != ids:
+                v.changes[f"slurm.{field_name}"] = {"blueprint": written or "default", "rehearsed": ids}
+            slurm[field_name] = dict(ids)
         if str(slurm.get("version")) != version:
             v.changes["slurm.version"] = {"blueprint": slurm.get("version"), "rehearsed": version}
         slurm["version"] = version
@@ -169,7 +197,8 @@ def rehearsed_plan(path: Path, plan: ClusterPlan,
                    adjust: Callable[[Variant], None] | None = None) -> tuple[ClusterPlan, Variant]:
     """The plan of the blueprint at ``path`` (already validated as ``plan``) as this machine rehearses it;
     ``adjust`` changes the variant first (a scenario's own change, e.g. version-guard's other release)."""
-    variant = rehearsal_variant(load_yaml_file(path)[0], plan, installed_slurm(), machine_hardware())
+    variant = rehearsal_variant(load_yaml_file(path)[0], plan, installed_slurm(), machine_hardware(),
+                                machine_accounts())
     if adjust is not None:
         adjust(variant)
     try:
