@@ -5,6 +5,9 @@ Slurm that runs. The rehearsal tests (tests/e2e) exercise the same roles on clea
 
 from __future__ import annotations
 
+import grp
+import pwd
+
 import pytest
 import yaml
 
@@ -12,7 +15,7 @@ from clusterctl import yamlout
 from clusterctl.errors import BlueprintError
 from clusterctl.targets import render_targets
 from tests.helpers import REPO, cli, lab, plan_of, to_yaml
-from tests.roles.local_converge import converge
+from tests.roles.local_converge import changed, converge
 
 ROLES = REPO / "roles"
 
@@ -115,6 +118,20 @@ def test_an_existing_account_with_other_ids_stops_the_role_before_anything_chang
     assert "Create the group of each account" not in r.stdout
 
 
+def test_an_account_with_the_blueprint_ids_is_kept_as_it_is(tmp_path):
+    """Converged in check mode on this machine: 'daemon' (Debian's base-passwd, uid and gid 1, home /usr/sbin)
+    stands in for both accounts, already there with the blueprint's ids (a second converge, or a Debian package's
+    account made to them): the role passes its assert and would change nothing."""
+    daemon = pwd.getpwnam("daemon")
+    ids = {"uid": daemon.pw_uid, "gid": grp.getgrnam("daemon").gr_gid}
+    r = converge("slurm_accounts", tmp_path, {
+        **{f"slurm_accounts_{a}_{k}": v for a in ("slurm", "munge") for k, v in ids.items()},
+        "slurm_accounts_slurm_name": "daemon", "slurm_accounts_munge_name": "daemon",
+        "slurm_accounts_home": daemon.pw_dir, "slurm_accounts_shell": daemon.pw_shell}, check=True)
+    assert r.returncode == 0, r.stdout[-2000:]
+    assert changed(r.stdout) == 0
+
+
 # --- PMIx -------------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("version,os,install,want", [
@@ -171,12 +188,18 @@ def test_compute_spool_is_root_s_and_dbd_log_is_slurm_user_s():
 
 
 def test_munge_owns_its_log_before_munged_starts():
-    tasks = _tasks("munge", "configure.yml")
-    names = [t["name"] for t in tasks]
-    assert names.index("Own munged's log file") < names.index("Start and enable munged")
-    d = _task(tasks, "Create munged's log directory")["ansible.builtin.file"]
-    f = _task(tasks, "Own munged's log file")["ansible.builtin.file"]
+    """Owned before the package (Debian's postinst starts munged and fails the install when munged refuses its
+    log) where the account exists, and again before the role starts munged."""
+    log = _tasks("munge", "log.yml")
+    d = _task(log, "Create munged's log directory")["ansible.builtin.file"]
+    f = _task(log, "Own munged's log file")["ansible.builtin.file"]
     assert (d["owner"], d["mode"], f["owner"], f["mode"]) == ("{{ munge_user }}", "0700", "{{ munge_user }}", "0640")
+    install = [t["name"] for t in _tasks("munge", "install.yml")]
+    assert install.index("Own munged's log before the package starts munged") < install.index("Install MUNGE packages")
+    configure = _tasks("munge", "configure.yml")
+    names = [t["name"] for t in configure]
+    assert _task(configure, "Own munged's log")["ansible.builtin.import_tasks"] == "log.yml"
+    assert names.index("Own munged's log") < names.index("Start and enable munged")
     defaults = yaml.safe_load((ROLES / "munge" / "defaults" / "main.yml").read_text())
     assert defaults["munge_log_file"] == "/var/log/munge/munged.log"
 
