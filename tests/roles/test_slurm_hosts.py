@@ -6,7 +6,10 @@ Slurm that runs. The rehearsal tests (tests/e2e) exercise the same roles on clea
 from __future__ import annotations
 
 import grp
+import os
 import pwd
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -15,7 +18,7 @@ from clusterctl import yamlout
 from clusterctl.errors import BlueprintError
 from clusterctl.targets import render_targets
 from tests.helpers import REPO, cli, lab, plan_of, to_yaml
-from tests.roles.local_converge import changed, converge
+from tests.roles.local_converge import changed, converge, tool
 
 ROLES = REPO / "roles"
 
@@ -246,3 +249,30 @@ def test_acceptance_tests_ask_srun_for_container_image_on_gpu_and_login_nodes():
     assert test in files["tests/test_gpu.py"] and test in files["tests/test_login.py"]
     assert test not in files["tests/test_head.py"]
     assert '"containers": "needs enroot and pyxis' in files["tests/conftest.py"]
+
+
+@pytest.mark.parametrize("number,running,ok", [("0x160508", "24.11", False),  # Debian 12's libslurm-dev, 24.11 runs
+                                               ("0x180b05", "24.11", True)])   # slurm-smd-dev 24.11.5
+def test_pyxis_header_check_runs_on_a_real_header_layout(tmp_path, number, running, ok):
+    """The role's two tasks, taken from its install.yml as they are, run by ansible-playbook on a
+    slurm_version.h laid out as Slurm installs it (22.05.8's header holds ``#define SLURM_VERSION_NUMBER
+    0x160508``)."""
+    header = tmp_path / "slurm_version.h"
+    header.write_text(f"#ifndef _SLURM_VERSION_H_\n#define _SLURM_VERSION_H_\n\n#define SLURM_VERSION_NUMBER {number}\n"
+                      "#define SLURM_VERSION_NUM(a,b,c) (((a) << 16) + ((b) << 8) + (c))\n#endif\n")
+    build = _task(_tasks("enroot_pyxis", "install.yml"), "Build pyxis from source")["block"]
+    tasks = [_task(build, "Read the Slurm release of the installed headers"),
+             _task(build, "Assert pyxis is built against the headers of the Slurm that runs")]
+    (tmp_path / "play.yml").write_text(yamlout.dump([{
+        "hosts": "localhost", "connection": "local", "gather_facts": False, "tasks": tasks,
+        "vars": {"enroot_pyxis_slurm_version": running, "enroot_pyxis_slurm_version_header": str(header),
+                 "enroot_pyxis_pyxis_build_packages": ["gcc", "make", "libslurm-dev"]}}]))
+    r = subprocess.run([tool("ansible-playbook"), "-i", "localhost,", "-e",
+                        f"ansible_python_interpreter={sys.executable}", "play.yml"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120, env={**os.environ, "ANSIBLE_NOCOLOR": "1"})
+    if ok:
+        assert r.returncode == 0, r.stdout[-2000:]
+        assert "pyxis is built against Slurm 24.11 headers, the release that runs" in r.stdout
+    else:
+        assert r.returncode != 0
+        assert "headers in " in r.stdout and "are release 22.05, from libslurm-dev, but Slurm 24.11 runs" in r.stdout
