@@ -41,7 +41,7 @@ def test_compute_play_runs_in_batches_and_stops_at_the_first_failure(lab):
     assert compute["serial"] == "{{ clusterctl_rolling_batch | default('10%') }}"
     assert compute["max_fail_percentage"] == 0
     assert plays["Slurm controllers"]["serial"] == 1
-    assert "serial" not in plays["MUNGE authentication on every Slurm node"]
+    assert "serial" not in plays["Slurm and MUNGE accounts and MUNGE authentication on every Slurm node"]
 
 
 def test_rollout_settings_reach_site_yml_and_group_vars(lab):

@@ -184,6 +184,27 @@ class PowerSave(StrictModel):
     billing for minutes after a large job)"""
 
 
+SYSTEM_ID_MAX = 65533
+"""highest UID/GID accepted for the Slurm and MUNGE accounts: 65534 is nobody/nogroup, 65535 the 16-bit (uid_t)-1"""
+
+
+class SystemAccount(StrictModel):
+    """A daemon's system user and its group, the same numbers on every Slurm host (docs/ansible.md, "Slurm and
+    MUNGE accounts"). The name is the packages': SchedMD's and Debian trixie's slurmctld.service and slurmdbd.service
+    run ``User=slurm``, every munge.service ``User=munge``; only the numbers are the site's."""
+
+    uid: int = Field(ge=1, le=SYSTEM_ID_MAX)
+    """user id (not 0: a daemon is never root); below 1000 is a system id, what a distribution package would pick"""
+    gid: int = Field(ge=1, le=SYSTEM_ID_MAX)
+    """id of the account's own group, of the same name"""
+
+
+SLURM_ACCOUNT_DEFAULT = {"uid": 401, "gid": 401}
+MUNGE_ACCOUNT_DEFAULT = {"uid": 402, "gid": 402}
+"""AWS ParallelCluster's numbers (aws-parallelcluster-cookbook attributes/default.rb: reserved_base_uid 400, slurm
+user_id and group_id base + 1, munge base + 2): system ids below 1000, the same on every node it builds"""
+
+
 class Slurm(StrictModel):
     """Slurm intent; slurm.conf, gres.conf and topology.conf are rendered from it and the plan."""
 
@@ -235,6 +256,25 @@ class Slurm(StrictModel):
     power_save: PowerSave = Field(default_factory=PowerSave)
     """Slurm power saving of the elastic node groups (node_groups[].cloud.elastic): rendered only when a group is
     elastic"""
+    user: SystemAccount = Field(default_factory=lambda: SystemAccount(**SLURM_ACCOUNT_DEFAULT))
+    """SlurmUser ``slurm``: created with these ids on every Slurm host before any Slurm package ("The SlurmUser must
+    exist prior to starting Slurm and must exist on all nodes", quickstart_admin.html; SchedMD's packages create
+    no user; controllers sharing StateSaveLocation need one UID). Default 401/401 (AWS ParallelCluster's)"""
+    munge_user: SystemAccount = Field(default_factory=lambda: SystemAccount(**MUNGE_ACCOUNT_DEFAULT))
+    """the ``munge`` account munged runs as, created with these ids before the munge package. Default 402/402"""
+
+    @field_validator("munge_user")
+    @classmethod
+    def _distinct_accounts(cls, value: SystemAccount, info: ValidationInfo) -> SystemAccount:
+        """slurm and munge are two accounts: one id for both would let slurmctld read the MUNGE key and munged the
+        controller's state."""
+        user = info.data.get("user")
+        if isinstance(user, SystemAccount):
+            same = [f for f in ("uid", "gid") if getattr(user, f) == getattr(value, f)]
+            if same:
+                raise ValueError(f"slurm.munge_user has the {' and '.join(same)} of slurm.user "
+                                 f"({', '.join(str(getattr(value, f)) for f in same)}): give each account its own")
+        return value
 
 
 class Software(StrictModel):

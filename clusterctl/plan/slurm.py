@@ -144,10 +144,18 @@ TREE_WIDTH_NODE_COUNT = Feature(
     "SchedMD's Cloud Scheduling Guide (elastic_computing.html of 22.05): \"configure TreeWidth to a number at least as "
     'large as the maximum node count"; NEWS 23.11.0rc1 "Enable fanout for dynamic and unaddresable cloud nodes"')
 
+PMIX_SONAME = Feature(
+    "`MpiDefault=pmix`: the mpi/pmix plugin dlopens the versioned `libpmix.so.2` (the PMIx runtime package is enough); "
+    "older releases dlopen the unversioned `libpmix.so`, which only `libpmix-dev` ships (the roles install the one "
+    "the release needs)", Release(24, 11), None,
+    'SchedMD 24.11.5 src/plugins/mpi/pmix/mpi_pmix.c _libpmix_open: "libpmix.so.2"; Debian 12\'s 22.05.8 '
+    "mpi_pmix_v4.so holds \"libpmix.so\" (and trixie's 24.11.5 mpi_pmix_v5.so \"libpmix.so.2\"); the first release "
+    "with the versioned name is not verified here")
+
 FEATURES: tuple[Feature, ...] = (
     CONFIGLESS, GRES_ENV_FLAGS, CGROUP_PLUGIN, PROLOG_GLOB, JOB_CONTAINER_DIRS, BLOCK_PLUGIN, BLOCK_SIZES,
     SWITCH_NVIDIA_IMEX, AUTODETECT_NVIDIA, TOPOLOGY_YAML, CLOUD_REG_ADDRS, NO_ADDR_CACHE, PRIVATE_DATA_CLOUD,
-    KEEP_POWER_SAVE_SETTINGS, TREE_WIDTH_NODE_COUNT)
+    KEEP_POWER_SAVE_SETTINGS, TREE_WIDTH_NODE_COUNT, PMIX_SONAME)
 """every release-gated option or behaviour the rules judge and the targets render by (docs/slurm.md, "Version
 table", is generated from it: tests/plan/test_slurm_features.py). Options not listed (ClusterName, SlurmctldHost,
 AccountingStorage*, SelectType=select/cons_tres, GresTypes, TaskPlugin, ProctrackType, JobAcctGatherType,
@@ -283,6 +291,43 @@ def partition_groups(plan: ClusterPlan, part) -> list[GroupPlan]:
     name that is no group; a partition left with none has no nodes, which slurmctld refuses)."""
     by_name = {g.name: g for g in plan.groups}
     return [by_name[n] for n in dict.fromkeys(part.groups) if n in by_name]
+
+
+PMIX_DEV_PACKAGE = "libpmix-dev"
+"""the PMIx development package, one name on every Debian and Ubuntu release: the unversioned ``libpmix.so`` link
+(and, through its dependency, the runtime library)"""
+PMIX_RUNTIME_PACKAGE: dict[str, str] = {
+    "debian-11": "libpmix2", "debian-12": "libpmix2", "debian-13": "libpmix2t64",
+    "ubuntu-20.04": "libpmix2", "ubuntu-22.04": "libpmix2", "ubuntu-24.04": "libpmix2t64",
+}
+"""software.os -> the package holding ``libpmix.so.2`` (packages.debian.org: bookworm libpmix2 4.2.2, trixie
+libpmix2t64 5.0.7; packages.ubuntu.com: jammy libpmix2 4.1.2, noble libpmix2t64 5.0.1; the t64 names are the
+64-bit time_t transition of 2024)"""
+
+
+def pmix_packages(plan: ClusterPlan) -> list[str]:
+    """The package that gives Slurm's mpi/pmix plugin the PMIx library it dlopens (``MpiDefault=pmix`` is rendered
+    for every release): on every host where a job step starts (slurmstepd on compute nodes) or srun loads the
+    plugin (login nodes, controllers). No Slurm package depends on it: the plugin dlopens the library (SchedMD's
+    ``slurm-smd`` has only its ``${shlibs:Depends}``; Debian's 22.05 plugins package has no PMIx dependency).
+
+    From :data:`PMIX_SONAME` the runtime package of ``software.os`` (libpmix2 or libpmix2t64); before it, and
+    for an OS not in :data:`PMIX_RUNTIME_PACKAGE`, ``libpmix-dev``, whose unversioned link older plugins
+    open (it depends on the runtime package, so it serves both names)."""
+    if plan.slurm is None:
+        return []
+    runtime = PMIX_RUNTIME_PACKAGE.get(plan.software.os) if plan.software is not None else None
+    if runtime is not None and slurm_supports(plan, PMIX_SONAME):
+        return [runtime]
+    return [PMIX_DEV_PACKAGE]
+
+
+def slurm_dev_package(install) -> str:
+    """The package holding the headers (``slurm/slurm_version.h``, ``slurm/spank.h``) of the Slurm the install
+    source installs, which a SPANK plugin (pyxis) must be built against: SchedMD's ``slurm-smd-dev``, or the
+    distribution's ``libslurm-dev`` (Debian's naming, and ``kind: distro``). The slurm_preflight pin
+    (``slurm*``, ``libslurm*``) holds it at the installed version."""
+    return "slurm-smd-dev" if getattr(install, "packages", "debian") == "schedmd" else "libslurm-dev"
 
 
 def provides_nvml(install) -> bool:

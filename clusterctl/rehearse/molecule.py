@@ -35,6 +35,7 @@ from pathlib import Path
 from clusterctl import yamlout
 from clusterctl.rehearse import RehearsalError
 from clusterctl.rehearse.image.catalog import DEFAULT_IMAGE, IMAGES
+from clusterctl.plan.slurm import PMIX_DEV_PACKAGE
 from clusterctl.rehearse.mirror.packages import mirror_packages
 from clusterctl.rehearse.mirror.source import MirrorSource
 from clusterctl.rehearse.node.command import run_command
@@ -108,7 +109,7 @@ def create(eph: Path, names: Sequence[str], blueprint: Path, config: Path) -> St
 def use_site_mirror(state: State) -> None:
     """Give the nodes the site mirror (served on their bridge), the only place a role installs packages from."""
     image = IMAGES[state.image or DEFAULT_IMAGE]
-    result = run_step(MirrorSource(image, mirror_packages("distro")), state, Silent())
+    result = run_step(MirrorSource(image, mirror_packages("distro", [PMIX_DEV_PACKAGE])), state, Silent())
     if result.status != OK:
         down(Path(state.dir))
         raise RehearsalError(f"the site mirror failed: {result.error or result.hosts}",

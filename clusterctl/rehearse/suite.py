@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clusterctl.plan.model import ClusterPlan
+from clusterctl.plan.slurm import pmix_packages
 from clusterctl.rehearse import RehearsalError
 from clusterctl.rehearse.image.catalog import Image, choose_image
 from clusterctl.rehearse.mirror.packages import mirror_packages
@@ -99,7 +100,8 @@ def build(scenario: str | Sequence[str], blueprint: Path, plan: ClusterPlan, out
     if chosen:  # every scenario installs packages: from the site mirror, served from the first step on
         install = b.base.slurm.install if b.base.slurm is not None else None
         debs = SlurmDebs(b.installed, install.path) if install is not None and install.kind == "debs" else None
-        steps.append(MirrorSource(image, mirror_packages(install.kind if install else "distro"), debs))
+        steps.append(MirrorSource(image, mirror_packages(install.kind if install else "distro",
+                                                         pmix_packages(b.base)), debs))
     for s in chosen:
         steps += s.before_converge(b)
     first = next((s for s in chosen if s.converged_first), None)

@@ -9,6 +9,7 @@ a node). So the rehearsal renders a *variant*, keeping the blueprint's Slurm whe
 - ``slurm.install``: SchedMD's packages (``debs``, or a ``repo`` of them, unreachable here) are built from the
   release tarball of the blueprint's major.minor when one is reachable and placed in the blueprint's directory;
   ``distro`` (and Debian-named packages) is the image's own slurm-wlm; ``slurm.version`` follows;
+- ``software.os``: the image's (the plan's per-OS facts, such as the PMIx package name, are the node's);
 - ``slurm.gres_autodetect: off``: no NVML in a node; gres.conf's File= lines then name the GPU stand-ins;
 - every compute node type: this machine's sockets, cores, threads and memory (:func:`machine_hardware`, as
   ``slurmd -C`` reports them), the rest of its server spec (GPUs, NICs) unchanged; ``slurm.memory_reserve_gb:
@@ -174,6 +175,12 @@ def rehearsal_variant(data: dict, plan: ClusterPlan, image: Image, hw: Hardware)
             v.changes["slurm.install"] = {"blueprint": install, "rehearsed": runs.install, "why": runs.why}
         slurm["install"] = runs.install
         slurm["memory_reserve_gb"] = 1.0
+    software = out.get("software")
+    if isinstance(software, dict) and software.get("os", "ubuntu-22.04") != image.name:
+        v.changes["software.os"] = {"blueprint": software.get("os", "ubuntu-22.04"), "rehearsed": image.name,
+                                    "why": f"the nodes boot the {image.name} image: the plan's per-OS facts (the PMIx "
+                                           "package, the distribution's Slurm) must be the image's"}
+        software["os"] = image.name
     memory_gb = max(1, hw.memory_mib // 1024)
     types = out.get("node_types", {})
     for g in plan.groups:

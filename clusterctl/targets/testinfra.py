@@ -18,7 +18,8 @@ import json
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.plan.roles import slurm_roles
 from clusterctl.targets.ansible.chrony import CHRONY_CONF, PUBLIC_TIME_POOL, site_time_servers
-from clusterctl.targets.ansible.hardware import nccl_groups, rdma_nics
+from clusterctl.plan.slurm import pmix_packages
+from clusterctl.targets.ansible.hardware import enroot_login, nccl_groups, rdma_nics
 from clusterctl.targets.ansible.node_files import (HOSTS_MARKER, LIMITS_FILE, NODE_HEALTH_CONFIG, NODE_HEALTH_SCRIPT,
                                                    SLURM_CONFIG_DIR, SYSCTL_FILE, neigh_thresholds)
 from clusterctl.plan.cloud import elastic_groups
@@ -63,8 +64,18 @@ def _group_context(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> di
         "mounts": mounts,
         "expected_mounts": expected,
         "local_dirs": local,
+        "accounts": _accounts(plan) if slurm else [],
+        "pmix": pmix_packages(plan) if slurm and (g.role in ("compute", "login") or bool(hosts & set(controllers)))
+        else [],
+        "pyxis": slurm and enroot_login(plan) and (g.role == "login" or (g.role == "compute" and g.type.gpus > 0)),
         **_power_save_context(plan, slurm and bool(hosts & set(controllers))),
     }
+
+
+def _accounts(plan: ClusterPlan) -> list[tuple[str, int, int]]:
+    """(name, uid, gid) of the slurm and munge accounts (slurm.user, slurm.munge_user)."""
+    return [("slurm", plan.slurm.user.uid, plan.slurm.user.gid),
+            ("munge", plan.slurm.munge_user.uid, plan.slurm.munge_user.gid)]
 
 
 POWER_SAVE_PROGRAMS = {"clusterctl-power-save": 0o755, "clusterctl-bootstrap": 0o755,

@@ -76,8 +76,8 @@ def test_the_converge_applies_every_role_of_the_lab_and_no_hardware_role(deploye
     skipped by tag (no GPU, RDMA or vendor repository in a rehearsal: tests/roles/test_hardware_roles.py)."""
     _, _, out = deployed
     ran = roles_run(out / ".rehearsal" / "runner" / "artifacts" / "converge" / "job_events")
-    assert ran >= {"slurm_preflight", "common", "munge", "nccl", "slurmdbd", "slurm_controller", "storage_clients",
-                   "node_health", "slurm_compute"}, ran
+    assert ran >= {"slurm_preflight", "common", "slurm_accounts", "munge", "nccl", "slurmdbd", "slurm_controller",
+                   "storage_clients", "node_health", "slurm_compute"}, ran
     assert not ran & {"doca_ofed", "nvidia_driver", "dcgm", "enroot_pyxis"}, ran
 
 

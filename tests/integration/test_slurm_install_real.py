@@ -75,7 +75,7 @@ def test_debs_source_becomes_a_pinned_flat_repository(debs, tmp_path):
     assert (tmp_path / "src" / "clusterctl-slurm.sources").read_text().splitlines()[2:] == [
         "Types: deb", f"URIs: file:{debs_dir}", "Suites: ./", "Trusted: yes"]
     assert (tmp_path / "pref" / "clusterctl-slurm.pref").read_text().splitlines()[2:] == [
-        "Package: slurm* libslurm* libpmi* libpam-slurm* libnss-slurm", f"Pin: version {version}",
+        "Package: slurm* libslurm* libpmi0* libpmi2-* libpam-slurm* libnss-slurm", f"Pin: version {version}",
         "Pin-Priority: 1001"]
     index = (debs_dir / "Packages").read_text()
     assert sorted(line.split(": ")[1] for line in index.splitlines() if line.startswith("Package: ")) == \

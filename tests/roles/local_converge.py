@@ -20,15 +20,17 @@ def tool(name: str) -> str:
     return require_tool(name)
 
 
-def converge(role: str, root: Path, variables: dict) -> subprocess.CompletedProcess:
-    """ansible-playbook of a play applying ``role`` with ``variables`` to localhost, from ``root``."""
+def converge(role: str, root: Path, variables: dict, *, check: bool = False) -> subprocess.CompletedProcess:
+    """ansible-playbook of a play applying ``role`` with ``variables`` to localhost, from ``root`` (``check``:
+    in check mode, changing nothing)."""
     playbook = root / "play.yml"
     playbook.write_text(yamlout.dump([{"name": role, "hosts": "localhost", "connection": "local",
                                        "gather_facts": False, "roles": [{"role": role, "vars": variables}]}]))
     env = {**os.environ, "ANSIBLE_ROLES_PATH": str(REPO / "roles"), "ANSIBLE_NOCOLOR": "1",
            "ANSIBLE_LOCALHOST_WARNING": "False", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False"}
     return subprocess.run([tool("ansible-playbook"), "-i", "localhost,", "-e",
-                           f"ansible_python_interpreter={sys.executable}", str(playbook)], cwd=root, env=env,
+                           f"ansible_python_interpreter={sys.executable}", *(["--check"] if check else []),
+                           str(playbook)], cwd=root, env=env,
                           capture_output=True, text=True, timeout=300)
 
 

@@ -221,7 +221,7 @@ def test_lab_site_yml_plays(lab_files):
         ("slurm_cluster", ["slurm_preflight"]),
         ("all", ["common"]),
         ("nfs_servers", ["nfs_server"]),
-        ("slurm_cluster", ["munge"]),
+        ("slurm_cluster", ["slurm_accounts", "munge"]),  # the accounts before any Slurm or MUNGE package
         ("gpu", hardware + ["nccl"]),
         ("slurm_accounting", ["slurmdbd"]),
         ("slurm_controllers", ["slurm_controller"]),

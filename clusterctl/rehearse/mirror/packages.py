@@ -7,10 +7,10 @@ list cannot drift from the roles.
 
 from __future__ import annotations
 
-COMMON = ("munge", "chrony", "logrotate", "nfs-common", "mariadb-server", "ansible-core", "git", "libpmix-dev")
+COMMON = ("munge", "chrony", "logrotate", "nfs-common", "mariadb-server", "ansible-core", "git")
 """every install kind: munge (munge role), chrony and logrotate (common), nfs-common (storage_clients),
-mariadb-server (slurmdbd's database), ansible-core and git (ansible_pull), libpmix-dev (Slurm's mpi/pmix
-plugin dlopens the unversioned libpmix.so: docs/slurm.md)"""
+mariadb-server (slurmdbd's database), ansible-core and git (ansible_pull); the PMIx package is the plan's
+(``clusterctl/plan/slurm.pmix_packages``: which one depends on the release and the OS)"""
 
 SLURM = {
     "distro": ("slurmd", "slurmctld", "slurm-client", "slurmdbd", "libpam-slurm-adopt"),
@@ -29,6 +29,7 @@ NOT_REHEARSED = {
 """packages a role names that no rehearsal installs, with why"""
 
 
-def mirror_packages(install_kind: str) -> tuple[str, ...]:
-    """What the mirror must hold for a rehearsal of ``slurm.install.kind`` (``distro`` or ``debs``)."""
-    return COMMON + SLURM[install_kind]
+def mirror_packages(install_kind: str, pmix: tuple[str, ...] | list[str] = ()) -> tuple[str, ...]:
+    """What the mirror must hold for a rehearsal of ``slurm.install.kind`` (``distro`` or ``debs``) whose plan
+    installs the PMIx package(s) ``pmix``."""
+    return COMMON + SLURM[install_kind] + tuple(pmix)

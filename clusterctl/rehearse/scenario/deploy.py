@@ -71,8 +71,10 @@ REHEARSAL_VARS: dict[str, tuple[object, str]] = {
     "ansible_pull_skip_tags": (list(HARDWARE_ROLES), "a pull skips the hardware roles, as the push does "
                                "(--skip-tags)"),
 }
-DESELECT_MARKERS = ("hardware", "mounts", "kernel")
-"""testinfra markers for what a rehearsal cannot have: GPUs and RDMA links, shared mounts, loaded sysctls"""
+DESELECT_MARKERS = ("hardware", "mounts", "kernel", "containers")
+"""testinfra markers for what a rehearsal cannot have: GPUs and RDMA links, shared mounts, loaded sysctls, and
+enroot and pyxis (the enroot_pyxis role downloads their packages and source from GitHub, which this machine cannot
+reach; the rehearsal skips it with the other hardware roles)"""
 DESELECT_TESTS = {
     "chronyd_is_running": "chronyd is not started: nodes share the machine's clock",
 }

@@ -15,7 +15,8 @@ from clusterctl.targets.ansible.hardware import (container_vars, enroot_login, g
                                                  software_vars)
 from clusterctl.targets.ansible.node_files import neigh_thresholds
 from clusterctl.targets.ansible.pull import pull_settings, pull_vars
-from clusterctl.targets.ansible.slurm_vars import power_save_vars, qos_vars, slurm_install_vars, slurm_version_var
+from clusterctl.targets.ansible.slurm_vars import (power_save_vars, qos_vars, slurm_host_vars, slurm_install_vars,
+                                                  slurm_version_var)
 from clusterctl.targets.ansible.storage import MOUNTED_ROLES, lustre_vars, storage_mounts
 from clusterctl.yamlout import Flow, FlowMap, Unsafe, unsafe
 
@@ -69,6 +70,9 @@ def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Seq
         sections.append((["Slurm install source (slurm.install): the slurm_preflight play configures it and the "
                           "pin, then checks the release", "apt would install; the Slurm roles install these packages "
                           "(docs/ansible.md, \"Slurm install source\")"], unsafe(slurm_install_vars(plan))))
+        sections.append((["Slurm hosts: the slurm and munge accounts' ids (slurm.user, slurm.munge_user; created before any "
+                          "package), the PMIx", "package the mpi/pmix plugin loads and the Slurm headers pyxis is built "
+                          "against (docs/ansible.md, \"Slurm and MUNGE accounts\")"], slurm_host_vars(plan)))
     if plan.slurm:
         sections.append((["slurm_compute: how long a drained node may take to finish its jobs before slurmd restarts "
                           "(slurm.rollout.drain_timeout_minutes)"],

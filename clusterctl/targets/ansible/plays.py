@@ -51,7 +51,9 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
         out.append(Play("NFS server on the cluster's own nodes", "nfs_servers", ["nfs_server"],
                         comment="before every play that mounts an NFS tier (storage_clients)"))
     if slurm:
-        out.append(Play("MUNGE authentication on every Slurm node", "slurm_cluster", ["munge"]))
+        out.append(Play("Slurm and MUNGE accounts and MUNGE authentication on every Slurm node", "slurm_cluster",
+                        ["slurm_accounts", "munge"], comment="the slurm and munge accounts with the blueprint's ids "
+                        "before any Slurm or MUNGE package (SchedMD's packages create no user)"))
     nccl = nccl_groups(plan)
     sw = plan.software
     for g in plan.groups:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from clusterctl.resources import data_dir
 
-CONTRACT_ROLES = ("slurm_preflight", "common", "munge", "slurm_controller", "slurm_compute", "slurm_login",
+CONTRACT_ROLES = ("slurm_preflight", "common", "slurm_accounts", "munge", "slurm_controller", "slurm_compute", "slurm_login",
                   "slurmdbd", "nccl", "storage_clients", "node_health", "nvidia_driver", "doca_ofed", "dcgm",
                   "enroot_pyxis", "nvidia_imex", "node_drain", "internal_common", "roce_network", "nfs_server",
                   "gcp_tcpxo", "ansible_pull", "slurm_power_save")

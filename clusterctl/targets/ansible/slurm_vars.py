@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from clusterctl.plan.cloud import elastic_groups
 from clusterctl.plan.model import ClusterPlan, GroupPlan
-from clusterctl.plan.slurm import sacctmgr_wall, slurm_release
+from clusterctl.plan.slurm import pmix_packages, sacctmgr_wall, slurm_dev_package, slurm_release
 from clusterctl.targets import RenderError
 from clusterctl.targets.ansible.document import Section
 from clusterctl.yamlout import Flow, FlowMap, Unsafe, unsafe
@@ -69,6 +69,18 @@ def slurm_install_vars(plan: ClusterPlan) -> dict[str, object]:
             names = [*names, NVML_PLUGIN_PACKAGE]
         out[var] = Flow([n + pin for n in names])
     return out
+
+
+def slurm_host_vars(plan: ClusterPlan) -> dict[str, object]:
+    """What every Slurm host gets besides the Slurm packages: the slurm and munge accounts' ids (slurm_accounts
+    creates them before any package), the PMIx package the mpi/pmix plugin loads (:func:`pmix_packages`; the
+    slurm_compute, slurm_login and slurm_controller roles install it) and the Slurm headers a SPANK plugin is
+    built against (:func:`slurm_dev_package`; enroot_pyxis)."""
+    slurm = plan.slurm
+    return {"slurm_accounts_slurm_uid": slurm.user.uid, "slurm_accounts_slurm_gid": slurm.user.gid,
+            "slurm_accounts_munge_uid": slurm.munge_user.uid, "slurm_accounts_munge_gid": slurm.munge_user.gid,
+            "slurm_pmix_packages": Flow(pmix_packages(plan)),
+            "slurm_dev_package": slurm_dev_package(slurm.install)}
 
 
 def slurm_version_var(plan: ClusterPlan) -> str:

@@ -12,6 +12,7 @@ needs the real machine; deselect them where it is not there, e.g. -m "not hardwa
     services  daemons running (munged, slurmctld, slurmd, slurmdbd, chronyd)
     mounts    shared file systems mounted
     kernel    kernel parameters loaded into the running kernel
+    containers  enroot and pyxis installed (their packages and source come from GitHub)
 
 Files are compared with the ones clusterctl rendered beside these tests (OUT/slurm, OUT/nccl, OUT/hosts).
 """
@@ -34,6 +35,7 @@ MARKERS = {
     "services": "needs daemons started by the service manager",
     "mounts": "needs the shared file systems mounted",
     "kernel": "needs the kernel parameters loaded (sysctl)",
+    "containers": "needs enroot and pyxis, downloaded from GitHub by the enroot_pyxis role",
 }
 
 
@@ -58,6 +60,17 @@ def rendered():
 @pytest.fixture(scope="session")
 def rendered_sha256():
     return lambda path: hashlib.sha256((RENDER_DIR / path).read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="session")
+def slurm_setting():
+    """``slurm_setting(file, key)``: the value of ``key=`` in a Slurm file rendered under slurm/ (slurm.conf,
+    slurmdbd.conf.j2), where the roles read the paths they create."""
+    def value(name: str, key: str) -> str:
+        m = re.search(rf"(?m)^{re.escape(key)}=(\S+)", (RENDER_DIR / "slurm" / name).read_text())
+        assert m, f"slurm/{name} has no {key}="
+        return m.group(1)
+    return value
 
 
 @pytest.fixture(scope="session")

@@ -90,13 +90,46 @@ def test_slurm_file_is_the_rendered_one(host, rendered_sha256, slurm_file):
     assert installed.sha256sum == rendered_sha256(f"slurm/{slurm_file}")
 
 
+@pytest.mark.parametrize("name,uid,gid", [('slurm', 401, 401), ('munge', 402, 402)])
+def test_account_has_the_blueprint_ids(host, name, uid, gid):
+    """slurm.user and slurm.munge_user: the same ids on every Slurm host (roles/slurm_accounts)."""
+    user = host.user(name)
+    assert user.exists and user.uid == uid and user.gid == gid
+    assert host.group(name).gid == gid
+
+
+def test_munge_owns_its_log(host):
+    """munged refuses a log another user owns ("Logfile is insecure"): the munge role owns both."""
+    log_dir, log = host.file("/var/log/munge"), host.file("/var/log/munge/munged.log")
+    assert log_dir.is_directory and log_dir.user == "munge" and log_dir.mode == 0o700
+    assert log.is_file and log.user == "munge" and log.mode == 0o640
+
+
+@pytest.mark.parametrize("package", ['libpmix2'])
+def test_pmix_library_is_installed(host, package):
+    """MpiDefault=pmix: the library Slurm's mpi/pmix plugin dlopens where srun or slurmstepd loads it."""
+    assert host.package(package).is_installed
+
+
 def test_slurmd_is_installed(host):
     assert host.exists("slurmd")
+
+
+def test_slurmd_spool_is_root_s(host, slurm_setting):
+    """slurm.conf(5) SlurmdSpoolDir: slurmd runs as root and keeps its state and job scripts there."""
+    spool = host.file(slurm_setting("slurm.conf", "SlurmdSpoolDir"))
+    assert spool.is_directory and spool.user == "root" and spool.mode == 0o755
 
 
 @pytest.mark.services
 def test_slurmd_is_running(host):
     assert host.process.filter(comm="slurmd")
+
+
+@pytest.mark.containers
+def test_srun_offers_container_image(host):
+    """pyxis's SPANK plugin is loaded by this Slurm (built against its headers): srun lists its options."""
+    assert "--container-image" in host.check_output("srun --help")
 
 
 # --- NCCL

@@ -86,9 +86,40 @@ def test_slurm_file_is_the_rendered_one(host, rendered_sha256, slurm_file):
     assert installed.sha256sum == rendered_sha256(f"slurm/{slurm_file}")
 
 
+@pytest.mark.parametrize("name,uid,gid", [('slurm', 401, 401), ('munge', 402, 402)])
+def test_account_has_the_blueprint_ids(host, name, uid, gid):
+    """slurm.user and slurm.munge_user: the same ids on every Slurm host (roles/slurm_accounts)."""
+    user = host.user(name)
+    assert user.exists and user.uid == uid and user.gid == gid
+    assert host.group(name).gid == gid
+
+
+def test_munge_owns_its_log(host):
+    """munged refuses a log another user owns ("Logfile is insecure"): the munge role owns both."""
+    log_dir, log = host.file("/var/log/munge"), host.file("/var/log/munge/munged.log")
+    assert log_dir.is_directory and log_dir.user == "munge" and log_dir.mode == 0o700
+    assert log.is_file and log.user == "munge" and log.mode == 0o640
+
+
+@pytest.mark.parametrize("package", ['libpmix-dev'])
+def test_pmix_library_is_installed(host, package):
+    """MpiDefault=pmix: the library Slurm's mpi/pmix plugin dlopens where srun or slurmstepd loads it."""
+    assert host.package(package).is_installed
+
+
 def test_slurmctld_is_installed(host, require_group):
     require_group("slurm_controllers")
     assert host.exists("slurmctld")
+
+
+def test_state_and_log_belong_to_slurm_user(host, require_group, slurm_setting):
+    """slurm.conf(5): StateSaveLocation "must be readable and writable by SlurmUser"; slurmctld writes its log as
+    SlurmUser."""
+    require_group("slurm_controllers")
+    state = host.file(slurm_setting("slurm.conf", "StateSaveLocation"))
+    assert state.is_directory and state.user == "slurm" and state.mode == 0o750
+    log = host.file(slurm_setting("slurm.conf", "SlurmctldLogFile"))
+    assert log.is_file and log.user == "slurm" and log.mode == 0o640
 
 
 @pytest.mark.services
@@ -102,6 +133,12 @@ def test_slurmdbd_conf_is_private(host, require_group):
     conf = host.file(f"{SLURM_CONFIG_DIR}/slurmdbd.conf")
     assert conf.is_file and conf.user == "slurm" and conf.mode == 0o600
     assert "{{" not in conf.content_string, "slurmdbd.conf still holds template syntax"
+
+
+def test_slurmdbd_log_belongs_to_slurm_user(host, require_group, slurm_setting):
+    require_group("slurm_accounting")
+    log = host.file(slurm_setting("slurmdbd.conf.j2", "LogFile"))
+    assert log.is_file and log.user == "slurm" and log.mode == 0o640
 
 
 @pytest.mark.services
