@@ -9,7 +9,6 @@ run finds the packages. Every expectation below was read by hand from the built 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -51,6 +50,75 @@ def _field(deb: Path, name: str) -> str:
 def _contents(deb: Path) -> list[str]:
     out = subprocess.run(["dpkg-deb", "-c", str(deb)], capture_output=True, text=True, check=True).stdout
     return [line.split(None, 5)[5].split(" -> ")[0].lstrip(".") for line in out.splitlines()]
+
+
+
+def test_the_build_makes_schedmds_packages_at_the_tarballs_version(smd_debs):
+    built = sorted(smd_debs.glob("*.deb"))
+    assert sorted(_field(d, "Package") for d in built if not d.name.split("_")[0].endswith("-dbgsym")) == PACKAGES
+    assert {_field(d, "Version") for d in built} == {VERSION}
+    assert {_field(d, "Architecture") for d in built} == {"amd64", "all"}
+
+
+def test_the_pmix_plugin_is_in_slurm_smd_and_no_package_depends_on_libpmix(smd_debs):
+    assert sorted(f for f in _contents(_deb(smd_debs, "slurm-smd")) if "/mpi_pmix" in f) == [
+        "/usr/lib/x86_64-linux-gnu/slurm/mpi_pmix.so", "/usr/lib/x86_64-linux-gnu/slurm/mpi_pmix_v5.so"]
+    depends = {_field(d, "Package"): _field(d, "Depends") for d in sorted(smd_debs.glob("*.deb"))}
+    assert [p for p, dep in depends.items() if "pmix" in dep] == []
+
+
+def test_the_plugin_dlopens_the_versioned_libpmix_through_its_runpath(smd_debs, tmp_path):
+    require_tool("objdump")
+    subprocess.run(["dpkg-deb", "-x", str(_deb(smd_debs, "slurm-smd")), str(tmp_path)], check=True)
+    plugin = tmp_path / "usr/lib/x86_64-linux-gnu/slurm/mpi_pmix_v5.so"
+    dynamic = subprocess.run(["objdump", "-p", str(plugin)], capture_output=True, text=True, check=True).stdout
+    assert [line.split() for line in dynamic.splitlines() if line.split()[:1] in (["NEEDED"], ["RUNPATH"])] == [
+        ["NEEDED", "libhwloc.so.15"], ["NEEDED", "libc.so.6"],
+        ["RUNPATH", "/usr/lib64:/usr/lib/x86_64-linux-gnu/pmix2/lib"]]
+    assert b"libpmix.so.2\0" in plugin.read_bytes()
+    assert b"libpmix.so\0" not in plugin.read_bytes()
+
+
+def test_the_depends_the_roles_rely_on(smd_debs):
+    assert _field(_deb(smd_debs, "slurm-smd-slurmd"), "Depends") == (
+        "libc6 (>= 2.38), libhwloc15 (>= 2.12.0), liblz4-1 (>= 0.0~r130), libnuma1 (>= 2.0.11), "
+        "libpam0g (>= 0.99.7.1), slurm-smd (= 24.11.5-1), munge")
+    assert _field(_deb(smd_debs, "slurm-smd-slurmdbd"), "Depends") == "libc6 (>= 2.34), slurm-smd (= 24.11.5-1), munge"
+    assert _field(_deb(smd_debs, "slurm-smd-dev"), "Depends") == "slurm-smd (= 24.11.5-1), munge"
+    smd = _field(_deb(smd_debs, "slurm-smd"), "Depends").split(", ")
+    assert [d for d in smd if d.split()[0] in ("libmariadb3", "libmunge2", "libhwloc15", "libjson-c5",
+                                                "libyaml-0-2", "libjwt2", "munge")] == [
+        "libhwloc15 (>= 2.12.0)", "libjson-c5 (>= 0.15)", "libjwt2 (>= 1.10.1)", "libmariadb3 (>= 3.0.0)",
+        "libmunge2 (>= 0.5.8)", "libyaml-0-2", "munge"]
+
+
+def test_the_headers_pyxis_needs_are_in_slurm_smd_dev_and_pam_slurm_adopt_is_built(smd_debs):
+    headers = set(_contents(_deb(smd_debs, "slurm-smd-dev")))
+    assert {"/usr/include/slurm/spank.h", "/usr/include/slurm/slurm.h"} <= headers
+    assert "/lib/security/pam_slurm_adopt.so" in _contents(_deb(smd_debs, "slurm-smd-libpam-slurm-adopt"))
+    plugins = {f.rsplit("/", 1)[1] for f in _contents(_deb(smd_debs, "slurm-smd")) if "/slurm/" in f}
+    assert {"accounting_storage_mysql.so", "auth_munge.so", "cgroup_v1.so", "cgroup_v2.so", "serializer_json.so",
+            "serializer_yaml.so", "auth_jwt.so", "gpu_generic.so"} <= plugins
+    assert "gpu_nvml.so" not in plugins  # no NVML in the build root (docs/slurm.md, "Packages and PMIx")
+
+
+def test_no_maintainer_script_creates_a_user(smd_debs, tmp_path):
+    scripts = {}
+    for deb in sorted(smd_debs.glob("*.deb")):
+        control = tmp_path / deb.name
+        subprocess.run(["dpkg-deb", "-e", str(deb), str(control)], check=True)
+        for script in ("preinst", "postinst", "prerm", "postrm"):
+            if (control / script).exists():
+                scripts.setdefault(_field(deb, "Package"), []).append(script)
+                text = (control / script).read_text()
+                assert not any(word in text for word in ("adduser", "useradd", "groupadd", "sysusers")), deb.name
+    assert scripts == {name: ["postinst", "prerm", "postrm"] for name in (
+        "slurm-smd-sackd", "slurm-smd-slurmctld", "slurm-smd-slurmd", "slurm-smd-slurmdbd", "slurm-smd-slurmrestd")}
+
+
+def test_a_second_ask_reuses_the_build(smd_debs):
+    assert schedmd.ensure_slurm_debs(IMAGE, "24.11") == smd_debs
+    assert schedmd.build_seconds(smd_debs) > 60
 
 
 def _chrooted(root: Path) -> subprocess.Popen:
