@@ -97,6 +97,8 @@ def test_a_cache_entry_is_built_once_and_a_failed_build_leaves_nothing(tmp_path)
     with pytest.raises(RehearsalError):
         schedmd.built_once(tmp_path / "entry", broken)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["entry.lock"]
+    (tmp_path / ".entry.killed").mkdir()  # a build killed with SIGKILL leaves its temporary directory
+    (tmp_path / ".entry.killed" / "half").write_text("1")
     assert schedmd.built_once(tmp_path / "entry", build) == tmp_path / "entry"
     assert schedmd.built_once(tmp_path / "entry", build) == tmp_path / "entry"
     assert len(calls) == 1

@@ -86,10 +86,13 @@ def _locked(lock: Path) -> Iterator[None]:
 
 def built_once(target: Path, build: Callable[[Path], None]) -> Path:
     """``target`` (a directory), made by ``build(temporary directory next to it)`` and renamed into place if
-    absent, under an exclusive lock ``target.lock``; a failed build leaves nothing behind."""
+    absent, under an exclusive lock ``target.lock``; a failed build leaves nothing behind, and what a killed
+    one left (``.target.*``, only ever written under this lock) is removed first."""
     with _locked(target.with_name(target.name + ".lock")):
         if target.is_dir():
             return target
+        for stale in target.parent.glob(f".{target.name}.*"):
+            shutil.rmtree(stale, ignore_errors=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
         try:
             build(tmp)
