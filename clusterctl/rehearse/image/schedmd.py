@@ -33,6 +33,9 @@ from clusterctl.rehearse.node.state import State
 BUILD_ROOT_PACKAGES = ("build-essential", "fakeroot", "devscripts", "equivs")
 """what SchedMD's quickstart installs before building (``--variant=buildd`` already has build-essential)"""
 
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "no_proxy")
+"""what the build keeps of this machine's environment (either case), so apt reaches the archive as urllib does"""
+
 FETCH_TIMEOUT = 300
 BUILD_ROOT_TIMEOUT = 1800
 BUILD_TIMEOUT = 3 * 3600
@@ -164,7 +167,8 @@ def ensure_tarball(major_minor: str) -> Path:
 def _run_or_refuse(argv: Sequence[str], timeout: float, what: str, log: Path) -> float:
     """Run ``argv``, its output into ``log``; the seconds it took. A failure is a RehearsalError naming the log."""
     env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", "LANG": "C.UTF-8",
-           "DEBIAN_FRONTEND": "noninteractive", "DEB_BUILD_OPTIONS": f"parallel={os.cpu_count() or 1}"}
+           "DEBIAN_FRONTEND": "noninteractive", "DEB_BUILD_OPTIONS": f"parallel={os.cpu_count() or 1}",
+           **{k: v for k, v in os.environ.items() if k.lower() in PROXY_VARIABLES}}
     try:
         r = run_command(argv, timeout=timeout, env=env)
     except CommandTimeout as exc:
