@@ -113,3 +113,18 @@ def test_the_packages_are_kept_by_suite_release_and_what_builds_them(tmp_path, m
     assert schedmd.debs_dir(catalog.IMAGES["debian-12"], "24.11").name.startswith("bookworm-24.11.5-")
     monkeypatch.setattr(catalog, "SCHEDMD_TARBALLS", {"24.11": ("24.11.5", "1" * 64)})
     assert schedmd.debs_dir(catalog.IMAGES["debian-13"], "24.11").name != name
+
+
+def test_a_failed_build_step_is_refused_with_its_tail_and_keeps_its_whole_output(tmp_path):
+    def build(tmp: Path) -> None:
+        schedmd._run_or_refuse(["/bin/sh", "-c", "echo configure; echo missing libpmix-dev >&2; exit 3"], 30,
+                               "the test build", tmp / "build.log")
+
+    with pytest.raises(RehearsalError) as err:
+        schedmd.built_once(tmp_path / "entry", build)
+    assert str(err.value) == "the test build failed (exit 3):\nconfigure\nmissing libpmix-dev"
+    kept = sorted(tmp_path.glob("entry.*.failed.log"))
+    assert len(kept) == 1
+    assert err.value.hint == f"the whole output: {kept[0]}"
+    assert kept[0].read_text() == "configure\nmissing libpmix-dev\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["entry.lock", kept[0].name])

@@ -33,6 +33,9 @@ from clusterctl.rehearse.node.state import State
 BUILD_ROOT_PACKAGES = ("build-essential", "fakeroot", "devscripts", "equivs")
 """what SchedMD's quickstart installs before building (``--variant=buildd`` already has build-essential)"""
 
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "no_proxy")
+"""what the build keeps of this machine's environment (either case), so apt reaches the archive as urllib does"""
+
 FETCH_TIMEOUT = 300
 BUILD_ROOT_TIMEOUT = 1800
 BUILD_TIMEOUT = 3 * 3600
@@ -164,19 +167,26 @@ def ensure_tarball(major_minor: str) -> Path:
 def _run_or_refuse(argv: Sequence[str], timeout: float, what: str, log: Path) -> float:
     """Run ``argv``, its output into ``log``; the seconds it took. A failure is a RehearsalError naming the log."""
     env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", "LANG": "C.UTF-8",
-           "DEBIAN_FRONTEND": "noninteractive", "DEB_BUILD_OPTIONS": f"parallel={os.cpu_count() or 1}"}
+           "DEBIAN_FRONTEND": "noninteractive", "DEB_BUILD_OPTIONS": f"parallel={os.cpu_count() or 1}",
+           **{k: v for k, v in os.environ.items() if k.lower() in PROXY_VARIABLES}}
     try:
         r = run_command(argv, timeout=timeout, env=env)
     except CommandTimeout as exc:
         log.write_text(f"{exc}\n{exc.stdout}{exc.stderr}")
-        raise RehearsalError(f"{what}: {exc}", f"its output: {log}") from None
+        raise RehearsalError(f"{what}: {exc}", f"its output: {_kept(log)}") from None
     log.write_text(f"{r.stdout}{r.stderr}")
     if r.returncode != 0:
         tail = "\n".join(f"{r.stdout}{r.stderr}".strip().splitlines()[-15:])
-        kept = log.parent.parent / f"{log.parent.name.lstrip('.')}.failed.log"
-        shutil.copyfile(log, kept)
-        raise RehearsalError(f"{what} failed (exit {r.returncode}):\n{tail}", f"the whole output: {kept}")
+        raise RehearsalError(f"{what} failed (exit {r.returncode}):\n{tail}", f"the whole output: {_kept(log)}")
     return r.elapsed
+
+
+def _kept(log: Path) -> Path:
+    """A copy of ``log`` (in a build's temporary directory, removed when the build fails) beside that directory:
+    ``<entry>.<random>.failed.log``."""
+    kept = log.parent.parent / f"{log.parent.name.lstrip('.')}.failed.log"
+    shutil.copyfile(log, kept)
+    return kept
 
 
 def ensure_build_root(suite: str) -> Path:
@@ -225,7 +235,7 @@ def ensure_slurm_debs(image: catalog.Image, major_minor: str) -> Path:
             debs = sorted(dirs["build"].glob("*.deb"))
             if not any(d.name.startswith("slurm-smd_") for d in debs):
                 raise RehearsalError(f"the slurm-smd {release} build for {image.suite} made no slurm-smd package",
-                                     f"its output: {tmp / 'build.log'}")
+                                     f"its output: {_kept(tmp / 'build.log')}")
             for deb in debs:
                 deb.rename(tmp / deb.name)
             (tmp / "build-seconds").write_text(f"{seconds:.0f}\n")
