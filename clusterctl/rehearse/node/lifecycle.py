@@ -500,6 +500,9 @@ def down(out: Path) -> State:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+    killed_by = time.monotonic() + STOP_TIMEOUT_S  # a killed PID 1 exits once the kernel has reaped its namespace
+    while time.monotonic() < killed_by and any(alive(n.init) or alive(n.launcher) for n in state.nodes):
+        time.sleep(0.05)
     problems = []
     for n in state.nodes:
         problems += systemd_init.remove_cgroups(n.cgroups)
