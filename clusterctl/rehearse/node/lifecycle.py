@@ -37,10 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusterctl.rehearse import RehearsalError
-from clusterctl.rehearse.node import path as node_path, pid1, probe, systemd_init
+from clusterctl.rehearse.node import path as node_path, pid1, probe
 from clusterctl.rehearse.node.files import write_text_atomic
 from clusterctl.rehearse.node.command import CommandResult, run_command, start_detached
 from clusterctl.rehearse.node.ssh import control_dir
+from clusterctl.rehearse.node import systemd_init
 from clusterctl.rehearse.node.state import (
     NodeRecord,
     Proc,
