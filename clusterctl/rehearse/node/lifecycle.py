@@ -45,6 +45,7 @@ from clusterctl.rehearse.node import path as node_path, pid1, probe
 from clusterctl.rehearse.node.files import write_text_atomic
 from clusterctl.rehearse.node.command import CommandResult, run_command, start_detached
 from clusterctl.rehearse.node.ssh import control_dir
+from clusterctl.rehearse.node import systemd_init
 from clusterctl.rehearse.node.state import (
     NodeRecord,
     Proc,
@@ -84,7 +85,7 @@ hostname "$name"
 mount -t overlay overlay -o "lowerdir=$lower,upperdir=$upper,workdir=$work" "$root"
 mount -t proc -o nosuid,nodev,noexec proc "$root/proc"
 mount -t sysfs -o ro,nosuid,nodev,noexec sysfs "$root/sys"
-if [ -d /sys/fs/cgroup ] && [ -d "$root/sys/fs/cgroup" ]; then mount --rbind /sys/fs/cgroup "$root/sys/fs/cgroup"; fi
+if [ -z "${CLUSTERCTL_CGROUPS-}" ] && [ -d /sys/fs/cgroup ] && [ -d "$root/sys/fs/cgroup" ]; then mount --rbind /sys/fs/cgroup "$root/sys/fs/cgroup"; fi
 mount -t tmpfs -o nosuid,mode=755,size=64m tmpfs "$root/dev"
 DEVICES
 mkdir -p "$root/dev/pts" "$root/dev/shm"
@@ -100,12 +101,13 @@ while [ $# -ge 2 ]; do
   mount --bind "$1" "$target"
   shift 2
 done
+SYSTEMD_SETUP
 cd "$root"
 pivot_root . .
 umount -l .
 cd /
-exec INIT
-""".replace("DEVICES", "\n".join(f'mknod -m {mode:o} "$root/dev/{n}" c {ma} {mi}' for n, ma, mi, mode in DEVICES)
+exec ${CLUSTERCTL_EXEC:-INIT}
+""".replace("SYSTEMD_SETUP", systemd_init.STAGE1_SETUP.strip()).replace("DEVICES", "\n".join(f'mknod -m {mode:o} "$root/dev/{n}" c {ma} {mi}' for n, ma, mi, mode in DEVICES)
             ).replace("INIT", INIT_PATH)
 
 SSHD_CONFIG = """\
@@ -135,6 +137,8 @@ class NodeSpec:
     address: str
     binds: tuple[tuple[str, str], ...] = ()
     """(host path, node path) pairs bind-mounted into the node, e.g. a directory serving as shared storage"""
+    init: systemd_init.NodeInit = "rehearsal"
+    """the node's PID 1: the rehearsal init, or the image's systemd (clusterctl/rehearse/node/systemd_init.py)"""
 
 
 def rehearsal_id(out: Path) -> str:
@@ -222,6 +226,9 @@ def _prepare_upper(node: NodeRecord, spec: NodeSpec, user_key: str, hosts: str, 
     write_text_atomic(up / "etc" / "ssh" / "sshd_config", SSHD_CONFIG.format(name=spec.name, address=spec.address))
     write_text_atomic(up / "etc" / "hostname", spec.name + "\n")
     write_text_atomic(up / "etc" / "hosts", hosts)
+    if spec.init == "systemd":  # the image's /sbin/init (systemd) stays; systemd_init writes what it needs
+        systemd_init.prepare_upper(up, node.netns)
+        return host_key
     write_text_atomic(up / INIT_PATH.lstrip("/"), init_src, 0o755)
     # /sbin/init -> the rehearsal init, not systemd: Ansible's service-manager fact reads this link when
     # PID 1 is named "init" and would pick systemd (whose systemctl cannot work without systemd as PID 1);
@@ -296,6 +303,8 @@ def _launch(node: NodeRecord, binds: Sequence[tuple[str, str]], image_root: str)
             every, sys.executable, node_path.__file__]
     for host_path, path_in_node in binds:
         args += [host_path, path_in_node]
+    if node.cgroups:  # a systemd node: stage 1 learns its cgroups and how to start systemd from its environment
+        args = ["env", *systemd_init.stage1_env(node.cgroups), *args]
     pid = start_detached(args, log=node.console)
     return proc_of(pid) or Proc(pid, 0)
 
@@ -403,9 +412,11 @@ def _boot_all(state: State, specs: Sequence[NodeSpec]) -> None:
         node = NodeRecord(name=spec.name, address=spec.address, netns=f"rh-{state.id}-{spec.name}",
                           veth_host=f"rh{state.id}h{i}", veth_node=f"rh{state.id}n{i}",
                           root=str(state_dir(Path(state.dir)) / "nodes" / spec.name),
-                          binds=[list(b) for b in spec.binds])
+                          binds=[list(b) for b in spec.binds], init_kind=spec.init,
+                          cgroups=systemd_init.node_cgroups(state.id, spec.name) if spec.init == "systemd" else [])
         state.nodes.append(node)
         save(state)
+        systemd_init.create_cgroups(node.cgroups)
         for d in (node.upper, node.work, node.merged):
             d.mkdir(parents=True, exist_ok=True)
         host_key = _prepare_upper(node, spec, Path(state.key + ".pub").read_text().strip(), hosts, init_src,
@@ -492,7 +503,7 @@ def down(out: Path) -> State:
     while time.monotonic() < deadline and any(alive(n.init) or alive(n.launcher) for n in state.nodes):
         if time.monotonic() >= resend:  # again every 0.5 s: a PID 1 ignores signals until it has a handler
             for n in state.nodes:       # (the stage-1 shell, or the init while Python starts)
-                _signal(n.init, signal.SIGTERM)
+                _signal(n.init, systemd_init.STOP_SIGNALS[n.init_kind])
             resend = time.monotonic() + 0.5
         time.sleep(0.05)
     for n in state.nodes:
@@ -503,8 +514,12 @@ def down(out: Path) -> State:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+    killed_by = time.monotonic() + STOP_TIMEOUT_S  # a killed PID 1 exits once the kernel has reaped its namespace
+    while time.monotonic() < killed_by and any(alive(n.init) or alive(n.launcher) for n in state.nodes):
+        time.sleep(0.05)
     problems = []
     for n in state.nodes:
+        problems += systemd_init.remove_cgroups(n.cgroups)
         for point in _mounted_under(n.root):
             if _run("umount", "-l", point).returncode != 0:
                 problems.append(f"cannot unmount {point}")

@@ -46,9 +46,14 @@ class NodeRecord:
     launcher: Proc | None = None
     """``unshare``, the node's parent in the host PID namespace (it SIGKILLs the node if it dies)"""
     init: Proc | None = None
-    """the node's PID 1 (clusterctl's init, which runs sshd and reaps orphans)"""
+    """the node's PID 1 (clusterctl's init, which runs sshd and reaps orphans; or systemd)"""
     binds: list[list[str]] = field(default_factory=list)
     """[host path, node path] pairs bind-mounted into the node (shared storage)"""
+    init_kind: str = "rehearsal"
+    """the node's PID 1: ``rehearsal`` (clusterctl's init) or ``systemd`` (the image's)"""
+    cgroups: list[str] = field(default_factory=list)
+    """a systemd node's own cgroup directories, one per hierarchy (recorded before they are made; ``down`` removes
+    them)"""
 
     upper = _below_root("upper", "the overlay's upper layer: every write of the node")
     work = _below_root("work", "the overlay's work directory")
