@@ -6,18 +6,14 @@ process or mount behind."""
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from clusterctl.rehearse.image.catalog import DEBIAN_ARCHIVE, cache_root
-from clusterctl.rehearse.node import lifecycle
+from clusterctl.rehearse.image.catalog import IMAGES
 from clusterctl.rehearse.node.lifecycle import NodeSpec, boot, down
 from clusterctl.rehearse.node.ssh import ssh, write_file
 from clusterctl.rehearse.node.state import State, load
@@ -31,7 +27,6 @@ NODE = NodeSpec("sd01", "10.71.0.11", init="systemd")
 """its own network and name: it may boot while another rehearsal runs"""
 CRASHED = NodeSpec("sd02", "10.72.0.11", init="systemd")
 """booted while NODE is up: another network"""
-ROOT_PACKAGES = "systemd,systemd-sysv,dbus,openssh-server,python3,iproute2,procps"
 DELEGATED_UNIT = """\
 [Unit]
 Description=a unit with its own cgroups to subdivide, as slurmd's
@@ -43,38 +38,14 @@ mkdir /sys/fs/cgroup/memory$${own}/slurm && echo 0 > /sys/fs/cgroup/memory$${own
 """systemd turns $$ into $ (its own variables are $NAME)"""
 
 
-def bookworm_root() -> Path:
-    """A Debian 12 root with systemd, built once into the cache (under a lock, in a temporary directory renamed
-    into place). Until the rehearsal's node images land (issue 26: clusterctl/rehearse/image/build.py), the nodes
-    of this module boot from it; then from ``boot(..., image=IMAGES["debian-12"])``, whose packages are these."""
-    target = cache_root() / "test-roots" / f"bookworm-{hashlib.sha256(ROOT_PACKAGES.encode()).hexdigest()[:12]}"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.parent / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not target.is_dir():
-            building = target.with_name(target.name + f".{os.getpid()}")
-            shutil.rmtree(building, ignore_errors=True)
-            r = subprocess.run([require_tool("mmdebstrap"), "--variant=minbase", f"--include={ROOT_PACKAGES}",
-                                "bookworm", str(building), DEBIAN_ARCHIVE], capture_output=True, text=True,
-                               timeout=900)
-            assert r.returncode == 0, r.stderr[-2000:]
-            building.rename(target)
-    return target
-
-
 @pytest.fixture(scope="module")
 def node_root():
     require_rehearsal()
-    return bookworm_root()
+    return "debian-12"
 
 
-def boot_systemd_node(out: Path, root: Path, spec: NodeSpec = NODE) -> State:
-    mp = pytest.MonkeyPatch()
-    mp.setattr(lifecycle, "STAGE1", lifecycle.STAGE1.replace("lowerdir=/,", f"lowerdir={root},"))
-    try:
-        return boot(out, [spec])
-    finally:
-        mp.undo()
+def boot_systemd_node(out: Path, image: str, spec: NodeSpec = NODE) -> State:
+    return boot(out, [spec], image=IMAGES[image])
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +114,7 @@ def test_down_after_the_booting_process_crashed_removes_the_node_s_cgroups(node_
     out = tmp_path / "r"
     code = (f"import os, signal, sys; sys.path.insert(0, {str(Path(__file__).parents[2])!r}); "
             "from pathlib import Path; from tests.e2e.test_systemd_nodes import CRASHED, boot_systemd_node; "
-            f"boot_systemd_node(Path({str(out)!r}), Path({str(node_root)!r}), CRASHED); os.kill(os.getpid(), signal.SIGKILL)")
+            f"boot_systemd_node(Path({str(out)!r}), {node_root!r}, CRASHED); os.kill(os.getpid(), signal.SIGKILL)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == -9, r.stderr
     state = load(out)
