@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from clusterctl.rehearse import RehearsalError
+from clusterctl.rehearse.image.build import build_atomically
 from clusterctl.rehearse.image import catalog, schedmd
 
 TARBALL_BYTES = b"a stand-in for SchedMD's release tarball\n"
@@ -95,12 +96,12 @@ def test_a_cache_entry_is_built_once_and_a_failed_build_leaves_nothing(tmp_path)
         raise RehearsalError("the build failed")
 
     with pytest.raises(RehearsalError):
-        schedmd.built_once(tmp_path / "entry", broken)
+        build_atomically(tmp_path / "entry", broken)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["entry.lock"]
     (tmp_path / ".entry.killed").mkdir()  # a build killed with SIGKILL leaves its temporary directory
     (tmp_path / ".entry.killed" / "half").write_text("1")
-    assert schedmd.built_once(tmp_path / "entry", build) == tmp_path / "entry"
-    assert schedmd.built_once(tmp_path / "entry", build) == tmp_path / "entry"
+    assert build_atomically(tmp_path / "entry", build) == tmp_path / "entry"
+    assert build_atomically(tmp_path / "entry", build) == tmp_path / "entry"
     assert len(calls) == 1
     assert (tmp_path / "entry" / "made").read_text() == "1"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["entry", "entry.lock"]
@@ -121,7 +122,7 @@ def test_a_failed_build_step_is_refused_with_its_tail_and_keeps_its_whole_output
                                "the test build", tmp / "build.log")
 
     with pytest.raises(RehearsalError) as err:
-        schedmd.built_once(tmp_path / "entry", build)
+        build_atomically(tmp_path / "entry", build)
     assert str(err.value) == "the test build failed (exit 3):\nconfigure\nmissing libpmix-dev"
     kept = sorted(tmp_path.glob("entry.*.failed.log"))
     assert len(kept) == 1

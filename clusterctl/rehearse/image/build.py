@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import os
 import shutil
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -66,23 +68,27 @@ def exclusive(lock_path: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def build_atomically(target: Path, build, what: str) -> Path:
-    """Make ``target`` with ``build(tmp)`` into a temporary directory beside it and rename it into place, under
-    the lock ``target``.lock; an existing ``target`` is reused as it is. Returns ``target``."""
+def build_atomically(target: Path, build: Callable[[Path], None], what: str = "") -> Path:
+    """``target`` (a directory), made by ``build(temporary directory beside it)`` and renamed into place when
+    absent, under the exclusive lock ``target``.lock: the one way every cache entry (an image, a mirror, its key,
+    a SchedMD build root or package set) is made. An existing ``target`` is reused as it is; a failed build leaves
+    nothing behind, and what a killed one left (``.target.*``, only ever written under this lock) is removed
+    first. ``what`` names the entry for the reader."""
     if target.is_dir():
         return target
     with exclusive(target.with_name(target.name + ".lock")):
         if target.is_dir():  # another process built it while this one waited
             return target
-        tmp = target.with_name(target.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)  # left by a build that was killed
-        tmp.mkdir(parents=True)
+        for stale in target.parent.glob(f".{target.name}.*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
         try:
             build(tmp)
+            os.chmod(tmp, 0o755)
             tmp.rename(target)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 

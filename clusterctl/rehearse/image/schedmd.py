@@ -13,19 +13,17 @@ build it once; an entry is reused while present and rebuilt when removed.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import shutil
-import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 
 from clusterctl.rehearse import RehearsalError
 from clusterctl.rehearse.image import catalog
+from clusterctl.rehearse.image.build import build_atomically, exclusive
 from clusterctl.rehearse.node.command import CommandTimeout, run_command
 from clusterctl.rehearse.node.path import resolve_in_root
 from clusterctl.rehearse.node.state import State
@@ -76,37 +74,6 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-@contextmanager
-def _locked(lock: Path) -> Iterator[None]:
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def built_once(target: Path, build: Callable[[Path], None]) -> Path:
-    """``target`` (a directory), made by ``build(temporary directory next to it)`` and renamed into place if
-    absent, under an exclusive lock ``target.lock``; a failed build leaves nothing behind, and what a killed
-    one left (``.target.*``, only ever written under this lock) is removed first."""
-    with _locked(target.with_name(target.name + ".lock")):
-        if target.is_dir():
-            return target
-        for stale in target.parent.glob(f".{target.name}.*"):
-            shutil.rmtree(stale, ignore_errors=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-        try:
-            build(tmp)
-            os.chmod(tmp, 0o755)
-            tmp.rename(target)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
-    return target
-
-
 def debs_root() -> Path:
     """Where the SchedMD tarballs, build roots and built packages are kept."""
     return catalog.cache_root() / "slurm-debs"
@@ -144,7 +111,7 @@ def ensure_tarball(major_minor: str) -> Path:
     release, sha256 = tarball_release(major_minor)
     url = tarball_url(release)
     path = debs_root() / "tarballs" / url.rsplit("/", 1)[1]
-    with _locked(path.with_name(path.name + ".lock")):
+    with exclusive(path.with_name(path.name + ".lock")):
         if path.is_file() and _sha256(path) == sha256:
             return path
         path.unlink(missing_ok=True)
@@ -200,7 +167,7 @@ def ensure_build_root(suite: str) -> Path:
                         suite, str(root), catalog.DEBIAN_ARCHIVE],
                        BUILD_ROOT_TIMEOUT, f"mmdebstrap of the {suite} build root", tmp / "mmdebstrap.log")
 
-    return built_once(target, build) / "root"
+    return build_atomically(target, build) / "root"
 
 
 def debs_dir(image: catalog.Image, major_minor: str) -> Path:
@@ -242,7 +209,7 @@ def ensure_slurm_debs(image: catalog.Image, major_minor: str) -> Path:
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
-    return built_once(target, build)
+    return build_atomically(target, build)
 
 
 def place_debs(state: State, node_names: Sequence[str], path_in_node: str, debs_dir: Path) -> None:
