@@ -11,6 +11,7 @@ rehearsal range.
 from __future__ import annotations
 
 import ipaddress
+from dataclasses import replace
 
 from clusterctl.cloud.stack.spec import cloud_network
 from clusterctl.plan.model import ClusterPlan
@@ -18,6 +19,11 @@ from clusterctl.plan.roles import slurm_roles
 from clusterctl.rehearse import RehearsalError
 from clusterctl.rehearse.node.lifecycle import NodeSpec, fallback_specs
 from clusterctl.targets.ansible import group_addresses
+
+NODE_INIT = "systemd"
+"""a rehearsal's nodes run systemd as PID 1, as a real node does: the roles' units, handlers and slurmd's Delegate=
+are exercised, and SchedMD's packages ship systemd units only (no /etc/init.d scripts); docs/rehearse.md, "Init and
+services""""
 
 CLOUD_RESERVED = 4
 """addresses at the start of a subnet the provider keeps for itself (AWS and Azure: 4; GCP: 2)"""
@@ -51,10 +57,11 @@ def node_specs(plan: ClusterPlan, per_group: int, rid: str) -> list[NodeSpec]:
                              "name a host of a node group in slurm.controllers / slurm.accounting_host")
     values = [address[n] for n in names]
     if all(a is not None and ":" not in a for a in values):
-        return [NodeSpec(n, a) for n, a in zip(names, values)]  # type: ignore[arg-type]
+        return [NodeSpec(n, a, init=NODE_INIT) for n, a in zip(names, values)]  # type: ignore[arg-type]
     vpc = cloud_network(plan) if plan.cloud is not None else None
     if vpc is not None:
         net = ipaddress.ip_network(vpc.cidr)
         if net.num_addresses >= len(names) + CLOUD_RESERVED + 2:
-            return [NodeSpec(n, str(net.network_address + CLOUD_RESERVED + i)) for i, n in enumerate(names)]
-    return fallback_specs(names, rid)
+            return [NodeSpec(n, str(net.network_address + CLOUD_RESERVED + i), init=NODE_INIT)
+                    for i, n in enumerate(names)]
+    return [replace(s, init=NODE_INIT) for s in fallback_specs(names, rid)]

@@ -48,10 +48,10 @@ REHEARSAL_VARS: dict[str, tuple[object, str]] = {
                        "su instead would turn off pipelining"),
     "common_sysctl_apply": (False, "nodes share the machine's kernel: the file is written, not loaded"),
     "common_manage_services": (False, "chronyd: nodes share the machine's clock, and nothing may reach NTP"),
-    "munge_manage_services": (True, "munged runs from /etc/init.d in every node"),
-    "slurm_controller_manage_services": (True, "slurmctld runs from /etc/init.d on the controller"),
-    "slurm_compute_manage_services": (True, "slurmd runs from /etc/init.d on each compute node"),
-    "slurmdbd_manage_services": (True, "slurmdbd and the MariaDB the slurmdbd role installs run from /etc/init.d "
+    "munge_manage_services": (True, "munged runs as its systemd unit in every node (systemd is the nodes' PID 1)"),
+    "slurm_controller_manage_services": (True, "slurmctld runs as its systemd unit on the controller"),
+    "slurm_compute_manage_services": (True, "slurmd runs as its systemd unit (Delegate=yes) on each compute node"),
+    "slurmdbd_manage_services": (True, "slurmdbd and the MariaDB the slurmdbd role installs run as systemd units "
                                  "on the accounting host (slurmctld is fatal on a first start without them)"),
     "slurmdbd_database_innodb_buffer_pool_size": ("128M", "every node shares this machine's memory"),
     # REHEARSAL WORKAROUND (issue 26; remove when a role installs libpmix): no role installs the libpmix.so that

@@ -265,7 +265,7 @@ class ControlPlane:
             st = ssh(state, host, "cat /var/lib/clusterctl/bootstrap-status.json").stdout
             entry["bootstrap"] = json.loads(st) if st.strip().startswith("{") else None
         elif req["op"] == "delete":
-            r = ssh(state, host, "/etc/init.d/slurmd stop >/dev/null 2>&1; /etc/init.d/munge stop >/dev/null 2>&1; "
+            r = ssh(state, host, "systemctl stop slurmd munge >/dev/null 2>&1; "
                                  "sleep 1; pidof slurmd munged || true")
             entry["left_running"] = r.stdout.strip()
         entry["seconds"] = round(time.monotonic() - t0, 1)

@@ -138,7 +138,7 @@ class Failover:
                                    {"takeover_seconds": round(took, 1)}))
         # the primary comes back and takes control again
         t1 = time.monotonic()
-        ssh_ok(state, primary, "/etc/init.d/slurmctld start >/dev/null")
+        ssh_ok(state, primary, "systemctl start slurmctld")
         back, took2 = wait_for(lambda: ping(state, via).get(primary) == "UP" or None, limit)
         # no `scontrol takeover`: it hands control to the *backup* and stops the primary (found by this
         # scenario); a primary that starts asks the backup to give control back by itself
@@ -159,7 +159,7 @@ class Failover:
             return
         listed = lambda: job in ssh(state, via, f"sacct -n -X -j {job} -o JobID").stdout or None
         before, _ = wait_for(listed, 30)
-        ssh_ok(state, host, "/etc/init.d/slurmdbd restart >/dev/null")
+        ssh_ok(state, host, "systemctl restart slurmdbd")
         after, took = wait_for(listed, 60)
         record(host, HostOutcome(OK if before and after else FAILED, took,
                                  f"sacct lists job {job} before ({bool(before)}) and after ({bool(after)}) a "
