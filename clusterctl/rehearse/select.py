@@ -22,8 +22,8 @@ from clusterctl.targets.ansible import group_addresses
 
 NODE_INIT = "systemd"
 """a rehearsal's nodes run systemd as PID 1, as a real node does: the roles' units, handlers and slurmd's Delegate=
-are exercised, and SchedMD's packages ship systemd units only (no /etc/init.d scripts); docs/rehearse.md, "Init and
-services""""
+are exercised, and SchedMD's packages ship systemd units only (no /etc/init.d scripts); docs/rehearse.md, 'Init and
+services'"""
 
 CLOUD_RESERVED = 4
 """addresses at the start of a subnet the provider keeps for itself (AWS and Azure: 4; GCP: 2)"""
