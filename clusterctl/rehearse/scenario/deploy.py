@@ -54,10 +54,6 @@ REHEARSAL_VARS: dict[str, tuple[object, str]] = {
     "slurmdbd_manage_services": (True, "slurmdbd and the MariaDB the slurmdbd role installs run as systemd units "
                                  "on the accounting host (slurmctld is fatal on a first start without them)"),
     "slurmdbd_database_innodb_buffer_pool_size": ("128M", "every node shares this machine's memory"),
-    # REHEARSAL WORKAROUND (issue 26; remove when a role installs libpmix): no role installs the libpmix.so that
-    # Slurm's mpi/pmix plugin dlopens, so srun --mpi=pmix fails on a clean node ("MPI: Unable to load any plugin")
-    "common_base_packages": (["logrotate", "libpmix-dev"], "WORKAROUND until the roles install libpmix (issue 26): "
-                             "the roles' own logrotate, plus the libpmix.so Slurm's mpi/pmix plugin dlopens"),
     "storage_clients_mount_now": (False, "no file server in a rehearsal: fstab lines only"),
     "storage_clients_lustre_install": (False, "the Lustre client comes from a vendor repository"),
     "nfs_server_packages": ([], "this kernel has no NFS server (mount -t nfsd: unknown filesystem type 'nfsd'; no "
