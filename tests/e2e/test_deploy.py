@@ -56,7 +56,10 @@ def test_rehearse_exits_0_with_every_scenario_that_applies_ok(deployed):
 def test_summary_names_the_image_and_the_slurm_version_rehearsed(deployed):
     _, summary, _ = deployed
     assert summary["image"] == {"name": "debian-12", "suite": "bookworm", "reason": "nearest to software.os ubuntu-22.04"}
-    assert summary["slurm_version"] == {"blueprint": "24.05", "rehearsed": "22.05"}  # the image's Slurm
+    # SchedMD's packages as written, built from the one SchedMD tarball Debian's archive carries (24.11.5)
+    assert summary["slurm_version"] == {"blueprint": "24.05", "rehearsed": "24.11"}
+    assert summary["slurm_install"] == {"kind": "debs", "path": "/srv/slurm-debs", "version": "24.11.5-1",
+                                        "packages": "schedmd", "gpu_nvml": False}
     assert "slurm.gres_autodetect" in summary["rehearsed_as"]
     assert summary["shared_storage"].startswith("none")
 
@@ -82,18 +85,26 @@ def test_the_converge_applies_every_role_of_the_lab_and_no_hardware_role(deploye
 
 
 def test_every_package_the_roles_installed_came_from_the_site_mirror(deployed):
-    """The image has no Slurm, MUNGE or MariaDB: the converge installed them, from the rehearsal's mirror on the
-    bridge (10.10.0.254, the host's address there) and from nowhere else (docs/rehearse.md, "Site mirror")."""
+    """The image has no Slurm, MUNGE or MariaDB: the converge installed SchedMD's packages from the blueprint's own
+    directory (/srv/slurm-debs, where the rehearsal put the slurm-smd packages it built from SchedMD's 24.11.5
+    tarball) and everything else from the rehearsal's mirror on the bridge (10.10.0.254, the host's address there),
+    from nowhere else (docs/rehearse.md, "Site mirror", "SchedMD packages")."""
     _, summary, _ = deployed
     assert {h: o["status"] for h, o in step(summary, "packages")["hosts"].items()} == {h: "ok" for h in HOSTS}
     installed = summary["installed_packages"]
     assert sorted(installed) == sorted(HOSTS)
-    assert {"slurmctld", "slurmdbd", "mariadb-server", "munge", "slurm-client"} <= set(installed["head01"])
+    assert {"slurm-smd-slurmctld", "slurm-smd-slurmdbd", "mariadb-server", "munge",
+            "slurm-smd-client"} <= set(installed["head01"])
     for h in COMPUTE:
-        assert {"slurmd", "munge", "libpam-slurm-adopt", "libpmix-dev"} <= set(installed[h])
-        assert "slurmctld" not in installed[h]
-    assert installed["gpu01"]["slurmd"]["version"].startswith("22.05.")
-    assert {p["origin"] for packages in installed.values() for p in packages.values()} == {"http://10.10.0.254:8080"}
+        # libpmix2: SchedMD's 24.11 mpi/pmix plugin dlopens libpmix.so.2 and no slurm-smd package depends on it
+        assert {"slurm-smd-slurmd", "munge", "slurm-smd-libpam-slurm-adopt", "libpmix2"} <= set(installed[h])
+        assert "slurm-smd-slurmctld" not in installed[h]
+        assert installed[h]["slurm-smd-slurmd"] == {"version": "24.11.5-1", "origin": "file:/srv/slurm-debs"}
+    origins = {p["origin"] for packages in installed.values() for p in packages.values()}
+    assert origins == {"http://10.10.0.254:8080", "file:/srv/slurm-debs"}
+    smd = {name for packages in installed.values() for name, p in packages.items()
+           if p["origin"] == "file:/srv/slurm-debs"}
+    assert all(name.startswith("slurm-smd") for name in smd)
 
 
 def test_second_converge_reports_changed_0_on_every_host(deployed):

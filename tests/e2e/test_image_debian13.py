@@ -30,7 +30,10 @@ def trixie_lab(tmp: Path) -> Path:
     path = blueprint_copy(tmp, "lab-2node.yaml", "10.73.0.0/24", "t")
     text = path.read_text()
     for old, new in (('install: {kind: debs, path: /srv/slurm-debs, version: "24.05.4-1"}', "install: {kind: distro}"),
-                     ('version: "24.05"', 'version: "24.11"')):
+                     ('version: "24.05"', 'version: "24.11"'),
+                     # options the release table gates on 24.05 and 23.11 (plan/slurm.py FEATURES: BLOCK_SIZES,
+                     # BLOCK_PLUGIN), proven on the real 24.11 daemons
+                     ("  topology: tree\n", "  topology: block\n  block_sizes: [1, 2]\n")):
         assert old in text, old
         text = text.replace(old, new)
     path.write_text(text)
@@ -45,12 +48,19 @@ def trixie(tmp_path_factory):
     out = tmp / "r"
     r, summary = rehearse(trixie_lab(tmp), out, "--image", "debian-13", "--scenario", "deploy",
                           "--nodes-per-group", "1", "--keep")
-    try:  # kept up for this one look: the Slurm each node runs, as the node's own slurmd says
+    try:  # kept up for this one look: the Slurm each node runs, as the node's own slurmd says, and the topology
         versions = {h: _slurmd_version(out, h) for h in HOSTS} if r.returncode == 0 else {}
+        versions["topology"] = _run(out, "head01", "scontrol show topology") if r.returncode == 0 else ""
+        versions["config"] = _run(out, "head01", "scontrol show config") if r.returncode == 0 else ""
     finally:
         r_down = subprocess.run([sys.executable, "-m", "clusterctl", "rehearse", "--down", str(out)], cwd=REPO,
                                 capture_output=True, text=True, timeout=120)
     return r, summary, out, versions, r_down
+
+
+def _run(out: Path, host: str, command: str) -> str:
+    r = ssh(load(out), host, command)
+    return r.stdout if r.returncode == 0 else f"exit {r.returncode}: {r.stderr.strip()}"
 
 
 def _slurmd_version(out: Path, host: str) -> str:
@@ -66,7 +76,7 @@ def test_deploy_on_debian_13_runs_slurm_24_11_from_the_site_mirror(trixie):
     assert [s["name"] for s in summary["steps"]] == ["boot", "ssh-check", "mirror", "converge", "packages",
                                                      "converge-again", "testinfra", "srun"]
     assert {s["name"]: s["status"] for s in summary["steps"]} == {s["name"]: "ok" for s in summary["steps"]}
-    assert versions == {h: "slurm 24.11.5" for h in HOSTS}
+    assert {h: versions[h] for h in HOSTS} == {h: "slurm 24.11.5" for h in HOSTS}
     installed = summary["installed_packages"]
     assert installed["tgpu01"]["slurmd"]["version"].startswith("24.11.5-")
     assert installed["head01"]["slurmctld"]["version"].startswith("24.11.5-")
@@ -74,3 +84,15 @@ def test_deploy_on_debian_13_runs_slurm_24_11_from_the_site_mirror(trixie):
     assert steps(summary)["srun"]["hosts"]["tgpu01"]["rank"] == 0
     assert r_down.returncode == 0, r_down.stderr
     assert leftovers(load(out)) == []
+
+
+def test_release_gated_topology_block_runs_on_the_real_24_11_daemons(trixie):
+    """topology/block (Slurm >= 23.11) with BlockSizes (>= 24.05, BlockLevels before), rendered for 24.11 and
+    accepted by slurmctld 24.11: the block the plan made of the GPU group, at the sizes the blueprint asks."""
+    r, summary, out, found, _ = trixie
+    assert r.returncode == 0, r.stderr[-3000:]
+    config = dict(line.split(" = ", 1) for line in found["config"].splitlines() if " = " in line)
+    assert config["TopologyPlugin"].strip() == "topology/block"
+    topology = found["topology"]
+    # slurmctld 24.11 read BlockSizes (a key 23.11 refuses) and made the one block of the GPU group
+    assert "BlockName=gpu" in topology and "Nodes=tgpu[01-02]" in topology, topology

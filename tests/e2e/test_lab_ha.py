@@ -1,6 +1,8 @@
 """lab-ha through the real CLI (docs/rehearse.md, "Scenarios"), as CI runs it: what only lab-ha can prove, on
 one boot: the deploy of its HA hosts (two controllers, slurmdbd and its backup, a login node) and the failover
-on the controllers' shared state (StateSaveLocation on a shared tier). The copy's in-band network is
+on the controllers' shared state (StateSaveLocation on a shared tier), with Debian's own Slurm (22.05 on the
+debian-12 image, ``slurm.install: {kind: distro}``): the install kind the lab rehearsal (SchedMD's packages) does not
+take. The copy's in-band network is
 10.33.0.0/24 and its compute hosts are hagpu01-02, so it shares no bridge network with the lab's and no
 ``slurm_<node>`` cgroup with another rehearsal's slurmd: it may run beside the lab rehearsal on another pytest
 worker (tests/conftest.py, XDIST_GROUPS)."""
@@ -26,8 +28,13 @@ def lab_ha(tmp_path_factory):
     require_deploy()
     tmp = tmp_path_factory.mktemp("lab-ha")
     out = tmp / "r"
-    r, summary = rehearse(blueprint_copy(tmp, "lab-ha.yaml", "10.33.0.0/24", "ha"), out, "--scenario", "deploy",
-                          "--scenario", "failover", "--nodes-per-group", "1")
+    path = blueprint_copy(tmp, "lab-ha.yaml", "10.33.0.0/24", "ha")
+    # Debian's own Slurm here (22.05 on the debian-12 image): the install kind the lab rehearsal does not take
+    text = path.read_text()
+    assert 'install: {kind: debs, path: /srv/slurm-debs, version: "24.05.4-1"}' in text
+    path.write_text(text.replace('install: {kind: debs, path: /srv/slurm-debs, version: "24.05.4-1"}',
+                                 "install: {kind: distro}"))
+    r, summary = rehearse(path, out, "--scenario", "deploy", "--scenario", "failover", "--nodes-per-group", "1")
     return r, summary, out
 
 
@@ -40,6 +47,11 @@ def test_lab_ha_deploys_the_ha_hosts_and_fails_over(lab_ha):
         "boot", "ssh-check", "mirror", "failover: failover-timeout", "deploy: converge", "deploy: packages", "deploy: converge-again",
         "deploy: testinfra", "deploy: srun", "failover: failover"]
     assert sorted(n["name"] for n in summary["nodes"]) == sorted(HOSTS)
+    assert summary["slurm_version"] == {"blueprint": "24.05", "rehearsed": "22.05"}  # debian-12's slurm-wlm
+    assert summary["slurm_install"] == {"kind": "distro"}
+    installed = summary["installed_packages"]
+    assert installed["hagpu01"]["slurmd"]["version"].startswith("22.05.8-")
+    assert installed["head01"]["libpmix-dev"]["origin"] == "http://10.33.0.254:8080"  # 22.05 dlopens libpmix.so
     bad = {s["name"]: s.get("error") or s["hosts"] for s in summary["steps"] if s["status"] != "ok"}
     assert not bad
 

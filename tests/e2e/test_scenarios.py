@@ -44,8 +44,9 @@ def assert_nothing_left(out: Path) -> None:
 
 
 def installed() -> str:
-    """The Slurm the lab's nodes run: its default image's (debian-12, nearest to ubuntu-22.04: Debian's 22.05)."""
-    return "22.05"
+    """The Slurm the lab's nodes run: SchedMD's packages as the lab installs them, built from the one SchedMD
+    tarball Debian's archive carries (24.11.5) for its default image (debian-12, nearest to ubuntu-22.04)."""
+    return "24.11"
 
 
 @pytest.fixture(scope="module")
