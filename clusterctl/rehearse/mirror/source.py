@@ -35,8 +35,9 @@ def sources_text(url: str) -> str:
             f"Types: deb\nURIs: {url}/\nSuites: ./\nSigned-By: {KEYRING}\n")
 
 
-def _parallel(state: State, one) -> dict[str, object]:
-    names = [n.name for n in state.nodes]
+def _parallel(state: State, one, hosts: tuple[str, ...] = ()) -> dict[str, object]:
+    """``one(host)`` on each of ``hosts`` (default: every node) at once: host -> its result."""
+    names = list(hosts) or [n.name for n in state.nodes]
     with ThreadPoolExecutor(max_workers=min(16, len(names) or 1)) as pool:
         return dict(zip(names, pool.map(one, names)))
 
@@ -116,6 +117,8 @@ class PackageOrigins:
     """Step ``packages``: every package the roles installed on each node, with its origin; one from anywhere but
     ``allowed`` (the mirror's URL, and the blueprint's .deb directory for ``slurm.install: debs``) fails."""
 
+    hosts: tuple[str, ...] = ()
+    """the hosts the converge ran on (default: every node; a node booted early for a later scenario has none)"""
     found: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
     """host -> package -> {version, origin}: filled by :meth:`run`, shown in the JSON summary"""
     allowed_local: tuple[str, ...] = ()
@@ -146,7 +149,7 @@ class PackageOrigins:
             detail = f"{len(added)} packages from the mirror" if not wrong else "not from the mirror: " + "; ".join(wrong)
             return HostOutcome(FAILED if wrong else OK, 0.0, detail[:600])
 
-        outcomes = _parallel(state, one)
+        outcomes = _parallel(state, one, self.hosts)
         for host, outcome in outcomes.items():
             record(host, outcome)
         if any(o.status != OK for o in outcomes.values()):

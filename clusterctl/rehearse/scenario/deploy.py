@@ -547,7 +547,7 @@ def deploy_steps(cluster: Cluster, prepare: Cluster | None = None, debs_dir: str
     ``prepare``: the cluster whose nodes are prepared, when more nodes are booted than ``cluster`` has;
     ``debs_dir``: ``slurm.install.path`` of a ``debs`` install, the one source of packages besides the mirror."""
     hosts = tuple(cluster.groups)
-    origins = PackageOrigins(allowed_local=(f"file:{debs_dir}",) if debs_dir else ())
+    origins = PackageOrigins(hosts=hosts, allowed_local=(f"file:{debs_dir}",) if debs_dir else ())
     steps: list = [Converge(prepare or cluster, hosts=hosts), origins, ConvergeAgain(hosts=hosts),
                    Testinfra(cluster)]
     if cluster.controllers and cluster.compute:
