@@ -62,8 +62,9 @@ REHEARSAL_VARS: dict[str, tuple[object, str]] = {
     "nfs_server_manage_services": (False, "no nfsd in this kernel: nfs-kernel-server is not started, exportfs not run"),
     "node_health_drain": (False, "the check's GPUs, RDMA links and mounts are absent: it runs, but does "
                           "not drain a rehearsal node"),
-    "ansible_pull_manage_timer": (False, "no systemd in a node (PID 1 is a small init): the pull's units are "
-                                  "written, the timer cannot run; the pull scenario runs the service's command"),
+    "ansible_pull_manage_timer": (False, "the pull scenario runs each round itself, on every node at once (the "
+                                  "service's command): a timer firing between rounds would race it; the units "
+                                  "are written and tested"),
     "ansible_pull_skip_tags": (list(HARDWARE_ROLES), "a pull skips the hardware roles, as the push does "
                                "(--skip-tags)"),
 }

@@ -5,8 +5,8 @@ which this machine pushes each version to over SSH, and which every node (the co
 as ``ssh://root@CONTROLLER/srv/clusterctl/pull.git`` over the rehearsal network, with a deploy key and the
 controller's pinned host key in ``/etc/clusterctl/pull-ssh/`` (the rehearsal's own key stands in for a deploy
 key). A directory of the rehearsal would not do: each node has its own tmpfs ``/tmp``. The blueprint as rehearsed
-has ``slurm.rollout.pull.source`` pointing there (listed in ``rehearsed_as``). Nodes have no systemd (PID 1 is a
-small init), so the timer cannot run: each round runs the service's command, ``/usr/local/sbin/clusterctl-pull``,
+has ``slurm.rollout.pull.source`` pointing there (listed in ``rehearsed_as``). The timer is not started (a pull it
+fired between rounds would race the scenario): each round runs the service's command, ``/usr/local/sbin/clusterctl-pull``,
 on every node over SSH at once (the on-demand path, ``systemctl start clusterctl-pull`` on a real node), then
 the rendered collector ``ansible/pull-status.yml`` reads every node's ``pull-status.json``.
 
