@@ -315,7 +315,7 @@ class ElasticSetup:
         write_file(state, self.head, f"/usr/local/bin/{cli}", fake, mode="0755", dir_mode="0700")
         write_file(state, self.head, f"{FAKE_DIR}/addresses.json",
                    json.dumps(self.addresses, indent=1, sort_keys=True) + "\n", mode="0644", dir_mode="0700")
-        r = ssh(state, self.head, f"chmod 0755 {FAKE_DIR} && chown -R slurm:slurm {FAKE_DIR}")
+        r = ssh(state, self.head, f"chmod 0755 {FAKE_DIR}")  # SlurmUser gets it after the converge made it
         if r.returncode != 0:
             raise StepFailed(f"{self.head}: {FAKE_DIR}: {r.stderr.strip()[-300:]}")
         record(self.head, HostOutcome(OK, 0.0, f"{cli} = fake provider API; configuration object {len(data)} bytes "
@@ -435,6 +435,11 @@ class ElasticCycle:
         return calls
 
     def run(self, state: State, record: Record) -> None:
+        # the fake provider API runs as SlurmUser (ResumeProgram) and records its calls in FAKE_DIR; a node of the
+        # clean image has no slurm user before the converge (found when nodes stopped sharing this machine's root)
+        r = ssh(state, self.head, f"chown -R slurm:slurm {FAKE_DIR}")
+        if r.returncode != 0:
+            raise StepFailed(f"{self.head}: {FAKE_DIR}: {r.stderr.strip()[-300:]}")
         _, secrets_path = rehearsal_files(state)
         secrets = yaml.safe_load(secrets_path.read_text())
         stack = json.loads((Path(state.dir) / "cloud" / "stack.json").read_text())
