@@ -91,8 +91,9 @@ def test_release_gated_topology_block_runs_on_the_real_24_11_daemons(trixie):
     accepted by slurmctld 24.11: the block the plan made of the GPU group, at the sizes the blueprint asks."""
     r, summary, out, found, _ = trixie
     assert r.returncode == 0, r.stderr[-3000:]
-    config = dict(line.split(" = ", 1) for line in found["config"].splitlines() if " = " in line)
-    assert config["TopologyPlugin"].strip() == "topology/block"
+    config = {k.strip(): v.strip() for k, v in (line.split("=", 1) for line in found["config"].splitlines()
+                                                 if "=" in line)}
+    assert config.get("TopologyPlugin") == "topology/block", found["config"][-2000:]
     topology = found["topology"]
     # slurmctld 24.11 read BlockSizes (a key 23.11 refuses) and made the one block of the GPU group
     assert "BlockName=gpu" in topology and "Nodes=tgpu[01-02]" in topology, topology
