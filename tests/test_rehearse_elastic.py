@@ -54,6 +54,10 @@ def test_elastic_applies_to_lab_cloud_only_and_shortens_suspend_time():
     elastic.adjust_elastic(v)
     assert v.data["slurm"]["power_save"] == {"suspend_time_s": 60, "suspend_timeout_s": 30}
     assert v.changes["slurm.power_save.suspend_time_s"] == {"blueprint": 600, "rehearsed": 60}
+    # the rehearsal init and Debian's own Slurm (init scripts) for the elastic cycle's fresh-boot stand-in
+    assert (v.data["slurm"]["install"], v.data["slurm"]["version"]) == ({"kind": "distro"}, "22.05")
+    assert v.changes["slurm.install"]["rehearsed"] == {"kind": "distro"}
+    assert "time namespace" in v.changes["slurm.version"]["why"]
 
 
 def test_instance_types_get_this_machines_hardware_in_the_rehearsed_plan():

@@ -58,6 +58,7 @@ def test_rehearsed_as_lists_the_shortened_suspend_time_and_the_instance_hardware
     _, summary, out = cloud_lab
     changes = summary["rehearsed_as"]
     assert changes["slurm.power_save.suspend_time_s"] == {"blueprint": 600, "rehearsed": SUSPEND_TIME_S}
+    assert summary["slurm_version"] == {"blueprint": "24.11", "rehearsed": "22.05"}  # elastic.ELASTIC_SLURM_WHY
     p5 = changes["node_types.p5"]
     assert p5["blueprint"]["instance"] == p5["rehearsed"]["instance"] == "p5.48xlarge"
     conf = (out / "slurm" / "slurm.conf").read_text()

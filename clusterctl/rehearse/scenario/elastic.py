@@ -86,8 +86,18 @@ JOB = "hostname; test -c /dev/nvidia0 && echo gpu-stand-in; sleep 5"
 
 # --- what the blueprint as rehearsed needs ---------------------------------------------------------------
 
+ELASTIC_SLURM_WHY = (
+    "the elastic cycle's stand-in for a fresh boot runs the user data's runcmd, and the daemons it starts, in a new "
+    "time namespace whose boot time is the create (slurmctld ignores a registration whose boot time precedes the "
+    "resume request). Under systemd the daemons are children of PID 1, not of runcmd, and a container may not set a "
+    "time namespace's offsets, so the elastic scenario's nodes run the rehearsal init, and the image's own "
+    "slurm-wlm, whose init scripts that init runs (SchedMD's packages ship systemd units only)")
+"""why the elastic scenario alone rehearses the image's Slurm on the rehearsal init (docs/rehearse.md, "elastic")"""
+
+
 def adjust_elastic(variant) -> None:
-    """SuspendTime and SuspendTimeout as rehearsed (listed in ``rehearsed_as``)."""
+    """SuspendTime and SuspendTimeout as rehearsed, and the image's own Slurm (:data:`ELASTIC_SLURM_WHY`); each
+    listed in ``rehearsed_as``."""
     slurm = variant.data.get("slurm")
     if not isinstance(slurm, dict):
         return
@@ -98,6 +108,13 @@ def adjust_elastic(variant) -> None:
             variant.changes[f"slurm.power_save.{key}"] = {"blueprint": before, "rehearsed": value}
         ps[key] = value
     slurm["power_save"] = ps
+    distro = {"kind": "distro"}
+    if slurm.get("install") != distro or str(slurm.get("version")) != variant.image.slurm:
+        variant.changes["slurm.install"] = {"blueprint": variant.changes.get("slurm.install", {}).get(
+            "blueprint", slurm.get("install")), "rehearsed": distro, "why": ELASTIC_SLURM_WHY}
+        variant.changes["slurm.version"] = {"blueprint": variant.changes.get("slurm.version", {}).get(
+            "blueprint", slurm.get("version")), "rehearsed": variant.image.slurm, "why": ELASTIC_SLURM_WHY}
+        slurm["install"], slurm["version"] = distro, variant.image.slurm
 
 
 def bootstrap_settings(plan) -> dict:
@@ -265,7 +282,7 @@ class ControlPlane:
             st = ssh(state, host, "cat /var/lib/clusterctl/bootstrap-status.json").stdout
             entry["bootstrap"] = json.loads(st) if st.strip().startswith("{") else None
         elif req["op"] == "delete":
-            r = ssh(state, host, "systemctl stop slurmd munge >/dev/null 2>&1; "
+            r = ssh(state, host, "/etc/init.d/slurmd stop >/dev/null 2>&1; /etc/init.d/munge stop >/dev/null 2>&1; "
                                  "sleep 1; pidof slurmd munged || true")
             entry["left_running"] = r.stdout.strip()
         entry["seconds"] = round(time.monotonic() - t0, 1)
@@ -602,6 +619,10 @@ class ElasticScenario(Scenario):
         """The stack the Pulumi program would write, and the elastic nodes' rehearsal variables."""
         return {"cloud/stack.json": json.dumps(rehearsal_stack(build.base), indent=1, sort_keys=True) + "\n",
                 **host_vars(self._hosts(build))}
+
+    def nodes(self, build: Build, specs: list[NodeSpec]) -> list[NodeSpec]:
+        """Every node on the rehearsal init (:data:`ELASTIC_SLURM_WHY`)."""
+        return [replace(s, init="rehearsal") for s in specs]
 
     def binds(self, build: Build, specs: list[NodeSpec]) -> list[NodeSpec]:
         """The "bucket", bind-mounted in every elastic node."""
