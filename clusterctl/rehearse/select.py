@@ -11,7 +11,6 @@ rehearsal range.
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import replace
 
 from clusterctl.cloud.stack.spec import cloud_network
 from clusterctl.plan.model import ClusterPlan
@@ -40,8 +39,15 @@ def selected_hosts(plan: ClusterPlan, per_group: int) -> list[str]:
 
 
 def node_specs(plan: ClusterPlan, per_group: int, rid: str) -> list[NodeSpec]:
-    """The nodes to boot for ``plan``; ``rid`` picks the rehearsal range when in-band addresses are missing."""
+    """The nodes to boot for ``plan``, each on :data:`NODE_INIT`; ``rid`` picks the rehearsal range when in-band
+    addresses are missing."""
     names = selected_hosts(plan, per_group)
+    return [NodeSpec(n, a, init=NODE_INIT) for n, a in zip(names, _addresses(plan, names, rid))]
+
+
+def _addresses(plan: ClusterPlan, names: list[str], rid: str) -> list[str]:
+    """Each host's in-band IPv4 address; else addresses of the cloud VPC range after the provider's reserved
+    ones; else the rehearsal range of ``rid``."""
     wanted = set(names)
     address: dict[str, str | None] = {}
     for g in plan.groups:
@@ -57,11 +63,10 @@ def node_specs(plan: ClusterPlan, per_group: int, rid: str) -> list[NodeSpec]:
                              "name a host of a node group in slurm.controllers / slurm.accounting_host")
     values = [address[n] for n in names]
     if all(a is not None and ":" not in a for a in values):
-        return [NodeSpec(n, a, init=NODE_INIT) for n, a in zip(names, values)]  # type: ignore[arg-type]
+        return values  # type: ignore[return-value]
     vpc = cloud_network(plan) if plan.cloud is not None else None
     if vpc is not None:
         net = ipaddress.ip_network(vpc.cidr)
         if net.num_addresses >= len(names) + CLOUD_RESERVED + 2:
-            return [NodeSpec(n, str(net.network_address + CLOUD_RESERVED + i), init=NODE_INIT)
-                    for i, n in enumerate(names)]
-    return [replace(s, init=NODE_INIT) for s in fallback_specs(names, rid)]
+            return [str(net.network_address + CLOUD_RESERVED + i) for i in range(len(names))]
+    return [s.address for s in fallback_specs(names, rid)]
