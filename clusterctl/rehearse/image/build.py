@@ -56,6 +56,15 @@ def image_dir(image: Image) -> Path:
     return cache_root() / "images" / f"{image.name}-{image_key(image)}"
 
 
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file, read in blocks (a tarball or a .deb is tens of MB): what the cache checks files by."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 @contextmanager
 def exclusive(lock_path: Path) -> Iterator[None]:
     """Hold an exclusive ``flock`` on ``lock_path`` (created) for the block: one builder of a cache entry at a time."""

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from clusterctl.rehearse import RehearsalError
 from clusterctl.rehearse.image import catalog
-from clusterctl.rehearse.image.build import build_atomically, exclusive
+from clusterctl.rehearse.image.build import build_atomically, exclusive, file_sha256
 from clusterctl.rehearse.node.command import CommandTimeout, run_command
 from clusterctl.rehearse.node.path import resolve_in_root
 from clusterctl.rehearse.node.state import State
@@ -66,14 +66,6 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:12]
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def debs_root() -> Path:
     """Where the SchedMD tarballs, build roots and built packages are kept."""
     return catalog.cache_root() / "slurm-debs"
@@ -112,13 +104,13 @@ def ensure_tarball(major_minor: str) -> Path:
     url = tarball_url(release)
     path = debs_root() / "tarballs" / url.rsplit("/", 1)[1]
     with exclusive(path.with_name(path.name + ".lock")):
-        if path.is_file() and _sha256(path) == sha256:
+        if path.is_file() and file_sha256(path) == sha256:
             return path
         path.unlink(missing_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}")
         try:
             _download(url, tmp)
-            got = _sha256(tmp)
+            got = file_sha256(tmp)
             if got != sha256:
                 raise RehearsalError(
                     f"{url}: SHA-256 {got}, but clusterctl's catalog expects {sha256} for Slurm {release}; "

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusterctl.rehearse import RehearsalError
-from clusterctl.rehearse.image.build import build_atomically, exclusive, image_key
+from clusterctl.rehearse.image.build import build_atomically, exclusive, file_sha256, image_key
 from clusterctl.rehearse.image.catalog import DEBIAN_ARCHIVE, Image, cache_root
 from clusterctl.rehearse.node.command import run_command
 
@@ -78,7 +78,7 @@ def mirror_key(image: Image, packages: Sequence[str], local_debs: Path | None) -
     """What a mirror is built from, as a short hash: image, package set, local .deb files' checksums."""
     h = hashlib.sha256("\n".join([image_key(image), BUILDER_VERSION, *sorted(packages)]).encode())
     for deb in sorted(local_debs.glob("*.deb")) if local_debs else ():
-        h.update(deb.name.encode() + hashlib.sha256(deb.read_bytes()).digest())
+        h.update(deb.name.encode() + bytes.fromhex(file_sha256(deb)))  # the same key as before, read in blocks
     return h.hexdigest()[:12]
 
 
