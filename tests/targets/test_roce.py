@@ -54,8 +54,10 @@ def test_shipped_blueprint_numbers():
     gv = group_vars(out)
     assert nccl_tc(out) == 106 and nccl_tc(out) >> 2 == gv["roce_network_qos"]["dscp"] == 26
     assert list(nvue(out, "roce-leaf")["qos"]["mapping"]["default-global"]["dscp"]) == [26, 48]
-    assert gv["roce_network_mtu"] == 9000 and gv["roce_network_cidr"] == "10.64.0.0/21"
-    assert gv["roce_network_stride"] == 8 and gv["roce_network_hosts"] == [["gpu", 3, 1, 128, 0]]
+    assert gv["roce_network_mtu"] == 9000 and gv["roce_network_cidr"] == "10.64.0.0/20"
+    # L3 to the host: a /31 per NIC (two addresses), the fabric's prefix routed via each rail's leaf
+    assert gv["roce_network_stride"] == 16 and gv["roce_network_hosts"] == [["gpu", 3, 1, 128, 0]]
+    assert gv["roce_network_prefix"] == 31 and gv["roce_network_routes"] == ["10.64.0.0/20"]
     assert [r["device"] for r in gv["roce_network_rails"]] == [f"mlx5_{k}" for k in range(8)]
     assert [(r["table"], r["priority"]) for r in gv["roce_network_rails"]] == [(101 + k, 1000 + k) for k in range(8)]
     # the NCCL_IB_HCA devices are the rails' devices, in the same order
