@@ -315,6 +315,8 @@ def leaf_host_links(plan: ClusterPlan, fp: FabricPlan) -> Iterator[tuple[int, in
     """(leaf index, downlink index, host, host port, leaf-side address as an integer or None) of every host link
     of the fabric, leaf by leaf (the module docstring)."""
     members = _members(plan, fp)
+    origin = {id(m.pool): int(ipaddress.ip_network(m.pool.cidr).network_address) + m.pool.first_host_offset
+              for m, _ in members.values() if m.pool is not None}
     leaf0 = 0
     for su in fp.sus:
         n_leaves = len(hostlist.expand(su.leaves)) if su.leaves else 0
@@ -323,7 +325,7 @@ def leaf_host_links(plan: ClusterPlan, fp: FabricPlan) -> Iterator[tuple[int, in
             slot = host_slot(m, i, k)
             addr = None
             if slot is not None and slot + 1 < m.pool.capacity:
-                addr = int(ipaddress.ip_network(m.pool.cidr).network_address) + m.pool.first_host_offset + slot
+                addr = origin[id(m.pool)] + slot
             yield leaf0 + leaf, j, h, k, addr
         leaf0 += n_leaves
 
