@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from clusterctl.plan.model import ClusterPlan, FabricPlan, GroupPlan
 from clusterctl.plan.allocations import group_block
-from clusterctl.plan.rdma import compute_hcas
+from clusterctl.plan.interfaces import compute_ports, rdma_devices
 from clusterctl.targets.host_runs import host_runs
 
 SWITCH_MTU = 9216
@@ -128,12 +128,9 @@ def address(cidr: str, rail: Rail, stride: int, host: int) -> str:
 
 
 def rail_devices(plan: ClusterPlan, g: GroupPlan) -> tuple[str, ...]:
-    """The compute RDMA device of each rail: the names NCCL_IB_HCA lists (one source), without ``:port``;
-    empty when they cannot be derived (then the role needs roce_network_interfaces)."""
-    hcas, _ = compute_hcas(plan, g.type)
-    if hcas is None or isinstance(hcas, str):
-        return ()
-    return tuple(h.split(":")[0] for h in hcas)
+    """The compute RDMA device of each rail (clusterctl/plan/interfaces.py, the names NCCL_IB_HCA lists);
+    empty when no source names them all (NET001; then the role needs roce_network_interfaces)."""
+    return rdma_devices(compute_ports(plan, g.type)) or ()
 
 
 def group_vars(plan: ClusterPlan, g: GroupPlan) -> dict | None:
