@@ -29,7 +29,9 @@ def test_dgx_h100_compute_ports_follow_the_user_guides_network_modules_table():
 
 
 def test_dgx_h100_storage_and_inband_names_are_not_invented():
-    plan = plan_of(shipped("dgx-h100-superpod-1su"))
+    data = shipped("dgx-h100-superpod-1su")
+    del data["node_types"]["dgx"]["interfaces"]  # the user guide's table names the compute ports only
+    plan = plan_of(data)
     ports = role_ports(plan, plan.node_types["dgx"], "storage") + role_ports(plan, plan.node_types["dgx"], "inband")
     assert ports == (HostPort("storage", 0, None, None, ""), HostPort("storage", 1, None, None, ""),
                      HostPort("inband", 0, None, None, ""), HostPort("inband", 1, None, None, ""))
@@ -88,3 +90,37 @@ def test_net002_refuses_a_declared_list_that_does_not_cover_the_ports():
 def test_no_rendered_file_says_assumed(name):
     files = render_targets(expand(load_blueprint(BLUEPRINTS / f"{name}.yaml")))
     assert [path for path, text in files.items() if "ASSUMED" in text] == []
+
+
+# --- LNet (plan/lustre.py): interface-qualified networks from the storage ports' names ------------------------
+
+@pytest.mark.parametrize("name,group,networks", [
+    ("dgx-h100-superpod-1su", "dgx", "o2ib0(ibp41s0f0,ibp170s0f0)"),
+    ("dgx-h100-superpod-4su", "dgx", "o2ib0(ibp41s0f0,ibp170s0f0)"),
+    ("gb200-nvl72-8rack", "gb200", "o2ib0(enP6p3s0f0np0,enP6p3s0f1np1)"),  # o2ib over the RoCE storage ports
+    ("frontier-3tier-100k", "gpu", "o2ib0(enp41s0f0np0,enp41s0f1np1)"),
+])
+def test_lnet_networks_of_every_shipped_blueprint_mounting_lustre_over_o2ib(name, group, networks):
+    files = render_targets(expand(load_blueprint(BLUEPRINTS / f"{name}.yaml")), ["ansible"])
+    assert f'storage_clients_lnet_networks: "{networks}"\n' in files[f"ansible/group_vars/{group}.yml"]
+
+
+def test_lnet_tcp_is_qualified_only_when_its_nid_is_on_the_storage_pool():
+    data = shipped("hgx-h200-roce-1024")
+    data["storage"][0] = {"name": "lustre", "tier": "parallel", "filesystem": "lustre", "mount": "/lustre",
+                          "capacity_tb": 4000, "read_gb_per_s": 500, "write_gb_per_s": 250, "checkpoint": True,
+                          "servers": "10.63.3.250@tcp:/lustre"}  # in the storage pool 10.63.0.0/22
+    files = render_targets(plan_of(data), ["ansible"])
+    assert 'storage_clients_lnet_networks: "tcp0(enp41s0f0np0,enp41s0f1np1)"\n' in files["ansible/group_vars/gpu.yml"]
+    data["storage"][0]["servers"] = "10.60.3.250@tcp:/lustre"  # the in-band pool: LNet's default tcp0
+    files = render_targets(plan_of(data), ["ansible"])
+    assert "storage_clients_lnet_networks" not in files["ansible/group_vars/gpu.yml"]
+
+
+def test_storage012_warns_when_o2ib_has_no_storage_interface_names():
+    data = shipped("dgx-h100-superpod-1su")
+    del data["node_types"]["dgx"]["interfaces"]
+    assert findings(data) == [
+        "STORAGE012 Lustre tier lustre is reached over o2ib (10.31.1.250@o2ib,10.20.3.250@tcp:/lustre) but the "
+        "storage ports of node type dgx (group dgx) have no interface names: LNet's o2ib0 would bind to ib0, "
+        "which Ubuntu's interface naming does not create"]
