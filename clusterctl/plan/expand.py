@@ -258,8 +258,8 @@ def _addresses(bp: Blueprint, groups: Sequence[GroupPlan], fabrics: Sequence[Fab
             continue
         offsets, slot = [], 0
         for g in groups:
-            if net.role == "compute":
-                per_host = g.type.nic_count("compute")
+            if net.role in ("compute", "storage"):  # one address per port: rails, multi-rail storage (LNet)
+                per_host = g.type.nic_count(net.role)
             else:
                 per_host = 1 if (g.type.nic_count(net.role) or
                                  (net.role == "inband" and g.type.instance is not None)) else 0
