@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 from clusterctl import hostlist
 from clusterctl.plan.model import AddressPool, ClusterPlan, FabricPlan, GroupPlan, SwitchTier
-from clusterctl.plan.rdma import compute_hcas
+from clusterctl.plan.interfaces import compute_ports
 
 ASN_FIRST = 4_200_000_000
 """first private 4-byte ASN (RFC 6996)"""
@@ -409,17 +409,10 @@ def switch(plan: ClusterPlan, name: str) -> Switch | None:
 
 # --- the hosts' side --------------------------------------------------------------------------------------------
 
-def rail_devices(plan: ClusterPlan, g: GroupPlan) -> tuple[str, ...]:
-    """The compute RDMA device of each rail (the names NCCL_IB_HCA lists), empty when they cannot be derived."""
-    hcas, _ = compute_hcas(plan, g.type)
-    if hcas is None or isinstance(hcas, str):
-        return ()
-    return tuple(h.split(":")[0] for h in hcas)
-
-
-def rail_netdevs(plan: ClusterPlan, g: GroupPlan) -> tuple[str, ...]:
-    """The network interface of each rail, empty when the plan does not know them."""
-    return ()
+def rail_names(plan: ClusterPlan, g: GroupPlan) -> tuple[tuple[str, str], ...]:
+    """(RDMA device, netdev) of each rail from the host-interface plan (clusterctl/plan/interfaces.py); empty
+    strings where no source names them."""
+    return tuple((p.rdma or "", p.netdev or "") for p in compute_ports(plan, g.type))
 
 
 def host_rails(plan: ClusterPlan, host: str) -> tuple[HostRail, ...]:
@@ -441,13 +434,13 @@ def host_rails(plan: ClusterPlan, host: str) -> tuple[HostRail, ...]:
         for leaf, j, h, k, _addr in leaf_host_links(plan, fp):
             if h == host:
                 leaves[k] = (leaf_names[leaf], down_port(lt, j))
-        devices, netdevs = rail_devices(plan, m.group), rail_netdevs(plan, m.group)
+        names = rail_names(plan, m.group)
         out = []
         for k in range(m.group.type.nic_count("compute")):
             base = int(net.network_address) + pool.first_host_offset + host_slot(m, i, k)
             leaf, port = leaves.get(k, ("", ""))
-            out.append(HostRail(fp.name, k, devices[k] if k < len(devices) else "",
-                                netdevs[k] if k < len(netdevs) else "", _int_to_ip(net.version, base + 1), prefix,
+            device, netdev = names[k] if k < len(names) else ("", "")
+            out.append(HostRail(fp.name, k, device, netdev, _int_to_ip(net.version, base + 1), prefix,
                                 _int_to_ip(net.version, base), TABLE_BASE + 1 + k, RULE_PRIORITY_BASE + k, leaf,
                                 port))
         return tuple(out)
