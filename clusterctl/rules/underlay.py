@@ -28,3 +28,15 @@ def no_loopback_pool(plan: ClusterPlan) -> Iterator[Hit]:
               "BGP router id, and no switch configuration is rendered for them",
               "add e.g. `loopback: {cidr: 10.255.0.0/22, role: loopback}` under addressing (a private range no "
               "other pool uses, one address per switch)")
+
+
+@rule("UNDERLAY002", "fabric", Severity.ERROR, "switch loopbacks not IPv4")
+def loopback_pool_ipv6(plan: ClusterPlan) -> Iterator[Hit]:
+    """A switch's loopback is its BGP router id, and a BGP identifier is a 4-octet number written as an IPv4
+    address (RFC 6286; FRR ``bgp router-id A.B.C.D``, NVUE ``router bgp router-id``): the pool of role loopback
+    must be IPv4. (Host links may be IPv6: BGP unnumbered carries both address families.)"""
+    pool = loopback_pool(plan)
+    if pool is not None and pool.version != 4:
+        yield Hit(pool.path + ("cidr",),
+                  f"addressing.{pool.name} ({pool.cidr}) is IPv6: switch loopbacks are the BGP router ids, which are "
+                  "IPv4 addresses", "use an IPv4 prefix, e.g. 10.255.0.0/22")

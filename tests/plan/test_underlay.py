@@ -102,3 +102,10 @@ def test_loopback_pool_too_small_is_addr001():
     data["addressing"]["loopback"]["cidr"] = "10.65.0.0/27"  # 32 - 2 - 16 reserved = 14 for 18 + 6 + 1 + 5 switches
     codes = [f.code for f in run_rules(plan_of(data)).findings]
     assert "ADDR001" in codes
+
+
+def test_ipv6_loopback_pool_is_an_error():
+    data = small()
+    data["addressing"]["loopback"]["cidr"] = "fd00:255::/64"
+    hits = [f for f in run_rules(plan_of(data)).findings if f.code == "UNDERLAY002"]
+    assert len(hits) == 1 and hits[0].path == ("addressing", "loopback", "cidr")
