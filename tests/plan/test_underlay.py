@@ -93,7 +93,7 @@ def test_missing_loopback_pool_is_a_finding():
     del data["addressing"]["loopback"]
     plan = plan_of(data)
     hits = [f for f in run_rules(plan).findings if f.code == "UNDERLAY001"]
-    assert len(hits) == 1 and "roce, converged, svc, oob" in hits[0].message
+    assert len(hits) == 1 and "fabrics roce, converged, oob get" in hits[0].message  # svc: one switch, no peer
     assert by_name(plan)["roce-leaf01"].loopback == ""
 
 
