@@ -340,6 +340,89 @@ def port_role(member_roles: tuple[str, ...], ports_of, k: int) -> str:
     return member_roles[-1] if member_roles else ""
 
 
+# --- paths between fabrics ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class BorderLink:
+    """One cable between two routed fabrics (``routes_to``), a BGP-unnumbered session; ``leaf``/``peer_leaf``
+    are the border switches (a leaf, or the top-tier switch where no leaf has a free port)."""
+
+    fabric: str
+    leaf: str
+    port: str
+    peer_fabric: str
+    peer_leaf: str
+    peer_port: str
+
+
+def _border_candidates(fp: FabricPlan) -> list[tuple[str, int, int]]:
+    """(switch, first free native port, free ports) where a fabric's border links may go, in preference order:
+    its last leaf (a border leaf), then the first switch of its top tier and of its spine tier (a border leaf of
+    the other fabric cabled in like one of this fabric's leaves). Ports in use are the tier's busiest switch's."""
+    out = []
+    lt = fp.tier("leaf")
+    if lt.up_dedicated and lt.switch.uplinks is not None:
+        out.append((hostlist.expand(lt.names)[-1], lt.native_ports + lt.up_links + 1,
+                    lt.switch.uplinks.ports - lt.up_links))
+    else:
+        used = lt.down_ports + lt.up_links
+        out.append((hostlist.expand(lt.names)[-1], used + 1, lt.native_ports - used))
+    for role in ("core", "spine"):
+        t = fp.tier(role)
+        if t is not None and t.count:
+            used = t.down_ports + -(-t.up_links // max(1, t.down_breakout))
+            out.append((hostlist.expand(t.names)[0], used + 1, t.native_ports - used))
+    return out
+
+
+def border_end(fp: FabricPlan, n: int) -> tuple[str, str]:
+    """Where fabric ``fp``'s ``n``-th border link ends: (switch, port); the port is past the switch's ports when
+    none is free (UNDERLAY004)."""
+    candidates = _border_candidates(fp)
+    for name, first, free in candidates:
+        if n < free:
+            return name, f"swp{first + n}"
+        n -= max(0, free)
+    name, first, free = candidates[0]
+    return name, f"swp{first + max(0, free) + n}"
+
+
+def border_links(plan: ClusterPlan) -> tuple[BorderLink, ...]:
+    """Both ends of every declared path between routed fabrics (each pair once, in blueprint order; a pair
+    declared from both sides is one cable)."""
+    fabrics = {f.name: f for f in routed_fabrics(plan)}
+    pairs: list[tuple[str, str]] = []
+    for fp in plan.fabrics:
+        for other in plan.fabric_spec(fp).routes_to:
+            pair = (fp.name, other)
+            if fp.name in fabrics and other in fabrics and other != fp.name and pair not in pairs \
+                    and pair[::-1] not in pairs:
+                pairs.append(pair)
+    used: dict[str, int] = {}
+    out = []
+    for a, b in pairs:
+        ends = []
+        for name in (a, b):
+            ends.append(border_end(fabrics[name], used.get(name, 0)))
+            used[name] = used.get(name, 0) + 1
+        out.append(BorderLink(a, ends[0][0], ends[0][1], b, ends[1][0], ends[1][1]))
+        out.append(BorderLink(b, ends[1][0], ends[1][1], a, ends[0][0], ends[0][1]))
+    return tuple(out)
+
+
+def connected(plan: ClusterPlan, a: str, b: str) -> bool:
+    """Whether fabrics ``a`` and ``b`` are the same or joined by declared paths (through others too)."""
+    seen, todo = {a}, [a]
+    links = border_links(plan)
+    while todo:
+        here = todo.pop()
+        for link in links:
+            if link.fabric == here and link.peer_fabric not in seen:
+                seen.add(link.peer_fabric)
+                todo.append(link.peer_fabric)
+    return b in seen
+
+
 # --- switches --------------------------------------------------------------------------------------------------
 
 def _leaf_ports(plan: ClusterPlan, fp: FabricPlan) -> dict[int, list[Port]]:
@@ -385,6 +468,11 @@ def switches(plan: ClusterPlan, fp: FabricPlan) -> tuple[Switch, ...]:
                 core_down[c].append(Port(down_port(ct, m), "fabric", names["spine"][s], up_port(st, v)))
         for c in range(ct.count):
             ports[("core", c)].extend(sorted(core_down[c], key=lambda p: _port_key(p.name)))
+    index = {(t.role, n): i for t in fp.tiers for i, n in enumerate(names[t.role])}
+    for link in border_links(plan):
+        if link.fabric == fp.name:
+            key = next(k for k in index if k[1] == link.leaf)
+            ports[(key[0], index[key])].append(Port(link.port, "fabric", link.peer_leaf, link.peer_port))
     out = []
     for t in fp.tiers:
         los = loopbacks(plan, fp, t.role)

@@ -37,6 +37,15 @@ def _host_addresses(plan: ClusterPlan, fp: FabricPlan) -> dict[int, dict[int, st
     return out
 
 
+def _border_ports(plan: ClusterPlan, fp: FabricPlan) -> dict[str, list[str]]:
+    """switch -> its ports on paths to other fabrics (``routes_to``): more BGP-unnumbered fabric ports."""
+    out: dict[str, list[str]] = {}
+    for link in underlay.border_links(plan):
+        if link.fabric == fp.name:
+            out.setdefault(link.leaf, []).append(link.port)
+    return out
+
+
 def _down_names(tier: SwitchTier, count: int) -> list[str]:
     return [underlay.down_port(tier, j) for j in range(count)]
 
@@ -53,22 +62,24 @@ def tier_ports(plan: ClusterPlan, fp: FabricPlan, tier: SwitchTier) -> Iterator[
         addresses = _host_addresses(plan, fp)
         downs = _down_names(tier, tier.down_links)
         ups = _up_names(tier, tier.up_links) if fp.tier("spine") is not None else []
+        border = _border_ports(plan, fp)
         for i, name in enumerate(names):
             mine = addresses.get(i, {})
             host = [(p, mine.get(j, "")) for j, p in enumerate(downs)]
-            yield i, name, underlay.asn(fp, "leaf", i), loopbacks[i], host, ups
+            yield i, name, underlay.asn(fp, "leaf", i), loopbacks[i], host, ups + border.get(name, [])
         return
+    border = _border_ports(plan, fp)
     if tier.role == "spine":
         downs = _down_names(tier, tier.down_links)
         ups = _up_names(tier, max(tier.up_links, 0)) if fp.tier("core") is not None else []
         for i, name in enumerate(names):
             d, u = underlay.spine_downlinks(fp, i), underlay.spine_uplinks(fp, i)
             yield i, name, underlay.asn(fp, "spine", i), loopbacks[i], [], downs[:d] + (
-                ups[:u] if u <= len(ups) else _up_names(tier, u))
+                ups[:u] if u <= len(ups) else _up_names(tier, u)) + border.get(name, [])
         return
     total = sum(underlay.spine_uplinks(fp, s) for s in range(fp.tier("spine").count))
     downs = _down_names(tier, tier.down_links)
     for i, name in enumerate(names):
         n = total // tier.count + (1 if i < total % tier.count else 0)
-        yield i, name, underlay.asn(fp, tier.role, i), loopbacks[i], [], downs[:n] if n <= len(downs) else \
-            _down_names(tier, n)
+        yield i, name, underlay.asn(fp, tier.role, i), loopbacks[i], [], (downs[:n] if n <= len(downs) else
+                                                                         _down_names(tier, n)) + border.get(name, [])

@@ -198,3 +198,12 @@ def test_large_blueprint_tables_and_on_demand_files(tmp_path):
     assert "router bgp 4200010001\n bgp router-id 10.36.0.17\n" in frr
     assert sorted(p.name for p in (tmp_path / "switches/roce/roce-leaf0001").iterdir()) == [
         "frr.conf", "interfaces", "nvue.yaml"]
+
+
+def test_path_between_fabrics_is_a_bgp_session_at_both_ends():
+    out = switches.render(plan_of(shipped("hgx-h200-roce-1024")))
+    svc = out["switches/svc/svc-leaf01/frr.conf"]
+    assert "router bgp 4202010001\n" in svc and " neighbor swp5 interface peer-group FABRIC\n" in svc
+    assert " neighbor swp49 interface peer-group FABRIC\n" in out["switches/converged/converged-leaf06/frr.conf"]
+    nvue = yaml.safe_load(out["switches/svc/svc-leaf01/nvue.yaml"])[0]["set"]
+    assert list(nvue["vrf"]["default"]["router"]["bgp"]["neighbor"]) == ["swp5"]
