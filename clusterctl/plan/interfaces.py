@@ -55,9 +55,10 @@ def catalog_names(nt: NodeTypePlan, role: str) -> tuple[list[PortName], str]:
     if server is None:
         return [], ""
     names = [p for slot in server.nics if slot.role == role for p in slot.ports]
-    where = server.sources.get("nics.ports", "")
+    where = server.sources.get("nics.ports", "")  # "[P] <document, section> (<columns>): <what>": the document
+    where = where.split("] ", 1)[-1].split(" (")[0].split(":")[0]
     label = f"catalog server {nt.server_name}" if nt.server_name else "the node type's spec"
-    return names, f"{label}: {where}" if where else label
+    return names, f"{label} ({where})" if where else label
 
 
 def declared_names(plan: ClusterPlan, nt: NodeTypePlan, role: str) -> tuple[list[PortName], str]:
