@@ -92,7 +92,7 @@ class PortName(StrictModel):
     """network interface, e.g. ibp24s0 (InfiniBand) or enp24s0np0 (Ethernet)"""
     rdma: HcaName | None = None
     """RDMA device, e.g. mlx5_0 (the name NCCL_IB_HCA lists)"""
-    label: FreeText = ""
+    description: FreeText = ""
     """where the port is on the chassis, as the vendor's table names it (e.g. "OSFP4P2, GPU 0")"""
 
 
@@ -102,7 +102,7 @@ class NicSlot(StrictModel):
     role: NicRole
     ports: list[PortName] = Field(default_factory=list, max_length=1024)  # count x ports per card
     """the OS names of the slot's ports, in port order (compute: rail order, rail 0 first), as the vendor's
-    documentation gives them (a ``sources.ports`` line says where); empty when no vendor table exists"""
+    documentation gives them (a ``sources`` line ``nics.ports`` says where); empty when no vendor table exists"""
 
 
 class GpuSlot(StrictModel):

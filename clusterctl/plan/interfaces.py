@@ -10,8 +10,8 @@ Where the names come from, first match per role:
 1. the node type's ``interfaces.<role>`` list (the blueprint's declaration, whole);
 2. the older per-field overrides: ``nccl.ib_hca`` (compute RDMA devices), ``storage_interfaces`` (storage
    netdevs);
-3. the server's catalog entry: ``nics[].ports`` copied from the vendor's table (a ``sources.ports`` line says
-   which; DGX H100/H200 User Guide "Network Modules", GB200 compute tray table).
+3. the server's catalog entry: ``nics[].ports`` copied from the vendor's table (a ``sources`` line ``nics.ports``
+   says which; DGX H100/H200 User Guide "Network Modules", GB200 compute tray table).
 
 Nothing is guessed: a name no source gives stays ``None`` and the consumers say so (NET001 warns about
 compute RDMA devices nobody names). An InfiniBand netdev name (``ibp...``) from a vendor table is the port's
@@ -55,9 +55,10 @@ def catalog_names(nt: NodeTypePlan, role: str) -> tuple[list[PortName], str]:
     if server is None:
         return [], ""
     names = [p for slot in server.nics if slot.role == role for p in slot.ports]
-    where = server.sources.get("ports", "")
+    where = server.sources.get("nics.ports", "")  # "[P] <document, section> (<columns>): <what>": the document
+    where = where.split("] ", 1)[-1].split(" (")[0].split(":")[0]
     label = f"catalog server {nt.server_name}" if nt.server_name else "the node type's spec"
-    return names, f"{label}: {where}" if where else label
+    return names, f"{label} ({where})" if where else label
 
 
 def declared_names(plan: ClusterPlan, nt: NodeTypePlan, role: str) -> tuple[list[PortName], str]:
@@ -95,7 +96,8 @@ def role_ports(plan: ClusterPlan, nt: NodeTypePlan, role: str) -> tuple[HostPort
             names, source = found, where
             break
     if source.startswith("catalog") and role == "compute" and not fabric_kinds(plan, nt, role) <= {"infiniband"}:
-        names = [PortName(rdma=p.rdma, label=p.label) if (p.netdev or "").startswith("ib") else p for p in names]
+        names = [PortName(rdma=p.rdma, description=p.description) if (p.netdev or "").startswith("ib") else p
+                 for p in names]
     if not names:
         return tuple(HostPort(role, k, None, None, "") for k in range(count))
     return tuple(HostPort(role, k, p.netdev, p.rdma, source) for k, p in enumerate(names))

@@ -39,11 +39,10 @@ ROLLING_BATCH_TEMPLATE = "{{{{ clusterctl_rolling_batch | default('{percent}%') 
 with -e clusterctl_rolling_batch=...; a template on purpose (no blueprint string in it)"""
 
 
-def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
-    """site.yml: one play per role group; hardware roles per GPU node group (only those shipped in roles/)."""
-    slurm = plan.slurm is not None
-    out = []
-    if slurm:  # first: a host with another Slurm release stops the playbook before anything is touched
+def guard_plays(plan: ClusterPlan) -> list[Play]:
+    """The preflight plays, before any play changes a host: the Slurm release, then the interface names."""
+    out: list[Play] = []
+    if plan.slurm is not None:  # first: a host with another Slurm release stops the playbook before anything is touched
         out.append(Play("Slurm release preflight, before any package or daemon is touched", "slurm_cluster",
                         ["slurm_preflight"], comment="stops every host when one runs (or would install) another "
                         "Slurm release than slurm.conf was rendered for", guard=True))
@@ -51,6 +50,13 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
         out.append(Play("Interface names preflight, before anything is written", "all", ["host_network_preflight"],
                         comment="stops every host when one has other network interface or RDMA device names than "
                         "the plan (node_types.<type>.interfaces, the catalog's vendor tables)", guard=True))
+    return out
+
+
+def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
+    """site.yml: one play per role group; hardware roles per GPU node group (only those shipped in roles/)."""
+    slurm = plan.slurm is not None
+    out = guard_plays(plan)
     out.append(Play("Base configuration of every node", "all", ["common"]))
     if nfs_exports(plan):
         out.append(Play("NFS server on the cluster's own nodes", "nfs_servers", ["nfs_server"],

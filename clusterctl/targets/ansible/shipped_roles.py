@@ -22,8 +22,10 @@ def existing_roles() -> list[str]:
 
 
 SHARED_ROLES = {"node_drain": ("slurm_compute", "nvidia_driver"),
-                "internal_common": ("doca_ofed", "nvidia_driver", "dcgm", "enroot_pyxis")}
-"""roles no play applies, included (include_role tasks_from) by the roles listed: copied with them"""
+                "internal_common": ("doca_ofed", "nvidia_driver", "dcgm", "enroot_pyxis"),
+                "host_network_preflight": ("host_network",)}
+"""roles included (include_role) by the roles listed: copied with them. node_drain and internal_common no play
+applies; host_network_preflight is also site.yml's guard play, and host_network runs it again when run alone"""
 
 
 def shared_roles(used: set[str]) -> set[str]:
