@@ -315,8 +315,9 @@ def leaf_host_links(plan: ClusterPlan, fp: FabricPlan) -> Iterator[tuple[int, in
     """(leaf index, downlink index, host, host port, leaf-side address as an integer or None) of every host link
     of the fabric, leaf by leaf (the module docstring)."""
     members = _members(plan, fp)
+    distinct = {id(m): m for m, _ in members.values()}.values()  # one per node group, not per host
     origin = {id(m.pool): int(ipaddress.ip_network(m.pool.cidr).network_address) + m.pool.first_host_offset
-              for m, _ in members.values() if m.pool is not None}
+              for m in distinct if m.pool is not None}
     leaf0 = 0
     for su in fp.sus:
         n_leaves = len(hostlist.expand(su.leaves)) if su.leaves else 0
