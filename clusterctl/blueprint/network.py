@@ -53,11 +53,6 @@ class _Fabric(StrictModel):
     """spine switches as built (2 tiers: in total; 3 tiers: per pod); default: enough for the uplinks"""
     switch_racks: HostList | None = None
     """host list of racks that hold this fabric's switches (leaves of ``su_by: nodes``, spines, cores)"""
-    routes_to: list[FabricName] = Field(default_factory=list, max_length=64)
-    """Ethernet/RoCE fabrics this one exchanges routes with: its border leaf (the last leaf) peers over BGP
-    with each one's border leaf on one cable (docs/roce.md, "Paths between networks"); without a declared
-    path, UNDERLAY003 warns when Slurm's controllers and compute nodes have their in-band ports on
-    different fabrics"""
 
 
 class InfinibandFabric(_Fabric):
@@ -84,6 +79,11 @@ class RoceFabric(_Fabric):
     lossless traffic class (NVIDIA's RoCE lossless default)"""
     cnp_dscp: int = Field(default=48, ge=0, le=63)
     """DSCP of congestion notification packets (NVIDIA's default 48, switch priority 6, strict)"""
+    routes_to: list[FabricName] = Field(default_factory=list, max_length=64)
+    """Ethernet/RoCE fabrics this one exchanges routes with: its border leaf (the last leaf) peers over BGP
+    with each one's border leaf on one cable (docs/roce.md, "Paths between networks"); without a declared
+    path, UNDERLAY003 warns when Slurm's controllers and compute nodes have their in-band ports on
+    different fabrics"""
 
 
 class EthernetFabric(_Fabric):
@@ -91,6 +91,11 @@ class EthernetFabric(_Fabric):
 
     kind: Literal["ethernet"]
     mtu: int = Field(default=1500, ge=1280, le=9216)
+    routes_to: list[FabricName] = Field(default_factory=list, max_length=64)
+    """Ethernet/RoCE fabrics this one exchanges routes with: its border leaf (the last leaf) peers over BGP
+    with each one's border leaf on one cable (docs/roce.md, "Paths between networks"); without a declared
+    path, UNDERLAY003 warns when Slurm's controllers and compute nodes have their in-band ports on
+    different fabrics"""
 
 
 Fabric = Annotated[Union[InfinibandFabric, RoceFabric, EthernetFabric], Field(discriminator="kind")]

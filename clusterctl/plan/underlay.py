@@ -394,7 +394,7 @@ def border_links(plan: ClusterPlan) -> tuple[BorderLink, ...]:
     fabrics = {f.name: f for f in routed_fabrics(plan)}
     pairs: list[tuple[str, str]] = []
     for fp in plan.fabrics:
-        for other in plan.fabric_spec(fp).routes_to:
+        for other in getattr(plan.fabric_spec(fp), "routes_to", ()):  # Ethernet/RoCE only
             pair = (fp.name, other)
             if fp.name in fabrics and other in fabrics and other != fp.name and pair not in pairs \
                     and pair[::-1] not in pairs:

@@ -17,12 +17,12 @@ def no_loopback_pool(plan: ClusterPlan) -> Iterator[Hit]:
     address the switch is reached at over the fabric (Cumulus Linux user guide, "Border Gateway Protocol - BGP":
     the router id is the loopback). They come from an address pool of role ``loopback``, one /32 per switch;
     without one no switch startup configuration (FRR, NVUE) is rendered for these fabrics. Only blueprints
-    that plan addresses at all (an ``addressing:`` section) are checked, and only RoCE fabrics and Ethernet
-    fabrics of more than one tier (a single management switch has no BGP peer)."""
+    that plan addresses at all (an ``addressing:`` section) are checked, and only fabrics of more than one
+    switch (a single switch has no BGP peer)."""
     if not plan.blueprint.addressing or loopback_pool(plan) is not None:
         return
-    # a one-tier Ethernet fabric (a management switch) has no BGP peer: its file is optional; RoCE always routes
-    fabrics = tuple(f for f in routed_fabrics(plan) if f.kind == "roce" or len(f.tiers) > 1)
+    # a fabric of one switch has no BGP peer: its file is optional
+    fabrics = tuple(f for f in routed_fabrics(plan) if f.switch_count > 1)
     if not fabrics:
         return
     switches = sum(f.switch_count for f in fabrics)

@@ -105,11 +105,11 @@ def test_ipv6_loopback_pool_is_an_error():
 
 
 def test_declared_path_between_inband_fabrics():
-    plan = plan_of(shipped("hgx-h200-roce-1024"))  # svc (head, login) routes_to converged (the GPU nodes' in-band)
+    plan = plan_of(shipped("hgx-h200-roce-1024"))  # converged (the GPU nodes' in-band) routes_to svc (head, login)
     links = underlay.border_links(plan)
     assert links == (
-        underlay.BorderLink("svc", "svc-leaf01", "swp5", "converged", "converged-leaf06", "swp49"),
-        underlay.BorderLink("converged", "converged-leaf06", "swp49", "svc", "svc-leaf01", "swp5"))
+        underlay.BorderLink("converged", "converged-leaf06", "swp49", "svc", "svc-leaf01", "swp5"),
+        underlay.BorderLink("svc", "svc-leaf01", "swp5", "converged", "converged-leaf06", "swp49"))
     assert underlay.connected(plan, "svc", "converged") and not underlay.connected(plan, "svc", "roce")
     svc = by_name(plan, "svc")["svc-leaf01"]
     assert svc.ports[-1] == underlay.Port("swp5", "fabric", "converged-leaf06", "swp49")
@@ -125,7 +125,7 @@ def test_border_on_the_spine_when_the_leaves_are_full():
 
 def test_no_declared_path_is_a_finding_and_a_full_fabric_an_error():
     data = shipped("hgx-h200-roce-1024")
-    del data["fabrics"][2]["routes_to"]
+    del data["fabrics"][1]["routes_to"]
     (hit,) = [f for f in run_rules(plan_of(data)).findings if f.code == "UNDERLAY003"]
     assert hit.path == ("fabrics", 2, "routes_to") and "fabric svc" in hit.message and "fabric converged" in hit.message
     data["fabrics"][2]["routes_to"] = ["converged", "roce"]  # roce: 64 of 64 ports in use on leaves and spines
