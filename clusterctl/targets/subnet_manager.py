@@ -23,8 +23,9 @@ from __future__ import annotations
 from clusterctl import hostlist
 from clusterctl.plan.cables import fabric_cables
 from clusterctl.plan.model import ClusterPlan
-from clusterctl.plan.subnet_manager import SubnetManagerPlan, subnet_managers
+from clusterctl.plan.subnet_manager import SubnetManagerPlan, opensm_hosts, subnet_managers
 from clusterctl.targets.common import header, path_part
+from clusterctl.yamlout import PureDumper, body, comment_lines
 
 SM_DIR = "subnet_manager"
 PARTITIONS_PATH = "/etc/opensm/partitions.conf"
@@ -52,7 +53,8 @@ def opensm_conf(plan: ClusterPlan, sm: SubnetManagerPlan) -> str:
                 if sm.routing_engine.startswith("ftree") else "one switch tier, up/down routing"),
              f"routing_engine {sm.routing_engine}",
              "",
-             "# the highest priority is master; the subnet_manager role writes each SM host's own priority",
+             "# the highest priority is master" + ("; the subnet_manager role writes each SM host's own priority"
+                                                    if sm.placement == "hosts" else ""),
              f"sm_priority {master}",
              "",
              f"partition_config_file {PARTITIONS_PATH}",
@@ -140,8 +142,19 @@ def ufm_gv_cfg(plan: ClusterPlan, sm: SubnetManagerPlan) -> str:
     ]) + "\n"
 
 
+def hosts_file(plan: ClusterPlan, hosts: dict[str, tuple[tuple[str, int], ...]]) -> str:
+    """``subnet_manager/hosts.yml``: the fabric and sm_priority of every host that runs OpenSM (the
+    subnet_manager role reads it). One fabric per host: a host named for two fabrics runs the first."""
+    data = {"subnet_manager_hosts": {h: {"fabric": runs[0][0], "priority": runs[0][1]} for h, runs in hosts.items()}}
+    return (comment_lines([header(plan, "").strip(), "Hosts that run OpenSM: the fabric they manage and their "
+                           "sm_priority (the highest is master)."]) + "---\n" + body(data, dumper=PureDumper))
+
+
 def render(plan: ClusterPlan) -> dict[str, str]:
     files: dict[str, str] = {}
+    hosts = opensm_hosts(plan)
+    if hosts:
+        files[f"{SM_DIR}/hosts.yml"] = hosts_file(plan, hosts)
     for sm in subnet_managers(plan):
         base = f"{SM_DIR}/{path_part(sm.fabric.name, 'fabric name')}"
         files[f"{base}/opensm.conf"] = opensm_conf(plan, sm)
