@@ -3,15 +3,17 @@ parsed as opensm(8) documents them, the ibdiagnet topology file against the plan
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 
 import pytest
 
-from clusterctl import yamlout
+from clusterctl import hostlist, yamlout
 from clusterctl.blueprint.load import load_blueprint_text
 from clusterctl.catalog import load_shipped_catalog
 from clusterctl.plan import expand
+from clusterctl.plan.cables import fabric_cables
 from clusterctl.rules.registry import run_rules
 from clusterctl.starter import starter_blueprint
 from clusterctl.targets import render_targets
@@ -139,3 +141,67 @@ def test_a_2048_gpu_infiniband_starter_validates_clean_with_its_ufm_placed():
     assert [f"{f.code} {f.message}" for f in run_rules(plan).findings] == []
     compute = next(f for f in plan.fabrics if f.name == "compute")
     assert (compute.endpoints, len(compute.tiers), compute.su_nodes) == (2050, 3, 31)
+
+
+# --- OpenSM itself, on a simulated fabric ------------------------------------------------------------------------
+
+def two_leaf_fabric() -> dict:
+    """The lab's two HGX on two leaves (one SU each) under two spines, OpenSM on both hosts."""
+    data = sm_on_hosts()
+    data["fabrics"][0].update(tiers=2, su_nodes=1, spine_count=2)
+    return data
+
+
+def ibsim_net(plan, fabric) -> str:
+    """The plan's cables as an ibsim network file (ibnetdiscover-like: a ``Switch N "name"`` or ``Hca N "name"``
+    line, then ``[port] "peer"[peer port]`` per cable): each host port is a one-port adapter ``<host>-U<k>``."""
+    links: dict[str, dict[int, tuple[str, int]]] = {}
+    sizes: dict[str, tuple[str, int]] = {}
+    for t in fabric.tiers:
+        for name in hostlist.expand(t.names):
+            sizes[name] = ("Switch", t.native_ports * t.down_breakout)
+    for c in fabric_cables(plan, fabric):
+        peer = c.peer if c.peer_kind == "switch" else f"{c.peer}-{c.peer_port.split('/')[0]}"
+        a, b = int(c.port[1:]), 1 if c.peer_kind != "switch" else int(c.peer_port[1:])
+        sizes.setdefault(peer, ("Hca", 1))
+        links.setdefault(c.switch, {})[a] = (peer, b)
+        links.setdefault(peer, {})[b] = (c.switch, a)
+    out = []
+    for name, (kind, ports) in sizes.items():
+        out.append(f'{kind} {ports} "{name}"')
+        out += [f'[{p}] "{peer}"[{q}]' for p, (peer, q) in sorted(links.get(name, {}).items())]
+        out.append("")
+    return "\n".join(out)
+
+
+def test_opensm_routes_the_planned_fabric_with_the_rendered_configuration(tmp_path):
+    """Debian's opensm, run once against ibsim's simulation of the planned cables (ibsim-utils: the umad calls of
+    opensm go to the simulator), with the rendered opensm.conf and partitions.conf: the fat-tree engine routes the
+    two tiers, the subnet comes up, and every channel adapter gets the compute P_Key at index 0."""
+    ibsim = require_tool("ibsim", hint="apt-get install -y --no-install-recommends ibsim-utils")
+    opensm = require_tool("opensm", hint="apt-get install -y --no-install-recommends opensm")
+    plan = plan_of(two_leaf_fabric())
+    out = target.render(plan)
+    (tmp_path / "net").write_text(ibsim_net(plan, plan.fabrics[0]))
+    (tmp_path / "partitions.conf").write_text(out["subnet_manager/ib/partitions.conf"])
+    conf = out["subnet_manager/ib/opensm.conf"].replace(target.PARTITIONS_PATH, str(tmp_path / "partitions.conf"))
+    (tmp_path / "opensm.conf").write_text(conf)
+    env = dict(os.environ, IBSIM_SOCKNAME=f"clusterctl-test-{os.getpid()}", SIM_HOST="gpu01-U1")
+    sim = subprocess.Popen([ibsim, "-s", "-n", str(tmp_path / "net")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, env=env, cwd=tmp_path)
+    try:
+        for line in sim.stdout:  # ibsim says when its sockets are up
+            if "Network simulator ready" in line:
+                break
+        env["LD_PRELOAD"] = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
+        run = subprocess.run([opensm, "-F", str(tmp_path / "opensm.conf"), "--once", "-f", str(tmp_path / "osm.log"),
+                              "-D", "0x07"], env=env, capture_output=True, text=True, timeout=120)
+    finally:
+        sim.kill()
+        sim.wait(timeout=30)
+    log = (tmp_path / "osm.log").read_text()
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Loading Cached Option:routing_engine = ftree,updn" in run.stdout
+    assert "ftree tables configured on all switches" in log and "SUBNET UP" in log
+    assert "Fabric has 2 switches at rank 0 (roots)" in log and "Fabric has 2 switches at rank 1 (2 of them leafs)" in log
+    assert len(set(re.findall(r"Setting pkey 0x0001 at indx0 for port (0x[0-9a-f]+)", log))) == 16  # 2 HGX x 8 HCAs
