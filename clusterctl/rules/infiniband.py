@@ -25,11 +25,12 @@ def no_subnet_manager(plan: ClusterPlan) -> Iterator[Hit]:
         fp = sm.fabric
         leaf = fp.tier("leaf")
         first = f"{fp.name}-leaf01" if leaf is not None else f"{fp.name}-spine01"
+        embedded = (f", {{kind: opensm, switches: {first}}} (a managed switch's embedded SM, up to "
+                    f"{EMBEDDED_SM_MAX_NODES:,} nodes)" if sm.ib_nodes <= EMBEDDED_SM_MAX_NODES else "")
         yield Hit(fp.path + ("name",),
                   f"InfiniBand fabric {fp.name} ({fp.endpoints:,} endpoints) names no subnet manager: its ports stay "
                   f"INIT and nothing is forwarded until one runs",
-                  f"add subnet_manager: {{kind: opensm, hosts: <two hosts on the fabric>}}, {{kind: opensm, switches: "
-                  f"{first}}} (a managed switch's embedded SM, up to {EMBEDDED_SM_MAX_NODES:,} nodes) or {{kind: ufm, "
+                  f"add subnet_manager: {{kind: opensm, hosts: <two hosts on the fabric>}}{embedded} or {{kind: ufm, "
                   f"hosts: \"ufm[01-02]\"}} with extra_endpoints for the appliances' ports")
 
 

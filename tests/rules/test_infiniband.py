@@ -19,6 +19,12 @@ def test_ib_fabric_without_a_subnet_manager_warns_at_the_fabric():
     assert "switches: ib-leaf01" in h.hint and "kind: ufm" in h.hint
 
 
+def test_a_fabric_too_big_for_an_embedded_sm_is_not_told_to_use_one():
+    # 320 DGX x 8 rails = 2,560 ports: over the 2,048 nodes MLNX-OS's embedded SM manages
+    (h,) = hits(superpod(320, 3), "IB001")
+    assert "switches:" not in h.hint and "kind: ufm" in h.hint
+
+
 def test_a_placed_subnet_manager_is_quiet():
     assert hits(lab(), "IB001") == [] and hits(lab(), "IB002") == [] and hits(lab(), "IB003") == []
 
@@ -64,3 +70,11 @@ def test_full_leaves_with_appliances_get_a_hint_that_does_the_arithmetic():
     assert h.message == "leaf compute-leaf61 (qm9700) needs 33 downlinks + 33 uplinks = 66 ports of 64"
     assert "lower su_nodes to 32" not in h.hint and "lower su_nodes to 31" in h.hint
     assert "leave the 4 extra endpoint(s) room" in h.hint
+
+
+def test_embedded_sm_over_its_size_limit():
+    data = superpod(320, 3, subnet_manager={"switches": "compute-spine01"})
+    (h,) = hits(data, "IB002")
+    assert h.path == ("fabrics", 0, "subnet_manager", "switches")
+    assert h.message == ("fabric compute has 2,776 InfiniBand nodes (2,560 ports, 216 switches); a switch's "
+                         "embedded SM manages at most 2,048")
