@@ -201,8 +201,8 @@ def starter_blueprint(gpus: int, gpu: str, fabric: str, catalog: Catalog | None 
     port = leaf_port(sw, nic_gbps)
     su_nodes = down_capacity(port, port.native_gbps, 1.0, shared=True)
     if fabric == "infiniband" and nodes >= su_nodes and nodes % su_nodes == 0:
-        # full scalable units leave no leaf port for the UFM appliances: one node slot fewer per SU gives them
-        # room, as the DGX SuperPOD RA gives one DGX's ports to UFM
+        # full scalable units of a multi-tier fabric leave no leaf port for the UFM appliances: one node slot fewer
+        # per SU gives them room, as the DGX SuperPOD RA gives one DGX's ports to UFM (one switch runs its own SM)
         su_nodes -= 1
     d = _Design(gpus, gpu, fabric, GPUS[gpu], gpn, nodes, per_rack, gpu_racks, rack_kw,
                 server.rack_system, sw_name, su_nodes, rails, server.nvme is not None)
@@ -386,9 +386,14 @@ def _compute_fabric(d: _Design) -> list[str]:
     if d.fabric == "roce":
         lines += ["    traffic_class: 106             # RDMA in DSCP 26 with ECN",
                   "    pfc_priority: 3                # lossless priority (PFC)", "    mtu: 9000"]
+    elif tiers == 1:
+        lines += ["    # One switch: its embedded subnet manager takes no port (MLNX-OS: up to 2,048 nodes, no adaptive",
+                  "    # routing or SHARP; a single switch has no path to choose anyway)",
+                  "    adaptive_routing: false", "    sharp: false",
+                  "    subnet_manager: {kind: opensm, switches: compute-leaf01}"]
     else:
         lines += ["    adaptive_routing: true", "    sharp: true",
-                  f"    # The subnet manager: an HA pair of UFM appliances (adaptive routing, SHARP AM), one leaf port each",
+                  "    # The subnet manager: an HA pair of UFM appliances (adaptive routing, SHARP AM), one leaf port each",
                   f"    extra_endpoints: {len(_UFM_APPLIANCES)}",
                   f"    subnet_manager: {{kind: ufm, hosts: \"{_UFM_HOSTLIST}\"}}"]
     return lines + [f"    switch_racks: \"{_net_rack_list(d)}\"", "    attach: [{group: gpu, nic_role: compute}]"]

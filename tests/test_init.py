@@ -128,8 +128,8 @@ def test_every_starter_is_clean(gpu, fabric, size):
     (4096, "roce", 2), (4104, "roce", 3),
     # two tiers of QM9700 reach 64 x 32 = 2,048 ports; the 2 UFM appliances' ports need a third at 256 nodes
     (2040, "infiniband", 2), (2048, "infiniband", 3),
-    # one switch while every port and the 2 UFM ports fit on it (QM9700: 64 ports, 7 nodes)
-    (56, "infiniband", 1), (64, "infiniband", 2),
+    # one switch while every port fits on it (QM9700: 64 ports, 8 nodes; its embedded SM takes no port)
+    (64, "infiniband", 1), (72, "infiniband", 2),
 ])
 def test_starter_takes_the_fewest_tiers_the_fabric_builder_plans(gpus, fabric, tiers):
     from clusterctl.blueprint.load import load_blueprint_text
