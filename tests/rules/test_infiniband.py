@@ -50,6 +50,15 @@ def test_subnet_manager_needs_hosts_or_switches():
     data["fabrics"][0]["subnet_manager"] = {"kind": "opensm"}
     (h,) = hits(data, "IB002")
     assert h.message == "the subnet manager of fabric ib names neither hosts nor switches"
+    assert hits(data, "IB001") == []  # declared, only misplaced
+
+
+def test_ufm_on_switches_is_misplaced():
+    data = lab()
+    data["fabrics"][0]["subnet_manager"] = {"kind": "ufm", "switches": "ib-leaf01"}
+    (h,) = hits(data, "IB002")
+    assert h.path == ("fabrics", 0, "subnet_manager", "switches")
+    assert h.message == "fabric ib: UFM runs on its own appliances, not on switches"
 
 
 def test_ufm_appliances_need_extra_endpoints():
