@@ -43,6 +43,9 @@ _BLACKWELL = ("b200", "gb200")
 _RACK_U, _RACK_RESERVED_U = 48, 2
 _NET_RACK_KW = 34.0
 _OOB_SWITCH = "sn2201"
+_UFM_APPLIANCES = ("ufm01", "ufm02")
+_UFM_HOSTLIST = "ufm[01-02]"
+"""the UFM appliances of an InfiniBand starter, an HA pair, each cabled to a compute leaf (extra_endpoints)"""
 
 
 class StarterError(ValueError):
@@ -197,6 +200,10 @@ def starter_blueprint(gpus: int, gpu: str, fabric: str, catalog: Catalog | None 
     nic_gbps = max(cat.nics[n.model].speed_gbps for n in compute_nics)
     port = leaf_port(sw, nic_gbps)
     su_nodes = down_capacity(port, port.native_gbps, 1.0, shared=True)
+    if fabric == "infiniband" and nodes >= su_nodes and nodes % su_nodes == 0:
+        # full scalable units of a multi-tier fabric leave no leaf port for the UFM appliances: one node slot fewer
+        # per SU gives them room, as the DGX SuperPOD RA gives one DGX's ports to UFM (one switch runs its own SM)
+        su_nodes -= 1
     d = _Design(gpus, gpu, fabric, GPUS[gpu], gpn, nodes, per_rack, gpu_racks, rack_kw,
                 server.rack_system, sw_name, su_nodes, rails, server.nvme is not None)
 
@@ -379,8 +386,16 @@ def _compute_fabric(d: _Design) -> list[str]:
     if d.fabric == "roce":
         lines += ["    traffic_class: 106             # RDMA in DSCP 26 with ECN",
                   "    pfc_priority: 3                # lossless priority (PFC)", "    mtu: 9000"]
+    elif tiers == 1:
+        lines += ["    # One switch: its embedded subnet manager takes no port (MLNX-OS: up to 2,048 nodes, no adaptive",
+                  "    # routing or SHARP; a single switch has no path to choose anyway)",
+                  "    adaptive_routing: false", "    sharp: false",
+                  "    subnet_manager: {kind: opensm, switches: compute-leaf01}"]
     else:
-        lines += ["    adaptive_routing: true", "    sharp: true"]
+        lines += ["    adaptive_routing: true", "    sharp: true",
+                  "    # The subnet manager: an HA pair of UFM appliances (adaptive routing, SHARP AM), one leaf port each",
+                  f"    extra_endpoints: {len(_UFM_APPLIANCES)}",
+                  f"    subnet_manager: {{kind: ufm, hosts: \"{_UFM_HOSTLIST}\"}}"]
     return lines + [f"    switch_racks: \"{_net_rack_list(d)}\"", "    attach: [{group: gpu, nic_role: compute}]"]
 
 

@@ -107,8 +107,8 @@ def test_gb200_nvl72_eight_racks():
     slurm = p.blueprint.slurm
     assert slurm.topology == "block" and slurm.block_sizes == [18, 36, 72, 144]
     ib = fabric("gb200-nvl72-8rack", "ib")
-    assert ib.rails == 4 and ib.endpoints == 576
-    assert links(ib)[("node", "leaf")] == 576
+    assert ib.rails == 4 and ib.endpoints == 578  # 576 tray ports + the 2 UFM appliances' ports
+    assert links(ib)[("node", "leaf")] == 578
 
 
 # --- HGX H200 on RoCE ----------------------------------------------------------------------------------------

@@ -126,9 +126,9 @@ def test_every_starter_is_clean(gpu, fabric, size):
 @pytest.mark.parametrize("gpus, fabric, tiers", [
     # two tiers of SN5600 reach 64 spine ports x 64 leaf downlinks = 4,096 rail ports (512 nodes)
     (4096, "roce", 2), (4104, "roce", 3),
-    # two tiers of QM9700 reach 64 x 32 = 2,048 (256 nodes)
-    (2048, "infiniband", 2), (2056, "infiniband", 3),
-    # one switch while every port fits on it (QM9700: 64 ports, 8 nodes)
+    # two tiers of QM9700 reach 64 x 32 = 2,048 ports; the 2 UFM appliances' ports need a third at 256 nodes
+    (2040, "infiniband", 2), (2048, "infiniband", 3),
+    # one switch while every port fits on it (QM9700: 64 ports, 8 nodes; its embedded SM takes no port)
     (64, "infiniband", 1), (72, "infiniband", 2),
 ])
 def test_starter_takes_the_fewest_tiers_the_fabric_builder_plans(gpus, fabric, tiers):

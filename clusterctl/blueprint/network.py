@@ -55,12 +55,30 @@ class _Fabric(StrictModel):
     """host list of racks that hold this fabric's switches (leaves of ``su_by: nodes``, spines, cores)"""
 
 
+class SubnetManager(StrictModel):
+    """Where an InfiniBand fabric's subnet manager runs (docs/network.md, "InfiniBand subnet manager")."""
+
+    kind: Literal["opensm", "ufm"] = "opensm"
+    """``opensm``: OpenSM on hosts of the plan (Debian's opensm package) or the embedded SM of managed switches;
+    ``ufm``: NVIDIA UFM Enterprise on dedicated appliances (the DGX SuperPOD reference architectures)"""
+    hosts: HostList | None = None
+    """opensm: hosts of the plan attached to this fabric, the master first (an HA pair: two); ufm: the appliances'
+    names (not hosts of the plan), one fabric port each, cabled to the leaves as part of ``extra_endpoints``"""
+    switches: HostList | None = None
+    """opensm only: switches of this fabric (e.g. ib-leaf01) whose embedded SM runs the subnet, the master first.
+    NVIDIA's MLNX-OS manual: up to 2,048 nodes, no adaptive routing and no SHARP"""
+    priority: int = Field(default=15, ge=1, le=15)
+    """sm_priority of the first SM (0-15, the highest becomes master); each next one gets one less"""
+
+
 class InfinibandFabric(_Fabric):
     """An InfiniBand fat tree (NDR / XDR), managed by a subnet manager (UFM / opensm)."""
 
     kind: Literal["infiniband"]
     adaptive_routing: bool = True
     sharp: bool = False
+    subnet_manager: SubnetManager | None = None
+    """where the subnet manager runs; without one every port stays INIT and no traffic flows (rule IB001)"""
 
 
 class RoceFabric(_Fabric):

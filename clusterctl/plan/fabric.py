@@ -157,6 +157,8 @@ class _Units:
     """downlinks reserved per leaf (>= load)"""
     su_of: list[int] = field(default_factory=list)
     su_nodes: int = 0
+    extra_leaves: list[int] = field(default_factory=list)
+    """the leaf (index) of each extra endpoint, in the order they were cabled"""
 
     def add(self, hosts: list[str], ports: list[int], rail_optimized: bool, rails: int, down_cap: int,
             full_nodes: int | None, rack: int = -1) -> None:
@@ -184,6 +186,7 @@ class _Units:
         for _ in range(count):
             n, neg_k = heapq.heappop(heap)
             k = -neg_k
+            self.extra_leaves.append(k)
             self.load[k] = n + 1
             self.design[k] = max(self.design[k], n + 1)
             heapq.heappush(heap, (n + 1, neg_k))
@@ -360,4 +363,4 @@ def build_fabric(index: int, fab: _Fabric, switches: dict[str, Switch], groups: 
         tiers=tuple(out.tiers), links=tuple(out.links), pods=out.pods, oversubscription_achieved=worst,
         oversubscription_where=where, max_endpoints=out.max_endpoints,
         disconnected_leaves=fab.tiers == 1 and n_leaves > 1, leaves_per_su=leaves_per_su,
-        leaves_per_pod=out.leaves_per_pod, leaf_down_capacity=down_cap)
+        leaves_per_pod=out.leaves_per_pod, leaf_down_capacity=down_cap, extra_leaves=tuple(units.extra_leaves))

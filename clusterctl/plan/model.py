@@ -230,6 +230,9 @@ class FabricPlan:
     """three tiers: leaves that share one pod's spines"""
     leaf_down_capacity: int = 0
     """most downlinks one leaf takes while keeping the declared ratio (QM9700 at 1:1: 32)"""
+    extra_leaves: tuple[int, ...] = ()
+    """the leaf (index into the leaf tier) each extra endpoint is cabled to, in cabling order: subnet manager
+    appliances take the first ones (plan/subnet_manager.py)"""
 
     def tier(self, role: str) -> SwitchTier | None:
         for t in self.tiers:

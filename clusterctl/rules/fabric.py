@@ -64,6 +64,25 @@ def _budget_path(plan: ClusterPlan, fp: FabricPlan, tier: SwitchTier) -> BPath:
     return _switch_path(plan, fp, tier)
 
 
+def _leaf_fixes(fp: FabricPlan, fab, t: SwitchTier, cap: int) -> list[str]:
+    """What frees leaf ports, with the arithmetic done: ``su_nodes`` lowered by the downlinks over the leaf's
+    capacity (never suggested at or above its value), room for the extra endpoints, fewer uplinks, a higher
+    ratio, a bigger switch."""
+    over = max(0, t.down_links - cap)
+    fixes = []
+    if fab.su_nodes and over:
+        per_node = 1 if fp.rail_optimized else max(1, fp.rails) / max(1, fp.leaves_per_su)
+        fit = fab.su_nodes - math.ceil(over / per_node)
+        if 1 <= fit < fab.su_nodes:
+            fixes.append(f"lower su_nodes to {fit:,}")
+    if fab.extra_endpoints and over:
+        fixes.append(f"leave the {fab.extra_endpoints:,} extra endpoint(s) room: fewer nodes in the last scalable unit "
+                     f"(the DGX SuperPOD RA gives one node's ports to UFM), or tiers: 3 with more scalable units")
+    if fab.leaf_uplinks:
+        fixes.append("lower leaf_uplinks")
+    return fixes + ["raise oversubscription", "use a switch with more ports"]
+
+
 @rule("FABRIC001", "fabric", Severity.ERROR, "switch port budget exceeded")
 def port_budget(plan: ClusterPlan) -> Iterator[Hit]:
     """The busiest switch of every tier must have the native ports its links take. A downlink takes
@@ -84,10 +103,7 @@ def port_budget(plan: ClusterPlan) -> Iterator[Hit]:
                        f"ports of {t.ports_available:,}")
                 if t.role == "leaf":
                     cap = fp.leaf_down_capacity
-                    per_su = cap if fp.rail_optimized else cap // max(1, fp.rails)
-                    fixes = ([f"lower su_nodes to {per_su:,}"] if fab.su_nodes and per_su else []) + \
-                        (["lower leaf_uplinks"] if fab.leaf_uplinks else []) + \
-                        ["raise oversubscription", "use a switch with more ports"]
+                    fixes = _leaf_fixes(fp, fab, t, cap)
                     hint = (f"at {fp.oversubscription_declared:g}:1 a {t.model} leaf takes at most {cap:,} "
                             f"downlinks: {', '.join(fixes[:-1])} or {fixes[-1]}")
                 else:

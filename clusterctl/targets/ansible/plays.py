@@ -10,6 +10,7 @@ from clusterctl.cloud.stack.gpudirect import RXDM_ROLE, needs_rxdm
 from clusterctl.plan.cloud import elastic_groups
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.nvlink import imex_configured
+from clusterctl.plan.subnet_manager import opensm_hosts
 from clusterctl.targets import roce
 from clusterctl.targets.ansible import host_network
 from clusterctl.targets.ansible.document import head_line
@@ -65,6 +66,10 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
         out.append(Play("Slurm and MUNGE accounts and MUNGE authentication on every Slurm node", "slurm_cluster",
                         ["slurm_accounts", "munge"], comment="the slurm and munge accounts with the blueprint's ids "
                         "before any Slurm or MUNGE package (SchedMD's packages create no user)"))
+    sm_hosts = opensm_hosts(plan)
+    if sm_hosts:  # before the nodes' own roles: an InfiniBand port is INIT until a subnet manager has swept it
+        out.append(Play("InfiniBand subnet managers (OpenSM)", ",".join(sm_hosts), ["subnet_manager"],
+                        comment="the fabric and priority of each host: subnet_manager/hosts.yml", named_by_blueprint=True))
     nccl = nccl_groups(plan)
     sw = plan.software
     for g in plan.groups:

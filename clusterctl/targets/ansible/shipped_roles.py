@@ -10,7 +10,8 @@ from clusterctl.resources import data_dir
 CONTRACT_ROLES = ("slurm_preflight", "common", "slurm_accounts", "munge", "slurm_controller", "slurm_compute", "slurm_login",
                   "slurmdbd", "nccl", "storage_clients", "node_health", "nvidia_driver", "doca_ofed", "dcgm",
                   "enroot_pyxis", "nvidia_imex", "node_drain", "internal_common", "roce_network", "nfs_server",
-                  "gcp_tcpxo", "ansible_pull", "slurm_power_save", "host_network_preflight", "host_network")
+                  "gcp_tcpxo", "ansible_pull", "slurm_power_save", "host_network_preflight", "host_network",
+                  "subnet_manager")
 """every role docs/render-layout.md names"""
 HARDWARE_ROLES = ("doca_ofed", "nvidia_driver", "nvidia_imex", "dcgm", "enroot_pyxis")
 """GPU node roles, in the order they are applied (DOCA-OFED before the driver: nvidia-peermem needs both)"""
