@@ -7,7 +7,7 @@ import re
 
 from clusterctl.catalog.models import accelerator_vendor
 from clusterctl.plan.model import ClusterPlan, GroupPlan
-from clusterctl.plan.nvlink import imex_channel0, imex_configured
+from clusterctl.plan.nvlink import imex_channel0, imex_configured, nvlink_stack
 from clusterctl.targets.nccl import group_files
 
 RDMA_PROTOCOLS = ("infiniband", "ethernet", "efa")
@@ -90,12 +90,20 @@ def container_vars(plan: ClusterPlan) -> dict[str, object]:
 
 
 def gpu_vars(g: GroupPlan) -> dict[str, object]:
-    """nvidia_driver switches by node type: Fabric Manager on NVSwitch baseboards (8+ GPUs in one node's
-    NVLink domain), IMEX where the NVLink domain spans nodes (peers in group_vars/nvlink_<group>_<n>.yml)."""
+    """nvidia_driver and node_health switches by node type, from the plan's :func:`nvlink_stack`: Fabric Manager on
+    NVSwitch baseboards (with NVLSM on Blackwell HGX), the GPUs' NVLink fabric state (Hopper and later), and the
+    clique of a multi-node NVLink domain (NVL72, whose IMEX peers are in group_vars/nvlink_<group>_<n>.yml)."""
     if not g.type.gpus:
         return {}
-    domain = g.nvlink_domain_gpus or 0
-    return {"nvidia_driver_fabric_manager": domain == g.type.gpus and g.type.gpus >= 8}
+    stack = nvlink_stack(g)
+    out: dict[str, object] = {"nvidia_driver_fabric_manager": stack.fabric_manager}
+    if stack.nvlsm:
+        out["nvidia_driver_fabric_manager_nvlsm"] = True
+    if stack.fabric_state:
+        out["node_health_nvlink_fabric"] = True
+    if stack.clique:
+        out["node_health_nvlink_clique"] = True
+    return out
 
 
 def imex_vars(plan: ClusterPlan, g: GroupPlan) -> dict[str, object]:
