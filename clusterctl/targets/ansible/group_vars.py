@@ -132,6 +132,10 @@ def group_vars_file(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> s
         if "nccl_env_file" in n:
             sections.append((["vendor NCCL profile that jobs source (installed as nccl_env_path)"],
                              unsafe({"nccl_env_file": n["nccl_env_file"]})))
+        if "nccl_enroot_env_file" in n:
+            sections.append((["the same NCCL settings for enroot/pyxis containers (installed as "
+                              "nccl_enroot_env_path, /etc/enroot/environ.d/50-nccl.env)"],
+                             unsafe({"nccl_enroot_env_file": n["nccl_enroot_env_file"]})))
     gv = gpu_vars(g)
     if gv:
         why = ["nvidia_driver: Fabric Manager on NVSwitch baseboards (8+ GPUs in one node's NVLink domain)"]

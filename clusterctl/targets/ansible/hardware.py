@@ -25,7 +25,8 @@ def rdma_nics(g: GroupPlan) -> tuple[int, int]:
 
 def nccl_groups(plan: ClusterPlan) -> dict[str, dict]:
     """node group -> nccl role variables, for the groups the nccl target renders files for (GPU node types):
-    ``nccl_conf_file`` (and ``nccl_env_file`` where jobs source a vendor profile), ``nccl_conf_path``."""
+    ``nccl_conf_file`` (and ``nccl_env_file`` where jobs source a vendor profile, ``nccl_enroot_env_file`` where
+    jobs run enroot containers), ``nccl_conf_path``."""
     out = {}
     for name, paths in group_files(plan).items():
         g = plan.group(name)
@@ -34,6 +35,9 @@ def nccl_groups(plan: ClusterPlan) -> dict[str, dict]:
         env = [n for n in names if n.endswith(".env.sh")]
         if env:
             v["nccl_env_file"] = env[0]
+        containers = [n for n in names if n.endswith(".enroot.env")]
+        if containers:
+            v["nccl_enroot_env_file"] = containers[0]
         if g is not None and g.type.accelerator is not None and accelerator_vendor(g.type.accelerator) == "AMD":
             v["nccl_conf_path"] = "/etc/rccl.conf"
         out[name] = v
