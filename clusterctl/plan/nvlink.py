@@ -44,8 +44,7 @@ def has_inband(plan: ClusterPlan, g: GroupPlan) -> bool:
 
 def imex_configured(plan: ClusterPlan, g: GroupPlan) -> bool:
     """The nvidia_imex role configures an IMEX domain for every NVLink domain of this group."""
-    return (g.type.instance is None and bool(g.type.gpus) and (g.nvlink_domain_gpus or 0) > g.type.gpus
-            and has_inband(plan, g))
+    return nvlink_stack(g).imex and has_inband(plan, g)
 
 
 NVLSM_GENERATIONS = ("blackwell",)
