@@ -92,7 +92,8 @@ def test_every_timeout_of_the_check_fits_slurmds_60_s_limit():
 # --- GPU cluster checks: Fabric Manager, IMEX, Xids, DCGM, the prolog mode ---------------------------------
 
 def run_gpu_check(tmp: Path, *, conf: str = "", dmesg: str = "", dcgmi: str | None = None, running: str = "",
-                  args: tuple[str, ...] = (), gpus: int = 2, env: dict | None = None) -> tuple[int, list[str], str, str]:
+                  args: tuple[str, ...] = (), gpus: int = 2, env: dict | None = None,
+                  smi: str | None = None) -> tuple[int, list[str], str, str]:
     """The check on a healthy 2-GPU node (stand-in nvidia-smi), with a stand-in kernel log (dmesg), dcgmi
     (a shell body; None: not installed) and pgrep (which process names run); (rc, scontrol updates, out, err)."""
     bin_ = tmp / "bin"
@@ -100,7 +101,7 @@ def run_gpu_check(tmp: Path, *, conf: str = "", dmesg: str = "", dcgmi: str | No
     log = tmp / "scontrol.log"
     log.write_text("")
     stand_ins = {
-        "nvidia-smi": "".join(f"echo 'GPU {i}: stand-in'\n" for i in range(gpus)),
+        "nvidia-smi": smi if smi is not None else "".join(f"echo 'GPU {i}: stand-in'\n" for i in range(gpus)),
         "scontrol": ("if [ \"$1\" = show ]; then echo 'NodeName=n1 State=IDLE ThreadsPerCore=1'; exit 0; fi\n"
                      f"echo \"$*\" >> {log}\n"),
         "dmesg": f"cat {tmp / 'kmsg'}\n",
@@ -188,3 +189,93 @@ def test_a_node_the_prolog_drained_is_resumed_by_the_check_once_healthy(tmp_path
     rc, calls, _ = run_check(tmp_path, 2, "IDLE+DRAIN", "node-health: prolog of job 42: nvidia-smi lists 1 GPUs, "
                                                          "expected 2")
     assert rc == 0 and calls == ["update NodeName=n1 State=RESUME"]
+
+
+# --- NVLink fabric: each GPU registered, one partition per node (NVL72) ------------------------------------
+# The samples follow NVIDIA's documented nvidia-smi -q layout: the "Fabric" section with "State : Completed" and
+# "Status : Success" once a GPU registered (NVIDIA Fabric Manager user guide, "Initializing NVSwitch and NVLink";
+# "State : In Progress", "Status : N/A" while it registers), and CliqueId / ClusterUUID, nvidia-smi's names of
+# NVML's nvmlGpuFabricInfo_t cliqueId and clusterUuid (NVML API reference, "Fabric definitions"). Written by
+# hand from those documents: no GB200 tray was at hand to record one.
+UUID_A = "5b5c0b4f-3f9e-4c4a-9d0e-1f2a3b4c5d6e"
+UUID_B = "0d1e2f3a-4b5c-6d7e-8f90-a1b2c3d4e5f6"
+
+
+def smi_q(gpus: list[tuple[str, str, str, str, str]]) -> str:
+    """nvidia-smi -q of a node: (bus id, State, Status, CliqueId, ClusterUUID) per GPU; State '' = no Fabric."""
+    out = ["", "==============NVSMI LOG==============", "",
+           "Timestamp                                 : Sat Dec  5 03:00:00 2026",
+           "Driver Version                            : 580.95.05", "CUDA Version                              : 13.0",
+           "", f"Attached GPUs                             : {len(gpus)}"]
+    for bus, state, status, clique, cluster in gpus:
+        out += [f"GPU {bus}", "    Product Name                          : NVIDIA GB200",
+                "    Persistence Mode                      : Enabled"]
+        if state:
+            out += ["    Fabric", f"        State                             : {state}",
+                    f"        Status                            : {status}"]
+            if clique:
+                out += [f"        CliqueId                          : {clique}",
+                        f"        ClusterUUID                       : {cluster}"]
+            out += ["        Health", "            Bandwidth                     : Full"]
+        out += ["    Processes                             : None", ""]
+    return "\n".join(out) + "\n"
+
+
+TRAY = [(f"0000000{d}:01:00.0", "Completed", "Success", "32766", UUID_A) for d in (8, 9)]
+
+
+def run_fabric_check(tmp: Path, gpus: list, conf: str) -> tuple[int, list[str], str, str]:
+    """The check of a node expecting 2 GPUs whose nvidia-smi answers -q with ``gpus`` (and -L with nothing)."""
+    (tmp / "smi-q.txt").write_text(smi_q(gpus))
+    return run_gpu_check(tmp, conf="NODE_HEALTH_NVLINK_FABRIC=1\n" + conf,
+                         smi=f'[ "$1" = -q ] && cat {tmp / "smi-q.txt"}\nexit 0\n')
+
+
+def test_registered_gpus_in_one_partition_pass(tmp_path):
+    rc, calls, out, err = run_fabric_check(tmp_path, TRAY, "NODE_HEALTH_NVLINK_CLIQUE=1\n"
+                                           f"NODE_HEALTH_NVLINK_CLUSTER_UUID={UUID_A}\nNODE_HEALTH_NVLINK_CLIQUE_ID=32766\n")
+    assert (rc, calls, err) == (0, [], "")
+
+
+def test_a_gpu_still_registering_drains_with_its_fabric_state(tmp_path):
+    gpus = [TRAY[0], ("00000009:01:00.0", "In Progress", "N/A", "N/A", "N/A")]
+    rc, calls, _, _ = run_fabric_check(tmp_path, gpus, "NODE_HEALTH_NVLINK_CLIQUE=1\n")
+    assert rc == 1
+    assert calls == ["update NodeName=n1 State=DRAIN Reason=node-health: GPU 00000009:01:00.0 NVLink fabric State "
+                     "In Progress, Status N/A (expected Completed, Success)"]
+
+
+def test_gpus_in_two_partitions_drain(tmp_path):
+    gpus = [TRAY[0], ("00000009:01:00.0", "Completed", "Success", "32767", UUID_B)]
+    rc, calls, _, _ = run_fabric_check(tmp_path, gpus, "NODE_HEALTH_NVLINK_CLIQUE=1\n")
+    assert rc == 1
+    assert calls == ["update NodeName=n1 State=DRAIN Reason=node-health: GPUs in different NVLink partitions "
+                     f"(CliqueId/ClusterUUID: 32766/{UUID_A} 32767/{UUID_B})"]
+
+
+def test_a_tray_outside_the_racks_partition_drains(tmp_path):
+    rc, calls, _, _ = run_fabric_check(tmp_path, TRAY, f"NODE_HEALTH_NVLINK_CLIQUE=1\nNODE_HEALTH_NVLINK_CLUSTER_UUID={UUID_B}\n")
+    assert rc == 1
+    assert calls == ["update NodeName=n1 State=DRAIN Reason=node-health: GPU 00000008:01:00.0 in NVLink cluster "
+                     f"{UUID_A}, expected the rack's {UUID_B} (+1 more)"]
+    rc, calls, _, _ = run_fabric_check(tmp_path, TRAY, "NODE_HEALTH_NVLINK_CLIQUE=1\nNODE_HEALTH_NVLINK_CLIQUE_ID=7\n")
+    assert rc == 1 and calls[0].endswith("GPU 00000008:01:00.0 in NVLink clique 32766, expected the rack's 7 (+1 more)")
+
+
+def test_a_registered_gpu_in_no_clique_drains_on_nvl72_only(tmp_path):
+    gpus = [TRAY[0], ("00000009:01:00.0", "Completed", "Success", "N/A", "N/A")]
+    rc, calls, _, _ = run_fabric_check(tmp_path, gpus, "NODE_HEALTH_NVLINK_CLIQUE=1\n")
+    assert calls == ["update NodeName=n1 State=DRAIN Reason=node-health: GPU 00000009:01:00.0 in no NVLink partition "
+                     "(CliqueId N/A, ClusterUUID N/A)"]
+    # an HGX baseboard (NVSwitch in the node): the fabric state only
+    hgx = [(bus, "Completed", "Success", "", "") for bus, *_ in TRAY]
+    rc, calls, _, err = run_fabric_check(tmp_path, hgx, "")
+    assert (rc, calls, err) == (0, [], "")
+
+
+def test_gpus_are_counted_from_the_q_sections_and_a_missing_fabric_section_is_said(tmp_path):
+    rc, calls, _, _ = run_fabric_check(tmp_path, TRAY[:1], "")
+    assert calls == ["update NodeName=n1 State=DRAIN Reason=node-health: nvidia-smi lists 1 GPUs, expected 2"]
+    rc, calls, out, _ = run_fabric_check(tmp_path, [(bus, "", "", "", "") for bus, *_ in TRAY], "")
+    assert (rc, calls) == (0, [])
+    assert "node-health-check: not checked: NVLink fabric of GPU 00000008:01:00.0 (no Fabric section in nvidia-smi -q)" in out

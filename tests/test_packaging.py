@@ -39,7 +39,7 @@ DATA_FOLDERS = {  # checkout folder -> where the wheel must hold it (pyproject's
     "docs/examples/blueprint-sections": "clusterctl/_data/docs/examples/blueprint-sections",
 }
 NOT_SHIPPED = {"__pycache__", ".pytest_cache", ".hypothesis"}
-RENDERED = ("lab-2node", "aws-p5", "hgx-h200-roce-1024")
+RENDERED = ("lab-2node", "aws-p5", "hgx-h200-roce-1024", "gb200-nvl72-8rack")
 """bundled blueprints rendered by the installed CLI: together they use every target"""
 EXAMPLE_REPORT = "dgx-h100-superpod-1su"
 TIMEOUT_S = 300

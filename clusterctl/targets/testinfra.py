@@ -20,6 +20,7 @@ from clusterctl.plan.roles import slurm_roles
 from clusterctl.targets.ansible.chrony import CHRONY_CONF, PUBLIC_TIME_POOL, site_time_servers
 from clusterctl.plan.slurm import pmix_packages
 from clusterctl.targets.ansible.hardware import enroot_login, nccl_groups, rdma_nics
+from clusterctl.targets.nccl.enroot import ENROOT_ENV_PATH
 from clusterctl.targets.ansible.node_files import (HOSTS_MARKER, LIMITS_FILE, NODE_HEALTH_CONFIG, NODE_HEALTH_SCRIPT,
                                                    SLURM_CONFIG_DIR, SYSCTL_FILE, neigh_thresholds)
 from clusterctl.plan.cloud import elastic_groups
@@ -61,6 +62,8 @@ def _group_context(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> di
         "nccl_conf": f"nccl/{n['nccl_conf_file']}" if n else None,
         "nccl_path": n.get("nccl_conf_path", "/etc/nccl.conf"),
         "nccl_env": f"nccl/{n['nccl_env_file']}" if "nccl_env_file" in n else None,
+        "nccl_enroot_env": f"nccl/{n['nccl_enroot_env_file']}" if "nccl_enroot_env_file" in n else None,
+        "nccl_enroot_env_path": ENROOT_ENV_PATH,
         "mounts": mounts,
         "expected_mounts": expected,
         "local_dirs": local,

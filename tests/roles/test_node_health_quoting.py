@@ -39,6 +39,8 @@ def rendered_conf(tmp_path_factory):
         "node_health_gpu_count": 8, "node_health_rdma_port_count": 4, "node_health_rdma_rate_gbps": 400,
         "node_health_mounts": [Unsafe(m) for m in mounts], "node_health_drain": True,
         "node_health_fabric_manager": True, "node_health_imex": False, "node_health_xids": [48, 79],
+        "node_health_nvlink_fabric": True, "node_health_nvlink_clique": True,
+        "node_health_nvlink_cluster_uuid": Unsafe(mounts[0]), "node_health_nvlink_clique_id": Unsafe(mounts[-1]),
         "node_health_dcgm": True, "node_health_diag_timeout_s": 120,
         "ansible_python_interpreter": sys.executable}))
     (base / "play.yml").write_text(yamlout.dump([{
@@ -63,17 +65,21 @@ def test_sourcing_defines_exactly_the_expected_values(rendered_conf):
     conf, mounts, marker = rendered_conf
     script = (f'set -u; before=$(compgen -v | sort); . "{conf}"; '
               'comm -13 <(echo "$before") <(compgen -v | sort) | grep -v "^before$"; echo ---; '
-              'printf "%s\\0" "${NODE_HEALTH_MOUNTS[@]}"; echo; echo "$NODE_HEALTH_DRAIN"')
+              'printf "%s\\0" "${NODE_HEALTH_MOUNTS[@]}"; echo; '
+              'printf "%s\\0" "$NODE_HEALTH_DRAIN" "$NODE_HEALTH_NVLINK_CLUSTER_UUID" "$NODE_HEALTH_NVLINK_CLIQUE_ID"')
     out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
     names, _, rest = out.stdout.partition("---\n")
     assert sorted(names.split()) == ["NODE_HEALTH_DCGM", "NODE_HEALTH_DIAG_TIMEOUT_S", "NODE_HEALTH_DRAIN",
                                      "NODE_HEALTH_FABRIC_MANAGER", "NODE_HEALTH_GPU_COUNT", "NODE_HEALTH_IMEX",
-                                     "NODE_HEALTH_MOUNTS", "NODE_HEALTH_RDMA_PORT_COUNT",
+                                     "NODE_HEALTH_MOUNTS", "NODE_HEALTH_NVLINK_CLIQUE",
+                                     "NODE_HEALTH_NVLINK_CLIQUE_ID", "NODE_HEALTH_NVLINK_CLUSTER_UUID",
+                                     "NODE_HEALTH_NVLINK_FABRIC", "NODE_HEALTH_RDMA_PORT_COUNT",
                                      "NODE_HEALTH_RDMA_RATE_GBPS", "NODE_HEALTH_XIDS"]
     values = rest.split("\0")
-    assert values[:-1] == mounts
-    assert values[-1].split() == ["1"]
+    assert values[:len(mounts)] == mounts
+    assert values[len(mounts)].split() == ["1"]
+    assert values[len(mounts) + 1:] == [mounts[0], mounts[-1], ""]  # the expected NVLink partition, word for word
     assert not marker.exists()
 
 

@@ -147,8 +147,9 @@ def test_gpu_group_vars_are_the_plan(lab_files):
     gv = yamlout.load(lab_files["ansible/group_vars/gpu.yml"])
     assert gv == {
         "clusterctl_node_group": "gpu", "clusterctl_node_role": "compute", "clusterctl_node_type": "hgx",
-        "nccl_conf_file": "hgx.conf",
+        "nccl_conf_file": "hgx.conf", "nccl_enroot_env_file": "hgx.enroot.env",  # containers: enroot
         "nvidia_driver_fabric_manager": True,  # HGX: NVSwitch baseboard, no multi-node NVLink (no IMEX)
+        "node_health_nvlink_fabric": True,  # Hopper GPUs register with the NVLink fabric
         "node_health_gpu_count": 8, "node_health_rdma_port_count": 8, "node_health_rdma_rate_gbps": 400,
         "node_health_mounts": ["/home"],
         "storage_clients_mounts": [{"name": "home", "path": "/home", "src": "head01:/export/home", "fstype": "nfs",

@@ -51,7 +51,7 @@ def test_lab_single_tier_not_rail_optimized():
 
 def test_only_gpu_node_types_get_a_file():
     files = render(shipped("lab-2node"))
-    assert sorted(files) == ["nccl/hgx.conf"]  # the head node (cpu-1u) has no GPUs
+    assert sorted(files) == ["nccl/hgx.conf", "nccl/hgx.enroot.env"]  # the head node (cpu-1u) has no GPUs
 
 
 @pytest.mark.parametrize("blueprint", ["dgx-h100-superpod-1su", "dgx-h100-superpod-4su"])
@@ -241,7 +241,7 @@ def test_every_accelerator_network_of_the_catalog_has_a_profile():
 
 def test_the_registered_profile_decides_the_files(monkeypatch):
     data = shipped("aws-p5")
-    assert nccl.group_files(plan_of(data)) == {"gpu": ("nccl/p5.conf",)}
+    assert nccl.group_files(plan_of(data)) == {"gpu": ("nccl/p5.conf", "nccl/p5.enroot.env")}
     profile = CloudProfile(lambda plan, nt: [Setting((f"test profile for {nt.name}",), "NCCL_TEST", "1")],
                            lambda nt: [ShellStep(("test step",), ("export NCCL_TEST_ENV=1",))], nvlink=False)
     monkeypatch.setitem(cloud.PROFILES, ("aws", "efa"), profile)

@@ -40,6 +40,8 @@ HEALTH_VARS: dict[str, tuple[object, str]] = {
     "node_health_mounts": ([], "no file server in a rehearsal: the shared mounts are fstab lines only"),
     "node_health_fabric_manager": (False, "no NVSwitch and no nvidia-fabricmanager in a rehearsal node"),
     "node_health_imex": (False, "no multi-node NVLink and no nvidia-imex in a rehearsal node"),
+    "node_health_nvlink_fabric": (False, "no NVLink fabric: the nvidia-smi stand-in answers -L only"),
+    "node_health_nvlink_clique": (False, "no multi-node NVLink partition in a rehearsal node"),
 }
 
 def _set_interval(conf: Path, seconds: int) -> None:

@@ -9,14 +9,14 @@ group_vars, storage, hardware, slurm_vars, chrony, pull, shipped_roles; document
 from __future__ import annotations
 
 from clusterctl.plan.model import ClusterPlan
-from clusterctl.plan.nvlink import imex_configured
+from clusterctl.plan.nvlink import imex_configured, nvlink_domains
 from clusterctl.plan.roles import slurm_roles
 from clusterctl.targets.ansible.addresses import group_addresses, hosts_file
 from clusterctl.targets.ansible.document import yaml_file
 from clusterctl.targets.ansible.group_vars import (all_vars_file, controllers_vars_file, group_vars_file,
                                                    nvlink_vars_file)
 from clusterctl.targets.ansible.hardware import nccl_groups
-from clusterctl.targets.ansible.inventory import inventory_file, nvlink_domains
+from clusterctl.targets.ansible.inventory import inventory_file
 from clusterctl.targets.ansible.plays import plays, site_file
 from clusterctl.targets.ansible.pull import pull_files, pull_settings
 from clusterctl.targets.ansible.shipped_roles import existing_roles, role_files, shared_roles

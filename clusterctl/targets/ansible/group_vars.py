@@ -133,10 +133,20 @@ def group_vars_file(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> s
         if "nccl_env_file" in n:
             sections.append((["vendor NCCL profile that jobs source (installed as nccl_env_path)"],
                              unsafe({"nccl_env_file": n["nccl_env_file"]})))
+        if "nccl_enroot_env_file" in n:
+            sections.append((["the same NCCL settings for enroot/pyxis containers (installed as "
+                              "nccl_enroot_env_path, /etc/enroot/environ.d/50-nccl.env)"],
+                             unsafe({"nccl_enroot_env_file": n["nccl_enroot_env_file"]})))
     gv = gpu_vars(g)
     if gv:
-        sections.append((["nvidia_driver: Fabric Manager on NVSwitch baseboards (8+ GPUs in one node's NVLink "
-                          "domain)"], gv))
+        why = ["nvidia_driver: Fabric Manager on NVSwitch baseboards (8+ GPUs in one node's NVLink domain)"]
+        if "nvidia_driver_fabric_manager_nvlsm" in gv:
+            why.append("with the NVLink Subnet Manager (nvlsm): fourth-generation NVSwitch (Blackwell HGX)")
+        if "node_health_nvlink_fabric" in gv:
+            why.append("node_health: each GPU's NVLink fabric registration (nvidia-smi -q Fabric)"
+                       + (" and one clique per NVLink partition" if "node_health_nvlink_clique" in gv else "")
+                       + " (docs/nvlink.md)")
+        sections.append((why, gv))
     iv = imex_vars(plan, g)
     if iv:
         sections.append(([f"nvidia_imex: the NVLink domain ({g.nvlink_domain_gpus} GPUs) spans nodes; IMEX channels "

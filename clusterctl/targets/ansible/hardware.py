@@ -7,7 +7,7 @@ import re
 
 from clusterctl.catalog.models import accelerator_vendor
 from clusterctl.plan.model import ClusterPlan, GroupPlan
-from clusterctl.plan.nvlink import imex_channel0, imex_configured
+from clusterctl.plan.nvlink import imex_channel0, imex_configured, nvlink_stack
 from clusterctl.targets.nccl import group_files
 
 RDMA_PROTOCOLS = ("infiniband", "ethernet", "efa")
@@ -25,7 +25,8 @@ def rdma_nics(g: GroupPlan) -> tuple[int, int]:
 
 def nccl_groups(plan: ClusterPlan) -> dict[str, dict]:
     """node group -> nccl role variables, for the groups the nccl target renders files for (GPU node types):
-    ``nccl_conf_file`` (and ``nccl_env_file`` where jobs source a vendor profile), ``nccl_conf_path``."""
+    ``nccl_conf_file`` (and ``nccl_env_file`` where jobs source a vendor profile, ``nccl_enroot_env_file`` where
+    jobs run enroot containers), ``nccl_conf_path``."""
     out = {}
     for name, paths in group_files(plan).items():
         g = plan.group(name)
@@ -34,6 +35,9 @@ def nccl_groups(plan: ClusterPlan) -> dict[str, dict]:
         env = [n for n in names if n.endswith(".env.sh")]
         if env:
             v["nccl_env_file"] = env[0]
+        containers = [n for n in names if n.endswith(".enroot.env")]
+        if containers:
+            v["nccl_enroot_env_file"] = containers[0]
         if g is not None and g.type.accelerator is not None and accelerator_vendor(g.type.accelerator) == "AMD":
             v["nccl_conf_path"] = "/etc/rccl.conf"
         out[name] = v
@@ -90,12 +94,20 @@ def container_vars(plan: ClusterPlan) -> dict[str, object]:
 
 
 def gpu_vars(g: GroupPlan) -> dict[str, object]:
-    """nvidia_driver switches by node type: Fabric Manager on NVSwitch baseboards (8+ GPUs in one node's
-    NVLink domain), IMEX where the NVLink domain spans nodes (peers in group_vars/nvlink_<group>_<n>.yml)."""
+    """nvidia_driver and node_health switches by node type, from the plan's :func:`nvlink_stack`: Fabric Manager on
+    NVSwitch baseboards (with NVLSM on Blackwell HGX), the GPUs' NVLink fabric state (Hopper and later), and the
+    clique of a multi-node NVLink domain (NVL72, whose IMEX peers are in group_vars/nvlink_<group>_<n>.yml)."""
     if not g.type.gpus:
         return {}
-    domain = g.nvlink_domain_gpus or 0
-    return {"nvidia_driver_fabric_manager": domain == g.type.gpus and g.type.gpus >= 8}
+    stack = nvlink_stack(g)
+    out: dict[str, object] = {"nvidia_driver_fabric_manager": stack.fabric_manager}
+    if stack.nvlsm:
+        out["nvidia_driver_fabric_manager_nvlsm"] = True
+    if stack.fabric_state:
+        out["node_health_nvlink_fabric"] = True
+    if stack.clique:
+        out["node_health_nvlink_clique"] = True
+    return out
 
 
 def imex_vars(plan: ClusterPlan, g: GroupPlan) -> dict[str, object]:

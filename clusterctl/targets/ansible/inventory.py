@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from clusterctl import hostlist
 from clusterctl.names import ansible_group_name
 from clusterctl.plan.inventory_groups import ROLE_GROUPS
-from clusterctl.plan.model import ClusterPlan, GroupPlan
+from clusterctl.plan.model import ClusterPlan
+from clusterctl.plan.nvlink import nvlink_domains
 from clusterctl.plan.roles import gpu_groups, slurm_roles
 from clusterctl.targets import RenderError
 from clusterctl.targets.ansible.document import head_line
@@ -65,18 +66,6 @@ def _rack_hosts(plan: ClusterPlan) -> list[tuple[str, list[str]]]:
                 per_rack.setdefault(r, []).append(host)
     return [(plan.racks[r].name, per_rack[r]) for r in sorted(per_rack)]
 
-
-
-def nvlink_domains(plan: ClusterPlan) -> list[tuple[str, GroupPlan, list[str]]]:
-    """Multi-node NVLink domains (GB200/GB300 NVL72: 18 trays of 4 GPUs): (inventory group, node group, hosts).
-    Consecutive hosts of the group fill one domain after another, as the plan places them rack by rack."""
-    out = []
-    for g in plan.groups:
-        per = (g.nvlink_domain_gpus or 0) // g.type.gpus if g.type.gpus else 0
-        if per > 1:
-            for n, start in enumerate(range(0, g.count, per), 1):
-                out.append((f"nvlink_{g.name}_{n}", g, list(g.hosts[start:start + per])))
-    return out
 
 
 def inventory_groups(plan: ClusterPlan) -> list[InvGroup]:

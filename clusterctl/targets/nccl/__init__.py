@@ -1,5 +1,7 @@
 """nccl target: ``nccl/<node_type>.conf`` for every node type with GPUs (installed as ``/etc/nccl.conf``),
-plus ``nccl/<node_type>.env.sh`` where a cloud vendor ships its own NCCL profile (GCP GPUDirect).
+plus ``nccl/<node_type>.env.sh`` where a cloud vendor ships its own NCCL profile (GCP GPUDirect), and
+``nccl/<node_type>.enroot.env`` (the same settings for enroot/pyxis containers, :mod:`.enroot`) where jobs run
+containers with enroot.
 
 Every line of a ``.conf`` is ``KEY=VALUE`` preceded by comments saying why. The settings depend on the
 compute fabric the node type's groups are attached to with ``nic_role: compute`` (bare metal) or on the
@@ -31,6 +33,7 @@ from clusterctl.plan.model import ClusterPlan, GroupPlan, NodeTypePlan
 from clusterctl.catalog.models import accelerator_vendor
 from clusterctl.targets.common import at, conf_value, header, path_part, render_template
 from clusterctl.targets.nccl.cloud import cloud_settings, profile
+from clusterctl.targets.nccl.enroot import enroot_env, uses_enroot
 from clusterctl.targets.nccl.fabric import compute_fabric, fabric_line, rdma, sockets_only
 from clusterctl.targets.nccl.nvlink import nvlink_settings
 from clusterctl.targets.nccl.settings import ENV_PATH, Setting, ShellStep
@@ -56,6 +59,9 @@ def render(plan: ClusterPlan) -> dict[str, str]:
         files[f"nccl/{file}.conf"] = render_template(
             "nccl/nccl.conf.j2", header=_conf_comment(header(plan).rstrip("\n")) + "\n", preamble=_wrap(preamble),
             settings=checked)
+        if uses_enroot(plan) and not steps:  # a vendor profile is a script the job sources (docs/nccl.md)
+            with at(("node_types", name, "nccl")):
+                files[f"nccl/{file}.enroot.env"] = enroot_env(plan, nt, checked)
         if steps:
             files[f"nccl/{file}.env.sh"] = render_template(
                 "nccl/env.sh.j2", header=header(plan), preamble=_wrap([comment(p) for p in _env_preamble(nt)]),
@@ -79,12 +85,15 @@ def _setting_value(s: Setting, node_type: str) -> str:
 def group_files(plan: ClusterPlan) -> dict[str, tuple[str, ...]]:
     """Node group -> the files this target renders for it, relative to the output directory:
     ``nccl/<node_type>.conf`` for every group with GPUs (installed as /etc/nccl.conf), and
-    ``nccl/<node_type>.env.sh`` where the job must source a vendor profile (GCP GPUDirect)."""
+    ``nccl/<node_type>.env.sh`` where the job must source a vendor profile (GCP GPUDirect), and
+    ``nccl/<node_type>.enroot.env`` where jobs run enroot containers (not beside a vendor profile: that is a
+    script the job sources, not values an environment file holds)."""
     out: dict[str, tuple[str, ...]] = {}
     for g in plan.groups:
         if g.type.gpus:
             env = (f"nccl/{g.type.name}.env.sh",) if _vendor_profile(g.type) else ()
-            out[g.name] = (f"nccl/{g.type.name}.conf", *env)
+            containers = (f"nccl/{g.type.name}.enroot.env",) if uses_enroot(plan) and not env else ()
+            out[g.name] = (f"nccl/{g.type.name}.conf", *env, *containers)
     return out
 
 

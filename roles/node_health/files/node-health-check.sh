@@ -1,7 +1,8 @@
 #!/bin/bash
 # Node health check installed by the clusterctl node_health role; Slurm runs it as HealthCheckProgram.
 # Checks the expectations in /etc/clusterctl/node-health.conf (rendered from the cluster plan): the GPU
-# count (nvidia-smi -L), ACTIVE RDMA ports at the expected rate (/sys/class/infiniband/*/ports/*), mounts,
+# count (nvidia-smi -L, or -q with the NVLink fabric check), each GPU's NVLink fabric registration and clique,
+# ACTIVE RDMA ports at the expected rate (/sys/class/infiniband/*/ports/*), mounts,
 # Fabric Manager and IMEX running where expected, critical Xids in the kernel log since boot, DCGM health.
 # Usage: node-health-check [--no-drain] [--prolog] [--config FILE]
 # --prolog: also run DCGM's quick diagnostic (dcgmi diag -r 1); the prolog piece of node_health uses it.
@@ -34,6 +35,14 @@ NODE_HEALTH_DRAIN=0
 # (NVIDIA IMEX guide)
 NODE_HEALTH_FABRIC_MANAGER=0
 NODE_HEALTH_IMEX=0
+# NVLink fabric registration of each GPU (nvidia-smi -q "Fabric" section: State, Status; NVIDIA Fabric Manager user
+# guide, "Initializing NVSwitch and NVLink": "State : Completed", "Status : Success" once registered, Hopper and
+# later), and on multi-node NVLink (NVL72) the partition: every GPU of the node in one CliqueId and ClusterUUID
+# (NVML nvmlGpuFabricInfo_t: cliqueId, clusterUuid), the expected ones when the operator recorded them
+NODE_HEALTH_NVLINK_FABRIC=0
+NODE_HEALTH_NVLINK_CLIQUE=0
+NODE_HEALTH_NVLINK_CLUSTER_UUID=""
+NODE_HEALTH_NVLINK_CLIQUE_ID=""
 # Xids that NVIDIA's Xid catalogue resolves with a GPU reset or node reboot (docs.nvidia.com/deploy/xid-errors):
 # 48 double-bit ECC, 63/64 row remapping event/failure, 74 NVLink error, 79 fallen off the bus, 92 high
 # single-bit ECC rate, 94/95 contained/uncontained ECC, 119/120 GSP RPC timeout/error. Since boot: a node
@@ -54,11 +63,61 @@ fi
 
 problems=()
 
+# One line per GPU of `nvidia-smi -q` output: bus id, then the Fabric section's State, Status, CliqueId and
+# ClusterUUID, tab-separated (empty when the GPU has no Fabric section). Sections are indented by 4, their
+# fields by 8 ("        State                             : Completed").
+fabric_rows() {
+  awk '
+    function row() { if (bus != "") printf "%s\t%s\t%s\t%s\t%s\n", bus, f["State"], f["Status"], f["CliqueId"], f["ClusterUUID"] }
+    /^GPU [0-9A-Fa-f]/ { row(); bus = $2; split("", f); fabric = 0; next }
+    /^    [^ ]/ { fabric = ($0 ~ /^    Fabric[ \t]*$/); next }
+    fabric && /^        [^ ]/ && index($0, ":") {
+      key = substr($0, 1, index($0, ":") - 1); value = substr($0, index($0, ":") + 1)
+      gsub(/^[ \t]+|[ \t]+$/, "", key); gsub(/^[ \t]+|[ \t]+$/, "", value); f[key] = value
+    }
+    END { row() }'
+}
+
+# The NVLink fabric of each GPU: registered (Completed, Success) and, on multi-node NVLink, one partition for the
+# whole node (the rack's, when the expected ClusterUUID / CliqueId are configured).
+check_nvlink_fabric() {
+  local bus state status clique cluster partitions=""
+  while IFS=$'\t' read -r bus state status clique cluster; do
+    [ -n "$bus" ] || continue
+    if [ -z "$state" ]; then
+      echo "node-health-check: not checked: NVLink fabric of GPU $bus (no Fabric section in nvidia-smi -q)"
+      continue
+    fi
+    if [ "$state" != Completed ] || [ "$status" != Success ]; then
+      problems+=("GPU $bus NVLink fabric State $state, Status ${status:-none} (expected Completed, Success)")
+      continue
+    fi
+    [ "$NODE_HEALTH_NVLINK_CLIQUE" = 1 ] || continue
+    if [ -z "$clique" ] || [ "$clique" = N/A ] || [ -z "$cluster" ] || [ "$cluster" = N/A ]; then
+      problems+=("GPU $bus in no NVLink partition (CliqueId ${clique:-none}, ClusterUUID ${cluster:-none})")
+    elif [ -n "$NODE_HEALTH_NVLINK_CLUSTER_UUID" ] && [ "$cluster" != "$NODE_HEALTH_NVLINK_CLUSTER_UUID" ]; then
+      problems+=("GPU $bus in NVLink cluster $cluster, expected the rack's $NODE_HEALTH_NVLINK_CLUSTER_UUID")
+    elif [ -n "$NODE_HEALTH_NVLINK_CLIQUE_ID" ] && [ "$clique" != "$NODE_HEALTH_NVLINK_CLIQUE_ID" ]; then
+      problems+=("GPU $bus in NVLink clique $clique, expected the rack's $NODE_HEALTH_NVLINK_CLIQUE_ID")
+    else
+      partitions+="$clique/$cluster"$'\n'
+    fi
+  done < <(printf '%s\n' "$1" | fabric_rows)
+  partitions=$(printf '%s' "$partitions" | sort -u)
+  if [ "$(printf '%s\n' "$partitions" | grep -c .)" -gt 1 ]; then
+    problems+=("GPUs in different NVLink partitions (CliqueId/ClusterUUID: $(printf '%s' "$partitions" | tr '\n' ' '))")
+  fi
+}
+
 if [ "$NODE_HEALTH_GPU_COUNT" -gt 0 ]; then
   if ! command -v nvidia-smi > /dev/null 2>&1; then
     problems+=("nvidia-smi not found (expected $NODE_HEALTH_GPU_COUNT GPUs)")
   else
-    listed=$(timeout -k 3 "$NODE_HEALTH_GPU_TIMEOUT_S" nvidia-smi -L 2> /dev/null)
+    # With the NVLink fabric check one `nvidia-smi -q` serves both: its GPU sections start "GPU <bus id>" as the
+    # lines of -L start "GPU <n>:" (a second call would not fit slurmd's 60 s budget below).
+    query=-L
+    [ "$NODE_HEALTH_NVLINK_FABRIC" = 1 ] && query=-q
+    listed=$(timeout -k 3 "$NODE_HEALTH_GPU_TIMEOUT_S" nvidia-smi "$query" 2> /dev/null)
     smi=$?
     if [ "$smi" -eq 124 ] || [ "$smi" -eq 137 ]; then
       problems+=("nvidia-smi did not answer within ${NODE_HEALTH_GPU_TIMEOUT_S} s (hung GPU or driver)")
@@ -67,6 +126,7 @@ if [ "$NODE_HEALTH_GPU_COUNT" -gt 0 ]; then
       if [ "$gpus" -ne "$NODE_HEALTH_GPU_COUNT" ]; then
         problems+=("nvidia-smi lists $gpus GPUs, expected $NODE_HEALTH_GPU_COUNT")
       fi
+      [ "$NODE_HEALTH_NVLINK_FABRIC" = 1 ] && check_nvlink_fabric "$listed"
     fi
   fi
 fi

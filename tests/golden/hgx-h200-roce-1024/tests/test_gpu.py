@@ -140,6 +140,13 @@ def test_nccl_conf_is_the_rendered_one(host, rendered_sha256):
     assert installed.sha256sum == rendered_sha256('nccl/hgx.conf')
 
 
+def test_nccl_settings_reach_enroot_containers(host, rendered_sha256):
+    """enroot puts every environ.d/*.env into each container's environment: pyxis jobs keep the NCCL settings."""
+    installed = host.file('/etc/enroot/environ.d/50-nccl.env')
+    assert installed.is_file and installed.mode == 0o644
+    assert installed.sha256sum == rendered_sha256('nccl/hgx.enroot.env')
+
+
 # --- hardware
 
 @pytest.mark.hardware
