@@ -578,7 +578,7 @@ def rehearse(
         progress.note(f"{output}: rendered {len(plan.files)} files as rehearsed ({plan.describe}); "
                       f"booting {len(plan.specs)} node(s) from {plan.image.name} ({plan.info['image']['reason']})")
         summary = run_rehearsal(output, plan.specs, plan.steps, progress, keep=keep, info=plan.info,
-                                image=plan.image)
+                                image=plan.image, links=plan.links)
     except RehearsalError as exc:
         raise _misuse(str(exc), exc.hint) from None
     if fmt is RehearseFormat.json:

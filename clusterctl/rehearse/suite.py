@@ -44,6 +44,8 @@ class Rehearsal:
     describe: str = ""
     image: Image | None = None
     """the node image the nodes boot from"""
+    links: list = field(default_factory=list)
+    """cables between the nodes (:class:`clusterctl.rehearse.node.links.Link`), made at boot"""
 
 
 def choose(scenario: str | Sequence[str], plan: ClusterPlan) -> tuple[list[Scenario], dict[str, str], str]:
@@ -96,12 +98,11 @@ def build(scenario: str | Sequence[str], blueprint: Path, plan: ClusterPlan, out
     names = [s.name for s in specs]
     b.cluster = cluster_of(b.base, [n for n in names if n not in b.booted_early])
     b.everyone = cluster_of(b.final_plan, names) if b.final_plan is not None else b.cluster
+    for s in chosen:
+        b.links += s.links(b)
     steps: list = default_steps()
     if chosen:  # every scenario installs packages: from the site mirror, served from the first step on
-        install = b.base.slurm.install if b.base.slurm is not None else None
-        debs = SlurmDebs(b.installed, install.path) if install is not None and install.kind == "debs" else None
-        steps.append(MirrorSource(image, mirror_packages(install.kind if install else "distro",
-                                                         pmix_packages(b.base)), debs))
+        steps.append(_mirror_step(b))
     for s in chosen:
         steps += s.before_converge(b)
     first = next((s for s in chosen if s.converged_first), None)
@@ -110,4 +111,16 @@ def build(scenario: str | Sequence[str], blueprint: Path, plan: ClusterPlan, out
     for s in chosen:
         steps += s.steps(b)
     b.info["scenarios"] = {**{s.name: "run" for s in chosen}, **skipped}
-    return Rehearsal(b.files, b.specs, steps, b.info, variant.describe(), image)
+    return Rehearsal(b.files, b.specs, steps, b.info, variant.describe(), image, b.links)
+
+
+def _mirror_step(b: Build) -> MirrorSource:
+    """The site mirror of what the chosen scenarios install: the roles' packages (Slurm's by install kind) when
+    one of them converges the cluster, and each scenario's own :attr:`Scenario.packages`."""
+    own = tuple(dict.fromkeys(p for s in b.scenarios for p in s.packages))
+    if not any(s.installs_slurm for s in b.scenarios):
+        return MirrorSource(b.image, own)
+    install = b.base.slurm.install if b.base.slurm is not None else None
+    debs = SlurmDebs(b.installed, install.path) if install is not None and install.kind == "debs" else None
+    return MirrorSource(b.image, mirror_packages(install.kind if install else "distro", pmix_packages(b.base)) + own,
+                        debs)
