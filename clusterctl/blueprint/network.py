@@ -10,6 +10,9 @@ from clusterctl.kinds import Cidr, FabricName, HostList, Identifier
 from clusterctl.strict import StrictModel
 
 NicRole = Literal["compute", "storage", "inband", "bmc", "mgmt"]
+PoolRole = Literal["compute", "storage", "inband", "bmc", "mgmt", "loopback"]
+"""an address pool's role: a NIC role, or ``loopback`` (the routed Ethernet/RoCE switches' loopbacks and BGP
+router ids, one /32 per switch: clusterctl/plan/underlay.py)"""
 
 
 class Attach(StrictModel):
@@ -94,8 +97,11 @@ class Network(StrictModel):
     cidr: Cidr
     """IPv4 or IPv6 prefix in private space, e.g. 10.10.0.0/16 or fd00:10::/64 (ADDR004 warns outside RFC 1918, 100.64/10
     and fc00::/7; ADDR005 refuses the whole internet: the in-band pools are the NFS export and chrony clients)"""
-    role: NicRole
-    """NIC role whose ports take addresses here (switch management ports go on role mgmt)"""
+    role: PoolRole
+    """NIC role whose ports take addresses here (switch management ports go on role mgmt; role loopback: one
+    loopback address and BGP router id per switch of the routed Ethernet/RoCE fabrics). A compute pool whose
+    groups' compute NICs are on a RoCE fabric gives each NIC a /31 point-to-point link to its leaf (L3 to the
+    host): two addresses per NIC, the leaf's even, the host's odd"""
     reserved: int = Field(default=16, ge=0, le=16_777_216)  # a /8 of IPv4 gateways and VIPs
     """addresses kept for gateways, VIPs, DHCP pools and servers outside the blueprint (the first after the network
     address; the plan gives hosts none of them, so a storage server may be named by one: ADDR006)"""

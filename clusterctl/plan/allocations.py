@@ -25,7 +25,8 @@ from clusterctl.plan.model import AddressPool, ClusterPlan, GroupPlan
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
-_ROLE_WORDS = {"inband": "in-band", "bmc": "BMC", "mgmt": "management", "storage": "storage", "compute": "compute"}
+_ROLE_WORDS = {"inband": "in-band", "bmc": "BMC", "mgmt": "management", "storage": "storage", "compute": "compute",
+               "loopback": "loopback"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,12 +101,18 @@ def _in_pool(plan: ClusterPlan, pool: AddressPool, address: Address) -> Holder |
                 return None  # a cloud instance: the provider gives its address, not this slot
             host, port = divmod(slot - first, per_host)
             name = group.hosts[host]
-            nic = f"{role} NIC {port}" if per_host > 1 else f"{role} NIC"
+            if pool.point_to_point:  # /31 per NIC: the leaf's side (even), then the host's (odd)
+                port, host_side = divmod(port, 2)
+                if not host_side:
+                    return Holder(pool, f"the leaf side of the /31 link to host {name} (node group {group.name}, "
+                                        f"{role} NIC {port})")
+            nic = f"{role} NIC {port}" if per_host > 1 and not (pool.point_to_point and per_host == 2) else f"{role} NIC"
             return Holder(pool, f"host {name} (node group {group.name}, {nic})", name)
     if pool.switch_offset >= 0 and slot >= pool.switch_offset:
         name = _switch_name(plan, slot - pool.switch_offset)
         if name is not None:
-            return Holder(pool, f"switch {name} (management port)", name)
+            port = "loopback" if pool.role == "loopback" else "management port"
+            return Holder(pool, f"switch {name} ({port})", name)
     return None
 
 

@@ -245,6 +245,12 @@ def _racks(bp: Blueprint, cat: Catalog, rack_names, rack_idx, types, occupancy, 
     return tuple(racks)
 
 
+def routed_compute(fabrics: Sequence[FabricPlan]) -> bool:
+    """Whether compute NICs are cabled to a RoCE fabric: a routed leaf-spine with L3 to the host, so the compute
+    pool gives every NIC a /31 link (AddressPool.point_to_point; clusterctl/plan/underlay.py)."""
+    return any(f.kind == "roce" and any(role == "compute" for _, role in f.attached) for f in fabrics)
+
+
 def _addresses(bp: Blueprint, groups: Sequence[GroupPlan], fabrics: Sequence[FabricPlan], refs: _Refs):
     pools = []
     switches = sum(f.switch_count for f in fabrics)
@@ -257,9 +263,10 @@ def _addresses(bp: Blueprint, groups: Sequence[GroupPlan], fabrics: Sequence[Fab
                                          hint="write it as 10.10.0.0/16 with the host bits zero", code=LoadCode.SCHEMA))
             continue
         offsets, slot = [], 0
+        p2p = net.role == "compute" and routed_compute(fabrics)
         for g in groups:
             if net.role == "compute":
-                per_host = g.type.nic_count("compute")
+                per_host = g.type.nic_count("compute") * (2 if p2p else 1)
             else:
                 per_host = 1 if (g.type.nic_count(net.role) or
                                  (net.role == "inband" and g.type.instance is not None)) else 0
@@ -267,14 +274,15 @@ def _addresses(bp: Blueprint, groups: Sequence[GroupPlan], fabrics: Sequence[Fab
                 offsets.append((g.index, slot, per_host))
                 slot += per_host * g.count
         switch_offset = -1
-        if net.role == "mgmt" and switches:
+        if net.role in ("mgmt", "loopback") and switches:
             switch_offset = slot
             slot += switches
         special = 2 if (ipn.version == 4 and ipn.prefixlen < 31) else 0
-        capacity = max(0, ipn.num_addresses - special - net.reserved)
         first = (1 if special else 0) + net.reserved
+        first += first % 2 if p2p else 0  # /31 pairs start on an even address
+        capacity = max(0, ipn.num_addresses - first - (1 if special else 0))
         pools.append(AddressPool(name, path, net.cidr, net.role, ipn.version, capacity, slot, first,
-                                 tuple(offsets), switch_offset))
+                                 tuple(offsets), switch_offset, p2p))
     return tuple(pools)
 
 

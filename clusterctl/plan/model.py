@@ -257,15 +257,19 @@ class AddressPool:
     group_offsets: tuple[tuple[int, int, int], ...] = ()
     """(group index, first slot, addresses per host): groups get consecutive blocks in blueprint order"""
     switch_offset: int = -1
-    """first slot of the switches' management addresses (mgmt pools), -1 when none"""
+    """first slot of the switches' management addresses (mgmt pools) or loopbacks (loopback pools), -1 when none"""
+    point_to_point: bool = False
+    """every NIC port takes a /31 (IPv6 /127) link to its leaf: two slots per port, the leaf's (even) then the
+    host's (odd); ``first_host_offset`` is even so the pairs align (L3 to the host, clusterctl/plan/underlay.py)"""
 
     def address(self, group_index: int, host: int, nic: int = 0) -> str:
-        """The address of the ``host``-th node of a group (``nic``-th port for per-port pools)."""
+        """The address of the ``host``-th node of a group (``nic``-th port for per-port pools; on a point-to-point
+        pool the host's side of that port's /31)."""
         import ipaddress
 
         for gi, first, per_host in self.group_offsets:
             if gi == group_index:
-                slot = first + host * per_host + nic
+                slot = first + host * per_host + (2 * nic + 1 if self.point_to_point else nic)
                 if slot >= self.capacity:
                     raise ValueError(f"{self.name} has no address for slot {slot} (capacity {self.capacity})")
                 net = ipaddress.ip_network(self.cidr)

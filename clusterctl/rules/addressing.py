@@ -25,7 +25,10 @@ def _network(pool: AddressPool):
 
 def _what(pool: AddressPool) -> str:
     if pool.role == "compute":
-        return "compute NIC ports"
+        return "addresses of compute NIC ports (two per port: a /31 to the leaf)" if pool.point_to_point \
+            else "compute NIC ports"
+    if pool.role == "loopback":
+        return "switch loopbacks"
     if pool.role == "mgmt":
         return "management ports (hosts and switches)"
     return "hosts"

@@ -14,11 +14,12 @@ from clusterctl.catalog.overrides import overrides
 from clusterctl.errors import LoadCode
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.rules import (addressing, cloud, cooling, fabric, naming, nvlink, power, slurm, software, space,
-                              storage, workload)
+                              storage, underlay, workload)
 from clusterctl.rules.base import Finding, Hit, Rule, RunResult, Severity
 from clusterctl.rules.suppression import Policy
 
-RULE_MODULES = (power, cooling, space, fabric, nvlink, storage, addressing, naming, slurm, software, cloud, workload)
+RULE_MODULES = (power, cooling, space, fabric, underlay, nvlink, storage, addressing, naming, slurm, software, cloud,
+                workload)
 
 
 def all_rules() -> tuple[Rule, ...]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from clusterctl.plan.model import ClusterPlan, FabricPlan, GroupPlan
 from clusterctl.plan.allocations import group_block
-from clusterctl.plan.rdma import compute_hcas
+from clusterctl.plan.underlay import RULE_PRIORITY_BASE, TABLE_BASE, rail_devices
 from clusterctl.targets.host_runs import host_runs
 
 SWITCH_MTU = 9216
@@ -90,12 +90,6 @@ def host_index(runs: list[list], name: str) -> int:
     return -1
 
 
-TABLE_BASE = 100
-"""rail k's routing table is TABLE_BASE + 1 + k (101 for the first rail): clear of main (254), local (255)"""
-RULE_PRIORITY_BASE = 1000
-"""rail k's ``from <address>`` rule has priority RULE_PRIORITY_BASE + k: before main's 32766"""
-
-
 @dataclass(frozen=True, slots=True)
 class Rail:
     index: int
@@ -116,7 +110,9 @@ def rails(plan: ClusterPlan, g: GroupPlan, devices: tuple[str, ...]) -> tuple[st
     net = ipaddress.ip_network(pool.cidr)
     base = int(net.network_address) + pool.first_host_offset + first
     n = g.type.nic_count("compute")
-    return pool.cidr, [Rail(k, devices[k] if k < len(devices) else "", base + k, TABLE_BASE + 1 + k,
+    # a point-to-point pool (RoCE, L3 to the host): NIC k of a host takes the /31 at 2k, the host the odd side
+    offset = (lambda k: 2 * k + 1) if pool.point_to_point else (lambda k: k)
+    return pool.cidr, [Rail(k, devices[k] if k < len(devices) else "", base + offset(k), TABLE_BASE + 1 + k,
                             RULE_PRIORITY_BASE + k) for k in range(n)], per_host
 
 
@@ -127,13 +123,14 @@ def address(cidr: str, rail: Rail, stride: int, host: int) -> str:
     return str(cls(rail.base + host * stride))
 
 
-def rail_devices(plan: ClusterPlan, g: GroupPlan) -> tuple[str, ...]:
-    """The compute RDMA device of each rail: the names NCCL_IB_HCA lists (one source), without ``:port``;
-    empty when they cannot be derived (then the role needs roce_network_interfaces)."""
-    hcas, _ = compute_hcas(plan, g.type)
-    if hcas is None or isinstance(hcas, str):
-        return ()
-    return tuple(h.split(":")[0] for h in hcas)
+def routed_vars(plan: ClusterPlan, fp: FabricPlan, cidr: str) -> dict:
+    """L3 to the host (clusterctl/plan/underlay.py): each rail's address is the odd side of a /31 (IPv6 /127) whose
+    even side is its leaf, the rail's gateway; the fabric's prefixes are routed via that gateway in the rail's
+    table. Empty for a pool that is not point-to-point (every rail in one subnet, the leaves bridging it)."""
+    pool = next((p for p in plan.addresses if p.cidr == cidr and p.role == "compute"), None)
+    if pool is None or not pool.point_to_point:
+        return {}
+    return {"roce_network_prefix": 31 if pool.version == 4 else 127, "roce_network_routes": [cidr]}
 
 
 def group_vars(plan: ClusterPlan, g: GroupPlan) -> dict | None:
@@ -151,6 +148,7 @@ def group_vars(plan: ClusterPlan, g: GroupPlan) -> dict | None:
         "roce_network_fabric": qos.fabric,
         "roce_network_cidr": cidr,
         "roce_network_stride": stride,
+        **routed_vars(plan, fabrics[0], cidr),
         "roce_network_rails": [{"device": r.device, "base": r.base, "table": r.table, "priority": r.priority}
                                for r in rail_list],
         "roce_network_hosts": host_runs(g.hosts),

@@ -1,30 +1,29 @@
-"""switches target: ``switches/<fabric>-<tier>.nvue.yaml`` for every tier (leaf, spine, core) of a RoCE fabric built
-of NVIDIA Spectrum switches (Cumulus Linux, configured with NVUE), so the lossless path is declared once: the
-DSCP, PFC priority, ECN and MTU come from the same :func:`clusterctl.targets.roce.fabric_qos` as NCCL_IB_TC
-and the hosts' QoS.
+"""switches target: the startup configuration of every switch of the routed Ethernet and RoCE fabrics, one
+directory per switch (what zero-touch provisioning serves that switch), from :mod:`clusterctl.plan.underlay`:
 
-One file per tier, not per switch: every switch of a tier is built the same way (same model, same ports in
-use), and the header names the switches it applies to as a host list. A 100,000-GPU RoCE fabric has ~4,800
-switches; a file each would be ~40 MB of identical text. The switch's own identity (hostname, management
-address, routing) comes from its provisioning (ZTP), which this file does not replace.
+- ``switches/<fabric>/<switch>/frr.conf``: FRR (BGP unnumbered, ASN, router id, ECMP, the advertised loopback
+  and host links; :mod:`clusterctl.targets.frr`), for any switch: the routing suite Cumulus Linux runs, and
+  what the rehearsal's ``fabric`` scenario starts on its namespaced switches;
+- ``switches/<fabric>/<switch>/interfaces``: ifupdown2 addresses and MTU (what FRR does not set);
+- ``switches/<fabric>/<switch>/nvue.yaml``: for NVIDIA Spectrum switches (Cumulus Linux), the complete NVUE
+  configuration: hostname, loopback, ports (MTU, breakouts, host-link addresses), BGP, RoCE-aware ECMP hashing
+  and, on a RoCE fabric, the lossless QoS of :func:`clusterctl.targets.roce.fabric_qos` (:mod:`.nvue`).
 
-Each file is an NVUE configuration (a list with one ``set`` document) that ``nv config patch FILE`` then
-``nv config apply`` loads: RoCE lossless mode (``nv set qos roce mode lossless``); the DSCP to switch-priority
-map with L3 trust, PFC on the lossless priority and ECN on its traffic class, spelled out with the fabric's
-numbers; and every port the plan uses at the switch MTU, with breakouts where one native port carries several
-node links (an 800G SN5600 port feeding two 400G NICs).
-
-What it does not hold: hostname and routing (BGP/EVPN or VLANs), port descriptions per cable and buffer
-tuning; see docs/roce.md. Sources: Cumulus Linux user guide "RDMA over Converged Ethernet - RoCE" and
-"Quality of Service" (NVUE), "Switch Port Attributes" (breakout, MTU).
+A fabric gets no files without a loopback pool (rule UNDERLAY001). Layout and what is not in the files:
+docs/roce.md, "Switches".
 """
 
 from __future__ import annotations
 
+from clusterctl import hostlist
+from clusterctl.plan import underlay
 from clusterctl.plan.model import ClusterPlan, FabricPlan, SwitchTier
 from clusterctl.targets.common import header, path_part
-from clusterctl.targets.roce import RoceQos, fabric_qos
-from clusterctl.yamlout import PureDumper, body, comment_lines
+from clusterctl.targets.frr import frr_conf, frr_head, interfaces_file
+from clusterctl.targets.nvue import Template
+from clusterctl.targets.roce import SWITCH_MTU, RoceQos, fabric_qos
+from clusterctl.targets.switch_ports import tier_ports
+from clusterctl.yamlout import comment_lines
 
 NVUE_VENDORS = ("NVIDIA",)
 """catalog vendors whose Ethernet switches run Cumulus Linux (NVUE): Spectrum SN2xxx-SN5xxx"""
@@ -34,86 +33,101 @@ def nvue_switch(tier: SwitchTier) -> bool:
     return tier.switch.vendor.upper() in NVUE_VENDORS and "ethernet" in tier.switch.protocols
 
 
-def ports(tier: SwitchTier) -> list[tuple[str, int, str]]:
-    """(first native port, how many, what) runs of the ports the plan uses on every switch of ``tier``:
-    downlinks first (split ``down_breakout`` ways), then uplinks (one native port each)."""
-    out = []
-    if tier.down_ports:
-        what = {"leaf": "node", "spine": "leaf", "core": "spine"}.get(tier.role, "down")
-        out.append((1, tier.down_ports, f"down to {what}s"))
-    if tier.up_links and not tier.up_dedicated:
-        up = {"leaf": "spines", "spine": "cores"}.get(tier.role, "up")
-        out.append((tier.down_ports + 1, tier.up_links, f"up to {up}"))
-    return out
-
-
-def interfaces(tier: SwitchTier, mtu: int) -> dict[str, dict]:
-    """NVUE ``interface`` entries: swpN at the switch MTU, or swpN split (``link breakout Nx``) and its
-    subports swpNs0.. at the MTU."""
-    out: dict[str, dict] = {}
-    for first, count, _what in ports(tier):
-        split = tier.down_breakout if first == 1 and tier.down_breakout > 1 else 1
-        for n in range(first, first + count):
-            if split > 1:
-                out[f"swp{n}"] = {"link": {"breakout": f"{split}x"}}
-                for s in range(split):
-                    out[f"swp{n}s{s}"] = {"type": "swp", "link": {"mtu": mtu}}
-            else:
-                out[f"swp{n}"] = {"type": "swp", "link": {"mtu": mtu}}
-    return out
-
-
-def qos_config(qos: RoceQos) -> dict:
-    """The NVUE ``qos`` subtree of a RoCE lossless fabric, with the fabric's numbers."""
-    config: dict = {
-        "roce": {"enable": "on", "mode": "lossless"},
-        "mapping": {"default-global": {"trust": "l3", "dscp": {
-            qos.dscp: {"switch-priority": qos.pfc_priority},
-            qos.cnp_dscp: {"switch-priority": qos.cnp_priority}}}},
-        "pfc": {"default-global": {"switch-priority": {qos.pfc_priority: {}}}},
-    }
-    if qos.ecn:
-        config["congestion-control"] = {"default-global": {"traffic-class": {qos.pfc_priority: {
-            "ecn": "enable"}}}}
-    return config
-
-
-def _comments(plan: ClusterPlan, fp: FabricPlan, tier: SwitchTier, qos: RoceQos) -> list[str]:
-    return [
+def _comments(plan: ClusterPlan, fp: FabricPlan, tier: SwitchTier, qos: RoceQos | None, mark: str) -> str:
+    lines = [
         header(plan).rstrip("\n")[2:],
-        f"NVUE configuration of the {tier.count:,} {tier.role} switch{'es' if tier.count != 1 else ''} of RoCE "
-        f"fabric {fp.name}: {tier.names} ({tier.model}, Cumulus Linux). On each: `nv config patch FILE`, review "
-        "`nv config diff`, then `nv config apply`. Hostname, management address and routing come from provisioning.",
-        f"Lossless RoCE, the numbers of the hosts and NCCL (one source, the fabric's QoS): RDMA DSCP {qos.dscp} "
-        f"(NCCL_IB_TC {qos.traffic_class} = DSCP << 2 | ECN bits {qos.ecn_bits}) to switch priority "
-        f"{qos.pfc_priority}, PFC on priority {qos.pfc_priority}, ECN "
-        f"{f'marked on traffic class {qos.pfc_priority}' if qos.ecn else 'off'}, CNPs DSCP {qos.cnp_dscp} to priority "
-        f"{qos.cnp_priority}.",
-        "qos.roce: `nv set qos roce enable on` / `mode lossless` (Cumulus Linux user guide, RDMA over Converged "
-        "Ethernet - RoCE: trust L3, DSCP 26 to priority 3 with PFC and ECN, CNP priority 6 strict). qos.mapping, "
-        "qos.pfc, qos.congestion-control: `nv set qos mapping default-global dscp D switch-priority P`, `nv set qos "
-        "pfc default-global switch-priority P`, `nv set qos congestion-control default-global traffic-class P ecn "
-        "enable` (user guide, Quality of Service) state the same numbers explicitly.",
-        f"Ports: MTU {qos.switch_mtu} (jumbo, above the hosts' {qos.mtu}); "
-        + "; ".join(f"swp{a}-swp{a + n - 1} {what}" for a, n, what in ports(tier))
-        + (f"; downlink ports split {tier.down_breakout} ways (`nv set interface swpN link breakout "
-           f"{tier.down_breakout}x`, Switch Port Attributes): {tier.down_gbps:g}G per node link"
-           if tier.down_breakout > 1 else "") + ".",
-        "Not in this file: hostname, routing (BGP, VLANs), port descriptions, buffer tuning (docs/roce.md).",
+        f"{tier.role} switch of {fp.kind} fabric {fp.name} ({tier.model}): {tier.count:,} switch"
+        f"{'es' if tier.count != 1 else ''} {tier.names}. BGP unnumbered on every fabric port, ASNs per RFC 7938 "
+        f"(leaves one each, spines one per pod, the top tier one), timers {underlay.BGP_KEEPALIVE}/"
+        f"{underlay.BGP_HOLD} s (docs/roce.md, Switches).",
     ]
+    if qos is not None and mark == "#":
+        lines.append(f"Lossless RoCE (one source with NCCL_IB_TC and the hosts): DSCP {qos.dscp} to priority "
+                     f"{qos.pfc_priority}, PFC on {qos.pfc_priority}, ECN {'on' if qos.ecn else 'off'}, CNPs DSCP "
+                     f"{qos.cnp_dscp} to priority {qos.cnp_priority}; ports at MTU {qos.switch_mtu}.")
+    text = comment_lines(lines)
+    return text if mark == "#" else text.replace("# ", "! ").replace("#\n", "!\n")
 
 
-def render(plan: ClusterPlan) -> dict[str, str]:
+def _tier_files(plan: ClusterPlan, fp: FabricPlan, tier: SwitchTier, qos: RoceQos | None,
+                only: frozenset[str] | None = None) -> dict[str, str]:
     files: dict[str, str] = {}
-    for fp in plan.fabrics:
-        qos = fabric_qos(plan, fp)
-        if qos is None:
+    fabric = path_part(fp.name, "fabric")
+    hash_comments, bang_comments = _comments(plan, fp, tier, qos, "#"), _comments(plan, fp, tier, qos, "!")
+    _, frr_tail = frr_head(plan, fp, tier.role)
+    nvue = Template(hash_comments, qos, SWITCH_MTU, tier.down_breakout) if nvue_switch(tier) else None
+    for _i, name, asn, loopback, host, fabric_ports in tier_ports(plan, fp, tier):
+        if only is not None and name not in only:
             continue
-        for tier in fp.tiers:
-            if not nvue_switch(tier) or not tier.count:
-                continue
-            data = [{"set": {"qos": qos_config(qos), "interface": interfaces(tier, qos.switch_mtu)}}]
-            name = path_part(f"{fp.name}-{tier.role}", "switch tier")
-            files[f"switches/{name}.nvue.yaml"] = comment_lines(_comments(plan, fp, tier, qos)) + body(
-                data, dumper=PureDumper)
+        base = f"switches/{fabric}/{path_part(name, 'switch')}/"
+        files[base + "frr.conf"] = frr_conf(bang_comments, name, asn, loopback, fabric_ports, frr_tail)
+        files[base + "interfaces"] = interfaces_file(hash_comments, loopback, host, fabric_ports, SWITCH_MTU)
+        if nvue is not None:
+            files[base + "nvue.yaml"] = nvue.render(name, asn, loopback, host, fabric_ports)
     return files
+
+
+PER_SWITCH_LIMIT = 1024
+"""a blueprint with more routed switches than this gets a table per tier instead of a directory per switch: a
+file costs its creation on disk (about 0.25 ms here), and a 100,000-GPU cluster's ~8,400 switches' 25,000 files
+(100 MB) would add seconds to every render; ``python -m clusterctl.targets.switches`` writes them on demand"""
+TABLE_COLUMNS = ("switch", "asn", "loopback", "fabric_ports", "host_links", "first_host_link")
+
+
+def per_switch(plan: ClusterPlan) -> bool:
+    return sum(f.switch_count for f in underlay.routed_fabrics(plan)) <= PER_SWITCH_LIMIT
+
+
+def _tier_table(plan: ClusterPlan, fp: FabricPlan, tier: SwitchTier) -> str:
+    """One line per switch of the tier: what differs from switch to switch (docs/roce.md, Switches)."""
+    lines = [header(plan), "# " + "\t".join(TABLE_COLUMNS) + "\n"]
+    for _i, name, asn, loopback, host, fabric_ports in tier_ports(plan, fp, tier):
+        addressed = [a for _p, a in host if a]
+        lines.append(f"{name}\t{asn}\t{loopback}\t{len(fabric_ports)}\t{len(addressed)}\t"
+                     f"{addressed[0] if addressed else '-'}\n")
+    return "".join(lines)
+
+
+def render(plan: ClusterPlan, only: frozenset[str] | None = None) -> dict[str, str]:
+    """The switch files (the module docstring); ``only``: these switches' directories, whatever the size."""
+    files: dict[str, str] = {}
+    if underlay.loopback_pool(plan) is None:
+        return files
+    whole = only is not None or per_switch(plan)
+    for fp in underlay.routed_fabrics(plan):
+        qos = fabric_qos(plan, fp)
+        for tier in fp.tiers:
+            if not tier.count:
+                continue
+            if whole:
+                files.update(_tier_files(plan, fp, tier, qos, only))
+            else:
+                files[f"switches/{path_part(fp.name, 'fabric')}/{tier.role}.tsv"] = _tier_table(plan, fp, tier)
+    return files
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m clusterctl.targets.switches BLUEPRINT OUTDIR [SWITCH ...]``: every (or the named) switch's
+    directory of a blueprint over :data:`PER_SWITCH_LIMIT`, written under OUTDIR."""
+    import sys
+    from pathlib import Path
+
+    from clusterctl.blueprint.load import load_blueprint
+    from clusterctl.plan import expand
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) < 2:
+        print(main.__doc__, file=sys.stderr)
+        return 2
+    plan = expand(load_blueprint(Path(args[0])))
+    names = frozenset(args[2:]) if len(args) > 2 else frozenset(
+        n for fp in underlay.routed_fabrics(plan) for t in fp.tiers for n in hostlist.expand(t.names))
+    for rel, text in render(plan, names).items():
+        path = Path(args[1]) / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

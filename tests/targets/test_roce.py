@@ -27,7 +27,9 @@ def group_vars(out: dict[str, str], group: str = "gpu") -> dict:
 
 
 def nvue(out: dict[str, str], name: str) -> dict:
-    doc = yaml.safe_load(out[f"switches/{name}.nvue.yaml"])
+    """The ``set`` document of switch ``name``'s NVUE file (``roce-leaf01``)."""
+    fabric = name.rsplit("-", 1)[0]
+    doc = yaml.safe_load(out[f"switches/{fabric}/{name}/nvue.yaml"])
     assert isinstance(doc, list) and len(doc) == 1 and list(doc[0]) == ["set"]
     return doc[0]["set"]
 
@@ -40,8 +42,8 @@ def test_one_qos_declaration_reaches_nccl_hosts_and_switches():
     qos = group_vars(out)["roce_network_qos"]
     assert qos == {"traffic_class": 98, "dscp": 24, "pfc_priority": 4, "pfc": "0,0,0,0,1,0,0,0", "ecn": True,
                    "cnp_dscp": 40, "cnp_priority": 5}
-    for tier in ("leaf", "spine"):
-        sw = nvue(out, f"roce-{tier}")["qos"]
+    for switch in ("roce-leaf01", "roce-spine08"):
+        sw = nvue(out, switch)["qos"]
         assert sw["roce"] == {"enable": "on", "mode": "lossless"}
         assert sw["mapping"] == {"default-global": {"trust": "l3", "dscp": {24: {"switch-priority": 4},
                                                                              40: {"switch-priority": 5}}}}
@@ -53,9 +55,11 @@ def test_shipped_blueprint_numbers():
     out = files(shipped(BP))
     gv = group_vars(out)
     assert nccl_tc(out) == 106 and nccl_tc(out) >> 2 == gv["roce_network_qos"]["dscp"] == 26
-    assert list(nvue(out, "roce-leaf")["qos"]["mapping"]["default-global"]["dscp"]) == [26, 48]
-    assert gv["roce_network_mtu"] == 9000 and gv["roce_network_cidr"] == "10.64.0.0/21"
-    assert gv["roce_network_stride"] == 8 and gv["roce_network_hosts"] == [["gpu", 3, 1, 128, 0]]
+    assert list(nvue(out, "roce-leaf01")["qos"]["mapping"]["default-global"]["dscp"]) == [26, 48]
+    assert gv["roce_network_mtu"] == 9000 and gv["roce_network_cidr"] == "10.64.0.0/20"
+    # L3 to the host: a /31 per NIC (two addresses), the fabric's prefix routed via each rail's leaf
+    assert gv["roce_network_stride"] == 16 and gv["roce_network_hosts"] == [["gpu", 3, 1, 128, 0]]
+    assert gv["roce_network_prefix"] == 31 and gv["roce_network_routes"] == ["10.64.0.0/20"]
     assert [r["device"] for r in gv["roce_network_rails"]] == [f"mlx5_{k}" for k in range(8)]
     assert [(r["table"], r["priority"]) for r in gv["roce_network_rails"]] == [(101 + k, 1000 + k) for k in range(8)]
     # the NCCL_IB_HCA devices are the rails' devices, in the same order
@@ -70,7 +74,11 @@ def test_shipped_blueprint_numbers():
 
 def test_lab_has_no_roce():
     out = files(shipped("lab-2node"))
-    assert not [p for p in out if p.startswith("switches/") or "roce_network" in p]
+    assert not [p for p in out if "roce_network" in p]
+    # its one management switch (a plain Ethernet fabric) gets startup files, without RoCE QoS
+    assert [p for p in out if p.startswith("switches/")] == [
+        "switches/mgmt/mgmt-leaf01/frr.conf", "switches/mgmt/mgmt-leaf01/interfaces", "switches/mgmt/mgmt-leaf01/nvue.yaml"]
+    assert "qos" not in nvue(out, "mgmt-leaf01")
     assert "roce_network" not in out["ansible/site.yml"]
 
 
@@ -101,26 +109,26 @@ def test_100k_gpu_blueprint_stays_compact():
     gv = group_vars(out)
     assert len(gv["roce_network_hosts"]) == 1
     switch_files = sorted(p for p in out if p.startswith("switches/"))
-    assert len(switch_files) == 6  # one per tier of the two RoCE fabrics, not one per switch (thousands)
-    assert sum(len(out[p]) for p in switch_files) < 100_000
+    # ~8,400 switches: one table per tier, not a directory per switch (docs/roce.md, Switches)
+    assert switch_files == [f"switches/{f}/{t}.tsv" for f, tiers in (
+        ("frontend", ("core", "leaf", "spine")), ("oob", ("core", "leaf", "spine")), ("roce", ("core", "leaf", "spine")),
+        ("svc", ("leaf",))) for t in tiers]
+    assert sum(len(out[p]) for p in switch_files) < 1_000_000
 
 
 def test_leaf_ports_breakout_and_mtu():
     out = files(shipped(BP))
-    leaf = nvue(out, "roce-leaf")["interface"]
+    leaf = nvue(out, "roce-leaf01")["interface"]
     # SN5600: 64 x 800G; 64 nodes x 400G on 32 ports split 2x, 32 x 800G uplinks
-    assert [f"swp{n}" for n in range(1, 33)] == [k for k in leaf if k.startswith("swp") and "s" not in k[3:]][:32]
     for n in range(1, 33):
         assert leaf[f"swp{n}"] == {"link": {"breakout": "2x"}}
-        assert leaf[f"swp{n}s0"] == leaf[f"swp{n}s1"] == {"type": "swp", "link": {"mtu": 9216}}
+        assert leaf[f"swp{n}s0"]["link"] == leaf[f"swp{n}s1"]["link"] == {"mtu": 9216}
     for n in range(33, 65):
         assert leaf[f"swp{n}"] == {"type": "swp", "link": {"mtu": 9216}}
-    assert len(leaf) == 32 * 3 + 32
-    spine = nvue(out, "roce-spine")["interface"]
-    assert len(spine) == 64 and all(v == {"type": "swp", "link": {"mtu": 9216}} for v in spine.values())
-    head = out["switches/roce-leaf.nvue.yaml"].splitlines()[1]
-    assert "roce-leaf[01-16]" in head
+    assert len(leaf) == 1 + 32 * 3 + 32
+    spine = nvue(out, "roce-spine01")["interface"]
+    assert len(spine) == 1 + 64 and all(v == {"type": "swp", "link": {"mtu": 9216}} for k, v in spine.items() if k != "lo")
     # ECN off: no congestion-control entry
     data = shipped(BP)
     data["fabrics"][0]["ecn"] = False
-    assert "congestion-control" not in nvue(files(data), "roce-leaf")["qos"]
+    assert "congestion-control" not in nvue(files(data), "roce-leaf01")["qos"]

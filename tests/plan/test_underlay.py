@@ -1,0 +1,104 @@
+"""The routed underlay (clusterctl/plan/underlay.py): ASNs, loopbacks, BGP-unnumbered cabling and the hosts' /31
+rail links, written out by hand for a small slice of the shipped RoCE blueprint (4 HGX hosts in 2 scalable units
+of 2, 8 rails: 16 leaves, 2 spines, one uplink from every leaf to each spine)."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterctl.plan import underlay
+from clusterctl.plan.allocations import holder, parse_address
+from clusterctl.rules import run_rules
+from tests.helpers import plan_of, shipped
+
+
+def small() -> dict:
+    data = shipped("hgx-h200-roce-1024")
+    data["node_groups"][0].update(count=4, hostnames="gpu[001-004]", racks="c01", per_rack=4)
+    data["fabrics"][0].update(su_nodes=2, leaf_uplinks=2, spine_count=2)
+    return data
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return plan_of(small())
+
+
+def by_name(plan, fabric="roce"):
+    fp = next(f for f in plan.fabrics if f.name == fabric)
+    return {s.name: s for s in underlay.switches(plan, fp)}
+
+
+def test_asn_plan_rfc7938(plan):
+    sw = by_name(plan)
+    assert len(sw) == 18
+    assert sw["roce-leaf01"].asn == 4200010001 and sw["roce-leaf16"].asn == 4200010016
+    assert sw["roce-spine01"].asn == sw["roce-spine02"].asn == 4200000001  # one ASN for the top tier
+    conv = by_name(plan, "converged")  # the second fabric: its own block
+    assert conv["converged-leaf01"].asn == 4201010001 and conv["converged-spine01"].asn == 4201000001
+
+
+def test_loopbacks_from_the_loopback_pool(plan):
+    sw = by_name(plan)
+    # 10.65.0.0/24, 16 reserved after the network address: the first switch of the first fabric is .17
+    assert sw["roce-leaf01"].loopback == "10.65.0.17" and sw["roce-leaf16"].loopback == "10.65.0.32"
+    assert (sw["roce-spine01"].loopback, sw["roce-spine02"].loopback) == ("10.65.0.33", "10.65.0.34")
+    found = holder(plan, parse_address("10.65.0.33"))
+    assert found is not None and found.host == "roce-spine01" and "loopback" in found.what
+
+
+def test_leaf_ports_hosts_and_uplinks(plan):
+    sw = by_name(plan)
+    assert sw["roce-leaf01"].ports == (
+        underlay.Port("swp1s0", "host", "gpu001", "rail 0", "10.64.0.18/31"),
+        underlay.Port("swp1s1", "host", "gpu002", "rail 0", "10.64.0.34/31"),
+        underlay.Port("swp2", "fabric", "roce-spine01", "swp1"),
+        underlay.Port("swp3", "fabric", "roce-spine02", "swp1"))
+    assert sw["roce-leaf09"].ports[0] == underlay.Port("swp1s0", "host", "gpu003", "rail 0", "10.64.0.50/31")
+    assert sw["roce-leaf16"].ports[1] == underlay.Port("swp1s1", "host", "gpu004", "rail 7", "10.64.0.80/31")
+    spine = sw["roce-spine02"].ports
+    assert len(spine) == 16 and spine[0] == underlay.Port("swp1", "fabric", "roce-leaf01", "swp3")
+    assert spine[15] == underlay.Port("swp16", "fabric", "roce-leaf16", "swp3")
+
+
+def test_host_rails(plan):
+    rails = underlay.host_rails(plan, "gpu001")
+    assert [(r.rail, r.address, r.prefix, r.gateway, r.table, r.priority, r.leaf, r.leaf_port) for r in rails[:2]] == [
+        (0, "10.64.0.19", 31, "10.64.0.18", 101, 1000, "roce-leaf01", "swp1s0"),
+        (1, "10.64.0.21", 31, "10.64.0.20", 102, 1001, "roce-leaf02", "swp1s0")]
+    last = underlay.host_rails(plan, "gpu004")[7]
+    assert (last.address, last.gateway, last.leaf, last.leaf_port, last.device) == (
+        "10.64.0.81", "10.64.0.80", "roce-leaf16", "swp1s1", "mlx5_7")
+    assert underlay.host_rails(plan, "head01") == ()
+    pool = next(p for p in plan.addresses if p.role == "compute")
+    assert pool.point_to_point and pool.address(0, 3, 7) == "10.64.0.81"
+    assert "leaf side" in holder(plan, parse_address("10.64.0.80")).what
+
+
+def test_three_tier_cabling_reaches_every_core():
+    plan = plan_of(shipped("frontier-3tier-100k"))
+    fp = plan.fabrics[0]
+    st, ct = fp.tier("spine"), fp.tier("core")
+    # 52 pods of 32 leaves, 32 spines per pod, 832 cores: leaf 33 (pod 2) uplink 5 goes to pod 2's 6th spine
+    assert underlay.leaf_uplink(fp, 32, 5) == (37, 0)
+    assert underlay.asn(fp, "spine", 31) == 4200001000 and underlay.asn(fp, "spine", 32) == 4200001001
+    assert underlay.asn(fp, "core", 831) == 4200000001 and underlay.asn(fp, "leaf", 1663) == 4200011664
+    starts = underlay.spine_uplink_starts(fp)
+    assert starts[:3] == [0, 32, 64] and starts[-1] + underlay.spine_uplinks(fp, st.count - 1) == 53248
+    assert 53248 // ct.count == 64 == ct.down_links
+
+
+def test_missing_loopback_pool_is_a_finding():
+    data = small()
+    del data["addressing"]["loopback"]
+    plan = plan_of(data)
+    hits = [f for f in run_rules(plan).findings if f.code == "UNDERLAY001"]
+    assert len(hits) == 1 and "roce, converged, svc, oob" in hits[0].message
+    assert by_name(plan)["roce-leaf01"].loopback == ""
+
+
+def test_loopback_pool_too_small_is_addr001():
+    data = small()
+    data["addressing"]["loopback"]["cidr"] = "10.65.0.0/27"  # 32 - 2 - 16 reserved = 14 for 18 + 6 + 1 + 5 switches
+    codes = [f.code for f in run_rules(plan_of(data)).findings]
+    assert "ADDR001" in codes
