@@ -524,6 +524,7 @@ class RehearseScenario(str, Enum):
     rolling = "rolling"
     pull = "pull"
     elastic = "elastic"
+    fabric = "fabric"
 
 
 @app.command()
@@ -539,7 +540,8 @@ def rehearse(
     scenario: Annotated[Optional[list[RehearseScenario]], typer.Option(
         "--scenario", help="all (every scenario that applies, on one boot); nodes: boot and SSH only; deploy: "
                          "converge site.yml twice, testinfra, srun; version-guard, node-failure, failover, pull, elastic, "
-                         "rolling: docs/rehearse.md. Repeat it to run several scenarios on one boot")] = None,
+                         "rolling: docs/rehearse.md. Repeat it to run several scenarios on one boot. fabric (alone, not in all): "
+                         "a slice of each routed Ethernet/RoCE fabric with FRR from the rendered switch files")] = None,
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
     image: Annotated[Optional[RehearseImage], typer.Option(
         "--image", help="the clean OS image the nodes boot from (default: the one nearest the blueprint's "

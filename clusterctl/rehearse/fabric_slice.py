@@ -79,6 +79,8 @@ class FabricSlice:
     links: tuple[Link, ...]
     hosts_group: str = ""
     """the node group of the hosts (the roce_network role's group variables are that group's)"""
+    loopbacks: tuple[tuple[str, str], ...] = ()
+    """(leaf, loopback address) of the two leaves: what must reach each other when no host rail is addressed"""
 
     def switch(self, name: str) -> SliceSwitch:
         return next(s for s in self.switches if s.name == name)
@@ -90,6 +92,14 @@ class FabricSlice:
     @property
     def spines(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.switches if s.role == "spine")
+
+    @property
+    def endpoints(self) -> tuple[SliceRail, ...]:
+        """The addresses that must reach each other: the hosts' rails, else the leaves' loopbacks (each as a
+        "rail" of its leaf, ``lo``, with no gateway)."""
+        if self.rails:
+            return self.rails
+        return tuple(SliceRail(leaf, 0, "lo", address, 32, "", 0, leaf) for leaf, address in self.loopbacks)
 
     @property
     def hosts(self) -> tuple[str, ...]:

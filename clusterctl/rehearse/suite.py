@@ -22,7 +22,7 @@ from clusterctl.rehearse.mirror.source import MirrorSource, SlurmDebs
 from clusterctl.rehearse.node.lifecycle import rehearsal_id
 from clusterctl.rehearse.scenario.base import Build, Scenario, write_render
 from clusterctl.rehearse.scenario.deploy import Converge, cluster_of
-from clusterctl.rehearse.scenario.registry import ORDER, SCENARIOS
+from clusterctl.rehearse.scenario.registry import ALONE, ORDER, SCENARIOS
 from clusterctl.rehearse.select import node_specs
 from clusterctl.rehearse.steps import default_steps
 from clusterctl.rehearse.variant import slurm_as_rehearsed
@@ -52,6 +52,9 @@ def choose(scenario: str | Sequence[str], plan: ClusterPlan) -> tuple[list[Scena
     """The scenarios that run (in the registry's order), the ones ``all`` skips with why, and the one scenario
     named ('' for several). Raises :class:`RehearsalError` for a choice that cannot run."""
     names = [scenario] if isinstance(scenario, str) else list(dict.fromkeys(scenario))
+    alone = [cls for cls in ALONE if cls.name in names]
+    if alone:
+        return [_alone(alone[0](), names, plan)], {}, alone[0].name
     if len(names) > 1 and not set(names) <= set(ORDER):
         raise RehearsalError(f"scenarios {', '.join(names)}: 'all' and 'nodes' are not combined with others",
                              "name several scenarios of: " + ", ".join(ORDER))
@@ -70,6 +73,16 @@ def choose(scenario: str | Sequence[str], plan: ClusterPlan) -> tuple[list[Scena
         if missing is not None:
             raise RehearsalError(f"the {s.name} scenario needs {missing[0].what}: {missing[1]}", missing[0].hint)
     return chosen, {}, one
+
+
+def _alone(s: Scenario, names: list[str], plan: ClusterPlan) -> Scenario:
+    """A scenario of :data:`ALONE`, named by itself, whose needs the blueprint meets."""
+    if len(names) > 1:
+        raise RehearsalError(f"the {s.name} scenario runs alone ({s.runs_alone})", f"rehearse --scenario {s.name}")
+    missing = s.unmet(plan)
+    if missing is not None:
+        raise RehearsalError(f"the {s.name} scenario needs {missing[0].what}: {missing[1]}", missing[0].hint)
+    return s
 
 
 def build(scenario: str | Sequence[str], blueprint: Path, plan: ClusterPlan, output: Path, per_group: int,

@@ -7,11 +7,13 @@ checked on real routing daemons and the kernel's forwarding (docs/rehearse.md, "
 
 from __future__ import annotations
 
+import json
 import time
 from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from clusterctl.rehearse.fabric_plan import fabric_slices, routed_fabrics_unmet
+from clusterctl.rehearse.fabric_plan import fabric_slices, placeholder_interfaces, routed_fabrics_unmet
 from clusterctl.rehearse.fabric_slice import FabricSlice
 from clusterctl.rehearse.node.lifecycle import NodeSpec, fallback_specs
 from clusterctl.rehearse.node.links import Link
@@ -24,6 +26,7 @@ from clusterctl.rehearse.scenario.fabric_checks import (
     check_mtu,
     check_reach,
     measure_reroute,
+    Reroute,
     wait_converged,
 )
 from clusterctl.rehearse.scenario.fabric_setup import NETPLAN_DIR, apply_netplan, apply_switch
@@ -47,6 +50,12 @@ RAILS_PLAY = """\
     - role: roce_network
 """
 RAILS_TAGS = ("preflight", "configure")
+
+
+def _each(slices: list[FabricSlice], one) -> list:
+    """``one(slice)`` for every slice at once (their nodes are apart), in order."""
+    with ThreadPoolExecutor(max_workers=len(slices) or 1) as pool:
+        return list(pool.map(one, slices))
 
 
 def _parallel(nodes, one) -> dict[str, object]:
@@ -112,6 +121,8 @@ class FabricRails:
     slices: list[FabricSlice]
     netplans: dict[str, dict[str, str]] | None = None
     """host -> path -> netplan text, instead of the role"""
+    interfaces: list[str] | None = None
+    """``roce_network_interfaces`` for the role when the plan names no rail netdev (:mod:`..fabric_plan`)"""
     name: str = "rails"
 
     def run(self, state: State, record: Record) -> None:
@@ -119,10 +130,16 @@ class FabricRails:
         for sl in self.slices:
             for r in sl.rails:
                 netdevs[r.host] = netdevs.get(r.host, ()) + (r.netdev,)
+        if not netdevs:
+            record("-", HostOutcome(OK, 0.0, "no host rail is addressed on these fabrics: the leaves' loopbacks "
+                                              "stand for them"))
+            return
         if self.netplans is None:
+            extra = ["--tags", ",".join(RAILS_TAGS), "-e", json.dumps({"roce_network_apply": False})]
+            if self.interfaces:
+                extra += ["-e", json.dumps({"roce_network_interfaces": self.interfaces})]
             outcome = run_playbook(state, sorted(netdevs), ident="fabric-rails", playbook=RAILS_PLAYBOOK,
-                                   extra_args=["--tags", ",".join(RAILS_TAGS), "-e", "roce_network_apply=false"],
-                                   skip_tags=())
+                                   extra_args=extra, skip_tags=())
             if outcome.rc != 0:
                 for host, failures in outcome.failed.items():
                     record(host, HostOutcome(FAILED, outcome.seconds, "; ".join(failures)[:600]))
@@ -144,17 +161,19 @@ class FabricCheck:
     """One claim, checked on every slice: ``check(state, slice)`` returns what is wrong."""
 
     name: str
-    check: object
+    check: Callable[[State, FabricSlice], list[str]]
     slices: list[FabricSlice]
     wait: bool = False
     """wait for the routes first (the first check after the switches start)"""
 
     def run(self, state: State, record: Record) -> None:
-        failed = []
-        for sl in self.slices:
+        def one(sl: FabricSlice) -> tuple[float, list[str]]:  # the slices are apart: checked at once
             t0 = time.monotonic()
             problems = (wait_converged(state, sl) if self.wait else []) or self.check(state, sl)
-            record(sl.fabric, HostOutcome(FAILED if problems else OK, time.monotonic() - t0,
+            return time.monotonic() - t0, problems
+        failed = []
+        for sl, (seconds, problems) in zip(self.slices, _each(self.slices, one)):
+            record(sl.fabric, HostOutcome(FAILED if problems else OK, seconds,
                                           "; ".join(problems)[:900] or self.ok_detail(sl)))
             failed += problems
         if failed:
@@ -174,24 +193,23 @@ class FabricReroute:
 
     def run(self, state: State, record: Record) -> None:
         failed = []
-        for sl in self.slices:
-            t0 = time.monotonic()
-            r = measure_reroute(state, sl)
+        for sl, r in zip(self.slices, _each(self.slices, lambda sl: measure_reroute(state, sl))):
             self.measured[sl.fabric] = {"spine": r.spine, "hold_s": r.hold_s, "seconds": r.seconds,
                                         "recovered_s": r.recovered_s}
             detail = "; ".join(r.problems)[:900] or (
                 f"{r.spine} silent: rerouted in {r.seconds:.1f} s (hold time {r.hold_s} s); "
                 f"both spines back in {r.recovered_s:.1f} s")
-            record(sl.fabric, HostOutcome(FAILED if r.problems else OK, time.monotonic() - t0, detail,
+            record(sl.fabric, HostOutcome(FAILED if r.problems else OK, r.seconds or 0.0, detail,
                                           {"reroute_ms": round((r.seconds or 0) * 1000), "hold_ms": r.hold_s * 1000}))
             failed += r.problems
         if failed:
             raise StepFailed(failed[0])
 
 
-def fabric_steps(slices: list[FabricSlice], netplans: dict[str, dict[str, str]] | None = None) -> list:
+def fabric_steps(slices: list[FabricSlice], netplans: dict[str, dict[str, str]] | None = None,
+                 interfaces: list[str] | None = None) -> list:
     """The scenario's steps after the site mirror: bring the slices up, then check each claim."""
-    return [FabricInstall(slices), FabricSwitches(slices), FabricRails(slices, netplans),
+    return [FabricInstall(slices), FabricSwitches(slices), FabricRails(slices, netplans, interfaces),
             FabricCheck("ecmp", check_ecmp, slices, wait=True), FabricCheck("reach", check_reach, slices),
             FabricCheck("mtu", check_mtu, slices), FabricReroute(slices)]
 
@@ -244,5 +262,9 @@ class FabricScenario(Scenario):
         build.info["fabric"] = {sl.fabric: {"leaves": list(sl.leaves), "spines": list(sl.spines),
                                             "hosts": list(sl.hosts), "mtu": sl.mtu, "hold_s": sl.hold_time(),
                                             "cables": len(sl.links)} for sl in slices}
-        return fabric_steps(slices)
+        interfaces = next((i for sl in slices if (i := placeholder_interfaces(build.base, sl))), None)
+        if interfaces:
+            build.info["fabric_interfaces"] = {"rehearsed": interfaces, "why": (
+                "the plan names no netdev for these rails: the rehearsal calls them railK and tells the role so")}
+        return fabric_steps(slices, interfaces=interfaces)
 
