@@ -11,7 +11,7 @@ import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from clusterctl.rehearse.fabric_plan import fabric_slices, placeholder_interfaces, routed_fabrics_unmet
 from clusterctl.rehearse.fabric_slice import FabricSlice
@@ -189,13 +189,10 @@ class FabricReroute:
 
     slices: list[FabricSlice]
     name: str = "reroute"
-    measured: dict = field(default_factory=dict)
 
     def run(self, state: State, record: Record) -> None:
         failed = []
         for sl, r in zip(self.slices, _each(self.slices, lambda sl: measure_reroute(state, sl))):
-            self.measured[sl.fabric] = {"spine": r.spine, "hold_s": r.hold_s, "seconds": r.seconds,
-                                        "recovered_s": r.recovered_s}
             detail = "; ".join(r.problems)[:900] or (
                 f"{r.spine} silent: rerouted in {r.seconds:.1f} s (hold time {r.hold_s} s); "
                 f"both spines back in {r.recovered_s:.1f} s")

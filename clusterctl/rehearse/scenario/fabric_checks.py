@@ -113,15 +113,18 @@ def rail_pairs(sl: FabricSlice) -> list[tuple[SliceRail, SliceRail]]:
 
 
 def _source_routed(state: State, a: SliceRail, b: SliceRail) -> str:
-    """'' when the host routes ``a.address -> b.address`` out of ``a``'s netdev via its gateway."""
+    """'' when the host routes ``a.address -> b.address`` by ``a``'s own routing table, out of its netdev via
+    its gateway (the per-rail source routing that keeps each rail's traffic on its NIC)."""
     r = ssh(state, a.host, f"ip -j route get {shlex.quote(b.address)} from {shlex.quote(a.address)}")
     try:
         got = (json.loads(r.stdout or "[]") or [{}])[0]
     except ValueError:
         got = {}
-    if got.get("dev") != a.netdev or got.get("gateway") != a.gateway:
+    want = (a.netdev, a.gateway, str(a.table))
+    if (got.get("dev"), got.get("gateway"), str(got.get("table", "main"))) != want:
         return (f"{a.host}: {a.address} -> {b.address} leaves by {got.get('dev', '?')} via "
-                f"{got.get('gateway', 'no gateway')}, not {a.netdev} via {a.gateway}")
+                f"{got.get('gateway', 'no gateway')} (table {got.get('table', 'main')}), not {a.netdev} via "
+                f"{a.gateway} (table {a.table})")
     return ""
 
 

@@ -86,11 +86,15 @@ def present_ports(state: State, node: str) -> set[str]:
 
 
 def apply_switch(state: State, switch: SliceSwitch) -> tuple[str, list[str]]:
-    """Configure ``switch`` from its rendered files and (re)start FRR; returns (error or '', ignored keys)."""
-    write_file(state, switch.name, FRR_CONF, switch.frr_conf, mode="0640", owner="frr:frr")
-    err = run(state, switch.name, f"vtysh --dryrun -f {FRR_CONF}")
-    if err:
-        return f"FRR refuses the rendered {switch.source or FRR_CONF}: {err}", []
+    """Configure ``switch`` from its rendered files: the interfaces file's MTU and addresses, then FRR
+    (re)started with the configuration, unless it already runs this very one. Returns (error or '', the
+    interfaces-file keys not applied)."""
+    running = read_file(state, switch.name, FRR_CONF) == switch.frr_conf
+    if not running:
+        write_file(state, switch.name, FRR_CONF, switch.frr_conf, mode="0640", owner="frr:frr")
+        err = run(state, switch.name, f"vtysh --dryrun -f {FRR_CONF}")
+        if err:
+            return f"FRR refuses the rendered {switch.source or FRR_CONF}: {err}", []
     commands, ignored = interface_commands(switch.interfaces, present_ports(state, switch.name))
     script = ["sysctl -q -w net.ipv4.conf.all.forwarding=1 net.ipv6.conf.all.forwarding=1", *commands]
     enable = daemons_script(switch.frr_conf)
@@ -98,7 +102,9 @@ def apply_switch(state: State, switch: SliceSwitch) -> tuple[str, list[str]]:
         script.append(enable)
     # reset-failed: a switch reconfigured several times (the tests that break a rendered file) would otherwise
     # reach frr.service's start limit
-    script.append("systemctl reset-failed frr.service; systemctl restart frr && systemctl is-active --quiet frr")
+    start = "{ systemctl reset-failed frr.service; systemctl restart frr; }"
+    script.append(f"{{ systemctl is-active --quiet frr || {start}; }}" if running else start)
+    script.append("systemctl is-active --quiet frr")
     return run(state, switch.name, " && ".join(script)), ignored
 
 
