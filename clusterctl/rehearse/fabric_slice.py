@@ -18,7 +18,8 @@ from clusterctl.rehearse.node.links import Link
 FRR_DEFAULT_TIMERS = {"datacenter": (3, 9), "traditional": (60, 180)}
 """BGP keepalive and hold time (s) of FRR's ``frr defaults`` profiles when a configuration states none (FRR user
 guide, "BGP": "timers bgp KEEPALIVE HOLDTIME"; the datacenter profile's 3/9 and the traditional 60/180)"""
-TIMERS = re.compile(r"^\s*timers bgp (\d+) (\d+)\s*$", re.M)
+TIMERS = re.compile(r"^\s*(?:timers bgp|neighbor \S+ timers) (\d+) (\d+)\s*$", re.M)
+"""``timers bgp K H`` (the router's) and ``neighbor X timers K H`` (a peer's or peer group's)"""
 DEFAULTS = re.compile(r"^\s*frr defaults (\S+)\s*$", re.M)
 ROUTER_BGP = re.compile(r"^router bgp (\d+)\s*$", re.M)
 
@@ -43,7 +44,8 @@ class SliceSwitch:
         return int(m.group(1)) if m else None
 
     def timers(self) -> tuple[int, int]:
-        """(keepalive, hold) in seconds: the configuration's ``timers bgp``, else its defaults profile's."""
+        """(keepalive, hold) in seconds: the longest the configuration states (router or neighbor ``timers``), else
+        its defaults profile's."""
         stated = TIMERS.findall(self.frr_conf)
         if stated:
             return max((int(k), int(h)) for k, h in stated)
