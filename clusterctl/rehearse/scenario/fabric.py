@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from clusterctl.rehearse.fabric_plan import fabric_slices, placeholder_interfaces, routed_fabrics_unmet
 from clusterctl.rehearse.fabric_slice import FabricSlice
+from clusterctl.rehearse.mirror.packages import FABRIC_HOST, FABRIC_SWITCH
 from clusterctl.rehearse.node.lifecycle import NodeSpec, fallback_specs
 from clusterctl.rehearse.node.links import Link
 from clusterctl.rehearse.node.ssh import ssh, write_file
@@ -34,10 +35,7 @@ from clusterctl.rehearse.select import NODE_INIT
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
 INSTALL_TIMEOUT_S = 300.0
-SWITCH_PACKAGES = ("frr",)
-"""Debian's FRR (8.4 on debian-12): the routing suite Cumulus Linux runs under NVUE"""
-HOST_PACKAGES = ("netplan.io",)
-"""netplan, which compiles the rendered rail configuration for systemd-networkd"""
+SWITCH_PACKAGES, HOST_PACKAGES = FABRIC_SWITCH, FABRIC_HOST
 RAILS_PLAYBOOK = "rehearsal-fabric.yml"
 RAILS_PLAY = """\
 # clusterctl rehearsal, fabric scenario: the roce_network role's preflight and configure tasks on the hosts of
