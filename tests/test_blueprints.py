@@ -141,7 +141,7 @@ def test_frontier_three_tier():
     assert sum(1 for r in p.racks if r.profile_name == "b200") == 3328
     assert 195_000 < p.it_power_kw < p.blueprint.site.it_power_kw
     rdma = next(a for a in p.addresses if a.role == "compute")
-    assert rdma.cidr.endswith("/12") and rdma.needed == 106_496
+    assert rdma.cidr.endswith("/12") and rdma.needed == 2 * 106_496  # a /31 per NIC (L3 to the host)
 
 
 # --- cloud ------------------------------------------------------------------------------------------------------

@@ -209,7 +209,8 @@ def _b300_lab(tmp_path):
     Quantum-X800 (XDR), the software the R580 / CUDA 13.0 pair the MLPerf v5.1 B300 systems ran."""
     from tests.helpers import shipped, to_yaml
     data = shipped("lab-2node")
-    data["node_types"]["hgx"] = {"server": "hgx-b300-8gpu"}
+    data["node_types"]["hgx"] = {"server": "hgx-b300-8gpu",  # an OEM server: the blueprint names its ports
+                                 "interfaces": {"compute": data["node_types"]["hgx"]["interfaces"]["compute"]}}
     data["fabrics"][0]["switch"] = "q3400-ra"
     data["software"] = {**data["software"], "driver": "580", "cuda": "13.0"}
     path = tmp_path / "b300.yaml"
@@ -227,7 +228,9 @@ def _gb300_su(tmp_path):
     for profile in ("nvl72-a", "nvl72-b"):
         data["rack_profiles"][profile].update(system="gb300-nvl72", power_kw=150, feed_kw=75, liquid_kw=120)
     data["rack_profiles"]["net"].update(power_kw=60, feed_kw=75, air_kw=60)
-    data["node_types"]["tray"] = {"server": "gb300-nvl72-tray", "features": ["gb300", "nvl72"]}
+    data["node_types"]["tray"] = {"server": "gb300-nvl72-tray", "features": ["gb300", "nvl72"], "interfaces": {
+        **data["node_types"]["tray"]["interfaces"],  # no GB300 port table was read: the blueprint names them
+        "compute": [{"rdma": f"mlx5_{k}"} for k in (0, 1, 4, 5)]}}
     data["node_groups"][0]["name"] = "gb300"
     data["fabrics"][0]["switch"] = "q3400-ra"
     for fabric in data["fabrics"]:

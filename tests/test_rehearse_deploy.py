@@ -131,7 +131,7 @@ def test_cluster_of_the_superpod_names_login_controllers_and_accounting():
 
 def test_rehearsal_vars_skip_nothing_but_hardware_and_give_reasons():
     assert set(HARDWARE_ROLES) == {"doca_ofed", "nvidia_driver", "nvidia_imex", "dcgm", "enroot_pyxis", "roce_network",
-                                   "gcp_tcpxo"}
+                                   "gcp_tcpxo", "host_network_preflight", "host_network"}
     assert all(isinstance(why, str) and len(why) > 20 for _, why in REHEARSAL_VARS.values())
     for daemon in ("munge", "slurm_controller", "slurm_compute", "slurmdbd"):
         assert REHEARSAL_VARS[f"{daemon}_manage_services"][0] is True

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from clusterctl.catalog.models import Server
+from clusterctl.catalog.models import PortName, Server
 from clusterctl.kinds import (GroupName, HcaName, HostList, Identifier, InterfaceName,
                               NcclSocketIfname, SlurmFeature)
 from clusterctl.strict import StrictModel
@@ -24,6 +24,16 @@ class NcclNames(StrictModel):
     """full NCCL_SOCKET_IFNAME value for bootstrap traffic, e.g. "=bond0" or "^lo,docker" """
 
 
+class HostInterfaces(StrictModel):
+    """The OS names of a node type's ports by role, in port order (compute: rail order), where the catalog's
+    vendor table gives none or the hosts differ from it: check with ``ibdev2netdev`` and ``ip -br link`` on one
+    node. The plan takes each list whole (clusterctl/plan/interfaces.py); each must list every port of the role."""
+
+    compute: list[PortName] | None = Field(default=None, max_length=64)
+    storage: list[PortName] | None = Field(default=None, max_length=64)
+    inband: list[PortName] | None = Field(default=None, max_length=64)
+
+
 class NodeType(StrictModel):
     """A kind of node: a catalog server, a server described inline, or a cloud instance type (one of them)."""
 
@@ -38,6 +48,8 @@ class NodeType(StrictModel):
     """extra Slurm node features"""
     nccl: NcclNames | None = None
     """override the RDMA device / interface names written to this node type's nccl.conf"""
+    interfaces: HostInterfaces | None = None
+    """the OS names (netdev, RDMA device) of the compute, storage and in-band ports, when the catalog has none"""
     storage_interfaces: list[InterfaceName] | None = Field(default=None, max_length=16)
     """interface names of the storage NICs (``ibdev2netdev``), e.g. [ibp154s0, ibp192s0]: Lustre's LNet binds its
     o2ib network to them (``options lnet networks=o2ib0(ibp154s0,ibp192s0)``); default: LNet's own (ib0)"""

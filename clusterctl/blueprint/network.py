@@ -53,6 +53,11 @@ class _Fabric(StrictModel):
     """spine switches as built (2 tiers: in total; 3 tiers: per pod); default: enough for the uplinks"""
     switch_racks: HostList | None = None
     """host list of racks that hold this fabric's switches (leaves of ``su_by: nodes``, spines, cores)"""
+    routes_to: list[FabricName] = Field(default_factory=list, max_length=64)
+    """Ethernet/RoCE fabrics this one exchanges routes with: its border leaf (the last leaf) peers over BGP
+    with each one's border leaf on one cable (docs/roce.md, "Paths between networks"); without a declared
+    path, UNDERLAY003 warns when Slurm's controllers and compute nodes have their in-band ports on
+    different fabrics"""
 
 
 class InfinibandFabric(_Fabric):

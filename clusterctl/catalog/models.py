@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from clusterctl.kinds import CloudRegion, FreeText, Identifier
+from clusterctl.kinds import CloudRegion, FreeText, HcaName, Identifier, InterfaceName
 from clusterctl.strict import StrictModel
 
 Cooling = Literal["air", "liquid", "hybrid"]
@@ -85,10 +85,24 @@ class Switch(Entry):
     cooling: Cooling = "air"
 
 
+class PortName(StrictModel):
+    """The operating system's names of one NIC port: what ``ip link`` and ``ibdev2netdev`` show on the host."""
+
+    netdev: InterfaceName | None = None
+    """network interface, e.g. ibp24s0 (InfiniBand) or enp24s0np0 (Ethernet)"""
+    rdma: HcaName | None = None
+    """RDMA device, e.g. mlx5_0 (the name NCCL_IB_HCA lists)"""
+    description: FreeText = ""
+    """where the port is on the chassis, as the vendor's table names it (e.g. "OSFP4P2, GPU 0")"""
+
+
 class NicSlot(StrictModel):
     model: Identifier
     count: int = Field(gt=0, le=256)  # NIC cards in one server
     role: NicRole
+    ports: list[PortName] = Field(default_factory=list, max_length=1024)  # count x ports per card
+    """the OS names of the slot's ports, in port order (compute: rail order, rail 0 first), as the vendor's
+    documentation gives them (a ``sources`` line ``nics.ports`` says where); empty when no vendor table exists"""
 
 
 class GpuSlot(StrictModel):

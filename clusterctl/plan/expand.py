@@ -265,8 +265,8 @@ def _addresses(bp: Blueprint, groups: Sequence[GroupPlan], fabrics: Sequence[Fab
         offsets, slot = [], 0
         p2p = net.role == "compute" and routed_compute(fabrics)
         for g in groups:
-            if net.role == "compute":
-                per_host = g.type.nic_count("compute") * (2 if p2p else 1)
+            if net.role in ("compute", "storage"):  # one address per port: rails, multi-rail storage (LNet)
+                per_host = g.type.nic_count(net.role) * (2 if p2p else 1)  # p2p: a /31 per compute port
             else:
                 per_host = 1 if (g.type.nic_count(net.role) or
                                  (net.role == "inband" and g.type.instance is not None)) else 0

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 from clusterctl import hostlist
 from clusterctl.plan.model import AddressPool, ClusterPlan, FabricPlan, GroupPlan, SwitchTier
-from clusterctl.plan.rdma import compute_hcas
+from clusterctl.plan.interfaces import compute_ports
 
 ASN_FIRST = 4_200_000_000
 """first private 4-byte ASN (RFC 6996)"""
@@ -315,8 +315,9 @@ def leaf_host_links(plan: ClusterPlan, fp: FabricPlan) -> Iterator[tuple[int, in
     """(leaf index, downlink index, host, host port, leaf-side address as an integer or None) of every host link
     of the fabric, leaf by leaf (the module docstring)."""
     members = _members(plan, fp)
+    distinct = {id(m): m for m, _ in members.values()}.values()  # one per node group, not per host
     origin = {id(m.pool): int(ipaddress.ip_network(m.pool.cidr).network_address) + m.pool.first_host_offset
-              for m, _ in members.values() if m.pool is not None}
+              for m in distinct if m.pool is not None}
     leaf0 = 0
     for su in fp.sus:
         n_leaves = len(hostlist.expand(su.leaves)) if su.leaves else 0
@@ -338,6 +339,89 @@ def port_role(member_roles: tuple[str, ...], ports_of, k: int) -> str:
             return r
         k -= n
     return member_roles[-1] if member_roles else ""
+
+
+# --- paths between fabrics ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class BorderLink:
+    """One cable between two routed fabrics (``routes_to``), a BGP-unnumbered session; ``leaf``/``peer_leaf``
+    are the border switches (a leaf, or the top-tier switch where no leaf has a free port)."""
+
+    fabric: str
+    leaf: str
+    port: str
+    peer_fabric: str
+    peer_leaf: str
+    peer_port: str
+
+
+def _border_candidates(fp: FabricPlan) -> list[tuple[str, int, int]]:
+    """(switch, first free native port, free ports) where a fabric's border links may go, in preference order:
+    its last leaf (a border leaf), then the first switch of its top tier and of its spine tier (a border leaf of
+    the other fabric cabled in like one of this fabric's leaves). Ports in use are the tier's busiest switch's."""
+    out = []
+    lt = fp.tier("leaf")
+    if lt.up_dedicated and lt.switch.uplinks is not None:
+        out.append((hostlist.expand(lt.names)[-1], lt.native_ports + lt.up_links + 1,
+                    lt.switch.uplinks.ports - lt.up_links))
+    else:
+        used = lt.down_ports + lt.up_links
+        out.append((hostlist.expand(lt.names)[-1], used + 1, lt.native_ports - used))
+    for role in ("core", "spine"):
+        t = fp.tier(role)
+        if t is not None and t.count:
+            used = t.down_ports + -(-t.up_links // max(1, t.down_breakout))
+            out.append((hostlist.expand(t.names)[0], used + 1, t.native_ports - used))
+    return out
+
+
+def border_end(fp: FabricPlan, n: int) -> tuple[str, str]:
+    """Where fabric ``fp``'s ``n``-th border link ends: (switch, port); the port is past the switch's ports when
+    none is free (UNDERLAY004)."""
+    candidates = _border_candidates(fp)
+    for name, first, free in candidates:
+        if n < free:
+            return name, f"swp{first + n}"
+        n -= max(0, free)
+    name, first, free = candidates[0]
+    return name, f"swp{first + max(0, free) + n}"
+
+
+def border_links(plan: ClusterPlan) -> tuple[BorderLink, ...]:
+    """Both ends of every declared path between routed fabrics (each pair once, in blueprint order; a pair
+    declared from both sides is one cable)."""
+    fabrics = {f.name: f for f in routed_fabrics(plan)}
+    pairs: list[tuple[str, str]] = []
+    for fp in plan.fabrics:
+        for other in plan.fabric_spec(fp).routes_to:
+            pair = (fp.name, other)
+            if fp.name in fabrics and other in fabrics and other != fp.name and pair not in pairs \
+                    and pair[::-1] not in pairs:
+                pairs.append(pair)
+    used: dict[str, int] = {}
+    out = []
+    for a, b in pairs:
+        ends = []
+        for name in (a, b):
+            ends.append(border_end(fabrics[name], used.get(name, 0)))
+            used[name] = used.get(name, 0) + 1
+        out.append(BorderLink(a, ends[0][0], ends[0][1], b, ends[1][0], ends[1][1]))
+        out.append(BorderLink(b, ends[1][0], ends[1][1], a, ends[0][0], ends[0][1]))
+    return tuple(out)
+
+
+def connected(plan: ClusterPlan, a: str, b: str) -> bool:
+    """Whether fabrics ``a`` and ``b`` are the same or joined by declared paths (through others too)."""
+    seen, todo = {a}, [a]
+    links = border_links(plan)
+    while todo:
+        here = todo.pop()
+        for link in links:
+            if link.fabric == here and link.peer_fabric not in seen:
+                seen.add(link.peer_fabric)
+                todo.append(link.peer_fabric)
+    return b in seen
 
 
 # --- switches --------------------------------------------------------------------------------------------------
@@ -385,6 +469,11 @@ def switches(plan: ClusterPlan, fp: FabricPlan) -> tuple[Switch, ...]:
                 core_down[c].append(Port(down_port(ct, m), "fabric", names["spine"][s], up_port(st, v)))
         for c in range(ct.count):
             ports[("core", c)].extend(sorted(core_down[c], key=lambda p: _port_key(p.name)))
+    index = {(t.role, n): i for t in fp.tiers for i, n in enumerate(names[t.role])}
+    for link in border_links(plan):
+        if link.fabric == fp.name:
+            key = next(k for k in index if k[1] == link.leaf)
+            ports[(key[0], index[key])].append(Port(link.port, "fabric", link.peer_leaf, link.peer_port))
     out = []
     for t in fp.tiers:
         los = loopbacks(plan, fp, t.role)
@@ -409,17 +498,10 @@ def switch(plan: ClusterPlan, name: str) -> Switch | None:
 
 # --- the hosts' side --------------------------------------------------------------------------------------------
 
-def rail_devices(plan: ClusterPlan, g: GroupPlan) -> tuple[str, ...]:
-    """The compute RDMA device of each rail (the names NCCL_IB_HCA lists), empty when they cannot be derived."""
-    hcas, _ = compute_hcas(plan, g.type)
-    if hcas is None or isinstance(hcas, str):
-        return ()
-    return tuple(h.split(":")[0] for h in hcas)
-
-
-def rail_netdevs(plan: ClusterPlan, g: GroupPlan) -> tuple[str, ...]:
-    """The network interface of each rail, empty when the plan does not know them."""
-    return ()
+def rail_names(plan: ClusterPlan, g: GroupPlan) -> tuple[tuple[str, str], ...]:
+    """(RDMA device, netdev) of each rail from the host-interface plan (clusterctl/plan/interfaces.py); empty
+    strings where no source names them."""
+    return tuple((p.rdma or "", p.netdev or "") for p in compute_ports(plan, g.type))
 
 
 def host_rails(plan: ClusterPlan, host: str) -> tuple[HostRail, ...]:
@@ -441,13 +523,13 @@ def host_rails(plan: ClusterPlan, host: str) -> tuple[HostRail, ...]:
         for leaf, j, h, k, _addr in leaf_host_links(plan, fp):
             if h == host:
                 leaves[k] = (leaf_names[leaf], down_port(lt, j))
-        devices, netdevs = rail_devices(plan, m.group), rail_netdevs(plan, m.group)
+        names = rail_names(plan, m.group)
         out = []
         for k in range(m.group.type.nic_count("compute")):
             base = int(net.network_address) + pool.first_host_offset + host_slot(m, i, k)
             leaf, port = leaves.get(k, ("", ""))
-            out.append(HostRail(fp.name, k, devices[k] if k < len(devices) else "",
-                                netdevs[k] if k < len(netdevs) else "", _int_to_ip(net.version, base + 1), prefix,
+            device, netdev = names[k] if k < len(names) else ("", "")
+            out.append(HostRail(fp.name, k, device, netdev, _int_to_ip(net.version, base + 1), prefix,
                                 _int_to_ip(net.version, base), TABLE_BASE + 1 + k, RULE_PRIORITY_BASE + k, leaf,
                                 port))
         return tuple(out)

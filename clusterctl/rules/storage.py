@@ -8,7 +8,7 @@ from dataclasses import replace
 from clusterctl.path_policy import EXPORT_DIRECTORY, allowed, refusal
 from clusterctl.perf.storage_io import checkpoint_bytes, checkpoint_tier
 from clusterctl.plan.inventory_groups import unserved_exports
-from clusterctl.plan.lustre import nid_networks
+from clusterctl.plan.lustre import nid_networks, storage_interfaces
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.paths import DATA_ROLES, no_path_reason, storage_path
 from clusterctl.plan.sources import SourceError, mount_source
@@ -163,6 +163,36 @@ def lustre_o2ib_nic(plan: ClusterPlan) -> Iterator[Hit]:
                       f"(group {g.name}, role {g.role}) has no InfiniBand-capable storage NIC ({nics})",
                       "give the node type a storage NIC (role: storage) with InfiniBand/RoCE RDMA, or add the MGS's "
                       "@tcp NID to the source (10.0.0.1@o2ib,10.1.0.1@tcp:/fs)")
+
+
+@rule("STORAGE012", "storage", Severity.WARNING, "LNet o2ib without the storage ports' interface names")
+def lnet_unnamed_interfaces(plan: ClusterPlan) -> Iterator[Hit]:
+    """A Lustre tier with an ``o2ib`` NID is mounted through LNet's o2ib network on the clients' storage ports:
+    ``options lnet networks=o2ib0(ibp154s0,ibp192s0)`` (Lustre manual, "Configuring LNet"; several interfaces
+    make LNet multi-rail). Without interface names the option is a bare ``o2ib0``, which LNet binds to ``ib0``,
+    a name Ubuntu's predictable interface naming never gives an InfiniBand port, so the mount fails. The names
+    come from the catalog's vendor table or the node type's ``interfaces.storage``. Fix: declare them, as
+    ``ibdev2netdev`` shows them on one node."""
+    seen = set()
+    for i, t in enumerate(plan.blueprint.storage):
+        if t.tier != "parallel" or t.filesystem != "lustre" or not t.servers:
+            continue
+        if not any(net.startswith("o2ib") for net in nid_networks(t.servers)):
+            continue
+        for g in plan.groups:
+            if g.role not in ("compute", "login") or g.type.instance is not None or g.type.name in seen:
+                continue
+            if not any("infiniband" in n.protocols for n in g.type.nics_of("storage")):
+                continue  # STORAGE007's case
+            if storage_interfaces(plan, g.type):
+                continue
+            seen.add(g.type.name)
+            yield Hit(("node_types", g.type.name),
+                      f"Lustre tier {t.name} is reached over o2ib ({t.servers}) but the storage ports of node type "
+                      f"{g.type.name} (group {g.name}) have no interface names: LNet's o2ib0 would bind to ib0, "
+                      "which Ubuntu's interface naming does not create",
+                      f"declare node_types.{g.type.name}.interfaces.storage: [{{netdev: ibp...}}, ...] as "
+                      "ibdev2netdev shows them on one node")
 
 
 def _attach_fix(plan: ClusterPlan, g, tier, loose: list[str]):

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 from clusterctl.plan.model import ClusterPlan, FabricPlan, GroupPlan
 from clusterctl.plan.allocations import group_block
-from clusterctl.plan.underlay import RULE_PRIORITY_BASE, TABLE_BASE, rail_devices
+from clusterctl.plan.interfaces import compute_ports, rdma_devices
+from clusterctl.plan.underlay import RULE_PRIORITY_BASE, TABLE_BASE
 from clusterctl.targets.host_runs import host_runs
 
 SWITCH_MTU = 9216
@@ -131,6 +132,12 @@ def routed_vars(plan: ClusterPlan, fp: FabricPlan, cidr: str) -> dict:
     if pool is None or not pool.point_to_point:
         return {}
     return {"roce_network_prefix": 31 if pool.version == 4 else 127, "roce_network_routes": [cidr]}
+
+
+def rail_devices(plan: ClusterPlan, g: GroupPlan) -> tuple[str, ...]:
+    """The compute RDMA device of each rail (clusterctl/plan/interfaces.py, the names NCCL_IB_HCA lists);
+    empty when no source names them all (NET001; then the role needs roce_network_interfaces)."""
+    return rdma_devices(compute_ports(plan, g.type)) or ()
 
 
 def group_vars(plan: ClusterPlan, g: GroupPlan) -> dict | None:

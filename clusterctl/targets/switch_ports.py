@@ -24,8 +24,8 @@ def _host_addresses(plan: ClusterPlan, fp: FabricPlan) -> dict[int, dict[int, st
     """leaf index -> downlink index -> the leaf side of the host link with its prefix (addressed links only)."""
     out: dict[int, dict[int, str]] = {}
     pool = next((p for p in plan.addresses if p.point_to_point), None)
-    if pool is None or fp.kind != "roce":
-        return out
+    if pool is None or fp.kind != "roce" or any(role != "compute" for _, role in fp.attached):
+        return out  # only a RoCE fabric's compute NICs are addressed here (underlay: the module docstring)
     v4 = pool.version == 4
     suffix = "/31" if v4 else "/127"
     for leaf, j, _host, _port, addr in underlay.leaf_host_links(plan, fp):
@@ -34,6 +34,15 @@ def _host_addresses(plan: ClusterPlan, fp: FabricPlan) -> dict[int, dict[int, st
         text = f"{addr >> 24 & 255}.{addr >> 16 & 255}.{addr >> 8 & 255}.{addr & 255}" if v4 else \
             str(ipaddress.IPv6Address(addr))
         out.setdefault(leaf, {})[j] = text + suffix
+    return out
+
+
+def _border_ports(plan: ClusterPlan, fp: FabricPlan) -> dict[str, list[str]]:
+    """switch -> its ports on paths to other fabrics (``routes_to``): more BGP-unnumbered fabric ports."""
+    out: dict[str, list[str]] = {}
+    for link in underlay.border_links(plan):
+        if link.fabric == fp.name:
+            out.setdefault(link.leaf, []).append(link.port)
     return out
 
 
@@ -53,22 +62,24 @@ def tier_ports(plan: ClusterPlan, fp: FabricPlan, tier: SwitchTier) -> Iterator[
         addresses = _host_addresses(plan, fp)
         downs = _down_names(tier, tier.down_links)
         ups = _up_names(tier, tier.up_links) if fp.tier("spine") is not None else []
+        border = _border_ports(plan, fp)
         for i, name in enumerate(names):
             mine = addresses.get(i, {})
             host = [(p, mine.get(j, "")) for j, p in enumerate(downs)]
-            yield i, name, underlay.asn(fp, "leaf", i), loopbacks[i], host, ups
+            yield i, name, underlay.asn(fp, "leaf", i), loopbacks[i], host, ups + border.get(name, [])
         return
+    border = _border_ports(plan, fp)
     if tier.role == "spine":
         downs = _down_names(tier, tier.down_links)
         ups = _up_names(tier, max(tier.up_links, 0)) if fp.tier("core") is not None else []
         for i, name in enumerate(names):
             d, u = underlay.spine_downlinks(fp, i), underlay.spine_uplinks(fp, i)
             yield i, name, underlay.asn(fp, "spine", i), loopbacks[i], [], downs[:d] + (
-                ups[:u] if u <= len(ups) else _up_names(tier, u))
+                ups[:u] if u <= len(ups) else _up_names(tier, u)) + border.get(name, [])
         return
     total = sum(underlay.spine_uplinks(fp, s) for s in range(fp.tier("spine").count))
     downs = _down_names(tier, tier.down_links)
     for i, name in enumerate(names):
         n = total // tier.count + (1 if i < total % tier.count else 0)
-        yield i, name, underlay.asn(fp, tier.role, i), loopbacks[i], [], downs[:n] if n <= len(downs) else \
-            _down_names(tier, n)
+        yield i, name, underlay.asn(fp, tier.role, i), loopbacks[i], [], (downs[:n] if n <= len(downs) else
+                                                                         _down_names(tier, n)) + border.get(name, [])

@@ -93,7 +93,7 @@ def test_missing_loopback_pool_is_a_finding():
     del data["addressing"]["loopback"]
     plan = plan_of(data)
     hits = [f for f in run_rules(plan).findings if f.code == "UNDERLAY001"]
-    assert len(hits) == 1 and "roce, converged, svc, oob" in hits[0].message
+    assert len(hits) == 1 and "fabrics roce, converged, oob get" in hits[0].message  # svc: one switch, no peer
     assert by_name(plan)["roce-leaf01"].loopback == ""
 
 
@@ -102,3 +102,39 @@ def test_loopback_pool_too_small_is_addr001():
     data["addressing"]["loopback"]["cidr"] = "10.65.0.0/27"  # 32 - 2 - 16 reserved = 14 for 18 + 6 + 1 + 5 switches
     codes = [f.code for f in run_rules(plan_of(data)).findings]
     assert "ADDR001" in codes
+
+
+def test_ipv6_loopback_pool_is_an_error():
+    data = small()
+    data["addressing"]["loopback"]["cidr"] = "fd00:255::/64"
+    hits = [f for f in run_rules(plan_of(data)).findings if f.code == "UNDERLAY002"]
+    assert len(hits) == 1 and hits[0].path == ("addressing", "loopback", "cidr")
+
+
+def test_declared_path_between_inband_fabrics():
+    plan = plan_of(shipped("hgx-h200-roce-1024"))  # svc (head, login) routes_to converged (the GPU nodes' in-band)
+    links = underlay.border_links(plan)
+    assert links == (
+        underlay.BorderLink("svc", "svc-leaf01", "swp5", "converged", "converged-leaf06", "swp49"),
+        underlay.BorderLink("converged", "converged-leaf06", "swp49", "svc", "svc-leaf01", "swp5"))
+    assert underlay.connected(plan, "svc", "converged") and not underlay.connected(plan, "svc", "roce")
+    svc = by_name(plan, "svc")["svc-leaf01"]
+    assert svc.ports[-1] == underlay.Port("swp5", "fabric", "converged-leaf06", "swp49")
+    assert not [f for f in run_rules(plan).findings if f.code.startswith("UNDERLAY")]
+
+
+def test_border_on_the_spine_when_the_leaves_are_full():
+    # gb200's converged leaves use all 64 ports (32 x 4 x 200G down, 32 up): the path lands on the first spine
+    plan = plan_of(shipped("gb200-nvl72-8rack"))
+    assert underlay.border_links(plan)[0] == underlay.BorderLink(
+        "svc", "svc-leaf01", "swp5", "converged", "converged-spine01", "swp41")
+
+
+def test_no_declared_path_is_a_finding_and_a_full_fabric_an_error():
+    data = shipped("hgx-h200-roce-1024")
+    del data["fabrics"][2]["routes_to"]
+    (hit,) = [f for f in run_rules(plan_of(data)).findings if f.code == "UNDERLAY003"]
+    assert hit.path == ("fabrics", 2, "routes_to") and "fabric svc" in hit.message and "fabric converged" in hit.message
+    data["fabrics"][2]["routes_to"] = ["converged", "roce"]  # roce: 64 of 64 ports in use on leaves and spines
+    (hit,) = [f for f in run_rules(plan_of(data)).findings if f.code == "UNDERLAY004"]
+    assert "fabric roce" in hit.message

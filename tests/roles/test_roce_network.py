@@ -6,9 +6,10 @@ directory (its path variables), finds the rails' interfaces in a sysfs tree made
 (``roce_network_sysfs_root``; the role reads ``class/infiniband/<device>/device/net/<interface>`` as on a host)
 and applies nothing (``roce_network_apply: false``, ``roce_network_manage_services: false``). What is checked
 exactly instead: the netplan file of four hosts of the 128-node group (first, last and both sides of the
-gpu099/gpu100 boundary) holds, for each of the 8 rails, the address ``AddressPool.address`` plans, the pool's
-prefix, the fabric MTU, a routing table per rail with the pool's subnet ``from`` that address, and a rule
-``from`` that address to that table; the sysctl file the ARP/rp_filter settings on every rail; the QoS
+gpu099/gpu100 boundary) holds, for each of the 8 rails, the address ``AddressPool.address`` and the underlay
+plan (a /31 to its leaf, L3 to the host), the fabric MTU, a routing table per rail with the link and the
+fabric's prefix via the leaf ``from`` that address, and a rule ``from`` that address to that table; netplan's
+own generator accepts the file; the sysctl file the ARP/rp_filter settings on every rail; the QoS
 settings file the DSCP, PFC vector, ECN and CNP values of the fabric, which are those NCCL_IB_TC and the
 switch files carry. The same role on an IPv6 pool (the blueprint's rdma cidr changed to fd00:64::/64) writes
 the plan's IPv6 addresses. A second run reports no change. (ansible-lint's production profile over every role:
@@ -29,7 +30,7 @@ import pytest
 import yaml
 
 from clusterctl.blueprint.load import load_blueprint
-from clusterctl.plan import expand
+from clusterctl.plan import expand, underlay
 from clusterctl.targets import render_targets
 from tests.helpers import BLUEPRINTS, REPO, plan_of
 from tests.conftest import require_root, require_tool
@@ -107,13 +108,16 @@ def test_addresses_are_the_planned_ones(plan, converged):
         i = g.hosts.index(host)
         eth = yaml.safe_load((work / "out" / host / "netplan.yaml").read_text())["network"]["ethernets"]
         assert list(eth) == [f"ens{k + 1}np0" for k in range(8)]
+        rails = underlay.host_rails(plan, host)
         for k, name in enumerate(eth):
-            assert eth[name]["addresses"] == [f"{pool.address(g.index, i, k)}/21"]
+            assert eth[name]["addresses"] == [f"{pool.address(g.index, i, k)}/31"] == [
+                f"{rails[k].address}/{rails[k].prefix}"]
             assert eth[name]["mtu"] == 9000 and eth[name]["dhcp4"] is False
     first = yaml.safe_load((work / "out" / "gpu001" / "netplan.yaml").read_text())["network"]["ethernets"]
     last = yaml.safe_load((work / "out" / "gpu128" / "netplan.yaml").read_text())["network"]["ethernets"]
-    assert first["ens1np0"]["addresses"] == ["10.64.0.17/21"]  # 16 reserved after the network address
-    assert last["ens8np0"]["addresses"] == ["10.64.4.16/21"]   # 17 + 127 x 8 + 7 = 1,040 = 4 x 256 + 16
+    # a /31 per NIC: 16 reserved after the network address, the pairs start on an even address (18, the leaf's)
+    assert first["ens1np0"]["addresses"] == ["10.64.0.19/31"]
+    assert last["ens8np0"]["addresses"] == ["10.64.8.17/31"]   # 18 + 127 x 16 + 2 x 7 + 1 = 2,065 = 8 x 256 + 17
 
 
 def test_ipv6_pool_addresses(converged):
@@ -124,8 +128,11 @@ def test_ipv6_pool_addresses(converged):
     eth = yaml.safe_load((work / "out6" / "gpu100" / "netplan.yaml").read_text())["network"]["ethernets"]
     for k, nic in enumerate(eth.values()):
         ip, prefix = nic["addresses"][0].split("/")
-        assert ipaddress.ip_address(ip) == ipaddress.ip_address(pool.address(g.index, 99, k)) and prefix == "64"
-        assert nic["routes"][0]["to"] == "fd00:64::/64" and nic["routing-policy"][0]["from"] == ip
+        assert ipaddress.ip_address(ip) == ipaddress.ip_address(pool.address(g.index, 99, k)) and prefix == "127"
+        gateway = str(ipaddress.ip_address(ip) - 1)
+        assert nic["routes"][1]["to"] == "fd00:64::/64" and ipaddress.ip_address(nic["routes"][1]["via"]) == \
+            ipaddress.ip_address(gateway)
+        assert nic["routing-policy"][0]["from"] == ip
 
 
 def test_source_routing_per_rail(plan, converged):
@@ -135,15 +142,39 @@ def test_source_routing_per_rail(plan, converged):
         tables = []
         for k, nic in enumerate(eth.values()):
             ip = nic["addresses"][0].split("/")[0]
-            assert nic["routes"] == [{"to": "10.64.0.0/21", "scope": "link", "from": ip, "table": 101 + k}]
+            gateway = str(ipaddress.ip_address(ip) - 1)
+            main = [{"to": "10.64.0.0/20", "via": gateway, "on-link": True}] if k == 0 else []
+            assert nic["routes"] == [
+                {"to": f"{gateway}/31", "scope": "link", "from": ip, "table": 101 + k},
+                {"to": "10.64.0.0/20", "via": gateway, "from": ip, "on-link": True, "table": 101 + k}, *main]
             assert nic["routing-policy"] == [{"from": ip, "table": 101 + k, "priority": 1000 + k}]
             tables.append(101 + k)
         assert len(set(tables)) == 8
+    gpu001 = yaml.safe_load((work / "out" / "gpu001" / "netplan.yaml").read_text())["network"]["ethernets"]
+    assert gpu001["ens2np0"]["routes"][1] == {"to": "10.64.0.0/20", "via": "10.64.0.20", "from": "10.64.0.21",
+                                              "on-link": True, "table": 102}
     sysctl = (work / "out" / "gpu001" / "sysctl.conf").read_text().splitlines()
     for key, value in (("arp_ignore", "1"), ("arp_announce", "2"), ("rp_filter", "2")):
         assert f"net.ipv4.conf.all.{key} = {value}" in sysctl
         for k in range(8):
             assert f"net.ipv4.conf.ens{k + 1}np0.{key} = {value}" in sysctl
+
+
+def test_netplan_generate_accepts_the_file(converged, tmp_path):
+    """netplan.io's own generator (Debian 12's netplan 0.106) reads the rendered file and writes systemd-networkd
+    units: the rail's address, its routes in its table and the routing-policy rule reach the .network file."""
+    netplan = require_tool("netplan")
+    work = converged[0]
+    (tmp_path / "etc" / "netplan").mkdir(parents=True)
+    (tmp_path / "etc" / "netplan" / "60-clusterctl-roce.yaml").write_text(
+        (work / "out" / "gpu001" / "netplan.yaml").read_text())
+    (tmp_path / "etc" / "netplan" / "60-clusterctl-roce.yaml").chmod(0o600)
+    r = subprocess.run([netplan, "generate", "--root-dir", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    unit = (tmp_path / "run" / "systemd" / "network" / "10-netplan-ens2np0.network").read_text()
+    assert "Address=10.64.0.21/31" in unit and "MTUBytes=9000" in unit
+    assert "Destination=10.64.0.0/20" in unit and "Gateway=10.64.0.20" in unit and "Table=102" in unit
+    assert "[RoutingPolicyRule]" in unit and "From=10.64.0.21" in unit and "Priority=1001" in unit
 
 
 def test_host_qos_settings(plan, converged):

@@ -64,10 +64,14 @@ def test_a_switch_management_address_is_allocated():
 
 def test_per_port_compute_addresses_name_the_port():
     data = shipped("hgx-h200-roce-1024")
-    # rdma 10.64.0.0/21, 16 reserved; the first group has 8 compute NICs per host: slot 9 is host 2's port 1
-    data["site"]["time_servers"] = ["10.64.0.26"]
+    # rdma 10.64.0.0/20, a /31 per compute NIC from offset 18 (16 reserved, then even): 8 NICs, 16 addresses per
+    # host; host 2's port 1 is the pair 18 + 16 + 2 = 36 (its leaf) and 37 (the host)
+    data["site"]["time_servers"] = ["10.64.0.37"]
     (h,) = hits(data, "ADDR006")
-    assert h.path == ("site", "time_servers", 0) and "compute NIC 1" in h.message
+    assert h.path == ("site", "time_servers", 0) and "host gpu002 (node group gpu, compute NIC 1)" in h.message
+    data["site"]["time_servers"] = ["10.64.0.36"]
+    (h,) = hits(data, "ADDR006")
+    assert "the leaf side of the /31 link to host gpu002 (node group gpu, compute NIC 1)" in h.message
 
 
 def test_named_addresses_outside_the_allocations_are_quiet():

@@ -155,6 +155,10 @@ def test_gpu_group_vars_are_the_plan(lab_files):
                                     "opts": "defaults,_netdev,nofail,hard,noatime,nosuid,nodev"}],
         "storage_clients_lustre_install": False,
         "storage_clients_local_dirs": ["/raid"],
+        # the compute ports' names the lab declares (an OEM server: no vendor table), checked before anything
+        "host_network_ports": [{"role": "compute", "index": k, "netdev": netdev, "rdma": f"mlx5_{k}"} for k, netdev in
+                               enumerate(("ibp24s0", "ibp64s0", "ibp79s0", "ibp94s0", "ibp154s0", "ibp192s0",
+                                          "ibp206s0", "ibp220s0"))],
     }
     head = yamlout.load(lab_files["ansible/group_vars/head.yml"])
     assert "nccl_conf_file" not in head and "storage_clients_mounts" not in head
@@ -219,16 +223,17 @@ def test_lab_site_yml_plays(lab_files):
                 and r != "nvidia_imex"]  # the lab's NVLink domains are one node each: no IMEX
     assert plays == [
         ("slurm_cluster", ["slurm_preflight"]),
+        ("all", ["host_network_preflight"]),  # the interface names, before any play changes a host
         ("all", ["common"]),
         ("nfs_servers", ["nfs_server"]),
         ("slurm_cluster", ["slurm_accounts", "munge"]),  # the accounts before any Slurm or MUNGE package
-        ("gpu", hardware + ["nccl"]),
+        ("gpu", hardware + ["host_network", "nccl"]),
         ("slurm_accounting", ["slurmdbd"]),
         ("slurm_controllers", ["slurm_controller"]),
         ("compute", ["storage_clients", "node_health", "slurm_compute"]),
     ]
     assert all(p["become"] is True and p["name"][0].isupper() for p in site)
-    for p in site[1:]:  # each role tagged with its name: --tags slurm_compute, --skip-tags nvidia_driver
+    for p in site[2:]:  # each role tagged with its name: --tags slurm_compute, --skip-tags nvidia_driver
         assert all(r["tags"] == [r["role"]] for r in p["roles"])
 
 

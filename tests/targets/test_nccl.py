@@ -70,12 +70,26 @@ def test_dgx_h100_superpod_rail_optimized_two_tier(blueprint):
     assert "NCCL_MNNVL_ENABLE" not in s and "NCCL_IB_TC" not in s
 
 
-def test_hca_names_are_derived_when_the_server_has_no_documented_names():
+def test_no_hca_names_are_guessed_when_no_source_gives_them():
     data = shipped("dgx-h100-superpod-1su")
-    data["node_types"]["dgx"] = {"server": "hgx-h100-8gpu"}
+    data["node_types"]["dgx"] = {"server": "hgx-h100-8gpu"}  # an OEM server: no vendor table, none declared
     text = render(data)["nccl/dgx.conf"]
-    assert settings(text)["NCCL_IB_HCA"] == "=" + ",".join(f"mlx5_{i}:1" for i in range(8))
-    assert "ASSUMED" in text
+    assert "NCCL_IB_HCA" not in settings(text)
+    flat = " ".join(line.lstrip("# ") for line in text.splitlines())
+    assert "(rule NET001); declare node_types.dgx.interfaces.compute" in flat and "ASSUMED" not in text
+
+
+def test_declared_interfaces_give_the_hca_names():
+    data = shipped("dgx-h100-superpod-1su")
+    data["node_types"]["dgx"] = {"server": "hgx-h100-8gpu", "interfaces": {
+        "compute": [{"netdev": f"ibp{k}s0", "rdma": f"mlx5_{k + 2}"} for k in range(8)],
+        "inband": [{"netdev": "enp9s0f0np0"}, {"netdev": "enp9s0f1np1"}]}}
+    text = render(data)["nccl/dgx.conf"]
+    s = settings(text)
+    assert s["NCCL_IB_HCA"] == "=mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1,mlx5_8:1,mlx5_9:1"
+    assert s["NCCL_SOCKET_IFNAME"] == "=bond0"
+    flat = " ".join(line.lstrip("# ") for line in text.splitlines())
+    assert "bonds enp9s0f0np0, enp9s0f1np1 (node_types.dgx.interfaces.inband)" in flat
 
 
 def test_gb200_nvl72_multi_node_nvlink():

@@ -35,9 +35,11 @@ from clusterctl.rehearse.scenario.needs import STATIC_COMPUTE
 from clusterctl.rehearse.node.state import Proc, State, alive, proc_of, state_dir
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
-HARDWARE_ROLES = ("doca_ofed", "nvidia_driver", "nvidia_imex", "dcgm", "enroot_pyxis", "roce_network", "gcp_tcpxo")
+HARDWARE_ROLES = ("doca_ofed", "nvidia_driver", "nvidia_imex", "dcgm", "enroot_pyxis", "roce_network", "gcp_tcpxo",
+                  "host_network_preflight", "host_network")
 """GPU/RDMA roles: they install from NVIDIA's and Mellanox's repositories and need the hardware (RDMA NICs for
-roce_network, Docker with GPUs and the TCPXO module for gcp_tcpxo)"""
+roce_network, Docker with GPUs and the TCPXO module for gcp_tcpxo; the hosts' real NIC names for
+host_network_preflight and host_network: a rehearsal node has lo and eth0 only)"""
 NVIDIA_MAJOR = 195
 """character device major of /dev/nvidiaN: the GPU stand-ins gres.conf's File= lines name"""
 

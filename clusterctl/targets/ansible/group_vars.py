@@ -10,6 +10,7 @@ from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.plan.roles import gpu_groups
 from clusterctl.targets import roce
 from clusterctl.targets.ansible.chrony import time_vars
+from clusterctl.targets.ansible import host_network
 from clusterctl.targets.ansible.document import Section, yaml_file
 from clusterctl.targets.ansible.hardware import (container_vars, enroot_login, gpu_vars, imex_vars, rdma_nics,
                                                  software_vars)
@@ -143,6 +144,18 @@ def group_vars_file(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> s
                              if not iv["nvidia_imex_channel0"] else
                              "are not created by default (NVIDIA IMEX guide): channel 0 at driver load, no Slurm "
                              "switch plugin")], iv))
+    hv = host_network.group_vars(plan, g)
+    if hv is not None:
+        hv["host_network_ports"] = [FlowMap(p) for p in hv["host_network_ports"]]
+        if "host_network_interfaces" in hv:
+            hv["host_network_interfaces"] = [FlowMap({k: Flow(v) if isinstance(v, list) else v for k, v in i.items()})
+                                             for i in hv["host_network_interfaces"]]
+            hv["host_network_hosts"] = [Flow(r) for r in hv["host_network_hosts"]]
+        sections.append((["host_network: the OS names of this node type's ports (clusterctl/plan/interfaces.py), which "
+                          "host_network_preflight compares with every host before anything is written, and the "
+                          "in-band bond, IPoIB and storage interfaces with their addresses (port k of host i: base + "
+                          "i x stride + k; the host's index i from its name and the runs) (docs/network.md)"],
+                         unsafe(hv)))
     rv = roce.group_vars(plan, g)
     if rv is not None:
         rv["roce_network_rails"] = [FlowMap(r) for r in rv["roce_network_rails"]]

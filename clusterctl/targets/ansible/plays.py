@@ -11,6 +11,7 @@ from clusterctl.plan.cloud import elastic_groups
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.nvlink import imex_configured
 from clusterctl.targets import roce
+from clusterctl.targets.ansible import host_network
 from clusterctl.targets.ansible.document import head_line
 from clusterctl.targets.ansible.hardware import enroot_login, nccl_groups
 from clusterctl.targets.ansible.pull import pull_settings
@@ -38,14 +39,24 @@ ROLLING_BATCH_TEMPLATE = "{{{{ clusterctl_rolling_batch | default('{percent}%') 
 with -e clusterctl_rolling_batch=...; a template on purpose (no blueprint string in it)"""
 
 
-def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
-    """site.yml: one play per role group; hardware roles per GPU node group (only those shipped in roles/)."""
-    slurm = plan.slurm is not None
-    out = []
-    if slurm:  # first: a host with another Slurm release stops the playbook before anything is touched
+def guard_plays(plan: ClusterPlan) -> list[Play]:
+    """The preflight plays, before any play changes a host: the Slurm release, then the interface names."""
+    out: list[Play] = []
+    if plan.slurm is not None:  # first: a host with another Slurm release stops the playbook before anything is touched
         out.append(Play("Slurm release preflight, before any package or daemon is touched", "slurm_cluster",
                         ["slurm_preflight"], comment="stops every host when one runs (or would install) another "
                         "Slurm release than slurm.conf was rendered for", guard=True))
+    if any(host_network.group_vars(plan, g) is not None for g in plan.groups):
+        out.append(Play("Interface names preflight, before anything is written", "all", ["host_network_preflight"],
+                        comment="stops every host when one has other network interface or RDMA device names than "
+                        "the plan (node_types.<type>.interfaces, the catalog's vendor tables)", guard=True))
+    return out
+
+
+def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
+    """site.yml: one play per role group; hardware roles per GPU node group (only those shipped in roles/)."""
+    slurm = plan.slurm is not None
+    out = guard_plays(plan)
     out.append(Play("Base configuration of every node", "all", ["common"]))
     if nfs_exports(plan):
         out.append(Play("NFS server on the cluster's own nodes", "nfs_servers", ["nfs_server"],
@@ -64,6 +75,8 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
             wanted += ["nvidia_driver"] + (["nvidia_imex"] if imex_configured(plan, g) else []) + ["dcgm"]
             if sw is not None and sw.containers == "enroot":
                 wanted.append("enroot_pyxis")
+        if host_network.group_vars(plan, g) is not None:
+            wanted.append("host_network")
         if roce.group_vars(plan, g) is not None:
             wanted.append("roce_network")
         if g.name in nccl:

@@ -10,7 +10,7 @@ from clusterctl.resources import data_dir
 CONTRACT_ROLES = ("slurm_preflight", "common", "slurm_accounts", "munge", "slurm_controller", "slurm_compute", "slurm_login",
                   "slurmdbd", "nccl", "storage_clients", "node_health", "nvidia_driver", "doca_ofed", "dcgm",
                   "enroot_pyxis", "nvidia_imex", "node_drain", "internal_common", "roce_network", "nfs_server",
-                  "gcp_tcpxo", "ansible_pull", "slurm_power_save")
+                  "gcp_tcpxo", "ansible_pull", "slurm_power_save", "host_network_preflight", "host_network")
 """every role docs/render-layout.md names"""
 HARDWARE_ROLES = ("doca_ofed", "nvidia_driver", "nvidia_imex", "dcgm", "enroot_pyxis")
 """GPU node roles, in the order they are applied (DOCA-OFED before the driver: nvidia-peermem needs both)"""
@@ -22,8 +22,10 @@ def existing_roles() -> list[str]:
 
 
 SHARED_ROLES = {"node_drain": ("slurm_compute", "nvidia_driver"),
-                "internal_common": ("doca_ofed", "nvidia_driver", "dcgm", "enroot_pyxis")}
-"""roles no play applies, included (include_role tasks_from) by the roles listed: copied with them"""
+                "internal_common": ("doca_ofed", "nvidia_driver", "dcgm", "enroot_pyxis"),
+                "host_network_preflight": ("host_network",)}
+"""roles included (include_role) by the roles listed: copied with them. node_drain and internal_common no play
+applies; host_network_preflight is also site.yml's guard play, and host_network runs it again when run alone"""
 
 
 def shared_roles(used: set[str]) -> set[str]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from clusterctl.plan.inventory_groups import served_nfs_tiers
-from clusterctl.plan.lustre import lnet_networks, storage_interfaces
+from clusterctl.plan.lustre import lnet_option
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.plan.ranges import WorldRangeError, served_ranges
 from clusterctl.plan.roles import slurm_roles
@@ -63,19 +63,16 @@ def nfs_exports(plan: ClusterPlan) -> list[dict]:
 
 
 def lustre_vars(plan: ClusterPlan, g: GroupPlan, mounts: Sequence[dict]) -> dict[str, object]:
-    """storage_clients' Lustre variables of a group that mounts Lustre: the LNet networks (o2ib on the node
-    type's storage interfaces, Lustre manual "Configuring LNet") and the tier's signed client repository."""
+    """storage_clients' Lustre variables of a group that mounts Lustre: the LNet networks (plan/lustre.py: o2ib on
+    the node type's storage ports, Lustre manual "Configuring LNet") and the tier's signed client repository."""
     names = {m["name"] for m in mounts if m["fstype"] == "lustre"}
     tiers = [t for t in plan.storage if t.name in names]
     if not tiers:
         return {}
-    interfaces = storage_interfaces(plan, g.type)
-    rdma = any("infiniband" in n.protocols for n in g.type.nics_of("storage"))
-    nets = [n for t in tiers for n in lnet_networks(t.servers)] if rdma else []  # without: LNet's tcp0
     out: dict[str, object] = {}
-    if nets:
-        suffix = f"({','.join(interfaces)})" if interfaces else ""
-        out["storage_clients_lnet_networks"] = ",".join(f"{n}{suffix}" for n in dict.fromkeys(nets))
+    networks = lnet_option(plan, g.type, [t.servers for t in tiers])
+    if networks:
+        out["storage_clients_lnet_networks"] = networks
     repo = next((t for t in tiers if t.client_repo), None)
     if repo is not None:
         out["storage_clients_lustre_repo_url"] = repo.client_repo

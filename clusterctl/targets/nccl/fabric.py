@@ -2,9 +2,9 @@
 HCAs only, rail policy, QPs per connection on multi-tier fabrics, a longer IB timeout on very large fabrics;
 RoCE adds the traffic class and GID handling) or TCP sockets, and the bootstrap socket interface.
 
-Values and their sources: docs/nccl.md. Facts the plan does not hold yet (interface names) are documented
-defaults that a per-node-type override replaces (:func:`~clusterctl.targets.nccl.settings.overrides`); the
-compute RDMA device names come from :func:`clusterctl.plan.rdma.compute_hcas`.
+Values and their sources: docs/nccl.md. The compute RDMA device and in-band interface names come from
+:mod:`clusterctl.plan.interfaces` (the catalog's vendor tables or the blueprint's ``interfaces``); a
+per-node-type override replaces them (:func:`~clusterctl.targets.nccl.settings.overrides`).
 """
 
 from __future__ import annotations
@@ -12,14 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterctl.plan.model import ClusterPlan, FabricPlan, NodeTypePlan
-from clusterctl.plan.rdma import compute_hcas
+from clusterctl.plan.interfaces import compute_hcas, netdevs, role_ports
 from clusterctl.targets.nccl.settings import ANY_IFNAME, Setting, nccl_version, overrides, version_text
 from clusterctl.targets.roce import fabric_qos
 
 # --- documented defaults (docs/nccl.md explains each) ------------------------------------------------
 
 INBAND_IFNAME = "bond0"
-"""bootstrap interface on bare metal: the in-band ports bonded (DGX BasePOD deployment guide)"""
+"""bootstrap interface on bare metal with several in-band ports: the bond the host_network role builds from
+them (DGX BasePOD deployment guide: the in-band ports bonded)"""
 QPS_IB_ADAPTIVE = 2
 """queue pairs per connection on multi-tier InfiniBand with adaptive routing (the switches spread packets)"""
 QPS_ECMP = 4
@@ -173,8 +174,8 @@ def roce_settings(plan: ClusterPlan, comp: ComputeFabric) -> list[Setting]:
 def hca_setting(plan: ClusterPlan, nt: NodeTypePlan, what: str) -> Setting:
     hcas, how = compute_hcas(plan, nt)
     if hcas is None:
-        return Setting(("NCCL_IB_HCA not set: the compute NICs are not NVIDIA mlx5 parts, so their RDMA device",
-                        "names cannot be derived; set the node type's ib_hca override."))
+        return Setting(("NCCL_IB_HCA not set: neither the catalog nor the blueprint names the compute RDMA devices",
+                        f"(rule NET001); declare node_types.{nt.name}.interfaces.compute as ibdev2netdev shows them."))
     value = hcas if isinstance(hcas, str) else "=" + ",".join(h if ":" in h else f"{h}:1" for h in hcas)
     return Setting((
         (f"Compute {what} only, exact names (the leading equals sign: plain mlx5_1 would also match "
@@ -187,13 +188,23 @@ def socket_setting(plan: ClusterPlan, nt: NodeTypePlan) -> Setting:
     if override:
         return Setting(("Bootstrap and out-of-band TCP: interface from the node type's override.",),
                        "NCCL_SOCKET_IFNAME", str(override))
-    ports = nt.nic_count("inband")
-    if ports:
-        single = " (a single in-band port: make it a one-port bond or override)" if ports == 1 else ""
+    ports = role_ports(plan, nt, "inband")
+    names = netdevs(ports)
+    if len(ports) > 1:
+        how = (f"the host_network role bonds {', '.join(names)} ({ports[0].source})" if names else
+               "the DGX BasePOD convention; the ports' names are not known, so the host_network role cannot build "
+               f"the bond: declare node_types.{nt.name}.interfaces.inband")
         return Setting((
             f"Bootstrap and out-of-band TCP on the in-band network, exact name {INBAND_IFNAME}: the in-band ports",
-            f"bonded (DGX BasePOD convention){single}. ASSUMED: the plan has no interface names yet."),
-            "NCCL_SOCKET_IFNAME", "=" + INBAND_IFNAME)
+            f"bonded ({how})."), "NCCL_SOCKET_IFNAME", "=" + INBAND_IFNAME)
+    if names:
+        return Setting((f"Bootstrap and out-of-band TCP on the in-band port {names[0]} ({ports[0].source}).",),
+                       "NCCL_SOCKET_IFNAME", "=" + names[0])
+    if ports:
+        return Setting((
+            "Bootstrap and out-of-band TCP: the single in-band port's name is not known, so any interface but",
+            f"loopback and docker bridges (declare node_types.{nt.name}.interfaces.inband)."),
+            "NCCL_SOCKET_IFNAME", ANY_IFNAME)
     return Setting((
         "Bootstrap and out-of-band TCP: this node type has no in-band NIC, so any interface but loopback and",
         "docker bridges (override with the real name)."), "NCCL_SOCKET_IFNAME", ANY_IFNAME)
@@ -208,5 +219,10 @@ def sockets_only(plan: ClusterPlan, nt: NodeTypePlan, comp: ComputeFabric | None
                     "NCCL_IB_DISABLE", "1")
     if overrides(plan, nt).get("socket_ifname"):
         return [plain, socket_setting(plan, nt)]
+    ports = role_ports(plan, nt, "compute")
+    names = netdevs(ports)
+    if names:
+        return [plain, Setting((f"TCP sockets on the compute ports, exact names ({ports[0].source}).",),
+                               "NCCL_SOCKET_IFNAME", "=" + ",".join(names))]
     return [plain, Setting((("NCCL_SOCKET_IFNAME not set: it should name the compute ports, whose interface names "
-                            "the plan does not hold yet (override socket_ifname)."),))]
+                            f"no source gives (declare node_types.{nt.name}.interfaces.compute)."),))]
