@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from clusterctl.rehearse import RehearsalError, suite
-from clusterctl.rehearse.fabric_plan import fabric_slices, placeholder_interfaces
+from clusterctl.rehearse.fabric_plan import fabric_slices, role_interfaces
 from clusterctl.rehearse.fabric_slice import SliceSwitch
 from clusterctl.rehearse.node.links import Link, check_links, link_commands
 from clusterctl.rehearse.scenario.fabric_checks import covering, next_hop_devs, ping_command, spines_of
@@ -54,13 +54,13 @@ def test_hgx_slices_cross_the_spines_on_the_same_rail_of_two_scalable_units(hgx)
     assert (roce.leaves, roce.spines, roce.hosts, roce.mtu) == (
         ("roce-leaf01", "roce-leaf09"), ("roce-spine01", "roce-spine02"), ("gpu001", "gpu065"), 9000)
     assert [(r.host, r.rail, r.netdev, r.address, r.prefix, r.gateway, r.table, r.leaf) for r in roce.rails] == [
-        ("gpu001", 0, "rail0", "10.64.0.19", 31, "10.64.0.18", 101, "roce-leaf01"),
-        ("gpu065", 0, "rail0", "10.64.4.19", 31, "10.64.4.18", 101, "roce-leaf09")]
+        ("gpu001", 0, "enp24s0np0", "10.64.0.19", 31, "10.64.0.18", 101, "roce-leaf01"),
+        ("gpu065", 0, "enp24s0np0", "10.64.4.19", 31, "10.64.4.18", 101, "roce-leaf09")]
     # four links from each leaf to each of the two spines, and each host's rail 0 to its leaf's first downlink
     assert roce.ports_towards("roce-leaf01", "roce-spine01") == ("swp33", "swp41", "swp49", "swp57")
     assert roce.ports_towards("roce-leaf09", "roce-spine02") == ("swp34", "swp42", "swp50", "swp58")
-    assert [l for l in roce.links if "gpu" in l.a] == [Link("gpu001", "rail0", "roce-leaf01", "swp1s0"),
-                                                      Link("gpu065", "rail0", "roce-leaf09", "swp1s0")]
+    assert [l for l in roce.links if "gpu" in l.a] == [Link("gpu001", "enp24s0np0", "roce-leaf01", "swp1s0"),
+                                                      Link("gpu065", "enp24s0np0", "roce-leaf09", "swp1s0")]
     assert len(roce.links) == 18 and roce.hold_time() == 9
     assert [s.asn for s in roce.switches] == [4200010001, 4200010009, 4200000001, 4200000001]
     assert roce.switch("roce-leaf01").source == "switches/roce/roce-leaf01/frr.conf"
@@ -82,10 +82,13 @@ def test_gb200_slices_its_converged_and_oob_fabrics():
         "oob": (("oob-leaf01", "oob-leaf09"), ("oob-spine01", "oob-spine02"), 1500)}
 
 
-def test_the_role_is_told_the_rail_names_the_plan_does_not_give(hgx):
+def test_the_role_is_told_the_plans_rail_names(hgx):
+    """HGX H200 8-GPU's ConnectX-7 ports as the catalog names them (plan/interfaces.py), in rail order."""
     plan, slices = hgx
-    assert placeholder_interfaces(plan, slices["roce"]) == [f"rail{k}" for k in range(8)]
-    assert placeholder_interfaces(plan, slices["converged"]) is None
+    assert role_interfaces(plan, slices["roce"]) == [
+        "enp24s0np0", "enp64s0np0", "enp79s0np0", "enp94s0np0", "enp154s0np0", "enp192s0np0", "enp206s0np0",
+        "enp220s0np0"]
+    assert role_interfaces(plan, slices["converged"]) is None
 
 
 def test_timers_and_asn_come_from_the_rendered_frr_conf():

@@ -22,8 +22,6 @@ from clusterctl.targets.common import path_part
 
 MIN_TIERS = 2
 ETHERNET_MTU = 1500
-RAIL_NAME = "rail{}"
-"""a rail's netdev when the plan names none (the role is then told the same names: roce_network_interfaces)"""
 
 
 def routed_fabrics(plan: ClusterPlan) -> list[FabricPlan]:
@@ -87,7 +85,7 @@ def fabric_slice(plan: ClusterPlan, fp: FabricPlan, files: dict[str, str]) -> Fa
     for host in dict.fromkeys(hosts):
         for r in underlay.host_rails(plan, host):
             if r.fabric == fp.name and r.leaf in (a.name, b.name):
-                netdev = r.netdev or RAIL_NAME.format(r.rail)
+                netdev = _netdev(r)
                 rails.append(SliceRail(host, r.rail, netdev, r.address, r.prefix, r.gateway, r.table, r.leaf))
                 links.append(Link(host, netdev, r.leaf, r.leaf_port))
     group = next((g.name for g in plan.groups if rails and rails[0].host in g.hosts), "")
@@ -108,9 +106,18 @@ def fabric_slices(plan: ClusterPlan, files: dict[str, str]) -> list[FabricSlice]
     return [fabric_slice(plan, fp, files) for fp in routed_fabrics(plan)]
 
 
-def placeholder_interfaces(plan: ClusterPlan, sl: FabricSlice) -> list[str] | None:
-    """The rails' interface names to tell the roce_network role (``roce_network_interfaces``, in rail order) when
-    the plan names none and the slice uses :data:`RAIL_NAME`; None when the plan names them."""
-    if not sl.rails or any(r.netdev != RAIL_NAME.format(r.rail) for r in sl.rails):
+def _netdev(rail: underlay.HostRail) -> str:
+    if not rail.netdev:
+        raise RehearsalError(f"the plan names no network interface for rail {rail.rail} of the hosts on "
+                             f"{rail.fabric}: a cable's end is named as the host names its port",
+                             "declare the server model's port names (docs/network.md)")
+    return rail.netdev
+
+
+def role_interfaces(plan: ClusterPlan, sl: FabricSlice) -> list[str] | None:
+    """The plan's netdev of every rail of the slice's hosts, in rail order: ``roce_network_interfaces`` for the
+    roce_network role, whose own lookup (the RDMA device's ``/sys/class/infiniband/<dev>/device/net``) finds
+    nothing in a node without RDMA devices. None without host rails."""
+    if not sl.rails:
         return None
-    return [RAIL_NAME.format(k) for k in range(len(underlay.host_rails(plan, sl.rails[0].host)))]
+    return [_netdev(r) for r in underlay.host_rails(plan, sl.rails[0].host)]

@@ -74,7 +74,8 @@ def test_hgx_slices_forward_at_the_mtu_over_both_spines_and_reroute_within_the_h
     reroute = steps(summary)["reroute"]["hosts"]["roce"]
     # a silent spine is dropped when the hold time (9 s) runs out: within it and the 2 s allowed for the update
     assert reroute["hold_ms"] == 9000 and 0 < reroute["reroute_ms"] <= 11000
-    assert steps(summary)["rails"]["hosts"]["gpu001"]["detail"] == "rail0"
+    assert steps(summary)["rails"]["hosts"]["gpu001"]["detail"] == "enp24s0np0"
+    assert summary["fabric_interfaces"]["rehearsed"][0] == "enp24s0np0"
 
 
 def test_gb200_converged_fabric_slice_passes(tmp_path_factory):
@@ -103,8 +104,8 @@ def test_a_broken_asn_plan_fails_the_checks(hgx):
     sl = slices["roce"]
     problems = _broken_switch(state, sl, "roce-leaf09", "router bgp 4200010009", "router bgp 4200010001",
                               lambda: wait_converged(state, sl, 1, timeout=12) + check_reach(state, sl))
-    assert "roce-leaf01: route to gpu065 rail0 10.64.4.19: no BGP route" in problems
-    assert any(p.startswith("gpu001 rail0 10.64.0.19 -> gpu065 10.64.4.19 (9000 bytes, DF)") for p in problems)
+    assert "roce-leaf01: route to gpu065 enp24s0np0 10.64.4.19: no BGP route" in problems
+    assert any(p.startswith("gpu001 enp24s0np0 10.64.0.19 -> gpu065 10.64.4.19 (9000 bytes, DF)") for p in problems)
 
 
 def test_a_missing_host_route_fails_the_checks(hgx):
@@ -113,18 +114,18 @@ def test_a_missing_host_route_fails_the_checks(hgx):
     sl = slices["roce"]
     rendered = read_file(state, "gpu001", NETPLAN)
     doc = yaml.safe_load(rendered)
-    routes = doc["network"]["ethernets"]["rail0"]["routes"]
+    routes = doc["network"]["ethernets"]["enp24s0np0"]["routes"]
     cut = [r for r in routes if not (r["to"] == "10.64.0.0/20" and r.get("table") == 101)]
     assert len(cut) == len(routes) - 1
-    doc["network"]["ethernets"]["rail0"]["routes"] = cut
+    doc["network"]["ethernets"]["enp24s0np0"]["routes"] = cut
     write_file(state, "gpu001", NETPLAN, yaml.safe_dump(doc), mode="0600")
-    assert apply_netplan(state, "gpu001", ("rail0",)) == ""
+    assert apply_netplan(state, "gpu001", ("enp24s0np0",)) == ""
     try:
         problems = check_reach(state, sl)
     finally:
         write_file(state, "gpu001", NETPLAN, rendered, mode="0600")
-        assert apply_netplan(state, "gpu001", ("rail0",)) == ""
-    assert problems[0].startswith("gpu001: 10.64.0.19 -> 10.64.4.19 leaves by rail0 via 10.64.0.18 (table main)")
+        assert apply_netplan(state, "gpu001", ("enp24s0np0",)) == ""
+    assert problems[0].startswith("gpu001: 10.64.0.19 -> 10.64.4.19 leaves by enp24s0np0 via 10.64.0.18 (table main)")
     assert check_reach(state, sl) == []
 
 

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from clusterctl.rehearse.fabric_plan import fabric_slices, placeholder_interfaces, routed_fabrics_unmet
+from clusterctl.rehearse.fabric_plan import fabric_slices, role_interfaces, routed_fabrics_unmet
 from clusterctl.rehearse.fabric_slice import FabricSlice
 from clusterctl.rehearse.mirror.packages import FABRIC_HOST, FABRIC_SWITCH
 from clusterctl.rehearse.node.lifecycle import NodeSpec, fallback_specs
@@ -120,7 +120,7 @@ class FabricRails:
     netplans: dict[str, dict[str, str]] | None = None
     """host -> path -> netplan text, instead of the role"""
     interfaces: list[str] | None = None
-    """``roce_network_interfaces`` for the role when the plan names no rail netdev (:mod:`..fabric_plan`)"""
+    """``roce_network_interfaces`` for the role: the plan's names (``fabric_plan.role_interfaces``)"""
     name: str = "rails"
 
     def run(self, state: State, record: Record) -> None:
@@ -257,9 +257,10 @@ class FabricScenario(Scenario):
         build.info["fabric"] = {sl.fabric: {"leaves": list(sl.leaves), "spines": list(sl.spines),
                                             "hosts": list(sl.hosts), "mtu": sl.mtu, "hold_s": sl.hold_time(),
                                             "cables": len(sl.links)} for sl in slices}
-        interfaces = next((i for sl in slices if (i := placeholder_interfaces(build.base, sl))), None)
+        interfaces = next((i for sl in slices if (i := role_interfaces(build.base, sl))), None)
         if interfaces:
             build.info["fabric_interfaces"] = {"rehearsed": interfaces, "why": (
-                "the plan names no netdev for these rails: the rehearsal calls them railK and tells the role so")}
+                "roce_network_interfaces: the plan's names, given to the role because its lookup of each RDMA "
+                "device's interface in sysfs finds nothing in a node without RDMA devices")}
         return fabric_steps(slices, interfaces=interfaces)
 
