@@ -148,3 +148,14 @@ def test_the_fabric_rehearsal_boots_switches_and_hosts_and_installs_only_frr_and
     assert len(reh.specs) == 14 and {s.init for s in reh.specs} == {"systemd"}
     assert len(reh.links) == 18 + 24 + 4
     assert (tmp_path / "r" / "ansible" / "rehearsal-fabric.yml").is_file()
+
+
+def test_the_state_file_keeps_the_cables_for_down(tmp_path):
+    """Cables are recorded before they are made, so ``down`` after a crash knows them (their ends die with the
+    nodes' namespaces)."""
+    from clusterctl.rehearse.node.state import State, load, save
+
+    state = State(id="abc123", dir=str(tmp_path), bridge="rh-abc123", host_address="10.254.1.254/24", prefix=24,
+                  key="k", known_hosts="h", ssh_config="c", links=[["leaf1", "swp33", "spine1", "swp1", 1500]])
+    save(state)
+    assert load(tmp_path).links == [["leaf1", "swp33", "spine1", "swp1", 1500]]
