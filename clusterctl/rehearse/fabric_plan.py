@@ -19,6 +19,7 @@ from clusterctl.rehearse import RehearsalError
 from clusterctl.rehearse.fabric_slice import FabricSlice, SliceRail, SliceSwitch
 from clusterctl.rehearse.node.links import Link
 from clusterctl.targets.common import path_part
+from clusterctl.targets.switches import render as switch_files
 
 MIN_TIERS = 2
 ETHERNET_MTU = 1500
@@ -58,12 +59,15 @@ def pick(switches: tuple[underlay.Switch, ...]) -> tuple[underlay.Switch, underl
                          "a fabric slice needs two leaves under two common spines")
 
 
-def _switch_files(files: dict[str, str], sw: underlay.Switch) -> SliceSwitch:
+def _switch_files(plan: ClusterPlan, files: dict[str, str], sw: underlay.Switch) -> SliceSwitch:
+    """The switch's rendered files: from the render, or (a blueprint whose render holds one table per tier
+    instead: more than ``PER_SWITCH_LIMIT`` routed switches) from the same renderer for this switch alone."""
     base = f"switches/{path_part(sw.fabric, 'fabric')}/{path_part(sw.name, 'switch')}/"
     if base + "frr.conf" not in files:
+        files = switch_files(plan, frozenset({sw.name}))
+    if base + "frr.conf" not in files:
         raise RehearsalError(f"no rendered {base}frr.conf for switch {sw.name}",
-                             "give the blueprint a pool of role loopback (rule FABRIC030), or a fabric of fewer "
-                             "switches (python -m clusterctl.targets.switches writes one switch's files)")
+                             "give the blueprint a pool of role loopback (rule UNDERLAY001)")
     return SliceSwitch(sw.name, sw.role, files[base + "frr.conf"], files.get(base + "interfaces", ""),
                        base + "frr.conf")
 
@@ -89,7 +93,7 @@ def fabric_slice(plan: ClusterPlan, fp: FabricPlan, files: dict[str, str]) -> Fa
                 rails.append(SliceRail(host, r.rail, netdev, r.address, r.prefix, r.gateway, r.table, r.leaf))
                 links.append(Link(host, netdev, r.leaf, r.leaf_port))
     group = next((g.name for g in plan.groups if rails and rails[0].host in g.hosts), "")
-    return FabricSlice(fp.name, _host_mtu(plan, fp), tuple(_switch_files(files, s) for s in switches if s.name in chosen),
+    return FabricSlice(fp.name, _host_mtu(plan, fp), tuple(_switch_files(plan, files, s) for s in switches if s.name in chosen),
                        tuple(rails), tuple(links), group,
                        loopbacks=((a.name, a.loopback), (b.name, b.loopback)))
 

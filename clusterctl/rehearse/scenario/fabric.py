@@ -244,6 +244,7 @@ class FabricScenario(Scenario):
         return self._sliced
 
     def files(self, build: Build) -> dict[str, str]:
+        self._slices(build)  # a blueprint the scenario cannot slice is refused before anything is written
         return {f"ansible/{RAILS_PLAYBOOK}": RAILS_PLAY}
 
     def nodes(self, build: Build, specs: list[NodeSpec]) -> list[NodeSpec]:
