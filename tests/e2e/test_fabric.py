@@ -10,7 +10,6 @@ file applied by the scenario's own functions."""
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 import yaml

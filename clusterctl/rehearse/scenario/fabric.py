@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from clusterctl.rehearse.fabric_plan import fabric_slices, role_interfaces, routed_fabrics_unmet
@@ -27,15 +27,13 @@ from clusterctl.rehearse.scenario.fabric_checks import (
     check_mtu,
     check_reach,
     measure_reroute,
-    Reroute,
     wait_converged,
 )
-from clusterctl.rehearse.scenario.fabric_setup import NETPLAN_DIR, apply_netplan, apply_switch
+from clusterctl.rehearse.scenario.fabric_setup import apply_netplan, apply_switch
 from clusterctl.rehearse.select import NODE_INIT
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
 INSTALL_TIMEOUT_S = 300.0
-SWITCH_PACKAGES, HOST_PACKAGES = FABRIC_SWITCH, FABRIC_HOST
 RAILS_PLAYBOOK = "rehearsal-fabric.yml"
 RAILS_PLAY = """\
 # clusterctl rehearsal, fabric scenario: the roce_network role's preflight and configure tasks on the hosts of
@@ -75,7 +73,7 @@ class FabricInstall:
 
         def one(node: str) -> HostOutcome:
             t0 = time.monotonic()
-            pkgs = " ".join(SWITCH_PACKAGES if node in switches else HOST_PACKAGES)
+            pkgs = " ".join(FABRIC_SWITCH if node in switches else FABRIC_HOST)
             r = ssh(state, node, f"DEBIAN_FRONTEND=noninteractive apt-get install -q -y --no-install-recommends {pkgs}",
                     timeout=INSTALL_TIMEOUT_S)
             return HostOutcome(OK if r.returncode == 0 else FAILED, time.monotonic() - t0,
@@ -232,7 +230,7 @@ class FabricScenario(Scenario):
     needs_checked_when_named = True
     converged_first = False
     installs_slurm = False
-    packages = SWITCH_PACKAGES + HOST_PACKAGES
+    packages = FABRIC_SWITCH + FABRIC_HOST
 
     def __init__(self) -> None:
         self._sliced: list[FabricSlice] | None = None

@@ -25,7 +25,6 @@ from clusterctl.rehearse.node.state import State
 
 FRR_CONF = "/etc/frr/frr.conf"
 FRR_DAEMONS = "/etc/frr/daemons"
-NETPLAN_DIR = "/etc/netplan"
 APPLY_TIMEOUT_S = 60.0
 IFACE_KEYS = ("mtu", "address")
 """the interfaces-file keys the rehearsal applies; others are reported (``ignored``)"""
