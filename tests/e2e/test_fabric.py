@@ -54,6 +54,7 @@ def _assert_passed(summary: dict, fabrics: tuple[str, ...]) -> None:
 def hgx(tmp_path_factory):
     out, summary = _run(tmp_path_factory, "hgx-h200-roce-1024", "--keep")
     state = load(out)
+    assert state is not None, summary
     try:
         plan = plan_of(shipped("hgx-h200-roce-1024"))
         yield summary, state, {sl.fabric: sl for sl in fabric_slices(plan, render_targets(plan))}
