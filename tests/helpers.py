@@ -76,3 +76,12 @@ def wait_until(condition, what: str, timeout: float = 30, interval: float = 0.05
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(interval)
+
+
+def roce_slice() -> dict:
+    """hgx-h200-roce-1024 cut to 4 hosts in 2 scalable units of 2: 16 leaves (8 rails x 2), 2 spines, one uplink
+    from every leaf to each spine: a RoCE fabric small enough to write its switches out by hand."""
+    data = shipped("hgx-h200-roce-1024")
+    data["node_groups"][0].update(count=4, hostnames="gpu[001-004]", racks="c01", per_rack=4)
+    data["fabrics"][0].update(su_nodes=2, leaf_uplinks=2, spine_count=2)
+    return data

@@ -19,8 +19,6 @@ host links with their /31. Breakouts are the switch's port configuration (NVUE `
 
 from __future__ import annotations
 
-import ipaddress
-
 from clusterctl.plan import underlay
 from clusterctl.plan.model import ClusterPlan, FabricPlan
 
@@ -40,8 +38,8 @@ def prefix_lists(plan: ClusterPlan, fp: FabricPlan) -> list[str]:
     return out
 
 
-def frr_head(plan: ClusterPlan, fp: FabricPlan, role: str) -> tuple[str, str]:
-    """(text before, text after) the per-switch part of a ``frr.conf`` of ``fp``'s ``role`` tier."""
+def frr_tail(plan: ClusterPlan, fp: FabricPlan) -> str:
+    """What follows the neighbors in every ``frr.conf`` of ``fp``: address families, prefix lists, route map."""
     lists = prefix_lists(plan, fp)
     v4 = [p for p in lists if ":" not in p]
     v6 = [p for p in lists if ":" in p]
@@ -57,7 +55,7 @@ def frr_head(plan: ClusterPlan, fp: FabricPlan, role: str) -> tuple[str, str]:
     tail += ["!", f"route-map {ROUTE_MAP} permit 10", f" match ip address prefix-list {ROUTE_MAP}", "exit", "!"]
     if v6:
         tail += [f"route-map {ROUTE_MAP}6 permit 10", f" match ipv6 address prefix-list {ROUTE_MAP}6", "exit", "!"]
-    return "", "\n".join(tail) + "\n"
+    return "\n".join(tail) + "\n"
 
 
 def frr_conf(comments: str, name: str, asn: int, loopback: str, fabric_ports: list[str], tail: str) -> str:
@@ -87,9 +85,3 @@ def interfaces_file(comments: str, loopback: str, host_ports: list[tuple[str, st
         parts.append(f"auto {port}\niface {port}\n    mtu {mtu}\n\n")
     return "".join(parts)
 
-
-def is_ipv4(address: str) -> bool:
-    try:
-        return ipaddress.ip_address(address).version == 4
-    except ValueError:
-        return False

@@ -19,7 +19,7 @@ from clusterctl import hostlist
 from clusterctl.plan import underlay
 from clusterctl.plan.model import ClusterPlan, FabricPlan, SwitchTier
 from clusterctl.targets.common import header, path_part
-from clusterctl.targets.frr import frr_conf, frr_head, interfaces_file
+from clusterctl.targets.frr import frr_conf, frr_tail, interfaces_file
 from clusterctl.targets.nvue import Template
 from clusterctl.targets.roce import SWITCH_MTU, RoceQos, fabric_qos
 from clusterctl.targets.switch_ports import tier_ports
@@ -54,13 +54,13 @@ def _tier_files(plan: ClusterPlan, fp: FabricPlan, tier: SwitchTier, qos: RoceQo
     files: dict[str, str] = {}
     fabric = path_part(fp.name, "fabric")
     hash_comments, bang_comments = _comments(plan, fp, tier, qos, "#"), _comments(plan, fp, tier, qos, "!")
-    _, frr_tail = frr_head(plan, fp, tier.role)
+    tail = frr_tail(plan, fp)
     nvue = Template(hash_comments, qos, SWITCH_MTU, tier.down_breakout) if nvue_switch(tier) else None
     for _i, name, asn, loopback, host, fabric_ports in tier_ports(plan, fp, tier):
         if only is not None and name not in only:
             continue
         base = f"switches/{fabric}/{path_part(name, 'switch')}/"
-        files[base + "frr.conf"] = frr_conf(bang_comments, name, asn, loopback, fabric_ports, frr_tail)
+        files[base + "frr.conf"] = frr_conf(bang_comments, name, asn, loopback, fabric_ports, tail)
         files[base + "interfaces"] = interfaces_file(hash_comments, loopback, host, fabric_ports, SWITCH_MTU)
         if nvue is not None:
             files[base + "nvue.yaml"] = nvue.render(name, asn, loopback, host, fabric_ports)

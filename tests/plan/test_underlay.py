@@ -9,19 +9,12 @@ import pytest
 from clusterctl.plan import underlay
 from clusterctl.plan.allocations import holder, parse_address
 from clusterctl.rules import run_rules
-from tests.helpers import plan_of, shipped
-
-
-def small() -> dict:
-    data = shipped("hgx-h200-roce-1024")
-    data["node_groups"][0].update(count=4, hostnames="gpu[001-004]", racks="c01", per_rack=4)
-    data["fabrics"][0].update(su_nodes=2, leaf_uplinks=2, spine_count=2)
-    return data
+from tests.helpers import plan_of, roce_slice, shipped
 
 
 @pytest.fixture(scope="module")
 def plan():
-    return plan_of(small())
+    return plan_of(roce_slice())
 
 
 def by_name(plan, fabric="roce"):
@@ -89,7 +82,7 @@ def test_three_tier_cabling_reaches_every_core():
 
 
 def test_missing_loopback_pool_is_a_finding():
-    data = small()
+    data = roce_slice()
     del data["addressing"]["loopback"]
     plan = plan_of(data)
     hits = [f for f in run_rules(plan).findings if f.code == "UNDERLAY001"]
@@ -98,14 +91,14 @@ def test_missing_loopback_pool_is_a_finding():
 
 
 def test_loopback_pool_too_small_is_addr001():
-    data = small()
+    data = roce_slice()
     data["addressing"]["loopback"]["cidr"] = "10.65.0.0/27"  # 32 - 2 - 16 reserved = 14 for 18 + 6 + 1 + 5 switches
     codes = [f.code for f in run_rules(plan_of(data)).findings]
     assert "ADDR001" in codes
 
 
 def test_ipv6_loopback_pool_is_an_error():
-    data = small()
+    data = roce_slice()
     data["addressing"]["loopback"]["cidr"] = "fd00:255::/64"
     hits = [f for f in run_rules(plan_of(data)).findings if f.code == "UNDERLAY002"]
     assert len(hits) == 1 and hits[0].path == ("addressing", "loopback", "cidr")

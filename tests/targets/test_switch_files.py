@@ -11,7 +11,7 @@ import yaml
 
 from clusterctl.targets import render_targets, switches
 from tests.conftest import require_tool
-from tests.helpers import plan_of, shipped
+from tests.helpers import plan_of, roce_slice, shipped
 
 PER_SWITCH_BLUEPRINTS = ("hgx-h200-roce-1024", "gb200-nvl72-8rack", "dgx-h100-superpod-1su", "dgx-h100-superpod-4su",
                          "lab-2node", "lab-ha")
@@ -47,17 +47,9 @@ NVUE_KEYS = {
 }
 
 
-def small() -> dict:
-    """4 HGX hosts in 2 scalable units of 2: 16 leaves (8 rails x 2), 2 spines, one uplink per leaf per spine."""
-    data = shipped("hgx-h200-roce-1024")
-    data["node_groups"][0].update(count=4, hostnames="gpu[001-004]", racks="c01", per_rack=4)
-    data["fabrics"][0].update(su_nodes=2, leaf_uplinks=2, spine_count=2)
-    return data
-
-
 @pytest.fixture(scope="module")
 def small_files() -> dict[str, str]:
-    return switches.render(plan_of(small()))
+    return switches.render(plan_of(roce_slice()))
 
 
 def _body(text: str) -> list[str]:
