@@ -72,8 +72,9 @@ def test_hgx_slices_forward_at_the_mtu_over_both_spines_and_reroute_within_the_h
         ["roce-leaf01", "roce-leaf09"], ["roce-spine01", "roce-spine02"], ["gpu001", "gpu065"])
     assert (roce["mtu"], roce["hold_s"], roce["cables"]) == (9000, 9, 18)
     reroute = steps(summary)["reroute"]["hosts"]["roce"]
-    # a silent spine is dropped when the hold time (9 s) runs out: within it and the 2 s allowed for the update
-    assert reroute["hold_ms"] == 9000 and 0 < reroute["reroute_ms"] <= 11000
+    # the hold time read from the rendered frr.conf; the step itself fails when the reroute takes longer than it
+    # and the 2 s allowed for the update (tests hold behaviour, not timings: docs/testing.md)
+    assert reroute["hold_ms"] == 9000 and reroute["reroute_ms"] > 0
     assert steps(summary)["rails"]["hosts"]["gpu001"]["detail"] == "enp24s0np0"
     assert summary["fabric_interfaces"]["rehearsed"][0] == "enp24s0np0"
 
