@@ -524,6 +524,7 @@ class RehearseScenario(str, Enum):
     rolling = "rolling"
     pull = "pull"
     elastic = "elastic"
+    fabric = "fabric"
 
 
 @app.command()
@@ -539,7 +540,8 @@ def rehearse(
     scenario: Annotated[Optional[list[RehearseScenario]], typer.Option(
         "--scenario", help="all (every scenario that applies, on one boot); nodes: boot and SSH only; deploy: "
                          "converge site.yml twice, testinfra, srun; version-guard, node-failure, failover, pull, elastic, "
-                         "rolling: docs/rehearse.md. Repeat it to run several scenarios on one boot")] = None,
+                         "rolling: docs/rehearse.md. Repeat it to run several scenarios on one boot. fabric (alone, not in all): "
+                         "a slice of each routed Ethernet/RoCE fabric with FRR from the rendered switch files")] = None,
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
     image: Annotated[Optional[RehearseImage], typer.Option(
         "--image", help="the clean OS image the nodes boot from (default: the one nearest the blueprint's "
@@ -578,7 +580,7 @@ def rehearse(
         progress.note(f"{output}: rendered {len(plan.files)} files as rehearsed ({plan.describe}); "
                       f"booting {len(plan.specs)} node(s) from {plan.image.name} ({plan.info['image']['reason']})")
         summary = run_rehearsal(output, plan.specs, plan.steps, progress, keep=keep, info=plan.info,
-                                image=plan.image)
+                                image=plan.image, links=plan.links)
     except RehearsalError as exc:
         raise _misuse(str(exc), exc.hint) from None
     if fmt is RehearseFormat.json:

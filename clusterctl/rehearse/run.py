@@ -61,7 +61,8 @@ def _raise_interrupt(signum, frame):
 
 
 def rehearse(out: Path, specs: Sequence[lifecycle.NodeSpec], steps: Sequence[Step], progress: Progress,
-             keep: bool = False, info: dict | None = None, image: Image | None = None) -> Summary:
+             keep: bool = False, info: dict | None = None, image: Image | None = None,
+             links: Sequence[lifecycle.Link] = ()) -> Summary:
     """Boot ``specs`` under ``out``, run ``steps``, and tear down unless ``keep``. A failed step is a result
     (kept nodes can then be inspected); an exception or an interrupt always tears down."""
     summary = Summary(None, kept=keep, info=dict(info or {}))
@@ -70,7 +71,7 @@ def rehearse(out: Path, specs: Sequence[lifecycle.NodeSpec], steps: Sequence[Ste
     try:
         progress.step_started("boot", [s.name for s in specs])
         t0 = time.monotonic()
-        state = lifecycle.boot(out, specs, image=image)
+        state = lifecycle.boot(out, specs, image=image, links=links)
         booted = True
         boot = StepResult("boot", OK, time.monotonic() - t0)
         for n in state.nodes:

@@ -22,7 +22,7 @@ from clusterctl.rehearse.mirror.source import MirrorSource, SlurmDebs
 from clusterctl.rehearse.node.lifecycle import rehearsal_id
 from clusterctl.rehearse.scenario.base import Build, Scenario, write_render
 from clusterctl.rehearse.scenario.deploy import Converge, cluster_of
-from clusterctl.rehearse.scenario.registry import ORDER, SCENARIOS
+from clusterctl.rehearse.scenario.registry import ALONE, ORDER, SCENARIOS
 from clusterctl.rehearse.select import node_specs
 from clusterctl.rehearse.steps import default_steps
 from clusterctl.rehearse.variant import slurm_as_rehearsed
@@ -44,12 +44,17 @@ class Rehearsal:
     describe: str = ""
     image: Image | None = None
     """the node image the nodes boot from"""
+    links: list = field(default_factory=list)
+    """cables between the nodes (:class:`clusterctl.rehearse.node.links.Link`), made at boot"""
 
 
 def choose(scenario: str | Sequence[str], plan: ClusterPlan) -> tuple[list[Scenario], dict[str, str], str]:
     """The scenarios that run (in the registry's order), the ones ``all`` skips with why, and the one scenario
     named ('' for several). Raises :class:`RehearsalError` for a choice that cannot run."""
     names = [scenario] if isinstance(scenario, str) else list(dict.fromkeys(scenario))
+    alone = [cls for cls in ALONE if cls.name in names]
+    if alone:
+        return [_alone(alone[0](), names, plan)], {}, alone[0].name
     if len(names) > 1 and not set(names) <= set(ORDER):
         raise RehearsalError(f"scenarios {', '.join(names)}: 'all' and 'nodes' are not combined with others",
                              "name several scenarios of: " + ", ".join(ORDER))
@@ -68,6 +73,16 @@ def choose(scenario: str | Sequence[str], plan: ClusterPlan) -> tuple[list[Scena
         if missing is not None:
             raise RehearsalError(f"the {s.name} scenario needs {missing[0].what}: {missing[1]}", missing[0].hint)
     return chosen, {}, one
+
+
+def _alone(s: Scenario, names: list[str], plan: ClusterPlan) -> Scenario:
+    """A scenario of :data:`ALONE`, named by itself, whose needs the blueprint meets."""
+    if len(names) > 1:
+        raise RehearsalError(f"the {s.name} scenario runs alone ({s.runs_alone})", f"rehearse --scenario {s.name}")
+    missing = s.unmet(plan)
+    if missing is not None:
+        raise RehearsalError(f"the {s.name} scenario needs {missing[0].what}: {missing[1]}", missing[0].hint)
+    return s
 
 
 def build(scenario: str | Sequence[str], blueprint: Path, plan: ClusterPlan, output: Path, per_group: int,
@@ -96,12 +111,11 @@ def build(scenario: str | Sequence[str], blueprint: Path, plan: ClusterPlan, out
     names = [s.name for s in specs]
     b.cluster = cluster_of(b.base, [n for n in names if n not in b.booted_early])
     b.everyone = cluster_of(b.final_plan, names) if b.final_plan is not None else b.cluster
+    for s in chosen:
+        b.links += s.links(b)
     steps: list = default_steps()
     if chosen:  # every scenario installs packages: from the site mirror, served from the first step on
-        install = b.base.slurm.install if b.base.slurm is not None else None
-        debs = SlurmDebs(b.installed, install.path) if install is not None and install.kind == "debs" else None
-        steps.append(MirrorSource(image, mirror_packages(install.kind if install else "distro",
-                                                         pmix_packages(b.base)), debs))
+        steps.append(_mirror_step(b))
     for s in chosen:
         steps += s.before_converge(b)
     first = next((s for s in chosen if s.converged_first), None)
@@ -110,4 +124,16 @@ def build(scenario: str | Sequence[str], blueprint: Path, plan: ClusterPlan, out
     for s in chosen:
         steps += s.steps(b)
     b.info["scenarios"] = {**{s.name: "run" for s in chosen}, **skipped}
-    return Rehearsal(b.files, b.specs, steps, b.info, variant.describe(), image)
+    return Rehearsal(b.files, b.specs, steps, b.info, variant.describe(), image, b.links)
+
+
+def _mirror_step(b: Build) -> MirrorSource:
+    """The site mirror of what the chosen scenarios install: the roles' packages (Slurm's by install kind) when
+    one of them converges the cluster, and each scenario's own :attr:`Scenario.packages`."""
+    own = tuple(dict.fromkeys(p for s in b.scenarios for p in s.packages))
+    if not any(s.installs_slurm for s in b.scenarios):
+        return MirrorSource(b.image, own)
+    install = b.base.slurm.install if b.base.slurm is not None else None
+    debs = SlurmDebs(b.installed, install.path) if install is not None and install.kind == "debs" else None
+    return MirrorSource(b.image, mirror_packages(install.kind if install else "distro", pmix_packages(b.base)) + own,
+                        debs)

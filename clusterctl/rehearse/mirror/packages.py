@@ -20,6 +20,13 @@ SLURM = {
 """the Slurm packages by ``slurm.install.kind``: Debian's slurm-wlm, or SchedMD's ``slurm-smd-*`` (the local
 .deb directory; dpkg-dev: slurm_preflight indexes that directory with dpkg-scanpackages)"""
 
+FABRIC_SWITCH = ("frr",)
+"""the fabric scenario's switch nodes: Debian's FRR (8.4 on debian-12), the routing suite Cumulus Linux runs under
+NVUE, started by its own frr.service with the rendered frr.conf"""
+FABRIC_HOST = ("netplan.io",)
+"""the fabric scenario's hosts: netplan, which compiles the roce_network role's rail configuration for
+systemd-networkd (part of the image's systemd)"""
+
 NOT_REHEARSED = {
     "nfs-kernel-server": "REHEARSAL_VARS nfs_server_packages: []: this kernel has no NFS server",
     "lustre-client-modules-dkms": "REHEARSAL_VARS storage_clients_lustre_install: false (a vendor repository)",

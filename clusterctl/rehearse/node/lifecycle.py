@@ -43,6 +43,7 @@ from clusterctl.rehearse.image.build import ensure_image
 from clusterctl.rehearse.image.catalog import DEFAULT_IMAGE, IMAGES, Image
 from clusterctl.rehearse.node import path as node_path, pid1, probe
 from clusterctl.rehearse.node.files import write_text_atomic
+from clusterctl.rehearse.node.links import Link, check_links, link_commands
 from clusterctl.rehearse.node.command import CommandResult, run_command, start_detached
 from clusterctl.rehearse.node.ssh import control_dir
 from clusterctl.rehearse.node import systemd_init
@@ -351,9 +352,9 @@ def _wait_ssh(state: State, deadline: float) -> None:
 
 
 def boot(out: Path, specs: Sequence[NodeSpec], caps: probe.Capabilities = probe.Capabilities(),
-         image: Image | None = None) -> State:
+         image: Image | None = None, links: Sequence[Link] = ()) -> State:
     """Boot one node per spec under ``out`` from ``image`` (default: :data:`DEFAULT_IMAGE`, built into the cache
-    first when absent) and return once every node's sshd listens.
+    first when absent), cable them with ``links`` (:mod:`.links`) and return once every node's sshd listens.
 
     On any failure the nodes booted so far are torn down before the error propagates; the state file
     is written before each resource is created, so a crash of this process can be undone by
@@ -366,6 +367,7 @@ def boot(out: Path, specs: Sequence[NodeSpec], caps: probe.Capabilities = probe.
                              "lower --nodes-per-group")
     if len({s.name for s in specs}) != len(specs) or len({s.address for s in specs}) != len(specs):
         raise RehearsalError("rehearsal host names and addresses must be unique")
+    check_links(links, [s.name for s in specs])
     out = Path(out).resolve()
     previous = load(out)
     if previous is not None and not previous.stopped:
@@ -389,14 +391,14 @@ def boot(out: Path, specs: Sequence[NodeSpec], caps: probe.Capabilities = probe.
                   ssh_config=str(sdir / "ssh_config"), image=image.name, image_root=str(image_root))
     save(state)
     try:
-        _boot_all(state, specs)
+        _boot_all(state, specs, links)
     except BaseException:
         down(out)
         raise
     return state
 
 
-def _boot_all(state: State, specs: Sequence[NodeSpec]) -> None:
+def _boot_all(state: State, specs: Sequence[NodeSpec], links: Sequence[Link]) -> None:
     _keygen(Path(state.key), f"clusterctl-rehearsal-{state.id}")
     init_src = Path(pid1.__file__).read_text()
     hosts = _hosts_file(specs)
@@ -436,9 +438,21 @@ def _boot_all(state: State, specs: Sequence[NodeSpec]) -> None:
         save(state)
         if node.init is None:
             raise RehearsalError(f"node {spec.name} did not start", f"console log: {node.console}")
+    _cable(state, links)
     write_text_atomic(Path(state.known_hosts), "\n".join(known) + "\n")
     write_text_atomic(Path(state.ssh_config), _ssh_config(state))
     _wait_ssh(state, deadline)
+
+
+def _cable(state: State, links: Sequence[Link]) -> None:
+    """Create every cable between the booted nodes' namespaces (recorded first; deleting the namespaces at
+    ``down`` destroys them)."""
+    netns_of = {n.name: n.netns for n in state.nodes}
+    for link in links:
+        state.links.append([link.a, link.a_port, link.b, link.b_port, link.mtu])
+        save(state)
+        for command in link_commands(link, netns_of):
+            _must(*command)
 
 
 def _signal(proc: Proc | None, sig: int) -> None:

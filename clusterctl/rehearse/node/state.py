@@ -87,6 +87,9 @@ class State:
     services: list[Proc] = field(default_factory=list)
     """programs the rehearsal runs on this machine for its nodes (the site mirror's HTTP server); ``down``
     stops them"""
+    links: list[list] = field(default_factory=list)
+    """cables between nodes ([node, port, node, port, mtu]: :mod:`clusterctl.rehearse.node.links`), recorded before
+    each is made; their ends live in the nodes' namespaces, so deleting those at ``down`` destroys them"""
     stopped: bool = False
     version: int = VERSION
 

@@ -18,6 +18,7 @@ from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.roles import slurm_roles
 from clusterctl.plan.slurm import state_tier
 from clusterctl.rehearse.node.lifecycle import NodeSpec
+from clusterctl.rehearse.node.links import Link
 from clusterctl.rehearse.node.state import State
 from clusterctl.rehearse.steps import Record
 from clusterctl.rehearse.image.catalog import Image
@@ -89,6 +90,8 @@ class Build:
     """the deploy view of every booted node (more than ``cluster`` when a scenario boots a host early)"""
     final_plan: ClusterPlan | None = None
     """the plan a scenario changes the cluster into while it runs (rolling), if any"""
+    links: list[Link] = field(default_factory=list)
+    """cables between the nodes (after every scenario's :meth:`Scenario.links`)"""
     booted_early: frozenset[str] = frozenset()
     """hosts booted but not yet in the rendered inventory"""
 
@@ -119,6 +122,10 @@ class Scenario:
     """whether naming it on a blueprint that lacks a need is an error before anything boots"""
     converged_first: ClassVar[bool] = True
     """its steps expect the cluster converged (deploy converges itself; the others get a converge step)"""
+    installs_slurm: ClassVar[bool] = True
+    """its nodes run the rendered roles, so the site mirror holds what they install (Slurm and the rest)"""
+    packages: ClassVar[tuple[str, ...]] = ()
+    """Debian packages the scenario itself installs on its nodes (from the site mirror)"""
 
     def unmet(self, plan: ClusterPlan) -> tuple[Need, str] | None:
         """The first need ``plan`` does not meet, with why; None when it meets them all."""
@@ -142,6 +149,10 @@ class Scenario:
     def binds(self, build: Build, specs: list[NodeSpec]) -> list[NodeSpec]:
         """The nodes with what the scenario binds into them (directories of the rehearsal)."""
         return specs
+
+    def links(self, build: Build) -> list[Link]:
+        """Cables between the nodes to boot (made at boot, after every node is launched)."""
+        return []
 
     def before_converge(self, build: Build) -> list:
         """Steps on fresh nodes, or changes to the rendered files before the first converge."""

@@ -183,9 +183,9 @@ def _task_name(data: dict) -> str:
 
 def run_playbook(state: State, hosts: Sequence[str], tuning: dict[str, str] | None = None,
                  ident: str = "converge", extra_args: Sequence[str] = (), forks: int | None = None,
-                 playbook: str = "site.yml") -> RunOutcome:
+                 playbook: str = "site.yml", skip_tags: Sequence[str] = HARDWARE_ROLES) -> RunOutcome:
     """Run the rendered ``DIR/ansible/site.yml`` (or another rendered ``playbook``) on ``hosts`` over SSH with
-    ansible-runner.
+    ansible-runner, without the roles tagged ``skip_tags`` (default: the hardware roles).
 
     SSH reaches the nodes by name through the rehearsal's ssh_config (``-F``), with per-rehearsal control
     sockets (torn down with the nodes); facts are cached in DIR/.rehearsal/facts; ``tuning`` overrides
@@ -201,7 +201,7 @@ def run_playbook(state: State, hosts: Sequence[str], tuning: dict[str, str] | No
         d.mkdir(exist_ok=True)
     env = runner_env(state, tuning)
     result = RunOutcome("failed", -1, 0.0)
-    cmdline = ["--limit", ",".join(hosts), "--skip-tags", ",".join(HARDWARE_ROLES),
+    cmdline = ["--limit", ",".join(hosts), *(["--skip-tags", ",".join(skip_tags)] if skip_tags else []),
                "-e", f"@{vars_path}", "-e", f"@{secrets_path}", *extra_args]
     cancel, done = threading.Event(), threading.Event()
     t0 = time.monotonic()

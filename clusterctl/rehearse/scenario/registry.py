@@ -8,6 +8,8 @@ expects it (docs/rehearse.md):
 5. ``pull``: every node applies the rendered tree itself from a git remote, gated by rollout.yml;
 6. ``elastic`` (cloud blueprints with elastic node groups, and then alone);
 7. ``rolling``: last, because it re-renders the changed blueprint over the rehearsal's own adjustments.
+
+``fabric`` boots other nodes (switches and the hosts under them) and runs alone: ``all`` does not include it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from clusterctl.rehearse.scenario.base import Scenario
 from clusterctl.rehearse.scenario.deploy import DeployScenario
 from clusterctl.rehearse.scenario.elastic import ElasticScenario
+from clusterctl.rehearse.scenario.fabric import FabricScenario
 from clusterctl.rehearse.scenario.failover import FailoverScenario
 from clusterctl.rehearse.scenario.node_failure import NodeFailureScenario
 from clusterctl.rehearse.scenario.pull import PullScenario
@@ -25,3 +28,5 @@ SCENARIOS: tuple[type[Scenario], ...] = (VersionGuardScenario, DeployScenario, N
                                          FailoverScenario, PullScenario, ElasticScenario, RollingScenario)
 ORDER = tuple(s.name for s in SCENARIOS)
 """the scenarios of ``--scenario all``, in the order they run"""
+ALONE: tuple[type[Scenario], ...] = (FabricScenario,)
+"""scenarios only run when named (``--scenario fabric``), never by ``all``"""
