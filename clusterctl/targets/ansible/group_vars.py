@@ -151,6 +151,8 @@ def group_vars_file(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> s
             hv["host_network_interfaces"] = [FlowMap({k: Flow(v) if isinstance(v, list) else v for k, v in i.items()})
                                              for i in hv["host_network_interfaces"]]
             hv["host_network_hosts"] = [Flow(r) for r in hv["host_network_hosts"]]
+        if "host_network_rdma_cm_tos" in hv:
+            hv["host_network_rdma_cm_tos"] = [FlowMap(t) for t in hv["host_network_rdma_cm_tos"]]
         sections.append((["host_network: the OS names of this node type's ports (clusterctl/plan/interfaces.py), which "
                           "host_network_preflight compares with every host before anything is written, and the "
                           "in-band bond, IPoIB and storage interfaces with their addresses (port k of host i: base + "
