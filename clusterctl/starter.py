@@ -120,6 +120,8 @@ class _Design:
     tiers: tuple[tuple[str, int], ...] = (("compute", 1), ("converged", 1), ("oob", 2))
     net_racks: int = 1
     switches: int = 0
+    port_names: bool = False
+    """the catalog names the compute ports (a vendor table); else the starter writes example names to replace"""
 
     def tier(self, fabric: str) -> int:
         return dict(self.tiers)[fabric]
@@ -205,7 +207,8 @@ def starter_blueprint(gpus: int, gpu: str, fabric: str, catalog: Catalog | None 
         # per SU gives them room, as the DGX SuperPOD RA gives one DGX's ports to UFM (one switch runs its own SM)
         su_nodes -= 1
     d = _Design(gpus, gpu, fabric, GPUS[gpu], gpn, nodes, per_rack, gpu_racks, rack_kw,
-                server.rack_system, sw_name, su_nodes, rails, server.nvme is not None)
+                server.rack_system, sw_name, su_nodes, rails, server.nvme is not None,
+                port_names=all(n.ports for n in compute_nics))
 
     # each fabric gets the fewest tiers whose fat tree reaches every port, as the fabric builder plans them
     for name, first in d.tiers:
@@ -344,6 +347,20 @@ def _racks(d: _Design) -> list[str]:
     return lines + [f"  - {{names: \"{_net_rack_list(d)}\", profile: net}}", "  - {names: mgmt01, profile: mgmt}", ""]
 
 
+def _gpu_node_type(d: _Design) -> list[str]:
+    """the GPU node type; for a server without a vendor table of its ports, example compute port names (NET001)"""
+    if d.port_names:
+        return [f"  {d.gpu}: {{server: {d.server}, features: [{d.gpu}, {d.fabric}]}}"]
+    names = [f"{{rdma: mlx5_{k}}}" for k in range(d.rails)]
+    return [f"  {d.gpu}:", f"    server: {d.server}", f"    features: [{d.gpu}, {d.fabric}]",
+            "    # The compute ports' RDMA devices in rail order, as ibdev2netdev shows them on one node: no vendor",
+            "    # table names them for this server (docs/network.md). Example values: replace them with your hosts';",
+            "    # the host_network preflight stops a host whose names differ, before anything is written.",
+            "    interfaces:",
+            *(("      compute: [" if k == 0 else " " * 16) + ", ".join(names[k:k + 4])
+              + ("]" if k + 4 >= len(names) else ",") for k in range(0, len(names), 4))]
+
+
 def _nodes(d: _Design) -> list[str]:
     """node types and node groups: the GPU servers, two head and two login nodes"""
     gpu_hosts = _hl("gpu", d.nodes, max(3, _width(d.nodes)))
@@ -351,7 +368,7 @@ def _nodes(d: _Design) -> list[str]:
     return [
         "# Node types: a catalog server (`clusterctl catalog` lists them) plus Slurm features.",
         "node_types:",
-        f"  {d.gpu}: {{server: {d.server}, features: [{d.gpu}, {d.fabric}]}}",
+        *_gpu_node_type(d),
         "  service: {server: cpu-2u}",
         "",
         "# Node groups: how many of each type, their host names, the racks they sit in and how many per rack.",

@@ -37,6 +37,7 @@ import yaml
 from clusterctl import hostlist
 from clusterctl.blueprint.load import load_blueprint
 from clusterctl.plan import expand
+from clusterctl.plan.interfaces import host_ports
 from tests.conftest import require, require_root, require_tool
 from tests.helpers import BLUEPRINTS, REPO, lab, to_yaml
 
@@ -223,6 +224,12 @@ def hardware_check_vars(base: Path) -> dict:
     dummy = base / "vendor-file"
     dummy.write_text("stand-in for a vendor download; check mode only reads that it exists\n")
     out = {"munge_manage_services": False}
+    # site.yml's interface names guard (tagged always) reads a sysfs tree holding the lab GPU type's named ports
+    plan = expand(load_blueprint(BLUEPRINTS / "lab-2node.yaml"))
+    for port in (p for p in host_ports(plan, plan.node_types["hgx"]) if p.netdev and p.rdma):
+        (base / "sys" / "class" / "infiniband" / port.rdma / "device" / "net" / port.netdev).mkdir(parents=True)
+        (base / "sys" / "class" / "net" / port.netdev).mkdir(parents=True)
+    out["host_network_preflight_sysfs_root"] = str(base / "sys")
     for role in HARDWARE_ROLES.split(","):
         defaults = yaml.safe_load((REPO / "roles" / role / "defaults" / "main.yml").read_text()) or {}
         for key in defaults:

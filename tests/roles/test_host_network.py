@@ -43,7 +43,8 @@ def play(name: str, host: str, vars_file: str, roles: list[str], **extra) -> dic
     return {"name": name, "hosts": host, "gather_facts": False, "vars_files": [vars_file],
             "vars": {"host_network_preflight_sysfs_root": "{{ playbook_dir }}/sys/{{ inventory_hostname }}",
                      "host_network_apply": False, "host_network_netplan_path": f"{out}/{NETPLAN}",
-                     "host_network_sysctl_path": f"{out}/sysctl.conf"},
+                     "host_network_sysctl_path": f"{out}/sysctl.conf",
+                     "host_network_tos_unit_path": f"{out}/clusterctl-rdma-cm-tos.service"},
             "pre_tasks": [{"name": "Output directory", "ansible.builtin.file": {
                 "path": f"{out}/etc/netplan", "state": "directory", "mode": "0755"}}],
             "roles": roles, **extra}
@@ -119,6 +120,16 @@ def test_roce_storage_ports_take_the_fabric_mtu_and_no_rail_is_touched(converged
     assert eth["enp41s0f1np1"]["addresses"] == ["10.63.1.16/22"]
     assert eth["enp41s0f0np0"]["mtu"] == 9000  # the converged RoCE fabric's mtu
     assert net["bonds"]["bond0"]["addresses"] == ["10.60.0.144/22"]  # 17 + 127
+
+
+def test_lnet_on_roce_storage_ports_takes_the_fabric_traffic_class(converged):
+    """LNet's o2ib connections are RDMA-CM connections: the unit sets each RoCE storage port's default ToS to the
+    converged fabric's traffic class (106: DSCP 26, ECN capable), the value NCCL_IB_TC carries on the rails."""
+    unit = (converged / "out" / "gpu128" / "clusterctl-rdma-cm-tos.service").read_text()
+    assert ("ExecStart=/bin/sh -c 'echo 106 > /sys/kernel/config/rdma_cm/mlx5_8/ports/1/default_roce_tos'\n"
+            in unit)
+    assert "ExecStart=/bin/mkdir -p /sys/kernel/config/rdma_cm/mlx5_9\n" in unit
+    assert not (converged / "out" / "dgx003" / "clusterctl-rdma-cm-tos.service").exists()  # InfiniBand storage
 
 
 def test_a_host_with_other_names_is_refused_before_anything_is_written(tmp_path):

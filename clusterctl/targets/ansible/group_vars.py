@@ -118,6 +118,25 @@ def controllers_vars_file(plan: ClusterPlan, controllers: Sequence[str]) -> str:
                       *power_save_vars(plan)])
 
 
+def host_network_section(plan: ClusterPlan, g: GroupPlan) -> list[Section]:
+    """host_network's variables of a group (clusterctl/targets/ansible/host_network.py), laid out for the file."""
+    hv = host_network.group_vars(plan, g)
+    if hv is None:
+        return []
+    hv["host_network_ports"] = [FlowMap(p) for p in hv["host_network_ports"]]
+    if "host_network_interfaces" in hv:
+        hv["host_network_interfaces"] = [FlowMap({k: Flow(v) if isinstance(v, list) else v for k, v in i.items()})
+                                         for i in hv["host_network_interfaces"]]
+        hv["host_network_hosts"] = [Flow(r) for r in hv["host_network_hosts"]]
+    if "host_network_rdma_cm_tos" in hv:
+        hv["host_network_rdma_cm_tos"] = [FlowMap(t) for t in hv["host_network_rdma_cm_tos"]]
+    return [(["host_network: the OS names of this node type's ports (clusterctl/plan/interfaces.py), which "
+              "host_network_preflight compares with every host before anything is written, and the in-band bond, "
+              "IPoIB and storage interfaces with their addresses (port k of host i: base + i x stride + k; the "
+              "host's index i from its name and the runs) (docs/network.md)"],
+             unsafe(hv))]
+
+
 def group_vars_file(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> str:
     """group_vars/<group>.yml: what the roles and node_health expect of this node group."""
     t = g.type
@@ -154,18 +173,7 @@ def group_vars_file(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> s
                              if not iv["nvidia_imex_channel0"] else
                              "are not created by default (NVIDIA IMEX guide): channel 0 at driver load, no Slurm "
                              "switch plugin")], iv))
-    hv = host_network.group_vars(plan, g)
-    if hv is not None:
-        hv["host_network_ports"] = [FlowMap(p) for p in hv["host_network_ports"]]
-        if "host_network_interfaces" in hv:
-            hv["host_network_interfaces"] = [FlowMap({k: Flow(v) if isinstance(v, list) else v for k, v in i.items()})
-                                             for i in hv["host_network_interfaces"]]
-            hv["host_network_hosts"] = [Flow(r) for r in hv["host_network_hosts"]]
-        sections.append((["host_network: the OS names of this node type's ports (clusterctl/plan/interfaces.py), which "
-                          "host_network_preflight compares with every host before anything is written, and the "
-                          "in-band bond, IPoIB and storage interfaces with their addresses (port k of host i: base + "
-                          "i x stride + k; the host's index i from its name and the runs) (docs/network.md)"],
-                         unsafe(hv)))
+    sections += host_network_section(plan, g)
     rv = roce.group_vars(plan, g)
     if rv is not None:
         rv["roce_network_rails"] = [FlowMap(r) for r in rv["roce_network_rails"]]

@@ -97,6 +97,17 @@ def interfaces(plan: ClusterPlan, g: GroupPlan) -> list[dict]:
     return out
 
 
+def rdma_cm_tos(plan: ClusterPlan, g: GroupPlan) -> list[dict]:
+    """The RDMA-CM default ToS of the storage ports on a RoCE storage fabric: the fabric's traffic class, so LNet's
+    o2ib connections (RDMA-CM, which sets no ToS of its own) travel in the fabric's lossless class (Linux
+    Documentation/ABI/testing/configfs-rdma_cm, ``default_roce_tos``). Only ports whose RDMA device is named."""
+    qos = next((q for q in (fabric_qos(plan, f) for f in plan.fabrics_on("storage", g)) if q is not None), None)
+    if qos is None:
+        return []
+    return [{"device": p.rdma.split(":")[0], "tos": qos.traffic_class}
+            for p in role_ports(plan, g.type, "storage") if p.rdma]
+
+
 def checked_port(p: HostPort) -> dict:
     return {"role": p.role, "index": p.index, "netdev": p.netdev or "", "rdma": p.rdma or ""}
 
@@ -113,4 +124,7 @@ def group_vars(plan: ClusterPlan, g: GroupPlan) -> dict | None:
     if configured:
         out["host_network_interfaces"] = configured
         out["host_network_hosts"] = host_runs(g.hosts)
+    tos = rdma_cm_tos(plan, g)
+    if tos:
+        out["host_network_rdma_cm_tos"] = tos
     return out
