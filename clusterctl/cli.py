@@ -172,6 +172,9 @@ def render(
                                                         help="target(s) to render (repeat): slurm, nccl, ansible, testinfra")] = None,
     check: Annotated[bool, typer.Option(help="report drift against DIR and exit 1 if any; write nothing")] = False,
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
+    switches: Annotated[Optional[str], typer.Option(
+        help="host list of routed switches (or 'all') whose startup directories to write, for blueprints over "
+             "1,024 routed switches, which render one table per tier instead (docs/roce.md); implies --target switches")] = None,
 ) -> None:
     """Render the deployable files. A blueprint with error findings is refused and nothing is written."""
     from clusterctl.targets import TARGETS, RenderError, render_targets
@@ -185,8 +188,11 @@ def render(
                 raise _misuse(f"unknown target '{name}'", did_you_mean(name, TARGETS) or f"one of {', '.join(TARGETS)}")
             names.append(name)
     loaded, v = _validated_or_exit(blueprint, suppress, "not rendered")
+    only = _switches_asked(v.plan, switches) if switches is not None else None
+    if only is not None and "switches" not in names:
+        names.append("switches")
     try:
-        files = render_targets(v.plan, names or None)
+        files = render_targets(v.plan, names or None, only)
     except RenderError as exc:
         raise _render_refused(loaded, exc) from None
     from clusterctl.targets.cloud_node import EXECUTABLE as CLOUD_PROGRAMS
@@ -212,6 +218,30 @@ def render(
     _err(f"{output}: {len(files)} files ({len(result.added)} added, {len(result.changed)} changed, "
          f"{len(result.removed)} removed, {len(result.unchanged)} unchanged"
          + (f", {len(result.modes)} mode(s) fixed)" if result.modes else ")"))
+
+
+def _switches_asked(plan, switches: str) -> frozenset[str]:
+    """The routed switches ``render --switches`` names (a host list, or ``all``); a name that is not one is misuse."""
+    from clusterctl.hostlist import HostlistError, count, expand
+    from clusterctl.targets.switches import routed_switches
+
+    known = routed_switches(plan)
+    if switches.strip() == "all":
+        return known
+    try:
+        if count(switches) > max(len(known), 1):
+            raise HostlistError(f"'{switches}' names more switches than the blueprint's {len(known):,} routed ones")
+        asked = expand(switches)
+    except HostlistError as exc:
+        raise _misuse(f"--switches: {exc}", "a host list such as roce-leaf[0001-0004], or all") from None
+    unknown = [n for n in asked if n not in known]
+    if unknown:
+        raise _misuse(f"--switches: {unknown[0]} is not a switch of a routed fabric of this blueprint"
+                      + (f" ({len(unknown)} names are not)" if len(unknown) > 1 else ""),
+                      did_you_mean(unknown[0], sorted(known)) or (
+                          "names as in the rendered switches/<fabric>/<tier>.tsv tables" if known
+                          else "this blueprint has no routed fabric with a loopback pool"))
+    return frozenset(asked)
 
 
 class ReportFormat(str, Enum):

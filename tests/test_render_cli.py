@@ -92,6 +92,21 @@ def test_target_selection_and_unknown_target(tmp_path):
     assert r.returncode == 2 and "did you mean 'slurm'" in r.stderr
 
 
+def test_switches_writes_the_named_switch_directories_of_a_large_blueprint(tmp_path):
+    big = "blueprints/frontier-3tier-100k.yaml"  # over 1,024 routed switches: one table per tier in a full render
+    out = tmp_path / "ztp"
+    r = cli("render", big, "-o", str(out), "--switches", "roce-leaf[0001-0002],roce-spine0001")
+    assert r.returncode == 0, r.stderr
+    got = sorted(p.relative_to(out).as_posix() for p in (out / "switches").rglob("*") if p.is_file())
+    assert got == [f"switches/roce/{s}/{f}" for s in ("roce-leaf0001", "roce-leaf0002", "roce-spine0001")
+                   for f in ("frr.conf", "interfaces", "nvue.yaml")]
+    assert not (out / "slurm").exists()
+    r = cli("render", big, "-o", str(out), "--switches", "roce-leaf99999")
+    assert r.returncode == 2 and "roce-leaf99999 is not a switch of a routed fabric" in r.stderr
+    r = cli("render", big, "-o", str(out), "--switches", "x[0-99999999]")
+    assert r.returncode == 2 and "names more switches than" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_refuses_to_replace_a_foreign_directory(tmp_path):
     out = tmp_path / "mine"
     out.mkdir()

@@ -32,8 +32,10 @@ class RenderError(ValueError):
     prints it as FILE:LINE:COL"""
 
 
-def render_targets(plan: ClusterPlan, names: Iterable[str] | None = None) -> dict[str, str]:
-    """All files of the selected targets, keyed by their path relative to the output directory."""
+def render_targets(plan: ClusterPlan, names: Iterable[str] | None = None,
+                   switches: frozenset[str] | None = None) -> dict[str, str]:
+    """All files of the selected targets, keyed by their path relative to the output directory. ``switches``:
+    the switches target writes these switches' directories whatever the blueprint's size (``render --switches``)."""
     selected = list(names) if names else list(TARGETS)
     files: dict[str, str] = {}
     for name in selected:
@@ -41,7 +43,7 @@ def render_targets(plan: ClusterPlan, names: Iterable[str] | None = None) -> dic
             raise UnknownTarget(name)
         module = importlib.import_module(f"clusterctl.targets.{name}")
         try:
-            rendered = module.render(plan)
+            rendered = module.render(plan, switches) if name == "switches" and switches else module.render(plan)
         except HostlistError as exc:  # a name the model let through that no host list can hold
             raise RenderError(f"{name} target: {exc}") from None
         for path, text in rendered.items():

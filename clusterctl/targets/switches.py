@@ -70,7 +70,7 @@ def _tier_files(plan: ClusterPlan, fp: FabricPlan, tier: SwitchTier, qos: RoceQo
 PER_SWITCH_LIMIT = 1024
 """a blueprint with more routed switches than this gets a table per tier instead of a directory per switch: a
 file costs its creation on disk (about 0.25 ms here), and a 100,000-GPU cluster's ~8,400 switches' 25,000 files
-(100 MB) would add seconds to every render; ``python -m clusterctl.targets.switches`` writes them on demand"""
+(100 MB) would add seconds to every render; ``clusterctl render --switches`` writes them on demand"""
 TABLE_COLUMNS = ("switch", "asn", "loopback", "fabric_ports", "host_links", "first_host_link")
 
 
@@ -86,6 +86,11 @@ def _tier_table(plan: ClusterPlan, fp: FabricPlan, tier: SwitchTier) -> str:
         lines.append(f"{name}\t{asn}\t{loopback}\t{len(fabric_ports)}\t{len(addressed)}\t"
                      f"{addressed[0] if addressed else '-'}\n")
     return "".join(lines)
+
+
+def routed_switches(plan: ClusterPlan) -> frozenset[str]:
+    """Every switch of the routed fabrics, by name (what ``render --switches`` may ask for)."""
+    return frozenset(n for fp in underlay.routed_fabrics(plan) for t in fp.tiers for n in hostlist.expand(t.names))
 
 
 def render(plan: ClusterPlan, only: frozenset[str] | None = None) -> dict[str, str]:
@@ -104,30 +109,3 @@ def render(plan: ClusterPlan, only: frozenset[str] | None = None) -> dict[str, s
             else:
                 files[f"switches/{path_part(fp.name, 'fabric')}/{tier.role}.tsv"] = _tier_table(plan, fp, tier)
     return files
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m clusterctl.targets.switches BLUEPRINT OUTDIR [SWITCH ...]``: every (or the named) switch's
-    directory of a blueprint over :data:`PER_SWITCH_LIMIT`, written under OUTDIR."""
-    import sys
-    from pathlib import Path
-
-    from clusterctl.blueprint.load import load_blueprint
-    from clusterctl.plan import expand
-
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) < 2:
-        print(main.__doc__, file=sys.stderr)
-        return 2
-    plan = expand(load_blueprint(Path(args[0])))
-    names = frozenset(args[2:]) if len(args) > 2 else frozenset(
-        n for fp in underlay.routed_fabrics(plan) for t in fp.tiers for n in hostlist.expand(t.names))
-    for rel, text in render(plan, names).items():
-        path = Path(args[1]) / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
