@@ -28,7 +28,7 @@ HIDDEN_ETC = ('  - {name: cfg, tier: nfs, export: "head01:/export/etc", mount: /
 
 
 def with_hidden_mount(char: str) -> str:
-    """The reproducer of issue 24: one "comment" line in the diff, after the scratch tier (line 33), that YAML
+    """The reproducer of issue 24: one "comment" line in the diff, after the scratch tier (line 45), that YAML
     1.1 reads as a comment and a new storage entry mounting an NFS export over /etc."""
     assert SCRATCH in LAB
     return LAB.replace(SCRATCH, SCRATCH + "  # scratch is node-local" + char + HIDDEN_ETC + "\n", 1)
@@ -47,23 +47,23 @@ LINE_BREAKS = [("\u2028", "U+2028 LINE SEPARATOR"), ("\u2029", "U+2029 PARAGRAPH
 @pytest.mark.parametrize(("char", "name"), LINE_BREAKS, ids=["LS", "PS", "NEL", "lone-CR"])
 def test_a_line_break_the_diff_does_not_show_is_refused_where_the_diff_shows_it(tmp_path, char, name):
     text = with_hidden_mount(char)
-    # what the reviewer sees: one added line, the 44th, that is a comment
+    # what the reviewer sees: one added line, the 46th, that is a comment
     diff_lines = text.split("\n")
-    assert diff_lines[43].lstrip().startswith("# scratch is node-local") and len(diff_lines) == len(LAB.split("\n")) + 1
+    assert diff_lines[45].lstrip().startswith("# scratch is node-local") and len(diff_lines) == len(LAB.split("\n")) + 1
     path = write(tmp_path, text)
     r = cli("validate", str(path))
     assert r.returncode == 2, r.stderr
-    assert f"error[BP008]: blueprint contains a character a reviewer cannot see\n  --> {path}:44:26\n" in r.stderr
+    assert f"error[BP008]: blueprint contains a character a reviewer cannot see\n  --> {path}:46:26\n" in r.stderr
     assert f"= {name}: YAML 1.1 ends a line here, a diff does not:" in r.stderr
     assert "= hint: delete it" in r.stderr
     # the excerpt shows the character escaped, the caret under it
     escaped = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\x85", "\r": "\\r"}[char]
-    assert f"44 |   # scratch is node-local{escaped}  - {{name: cfg, tier: nfs," in r.stderr
+    assert f"46 |   # scratch is node-local{escaped}  - {{name: cfg, tier: nfs," in r.stderr
     assert "   |                          ^\n" in r.stderr
     assert char not in r.stderr and char not in r.stdout
     machine = json.loads(cli("validate", "--format", "json", str(path)).stdout)
     assert [(f["code"], f["location"]["line"], f["location"]["column"]) for f in machine["findings"]] == \
-        [("BP008", 44, 26)]
+        [("BP008", 46, 26)]
     assert machine["status"] == "unreadable"
 
 
@@ -72,7 +72,7 @@ def test_render_refuses_the_hidden_mount_and_writes_nothing(tmp_path):
     out = tmp_path / "out"
     r = cli("render", str(path), "-o", str(out))
     assert r.returncode == 2, r.stderr
-    assert f"{path}:44:26" in r.stderr
+    assert f"{path}:46:26" in r.stderr
     assert not out.exists()
 
 
