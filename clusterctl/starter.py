@@ -454,6 +454,11 @@ def _storage(d: _Design) -> list[str]:
     ]
 
 
+_STORAGE_PORTS = 2
+"""storage ports per GPU node (the two BlueField-3 cards' storage ports); on the routed converged fabric each is
+L3 to the host, a /31 of the storage pool (clusterctl/plan/underlay.py): the pool holds two addresses per port"""
+
+
 def _addressing(d: _Design) -> list[str]:
     """one pool per NIC role, each sized for its ports"""
     hosts = d.nodes + 4
@@ -463,7 +468,7 @@ def _addressing(d: _Design) -> list[str]:
         f"  inband: {{cidr: 10.1.0.0/{_prefix(hosts)}, role: inband}}",
         f"  bmc: {{cidr: 10.2.0.0/{_prefix(hosts)}, role: bmc}}",
         f"  mgmt: {{cidr: 10.3.0.0/{_prefix(hosts + max(d.switches, 64))}, role: mgmt}}",
-        f"  storage: {{cidr: 10.4.0.0/{_prefix(hosts)}, role: storage}}",
+        f"  storage: {{cidr: 10.4.0.0/{_prefix(_STORAGE_PORTS * 2 * hosts)}, role: storage}}",
         f"  rdma: {{cidr: 10.8.0.0/{_prefix(d.nodes * d.rails)}, role: compute}}",
         "",
     ]
