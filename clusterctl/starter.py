@@ -429,6 +429,7 @@ def _service_fabrics(d: _Design) -> list[str]:
         "    attach: [{group: gpu, nic_role: storage}, {group: gpu, nic_role: inband}]",
         "  # The head and login nodes' in-band network.",
         "  - name: svc", "    kind: ethernet", "    tiers: 1", "    switch: sn4600c", "    switch_racks: mgmt01",
+        "    routes_to: [converged]         # the head/login in-band network reaches the nodes' (border leaf)",
         "    attach: [{group: head, nic_role: inband}, {group: login, nic_role: inband}]",
         "  # Out-of-band management (BMCs): one 1G switch in every rack, aggregated by 100G switches.",
         "  - name: oob", "    kind: ethernet", f"    tiers: {d.tier('oob')}", "    su_by: rack",
@@ -454,6 +455,11 @@ def _storage(d: _Design) -> list[str]:
     ]
 
 
+_STORAGE_PORTS = 2
+"""storage ports per GPU node (the two BlueField-3 cards' storage ports); on the routed converged fabric each is
+L3 to the host, a /31 of the storage pool (clusterctl/plan/underlay.py): the pool holds two addresses per port"""
+
+
 def _addressing(d: _Design) -> list[str]:
     """one pool per NIC role, each sized for its ports"""
     hosts = d.nodes + 4
@@ -463,8 +469,9 @@ def _addressing(d: _Design) -> list[str]:
         f"  inband: {{cidr: 10.1.0.0/{_prefix(hosts)}, role: inband}}",
         f"  bmc: {{cidr: 10.2.0.0/{_prefix(hosts)}, role: bmc}}",
         f"  mgmt: {{cidr: 10.3.0.0/{_prefix(hosts + max(d.switches, 64))}, role: mgmt}}",
-        f"  storage: {{cidr: 10.4.0.0/{_prefix(hosts)}, role: storage}}",
+        f"  storage: {{cidr: 10.4.0.0/{_prefix(_STORAGE_PORTS * 2 * hosts)}, role: storage}}",
         f"  rdma: {{cidr: 10.8.0.0/{_prefix(d.nodes * d.rails)}, role: compute}}",
+        f"  loopback: {{cidr: 10.5.0.0/{_prefix(max(d.switches, 64))}, role: loopback}}  # switches' router ids",
         "",
     ]
 

@@ -68,11 +68,28 @@ def test_hgx_slices_cross_the_spines_on_the_same_rail_of_two_scalable_units(hgx)
 
 def test_a_fabric_without_addressed_host_ports_checks_its_leaves_loopbacks(hgx):
     _, slices = hgx
+    oob = slices["oob"]  # BMC ports: L2 to the host, no address from the underlay
+    assert oob.rails == () and oob.hosts == ()
+    assert [(e.host, e.netdev, e.gateway, e.leaf) for e in oob.endpoints] == [
+        ("oob-leaf01", "lo", "", "oob-leaf01"), ("oob-leaf33", "lo", "", "oob-leaf33")]
+
+
+def test_a_converged_fabric_boots_hosts_with_their_storage_ports_l3_to_the_host(hgx):
+    """The converged fabric's storage ports are /31s from the storage pool (10.63.0.0/22, 16 reserved: pairs from
+    .18), the leaf side the gateway, tables 201.. (the host_network role's); in-band ports are not booted."""
+    _, slices = hgx
     converged = slices["converged"]
-    assert converged.rails == () and converged.hosts == ()
-    assert [(e.host, e.netdev, e.address, e.gateway, e.leaf) for e in converged.endpoints] == [
-        ("converged-leaf01", "lo", "10.65.0.41", "", "converged-leaf01"),
-        ("converged-leaf06", "lo", "10.65.0.46", "", "converged-leaf06")]
+    assert converged.hosts == ("gpu001", "gpu121") and converged.hosts_of("compute") == ()
+    assert [(r.host, r.rail, r.netdev, r.address, r.prefix, r.gateway, r.table, r.leaf, r.role)
+            for r in converged.rails] == [
+        ("gpu001", 0, "enp41s0f0np0", "10.63.0.19", 31, "10.63.0.18", 201, "converged-leaf01", "storage"),
+        ("gpu001", 1, "enp41s0f1np1", "10.63.0.21", 31, "10.63.0.20", 202, "converged-leaf01", "storage"),
+        ("gpu121", 0, "enp41s0f0np0", "10.63.1.243", 31, "10.63.1.242", 201, "converged-leaf06", "storage"),
+        ("gpu121", 1, "enp41s0f1np1", "10.63.1.245", 31, "10.63.1.244", 202, "converged-leaf06", "storage")]
+    leaf = converged.switch("converged-leaf01")
+    assert "iface swp1s0\n    address 10.63.0.18/31\n" in leaf.interfaces
+    assert " match ip address prefix-list UNDERLAY" in leaf.frr_conf
+    assert "ip prefix-list UNDERLAY seq 20 permit 10.63.0.0/22 ge 31" in leaf.frr_conf  # advertised
 
 
 def test_gb200_slices_its_converged_and_oob_fabrics():
@@ -145,8 +162,8 @@ def test_the_fabric_rehearsal_boots_switches_and_hosts_and_installs_only_frr_and
     assert (mirror.packages, mirror.debs) == (("frr", "netplan.io"), None)
     assert [s.name for s in reh.specs][:6] == ["roce-leaf01", "roce-leaf09", "roce-spine01", "roce-spine02",
                                                "gpu001", "gpu065"]
-    assert len(reh.specs) == 14 and {s.init for s in reh.specs} == {"systemd"}
-    assert len(reh.links) == 18 + 24 + 4
+    assert len(reh.specs) == 15 and {s.init for s in reh.specs} == {"systemd"}  # gpu001 is on both fabrics
+    assert len(reh.links) == 18 + 28 + 4  # converged: 24 leaf-spine cables and 4 storage ports
     assert (tmp_path / "r" / "ansible" / "rehearsal-fabric.yml").is_file()
 
 

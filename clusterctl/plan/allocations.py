@@ -104,8 +104,9 @@ def _in_pool(plan: ClusterPlan, pool: AddressPool, address: Address) -> Holder |
             if pool.point_to_point:  # /31 per NIC: the leaf's side (even), then the host's (odd)
                 port, host_side = divmod(port, 2)
                 if not host_side:
-                    return Holder(pool, f"the leaf side of the /31 link to host {name} (node group {group.name}, "
-                                        f"{role} NIC {port})")
+                    routed = any(f.kind == "roce" for f in plan.fabrics_on(pool.role, group))
+                    side = "the leaf side of the /31 link to" if routed else "the unused first address of the pair of"
+                    return Holder(pool, f"{side} host {name} (node group {group.name}, {role} NIC {port})")
             nic = f"{role} NIC {port}" if per_host > 1 and not (pool.point_to_point and per_host == 2) else f"{role} NIC"
             return Holder(pool, f"host {name} (node group {group.name}, {nic})", name)
     if pool.switch_offset >= 0 and slot >= pool.switch_offset:

@@ -245,15 +245,23 @@ def _racks(bp: Blueprint, cat: Catalog, rack_names, rack_idx, types, occupancy, 
     return tuple(racks)
 
 
-def routed_compute(fabrics: Sequence[FabricPlan]) -> bool:
-    """Whether compute NICs are cabled to a RoCE fabric: a routed leaf-spine with L3 to the host, so the compute
-    pool gives every NIC a /31 link (AddressPool.point_to_point; clusterctl/plan/underlay.py)."""
-    return any(f.kind == "roce" and any(role == "compute" for _, role in f.attached) for f in fabrics)
+ROUTED_ROLES = ("compute", "storage")
+"""NIC roles that are L3 to the host (a /31 per port) when a routed RoCE fabric attaches them: the compute rails
+and the storage ports of a converged fabric (in-band ports stay L2: their pool is shared with hosts on other
+fabrics; docs/network.md)"""
+
+
+def routed_roles(fabrics: Sequence[FabricPlan]) -> frozenset[str]:
+    """The NIC roles cabled to a routed RoCE fabric (a leaf-spine with L3 to the host), so their pool gives every
+    port a /31 link (AddressPool.point_to_point; clusterctl/plan/underlay.py)."""
+    return frozenset(role for f in fabrics if f.kind == "roce" for _, role in f.attached
+                     if role in ROUTED_ROLES)
 
 
 def _addresses(bp: Blueprint, groups: Sequence[GroupPlan], fabrics: Sequence[FabricPlan], refs: _Refs):
     pools = []
     switches = sum(f.switch_count for f in fabrics)
+    routed = routed_roles(fabrics)
     for name, net in sorted(bp.addressing.items()):
         path = ("addressing", name)
         try:
@@ -263,10 +271,10 @@ def _addresses(bp: Blueprint, groups: Sequence[GroupPlan], fabrics: Sequence[Fab
                                          hint="write it as 10.10.0.0/16 with the host bits zero", code=LoadCode.SCHEMA))
             continue
         offsets, slot = [], 0
-        p2p = net.role == "compute" and routed_compute(fabrics)
+        p2p = net.role in routed
         for g in groups:
             if net.role in ("compute", "storage"):  # one address per port: rails, multi-rail storage (LNet)
-                per_host = g.type.nic_count(net.role) * (2 if p2p else 1)  # p2p: a /31 per compute port
+                per_host = g.type.nic_count(net.role) * (2 if p2p else 1)  # p2p: a /31 per port
             else:
                 per_host = 1 if (g.type.nic_count(net.role) or
                                  (net.role == "inband" and g.type.instance is not None)) else 0

@@ -30,9 +30,13 @@ fabrics run on Cumulus Linux):
   from the compute pool (AddressPool.point_to_point), the leaf's side even, the host's odd; the host's gateway
   is the leaf's side. The leaf advertises its connected /31s and loopback into BGP. The host gives each rail its
   own routing table and a ``from <address>`` rule so traffic of a QP bound to rail k leaves through rail k
-  (TABLE_BASE, RULE_PRIORITY_BASE). Storage and in-band ports on a converged RoCE fabric and the hosts of plain
-  Ethernet fabrics get routed ports with the MTU but no host subnet here (their addresses, bonds and gateways
-  are the host-interface plan's; MLAG/EVPN multihoming of a bonded in-band port is out of scope).
+  (TABLE_BASE, RULE_PRIORITY_BASE). Storage ports on a RoCE fabric (a converged storage/in-band fabric) are L3
+  to the host the same way: a /31 per port from the storage pool (point-to-point too, plan/expand.py
+  routed_roles), their own tables and rules (STORAGE_TABLE_BASE), configured by the host_network role
+  (:func:`routed_ports` gives both roles the same numbers). In-band ports on a converged RoCE fabric and the
+  hosts of plain Ethernet fabrics get routed ports with the MTU but no host subnet here: the in-band pool is
+  shared with the head and login nodes on the service fabric, so the in-band network stays one L2 subnet and its
+  leaf SVI, MLAG or EVPN multihoming of the bond is not rendered (docs/network.md).
 
 Which host sits on which leaf port: rail-optimized, leaf ``k`` of a scalable unit takes rail ``k`` of the
 unit's ``j``-th host on its ``j``-th downlink; otherwise a unit's ports (host by host, each host's attached ports
@@ -52,7 +56,7 @@ from dataclasses import dataclass
 
 from clusterctl import hostlist
 from clusterctl.plan.model import AddressPool, ClusterPlan, FabricPlan, GroupPlan, SwitchTier
-from clusterctl.plan.interfaces import compute_ports
+from clusterctl.plan.interfaces import role_ports
 
 ASN_FIRST = 4_200_000_000
 """first private 4-byte ASN (RFC 6996)"""
@@ -66,6 +70,9 @@ TABLE_BASE = 100
 """rail k's routing table is TABLE_BASE + 1 + k (101 for the first rail): clear of main (254), local (255)"""
 RULE_PRIORITY_BASE = 1000
 """rail k's ``from <address>`` rule has priority RULE_PRIORITY_BASE + k: before main's 32766"""
+STORAGE_TABLE_BASE, STORAGE_PRIORITY_BASE = 200, 2000
+"""storage port k's table and rule priority (201.., 2000..): clear of the rails' and of IPoIB's (host_network)"""
+ROLE_TABLES = {"compute": (TABLE_BASE, RULE_PRIORITY_BASE), "storage": (STORAGE_TABLE_BASE, STORAGE_PRIORITY_BASE)}
 BGP_KEEPALIVE, BGP_HOLD = 3, 9
 """BGP timers (seconds): a dead spine's routes are withdrawn within the hold time, 9 s (Cumulus Linux user guide,
 "Optional BGP Configuration", BGP timers; RFC 4271 section 10: hold time 3 x keepalive)"""
@@ -248,14 +255,42 @@ def spine_uplink_starts(fp: FabricPlan) -> list[int]:
 # --- host links ----------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
+class _Block:
+    """The ports of one NIC role of a group on a fabric and, when they are L3 to the host, their /31 block."""
+
+    role: str
+    ports: int
+    pool: AddressPool | None
+    """the point-to-point pool of the role (compute or storage on a RoCE fabric), None for an L2 port"""
+    first: int = 0
+    """the group's first slot in the pool"""
+    per_host: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class _Member:
     group: GroupPlan
     roles: tuple[str, ...]
     ports: int
-    pool: AddressPool | None
-    first: int
-    """the group's first slot in the p2p compute pool"""
-    per_host: int
+    blocks: tuple[_Block, ...]
+    """one per role, in attach order"""
+
+    @property
+    def pool(self) -> AddressPool | None:
+        """The compute rails' point-to-point pool (a group whose only role on the fabric is compute)."""
+        return self.blocks[0].pool if self.roles == ("compute",) else None
+
+
+def p2p_block(plan: ClusterPlan, fp: FabricPlan, g: GroupPlan, role: str) -> tuple[AddressPool, int, int] | None:
+    """(pool, first slot, slots per host) of ``role``'s ports of ``g`` when they are L3 to the host on ``fp``: a
+    RoCE fabric and a point-to-point pool of that role giving the group addresses (plan/expand.py routed_roles)."""
+    if fp.kind != "roce":
+        return None
+    for p in plan.addresses:
+        hit = next(((f, n) for gi, f, n in p.group_offsets if gi == g.index), None)
+        if p.role == role and p.point_to_point and hit:
+            return p, hit[0], hit[1]
+    return None
 
 
 def _members(plan: ClusterPlan, fp: FabricPlan) -> dict[str, tuple[_Member, int]]:
@@ -269,15 +304,11 @@ def _members(plan: ClusterPlan, fp: FabricPlan) -> dict[str, tuple[_Member, int]
         if g.index not in roles:
             continue
         rs = tuple(roles[g.index])
-        ports = sum(g.type.nic_count(r) for r in rs)
-        pool, first, per_host = None, 0, 0
-        if fp.kind == "roce" and rs == ("compute",):
-            for p in plan.addresses:
-                hit = next(((f, n) for gi, f, n in p.group_offsets if gi == g.index), None)
-                if p.role == "compute" and p.point_to_point and hit:
-                    pool, (first, per_host) = p, hit
-                    break
-        m = _Member(g, rs, ports, pool, first, per_host)
+        blocks = []
+        for r in rs:
+            found = p2p_block(plan, fp, g, r)
+            blocks.append(_Block(r, g.type.nic_count(r), *found) if found else _Block(r, g.type.nic_count(r), None))
+        m = _Member(g, rs, sum(b.ports for b in blocks), tuple(blocks))
         for i, h in enumerate(g.hosts):
             out[h] = (m, i)
     return out
@@ -304,11 +335,14 @@ def _su_leaf_ports(fp: FabricPlan, members: dict, su) -> Iterator[tuple[int, int
         j += 1
 
 
-def host_slot(member: _Member, index: int, port: int) -> int | None:
-    """The slot of the leaf side of host ``index``'s port ``port`` in the p2p compute pool (host side: + 1)."""
-    if member.pool is None:
-        return None
-    return member.first + index * member.per_host + 2 * port
+def host_slot(member: _Member, index: int, port: int) -> tuple[AddressPool, int] | None:
+    """(pool, slot of the leaf side) of host ``index``'s ``port``-th attached port when it is L3 to the host (its
+    role's point-to-point pool; the host side is slot + 1), None for an L2 port."""
+    for b in member.blocks:
+        if port < b.ports:
+            return (b.pool, b.first + index * b.per_host + 2 * port) if b.pool is not None else None
+        port -= b.ports
+    return None
 
 
 def leaf_host_links(plan: ClusterPlan, fp: FabricPlan) -> Iterator[tuple[int, int, str, int, int | None]]:
@@ -316,17 +350,17 @@ def leaf_host_links(plan: ClusterPlan, fp: FabricPlan) -> Iterator[tuple[int, in
     of the fabric, leaf by leaf (the module docstring)."""
     members = _members(plan, fp)
     distinct = {id(m): m for m, _ in members.values()}.values()  # one per node group, not per host
-    origin = {id(m.pool): int(ipaddress.ip_network(m.pool.cidr).network_address) + m.pool.first_host_offset
-              for m in distinct if m.pool is not None}
+    origin = {id(b.pool): int(ipaddress.ip_network(b.pool.cidr).network_address) + b.pool.first_host_offset
+              for m in distinct for b in m.blocks if b.pool is not None}
     leaf0 = 0
     for su in fp.sus:
         n_leaves = len(hostlist.expand(su.leaves)) if su.leaves else 0
         for leaf, j, h, k in _su_leaf_ports(fp, members, su):
             m, i = members[h]
-            slot = host_slot(m, i, k)
+            found = host_slot(m, i, k)
             addr = None
-            if slot is not None and slot + 1 < m.pool.capacity:
-                addr = origin[id(m.pool)] + slot
+            if found is not None and found[1] + 1 < found[0].capacity:
+                addr = origin[id(found[0])] + found[1]
             yield leaf0 + leaf, j, h, k, addr
         leaf0 += n_leaves
 
@@ -435,7 +469,7 @@ def _leaf_ports(plan: ClusterPlan, fp: FabricPlan) -> dict[int, list[Port]]:
         what = f"rail {k}" if m.roles == ("compute",) else port_role(m.roles, m.group.type.nic_count, k)
         address = ""
         if addr is not None:
-            version = m.pool.version
+            version = link_version(plan, fp)
             address = f"{_int_to_ip(version, addr)}/{31 if version == 4 else 127}"
         out[leaf].append(Port(down_port(lt, j), "host", h, what, address))
     return out
@@ -498,39 +532,87 @@ def switch(plan: ClusterPlan, name: str) -> Switch | None:
 
 # --- the hosts' side --------------------------------------------------------------------------------------------
 
+def link_version(plan: ClusterPlan, fp: FabricPlan) -> int:
+    """The IP version of ``fp``'s host links (its point-to-point pools'; 4 when it has none)."""
+    roles = {role for _, role in fp.attached}
+    return next((p.version for p in plan.addresses if p.point_to_point and p.role in roles), 4)
+
+
+def role_port_names(plan: ClusterPlan, g: GroupPlan, role: str) -> tuple[tuple[str, str], ...]:
+    """(RDMA device, netdev) of each port of ``role`` from the host-interface plan (clusterctl/plan/interfaces.py);
+    empty strings where no source names them."""
+    return tuple((p.rdma or "", p.netdev or "") for p in role_ports(plan, g.type, role))
+
+
 def rail_names(plan: ClusterPlan, g: GroupPlan) -> tuple[tuple[str, str], ...]:
-    """(RDMA device, netdev) of each rail from the host-interface plan (clusterctl/plan/interfaces.py); empty
-    strings where no source names them."""
-    return tuple((p.rdma or "", p.netdev or "") for p in compute_ports(plan, g.type))
+    return role_port_names(plan, g, "compute")
+
+
+@dataclass(frozen=True, slots=True)
+class RoutedPort:
+    """Port ``index`` of one NIC role of a node group, L3 to the host: the same for every host of the group but
+    the address, which is ``base + host index x stride`` (the host side of its /31; the leaf side, its gateway,
+    is one less)."""
+
+    fabric: str
+    index: int
+    base: int
+    """the address of the group's first host on this port, as an integer"""
+    stride: int
+    prefix: int
+    """31 (IPv6: 127)"""
+    table: int
+    priority: int
+    routes: tuple[str, ...]
+    """the prefixes routed via the leaf in the port's table: the pool's (the other hosts' ports of the role and
+    whatever else the site numbers from the pool, such as storage servers)"""
+
+
+def routed_ports(plan: ClusterPlan, g: GroupPlan, role: str) -> tuple[RoutedPort, ...]:
+    """Each port of ``role`` (compute or storage) of ``g`` that is L3 to the host on a routed RoCE fabric, in port
+    order; empty when the group's ports of that role are not (L2, or no point-to-point pool). One place for the
+    roce_network (rails) and host_network (storage) roles' variables and the rehearsal's addresses."""
+    tables = ROLE_TABLES.get(role)
+    for fp in routed_fabrics(plan):
+        found = p2p_block(plan, fp, g, role) if (g.index, role) in fp.attached else None
+        if found is None or tables is None:
+            continue
+        pool, first, per_host = found
+        net = ipaddress.ip_network(pool.cidr)
+        origin = int(net.network_address) + pool.first_host_offset + first
+        prefix = 31 if net.version == 4 else 127
+        return tuple(RoutedPort(fp.name, k, origin + 2 * k + 1, per_host, prefix, tables[0] + 1 + k, tables[1] + k,
+                                (pool.cidr,)) for k in range(g.type.nic_count(role)))
+    return ()
+
+
+def host_links(plan: ClusterPlan, host: str, role: str) -> tuple[HostRail, ...]:
+    """Each port of ``role`` of ``host`` that is L3 to the host: its /31 address, the leaf side as gateway, the
+    routing table and rule priority, the leaf and port it is cabled to. Empty for hosts without such ports."""
+    g = next((g for g in plan.groups if host in g.hosts), None)
+    ports = routed_ports(plan, g, role) if g is not None else ()
+    if not ports:
+        return ()
+    fp = next(f for f in plan.fabrics if f.name == ports[0].fabric)
+    members = _members(plan, fp)
+    m, i = members[host]
+    before = sum(b.ports for b in m.blocks[:m.roles.index(role)])  # attached ports of earlier roles
+    lt = fp.tier("leaf")
+    leaf_names = hostlist.expand(lt.names)
+    leaves = {k - before: (leaf_names[leaf], down_port(lt, j))
+              for leaf, j, h, k, _addr in leaf_host_links(plan, fp) if h == host}
+    names = role_port_names(plan, g, role)
+    version = link_version(plan, fp)
+    out = []
+    for p in ports:
+        n = p.base + i * p.stride
+        leaf, port = leaves.get(p.index, ("", ""))
+        device, netdev = names[p.index] if p.index < len(names) else ("", "")
+        out.append(HostRail(fp.name, p.index, device, netdev, _int_to_ip(version, n), p.prefix,
+                            _int_to_ip(version, n - 1), p.table, p.priority, leaf, port))
+    return tuple(out)
 
 
 def host_rails(plan: ClusterPlan, host: str) -> tuple[HostRail, ...]:
-    """Each compute rail of ``host`` on a RoCE fabric: its /31 address, the leaf side as gateway, the routing
-    table and rule priority, the leaf and port it is cabled to. Empty for hosts without such rails."""
-    for fp in routed_fabrics(plan):
-        if fp.kind != "roce":
-            continue
-        members = _members(plan, fp)
-        if host not in members or members[host][0].pool is None:
-            continue
-        m, i = members[host]
-        pool = m.pool
-        net = ipaddress.ip_network(pool.cidr)
-        prefix = 31 if net.version == 4 else 127
-        leaves = {}
-        lt = fp.tier("leaf")
-        leaf_names = hostlist.expand(lt.names)
-        for leaf, j, h, k, _addr in leaf_host_links(plan, fp):
-            if h == host:
-                leaves[k] = (leaf_names[leaf], down_port(lt, j))
-        names = rail_names(plan, m.group)
-        out = []
-        for k in range(m.group.type.nic_count("compute")):
-            base = int(net.network_address) + pool.first_host_offset + host_slot(m, i, k)
-            leaf, port = leaves.get(k, ("", ""))
-            device, netdev = names[k] if k < len(names) else ("", "")
-            out.append(HostRail(fp.name, k, device, netdev, _int_to_ip(net.version, base + 1), prefix,
-                                _int_to_ip(net.version, base), TABLE_BASE + 1 + k, RULE_PRIORITY_BASE + k, leaf,
-                                port))
-        return tuple(out)
-    return ()
+    """Each compute rail of ``host`` on a RoCE fabric (:func:`host_links`)."""
+    return host_links(plan, host, "compute")

@@ -6,8 +6,9 @@ Per fabric: leaf A is the fabric's first leaf and host A the host on its first h
 whose first host port carries the same rail (or NIC role) of another host and that shares at least two spines
 with leaf A, so traffic between the two hosts crosses the spines (on a rail-optimized fabric: the same rail in
 another scalable unit); the two spines are the first two both leaves reach. Every cable the plan lays between
-these four switches is booted (a leaf may have several links to one spine), and each host's rails cabled to
-leaf A or B. A fabric whose leaves have no host ports (or no addressed ones) is sliced the same way with the
+these four switches is booted (a leaf may have several links to one spine), and each host's addressed ports
+cabled to leaf A or B: the compute rails of a RoCE fabric, or the storage ports of a converged one (L3 to the host
+as well: :func:`clusterctl.plan.underlay.routed_ports`; its in-band ports stay L2 and are not booted). A fabric whose leaves have no host ports (or no addressed ones) is sliced the same way with the
 leaves' loopbacks as the addresses that must reach each other.
 """
 
@@ -22,6 +23,8 @@ from clusterctl.targets.common import path_part
 from clusterctl.targets.switches import render as switch_files
 
 MIN_TIERS = 2
+ADDRESSED_ROLES = ("compute", "storage")
+"""the NIC roles L3 to the host on a routed RoCE fabric (plan/expand.py routed_roles)"""
 ETHERNET_MTU = 1500
 
 
@@ -87,11 +90,13 @@ def fabric_slice(plan: ClusterPlan, fp: FabricPlan, files: dict[str, str]) -> Fa
             hosts.append(first.peer)
     rails: list[SliceRail] = []
     for host in dict.fromkeys(hosts):
-        for r in underlay.host_rails(plan, host):
-            if r.fabric == fp.name and r.leaf in (a.name, b.name):
-                netdev = _netdev(r)
-                rails.append(SliceRail(host, r.rail, netdev, r.address, r.prefix, r.gateway, r.table, r.leaf))
-                links.append(Link(host, netdev, r.leaf, r.leaf_port))
+        for role in ADDRESSED_ROLES:
+            for r in underlay.host_links(plan, host, role):
+                if r.fabric == fp.name and r.leaf in (a.name, b.name):
+                    netdev = _netdev(r)
+                    rails.append(SliceRail(host, r.rail, netdev, r.address, r.prefix, r.gateway, r.table, r.leaf,
+                                           role))
+                    links.append(Link(host, netdev, r.leaf, r.leaf_port))
     group = next((g.name for g in plan.groups if rails and rails[0].host in g.hosts), "")
     return FabricSlice(fp.name, _host_mtu(plan, fp), tuple(_switch_files(plan, files, s) for s in switches if s.name in chosen),
                        tuple(rails), tuple(links), group,
@@ -122,6 +127,7 @@ def role_interfaces(plan: ClusterPlan, sl: FabricSlice) -> list[str] | None:
     """The plan's netdev of every rail of the slice's hosts, in rail order: ``roce_network_interfaces`` for the
     roce_network role, whose own lookup (the RDMA device's ``/sys/class/infiniband/<dev>/device/net``) finds
     nothing in a node without RDMA devices. None without host rails."""
-    if not sl.rails:
+    rails = [r for r in sl.rails if r.role == "compute"]
+    if not rails:
         return None
-    return [_netdev(r) for r in underlay.host_rails(plan, sl.rails[0].host)]
+    return [_netdev(r) for r in underlay.host_rails(plan, rails[0].host)]

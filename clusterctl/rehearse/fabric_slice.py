@@ -67,6 +67,9 @@ class SliceRail:
     gateway: str
     table: int
     leaf: str
+    role: str = "compute"
+    """the NIC role of the port: ``compute`` (a RoCE rail, the roce_network role's) or ``storage`` (a storage port
+    of a converged fabric, the host_network role's); ``rail`` is the port's index within its role"""
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,10 @@ class FabricSlice:
     @property
     def hosts(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(r.host for r in self.rails))
+
+    def hosts_of(self, role: str) -> tuple[str, ...]:
+        """The hosts with addressed ports of ``role``."""
+        return tuple(dict.fromkeys(r.host for r in self.rails if r.role == role))
 
     def hold_time(self) -> int:
         """The longest BGP hold time of the slice's switches: a silent spine is dropped within it."""

@@ -24,9 +24,10 @@ def _network(pool: AddressPool):
 
 
 def _what(pool: AddressPool) -> str:
+    if pool.role in ("compute", "storage") and pool.point_to_point:
+        return f"addresses of {pool.role} NIC ports (two per port: a /31 to the leaf)"
     if pool.role == "compute":
-        return "addresses of compute NIC ports (two per port: a /31 to the leaf)" if pool.point_to_point \
-            else "compute NIC ports"
+        return "compute NIC ports"
     if pool.role == "loopback":
         return "switch loopbacks"
     if pool.role == "mgmt":
@@ -36,9 +37,9 @@ def _what(pool: AddressPool) -> str:
 
 @rule("ADDR001", "addressing", Severity.ERROR, "address pool too small")
 def pool_capacity(plan: ClusterPlan) -> Iterator[Hit]:
-    """Every address pool must hold an address for each port of its role: one per host for inband,
-    bmc and storage, one per compute NIC port for compute, and hosts plus every switch's management
-    port for mgmt. Usable addresses exclude the network and broadcast addresses (IPv4 prefixes shorter
+    """Every address pool must hold an address for each port of its role: one per host for inband
+    and bmc, one per NIC port for storage and compute (two, a /31, when a routed RoCE fabric attaches
+    the role), and hosts plus every switch's management port for mgmt. Usable addresses exclude the network and broadcast addresses (IPv4 prefixes shorter
     than /31) and the pool's ``reserved`` addresses (gateways, VIPs, DHCP ranges). A pool that runs out
     is found when the last rack is cabled, and renumbering a cluster is a maintenance window."""
     for pool in plan.addresses:

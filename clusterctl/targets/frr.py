@@ -8,7 +8,7 @@ RFC 7938 section 6.3) and ``maximum-paths``; one peer group ``FABRIC`` with ``re
 timers (keepalive 3 s, hold 9 s: a dead spine is withdrawn within 9 s), every fabric port a BGP-unnumbered
 neighbor (``neighbor swpN interface peer-group FABRIC``: Cumulus Linux user guide "Border Gateway Protocol -
 BGP", BGP unnumbered); ``redistribute connected`` through a route map that lets through only the loopback
-(/32 from the loopback pool) and the host links (/31 from the compute pool): the hosts' subnets and the
+(/32 from the loopback pool) and the host links (/31 from the compute or storage pool): the hosts' subnets and the
 loopback are advertised, nothing else the switch happens to be connected to.
 
 ``interfaces`` (ifupdown2, /etc/network/interfaces as Cumulus Linux writes it; Cumulus Linux user guide
@@ -28,13 +28,15 @@ ROUTE_MAP = "UNDERLAY"
 
 def prefix_lists(plan: ClusterPlan, fp: FabricPlan) -> list[str]:
     """What a switch of ``fp`` advertises: its loopback (/32 of the loopback pool) and, on a RoCE fabric, the
-    host links (/31 of the point-to-point compute pool)."""
+    host links (/31 of the point-to-point pools of the roles it attaches: compute, storage)."""
     out = []
     lo = underlay.loopback_pool(plan)
     if lo is not None:
         out.append(f"{lo.cidr} ge {32 if lo.version == 4 else 128}")
     if fp.kind == "roce":
-        out.extend(f"{p.cidr} ge {31 if p.version == 4 else 127}" for p in plan.addresses if p.point_to_point)
+        roles = {role for _, role in fp.attached}
+        out.extend(f"{p.cidr} ge {31 if p.version == 4 else 127}" for p in plan.addresses
+                   if p.point_to_point and p.role in roles)
     return out
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from clusterctl.plan.model import ClusterPlan, FabricPlan, GroupPlan
 from clusterctl.plan.allocations import group_block
 from clusterctl.plan.interfaces import compute_ports, rdma_devices
+from clusterctl.plan import underlay
 from clusterctl.plan.underlay import RULE_PRIORITY_BASE, TABLE_BASE
 from clusterctl.targets.host_runs import host_runs
 
@@ -111,6 +112,10 @@ def rails(plan: ClusterPlan, g: GroupPlan, devices: tuple[str, ...]) -> tuple[st
     net = ipaddress.ip_network(pool.cidr)
     base = int(net.network_address) + pool.first_host_offset + first
     n = g.type.nic_count("compute")
+    routed = underlay.routed_ports(plan, g, "compute")
+    if routed:  # L3 to the host: the numbers of the leaves' files and host_network's storage ports
+        return pool.cidr, [Rail(r.index, devices[r.index] if r.index < len(devices) else "", r.base, r.table,
+                                r.priority) for r in routed], per_host
     # a point-to-point pool (RoCE, L3 to the host): NIC k of a host takes the /31 at 2k, the host the odd side
     offset = (lambda k: 2 * k + 1) if pool.point_to_point else (lambda k: k)
     return pool.cidr, [Rail(k, devices[k] if k < len(devices) else "", base + offset(k), TABLE_BASE + 1 + k,

@@ -23,10 +23,9 @@ SwitchPorts = tuple[int, str, int, str, list[tuple[str, str]], list[str]]
 def _host_addresses(plan: ClusterPlan, fp: FabricPlan) -> dict[int, dict[int, str]]:
     """leaf index -> downlink index -> the leaf side of the host link with its prefix (addressed links only)."""
     out: dict[int, dict[int, str]] = {}
-    pool = next((p for p in plan.addresses if p.point_to_point), None)
-    if pool is None or fp.kind != "roce" or any(role != "compute" for _, role in fp.attached):
-        return out  # only a RoCE fabric's compute NICs are addressed here (underlay: the module docstring)
-    v4 = pool.version == 4
+    if fp.kind != "roce" or not any(p.point_to_point for p in plan.addresses):
+        return out  # only a RoCE fabric's compute and storage ports are addressed (underlay: the module docstring)
+    v4 = underlay.link_version(plan, fp) == 4
     suffix = "/31" if v4 else "/127"
     for leaf, j, _host, _port, addr in underlay.leaf_host_links(plan, fp):
         if addr is None:

@@ -75,7 +75,10 @@ def test_hgx_slices_forward_at_the_mtu_over_both_spines_and_reroute_within_the_h
     # the hold time read from the rendered frr.conf; the step itself fails when the reroute takes longer than it
     # and the 2 s allowed for the update (tests hold behaviour, not timings: docs/testing.md)
     assert reroute["hold_ms"] == 9000 and reroute["reroute_ms"] > 0
-    assert steps(summary)["rails"]["hosts"]["gpu001"]["detail"] == "enp24s0np0"
+    # gpu001's rail 0 on the roce slice and its two storage ports (L3 to the host) on the converged slice
+    assert steps(summary)["rails"]["hosts"]["gpu001"]["detail"] == "enp24s0np0, enp41s0f0np0, enp41s0f1np1"
+    converged = summary["fabric"]["converged"]
+    assert (converged["hosts"], converged["mtu"]) == (["gpu001", "gpu121"], 9000)
     assert summary["fabric_interfaces"]["rehearsed"][0] == "enp24s0np0"
 
 
@@ -83,6 +86,9 @@ def test_gb200_converged_fabric_slice_passes(tmp_path_factory):
     out, summary = _run(tmp_path_factory, "gb200-nvl72-8rack")
     _assert_passed(summary, ("converged", "oob"))
     assert summary["fabric"]["converged"]["leaves"] == ["converged-leaf01", "converged-leaf05"]
+    # one GB200 tray under each leaf, both storage ports addressed by host_network's netplan (L3 to the host)
+    assert summary["fabric"]["converged"]["hosts"] == ["gb001", "gb129"]
+    assert steps(summary)["rails"]["hosts"]["gb129"]["detail"] == "enP6p3s0f0np0, enP6p3s0f1np1"
     assert leftovers(load(out)) == []
 
 

@@ -131,3 +131,31 @@ def test_no_declared_path_is_a_finding_and_a_full_fabric_an_error():
     data["fabrics"][2]["routes_to"] = ["converged", "roce"]  # roce: 64 of 64 ports in use on leaves and spines
     (hit,) = [f for f in run_rules(plan_of(data)).findings if f.code == "UNDERLAY004"]
     assert "fabric roce" in hit.message
+
+
+def test_storage_ports_on_a_converged_roce_fabric_are_l3_to_the_host():
+    """gb200-nvl72-8rack's converged fabric: each tray's two storage ports take a /31 of the storage pool
+    (10.51.0.0/22, network + 16 reserved = .17, pairs from .18; 4 addresses per tray), the leaf's side even; its
+    in-band ports stay L2 (no address); the pool's forward and backward answers agree."""
+    plan = plan_of(shipped("gb200-nvl72-8rack"))
+    leaf = by_name(plan, "converged")["converged-leaf01"]
+    assert leaf.ports[4:8] == (
+        underlay.Port("swp2s0", "host", "gb002", "storage", "10.51.0.22/31"),
+        underlay.Port("swp2s1", "host", "gb002", "storage", "10.51.0.24/31"),
+        underlay.Port("swp2s2", "host", "gb002", "inband", ""),
+        underlay.Port("swp2s3", "host", "gb002", "inband", ""))
+    links = underlay.host_links(plan, "gb002", "storage")
+    assert [(r.rail, r.netdev, r.address, r.prefix, r.gateway, r.table, r.priority, r.leaf, r.leaf_port)
+            for r in links] == [
+        (0, "enP6p3s0f0np0", "10.51.0.23", 31, "10.51.0.22", 201, 2000, "converged-leaf01", "swp2s0"),
+        (1, "enP6p3s0f1np1", "10.51.0.25", 31, "10.51.0.24", 202, 2001, "converged-leaf01", "swp2s1")]
+    pool = next(p for p in plan.addresses if p.role == "storage")
+    assert pool.point_to_point and pool.address(0, 1, 1) == "10.51.0.25"
+    assert holder(plan, parse_address("10.51.0.25")).what == "host gb002 (node group gb200, storage NIC 1)"
+    assert holder(plan, parse_address("10.51.0.24")).what == (
+        "the leaf side of the /31 link to host gb002 (node group gb200, storage NIC 1)")
+    # head01's storage port is on no routed fabric: the odd address of its pair, no /31 link
+    assert underlay.host_links(plan, "head01", "storage") == () and pool.address(1, 0, 0) == "10.51.2.83"
+    assert holder(plan, parse_address("10.51.2.82")).what == (
+        "the unused first address of the pair of host head01 (node group head, storage NIC 0)")
+    assert underlay.host_links(plan, "gb002", "inband") == ()

@@ -111,15 +111,23 @@ def test_dgx_bond_ipoib_and_storage_addresses(converged):
     assert eth["enp41s0f1np1"] == {"dhcp4": False, "dhcp6": False, "accept-ra": False}  # a bond member only
 
 
-def test_roce_storage_ports_take_the_fabric_mtu_and_no_rail_is_touched(converged):
+def test_roce_storage_ports_are_l3_to_the_host_with_the_fabric_mtu_and_no_rail_is_touched(converged):
+    """The converged RoCE fabric is routed: each storage port is the host side of a /31 whose leaf side is its
+    gateway, with its own table and ``from`` rule, the storage pool via the leaf (the first port's in main too)."""
     net = netplan(converged, "gpu128")  # host 127 of gpu[001-128]
     eth = net["ethernets"]
     assert sorted(eth) == ["enp170s0f0np0", "enp170s0f1np1", "enp41s0f0np0", "enp41s0f1np1"]  # rails: roce_network
-    # first address 10.63.0.17 (network + 16 reserved), 2 per host: 17 + 127 x 2 = 271 = 1 x 256 + 15
-    assert eth["enp41s0f0np0"]["addresses"] == ["10.63.1.15/22"]
-    assert eth["enp41s0f1np1"]["addresses"] == ["10.63.1.16/22"]
+    # /31 pairs from 10.63.0.18 (network + 16 reserved = .17, rounded up to even), 4 per host (2 ports x 2):
+    # 18 + 127 x 4 = 526 = 2 x 256 + 14: leaf side 10.63.2.14, host side .15; port 1: .16 / .17
+    assert eth["enp41s0f0np0"]["addresses"] == ["10.63.2.15/31"]
+    assert eth["enp41s0f1np1"]["addresses"] == ["10.63.2.17/31"]
+    assert eth["enp41s0f1np1"]["routes"] == [
+        {"to": "10.63.2.16/31", "scope": "link", "from": "10.63.2.17", "table": 202},
+        {"to": "10.63.0.0/22", "via": "10.63.2.16", "from": "10.63.2.17", "on-link": True, "table": 202}]
+    assert eth["enp41s0f1np1"]["routing-policy"] == [{"from": "10.63.2.17", "table": 202, "priority": 2001}]
+    assert eth["enp41s0f0np0"]["routes"][-1] == {"to": "10.63.0.0/22", "via": "10.63.2.14", "on-link": True}
     assert eth["enp41s0f0np0"]["mtu"] == 9000  # the converged RoCE fabric's mtu
-    assert net["bonds"]["bond0"]["addresses"] == ["10.60.0.144/22"]  # 17 + 127
+    assert net["bonds"]["bond0"]["addresses"] == ["10.60.0.144/22"]  # in-band stays L2: 17 + 127
 
 
 def test_lnet_on_roce_storage_ports_takes_the_fabric_traffic_class(converged):

@@ -35,17 +35,49 @@ from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFaile
 
 INSTALL_TIMEOUT_S = 300.0
 RAILS_PLAYBOOK = "rehearsal-fabric.yml"
-RAILS_PLAY = """\
+RAILS_HEADER = """\
 # clusterctl rehearsal, fabric scenario: the roce_network role's preflight and configure tasks on the hosts of
-# the fabric slices (what writes each rail's netplan); its QoS needs NIC firmware tools and is not run, and the
-# rehearsal applies netplan itself (netplan generate + systemd-networkd: docs/rehearse.md, "The fabric scenario")
+# the fabric slices with RoCE rails (what writes each rail's netplan), the host_network role's configure tasks on
+# the hosts with storage ports on a converged fabric (what writes their netplan); roce_network's QoS needs NIC
+# firmware tools and is not run, and the rehearsal applies netplan itself (netplan generate + systemd-networkd:
+# docs/rehearse.md, "The fabric scenario")
+"""
+RAILS_PLAY = """\
 - name: RoCE rails of the fabric slices' hosts
-  hosts: all
+  hosts: {hosts}
   gather_facts: false
   roles:
     - role: roce_network
 """
+STORAGE_PLAY = """\
+- name: Storage ports of the fabric slices' hosts (L3 to the host on a converged fabric)
+  hosts: {hosts}
+  gather_facts: false
+  pre_tasks:
+    # only the storage ports are cabled in the fabric scenario (the in-band bond's ports are L2, not booted); the
+    # interface names preflight looks RDMA devices up in sysfs, which a node has none of: the cables' ends carry
+    # the plan's names instead, and the rails step checks every named port got its address
+    - name: The storage interfaces alone
+      ansible.builtin.set_fact:
+        host_network_interfaces: "{{{{ host_network_interfaces | selectattr('role', 'equalto', 'storage') | list }}}}"
+        host_network_rdma_cm_tos: []
+        host_network_preflight_ports: []
+      tags: [always]
+  roles:
+    - role: host_network
+"""
 RAILS_TAGS = ("preflight", "configure")
+
+
+def rails_playbook(slices: list[FabricSlice]) -> str:
+    """The playbook that writes the slices' hosts' netplan: one play per role that has hosts (host names are
+    checked at load: plain YAML scalars)."""
+    text = RAILS_HEADER
+    for template, role in ((RAILS_PLAY, "compute"), (STORAGE_PLAY, "storage")):
+        hosts = sorted({h for sl in slices for h in sl.hosts_of(role)})
+        if hosts:
+            text += template.format(hosts=",".join(hosts))
+    return text
 
 
 def _each(slices: list[FabricSlice], one) -> list:
@@ -110,7 +142,8 @@ class FabricSwitches:
 
 @dataclass
 class FabricRails:
-    """Step ``rails``: the hosts' rails addressed by the rendered netplan: the roce_network role writes it
+    """Step ``rails``: the hosts' rails (and converged fabrics' storage ports) addressed by the rendered netplan:
+    the roce_network role (host_network for storage ports) writes it
     (``netplans`` None), or the given files are written (the node layer's own tests); then netplan compiles it
     and systemd-networkd applies it."""
 
@@ -131,7 +164,8 @@ class FabricRails:
                                               "stand for them"))
             return
         if self.netplans is None:
-            extra = ["--tags", ",".join(RAILS_TAGS), "-e", json.dumps({"roce_network_apply": False})]
+            extra = ["--tags", ",".join(RAILS_TAGS), "-e",
+                     json.dumps({"roce_network_apply": False, "host_network_apply": False})]
             if self.interfaces:
                 extra += ["-e", json.dumps({"roce_network_interfaces": self.interfaces})]
             outcome = run_playbook(state, sorted(netdevs), ident="fabric-rails", playbook=RAILS_PLAYBOOK,
@@ -139,7 +173,7 @@ class FabricRails:
             if outcome.rc != 0:
                 for host, failures in outcome.failed.items():
                     record(host, HostOutcome(FAILED, outcome.seconds, "; ".join(failures)[:600]))
-                raise StepFailed(f"the roce_network role exited {outcome.rc}")
+                raise StepFailed(f"the roce_network/host_network roles exited {outcome.rc}")
         else:
             for host, files in self.netplans.items():
                 for path, text in files.items():
@@ -243,7 +277,7 @@ class FabricScenario(Scenario):
 
     def files(self, build: Build) -> dict[str, str]:
         self._slices(build)  # a blueprint the scenario cannot slice is refused before anything is written
-        return {f"ansible/{RAILS_PLAYBOOK}": RAILS_PLAY}
+        return {f"ansible/{RAILS_PLAYBOOK}": rails_playbook(self._slices(build))}
 
     def nodes(self, build: Build, specs: list[NodeSpec]) -> list[NodeSpec]:
         return slice_nodes(self._slices(build), build.rid)

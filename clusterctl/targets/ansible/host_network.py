@@ -6,7 +6,10 @@ The RoCE compute rails are the roce_network role's (clusterctl/targets/roce.py),
 RoCE variables, nothing is per host: each interface carries the address of the group's first host as an integer
 (``base``) and the addresses per host (``stride``); the role finds the host's index in ``host_network_hosts``.
 Several addressed ports of one role share a subnet, so each gets its own routing table and ``from`` rule (source
-routing, as the RoCE rails): traffic bound to a port's address leaves through that port.
+routing, as the RoCE rails): traffic bound to a port's address leaves through that port. Storage ports on a
+routed RoCE fabric (a converged storage/in-band fabric) are L3 to the host: each the host side of a /31 whose leaf
+side is its gateway, the storage pool's prefix routed via the leaf in the port's table (``prefix``, ``routes``;
+clusterctl/plan/underlay.py routed_ports, the same numbers as the leaves' files).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import ipaddress
 
 from clusterctl.plan.allocations import group_block
+from clusterctl.plan import underlay
 from clusterctl.plan.interfaces import HostPort, host_ports, netdevs, role_ports
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.targets.host_runs import host_runs
@@ -27,9 +31,9 @@ BOND_PARAMETERS = {"mode": "802.3ad", "lacp-rate": "fast", "mii-monitor-interval
 host's flows spread over both in-band ports (Linux kernel Documentation/networking/bonding.rst: mode, lacp_rate,
 miimon, xmit_hash_policy; netplan.io "bonds" parameters). The DGX BasePOD deployment guide bonds the two in-band
 ports but its exact bond options were not read; these are the kernel documentation's for an LACP switch pair."""
-TABLE_BASE = {"compute": 300, "storage": 200}
+TABLE_BASE = {"compute": 300, "storage": underlay.STORAGE_TABLE_BASE}
 """routing table of port k: base + 1 + k (IPoIB 301.., storage 201..), clear of the RoCE rails' 101.. and main"""
-PRIORITY_BASE = {"compute": 3000, "storage": 2000}
+PRIORITY_BASE = {"compute": 3000, "storage": underlay.STORAGE_PRIORITY_BASE}
 """``from`` rule priority of port k: base + k, before main's 32766 (the RoCE rails take 1000..)"""
 
 
@@ -58,22 +62,50 @@ def inband_interfaces(plan: ClusterPlan, g: GroupPlan) -> list[dict]:
 
 def port_interfaces(plan: ClusterPlan, g: GroupPlan, role: str, kind: str, mtu: int | None) -> list[dict]:
     """One addressed interface per named port of ``role`` that has an address in its pool (port k of host i:
-    base + i x stride + k), with a routing table and rule each when there are several."""
+    base + i x stride + k, the odd side of its pair on a point-to-point pool), with a routing table and rule each
+    when there are several; ports L3 to the host on a routed fabric take :func:`routed_interfaces`."""
     ports = [p for p in role_ports(plan, g.type, role) if p.netdev]
+    routed = {r.index: r for r in underlay.routed_ports(plan, g, role)}
+    if routed:
+        return routed_interfaces(ports, routed, role, kind, mtu)
     block = first_address(plan, role, g)
-    if not ports or block is None:
+    found = group_block(plan, role, g)
+    if not ports or block is None or found is None:
         return []
     cidr, base, stride = block
-    ports = [p for p in ports if p.index < stride]
+    p2p = found[0].point_to_point
+    ports = [p for p in ports if (2 * p.index + 1 if p2p else p.index) < stride]
     out = []
     for p in ports:
-        entry: dict = {"name": p.netdev, "kind": kind, "role": role, "cidr": cidr, "base": base + p.index,
-                       "stride": stride}
+        entry: dict = {"name": p.netdev, "kind": kind, "role": role, "cidr": cidr,
+                       "base": base + (2 * p.index + 1 if p2p else p.index), "stride": stride}
         if mtu is not None:
             entry["mtu"] = mtu
         if len(ports) > 1:
             entry["table"] = TABLE_BASE[role] + 1 + p.index
             entry["priority"] = PRIORITY_BASE[role] + p.index
+        out.append(entry)
+    return out
+
+
+def routed_interfaces(ports: list[HostPort], routed: dict[int, underlay.RoutedPort], role: str, kind: str,
+                      mtu: int | None) -> list[dict]:
+    """Ports L3 to the host (clusterctl/plan/underlay.py routed_ports: the numbers the leaves' files and the
+    roce_network rails use): the host side of a /31 whose other side, the leaf, is the gateway (``prefix``), the
+    pool's prefix (``routes``) via the leaf in the port's own table with a ``from`` rule; the first port's leaf
+    routes it in the main table too (``main``: traffic that chose no source, as the first RoCE rail)."""
+    out: list[dict] = []
+    for p in ports:
+        r = routed.get(p.index)
+        if r is None:
+            continue
+        entry: dict = {"name": p.netdev, "kind": kind, "role": role, "cidr": r.routes[0], "base": r.base,
+                       "stride": r.stride, "prefix": r.prefix, "routes": list(r.routes), "fabric": r.fabric,
+                       "table": r.table, "priority": r.priority}
+        if not out:
+            entry["main"] = True
+        if mtu is not None:
+            entry["mtu"] = mtu
         out.append(entry)
     return out
 
