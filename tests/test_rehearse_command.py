@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import inspect
 import os
+import select
 import stat
 import subprocess
 from pathlib import Path
@@ -60,14 +61,19 @@ def test_bytes_in_and_out():
 def test_a_program_past_its_timeout_is_killed_with_its_process_group():
     with pytest.raises(CommandTimeout) as caught:
         run_command(["sh", "-c", "sleep 60 & echo $!; wait"], timeout=0.5)
-    child = int(caught.value.stdout.split()[0])
-    # communicate() returned, so the background sleep (holding the same stdout) is gone or a zombie
-    try:
-        state = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        state = "gone"
-    assert state in ("gone", "Z")
     assert caught.value.timeout == 0.5
+    child = int(caught.value.stdout.split()[0])
+    # the background sleep got the group's SIGKILL: it has exited (a pidfd becomes readable when its process
+    # exits; a killed process may still be running its exit path when communicate() returns) or is already
+    # gone; an unkilled sleep would keep the pidfd silent for 60 s
+    try:
+        pidfd = os.pidfd_open(child)
+    except ProcessLookupError:
+        return
+    try:
+        assert select.select([pidfd], [], [], 10)[0] == [pidfd], "the background sleep outlived the timeout"
+    finally:
+        os.close(pidfd)
 
 
 def _state(tmp_path: Path) -> State:

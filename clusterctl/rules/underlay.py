@@ -11,7 +11,7 @@ from clusterctl.plan.underlay import border_links, connected, loopback_pool, rou
 from clusterctl.rules.base import Hit, Severity, rule
 
 
-@rule("UNDERLAY001", "fabric", Severity.WARNING, "routed fabric without switch loopbacks")
+@rule("UNDERLAY001", "underlay", Severity.WARNING, "routed fabric without switch loopbacks")
 def no_loopback_pool(plan: ClusterPlan) -> Iterator[Hit]:
     """Every switch of a routed Ethernet/RoCE fabric needs a loopback address: it is the BGP router id and the
     address the switch is reached at over the fabric (Cumulus Linux user guide, "Border Gateway Protocol - BGP":
@@ -34,7 +34,7 @@ def no_loopback_pool(plan: ClusterPlan) -> Iterator[Hit]:
               "other pool uses, one address per switch)")
 
 
-@rule("UNDERLAY002", "fabric", Severity.ERROR, "switch loopbacks not IPv4")
+@rule("UNDERLAY002", "underlay", Severity.ERROR, "switch loopbacks not IPv4")
 def loopback_pool_ipv6(plan: ClusterPlan) -> Iterator[Hit]:
     """A switch's loopback is its BGP router id, and a BGP identifier is a 4-octet number written as an IPv4
     address (RFC 6286; FRR ``bgp router-id A.B.C.D``, NVUE ``router bgp router-id``): the pool of role loopback
@@ -50,7 +50,7 @@ def _inband_fabrics(plan: ClusterPlan, groups) -> set[str]:
     return {f.name for f in plan.fabrics_on("inband", *groups)} if groups else set()
 
 
-@rule("UNDERLAY003", "fabric", Severity.WARNING, "no declared path between in-band networks")
+@rule("UNDERLAY003", "underlay", Severity.WARNING, "no declared path between in-band networks")
 def no_path_between_inband(plan: ClusterPlan) -> Iterator[Hit]:
     """Slurm's controllers must reach every compute node's in-band address (slurmctld to slurmd, and back) and
     login nodes must reach them too (srun). When their in-band ports are cabled to different Ethernet/RoCE
@@ -75,7 +75,7 @@ def no_path_between_inband(plan: ClusterPlan) -> Iterator[Hit]:
                       f"add routes_to: [{far}] to fabric {near} (their border leaves peer over BGP)")
 
 
-@rule("UNDERLAY004", "fabric", Severity.ERROR, "no port left for a path between fabrics")
+@rule("UNDERLAY004", "underlay", Severity.ERROR, "no port left for a path between fabrics")
 def border_port_budget(plan: ClusterPlan) -> Iterator[Hit]:
     """A declared path (``routes_to``) takes one port at each end: on the fabric's last leaf (its border leaf)
     when that leaf has a port its downlinks and uplinks leave free, else on the first switch of its top tier or

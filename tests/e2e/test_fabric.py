@@ -50,6 +50,17 @@ def _assert_passed(summary: dict, fabrics: tuple[str, ...]) -> None:
     assert tuple(summary["fabric"]) == fabrics
 
 
+# first, before the hgx slice below is booted and kept for the broken-file tests: one slice booting at a time
+def test_gb200_converged_fabric_slice_passes(tmp_path_factory):
+    out, summary = _run(tmp_path_factory, "gb200-nvl72-8rack")
+    _assert_passed(summary, ("converged", "oob"))
+    assert summary["fabric"]["converged"]["leaves"] == ["converged-leaf01", "converged-leaf05"]
+    # one GB200 tray under each leaf, both storage ports addressed by host_network's netplan (L3 to the host)
+    assert summary["fabric"]["converged"]["hosts"] == ["gb001", "gb129"]
+    assert steps(summary)["rails"]["hosts"]["gb129"]["detail"] == "enP6p3s0f0np0, enP6p3s0f1np1"
+    assert leftovers(load(out)) == []
+
+
 @pytest.fixture(scope="module")
 def hgx(tmp_path_factory):
     out, summary = _run(tmp_path_factory, "hgx-h200-roce-1024", "--keep")
@@ -80,16 +91,6 @@ def test_hgx_slices_forward_at_the_mtu_over_both_spines_and_reroute_within_the_h
     converged = summary["fabric"]["converged"]
     assert (converged["hosts"], converged["mtu"]) == (["gpu001", "gpu121"], 9000)
     assert summary["fabric_interfaces"]["rehearsed"][0] == "enp24s0np0"
-
-
-def test_gb200_converged_fabric_slice_passes(tmp_path_factory):
-    out, summary = _run(tmp_path_factory, "gb200-nvl72-8rack")
-    _assert_passed(summary, ("converged", "oob"))
-    assert summary["fabric"]["converged"]["leaves"] == ["converged-leaf01", "converged-leaf05"]
-    # one GB200 tray under each leaf, both storage ports addressed by host_network's netplan (L3 to the host)
-    assert summary["fabric"]["converged"]["hosts"] == ["gb001", "gb129"]
-    assert steps(summary)["rails"]["hosts"]["gb129"]["detail"] == "enP6p3s0f0np0, enP6p3s0f1np1"
-    assert leftovers(load(out)) == []
 
 
 def _broken_switch(state: State, sl: FabricSlice, name: str, old: str, new: str, check) -> list[str]:

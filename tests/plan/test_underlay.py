@@ -8,7 +8,6 @@ import pytest
 
 from clusterctl.plan import underlay
 from clusterctl.plan.allocations import holder, parse_address
-from clusterctl.rules import run_rules
 from tests.helpers import plan_of, roce_slice, shipped
 
 
@@ -81,29 +80,6 @@ def test_three_tier_cabling_reaches_every_core():
     assert 53248 // ct.count == 64 == ct.down_links
 
 
-def test_missing_loopback_pool_is_a_finding():
-    data = roce_slice()
-    del data["addressing"]["loopback"]
-    plan = plan_of(data)
-    hits = [f for f in run_rules(plan).findings if f.code == "UNDERLAY001"]
-    assert len(hits) == 1 and "fabrics roce, converged, oob get" in hits[0].message  # svc: one switch, no peer
-    assert by_name(plan)["roce-leaf01"].loopback == ""
-
-
-def test_loopback_pool_too_small_is_addr001():
-    data = roce_slice()
-    data["addressing"]["loopback"]["cidr"] = "10.65.0.0/27"  # 32 - 2 - 16 reserved = 14 for 18 + 6 + 1 + 5 switches
-    codes = [f.code for f in run_rules(plan_of(data)).findings]
-    assert "ADDR001" in codes
-
-
-def test_ipv6_loopback_pool_is_an_error():
-    data = roce_slice()
-    data["addressing"]["loopback"]["cidr"] = "fd00:255::/64"
-    hits = [f for f in run_rules(plan_of(data)).findings if f.code == "UNDERLAY002"]
-    assert len(hits) == 1 and hits[0].path == ("addressing", "loopback", "cidr")
-
-
 def test_declared_path_between_inband_fabrics():
     plan = plan_of(shipped("hgx-h200-roce-1024"))  # converged (the GPU nodes' in-band) routes_to svc (head, login)
     links = underlay.border_links(plan)
@@ -113,7 +89,6 @@ def test_declared_path_between_inband_fabrics():
     assert underlay.connected(plan, "svc", "converged") and not underlay.connected(plan, "svc", "roce")
     svc = by_name(plan, "svc")["svc-leaf01"]
     assert svc.ports[-1] == underlay.Port("swp5", "fabric", "converged-leaf06", "swp49")
-    assert not [f for f in run_rules(plan).findings if f.code.startswith("UNDERLAY")]
 
 
 def test_border_on_the_spine_when_the_leaves_are_full():
@@ -121,16 +96,6 @@ def test_border_on_the_spine_when_the_leaves_are_full():
     plan = plan_of(shipped("gb200-nvl72-8rack"))
     assert underlay.border_links(plan)[0] == underlay.BorderLink(
         "svc", "svc-leaf01", "swp5", "converged", "converged-spine01", "swp41")
-
-
-def test_no_declared_path_is_a_finding_and_a_full_fabric_an_error():
-    data = shipped("hgx-h200-roce-1024")
-    del data["fabrics"][1]["routes_to"]
-    (hit,) = [f for f in run_rules(plan_of(data)).findings if f.code == "UNDERLAY003"]
-    assert hit.path == ("fabrics", 2, "routes_to") and "fabric svc" in hit.message and "fabric converged" in hit.message
-    data["fabrics"][2]["routes_to"] = ["converged", "roce"]  # roce: 64 of 64 ports in use on leaves and spines
-    (hit,) = [f for f in run_rules(plan_of(data)).findings if f.code == "UNDERLAY004"]
-    assert "fabric roce" in hit.message
 
 
 def test_storage_ports_on_a_converged_roce_fabric_are_l3_to_the_host():

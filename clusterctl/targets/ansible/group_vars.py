@@ -125,7 +125,8 @@ def host_network_section(plan: ClusterPlan, g: GroupPlan) -> list[Section]:
         return []
     hv["host_network_ports"] = [FlowMap(p) for p in hv["host_network_ports"]]
     if "host_network_interfaces" in hv:
-        hv["host_network_interfaces"] = [FlowMap({k: Flow(v) if isinstance(v, list) else v for k, v in i.items()})
+        # one block mapping per interface: a routed storage port's dozen keys would not fit ansible-lint's line
+        hv["host_network_interfaces"] = [{k: Flow(v) if isinstance(v, list) else v for k, v in i.items()}
                                          for i in hv["host_network_interfaces"]]
         hv["host_network_hosts"] = [Flow(r) for r in hv["host_network_hosts"]]
     if "host_network_rdma_cm_tos" in hv:
