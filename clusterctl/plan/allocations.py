@@ -40,6 +40,14 @@ class Holder:
     """the planned host (or switch) that holds it; None for the network and broadcast addresses"""
 
 
+def address_text(version: int, n: int) -> str:
+    """The address numbered ``n`` as text: IPv4 dotted quad written directly (a 100,000-GPU plan formats hundreds of
+    thousands of them, and ``ipaddress`` objects cost several times more), IPv6 through :mod:`ipaddress`."""
+    if version == 4:
+        return f"{n >> 24 & 255}.{n >> 16 & 255}.{n >> 8 & 255}.{n & 255}"
+    return str(ipaddress.IPv6Address(n))
+
+
 def parse_address(text: str) -> Address | None:
     """``text`` as an IP address, None when it is a name. IPv6 may be bracketed (``[fd00::1]``, as in URLs and
     NFS exports); IPv4 in any form the C resolver reads as an address (``inet_aton``: ``10.1``, ``0x0a000001``,

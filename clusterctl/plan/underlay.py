@@ -55,6 +55,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from clusterctl import hostlist
+from clusterctl.plan.allocations import address_text
 from clusterctl.plan.model import AddressPool, ClusterPlan, FabricPlan, GroupPlan, SwitchTier
 from clusterctl.plan.interfaces import role_ports
 
@@ -170,12 +171,6 @@ def switch_number(plan: ClusterPlan, fp: FabricPlan, role: str) -> int:
     return n
 
 
-def _int_to_ip(version: int, n: int) -> str:
-    if version == 4:
-        return f"{n >> 24 & 255}.{n >> 16 & 255}.{n >> 8 & 255}.{n & 255}"
-    return str(ipaddress.IPv6Address(n))
-
-
 def loopbacks(plan: ClusterPlan, fp: FabricPlan, role: str) -> list[str]:
     """The loopback address of every switch of a tier, in name order (empty strings without a loopback pool or
     when the pool runs out: ADDR001)."""
@@ -188,7 +183,7 @@ def loopbacks(plan: ClusterPlan, fp: FabricPlan, role: str) -> list[str]:
     net = ipaddress.ip_network(pool.cidr)
     first = int(net.network_address) + pool.first_host_offset + pool.switch_offset + switch_number(plan, fp, role)
     last = int(net.network_address) + pool.first_host_offset + pool.capacity
-    return [_int_to_ip(net.version, first + i) if first + i < last else "" for i in range(tier.count)]
+    return [address_text(net.version, first + i) if first + i < last else "" for i in range(tier.count)]
 
 
 # --- port names ----------------------------------------------------------------------------------------------
@@ -470,7 +465,7 @@ def _leaf_ports(plan: ClusterPlan, fp: FabricPlan) -> dict[int, list[Port]]:
         address = ""
         if addr is not None:
             version = link_version(plan, fp)
-            address = f"{_int_to_ip(version, addr)}/{31 if version == 4 else 127}"
+            address = f"{address_text(version, addr)}/{31 if version == 4 else 127}"
         out[leaf].append(Port(down_port(lt, j), "host", h, what, address))
     return out
 
@@ -608,8 +603,8 @@ def host_links(plan: ClusterPlan, host: str, role: str) -> tuple[HostRail, ...]:
         n = p.base + i * p.stride
         leaf, port = leaves.get(p.index, ("", ""))
         device, netdev = names[p.index] if p.index < len(names) else ("", "")
-        out.append(HostRail(fp.name, p.index, device, netdev, _int_to_ip(version, n), p.prefix,
-                            _int_to_ip(version, n - 1), p.table, p.priority, leaf, port))
+        out.append(HostRail(fp.name, p.index, device, netdev, address_text(version, n), p.prefix,
+                            address_text(version, n - 1), p.table, p.priority, leaf, port))
     return tuple(out)
 
 

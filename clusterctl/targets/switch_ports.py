@@ -10,11 +10,11 @@ order (a leaf's uplinks; a spine's leaf links, then its core links; a core's spi
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Iterator
 
 from clusterctl import hostlist
 from clusterctl.plan import underlay
+from clusterctl.plan.allocations import address_text
 from clusterctl.plan.model import ClusterPlan, FabricPlan, SwitchTier
 
 SwitchPorts = tuple[int, str, int, str, list[tuple[str, str]], list[str]]
@@ -30,9 +30,7 @@ def _host_addresses(plan: ClusterPlan, fp: FabricPlan) -> dict[int, dict[int, st
     for leaf, j, _host, _port, addr in underlay.leaf_host_links(plan, fp):
         if addr is None:
             continue
-        text = f"{addr >> 24 & 255}.{addr >> 16 & 255}.{addr >> 8 & 255}.{addr & 255}" if v4 else \
-            str(ipaddress.IPv6Address(addr))
-        out.setdefault(leaf, {})[j] = text + suffix
+        out.setdefault(leaf, {})[j] = address_text(4 if v4 else 6, addr) + suffix
     return out
 
 

@@ -4,18 +4,15 @@
 from __future__ import annotations
 
 import ipaddress
+from functools import partial
 
 from clusterctl import hostlist
-from clusterctl.plan.allocations import group_block
+from clusterctl.plan.allocations import address_text, group_block
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.targets import RenderError
 from clusterctl.targets.ansible.node_files import HOSTS_MARKER
 from clusterctl.targets.common import at, conf_value, header
 from clusterctl.yamlout import comment
-
-def _ipv4(n: int) -> str:
-    return f"{n >> 24}.{(n >> 16) & 255}.{(n >> 8) & 255}.{n & 255}"
-
 
 def group_addresses(plan: ClusterPlan, g: GroupPlan) -> list[str] | None:
     """The in-band address of every host of the group, in host order; None for cloud groups and groups
@@ -31,7 +28,7 @@ def group_addresses(plan: ClusterPlan, g: GroupPlan) -> list[str] | None:
                           f"node of group {g.name}")
     net = ipaddress.ip_network(pool.cidr)
     base = int(net.network_address) + pool.first_host_offset + first
-    fmt = _ipv4 if net.version == 4 else (lambda n: str(ipaddress.IPv6Address(n)))
+    fmt = partial(address_text, net.version)
     return [fmt(base + i * per_host) for i in range(g.count)]
 
 
@@ -63,7 +60,7 @@ def hosts_file(plan: ClusterPlan) -> str:
         lines.append(f"# switches: management addresses from pool {comment(mgmt.name)} ({comment(mgmt.cidr)})")
         net = ipaddress.ip_network(mgmt.cidr)
         base = int(net.network_address) + mgmt.first_host_offset
-        fmt = _ipv4 if net.version == 4 else (lambda n: str(ipaddress.IPv6Address(n)))
+        fmt = partial(address_text, net.version)
         slot = mgmt.switch_offset
         for f in plan.fabrics:
             what = f"switch name in fabric {f.name}"
