@@ -28,13 +28,13 @@ ADDRESSED_ROLES = ("compute", "storage")
 ETHERNET_MTU = 1500
 
 
-def routed_fabrics(plan: ClusterPlan) -> list[FabricPlan]:
+def sliceable_fabrics(plan: ClusterPlan) -> list[FabricPlan]:
     """The fabrics the scenario slices: routed (Ethernet/RoCE), two tiers or more, with hosts attached."""
     return [f for f in underlay.routed_fabrics(plan) if len(f.tiers) >= MIN_TIERS and f.attached]
 
 
 def routed_fabrics_unmet(plan: ClusterPlan) -> str:
-    return "" if routed_fabrics(plan) else "no Ethernet/RoCE fabric of two tiers or more with hosts attached"
+    return "" if sliceable_fabrics(plan) else "no Ethernet/RoCE fabric of two tiers or more with hosts attached"
 
 
 def _first_host_port(sw: underlay.Switch) -> underlay.Port | None:
@@ -112,7 +112,7 @@ def _host_mtu(plan: ClusterPlan, fp: FabricPlan) -> int:
 def fabric_slices(plan: ClusterPlan, files: dict[str, str]) -> list[FabricSlice]:
     """A slice of every routed fabric of ``plan`` (two tiers or more, hosts attached), from the rendered
     ``files``."""
-    return [fabric_slice(plan, fp, files) for fp in routed_fabrics(plan)]
+    return [fabric_slice(plan, fp, files) for fp in sliceable_fabrics(plan)]
 
 
 def _netdev(rail: underlay.HostRail) -> str:
