@@ -81,7 +81,17 @@ class InfinibandFabric(_Fabric):
     """where the subnet manager runs; without one every port stays INIT and no traffic flows (rule IB001)"""
 
 
-class RoceFabric(_Fabric):
+class _RoutedFabric(_Fabric):
+    """An Ethernet or RoCE fabric: a routed leaf-spine underlay (clusterctl/plan/underlay.py)."""
+
+    routes_to: list[FabricName] = Field(default_factory=list, max_length=64)
+    """Ethernet/RoCE fabrics this one exchanges routes with: its border leaf (the last leaf) peers over BGP
+    with each one's border leaf on one cable (docs/roce.md, "Paths between networks"); without a declared
+    path, UNDERLAY003 warns when Slurm's controllers and compute nodes have their in-band ports on
+    different fabrics"""
+
+
+class RoceFabric(_RoutedFabric):
     """RDMA over Converged Ethernet v2: a lossless (PFC + ECN) Ethernet fat tree."""
 
     kind: Literal["roce"]
@@ -97,23 +107,13 @@ class RoceFabric(_Fabric):
     lossless traffic class (NVIDIA's RoCE lossless default)"""
     cnp_dscp: int = Field(default=48, ge=0, le=63)
     """DSCP of congestion notification packets (NVIDIA's default 48, switch priority 6, strict)"""
-    routes_to: list[FabricName] = Field(default_factory=list, max_length=64)
-    """Ethernet/RoCE fabrics this one exchanges routes with: its border leaf (the last leaf) peers over BGP
-    with each one's border leaf on one cable (docs/roce.md, "Paths between networks"); without a declared
-    path, UNDERLAY003 warns when Slurm's controllers and compute nodes have their in-band ports on
-    different fabrics"""
 
 
-class EthernetFabric(_Fabric):
+class EthernetFabric(_RoutedFabric):
     """Plain Ethernet: in-band management, out-of-band (BMC) and storage networks."""
 
     kind: Literal["ethernet"]
     mtu: int = Field(default=1500, ge=1280, le=9216)
-    routes_to: list[FabricName] = Field(default_factory=list, max_length=64)
-    """Ethernet/RoCE fabrics this one exchanges routes with: its border leaf (the last leaf) peers over BGP
-    with each one's border leaf on one cable (docs/roce.md, "Paths between networks"); without a declared
-    path, UNDERLAY003 warns when Slurm's controllers and compute nodes have their in-band ports on
-    different fabrics"""
 
 
 Fabric = Annotated[Union[InfinibandFabric, RoceFabric, EthernetFabric], Field(discriminator="kind")]
