@@ -55,6 +55,8 @@ def leftovers(state: State) -> list[str]:
                 out.append(f"process {p.pid}")
     if f" {state.bridge}:" in links:
         out.append(f"bridge {state.bridge}")
+    if state.bmc_interface and f" {state.bmc_interface}:" in links:
+        out.append(f"BMC interface {state.bmc_interface}")
     return out
 
 

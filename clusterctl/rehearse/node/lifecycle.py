@@ -30,6 +30,7 @@ import hashlib
 import ipaddress
 import json
 import os
+import re
 import shutil
 import signal
 import sys
@@ -41,7 +42,7 @@ from pathlib import Path
 from clusterctl.rehearse import RehearsalError
 from clusterctl.rehearse.image.build import ensure_image
 from clusterctl.rehearse.image.catalog import DEFAULT_IMAGE, IMAGES, Image
-from clusterctl.rehearse.node import path as node_path, pid1, probe
+from clusterctl.rehearse.node import bmc_net, path as node_path, pid1, probe
 from clusterctl.rehearse.node.files import write_text_atomic
 from clusterctl.rehearse.node.links import Link, check_links, link_commands
 from clusterctl.rehearse.node.command import CommandResult, run_command, start_detached
@@ -140,6 +141,9 @@ class NodeSpec:
     """(host path, node path) pairs bind-mounted into the node, e.g. a directory serving as shared storage"""
     init: systemd_init.NodeInit = "rehearsal"
     """the node's PID 1: the rehearsal init, or the image's systemd (clusterctl/rehearse/node/systemd_init.py)"""
+    mac: str | None = None
+    """eth0's MAC address (canonical lower case), e.g. the host's in-band MAC from the blueprint's inventory, so a
+    DHCP server's reservation by MAC finds the node; None: the kernel's random one"""
 
 
 def rehearsal_id(out: Path) -> str:
@@ -367,6 +371,10 @@ def boot(out: Path, specs: Sequence[NodeSpec], caps: probe.Capabilities = probe.
                              "lower --nodes-per-group")
     if len({s.name for s in specs}) != len(specs) or len({s.address for s in specs}) != len(specs):
         raise RehearsalError("rehearsal host names and addresses must be unique")
+    macs = [s.mac for s in specs if s.mac is not None]
+    if len(set(macs)) != len(macs) or not all(MAC.match(m) for m in macs):
+        raise RehearsalError(f"rehearsal MAC addresses must be unique and aa:bb:cc:dd:ee:ff: {macs}",
+                             "fix the blueprint's inventory (clusterctl validate names the row)")
     check_links(links, [s.name for s in specs])
     out = Path(out).resolve()
     previous = load(out)
@@ -414,7 +422,7 @@ def _boot_all(state: State, specs: Sequence[NodeSpec], links: Sequence[Link]) ->
         node = NodeRecord(name=spec.name, address=spec.address, netns=f"rh-{state.id}-{spec.name}",
                           veth_host=f"rh{state.id}h{i}", veth_node=f"rh{state.id}n{i}",
                           root=str(state_dir(Path(state.dir)) / "nodes" / spec.name),
-                          binds=[list(b) for b in spec.binds], init_kind=spec.init,
+                          binds=[list(b) for b in spec.binds], init_kind=spec.init, mac=spec.mac,
                           cgroups=systemd_init.node_cgroups(state.id, spec.name) if spec.init == "systemd" else [])
         state.nodes.append(node)
         save(state)
@@ -429,6 +437,8 @@ def _boot_all(state: State, specs: Sequence[NodeSpec], links: Sequence[Link]) ->
               "netns", node.netns)
         _must("ip", "link", "set", node.veth_host, "master", state.bridge, "up")
         _must("ip", "-n", node.netns, "link", "set", node.veth_node, "name", "eth0")
+        if spec.mac:  # before the link is up: the first frame the node sends carries it
+            _must("ip", "-n", node.netns, "link", "set", "eth0", "address", spec.mac)
         _must("ip", "-n", node.netns, "addr", "add", f"{spec.address}/{state.prefix}", "dev", "eth0")
         _must("ip", "-n", node.netns, "link", "set", "eth0", "up")
         _must("ip", "-n", node.netns, "link", "set", "lo", "up")
@@ -453,6 +463,65 @@ def _cable(state: State, links: Sequence[Link]) -> None:
         save(state)
         for command in link_commands(link, netns_of):
             _must(*command)
+
+
+POWER_OFF_TIMEOUT_S = 15.0
+"""how long a powered-off node's PID 1 may take to stop its units before it is killed"""
+MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
+
+
+def power_off(state: State, name: str, timeout: float = POWER_OFF_TIMEOUT_S) -> float:
+    """Power node ``name`` off as its BMC would, keeping its disk and cable: its PID 1 gets its stop signal
+    (systemd: SIGRTMIN+4, a clean poweroff of its units) until it exits, SIGKILL after ``timeout``. Its netns
+    (with eth0 and its MAC), upper layer and cgroups stay for :func:`power_on`. Returns the seconds it took."""
+    node = state.node(name)
+    t0 = time.monotonic()
+    resend = 0.0
+    while time.monotonic() < t0 + timeout and (alive(node.init) or alive(node.launcher)):
+        if time.monotonic() >= resend:
+            _signal(node.init, systemd_init.STOP_SIGNALS[node.init_kind])
+            resend = time.monotonic() + 0.5
+        time.sleep(0.05)
+    _signal(node.init, signal.SIGKILL)
+    _signal(node.launcher, signal.SIGKILL)
+    killed_by = time.monotonic() + STOP_TIMEOUT_S
+    while time.monotonic() < killed_by and (alive(node.init) or alive(node.launcher)):
+        time.sleep(0.05)
+    if alive(node.init) or alive(node.launcher):
+        raise RehearsalError(f"node {name} did not stop within {timeout + STOP_TIMEOUT_S:.0f} s",
+                             f"clusterctl rehearse --down {state.dir}")
+    node.init = node.launcher = None
+    save(state)
+    return time.monotonic() - t0
+
+
+def power_on(state: State, name: str, *, inband_address: bool) -> float:
+    """Start node ``name`` again on its upper layer and netns (as after :func:`power_off`), with eth0 holding its
+    rehearsal address (``inband_address``) or no address at all, as a host whose in-band interface waits for DHCP
+    (then its sshd may bind the planned address before the address arrives: ``ip_nonlocal_bind`` in its netns).
+    Returns once its PID 1 runs (sshd may not listen yet); the seconds it took."""
+    node = state.node(name)
+    if alive(node.init):
+        raise RehearsalError(f"node {name} is running", "power it off first")
+    t0 = time.monotonic()
+    if inband_address:
+        _must("ip", "-n", node.netns, "addr", "replace", f"{node.address}/{state.prefix}", "dev", "eth0")
+    else:
+        _must("ip", "-n", node.netns, "addr", "flush", "dev", "eth0")
+        _must("ip", "netns", "exec", node.netns, "sysctl", "-q", "-w", "net.ipv4.ip_nonlocal_bind=1")
+    systemd_init.create_cgroups(node.cgroups)  # the last boot's subtree is removed first
+    node.launcher = _launch(node, [(b[0], b[1]) for b in node.binds], state.image_root)
+    save(state)
+    node.init = _init_of(node.launcher, time.monotonic() + BOOT_TIMEOUT_S)
+    save(state)
+    if node.init is None:
+        raise RehearsalError(f"node {name} did not start again", f"console log: {node.console}")
+    return time.monotonic() - t0
+
+
+def restart(state: State, name: str, *, inband_address: bool) -> float:
+    """Power-cycle node ``name`` (:func:`power_off`, :func:`power_on`); the seconds it took."""
+    return power_off(state, name) + power_on(state, name, inband_address=inband_address)
 
 
 def _signal(proc: Proc | None, sig: int) -> None:
@@ -542,6 +611,7 @@ def down(out: Path) -> State:
                 problems.append(f"cannot delete netns {n.netns}")
         if Path(f"/sys/class/net/{n.veth_host}").exists():
             _run("ip", "link", "del", n.veth_host)
+    problems += bmc_net.remove(state)
     if state.bridge_created and Path(f"/sys/class/net/{state.bridge}").exists():
         if _run("ip", "link", "del", state.bridge).returncode != 0:
             problems.append(f"cannot delete bridge {state.bridge}")

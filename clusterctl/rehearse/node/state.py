@@ -54,6 +54,8 @@ class NodeRecord:
     cgroups: list[str] = field(default_factory=list)
     """a systemd node's own cgroup directories, one per hierarchy (recorded before they are made; ``down`` removes
     them)"""
+    mac: str | None = None
+    """eth0's MAC address when the boot set it (the host's in-band MAC from the inventory), else None"""
 
     upper = _below_root("upper", "the overlay's upper layer: every write of the node")
     work = _below_root("work", "the overlay's work directory")
@@ -90,6 +92,9 @@ class State:
     links: list[list] = field(default_factory=list)
     """cables between nodes ([node, port, node, port, mtu]: :mod:`clusterctl.rehearse.node.links`), recorded before
     each is made; their ends live in the nodes' namespaces, so deleting those at ``down`` destroys them"""
+    bmc_interface: str = ""
+    """the dummy interface of this machine holding the nodes' BMC addresses (the day0 scenario's Redfish emulators
+    listen there: :mod:`clusterctl.rehearse.node.bmc_net`), recorded before it is made; ``down`` deletes it"""
     stopped: bool = False
     version: int = VERSION
 
