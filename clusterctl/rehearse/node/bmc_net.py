@@ -1,5 +1,5 @@
-"""The BMC network of a rehearsal, on this machine: the nodes' planned BMC addresses on one dummy interface
-(``rb-<rehearsal id>``) of the machine's own network namespace, so a Redfish emulator per node
+"""The BMC network of a rehearsal, on this machine: the nodes' planned BMC addresses on one interface
+(``rb-<rehearsal id>``: a bridge without ports, since this kernel has no dummy driver) of the machine's own network namespace, so a Redfish emulator per node
 (:mod:`clusterctl.rehearse.fake.redfish`) can listen at each, and the rendered BMC play, run from this machine as
 from a site's control node, reaches them (docs/rehearse.md, "The day0 scenario").
 
@@ -23,7 +23,7 @@ COMMAND_TIMEOUT_S = 30.0
 
 
 def interface_name(rid: str) -> str:
-    """The dummy interface of rehearsal ``rid`` (9 characters: within the kernel's 15)."""
+    """The BMC interface of rehearsal ``rid`` (9 characters: within the kernel's 15)."""
     return f"rb-{rid}"
 
 
@@ -44,7 +44,7 @@ def machine_addresses() -> set[str]:
 
 
 def add(state: State, addresses: Sequence[str]) -> str:
-    """Put ``addresses`` (IPv4, one per BMC) on the rehearsal's dummy interface, made now; returns its name."""
+    """Put ``addresses`` (IPv4, one per BMC) on the rehearsal's BMC interface, made now; returns its name."""
     wanted = [str(ipaddress.IPv4Address(a)) for a in addresses]
     taken = sorted(set(wanted) & machine_addresses())
     if taken:
@@ -54,7 +54,7 @@ def add(state: State, addresses: Sequence[str]) -> str:
     state.bmc_interface = name
     save(state)
     if not Path(f"/sys/class/net/{name}").exists():
-        _ip("link", "add", name, "type", "dummy")
+        _ip("link", "add", name, "type", "bridge")  # a bridge with no port: this kernel has no dummy driver
     for a in wanted:
         _ip("addr", "replace", f"{a}/32", "dev", name)
     _ip("link", "set", name, "up")

@@ -93,7 +93,7 @@ class State:
     """cables between nodes ([node, port, node, port, mtu]: :mod:`clusterctl.rehearse.node.links`), recorded before
     each is made; their ends live in the nodes' namespaces, so deleting those at ``down`` destroys them"""
     bmc_interface: str = ""
-    """the dummy interface of this machine holding the nodes' BMC addresses (the day0 scenario's Redfish emulators
+    """the interface (a bridge without ports) of this machine holding the nodes' BMC addresses (the day0 scenario's Redfish emulators
     listen there: :mod:`clusterctl.rehearse.node.bmc_net`), recorded before it is made; ``down`` deletes it"""
     stopped: bool = False
     version: int = VERSION
