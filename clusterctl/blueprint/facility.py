@@ -6,7 +6,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from clusterctl.kinds import HostList, HostName, Identifier
+from clusterctl.kinds import HostList, HostName, Identifier, RelativeFile
+from clusterctl.limits import INVENTORY_MAX_FILES
 from clusterctl.strict import StrictModel
 
 
@@ -24,6 +25,11 @@ class Site(StrictModel):
     """upstream NTP servers (names or IPv4 addresses) the Slurm controllers follow; every other node follows
     the controllers. Empty: pool.ntp.org, which an air-gapped site cannot reach (the controllers then serve
     their own clock in chrony's orphan mode, so the cluster still agrees on one time)"""
+    inventory: list[RelativeFile] = Field(default_factory=list, max_length=INVENTORY_MAX_FILES)
+    """per-host inventory CSV files (serial, in-band and BMC MACs, the vault variable holding the BMC
+    credentials), paths relative to the blueprint's directory and inside it, read when the blueprint is loaded:
+    columns ``host,serial,inband_mac,bmc_mac,bmc_secret`` (docs/inventory.md; ``clusterctl inventory template``
+    writes one). Several files for a site over 100,000 hosts (one file's limit). Empty: no inventory"""
 
 
 class Cdu(StrictModel):
