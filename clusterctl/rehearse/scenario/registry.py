@@ -5,9 +5,11 @@ expects it (docs/rehearse.md):
 2. ``deploy``: converge, converge again (changed=0), testinfra, srun;
 3. ``node-failure``: the health check drains a node that lost a GPU, and returns it;
 4. ``failover`` (a backup controller and a shared StateSaveLocation);
-5. ``pull``: every node applies the rendered tree itself from a git remote, gated by rollout.yml;
-6. ``elastic`` (cloud blueprints with elastic node groups, and then alone);
-7. ``rolling``: last, because it re-renders the changed blueprint over the rehearsal's own adjustments.
+5. ``day0`` (an inventory with the compute hosts' MACs, two controllers): the BMC play power-cycles a compute node,
+   which comes back by DHCP, resolves every planned name and follows the controllers' time;
+6. ``pull``: every node applies the rendered tree itself from a git remote, gated by rollout.yml;
+7. ``elastic`` (cloud blueprints with elastic node groups, and then alone);
+8. ``rolling``: last, because it re-renders the changed blueprint over the rehearsal's own adjustments.
 
 ``fabric`` boots other nodes (switches and the hosts under them) and runs alone: ``all`` does not include it.
 """
@@ -15,6 +17,7 @@ expects it (docs/rehearse.md):
 from __future__ import annotations
 
 from clusterctl.rehearse.scenario.base import Scenario
+from clusterctl.rehearse.scenario.day0 import Day0Scenario
 from clusterctl.rehearse.scenario.deploy import DeployScenario
 from clusterctl.rehearse.scenario.elastic import ElasticScenario
 from clusterctl.rehearse.scenario.fabric import FabricScenario
@@ -25,7 +28,7 @@ from clusterctl.rehearse.scenario.rolling import RollingScenario
 from clusterctl.rehearse.scenario.version_guard import VersionGuardScenario
 
 SCENARIOS: tuple[type[Scenario], ...] = (VersionGuardScenario, DeployScenario, NodeFailureScenario,
-                                         FailoverScenario, PullScenario, ElasticScenario, RollingScenario)
+                                         FailoverScenario, Day0Scenario, PullScenario, ElasticScenario, RollingScenario)
 ORDER = tuple(s.name for s in SCENARIOS)
 """the scenarios of ``--scenario all``, in the order they run"""
 ALONE: tuple[type[Scenario], ...] = (FabricScenario,)
