@@ -351,6 +351,13 @@ RESERVATION = Kind(
     "(a GCP shared reservation path)", "cr-0a1b2c3d4e5f60718", r"^[A-Za-z0-9][A-Za-z0-9._/-]*$", 256,
     _NAME_START, r"A-Za-z0-9._/-")
 
+BOOT_FILE = Kind(
+    "BootFile", "a boot file name", "a file name under the TFTP root: letters, digits and . _ - + / (no leading '/', "
+    "no '.' or '..' segments), as DHCP's boot file name field carries it", "ipxe.efi",
+    r"^[A-Za-z0-9_][A-Za-z0-9._+/-]*$", 127, "starts with a letter, digit or '_'", r"A-Za-z0-9._+/-",
+    _no_dot_segments)
+"""DHCP's ``file`` field (RFC 2131: 128 octets, NUL-terminated): what a PXE client fetches by TFTP"""
+
 OS_NAME = Kind(
     "OsName", "an OS identifier", "distribution and release in lower case, e.g. ubuntu-22.04 or debian-12",
     "ubuntu-22.04", r"^[a-z][a-z0-9._-]*$", 32, "starts with a lower-case letter", r"a-z0-9._-")
@@ -460,6 +467,7 @@ CloudRegion = Annotated[str, CLOUD_REGION]
 CloudZone = Annotated[str, CLOUD_ZONE]
 Reservation = Annotated[str, RESERVATION]
 OsName = Annotated[str, OS_NAME]
+BootFile = Annotated[str, BOOT_FILE]
 AptUrl = Annotated[str, APT_URL]
 AptKey = Annotated[str, APT_KEY]
 AptSuite = Annotated[str, APT_SUITE]

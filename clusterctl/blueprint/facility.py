@@ -6,9 +6,30 @@ from typing import Literal
 
 from pydantic import Field
 
-from clusterctl.kinds import DnsDomain, HostList, HostName, Identifier, IpAddress, RelativeFile
+from clusterctl.kinds import AptUrl, BootFile, DnsDomain, HostList, HostName, Identifier, IpAddress, RelativeFile
 from clusterctl.limits import INVENTORY_MAX_FILES
 from clusterctl.strict import StrictModel
+
+
+class Provisioner(StrictModel):
+    """Who installs the nodes over the network: what the rendered DHCP server hands a booting node (Kea client
+    classes, docs/network.md "DHCP"). Without it, DHCP hands out addresses and no boot parameters."""
+
+    kind: Literal["warewulf", "pxe"]
+    """warewulf: Warewulf 4 (its node definitions are rendered too); pxe: any TFTP/HTTP boot server"""
+    server: HostName
+    """the boot server: a host of the blueprint (its in-band address is handed out as ``next-server``) or an IPv4
+    address"""
+    bios_boot_file: BootFile = "undionly.kpxe"
+    """what a legacy BIOS PXE client (DHCP option 93 architecture 0) fetches by TFTP: iPXE's UNDI loader"""
+    uefi_boot_file: BootFile = "ipxe.efi"
+    """what a UEFI x86-64 PXE client (option 93 architecture 7 or 9) fetches by TFTP (iPXE's EFI build; snponly
+    builds use the firmware's own NIC driver)"""
+    ipxe_script_url: AptUrl | None = None
+    """the URL an iPXE client (user class ``iPXE``, option 77) is given instead of the loader again, which ends
+    the PXE-to-iPXE loop; absent: iPXE clients get the loader like any other PXE client"""
+    http_boot_url: AptUrl | None = None
+    """UEFI HTTP boot (vendor class ``HTTPClient``, option 60): the URL of the EFI binary; absent: no HTTP boot"""
 
 
 class Site(StrictModel):
@@ -23,8 +44,9 @@ class Site(StrictModel):
     """power usage effectiveness, used for facility power estimates"""
     time_servers: list[HostName] = Field(default_factory=list, max_length=16)
     """upstream NTP servers (names or IPv4 addresses) the Slurm controllers follow; every other node follows
-    the controllers. Empty: pool.ntp.org, which an air-gapped site cannot reach (the controllers then serve
-    their own clock in chrony's orphan mode, so the cluster still agrees on one time)"""
+    the controllers, and the controllers peer each other. Empty: no upstream at all (no public pool unless written
+    here, e.g. pool.ntp.org): the controllers keep the cluster's own time in chrony's orphan mode, so the cluster
+    still agrees on one time (rule TIME001 warns)"""
     dns_domain: DnsDomain | None = None
     """the cluster's DNS zone, which the head nodes serve (every planned address named: docs/network.md, "Names"
     and "DNS"); default ``<cluster name>.internal`` (``.internal`` is reserved for private use by ICANN, so it is
@@ -37,6 +59,8 @@ class Site(StrictModel):
     credentials), paths relative to the blueprint's directory and inside it, read when the blueprint is loaded:
     columns ``host,serial,inband_mac,bmc_mac,bmc_secret`` (docs/inventory.md; ``clusterctl inventory template``
     writes one). Several files for a site over 100,000 hosts (one file's limit). Empty: no inventory"""
+    provisioner: Provisioner | None = None
+    """the network installer whose boot parameters DHCP hands out (PXE and UEFI HTTP boot); absent: none"""
 
 
 class Cdu(StrictModel):

@@ -33,11 +33,12 @@ SLURM_ROLES = ("compute", "head", "login")
 
 
 def _time_context(plan: ClusterPlan) -> dict:
-    """Which time sources chrony.conf names: the controllers on every other node, site.time_servers (or the
-    public pool) on the controllers (and on every node of a blueprint without Slurm)."""
+    """Which time sources chrony.conf names: the controllers on every other node, site.time_servers (none: the
+    controllers keep their own time) on the controllers; the role's public pool on every node of a blueprint
+    without Slurm."""
     controllers = slurm_roles(plan).controllers
-    upstream = site_time_servers(plan) if controllers else []
-    return {"time_controllers": list(controllers), "time_upstream": upstream or [PUBLIC_TIME_POOL]}
+    upstream = site_time_servers(plan) if controllers else [PUBLIC_TIME_POOL]
+    return {"time_controllers": list(controllers), "time_upstream": upstream}
 
 
 def _group_context(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> dict:

@@ -1,0 +1,160 @@
+"""What the cluster's DHCP servers hand out, decided once: which pools they serve, which address each known MAC
+gets, which hosts have no MAC yet, who the servers are and where a booting node is sent (docs/network.md, "DHCP").
+
+- **Servers**: the Slurm controllers (primary first), the hosts that already run the cluster's own services; two or
+  more make a Kea high-availability pair (hot standby: the first controller answers, the second takes over).
+- **Subnets**: one per IPv4 pool of role ``inband``, ``bmc`` and ``mgmt`` (the in-band ports, the BMCs, the
+  switches' management ports, the PDUs and the CDUs); the compute, storage and loopback pools are configured
+  statically from the plan (host_network, the switch files). Each subnet's id is its network address as a number
+  (10.10.0.0/24 -> 168427520): stable when pools are added, removed or reordered, unique because pools do not
+  overlap (ADDR003). IPv6 pools are not served (DHCPv4 only; DHCPv6 is not written).
+- **Reservations**: by ``hw-address`` only, from the inventory (plan/host_identity.py): a host's in-band address
+  for its ``inband_mac``, its BMC's address for its ``bmc_mac``; a management device (switch, PDU, CDU) when the
+  inventory has a row of its name (its ``inband_mac`` is the management port's). No dynamic pool: an unknown MAC
+  gets no address, so a wrongly cabled or unknown machine never takes a planned address. A planned address whose
+  MAC is unknown gets no reservation and is counted (:attr:`DhcpSubnet.unreserved`).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from clusterctl.plan.host_identity import HostIdentity, host_identities
+from clusterctl.plan.model import AddressPool, ClusterPlan
+from clusterctl.plan.roles import slurm_roles
+from clusterctl.plan.site_records import SiteRecord, site_records
+
+SERVED_ROLES = ("inband", "bmc", "mgmt")
+"""the pool roles DHCP serves: the addresses a machine has before anything configured it"""
+DEVICE_KINDS = ("switch", "pdu", "cdu")
+"""site record kinds of management devices (plan/site_records.py)"""
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    mac: str
+    """canonical lower-case ``aa:bb:cc:dd:ee:ff``"""
+    address: str
+    name: str
+    """the record's DNS label (gpu01, gpu01-bmc, ib-leaf01)"""
+
+
+@dataclass(frozen=True, slots=True)
+class DhcpSubnet:
+    id: int
+    """Kea's subnet id: the network address as a number (module docstring)"""
+    pool: str
+    cidr: str
+    role: str
+    reservations: tuple[Reservation, ...]
+    unreserved: int
+    """planned addresses of the pool with no MAC in the inventory: no reservation"""
+
+
+@dataclass(frozen=True, slots=True)
+class BootSettings:
+    """The provisioner's boot parameters (blueprint ``site.provisioner``), its server resolved to an address."""
+
+    kind: str
+    next_server: str
+    bios_boot_file: str
+    uefi_boot_file: str
+    ipxe_script_url: str | None
+    http_boot_url: str | None
+
+
+def dhcp_servers(plan: ClusterPlan) -> tuple[str, ...]:
+    """The hosts that run the DHCP server: the Slurm controllers, primary first; none without Slurm or on a
+    cloud (the provider's network hands out the addresses)."""
+    if plan.cloud is not None:
+        return ()
+    return slurm_roles(plan).controllers
+
+
+def inband_addresses(plan: ClusterPlan, hosts: tuple[str, ...]) -> dict[str, str]:
+    """The planned in-band address of each of ``hosts`` that has one (first in-band pool of its group)."""
+    wanted = set(hosts)
+    out: dict[str, str] = {}
+    for g in plan.groups:
+        picked = [(i, h) for i, h in enumerate(g.hosts) if h in wanted] if wanted & set(g.hosts) else []
+        for i, host in picked:
+            pool = next((p for p in plan.addresses if p.role == "inband"
+                         and any(gi == g.index for gi, _, _ in p.group_offsets)), None)
+            if pool is not None:
+                try:
+                    out[host] = pool.address(g.index, i)
+                except ValueError:  # the pool is full: ADDR001
+                    continue
+    return out
+
+
+def served_pools(plan: ClusterPlan) -> list[AddressPool]:
+    """The IPv4 pools the DHCP servers serve, in the plan's order."""
+    return [p for p in plan.addresses if p.role in SERVED_ROLES and p.version == 4]
+
+
+def _mac_of(record: SiteRecord, identities: Mapping[str, HostIdentity]) -> str | None:
+    if record.kind == "host":
+        ident = identities.get(record.owner)
+        return ident.inband_mac if ident is not None else None
+    if record.kind == "bmc":
+        ident = identities.get(record.owner)
+        return ident.bmc_mac if ident is not None else None
+    if record.kind in DEVICE_KINDS:
+        ident = identities.get(record.name)
+        return ident.inband_mac if ident is not None else None
+    return None
+
+
+def _records_by_pool(plan: ClusterPlan) -> Iterator[tuple[str, SiteRecord]]:
+    names = {p.name for p in served_pools(plan)}
+    for record in site_records(plan):
+        if record.pool in names:
+            yield record.pool, record
+
+
+def dhcp_subnets(plan: ClusterPlan) -> list[DhcpSubnet]:
+    """Every subnet the DHCP servers serve, with its reservations (module docstring); empty without servers."""
+    if not dhcp_servers(plan):
+        return []
+    pools = served_pools(plan)
+    identities = host_identities(plan)
+    found: dict[str, list[Reservation]] = {p.name: [] for p in pools}
+    planned: dict[str, int] = {p.name: 0 for p in pools}
+    for pool_name, record in _records_by_pool(plan):
+        planned[pool_name] += 1
+        mac = _mac_of(record, identities) if identities else None
+        if mac is not None:
+            found[pool_name].append(Reservation(mac, record.address, record.name))
+    return [DhcpSubnet(int(ipaddress.ip_network(p.cidr).network_address), p.name, p.cidr, p.role,
+                       tuple(found[p.name]), planned[p.name] - len(found[p.name])) for p in pools]
+
+
+def boot_server_refusal(plan: ClusterPlan) -> str | None:
+    """Why ``site.provisioner.server`` cannot be handed out as ``next-server``: neither a planned host with an
+    in-band address nor an IPv4 address. Rule DHCP002 reports it; the DHCP target raises it."""
+    site = plan.site
+    if site is None or site.provisioner is None:
+        return None
+    server = site.provisioner.server
+    if server in inband_addresses(plan, (server,)):
+        return None
+    try:
+        ipaddress.IPv4Address(server)
+    except ValueError:
+        return (f"site.provisioner.server '{server}' is neither a host of the blueprint with an in-band address nor "
+                "an IPv4 address: DHCP cannot hand it out as the boot server (next-server)")
+    return None
+
+
+def boot_settings(plan: ClusterPlan) -> BootSettings | None:
+    """The provisioner's boot parameters, its server as an address; None without ``site.provisioner`` or when
+    :func:`boot_server_refusal` refuses it."""
+    site = plan.site
+    if site is None or site.provisioner is None or boot_server_refusal(plan) is not None:
+        return None
+    p = site.provisioner
+    address = inband_addresses(plan, (p.server,)).get(p.server, p.server)
+    return BootSettings(p.kind, address, p.bios_boot_file, p.uefi_boot_file, p.ipxe_script_url, p.http_boot_url)
