@@ -115,6 +115,20 @@ def _compiled(pattern: str) -> re.Pattern:
 
 # --- semantic checks -------------------------------------------------------------------------------------
 
+def _ip_address(value: str) -> str | None:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError as exc:
+        return f"an address must be IPv4 dotted-quad or IPv6: {exc}"
+    return None
+
+
+def _dns_domain(value: str) -> str | None:
+    if any(len(label) > 63 for label in value.split(".")):
+        return "a DNS label has at most 63 characters (RFC 1035 2.3.4)"
+    return None
+
+
 def _cidr(value: str) -> str | None:
     try:
         ipaddress.ip_network(value, strict=False)
@@ -314,6 +328,15 @@ CIDR = Kind(
     "10.10.0.0/16", r"^[0-9A-Fa-f.:]+(/[0-9]{1,3})?$", 64, "is an address and a prefix length",
     r"0-9A-Fa-f.:/", _cidr)
 
+IP_ADDRESS = Kind(
+    "IpAddress", "an IP address", "an IPv4 address in dotted-quad form or an IPv6 address", "10.0.0.53",
+    r"^[0-9A-Fa-f.:]+$", 64, "is an address", r"0-9A-Fa-f.:", _ip_address)
+
+DNS_DOMAIN = Kind(
+    "DnsDomain", "a DNS domain", "lower-case RFC 1035 labels (letters, digits, '-' inside) joined by dots, no "
+    "trailing dot", "lab.internal", r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$", 253,
+    "is labels joined by dots, each starting and ending with a letter or digit", r"a-z0-9.-", _dns_domain)
+
 CLOUD_REGION = Kind(
     "CloudRegion", "a cloud region", "lower-case letters, digits and dashes, starting with a letter "
     "(us-east-2, us-central1, eastus)", "us-east-2", r"^[a-z][a-z0-9-]*$", 64, "starts with a lower-case letter",
@@ -421,6 +444,8 @@ HcaName = Annotated[str, HCA_NAME]
 Version = Annotated[str, VERSION]
 SlurmVersion = Annotated[str, SLURM_VERSION]
 Cidr = Annotated[str, CIDR]
+IpAddress = Annotated[str, IP_ADDRESS]
+DnsDomain = Annotated[str, DNS_DOMAIN]
 CloudRegion = Annotated[str, CLOUD_REGION]
 CloudZone = Annotated[str, CLOUD_ZONE]
 Reservation = Annotated[str, RESERVATION]
@@ -436,6 +461,6 @@ ALL_KINDS: tuple[Kind, ...] = (
     FREE_TEXT, IDENTIFIER, OBJECT_NAME, PARTITION_NAME, QOS_NAME, CLUSTER_NAME, SLURM_CLUSTER_NAME, GROUP_NAME,
     FABRIC_NAME, HOST_NAME, HOST_LIST,
     ABSOLUTE_PATH, NFS_EXPORT, MOUNT_SOURCE, ENDPOINT, SLURM_TIME, SLURM_FEATURE, INTERFACE_NAME,
-    NCCL_SOCKET_IFNAME, HCA_NAME, VERSION, SLURM_VERSION, CIDR, CLOUD_REGION, CLOUD_ZONE, RESERVATION, OS_NAME,
+    NCCL_SOCKET_IFNAME, HCA_NAME, VERSION, SLURM_VERSION, CIDR, IP_ADDRESS, DNS_DOMAIN, CLOUD_REGION, CLOUD_ZONE, RESERVATION, OS_NAME,
     APT_URL, APT_KEY, APT_SUITE, PULL_SOURCE, GIT_REF, CLOUD_IDENTITY, *PRIVILEGED_PATH_KINDS)
 """every kind, for documentation and for the tests that check each one refuses the injection payloads"""

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from clusterctl.kinds import HostList, HostName, Identifier
+from clusterctl.kinds import DnsDomain, HostList, HostName, Identifier, IpAddress
 from clusterctl.strict import StrictModel
 
 
@@ -24,6 +24,13 @@ class Site(StrictModel):
     """upstream NTP servers (names or IPv4 addresses) the Slurm controllers follow; every other node follows
     the controllers. Empty: pool.ntp.org, which an air-gapped site cannot reach (the controllers then serve
     their own clock in chrony's orphan mode, so the cluster still agrees on one time)"""
+    dns_domain: DnsDomain | None = None
+    """the cluster's DNS zone, which the head nodes serve (every planned address named: docs/network.md, "Names"
+    and "DNS"); default ``<cluster name>.internal`` (``.internal`` is reserved for private use by ICANN, so it is
+    never delegated in the public DNS). Write a zone the site owns, such as ``gpu.example.com``, to use its own"""
+    dns_servers: list[IpAddress] = Field(default_factory=list, max_length=16)
+    """upstream resolvers (addresses) the head nodes forward every other name to; empty: they answer for the
+    cluster's zones only (an air-gapped site)"""
 
 
 class Cdu(StrictModel):

@@ -16,6 +16,7 @@ from clusterctl.blueprint.model import Blueprint
 from clusterctl.catalog import Catalog, load_shipped_catalog
 from clusterctl.errors import BlueprintError, LoadCode, Problem
 from clusterctl.plan import size
+from clusterctl.plan.devices import management_device_count
 from clusterctl.plan.fabric import build_fabric
 from clusterctl.plan.model import (AddressPool, ClusterPlan, FabricPlan, GroupPlan, NicPlan, NodeTypePlan,
                                    PowerItem, RackPlan)
@@ -258,9 +259,11 @@ def routed_roles(fabrics: Sequence[FabricPlan]) -> frozenset[str]:
                      if role in ROUTED_ROLES)
 
 
-def _addresses(bp: Blueprint, groups: Sequence[GroupPlan], fabrics: Sequence[FabricPlan], refs: _Refs):
+def _addresses(bp: Blueprint, groups: Sequence[GroupPlan], fabrics: Sequence[FabricPlan], racks: Sequence[RackPlan],
+               refs: _Refs):
     pools = []
     switches = sum(f.switch_count for f in fabrics)
+    devices = management_device_count(racks, bp.rack_profiles, bp.cooling.cdus)
     routed = routed_roles(fabrics)
     for name, net in sorted(bp.addressing.items()):
         path = ("addressing", name)
@@ -285,12 +288,16 @@ def _addresses(bp: Blueprint, groups: Sequence[GroupPlan], fabrics: Sequence[Fab
         if net.role in ("mgmt", "loopback") and switches:
             switch_offset = slot
             slot += switches
+        device_offset = -1
+        if net.role == "mgmt" and devices:  # PDUs and CDUs after the switches (plan/devices.py)
+            device_offset = slot
+            slot += devices
         special = 2 if (ipn.version == 4 and ipn.prefixlen < 31) else 0
         first = (1 if special else 0) + net.reserved
         first += first % 2 if p2p else 0  # /31 pairs start on an even address
         capacity = max(0, ipn.num_addresses - first - (1 if special else 0))
         pools.append(AddressPool(name, path, net.cidr, net.role, ipn.version, capacity, slot, first,
-                                 tuple(offsets), switch_offset, p2p))
+                                 tuple(offsets), switch_offset, p2p, device_offset))
     return tuple(pools)
 
 
@@ -355,7 +362,7 @@ def expand(loaded: LoadedBlueprint, catalog: Catalog | None = None) -> ClusterPl
         raise BlueprintError(loaded.source, refs.problems)
     switch_in_rack, unplaced_kw = _switch_placement(bp, fabrics, rack_idx, refs)
     racks = _racks(bp, cat, rack_names, rack_idx, types, occupancy, switch_in_rack, next_u)
-    addresses = _addresses(bp, groups, fabrics, refs)
+    addresses = _addresses(bp, groups, fabrics, racks, refs)
     if refs.problems:
         raise BlueprintError(loaded.source, refs.problems)
     return ClusterPlan(blueprint=bp, catalog=cat, node_types=types, groups=tuple(groups), racks=racks,

@@ -264,6 +264,9 @@ class AddressPool:
     point_to_point: bool = False
     """every NIC port takes a /31 (IPv6 /127) link to its leaf: two slots per port, the leaf's (even) then the
     host's (odd); ``first_host_offset`` is even so the pairs align (L3 to the host, clusterctl/plan/underlay.py)"""
+    device_offset: int = -1
+    """first slot of the PDUs' and CDUs' management addresses (mgmt pools, after the switches; plan/devices.py),
+    -1 when none"""
 
     def address(self, group_index: int, host: int, nic: int = 0) -> str:
         """The address of the ``host``-th node of a group (``nic``-th port for per-port pools; on a point-to-point
