@@ -111,8 +111,13 @@ def test_day0_bmc_play_power_cycles_hagpu01_which_comes_back_by_dhcp_with_its_in
     _, summary, _, _ = lab_ha
     bmc = steps(summary)["day0: bmc"]["hosts"]
     assert sorted(bmc) == sorted(HOSTS)  # one emulated BMC per node, every one read
-    assert bmc["hagpu01"]["status"] == "ok" and bmc["hagpu01"]["detail"].startswith("power-cycled, "), bmc
     assert all(bmc[h]["status"] == "ok" for h in HOSTS), bmc
+    for h in ("head01", "head02", "login01"):  # status only: read, not touched
+        assert bmc[h]["detail"].startswith("status: PowerState On, boot override "), bmc[h]
+        assert "pxe:" not in bmc[h]["detail"] and "cycle:" not in bmc[h]["detail"]
+    status, pxe, cycle = bmc["hagpu01"]["detail"].split("; ")  # hagpu01: status, one-time PXE, power cycle
+    assert status.startswith("status: PowerState On, ") and pxe.startswith("pxe: PowerState On, boot override Pxe ")
+    assert cycle.startswith("cycle: PowerState On, "), cycle  # read back after its node was restarted
     dhcp = steps(summary)["day0: dhcp"]["hosts"]
     assert dhcp["hagpu01"]["detail"].startswith("10.33.0.17 by DHCP for 02:00:0a:0a:00:01 "), dhcp
     assert dhcp["hagpu01"]["detail"].endswith(" after power-on, leased by head01 and head02")

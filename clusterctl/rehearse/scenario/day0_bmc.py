@@ -26,6 +26,7 @@ from clusterctl.rehearse.node import bmc_net, lifecycle
 from clusterctl.rehearse.node.files import write_text_atomic
 from clusterctl.rehearse.node.state import State, save, state_dir
 from clusterctl.rehearse.scenario.deploy import run_playbook
+from clusterctl.rehearse.scenario.observe import runner_events
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
 BMC_PLAY = "bmc.yml"
@@ -135,18 +136,48 @@ class BmcCycle:
             save(state)
 
     def _play(self, state: State, record: Record, hosts: list[str], vault: Path, pass_file: Path, ca: str) -> None:
-        t0 = time.monotonic()
-        run = run_playbook(state, hosts, ident="bmc", playbook=BMC_PLAY, skip_tags=(), extra_args=[
-            "-e", f"@{vault}", "--vault-password-file", str(pass_file), "-e", f"bmc_ca_path={ca}",
-            "-e", f"bmc_power_cycle_hosts={self.target}"])
+        """Three runs of the play, as an operator would: ``status`` on every BMC, then ``pxe`` and ``cycle`` on
+        the target's alone (``--limit``); each host's outcome from the play's own report of the state."""
+        common = ["-e", f"@{vault}", "--vault-password-file", str(pass_file), "-e", f"bmc_ca_path={ca}"]
+        reports: dict[str, list[str]] = {h: [] for h in hosts}
+        failed: dict[str, list[str]] = {h: [] for h in hosts}
+        seconds: dict[str, float] = {h: 0.0 for h in hosts}
+        for action, limit in (("status", hosts), ("pxe", [self.target]), ("cycle", [self.target])):
+            t0 = time.monotonic()
+            ident = f"bmc-{action}"
+            run = run_playbook(state, limit, ident=ident, playbook=BMC_PLAY, skip_tags=(),
+                               extra_args=[*common, "-e", f"bmc_action={action}"])
+            said = play_reports(runner_events(state, ident))
+            for h in limit:
+                seconds[h] += time.monotonic() - t0
+                failed[h] += [f"{action}: {f}" for f in run.failed.get(h, [])]
+                if h not in said and not run.failed.get(h):
+                    failed[h].append(f"{action}: the play reported no state (rc {run.rc})")
+                reports[h].append(f"{action}: {said.get(h, '?')}")
         cycled = [h for h, a in self.power.actions if a in ("restart", "on")]
         for host in hosts:
-            failed = run.failed.get(host, [])
-            wrong = list(failed)
+            wrong = failed[host]
             if host == self.target and host not in cycled:
-                wrong.append("the play did not power-cycle it")
+                wrong.append("the play's cycle did not power-cycle its node")
             if host != self.target and host in cycled:
-                wrong.append("the play power-cycled it too")
-            record(host, HostOutcome(FAILED if wrong or run.rc != 0 else OK, time.monotonic() - t0,
-                                     "; ".join(wrong) or ("power-cycled, " if host == self.target else "") +
-                                     f"{len(run.changed.get(host, []))} changed"))
+                wrong.append("its node was power-cycled too")
+            if host == self.target and not reports[host][-1].startswith("cycle: PowerState On"):
+                wrong.append(f"not On after the cycle: {reports[host][-1]}")
+            record(host, HostOutcome(FAILED if wrong else OK, seconds[host],
+                                     "; ".join(wrong) or "; ".join(reports[host])))
+
+
+REPORT_TASK = "Report the state"
+"""the play's last task: a debug message with the power state and boot override it read back"""
+
+
+def play_reports(events: list[dict]) -> dict[str, str]:
+    """host -> what the play's report task said after the host's name and BMC ('PowerState On, boot override
+    Pxe (Once)')."""
+    found = {}
+    for e in events:
+        data = e.get("event_data") or {}
+        if e.get("event") == "runner_on_ok" and data.get("task") == REPORT_TASK and data.get("host"):
+            msg = str((data.get("res") or {}).get("msg", ""))
+            found[data["host"]] = " ".join(msg.split(": ", 1)[-1].split())
+    return found
