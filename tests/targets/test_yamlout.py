@@ -97,6 +97,7 @@ def test_only_strings_that_could_start_jinja_are_tagged_unsafe():
 
 TARGETS = Path(__file__).resolve().parents[2] / "clusterctl" / "targets"
 YAML_TEMPLATES = {
+    "ansible/bmc.yml.j2": "a static playbook; clusterctl fills in only its header and the vars file's constant path",
     "ansible/pull-status.yml.j2": "a static playbook; clusterctl fills in only its header and a constant path",
     "pulumi/Pulumi.yaml.j2": "values quoted by yamlout.quoted (clusterctl/targets/pulumi.py)",
     "slurm/topology.yaml.j2": "values written with tojson (clusterctl/targets/slurm.py)",
