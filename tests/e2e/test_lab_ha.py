@@ -21,7 +21,7 @@ from clusterctl.rehearse.node import lifecycle
 from clusterctl.rehearse.node.ssh import ssh, write_file
 from clusterctl.rehearse.node.state import load
 from clusterctl.rehearse.scenario.day0 import controller_time_problems, day0_hosts
-from clusterctl.rehearse.scenario.day0_checks import KEA_CONF, kea_command, wait_addressed
+from clusterctl.rehearse.scenario.day0_checks import KEA_CONF, dns_problems, kea_command, wait_addressed
 from tests.e2e.conftest import rehearse, require_deploy, require_rehearsal, steps
 from tests.e2e.events import roles_run
 from tests.e2e.test_scenarios import assert_nothing_left, blueprint_copy
@@ -168,6 +168,26 @@ def test_day0_a_reservation_with_another_mac_leaves_the_node_unaddressed(lab_ha)
     assert why == "hagpu01 did not answer SSH at 10.33.0.17 within 20 s of its power-on"
     _restart_unaddressed(state)  # the rendered file back: the node gets its address again
     assert wait_addressed(state, "hagpu01", HAGPU01[0], 60)[0] == ""
+
+
+def test_day0_a_changed_zone_record_fails_the_dns_check(lab_ha):
+    """head01's forward zone with hagpu01's BMC record pointing elsewhere: asked of head01, the name is wrong."""
+    _, _, out, path = lab_ha
+    state = load(out)
+    hosts = _hosts(path)
+    zone = "/etc/unbound/clusterctl/lab-ha.internal.zone"  # the dns_server role's dns_server_zone_dir
+    rendered = ssh(state, "head01", f"cat {zone}").stdout
+    assert "\nhagpu01-bmc IN A 10.11.0.17\n" in rendered
+    write_file(state, "head01", zone, rendered.replace("\nhagpu01-bmc IN A 10.11.0.17\n",
+                                                       "\nhagpu01-bmc IN A 10.11.0.99\n"), mode="0644")
+    try:
+        assert ssh(state, "head01", "systemctl restart unbound").returncode == 0
+        problems = dns_problems(state, "hagpu01", "10.33.0.19", hosts.names)
+    finally:
+        write_file(state, "head01", zone, rendered, mode="0644")
+        assert ssh(state, "head01", "systemctl restart unbound").returncode == 0
+    assert problems == ["10.33.0.19: hagpu01-bmc.lab-ha.internal -> ['10.11.0.99'], planned 10.11.0.17"]
+    assert dns_problems(state, "hagpu01", "10.33.0.19", hosts.names) == []
 
 
 def test_day0_a_controller_without_its_peer_line_fails_the_time_check(lab_ha):
