@@ -59,8 +59,8 @@ def test_chronyc_sources_are_parsed_and_compared_with_the_plan():
 def test_dig_answers_are_parsed_and_every_name_checked_both_ways():
     names = [Name("gpu01.lab-ha.internal", "10.10.0.17"), Name("gpu01-bmc.lab-ha.internal", "10.11.0.17")]
     assert dig_batch("10.10.0.19", names[:1]) == (
-        "@10.10.0.19 +noall +answer +time=2 +tries=2 gpu01.lab-ha.internal. A\n"
-        "@10.10.0.19 +noall +answer +time=2 +tries=2 -x 10.10.0.17\n")
+        "@10.10.0.19 +noall +answer +time=1 +tries=2 gpu01.lab-ha.internal. A\n"
+        "@10.10.0.19 +noall +answer +time=1 +tries=2 -x 10.10.0.17\n")
     forward, reverse = parse_answers(
         "gpu01.lab-ha.internal.\t3600\tIN\tA\t10.10.0.17\n"
         "17.0.10.10.in-addr.arpa.\t3600\tIN\tPTR\tgpu01.lab-ha.internal.\n"
