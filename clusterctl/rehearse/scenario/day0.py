@@ -235,8 +235,6 @@ class Day0Scenario(Scenario):
               "the controllers' time, which peer each other")
     needs = (STATIC_COMPUTE, SLURM_AND_COMPUTE, BACKUP_CONTROLLER, INVENTORY_MACS)
     needs_checked_when_named = True
-    packages = ("bind9-dnsutils",)
-    """dig, on the power-cycled node: the DNS step's client"""
 
     def nodes(self, build: Build, specs: list[NodeSpec]) -> list[NodeSpec]:
         """Every node with an in-band MAC in the inventory boots with it (Kea's reservations are by MAC)."""
