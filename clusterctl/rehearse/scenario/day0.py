@@ -3,7 +3,7 @@
 
 1. ``services``: chrony runs on the controllers and the chosen compute node as a rehearsal may run it (``chronyd
    -x``: it never steps or slews the clock the nodes share with this machine); the DHCP and DNS servers the roles
-   started answer; ``dig`` is installed on the compute node from the site mirror;
+   started answer; ``dig`` (``mirror/packages.COMMON``) is installed on the compute node from the site mirror;
 2. ``bmc``: one Redfish emulator per node at its planned BMC address on this machine (:mod:`..node.bmc_net`,
    :mod:`..fake.redfish`); the rendered ``ansible/bmc.yml`` runs from this machine with its credentials from an
    ansible-vault file the rehearsal writes (0600, its password in a 0600 file: never on a command line), reads

@@ -128,8 +128,9 @@ class BmcCycle:
             self._play(state, record, sorted(bmcs), vault, pass_file, str(fleet.ca_cert))
         finally:
             if fleet is not None:
-                fleet.stop()
-                state.services = [p for p in state.services if p not in fleet.processes]
+                emulators = list(fleet.processes)
+                fleet.stop()  # empties fleet.processes
+                state.services = [p for p in state.services if p not in emulators]
                 save(state)
             bmc_net.remove(state)
             state.bmc_interface = ""
