@@ -9,10 +9,13 @@ gets, which hosts have no MAC yet, who the servers are and where a booting node 
   (10.10.0.0/24 -> 168427520): stable when pools are added, removed or reordered, unique because pools do not
   overlap (ADDR003). IPv6 pools are not served (DHCPv4 only; DHCPv6 is not written).
 - **Reservations**: by ``hw-address`` only, from the inventory (plan/host_identity.py): a host's in-band address
-  for its ``inband_mac``, its BMC's address for its ``bmc_mac``; a management device (switch, PDU, CDU) when the
-  inventory has a row of its name (its ``inband_mac`` is the management port's). No dynamic pool: an unknown MAC
+  for its ``inband_mac``, its BMC's address for its ``bmc_mac``. The management devices (switches, PDUs, CDUs)
+  have addresses and names (plan/site_records.py) but no MAC: the inventory lists planned hosts only, so they get
+  no reservation and are counted with the rest; they take their address statically or by the vendor's own
+  zero-touch provisioning from the rendered names. No dynamic pool: an unknown MAC
   gets no address, so a wrongly cabled or unknown machine never takes a planned address. A planned address whose
-  MAC is unknown gets no reservation and is counted (:attr:`DhcpSubnet.unreserved`).
+  MAC is unknown gets no reservation and is counted (:attr:`DhcpSubnet.unreserved`); rule INVENTORY002 reports
+  hosts without MACs for the whole cluster (clusterctl/rules/inventory.py), so no DHCP rule repeats it.
 """
 
 from __future__ import annotations
@@ -28,8 +31,6 @@ from clusterctl.plan.site_records import SiteRecord, site_records
 
 SERVED_ROLES = ("inband", "bmc", "mgmt")
 """the pool roles DHCP serves: the addresses a machine has before anything configured it"""
-DEVICE_KINDS = ("switch", "pdu", "cdu")
-"""site record kinds of management devices (plan/site_records.py)"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,10 +128,7 @@ def _mac_of(record: SiteRecord, identities: Mapping[str, HostIdentity]) -> str |
     if record.kind == "bmc":
         ident = identities.get(record.owner)
         return ident.bmc_mac if ident is not None else None
-    if record.kind in DEVICE_KINDS:
-        ident = identities.get(record.name)
-        return ident.inband_mac if ident is not None else None
-    return None
+    return None  # a management device: the inventory lists planned hosts only (module docstring)
 
 
 def _records_by_pool(plan: ClusterPlan) -> Iterator[tuple[str, SiteRecord]]:
