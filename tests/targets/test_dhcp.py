@@ -16,16 +16,8 @@ from clusterctl.targets.dhcp import CONFIG, render
 from tests.conftest import require_tool
 from tests.helpers import BLUEPRINTS, plan_of, shipped
 
-IDENTITIES = {
-    "gpu01": HostIdentity("gpu01", "SN-GPU01", "02:00:00:0a:00:01", "02:00:00:0b:00:01", "vault_bmc_default"),
-    "head02": HostIdentity("head02", None, "02:00:00:0a:00:04", None, None),
-}
-"""two inventory rows: gpu01 with both MACs, head02 with its in-band MAC only"""
-
-
-@pytest.fixture
-def inventory(monkeypatch):
-    monkeypatch.setattr(plan_dhcp, "host_identities", lambda plan: IDENTITIES)
+PARTIAL = {"gpu01": HostIdentity("gpu01", "SN-GPU01", "02:00:00:0a:00:01", None, "vault_bmc_default")}
+"""an inventory of one row, gpu01 without its BMC MAC"""
 
 
 def kea(files_or_plan) -> dict:
@@ -35,26 +27,39 @@ def kea(files_or_plan) -> dict:
     return json.loads(body)["Dhcp4"]
 
 
-def test_lab_ha_reserves_the_inventorys_macs_for_their_planned_addresses(inventory):
-    conf = kea(plan_of(shipped("lab-ha")))
+def test_lab_ha_reserves_the_inventorys_macs_for_their_planned_addresses():
+    conf = kea(plan_of(shipped("lab-ha")))  # blueprints/lab-ha-inventory.csv: both MACs of every host
     subnets = {s["subnet"]: s for s in conf["subnet4"]}
     assert list(subnets) == ["10.11.0.0/24", "10.10.0.0/24", "10.12.0.0/24"]  # bmc, inband, mgmt: the plan's order
-    assert subnets["10.10.0.0/24"]["id"] == 168427520  # 10.10.0.0 as a number: stable when pools change
+    assert [s["id"] for s in subnets.values()] == [168493056, 168427520, 168558592]  # the network as a number
     assert subnets["10.10.0.0/24"]["pools"] == []  # no dynamic pool: an unknown MAC gets nothing
     assert subnets["10.10.0.0/24"]["reservations"] == [
-        {"hw-address": "02:00:00:0a:00:01", "ip-address": "10.10.0.17", "hostname": "gpu01"},
-        {"hw-address": "02:00:00:0a:00:04", "ip-address": "10.10.0.20", "hostname": "head02"}]
-    assert subnets["10.11.0.0/24"]["reservations"] == [
-        {"hw-address": "02:00:00:0b:00:01", "ip-address": "10.11.0.17", "hostname": "gpu01-bmc"}]
-    assert subnets["10.10.0.0/24"]["comment"] == (
-        "pool inband (inband): 2 reservation(s); 3 planned address(es) without a MAC in the inventory get none "
-        "(docs/network.md, \"DHCP\")")
-    assert subnets["10.12.0.0/24"]["reservations"] == []
+        {"hw-address": "02:00:0a:0a:00:01", "ip-address": "10.10.0.17", "hostname": "gpu01"},
+        {"hw-address": "02:00:0a:0a:00:02", "ip-address": "10.10.0.18", "hostname": "gpu02"},
+        {"hw-address": "02:00:0a:0a:00:03", "ip-address": "10.10.0.19", "hostname": "head01"},
+        {"hw-address": "02:00:0a:0a:00:04", "ip-address": "10.10.0.20", "hostname": "head02"},
+        {"hw-address": "02:00:0a:0a:00:05", "ip-address": "10.10.0.21", "hostname": "login01"}]
+    assert subnets["10.11.0.0/24"]["reservations"][0] == {"hw-address": "02:00:0a:0b:00:01",
+                                                         "ip-address": "10.11.0.17", "hostname": "gpu01-bmc"}
+    assert len(subnets["10.11.0.0/24"]["reservations"]) == 5
+    assert subnets["10.12.0.0/24"]["reservations"] == []  # the switches and PDUs: no MAC known
+    assert subnets["10.12.0.0/24"]["comment"].startswith("pool mgmt (mgmt): 0 reservation(s); 4 planned address(es)")
     assert conf["host-reservation-identifiers"] == ["hw-address"]
     assert conf["reservations-out-of-pool"] is True
 
 
-def test_lab_ha_hands_out_the_controllers_as_dns_and_ntp_servers_and_no_router(inventory):
+def test_hosts_without_a_mac_get_no_reservation_and_are_counted(monkeypatch):
+    monkeypatch.setattr(plan_dhcp, "host_identities", lambda plan: PARTIAL)
+    subnets = {s["subnet"]: s for s in kea(plan_of(shipped("lab-ha")))["subnet4"]}
+    assert subnets["10.10.0.0/24"]["reservations"] == [
+        {"hw-address": "02:00:00:0a:00:01", "ip-address": "10.10.0.17", "hostname": "gpu01"}]
+    assert subnets["10.10.0.0/24"]["comment"] == (
+        "pool inband (inband): 1 reservation(s); 4 planned address(es) without a MAC in the inventory get none "
+        "(hosts: rule INVENTORY002; management devices are not in the inventory; docs/network.md, \"DHCP\")")
+    assert subnets["10.11.0.0/24"]["reservations"] == []
+
+
+def test_lab_ha_hands_out_the_controllers_as_dns_and_ntp_servers_and_no_router():
     conf = kea(plan_of(shipped("lab-ha")))
     assert conf["option-data"] == [{"name": "domain-name-servers", "data": "10.10.0.19, 10.10.0.20"},
                                    {"name": "domain-name", "data": "lab-ha.internal"},
@@ -153,7 +158,7 @@ def _kea_check(tmp_path, text: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("name", RENDERING)
-def test_kea_accepts_the_rendered_config(tmp_path, name, inventory):
+def test_kea_accepts_the_rendered_config(tmp_path, name):
     data = shipped(name)
     if name == "lab-ha":
         data["site"]["provisioner"] = PROVISIONER
@@ -161,9 +166,9 @@ def test_kea_accepts_the_rendered_config(tmp_path, name, inventory):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_kea_refuses_a_broken_reservation(tmp_path, inventory):
+def test_kea_refuses_a_broken_reservation(tmp_path):
     # the check above has teeth: a duplicate reservation (one MAC for two addresses) fails kea-dhcp4 -t
     text = render(plan_of(shipped("lab-ha")))[CONFIG]
-    broken = text.replace('"02:00:00:0a:00:04"', '"02:00:00:0a:00:01"')
+    broken = text.replace('"02:00:0a:0a:00:04"', '"02:00:0a:0a:00:01"')
     done = _kea_check(tmp_path, broken)
     assert done.returncode != 0
