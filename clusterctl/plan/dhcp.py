@@ -9,10 +9,13 @@ gets, which hosts have no MAC yet, who the servers are and where a booting node 
   (10.10.0.0/24 -> 168427520): stable when pools are added, removed or reordered, unique because pools do not
   overlap (ADDR003). IPv6 pools are not served (DHCPv4 only; DHCPv6 is not written).
 - **Reservations**: by ``hw-address`` only, from the inventory (plan/host_identity.py): a host's in-band address
-  for its ``inband_mac``, its BMC's address for its ``bmc_mac``; a management device (switch, PDU, CDU) when the
-  inventory has a row of its name (its ``inband_mac`` is the management port's). No dynamic pool: an unknown MAC
+  for its ``inband_mac``, its BMC's address for its ``bmc_mac``. The management devices (switches, PDUs, CDUs)
+  have addresses and names (plan/site_records.py) but no MAC: the inventory lists planned hosts only, so they get
+  no reservation and are counted with the rest; they take their address statically or by the vendor's own
+  zero-touch provisioning from the rendered names. No dynamic pool: an unknown MAC
   gets no address, so a wrongly cabled or unknown machine never takes a planned address. A planned address whose
-  MAC is unknown gets no reservation and is counted (:attr:`DhcpSubnet.unreserved`).
+  MAC is unknown gets no reservation and is counted (:attr:`DhcpSubnet.unreserved`); rule INVENTORY002 reports
+  hosts without MACs for the whole cluster (clusterctl/rules/inventory.py), so no DHCP rule repeats it.
 """
 
 from __future__ import annotations
@@ -28,8 +31,6 @@ from clusterctl.plan.site_records import SiteRecord, site_records
 
 SERVED_ROLES = ("inband", "bmc", "mgmt")
 """the pool roles DHCP serves: the addresses a machine has before anything configured it"""
-DEVICE_KINDS = ("switch", "pdu", "cdu")
-"""site record kinds of management devices (plan/site_records.py)"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,16 +74,20 @@ def dhcp_servers(plan: ClusterPlan) -> tuple[str, ...]:
     return slurm_roles(plan).controllers
 
 
-def inband_addresses(plan: ClusterPlan, hosts: tuple[str, ...]) -> dict[str, str]:
-    """The planned in-band address of each of ``hosts`` that has one (first in-band pool of its group)."""
+def pool_addresses(plan: ClusterPlan, hosts: tuple[str, ...], role: str = "inband") -> dict[str, str]:
+    """The planned address of each of ``hosts`` in the first pool of ``role`` that gives its group addresses
+    (hosts without one are left out)."""
     wanted = set(hosts)
     out: dict[str, str] = {}
     for g in plan.groups:
-        picked = [(i, h) for i, h in enumerate(g.hosts) if h in wanted] if wanted & set(g.hosts) else []
-        for i, host in picked:
-            pool = next((p for p in plan.addresses if p.role == "inband"
-                         and any(gi == g.index for gi, _, _ in p.group_offsets)), None)
-            if pool is not None:
+        if not wanted.intersection(g.hosts):
+            continue
+        pool = next((p for p in plan.addresses if p.role == role
+                     and any(gi == g.index for gi, _, _ in p.group_offsets)), None)
+        if pool is None:
+            continue
+        for i, host in enumerate(g.hosts):
+            if host in wanted:
                 try:
                     out[host] = pool.address(g.index, i)
                 except ValueError:  # the pool is full: ADDR001
@@ -90,9 +95,30 @@ def inband_addresses(plan: ClusterPlan, hosts: tuple[str, ...]) -> dict[str, str
     return out
 
 
+def inband_addresses(plan: ClusterPlan, hosts: tuple[str, ...]) -> dict[str, str]:
+    """The planned in-band address of each of ``hosts`` that has one."""
+    return pool_addresses(plan, hosts, "inband")
+
+
+def listen_addresses(plan: ClusterPlan) -> dict[str, list[str]]:
+    """Each DHCP server's planned addresses on the networks it serves: its in-band address, and its management
+    port's when its node type has one (``mgmt`` NIC role); the dhcp_server role binds the interfaces carrying
+    them. The BMC pool holds BMCs, never the server's own port: BMCs are reached through the management
+    network's relay (docs/network.md, "DHCP")."""
+    servers = dhcp_servers(plan)
+    inband = inband_addresses(plan, servers)
+    mgmt = pool_addresses(plan, servers, "mgmt")
+    return {h: [a for a in (inband.get(h), mgmt.get(h)) if a] for h in servers if h in inband or h in mgmt}
+
+
 def served_pools(plan: ClusterPlan) -> list[AddressPool]:
     """The IPv4 pools the DHCP servers serve, in the plan's order."""
     return [p for p in plan.addresses if p.role in SERVED_ROLES and p.version == 4]
+
+
+def serves_dhcp(plan: ClusterPlan) -> bool:
+    """Whether the cluster runs its own DHCP server: DHCP servers and at least one pool to serve."""
+    return bool(dhcp_servers(plan)) and bool(served_pools(plan))
 
 
 def _mac_of(record: SiteRecord, identities: Mapping[str, HostIdentity]) -> str | None:
@@ -102,10 +128,7 @@ def _mac_of(record: SiteRecord, identities: Mapping[str, HostIdentity]) -> str |
     if record.kind == "bmc":
         ident = identities.get(record.owner)
         return ident.bmc_mac if ident is not None else None
-    if record.kind in DEVICE_KINDS:
-        ident = identities.get(record.name)
-        return ident.inband_mac if ident is not None else None
-    return None
+    return None  # a management device: the inventory lists planned hosts only (module docstring)
 
 
 def _records_by_pool(plan: ClusterPlan) -> Iterator[tuple[str, SiteRecord]]:
@@ -117,7 +140,7 @@ def _records_by_pool(plan: ClusterPlan) -> Iterator[tuple[str, SiteRecord]]:
 
 def dhcp_subnets(plan: ClusterPlan) -> list[DhcpSubnet]:
     """Every subnet the DHCP servers serve, with its reservations (module docstring); empty without servers."""
-    if not dhcp_servers(plan):
+    if not serves_dhcp(plan):
         return []
     pools = served_pools(plan)
     identities = host_identities(plan)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from clusterctl.plan.dhcp import listen_addresses, serves_dhcp
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.plan.roles import gpu_groups
 from clusterctl.targets import roce
@@ -109,13 +110,23 @@ def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Seq
 
 
 def controllers_vars_file(plan: ClusterPlan, controllers: Sequence[str]) -> str:
-    """group_vars/slurm_controllers.yml: the controllers are the cluster's time servers."""
+    """group_vars/slurm_controllers.yml: the controllers are the cluster's time and DHCP servers."""
     _, served = time_vars(plan, controllers)
-    return yaml_file(plan, ["The Slurm controllers: the time servers every other node follows (group_vars/all.yml)."],
-                     [(["chrony: follow site.time_servers (else the cloud provider's time service, else the public "
-                        "pool), serve the in-band networks, and keep serving one time in orphan mode when no upstream "
-                        "answers (air-gapped sites)"], served),
+    return yaml_file(plan, ["The Slurm controllers: the time servers every other node follows (group_vars/all.yml) and the DHCP servers."],
+                     [(["chrony: follow site.time_servers (else the cloud provider's time service; no public pool "
+                        "unless written there), peer each other, serve the cluster's networks, and keep serving one "
+                        "time in orphan mode when no upstream answers (air-gapped sites)"], served),
+                      *dhcp_sections(plan),
                       *power_save_vars(plan)])
+
+
+def dhcp_sections(plan: ClusterPlan) -> list[Section]:
+    """dhcp_server's variables: each controller's planned addresses, whose interfaces Kea binds."""
+    if not serves_dhcp(plan):
+        return []
+    listen = {host: Flow(addresses) for host, addresses in listen_addresses(plan).items()}  # plan-made, not blueprint text
+    return [(["dhcp_server: the planned addresses of each DHCP server; Kea binds the interfaces that carry them "
+              "(dhcp/kea-dhcp4.conf; docs/network.md, \"DHCP\")"], {"dhcp_server_listen": listen})]
 
 
 def host_network_section(plan: ClusterPlan, g: GroupPlan) -> list[Section]:

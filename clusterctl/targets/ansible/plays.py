@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from clusterctl.cloud.stack.gpudirect import RXDM_ROLE, needs_rxdm
 from clusterctl.plan.cloud import elastic_groups
+from clusterctl.plan.dhcp import serves_dhcp
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.nvlink import imex_configured
 from clusterctl.plan.site_records import name_servers
@@ -67,6 +68,10 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
                         named_by_blueprint=True))
         out.append(Play("Every node resolves through the cluster's name servers", "all", ["dns_client"],
                         comment="the /etc/hosts block of the common role stays the fallback"))
+    if serves_dhcp(plan) and "dhcp_server" in available:
+        out.append(Play("DHCP servers (Kea) on the Slurm controllers", "slurm_controllers", ["dhcp_server"],
+                        comment="reservations by MAC from the inventory; an HA pair with two controllers "
+                                "(dhcp/kea-dhcp4.conf; docs/network.md, \"DHCP\")"))
     if nfs_exports(plan):
         out.append(Play("NFS server on the cluster's own nodes", "nfs_servers", ["nfs_server"],
                         comment="before every play that mounts an NFS tier (storage_clients)"))
