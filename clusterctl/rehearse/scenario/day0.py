@@ -66,6 +66,17 @@ ConditionCapability=
 ExecStart=
 ExecStart=!/usr/sbin/chronyd $DAEMON_OPTS -x
 """
+INBAND_DHCP = "/etc/systemd/network/10-clusterctl-rehearsal-inband.network"
+INBAND_DHCP_TEXT = """\
+# clusterctl rehearsal (day0 scenario): the node's in-band port (eth0, the inventory's MAC) takes its address from
+# DHCP at boot, through systemd-networkd (what netplan's dhcp4: true renders on a server). The host_network role,
+# which writes a real host's in-band netplan, is a hardware role the rehearsal skips (no real NIC names here).
+[Match]
+MACAddress={mac}
+
+[Network]
+DHCP=ipv4
+"""
 DAY0_SERVICES = {"kea-dhcp4-server": "controllers", "unbound": "controllers"}
 """the Day-0 services the roles start on the controllers (dhcp_server, dns_server roles)"""
 
@@ -131,11 +142,18 @@ class Services:
                     if active != "active":
                         problems.append(f"{unit} is {active or 'unknown'}")
             else:
-                r = ssh(state, host, "apt-get install -y -q --no-install-recommends bind9-dnsutils", timeout=300)
-                if r.returncode != 0:
-                    problems.append(f"apt-get install bind9-dnsutils: {(r.stderr or r.stdout).strip()[-300:]}")
+                problems += self._target(state, host)
             record(host, HostOutcome(FAILED if problems else OK, time.monotonic() - t0,
-                                     "; ".join(problems) or "chronyd -x running"))
+                                     "; ".join(problems) or "chronyd -x running" +
+                                     ("" if host in h.controllers else ", networkd's DHCP on eth0 at boot, dig")))
+
+    def _target(self, state: State, host: str) -> list[str]:
+        """dig from the site mirror; systemd-networkd enabled (not started: the node has its address until the
+        power cycle) with DHCP on the port with the inventory's MAC."""
+        write_file(state, host, INBAND_DHCP, INBAND_DHCP_TEXT.format(mac=self.hosts.mac), mode="0644")
+        r = ssh(state, host, "systemctl enable -q systemd-networkd && DEBIAN_FRONTEND=noninteractive "
+                             "apt-get install -y -q --no-install-recommends bind9-dnsutils", timeout=300)
+        return [] if r.returncode == 0 else [f"networkd, dig: {(r.stderr or r.stdout).strip()[-300:]}"]
 
 
 @dataclass
