@@ -8,10 +8,10 @@ list cannot drift from the roles.
 from __future__ import annotations
 
 COMMON = ("munge", "chrony", "logrotate", "nfs-common", "mariadb-server", "ansible-core", "git", "unbound",
-          "bind9-dnsutils", "kea-dhcp4-server")
+          "dns-root-data", "bind9-dnsutils", "kea-dhcp4-server")
 """every install kind: munge (munge role), chrony and logrotate (common), nfs-common (storage_clients),
-mariadb-server (slurmdbd's database), ansible-core and git (ansible_pull), unbound (dns_server, on the
-controllers), bind9-dnsutils (dig: the day0 scenario's forward and reverse queries), kea-dhcp4-server (dhcp_server,
+mariadb-server (slurmdbd's database), ansible-core and git (ansible_pull), unbound and dns-root-data (dns_server, on the
+controllers: the root trust anchor unbound's unit needs), bind9-dnsutils (dig: the day0 scenario's forward and reverse queries), kea-dhcp4-server (dhcp_server,
 on the controllers of every bare-metal blueprint with Slurm: Kea 2.2 on debian-12, its hooks in the same package);
 the PMIx package is the plan's
 (``clusterctl/plan/slurm.pmix_packages``: which one depends on the release and the OS)"""
