@@ -235,5 +235,6 @@ def _start_one(directory: Path, host: str, address: str, port: int, cert: Path, 
         "host": host, "uuid": str(uuid.uuid5(UUID_NAMESPACE, host)), "listen": address, "port": port,
         "cert": str(cert), "key": str(key), "auth_file": str(directory / "htpasswd"), "state_dir": str(state),
         "events": str(events_path)}, indent=1, sort_keys=True) + "\n")
-    pid = start_detached([sys.executable, str(LAUNCHER), str(config)], log=directory / f"{host}.log")
+    # -P: the launcher's own directory is not on sys.path, so its neighbours (cloud.py, redfish.py) shadow nothing
+    pid = start_detached([sys.executable, "-P", str(LAUNCHER), str(config)], log=directory / f"{host}.log")
     return proc_of(pid) or Proc(pid, 0)
