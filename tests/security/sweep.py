@@ -45,8 +45,8 @@ from clusterctl.validate import validate_loaded
 from tests.helpers import BLUEPRINTS, shipped
 from tests.security import payloads as P
 from tests.security.positions import Positions, expand_hosts, read_positions, violations
-from tests.test_injection import (BASES, FREE_TEXT, Site, _locate_model, base as injection_base, lab_extended, schema,
-                                  string_fields, to_yaml, with_catalog_copies, with_value)
+from tests.test_injection import (BASES, FREE_TEXT, INVENTORIES, Site, _locate_model, base as injection_base, lab_extended,
+                                  schema, string_fields, to_yaml, with_catalog_copies, with_value)
 
 ORDER = ("lab", "aws-p5", "lab-ha") + tuple(b for b in BASES if b not in ("lab-extended", "aws-p5"))
 """where a field is looked for, in this order"""
@@ -88,6 +88,8 @@ class Outcome:
 _CATALOG = load_shipped_catalog()
 _TMP = Path(tempfile.mkdtemp(prefix="clusterctl-sweep-"))
 atexit.register(shutil.rmtree, _TMP, True)
+for _inventory in [*BLUEPRINTS.glob("*.csv"), *INVENTORIES.glob("*.csv")]:  # the bases' site.inventory files
+    shutil.copy(_inventory, _TMP)
 
 
 def run_text(text: str, render: bool = True) -> Outcome:
