@@ -216,6 +216,7 @@ def lab_extended() -> dict:
     data["slurm"].update(cluster_name="lab_2node", accounting_host="head01", accounting_backup_host="gpu01",
                          database_host="db01", database_ca="/etc/ssl/certs/db01-ca.pem")
     data["site"]["time_servers"] = ["ntp1.example.org"]
+    data["site"].update(dns_domain="lab.example.org", dns_servers=["10.0.0.53"])
     data["slurm"]["partitions"][0]["max_time"] = "7-00:00:00"
     data["slurm"]["rollout"] = {"pull": {"source": "https://git.example.com/cluster/lab.git", "ref": "release/1"}}
     data["software"].update(nccl="2.21.5", doca="2.7.0")
