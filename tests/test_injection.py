@@ -217,6 +217,7 @@ def lab_extended() -> dict:
                          database_host="db01", database_ca="/etc/ssl/certs/db01-ca.pem")
     data["site"]["time_servers"] = ["ntp1.example.org"]
     data["site"]["inventory"] = ["lab-2node-inventory.csv"]  # in INVENTORIES
+    data["site"].update(dns_domain="lab.example.org", dns_servers=["10.0.0.53"])
     data["slurm"]["partitions"][0]["max_time"] = "7-00:00:00"
     data["slurm"]["rollout"] = {"pull": {"source": "https://git.example.com/cluster/lab.git", "ref": "release/1"}}
     data["software"].update(nccl="2.21.5", doca="2.7.0")

@@ -251,7 +251,7 @@ def name_refusals(plan: ClusterPlan, limit: int = 5) -> list[NameRefusal]:
     for record in site_records(plan):
         if _LABEL.fullmatch(record.name) is None:
             n_bad += 1
-            if len(bad) < limit:
+            if len(bad) < limit and all(b.owner != record.owner for b in bad):  # one finding per owner
                 bad.append(record)
             continue
         key = record.name.lower()
@@ -269,16 +269,17 @@ def name_refusals(plan: ClusterPlan, limit: int = 5) -> list[NameRefusal]:
             paths.setdefault(owner, path)
     out = []
     for k, r in enumerate(bad):
-        more = f" ({n_bad - limit:,} more)" if k == len(bad) - 1 and n_bad > limit else ""
+        more = f" ({n_bad - len(bad):,} more such names)" if k == len(bad) - 1 and n_bad > len(bad) else ""
         out.append(NameRefusal(paths.get(r.owner, ("name",)),
                                f"the DNS name '{r.name}' of {r.address} ({r.kind} of {r.owner}) is not a DNS label: "
                                f"letters, digits and '-' inside, at most 63 characters{more}",
                                f"rename {r.owner} with letters, digits and hyphens (docs/network.md, \"Names\")"))
     for k, (a, b) in enumerate(clashes):
         more = f" ({n_clashes - limit:,} more)" if k == len(clashes) - 1 and n_clashes > limit else ""
-        out.append(NameRefusal(paths.get(b.owner, ("name",)),
+        named = b if b.name == b.owner or a.name != a.owner else a  # the device named like another's record
+        out.append(NameRefusal(paths.get(named.owner, ("name",)),
                                f"the DNS name '{b.name}' would be both {a.address} ({a.kind} of {a.owner}) and "
                                f"{b.address} ({b.kind} of {b.owner}){more}",
-                               f"rename {b.owner if b.owner != b.name else a.owner}: the names <host>-bmc, -ib<k>, "
-                               "-rail<k>, -stor<k>, -lo and <rack>-pdu<k> are taken (docs/network.md, \"Names\")"))
+                               f"rename {named.owner}: the names <host>-bmc, -ib<k>, -rail<k>, -stor<k>, -lo and "
+                               "<rack>-pdu<k> are taken (docs/network.md, \"Names\")"))
     return out

@@ -226,6 +226,8 @@ def test_lab_site_yml_plays(lab_files):
         ("slurm_cluster", ["slurm_preflight"]),
         ("all", ["host_network_preflight"]),  # the interface names, before any play changes a host
         ("all", ["common"]),
+        ("head01", ["dns_server"]),  # the controllers serve the cluster's zones, every node resolves through them
+        ("all", ["dns_client"]),
         ("nfs_servers", ["nfs_server"]),
         ("slurm_cluster", ["slurm_accounts", "munge"]),  # the accounts before any Slurm or MUNGE package
         ("gpu", hardware + ["host_network", "nccl"]),

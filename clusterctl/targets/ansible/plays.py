@@ -56,18 +56,24 @@ def guard_plays(plan: ClusterPlan) -> list[Play]:
     return out
 
 
+def dns_plays(plan: ClusterPlan) -> list[Play]:
+    """The name servers (the zones every node resolves through), then every node's resolver (docs/network.md,
+    "DNS"); none when nothing serves the zones (no Slurm controllers with an in-band address)."""
+    servers = name_servers(plan)
+    if not servers:
+        return []
+    return [Play("Name servers of the cluster's zones (unbound)", ",".join(s.name for s in servers), ["dns_server"],
+                 comment="the forward and reverse zones of every planned address: dns/", named_by_blueprint=True),
+            Play("Every node resolves through the cluster's name servers", "all", ["dns_client"],
+                 comment="the /etc/hosts block of the common role stays the fallback")]
+
+
 def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
     """site.yml: one play per role group; hardware roles per GPU node group (only those shipped in roles/)."""
     slurm = plan.slurm is not None
     out = guard_plays(plan)
     out.append(Play("Base configuration of every node", "all", ["common"]))
-    servers = name_servers(plan)
-    if servers:  # the zones every node resolves through, then the nodes' resolvers (docs/network.md, "DNS")
-        out.append(Play("Name servers of the cluster's zones (unbound)", ",".join(s.name for s in servers),
-                        ["dns_server"], comment="the forward and reverse zones of every planned address: dns/",
-                        named_by_blueprint=True))
-        out.append(Play("Every node resolves through the cluster's name servers", "all", ["dns_client"],
-                        comment="the /etc/hosts block of the common role stays the fallback"))
+    out += dns_plays(plan)
     if serves_dhcp(plan) and "dhcp_server" in available:
         out.append(Play("DHCP servers (Kea) on the Slurm controllers", "slurm_controllers", ["dhcp_server"],
                         comment="reservations by MAC from the inventory; an HA pair with two controllers "
