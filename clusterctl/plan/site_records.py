@@ -224,18 +224,15 @@ def _owner_paths(plan: ClusterPlan) -> Iterator[tuple[str, BPath]]:
         yield cdu.name, ("cooling", "cdus", i, "name")
 
 
+_LABEL_LINES = re.compile(r"(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\n)*")
+"""lower-case labels, one a line: :data:`_LABEL` over a whole plan's names in one match"""
+
+
 def _names_clean(plan: ClusterPlan) -> bool:
     """The quick answer for a clean plan (a 100,000-GPU plan: ~0.1 s): every name a label, none twice."""
-    seen: set[str] = set()
-    count = 0
-    for _, numbers in pool_numbers(plan):
-        for name, _n, _kind, _owner in numbers:
-            seen.add(name.lower())
-            count += 1
-    if len(seen) != count:
-        return False
-    label = _LABEL.fullmatch
-    return all(label(name) for name in seen)
+    names = [name for _, numbers in pool_numbers(plan) for name, _n, _kind, _owner in numbers]
+    text = "\n".join(names).lower() + "\n"
+    return len(set(text.split("\n"))) == len(names) + 1 and _LABEL_LINES.fullmatch(text) is not None
 
 
 def name_refusals(plan: ClusterPlan, limit: int = 5) -> list[NameRefusal]:
