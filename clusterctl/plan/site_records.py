@@ -46,8 +46,10 @@ from clusterctl.plan.model import AddressPool, BPath, ClusterPlan, GroupPlan
 from clusterctl.plan.roles import group_of, slurm_roles
 
 DEFAULT_TOP = "internal"
-"""the default domain's last label: ``<cluster>.internal``. ICANN reserved ``.internal`` for private use (board
-resolution 2024.07.29.06, after SSAC's SAC113), so it is never delegated in the public DNS"""
+"""the default domain's last label: ``<cluster>.internal``. ``.INTERNAL`` is the top-level string IANA determined for
+private use under SSAC's SAC113 ("SSAC Advisory on Private-Use TLDs"), reserved by the ICANN Board after the public
+comment "Proposed Top-Level Domain String for Private Use" (24 January - 21 March 2024; the Board resolution itself
+was not read): it is never to be delegated in the public DNS"""
 
 _LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 """an RFC 1035 label (2.3.1, with RFC 1123 2.1's leading digit): at most 63 characters, letters, digits and
