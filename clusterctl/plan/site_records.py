@@ -268,13 +268,13 @@ def name_refusals(plan: ClusterPlan, limit: int = 5) -> list[NameRefusal]:
             paths.setdefault(owner, path)
     out = []
     for k, r in enumerate(bad):
-        more = f" ({n_bad - len(bad):,} more such names)" if k == len(bad) - 1 and n_bad > len(bad) else ""
+        more = f" (and {n_bad - len(bad):,} more)" if k == len(bad) - 1 and n_bad > len(bad) else ""
         out.append(NameRefusal(paths.get(r.owner, ("name",)),
                                f"the DNS name '{r.name}' of {r.address} ({r.kind} of {r.owner}) is not a DNS label: "
                                f"letters, digits and '-' inside, at most 63 characters{more}",
                                f"rename {r.owner} with letters, digits and hyphens (docs/network.md, \"Names\")"))
     for k, (a, b) in enumerate(clashes):
-        more = f" ({n_clashes - limit:,} more)" if k == len(clashes) - 1 and n_clashes > limit else ""
+        more = f" (and {n_clashes - limit:,} more)" if k == len(clashes) - 1 and n_clashes > limit else ""
         named = b if b.name == b.owner or a.name != a.owner else a  # the device named like another's record
         out.append(NameRefusal(paths.get(named.owner, ("name",)),
                                f"the DNS name '{b.name}' would be both {a.address} ({a.kind} of {a.owner}) and "

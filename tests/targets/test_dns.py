@@ -157,7 +157,7 @@ def test_render_refuses_what_name009_reports():
     (h,) = hits(data, "NAME009")
     assert h.path == ("racks", 0, "names")
     assert h.message == ("the DNS name 'lab_01-pdu1' of 10.12.0.19 (pdu of lab_01) is not a DNS label: letters, "
-                         "digits and '-' inside, at most 63 characters (1 more such names)")
+                         "digits and '-' inside, at most 63 characters (and 1 more)")
     with pytest.raises(RenderError, match="lab_01-pdu1"):
         target.render(plan_of(data))
 
