@@ -8,10 +8,10 @@ list cannot drift from the roles.
 from __future__ import annotations
 
 COMMON = ("munge", "chrony", "logrotate", "nfs-common", "mariadb-server", "ansible-core", "git", "unbound",
-          "bind9-dnsutils")
+          "dns-root-data", "bind9-dnsutils")
 """every install kind: munge (munge role), chrony and logrotate (common), nfs-common (storage_clients),
-mariadb-server (slurmdbd's database), ansible-core and git (ansible_pull), unbound (dns_server, on the
-controllers), bind9-dnsutils (dig: the day0 scenario's forward and reverse queries); the PMIx package is the plan's
+mariadb-server (slurmdbd's database), ansible-core and git (ansible_pull), unbound and dns-root-data (dns_server, on the
+controllers: Debian's unbound validates with the root trust anchor that package holds), bind9-dnsutils (dig: the day0 scenario's forward and reverse queries); the PMIx package is the plan's
 (``clusterctl/plan/slurm.pmix_packages``: which one depends on the release and the OS)"""
 
 SLURM = {
