@@ -34,6 +34,16 @@ def lab() -> dict:
     return shipped("lab-2node")
 
 
+def rename_only_rack(data: dict, name: str) -> dict:
+    """``data`` (a one-rack blueprint) with its rack, and every group and fabric placed in it, renamed ``name``."""
+    data["racks"][0]["names"] = name
+    for g in data["node_groups"]:
+        g["racks"] = name
+    for f in data["fabrics"]:
+        f["switch_racks"] = name
+    return data
+
+
 def line_of(path: Path, text: str) -> int:
     """The first non-comment line of ``path`` (relative to the repository) that contains ``text``."""
     for n, line in enumerate((REPO / path).read_text().splitlines(), 1):

@@ -105,10 +105,11 @@ def _ptr_writer(version: int, boundary: int):
     integer arithmetic on IPv4 (a 100,000-GPU plan writes ~190,000 PTR records), :func:`_reverse_origin` on IPv6."""
     if version == 4:
         shift = 32 - boundary
+        if shift == 8:  # a /24 zone, the usual case
+            return (lambda n: n >> 8), (lambda n: str(n & 255))
         octets = shift // 8
-        def owner(n: int) -> str:
-            return ".".join(str(n >> (8 * k) & 255) for k in range(octets))
-        return (lambda n: n >> shift), owner
+        return (lambda n: n >> shift), (lambda n: ".".join(str(n >> (8 * k) & 255) for k in range(octets)))
+
     def origin(n: int) -> tuple[str, str]:
         return _reverse_origin(str(ipaddress.IPv6Address(n)), 6, boundary)
     return (lambda n: origin(n)[0]), (lambda n: origin(n)[1])
@@ -118,24 +119,27 @@ def _zones(plan: ClusterPlan, domain: str) -> tuple[Zone, list[Zone]]:
     """The forward zone and the reverse zones (in name order) with their records."""
     forward = Zone(domain)
     reverse: dict[str, Zone] = {}
+    add = forward.lines.append
     for pool, numbers in pool_numbers(plan):
         net = ipaddress.ip_network(pool.cidr)
         boundary = reverse_boundary(net)
-        by_key: dict[object, Zone] = {}
         zone_key, ptr_owner = _ptr_writer(net.version, boundary)
         for name in reverse_zone_names(net):
             reverse.setdefault(name, Zone(name))
-        forward.lines.append(f"; pool {pool.name}")
+        add(f"; pool {pool.name}")
         rr = "A" if net.version == 4 else "AAAA"
         fmt = partial(address_text, net.version)
+        by_key: dict[object, list[str]] = {}
+        key = ptrs = None
         for name, n, _kind, _owner in numbers:
-            forward.lines.append(f"{name} IN {rr} {fmt(n)}")
-            key = zone_key(n)
-            zone = by_key.get(key)
-            if zone is None:
-                zone_name = _reverse_origin(fmt(n), net.version, boundary)[0]
-                zone = by_key[key] = reverse.setdefault(zone_name, Zone(zone_name))
-            zone.lines.append(f"{ptr_owner(n)} IN PTR {name}.{domain}.")
+            address = fmt(n)
+            add(f"{name} IN {rr} {address}")
+            if zone_key(n) != key:
+                key = zone_key(n)
+                ptrs = by_key.get(key)
+                if ptrs is None:
+                    ptrs = by_key[key] = reverse[_reverse_origin(address, net.version, boundary)[0]].lines
+            ptrs.append(f"{ptr_owner(n)} IN PTR {name}.{domain}.")
     return forward, [reverse[k] for k in sorted(reverse)]
 
 

@@ -17,6 +17,7 @@ import json
 
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.plan.roles import slurm_roles
+from clusterctl.plan.site_records import dns_domain, name_servers, site_records
 from clusterctl.targets.ansible.chrony import CHRONY_CONF, PUBLIC_TIME_POOL, site_time_servers
 from clusterctl.plan.slurm import pmix_packages
 from clusterctl.targets.ansible.hardware import enroot_login, nccl_groups, rdma_nics
@@ -39,6 +40,17 @@ def _time_context(plan: ClusterPlan) -> dict:
     controllers = slurm_roles(plan).controllers
     upstream = site_time_servers(plan) if controllers else [PUBLIC_TIME_POOL]
     return {"time_controllers": list(controllers), "time_upstream": upstream}
+
+
+def _dns_context(plan: ClusterPlan) -> dict:
+    """The cluster's name servers and one name only DNS answers (a BMC's: /etc/hosts lists in-band and switch names
+    only), when the dns target renders zones."""
+    servers = name_servers(plan)
+    if not servers:
+        return {"dns_servers": {}}
+    probe = next((r for r in site_records(plan) if r.kind == "bmc"), None) or next(site_records(plan))
+    return {"dns_domain": dns_domain(plan), "dns_servers": {s.name: s.address for s in servers},
+            "dns_probe": (probe.name, probe.address)}
 
 
 def _group_context(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> dict:
@@ -113,7 +125,7 @@ def render(plan: ClusterPlan) -> dict[str, str]:
            "slurm_config_dir": SLURM_CONFIG_DIR, "default_health_check": NODE_HEALTH_SCRIPT,
            "health_config": NODE_HEALTH_CONFIG, "sysctl_file": SYSCTL_FILE,
            "limits_file": LIMITS_FILE, "hosts_marker": HOSTS_MARKER,
-           "chrony_conf": CHRONY_CONF, **_time_context(plan),
+           "chrony_conf": CHRONY_CONF, **_time_context(plan), **_dns_context(plan),
            "qos": ["|".join(str(v) for v in q.values()) for q in qos_vars(plan.slurm.qos)]
            if plan.slurm else []}
     files = {"tests/conftest.py": env.get_template("testinfra/conftest.py.j2").render(**ctx)}

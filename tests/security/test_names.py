@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from clusterctl.errors import BlueprintError
-from tests.helpers import cli, hits, lab, run, to_yaml
+from tests.helpers import cli, hits, lab, rename_only_rack, run, to_yaml
 
 from tests.security.files import LAB
 from tests.security.files import line_of as _line
@@ -93,12 +93,7 @@ def test_switch_names_made_from_a_fabric_name_are_checked():
 
 
 def test_rack_names_are_checked():
-    data = lab()
-    data["racks"][0]["names"] = "localhost[1]"
-    for g in data["node_groups"]:
-        g["racks"] = "localhost[1]"
-    for f in data["fabrics"]:
-        f["switch_racks"] = "localhost[1]"
+    data = rename_only_rack(lab(), "localhost[1]")
     (h,) = hits(data, "NAME005")
     assert h.path == ("racks", 0, "names") and "'localhost1' is a loopback" in h.message
     data["racks"][0]["names"] = "localhost"  # written out: refused when read

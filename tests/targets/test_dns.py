@@ -14,7 +14,7 @@ from clusterctl.plan.site_records import dns_domain, management_devices, name_se
 from clusterctl.targets import RenderError
 from clusterctl.targets import dns as target
 from tests.conftest import require_tool
-from tests.helpers import hits, lab, plan_of, shipped
+from tests.helpers import hits, lab, plan_of, rename_only_rack, shipped
 
 CHECKED = ("lab-ha", "dgx-h100-superpod-1su", "gb200-nvl72-8rack", "hgx-h200-roce-1024")
 """named-checkzone runs on every zone of these (InfiniBand IPoIB and storage, CDUs, RoCE rails on /31s); the
@@ -153,16 +153,11 @@ def test_a_pool_too_small_for_the_pdus_is_addr001():
 
 
 def test_render_refuses_what_name009_reports():
-    data = shipped("lab-ha")
-    data["racks"][0]["names"] = "lab_01"
-    for g in data["node_groups"]:
-        g["racks"] = "lab_01"
-    for f in data["fabrics"]:
-        f["switch_racks"] = "lab_01"
+    data = rename_only_rack(shipped("lab-ha"), "lab_01")
     (h,) = hits(data, "NAME009")
     assert h.path == ("racks", 0, "names")
     assert h.message == ("the DNS name 'lab_01-pdu1' of 10.12.0.19 (pdu of lab_01) is not a DNS label: letters, "
-                         "digits and '-' inside, at most 63 characters (1 more such names)")
+                         "digits and '-' inside, at most 63 characters (and 1 more)")
     with pytest.raises(RenderError, match="lab_01-pdu1"):
         target.render(plan_of(data))
 

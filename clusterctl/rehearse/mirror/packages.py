@@ -11,9 +11,9 @@ COMMON = ("munge", "chrony", "logrotate", "nfs-common", "mariadb-server", "ansib
           "dns-root-data", "bind9-dnsutils", "kea-dhcp4-server")
 """every install kind: munge (munge role), chrony and logrotate (common), nfs-common (storage_clients),
 mariadb-server (slurmdbd's database), ansible-core and git (ansible_pull), unbound and dns-root-data (dns_server, on the
-controllers: the root trust anchor unbound's unit needs), bind9-dnsutils (dig: the day0 scenario's forward and reverse queries), kea-dhcp4-server (dhcp_server,
-on the controllers of every bare-metal blueprint with Slurm: Kea 2.2 on debian-12, its hooks in the same package);
-the PMIx package is the plan's
+controllers: Debian's unbound validates with the root trust anchor that package holds), bind9-dnsutils (dig: the day0
+scenario's forward and reverse queries), kea-dhcp4-server (dhcp_server, on the controllers of every bare-metal
+blueprint with Slurm: Kea 2.2 on debian-12, its hooks in the same package); the PMIx package is the plan's
 (``clusterctl/plan/slurm.pmix_packages``: which one depends on the release and the OS)"""
 
 SLURM = {

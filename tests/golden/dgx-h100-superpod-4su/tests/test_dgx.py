@@ -71,6 +71,39 @@ def test_chronyd_is_running(host):
     assert host.process.filter(comm="chronyd")
 
 
+# --- dns_server, dns_client: the cluster's zones on the controllers, every node resolving through them
+
+DNS_DOMAIN = 'dgx-h100-superpod-4su.internal'
+DNS_SERVERS = {'head01': '10.20.0.144', 'head02': '10.20.0.145'}
+"""the name servers and their in-band addresses (dns/dns.yml)"""
+DNS_PROBE = ('dgx001-bmc', '10.21.0.17')
+"""a name /etc/hosts does not hold (a BMC's, when the plan has one) and its address: resolved only through DNS"""
+
+
+def test_resolver_names_the_cluster_name_servers(host):
+    resolv = host.file("/etc/resolv.conf")
+    if resolv.is_symlink and "systemd/resolve" in resolv.linked_to:  # Ubuntu's stub: the resolved drop-in
+        text = host.file("/etc/systemd/resolved.conf.d/clusterctl.conf").content_string
+        assert f"DNS={' '.join(DNS_SERVERS.values())}" in text and f"Domains={DNS_DOMAIN}" in text
+        return
+    lines = resolv.content_string.splitlines()
+    assert f"search {DNS_DOMAIN}" in lines
+    assert [line.split()[1] for line in lines if line.startswith("nameserver ")] == list(DNS_SERVERS.values())
+
+
+@pytest.mark.services
+def test_names_resolve_forward_and_reverse_through_the_name_servers(host):
+    name, address = DNS_PROBE
+    assert host.check_output(f"getent ahostsv4 {name}.{DNS_DOMAIN}").split()[0] == address
+    assert host.check_output(f"getent hosts {address}").split()[1] == f"{name}.{DNS_DOMAIN}"
+
+
+@pytest.mark.services
+def test_unbound_serves_on_the_name_servers(host, require_group):
+    require_group("slurm_controllers")  # the name servers (plan/site_records.name_servers)
+    assert host.service("unbound").is_running
+
+
 # --- MUNGE and the Slurm configuration
 
 def test_munge_key_is_private(host):
