@@ -216,6 +216,9 @@ def lab_extended() -> dict:
     data["slurm"].update(cluster_name="lab_2node", accounting_host="head01", accounting_backup_host="gpu01",
                          database_host="db01", database_ca="/etc/ssl/certs/db01-ca.pem")
     data["site"]["time_servers"] = ["ntp1.example.org"]
+    data["site"]["provisioner"] = {"kind": "pxe", "server": "head01", "bios_boot_file": "undionly.kpxe",
+                                   "uefi_boot_file": "ipxe.efi", "ipxe_script_url": "http://10.10.0.19/boot.ipxe",
+                                   "http_boot_url": "http://10.10.0.19/ipxe.efi"}
     data["slurm"]["partitions"][0]["max_time"] = "7-00:00:00"
     data["slurm"]["rollout"] = {"pull": {"source": "https://git.example.com/cluster/lab.git", "ref": "release/1"}}
     data["software"].update(nccl="2.21.5", doca="2.7.0")
