@@ -302,8 +302,10 @@ def _head(d: _Design) -> list[str]:
         f"name: starter-{d.gpu}-{d.fabric}-{d.gpus}",
         f"description: {nodes_fmt} x {d.server} ({d.gpus:,} GPUs) on a {d.tier('compute')}-tier {fabric_name} fabric.",
         "",
-        "# The data hall: IT power and room-air cooling it can deliver (kW), and its PUE. Replace with your site's.",
-        f"site: {{name: dc1, it_power_kw: {site_kw}, air_cooling_kw: {site_air}, pue: 1.3}}",
+        "# The data hall: IT power and room-air cooling it can deliver (kW), its PUE and the NTP servers the Slurm",
+        "# controllers follow (example names). Replace with your site's.",
+        f"site: {{name: dc1, it_power_kw: {site_kw}, air_cooling_kw: {site_air}, pue: 1.3,",
+        "       time_servers: [ntp1.example.com, ntp2.example.com]}",
         "",
     ]
 

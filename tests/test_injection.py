@@ -218,6 +218,9 @@ def lab_extended() -> dict:
     data["site"]["time_servers"] = ["ntp1.example.org"]
     data["site"]["inventory"] = ["lab-2node-inventory.csv"]  # in INVENTORIES
     data["site"].update(dns_domain="lab.example.org", dns_servers=["10.0.0.53"])
+    data["site"]["provisioner"] = {"kind": "pxe", "server": "head01", "bios_boot_file": "undionly.kpxe",
+                                   "uefi_boot_file": "ipxe.efi", "ipxe_script_url": "http://10.10.0.19/boot.ipxe",
+                                   "http_boot_url": "http://10.10.0.19/ipxe.efi"}
     data["slurm"]["partitions"][0]["max_time"] = "7-00:00:00"
     data["slurm"]["rollout"] = {"pull": {"source": "https://git.example.com/cluster/lab.git", "ref": "release/1"}}
     data["software"].update(nccl="2.21.5", doca="2.7.0")

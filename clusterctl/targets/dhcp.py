@@ -32,6 +32,7 @@ The first line is a ``#`` comment (Kea's parser takes ``#`` comments); the rest 
 from __future__ import annotations
 
 import json
+import re
 
 from clusterctl.plan.dhcp import BootSettings, DhcpSubnet, boot_server_refusal, boot_settings, dhcp_servers, \
     dhcp_subnets, inband_addresses
@@ -145,8 +146,29 @@ def kea_config(plan: ClusterPlan) -> dict | None:
     return {"Dhcp4": conf}
 
 
+def kea_text(conf: dict) -> str:
+    """``conf`` as JSON, indented, with one reservation a line (a 100,000-GPU inventory is ~27,000 of them)."""
+    rows: list[str] = []
+    subnets = []
+    for subnet in conf["Dhcp4"]["subnet4"]:
+        marks = []
+        for r in subnet["reservations"]:
+            rows.append(json.dumps(r, ensure_ascii=True))
+            marks.append(f"\x00{len(rows) - 1}\x00")
+        subnets.append({**subnet, "reservations": marks})
+    conf = {"Dhcp4": {**conf["Dhcp4"], "subnet4": subnets}}
+    text = json.dumps(conf, indent=1, ensure_ascii=True)
+    if not rows:
+        return text
+    # the placeholders are JSON strings holding NUL, which json.dumps writes as \u0000: nothing else can match
+    return RESERVATION_MARK.sub(lambda m: rows[int(m.group(1))], text)
+
+
+RESERVATION_MARK = re.compile(r'"\\u0000(\d+)\\u0000"')
+
+
 def render(plan: ClusterPlan) -> dict[str, str]:
     conf = kea_config(plan)
     if conf is None:
         return {}
-    return {CONFIG: header(plan) + json.dumps(conf, indent=1, ensure_ascii=True) + "\n"}
+    return {CONFIG: header(plan) + kea_text(conf) + "\n"}

@@ -23,6 +23,7 @@ from tests.conftest import require_root, require_tool
 from tests.helpers import BLUEPRINTS, REPO
 
 NETPLAN = "etc/netplan/50-clusterctl-host.yaml"
+DHCP_NETWORK = "etc/systemd/network/40-clusterctl-inband.network"
 
 
 def group_vars(blueprint: str, group: str) -> str:
@@ -43,10 +44,12 @@ def play(name: str, host: str, vars_file: str, roles: list[str], **extra) -> dic
     return {"name": name, "hosts": host, "gather_facts": False, "vars_files": [vars_file],
             "vars": {"host_network_preflight_sysfs_root": "{{ playbook_dir }}/sys/{{ inventory_hostname }}",
                      "host_network_apply": False, "host_network_netplan_path": f"{out}/{NETPLAN}",
+                     "host_network_dhcp_network_path": f"{out}/{DHCP_NETWORK}",
                      "host_network_sysctl_path": f"{out}/sysctl.conf",
                      "host_network_tos_unit_path": f"{out}/clusterctl-rdma-cm-tos.service"},
             "pre_tasks": [{"name": "Output directory", "ansible.builtin.file": {
-                "path": f"{out}/etc/netplan", "state": "directory", "mode": "0755"}}],
+                "path": out + "/{{ d }}", "state": "directory", "mode": "0755"},
+                "loop": ["etc/netplan", "etc/systemd/network"], "loop_control": {"loop_var": "d"}}],
             "roles": roles, **extra}
 
 
@@ -63,15 +66,18 @@ def run(work: Path, plays: list[dict], hosts: list[str]) -> subprocess.Completed
 @pytest.fixture(scope="module")
 def converged(tmp_path_factory) -> Path:
     """dgx003 of the DGX H100 SuperPOD (in-band bond, IPoIB on 8 ports, 2 InfiniBand storage ports) and gpu128 of
-    the RoCE blueprint (bond, 2 RoCE storage ports), converged with their rendered group variables."""
+    the RoCE blueprint (bond, 2 RoCE storage ports), and head02 of lab-ha (no named port: its in-band port by DHCP,
+    matched by the inventory's MAC), converged with their rendered group variables."""
     require_root("the roles write root-owned files")
     work = tmp_path_factory.mktemp("host_network")
     (work / "dgx.yml").write_text(group_vars("dgx-h100-superpod-1su", "dgx"))
     (work / "gpu.yml").write_text(group_vars("hgx-h200-roce-1024", "gpu"))
+    (work / "head.yml").write_text(group_vars("lab-ha", "head"))
     fake_sysfs(work / "sys" / "dgx003", yaml.safe_load((work / "dgx.yml").read_text())["host_network_ports"])
     fake_sysfs(work / "sys" / "gpu128", yaml.safe_load((work / "gpu.yml").read_text())["host_network_ports"])
     r = run(work, [play("DGX", "dgx003", "dgx.yml", ["host_network"]),
-                   play("HGX RoCE", "gpu128", "gpu.yml", ["host_network"])], ["dgx003", "gpu128"])
+                   play("HGX RoCE", "gpu128", "gpu.yml", ["host_network"]),
+                   play("lab-ha head", "head02", "head.yml", ["host_network"])], ["dgx003", "gpu128", "head02"])
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
     return work
 
@@ -88,6 +94,16 @@ def test_netplan_accepts_the_rendered_files(converged):
         assert r.returncode == 0, r.stderr
         netdev = (root / "run" / "systemd" / "network" / "10-netplan-bond0.netdev").read_text()
         assert "Kind=bond" in netdev and "Mode=802.3ad" in netdev and "TransmitHashPolicy=layer3+4" in netdev
+
+
+def test_a_port_with_an_inventory_mac_takes_its_address_by_dhcp_at_the_next_boot(converged):
+    out = converged / "out" / "head02"
+    assert not (out / NETPLAN).exists()  # nothing static: the plan does not name lab-ha's in-band port
+    text = (out / DHCP_NETWORK).read_text()
+    assert text.split("\n[Match]\n", 1)[1] == (
+        "MACAddress=02:00:0a:0a:00:04\n\n[Network]\nDHCP=ipv4\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n"
+        "KeepConfiguration=yes\n\n[DHCPv4]\nClientIdentifier=mac\nUseDomains=yes\n")
+    assert not (converged / "out" / "dgx003" / DHCP_NETWORK).exists()  # the DGX's in-band bond stays static
 
 
 def test_dgx_bond_ipoib_and_storage_addresses(converged):

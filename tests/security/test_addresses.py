@@ -150,7 +150,7 @@ def test_an_ipv6_ula_pool_renders_its_own_prefix_as_the_export_and_chrony_client
     head = yaml.safe_load((tmp_path / "out/ansible/group_vars/nfs_servers.yml").read_text())
     assert [e["clients"] for e in head["nfs_server_exports"]] == ["fd00:10::/64"]
     controllers = yaml.safe_load((tmp_path / "out/ansible/group_vars/slurm_controllers.yml").read_text())
-    assert controllers["common_chrony_allow"] == ["fd00:10::/64"]
+    assert controllers["common_chrony_allow"] == ["fd00:10::/64", "10.11.0.0/24", "10.12.0.0/24"]  # + BMC, mgmt
 
 
 # --- 3. the admin CIDR: narrow in validate and in the Pulumi programs ----------------------------------------------

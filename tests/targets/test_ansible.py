@@ -228,6 +228,7 @@ def test_lab_site_yml_plays(lab_files):
         ("all", ["common"]),
         ("head01", ["dns_server"]),  # the controllers serve the cluster's zones, every node resolves through them
         ("all", ["dns_client"]),
+        ("slurm_controllers", ["dhcp_server"]),  # Kea, before any play that needs a host to have its address
         ("nfs_servers", ["nfs_server"]),
         ("slurm_cluster", ["slurm_accounts", "munge"]),  # the accounts before any Slurm or MUNGE package
         ("gpu", hardware + ["host_network", "nccl"]),
@@ -471,7 +472,7 @@ def ha_files():
 
 def test_ha_controllers_mount_the_state_tier_before_slurmctld(ha_files):
     site = yamlout.load(ha_files["ansible/site.yml"])
-    ctl = next(p for p in site if p["hosts"] == "slurm_controllers")
+    ctl = next(p for p in site if p["name"] == "Slurm controllers")
     assert [r["role"] for r in ctl["roles"]] == ["storage_clients", "slurm_controller"]
     head = yamlout.load(ha_files["ansible/group_vars/head.yml"])
     # only the tier holding StateSaveLocation, not home: head nodes mount nothing else for their role
@@ -493,7 +494,7 @@ def test_ha_backup_slurmdbd_is_in_the_accounting_group(ha_files):
 
 def test_controllers_mount_nothing_when_state_is_local(lab_files):
     site = yamlout.load(lab_files["ansible/site.yml"])
-    ctl = next(p for p in site if p["hosts"] == "slurm_controllers")
+    ctl = next(p for p in site if p["name"] == "Slurm controllers")
     assert [r["role"] for r in ctl["roles"]] == ["slurm_controller"]
     assert "storage_clients_mounts" not in yamlout.load(lab_files["ansible/group_vars/head.yml"])
 

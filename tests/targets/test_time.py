@@ -32,7 +32,9 @@ def _chrony(variables: dict) -> str:
 
 
 def test_every_node_follows_the_controllers_and_they_keep_their_own_time_without_site_servers():
-    files = render_targets(plan_of(lab()))
+    data = lab()
+    del data["site"]["time_servers"]
+    files = render_targets(plan_of(data))
     everyone, controllers = _vars(files, "all"), _vars(files, "slurm_controllers")
     assert everyone["common_chrony_servers"] == ["head01"] and everyone["common_chrony_pools"] == []
     assert controllers["common_chrony_servers"] == [] and controllers["common_chrony_pools"] == []
@@ -52,6 +54,7 @@ def test_two_controllers_peer_each_other_and_nodes_follow_both():
     files = render_targets(plan_of(shipped("lab-ha")))
     everyone, controllers = _vars(files, "all"), _vars(files, "slurm_controllers")
     assert everyone["common_chrony_servers"] == ["head01", "head02"]
+    assert controllers["common_chrony_servers"] == ["ntp1.example.com"] and controllers["common_chrony_pools"] == []
     assert controllers["common_chrony_peers"] == ["head01", "head02"]
     node = _chrony({**everyone, "inventory_hostname": "gpu01"})
     assert "server head01 iburst\nserver head02 iburst\n" in node and "peer " not in node
@@ -60,7 +63,7 @@ def test_two_controllers_peer_each_other_and_nodes_follow_both():
     assert "\npeer head02\n" in head01 and "peer head01" not in head01  # chrony's peer takes no iburst
     assert "\npeer head01\n" in head02 and "peer head02" not in head02
     assert "local stratum 10 orphan\n" in head01 and "local stratum 10 orphan\n" in head02
-    assert "server " not in head01 and "pool " not in head01
+    assert "server ntp1.example.com iburst\n" in head01 and "pool " not in head01
 
 
 def test_site_time_servers_replace_the_public_pool_on_the_controllers():

@@ -17,6 +17,8 @@ from __future__ import annotations
 import ipaddress
 
 from clusterctl.plan.allocations import group_block
+from clusterctl.plan.dhcp import serves_dhcp
+from clusterctl.plan.host_identity import host_identities
 from clusterctl.plan import underlay
 from clusterctl.plan.interfaces import HostPort, host_ports, netdevs, role_ports
 from clusterctl.plan.model import ClusterPlan, GroupPlan
@@ -144,15 +146,30 @@ def checked_port(p: HostPort) -> dict:
     return {"role": p.role, "index": p.index, "netdev": p.netdev or "", "rdma": p.rdma or ""}
 
 
+def dhcp_macs(plan: ClusterPlan, g: GroupPlan) -> dict[str, str]:
+    """{host: in-band MAC} of the group's hosts whose in-band port DHCP configures: those with an in-band MAC in
+    the inventory, in a cluster that runs its DHCP servers, in a group whose in-band port the plan does not
+    configure itself (a bond or a named port keeps its static address: docs/network.md, "DHCP")."""
+    if not serves_dhcp(plan) or inband_interfaces(plan, g):
+        return {}
+    identities = host_identities(plan)
+    if not identities:
+        return {}
+    return {h: ident.inband_mac for h in g.hosts if (ident := identities.get(h)) is not None and ident.inband_mac}
+
+
 def group_vars(plan: ClusterPlan, g: GroupPlan) -> dict | None:
-    """host_network's variables of a bare-metal group with named ports; None otherwise."""
+    """host_network's variables of a bare-metal group with named ports or in-band MACs; None otherwise."""
     if g.type.instance is not None:
         return None
     checked = [checked_port(p) for p in host_ports(plan, g.type) if p.netdev or p.rdma]
     configured = interfaces(plan, g)
-    if not checked and not configured:
+    macs = dhcp_macs(plan, g)
+    if not checked and not configured and not macs:
         return None
     out: dict = {"host_network_ports": checked}
+    if macs:
+        out["host_network_dhcp_macs"] = macs
     if configured:
         out["host_network_interfaces"] = configured
         out["host_network_hosts"] = host_runs(g.hosts)

@@ -68,16 +68,22 @@ def dns_plays(plan: ClusterPlan) -> list[Play]:
                  comment="the /etc/hosts block of the common role stays the fallback")]
 
 
+def day0_plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
+    """The services the controllers give every other host from day 0, right after the base configuration."""
+    if serves_dhcp(plan) and "dhcp_server" in available:
+        return [Play("DHCP servers (Kea) on the Slurm controllers", "slurm_controllers", ["dhcp_server"],
+                     comment="reservations by MAC from the inventory; an HA pair with two controllers "
+                             "(dhcp/kea-dhcp4.conf; docs/network.md, \"DHCP\")")]
+    return []
+
+
 def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
     """site.yml: one play per role group; hardware roles per GPU node group (only those shipped in roles/)."""
     slurm = plan.slurm is not None
     out = guard_plays(plan)
     out.append(Play("Base configuration of every node", "all", ["common"]))
     out += dns_plays(plan)
-    if serves_dhcp(plan) and "dhcp_server" in available:
-        out.append(Play("DHCP servers (Kea) on the Slurm controllers", "slurm_controllers", ["dhcp_server"],
-                        comment="reservations by MAC from the inventory; an HA pair with two controllers "
-                                "(dhcp/kea-dhcp4.conf; docs/network.md, \"DHCP\")"))
+    out += day0_plays(plan, available)
     if nfs_exports(plan):
         out.append(Play("NFS server on the cluster's own nodes", "nfs_servers", ["nfs_server"],
                         comment="before every play that mounts an NFS tier (storage_clients)"))

@@ -62,6 +62,13 @@ def test_chrony_follows_the_cluster_time_servers(host):
     assert sources == want
 
 
+def test_chrony_controllers_peer_each_other(host):
+    lines = host.file(CHRONY_CONF).content_string.splitlines()
+    peers = [line.split()[1] for line in lines if line.startswith("peer ") and len(line.split()) > 1]
+    name = host.check_output("hostname -s")
+    assert peers == ([c for c in TIME_CONTROLLERS if c != name] if name in TIME_CONTROLLERS else [])
+
+
 @pytest.mark.services
 def test_chronyd_is_running(host):
     assert host.process.filter(comm="chronyd")

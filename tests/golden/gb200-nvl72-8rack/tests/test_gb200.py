@@ -18,7 +18,7 @@ NEIGH_GC_THRESH = [4096, 8192, 16384]
 CHRONY_CONF = '/etc/chrony/chrony.conf'
 TIME_CONTROLLERS = ['head01', 'head02']
 """the Slurm controllers: every other node takes its time from them"""
-TIME_UPSTREAM = ['pool.ntp.org']
+TIME_UPSTREAM = ['ntp1.example.com', 'ntp2.example.com']
 """where the controllers (every node, without Slurm) take their time from"""
 HEALTH_EXPECTED = {'NODE_HEALTH_GPU_COUNT': 4, 'NODE_HEALTH_RDMA_PORT_COUNT': 4, 'NODE_HEALTH_RDMA_RATE_GBPS': 400}
 HEALTH_MOUNTS = ['/lustre', '/home']
@@ -64,6 +64,13 @@ def test_chrony_follows_the_cluster_time_servers(host):
     lines = host.file(CHRONY_CONF).content_string.splitlines()
     sources = [line.split()[1] for line in lines if line.startswith(("server ", "pool ")) and len(line.split()) > 1]
     assert sources == want
+
+
+def test_chrony_controllers_peer_each_other(host):
+    lines = host.file(CHRONY_CONF).content_string.splitlines()
+    peers = [line.split()[1] for line in lines if line.startswith("peer ") and len(line.split()) > 1]
+    name = host.check_output("hostname -s")
+    assert peers == ([c for c in TIME_CONTROLLERS if c != name] if name in TIME_CONTROLLERS else [])
 
 
 @pytest.mark.services
