@@ -92,7 +92,7 @@ def bmc_lab(tmp_path_factory):
 
     port = _free_port(ADDRESSES["gpu01"])
     fleet = start_bmcs(base / "out", ADDRESSES, on_power, port=port, credentials=credentials)
-    rendered = yaml.safe_load((base / "render" / "ansible" / "vars" / "bmc.yml").read_text())["clusterctl_bmcs"]
+    rendered = json.loads((base / "render" / "ansible" / "vars" / "bmc.json").read_text())["clusterctl_bmcs"]
     overrides = {"clusterctl_bmcs": {h: {**rendered[h], "address": a} for h, a in ADDRESSES.items()},
                  "bmc_port": port, "bmc_ca_path": str(fleet.ca_cert)}
     (base / "bmcs.yml").write_text(yaml.safe_dump(overrides))
