@@ -72,9 +72,10 @@ def test_the_play_runs_on_the_control_host_with_uri_only_and_hides_every_request
     assert modules == ["ansible.builtin.assert", "ansible.builtin.meta", "ansible.builtin.assert",
                        "ansible.builtin.uri", "ansible.builtin.assert", "ansible.builtin.uri", "ansible.builtin.uri",
                        "ansible.builtin.uri", "ansible.builtin.uri", "ansible.builtin.debug"]
-    for task in play["tasks"]:
-        # the credentials check only asks whether the password is defined: it never renders it
-        carries_credentials = re.search(r"bmc_credentials\.password(?! is defined)", yaml.safe_dump(task)) is not None
-        assert carries_credentials == ("ansible.builtin.uri" in task), task["name"]
-        if carries_credentials:
+    defaults = play["module_defaults"]["ansible.builtin.uri"]
+    assert (defaults["url_password"], defaults["force_basic_auth"]) == ("{{ bmc_credentials.password }}", True)
+    for task in play["tasks"]:  # every request carries the password (module_defaults), so every one hides its result
+        if "ansible.builtin.uri" in task:
             assert task["no_log"] is True, task["name"]
+        else:  # the credentials check asks only whether the password is defined: it never renders it
+            assert re.search(r"bmc_credentials\.password(?! is defined)", yaml.safe_dump(task)) is None, task["name"]
