@@ -70,8 +70,9 @@ def test_the_play_runs_on_the_control_host_with_uri_only_and_hides_every_request
         "all", "local", False, ["vars/bmc.json"])
     modules = [next(k for k in t if k.startswith("ansible.builtin.")) for t in play["tasks"]]
     assert modules == ["ansible.builtin.assert", "ansible.builtin.meta", "ansible.builtin.assert",
-                       "ansible.builtin.uri", "ansible.builtin.assert", "ansible.builtin.uri", "ansible.builtin.uri",
-                       "ansible.builtin.uri", "ansible.builtin.uri", "ansible.builtin.debug"]
+                       "ansible.builtin.uri", "ansible.builtin.assert", "ansible.builtin.uri",
+                       "ansible.builtin.uri", "ansible.builtin.assert", "ansible.builtin.uri", "ansible.builtin.assert",
+                       "ansible.builtin.uri", "ansible.builtin.debug"]
     defaults = play["module_defaults"]["ansible.builtin.uri"]
     assert (defaults["url_password"], defaults["force_basic_auth"]) == ("{{ bmc_credentials.password }}", True)
     for task in play["tasks"]:  # every request carries the password (module_defaults), so every one hides its result
