@@ -7,9 +7,10 @@ reports on one FIFO that a thread of this process reads: a power action becomes 
 with action ``on``, ``off`` or ``restart``. The addresses must already be configured on this machine (the
 caller's job); the port is 443 unless given.
 
-``OUT`` is the rehearsal's directory; everything is in its state directory, ``OUT/.rehearsal/redfish/``
-(0700): a self-signed certificate for every BMC address (``ca.pem``, which is also what a client verifies
-against: the rendered play's ``bmc_ca_path``) and its key, an htpasswd file of bcrypt digests (0600, what
+``out`` is a directory of the caller's (the day0 scenario passes the rehearsal's state directory,
+``OUT/.rehearsal``); everything is in ``out/redfish/`` (0700): a self-signed certificate for every BMC
+address (``ca.pem``, which is also what a client verifies against: the rendered play's ``bmc_ca_path``) and
+its key, an htpasswd file of bcrypt digests (0600, what
 sushy-tools' basic authentication reads), the FIFO ``events``, one JSON config and one log per BMC. The
 credentials are a 0600 JSON file ``{"user": ..., "password": ...}``, the mapping the play's vault variable
 holds (docs/bmc.md): the caller's file, or ``credentials.json`` there with a random password written here.
@@ -36,7 +37,7 @@ from pathlib import Path
 
 from clusterctl.rehearse import RehearsalError
 from clusterctl.rehearse.node.command import start_detached
-from clusterctl.rehearse.node.state import Proc, alive, proc_of, state_dir
+from clusterctl.rehearse.node.state import Proc, alive, proc_of
 
 LAUNCHER = Path(__file__).with_name("redfish_bmc.py")
 READY_TIMEOUT_S = 30.0
@@ -195,7 +196,7 @@ def start_bmcs(out: Path, bmcs: Mapping[str, str], on_power: Callable[[str, str]
     """Start one emulated BMC per ``bmcs`` entry (host -> BMC address, already configured on this machine) and
     return when every one listens. ``on_power(host, action)`` runs in a thread of this process."""
     _check_sushy_tools()
-    directory = state_dir(Path(out)) / "redfish"
+    directory = Path(out) / "redfish"
     directory.mkdir(parents=True, exist_ok=True)
     os.chmod(directory, 0o700)
     credentials = Path(credentials) if credentials is not None else _default_credentials(directory)
