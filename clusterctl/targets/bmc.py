@@ -3,8 +3,11 @@
 - ``bmc/inventory.csv``: one row per host with a planned BMC address: ``host,bmc_name,bmc_address,bmc_mac,
   secret_ref`` (the MAC from the site's inventory when it names one, else empty; ``secret_ref`` is the NAME of
   the ansible-vault variable holding the credentials, never a value).
-- ``ansible/vars/bmc.yml``: the same as the Ansible variable ``clusterctl_bmcs`` ({host: {name, address, mac,
-  secret}}), one file the play loads (not a host_vars file per host: a 100,000-GPU plan has 12,500 hosts).
+- ``ansible/vars/bmc.json``: the same as the Ansible variable ``clusterctl_bmcs`` ({host: {name, address, mac,
+  secret}}), one file the play loads (not a host_vars file per host: a 100,000-GPU plan has 12,500 hosts). JSON,
+  one host per line: Ansible reads it as YAML's subset, ``json`` writes it (escaping every string) ten times
+  faster than the YAML emitter, and ansible-lint does not spend a minute on the 12,500 lines of the 100,000-GPU
+  blueprint as it does on the YAML form. JSON has no comments: docs/bmc.md says where it comes from.
 - ``ansible/bmc.yml``: the play (templates/ansible/bmc.yml.j2): power state, boot override, reset through
   Redfish with ``ansible.builtin.uri`` from the control host.
 
@@ -19,18 +22,19 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 
 from clusterctl.plan.host_identity import host_identities
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.site_records import site_records
 from clusterctl.targets.ansible.document import head_line
 from clusterctl.targets.common import render_template
-from clusterctl.yamlout import FlowMap, body, comment_lines
+from clusterctl.yamlout import comment_lines
 
 DEFAULT_BMC_SECRET = "vault_bmc_default"
 """the vault variable of a host whose inventory row names none: {user: ..., password: ...} (docs/bmc.md)"""
 INVENTORY_CSV = "bmc/inventory.csv"
-VARS_FILE = "ansible/vars/bmc.yml"
+VARS_FILE = "ansible/vars/bmc.json"
 PLAYBOOK = "ansible/bmc.yml"
 CSV_COLUMNS = ("host", "bmc_name", "bmc_address", "bmc_mac", "secret_ref")
 
@@ -61,14 +65,11 @@ def inventory_csv(endpoints: list[dict[str, str]]) -> str:
     return text.getvalue()
 
 
-def vars_file(plan: ClusterPlan, endpoints: list[dict[str, str]]) -> str:
-    comments = [head_line(plan),
-                "Each host's BMC for ansible/bmc.yml: its DNS name, planned address, MAC (site inventory; empty when "
-                "unknown)",
-                "and secret: the NAME of the ansible-vault variable holding {user: ..., password: ...} (docs/bmc.md)."]
-    data = {"clusterctl_bmcs": {e["host"]: FlowMap((k, e[k]) for k in ("name", "address", "mac", "secret"))
-                                for e in endpoints}}
-    return comment_lines(comments) + "---\n" + body(data)
+def vars_file(endpoints: list[dict[str, str]]) -> str:
+    """``{"clusterctl_bmcs": {host: {name, address, mac, secret}}}``, one host per line, in plan order."""
+    lines = [f"    {json.dumps(e['host'])}: {json.dumps({k: e[k] for k in ('name', 'address', 'mac', 'secret')})}"
+             for e in endpoints]
+    return '{"clusterctl_bmcs": {\n' + ",\n".join(lines) + "\n}}\n"
 
 
 def render(plan: ClusterPlan) -> dict[str, str]:
@@ -77,5 +78,5 @@ def render(plan: ClusterPlan) -> dict[str, str]:
         return {}
     header = comment_lines([head_line(plan)]).rstrip("\n")
     return {INVENTORY_CSV: inventory_csv(endpoints),
-            VARS_FILE: vars_file(plan, endpoints),
-            PLAYBOOK: render_template("ansible/bmc.yml.j2", header=header, vars_file="vars/bmc.yml")}
+            VARS_FILE: vars_file(endpoints),
+            PLAYBOOK: render_template("ansible/bmc.yml.j2", header=header, vars_file="vars/bmc.json")}

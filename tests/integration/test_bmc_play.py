@@ -92,10 +92,11 @@ def bmc_lab(tmp_path_factory):
 
     port = _free_port(ADDRESSES["gpu01"])
     fleet = start_bmcs(base / "out", ADDRESSES, on_power, port=port, credentials=credentials)
-    rendered = yaml.safe_load((base / "render" / "ansible" / "vars" / "bmc.yml").read_text())["clusterctl_bmcs"]
+    rendered = json.loads((base / "render" / "ansible" / "vars" / "bmc.json").read_text())["clusterctl_bmcs"]
     overrides = {"clusterctl_bmcs": {h: {**rendered[h], "address": a} for h, a in ADDRESSES.items()},
                  "bmc_port": port, "bmc_ca_path": str(fleet.ca_cert)}
     (base / "bmcs.yml").write_text(yaml.safe_dump(overrides))
+    (base / "bmcs-no-ca.yml").write_text(yaml.safe_dump({k: v for k, v in overrides.items() if k != "bmc_ca_path"}))
     vault_password = base / "vault-password"
     vault_password.write_text(secrets.token_hex(16) + "\n")
     vault_password.chmod(0o600)
@@ -113,10 +114,11 @@ def bmc_lab(tmp_path_factory):
     fleet.stop()
 
 
-def play(lab, action: str, limit: str, vault: str = "vault.yml", ident: str | None = None):
+def play(lab, action: str, limit: str, vault: str = "vault.yml", ident: str | None = None,
+         bmcs: str = "bmcs.yml"):
     base = lab["base"]
     cmdline = ["--limit", limit, "-e", f"bmc_action={action}", "-e", f"@{base / vault}", "-e",
-               f"@{base / 'bmcs.yml'}", "--vault-password-file", str(base / "vault-password")]
+               f"@{base / bmcs}", "--vault-password-file", str(base / "vault-password")]
     r = ansible_runner.run(private_data_dir=str(base / "runner"), project_dir=str(base / "render" / "ansible"),
                            playbook="bmc.yml", cmdline=shlex.join(cmdline), ident=ident or action, quiet=True,
                            rotate_artifacts=0, timeout=120,
@@ -168,6 +170,14 @@ def test_a_wrong_password_fails_with_a_clear_message(bmc_lab):
     assert rc != 0
     assert "gpu01: gpu01-bmc (https://127.0.0.41:" in out
     assert "refused the credentials of vault_bmc_lab (HTTP 401)" in out
+
+
+def test_a_certificate_no_trusted_ca_signed_is_refused(bmc_lab):
+    """Without bmc_ca_path the emulators' per-rehearsal certificate chains to nothing this machine trusts."""
+    rc, out = play(bmc_lab, "status", "gpu01", ident="no-ca", bmcs="bmcs-no-ca.yml")
+    assert rc != 0
+    assert "gpu01: gpu01-bmc (https://127.0.0.41:" in out
+    assert "did not answer" in out and "CERTIFICATE_VERIFY_FAILED" in out
 
 
 def test_an_unknown_action_is_refused(bmc_lab):

@@ -3,16 +3,19 @@ host's planned BMC address, whose power actions restart the host's rehearsal nod
 
 :func:`start_bmcs` starts one emulator process per BMC address (sushy-tools binds one address per process;
 one process each also keeps one ComputerSystem per BMC, the shape of a real server's BMC). Every process
-reports on one FIFO (``OUT/redfish/events``) that a thread of this process reads: a power action becomes
-``on_power(host, action)`` with action ``on``, ``off`` or ``restart``. The addresses must already be
-configured on this machine (the caller's job); the port is 443 unless given.
+reports on one FIFO that a thread of this process reads: a power action becomes ``on_power(host, action)``
+with action ``on``, ``off`` or ``restart``. The addresses must already be configured on this machine (the
+caller's job); the port is 443 unless given.
 
-Per rehearsal, in ``OUT/redfish/`` (0700): a self-signed certificate for every BMC address (``ca.pem``, which is
-also what a client verifies against: the rendered play's ``bmc_ca_path``) and its key, an htpasswd file of
-bcrypt digests (0600, what sushy-tools' basic authentication reads), one JSON config per BMC, a log per BMC.
-The credentials are a 0600 JSON file ``{"user": ..., "password": ...}``, the mapping the play's vault
-variable holds (docs/bmc.md): the caller's file, or ``OUT/redfish/credentials.json`` with a random password
-written here. Neither the password nor its file's text is on any command line or in any log.
+``out`` is a directory of the caller's (the day0 scenario passes the rehearsal's state directory,
+``OUT/.rehearsal``); everything is in ``out/redfish/`` (0700): a self-signed certificate for every BMC
+address (``ca.pem``, which is also what a client verifies against: the rendered play's ``bmc_ca_path``) and
+its key, an htpasswd file of bcrypt digests (0600, what
+sushy-tools' basic authentication reads), the FIFO ``events``, one JSON config and one log per BMC. The
+credentials are a 0600 JSON file ``{"user": ..., "password": ...}``, the mapping the play's vault variable
+holds (docs/bmc.md): the caller's file, or ``credentials.json`` there with a random password written here.
+Neither the password nor its file's text is on any command line or in any log. ``BmcFleet.processes`` belong
+in the rehearsal state's ``services``, so ``clusterctl rehearse --down`` stops them.
 """
 
 from __future__ import annotations
