@@ -333,11 +333,12 @@ def read_inventories(names: list[str], base: Path, blueprint: SourceMap) -> tupl
         if _resolved_inside(base, name) is None:
             raise BlueprintError(blueprint, [Problem(at, f"site.inventory[{i}] {name} is a symlink that leads out of "
                                                          "the blueprint's directory", hint="copy the inventory "
-                                                         "beside the blueprint (or in a directory under it)")])
+                                                         "beside the blueprint (or in a directory under it)",
+                                                     code=LoadCode.UNREADABLE_FILE)])
         if not path.exists():
             raise BlueprintError(blueprint, [Problem(at, f"site.inventory[{i}]: {path} does not exist", hint=
                                                      "write it with `clusterctl inventory template BLUEPRINT -o "
-                                                     f"{path}`, or fix the name")])
+                                                     f"{path}`, or fix the name", code=LoadCode.UNREADABLE_FILE)])
         raw = read_input(path, InputLimits(max_bytes=INVENTORY_MAX_BYTES), "inventory file",
                          f"one inventory file holds at most {INVENTORY_MAX_ROWS:,} hosts; list several files in "
                          "site.inventory (docs/inventory.md)")
