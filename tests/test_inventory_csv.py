@@ -79,6 +79,14 @@ def test_a_host_with_a_hidden_character_is_refused_where_it_is(tmp_path, host, s
     assert "\x1b" not in err and "\u202e" not in err
 
 
+def test_credentials_are_never_printed_whatever_else_is_wrong_on_their_line(tmp_path):
+    """A password in bmc_secret on a line refused for a hidden character or a long line is masked too."""
+    err = refused(tmp_path, HEADER + GOOD + "head01,\x1b,,,root:hunter2\n")
+    assert "error[BP008]" in err and "head01,\\x1b,,,********" in err and "hunter2" not in err
+    err = refused(tmp_path, HEADER + GOOD + "head01," + "x" * 600 + ",,,root:hunter2\n")
+    assert "error[BP007]" in err and "hunter2" not in err
+
+
 def test_duplicates_name_both_lines(tmp_path):
     csv = HEADER + GOOD + ("head01,,02:00:00:00:00:01,,\n"  # gpu01's in-band MAC again
                            "head02,,02:00:00:00:00:09,02:00:00:00:00:09,\n"  # one MAC for both ports

@@ -163,6 +163,7 @@ class _Collected:
                                     hint="fix the ones above first; they are often one mistake repeated",
                                     code=first.code, position=first.position))
         if problems:
+            _mask_secrets(self.smap)
             raise BlueprintError(self.smap, problems)
 
 
@@ -199,11 +200,23 @@ def _header(cells: list[tuple[str, int]], line: int, found: _Collected) -> tuple
     return tuple(columns)
 
 
-def _mask(smap: SourceMap, line: int, col: int, value: str) -> None:
-    """Replace ``value`` at ``line:col`` in the text shown with diagnostics: a refused secret cell is never
-    printed."""
-    text = smap.lines[line - 1]
-    smap.lines[line - 1] = text[:col - 1] + "*" * min(len(value), 8) + text[col - 1 + len(value):]
+def _mask_secrets(smap: SourceMap) -> None:
+    """Mask, in the lines shown with diagnostics, every ``bmc_secret`` cell that is not a vault variable's name (it
+    may be a password): whatever problem a line has, a credential in it is never printed. Only on the way to an
+    error, so a clean file costs nothing."""
+    lines = smap.lines
+    header = next((i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#")), None)
+    if header is None:
+        return
+    names = [name for name, _ in _cells(lines[header])]
+    if "bmc_secret" not in names:
+        return
+    k = names.index("bmc_secret")
+    for i in range(header + 1, len(lines)):
+        cells = _cells(lines[i])
+        if len(cells) > k and cells[k][0] and not SECRET_NAME.fullmatch(cells[k][0]):
+            value, col = cells[k]
+            lines[i] = lines[i][:col - 1] + "*" * 8 + lines[i][col - 1 + len(value):]
 
 
 def _row(columns: tuple[str, ...], cells: list[tuple[str, int]], line: int, found: _Collected) -> InventoryRow | None:
@@ -230,8 +243,6 @@ def _row(columns: tuple[str, ...], cells: list[tuple[str, int]], line: int, foun
         if why:
             shown = "" if column == "bmc_secret" or not value.isprintable() else f" '{value}'"
             found.add(column, line, col, f"{column}{shown} {why}", hint)
-            if column == "bmc_secret":
-                _mask(found.smap, line, col, value)
             ok = False
             continue
         values[column] = mac or value
@@ -260,7 +271,11 @@ def parse_inventory_text(text: str, file: str, name: str | None = None) -> Inven
     in it. Duplicates within the file are found here, across files by :func:`read_inventories`."""
     text = text[1:] if text.startswith("\ufeff") else text  # a spreadsheet's UTF-8 byte order mark
     smap = SourceMap(file=file, lines=lines_as_shown(text))
-    refuse_hidden(text, smap, "an inventory file")
+    try:
+        refuse_hidden(text, smap, "an inventory file")
+    except BlueprintError:
+        _mask_secrets(smap)
+        raise
     found = _Collected(smap)
     columns: tuple[str, ...] | None = None
     rows: list[InventoryRow] = []
