@@ -342,10 +342,16 @@ def read_inventories(names: list[str], base: Path, blueprint: SourceMap) -> tupl
     """The inventory files ``names`` (``site.inventory``) beside the blueprint in ``base``, checked; a file that
     is missing or leaves ``base`` is located at its ``site.inventory`` entry in ``blueprint``."""
     files = []
+    seen: dict[Path, str] = {}
     for i, name in enumerate(names):
         at: Path_ = ("site", "inventory", i)
         path = base / name
-        if _resolved_inside(base, name) is None:
+        resolved = _resolved_inside(base, name)
+        if resolved in seen:
+            raise BlueprintError(blueprint, [Problem(at, f"site.inventory[{i}] {name} is the file {seen[resolved]} "
+                                                         "again", hint="list each inventory file once")])
+        seen[resolved] = name
+        if resolved is None:
             raise BlueprintError(blueprint, [Problem(at, f"site.inventory[{i}] {name} is a symlink that leads out of "
                                                          "the blueprint's directory", hint="copy the inventory "
                                                          "beside the blueprint (or in a directory under it)",
