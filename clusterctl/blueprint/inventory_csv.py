@@ -19,7 +19,7 @@ files. So every cell has a kind, checked here, and every refusal is located at `
 * ``bmc_secret``: the NAME of an ansible-vault variable (``vault_`` then lower-case letters, digits and
   ``_``), never a value: anything else is refused without being shown, and its line is masked in the message.
 
-Empty cells are "not known yet" (the coverage rule INVENTORY001 counts them); cells are split at commas, with
+Empty cells are "not known yet" (the coverage rules INVENTORY001 and INVENTORY002 count them); cells are split at commas, with
 spaces around a cell ignored; no column's value may hold a comma or a quote, so there is no quoting.
 """
 
@@ -41,15 +41,9 @@ from clusterctl.source import read_input, refuse_hidden
 
 COLUMNS = ("host", "serial", "inband_mac", "bmc_mac", "bmc_secret")
 """the columns an inventory may have; ``host`` is required"""
-COLUMN_MEANINGS = {
-    "host": "a planned on-prem host name (one row per host)",
-    "serial": "the chassis serial number (letters, digits, '.', '_', '-')",
-    "inband_mac": "the MAC of the in-band (provisioning) port the host boots and takes its address on",
-    "bmc_mac": "the MAC of the BMC's dedicated management port",
-    "bmc_secret": "the name of the ansible-vault variable holding the BMC's {user: ..., password: ...}",
-}
 MAX_SERIAL = 64
-"""characters in a serial number (SMBIOS strings are at most 64 in practice; vendors use 7 to 20)"""
+"""characters in a serial number: a bound of ours (no standard fixes one), far above a chassis serial's usual
+length"""
 SECRET_NAME = re.compile(r"vault_[a-z0-9_]{1,64}")
 """a bmc_secret cell: the name of an ansible-vault variable (docs/ansible.md, "Secrets")"""
 _SERIAL = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_SERIAL - 1}}}")
