@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from clusterctl.blueprint.inventory_csv import canonical_mac, parse_inventory_text
+from clusterctl.blueprint.inventory_csv import canonical_mac, parse_inventory_text, read_inventories
 from clusterctl.cli import app
 from clusterctl.errors import BlueprintError
+from clusterctl.location import SourceMap
 from tests.helpers import BLUEPRINTS
 
 HEADER = "host,serial,inband_mac,bmc_mac,bmc_secret\n"
@@ -79,6 +80,14 @@ def test_a_host_with_a_hidden_character_is_refused_where_it_is(tmp_path, host, s
     assert "\x1b" not in err and "\u202e" not in err
 
 
+def test_credentials_are_never_printed_whatever_else_is_wrong_on_their_line(tmp_path):
+    """A password in bmc_secret on a line refused for a hidden character or a long line is masked too."""
+    err = refused(tmp_path, HEADER + GOOD + "head01,\x1b,,,root:hunter2\n")
+    assert "error[BP008]" in err and "head01,\\x1b,,,********" in err and "hunter2" not in err
+    err = refused(tmp_path, HEADER + GOOD + "head01," + "x" * 600 + ",,,root:hunter2\n")
+    assert "error[BP007]" in err and "hunter2" not in err
+
+
 def test_duplicates_name_both_lines(tmp_path):
     csv = HEADER + GOOD + ("head01,,02:00:00:00:00:01,,\n"  # gpu01's in-band MAC again
                            "head02,,02:00:00:00:00:09,02:00:00:00:00:09,\n"  # one MAC for both ports
@@ -119,10 +128,27 @@ def test_an_inventory_outside_the_blueprint_directory_is_refused(tmp_path):
     (tmp_path / "lab-ha-inventory.csv").symlink_to(BLUEPRINTS / "lab-ha-inventory.csv")
     r = CliRunner().invoke(app, ["validate", str(blueprint)])
     assert r.exit_code == 2 and "site.inventory[0] lab-ha-inventory.csv is a symlink that leads out of" in r.stderr
-    text = blueprint.read_text().replace("[lab-ha-inventory.csv]", "[../lab-ha-inventory.csv]")
+    (tmp_path / "lab-ha-inventory.csv").unlink()
+    (tmp_path / "lab-ha-inventory.csv").write_text(HEADER + GOOD)
+    (tmp_path / "again.csv").symlink_to("lab-ha-inventory.csv")
+    blueprint.write_text(blueprint.read_text().replace("[lab-ha-inventory.csv]", "[lab-ha-inventory.csv, again.csv]"))
+    r = CliRunner().invoke(app, ["validate", str(blueprint)])
+    assert r.exit_code == 2 and "site.inventory[1] again.csv is the file lab-ha-inventory.csv again" in r.stderr
+    text = blueprint.read_text().replace("[lab-ha-inventory.csv, again.csv]", "[../lab-ha-inventory.csv]")
     blueprint.write_text(text)
     r = CliRunner().invoke(app, ["validate", str(blueprint)])
     assert r.exit_code == 2 and "site.inventory[0] is '../lab-ha-inventory.csv'" in r.stderr
+
+
+def test_duplicates_across_files_name_the_other_file(tmp_path):
+    (tmp_path / "a.csv").write_text(HEADER + "gpu01,,02:00:00:00:00:01,,\n")
+    (tmp_path / "b.csv").write_text(HEADER + "gpu02,,,02-00-00-00-00-01,\ngpu01,,,,\n")
+    with pytest.raises(BlueprintError) as exc:
+        read_inventories(["a.csv", "b.csv"], tmp_path, SourceMap("bp.yaml", []))
+    assert exc.value.source.file == f"{tmp_path}/b.csv"
+    assert [(p.position.line, p.position.col, p.message) for p in exc.value.problems] == [
+        (2, 9, f"bmc_mac 02:00:00:00:00:01 is also at {tmp_path}/a.csv:2 (inband_mac)"),
+        (3, 1, f"host gpu01 has a second row; the first is at {tmp_path}/a.csv:2")]
 
 
 @pytest.mark.parametrize("spelling", ["02:AB:cd:00:00:01", "02-AB-CD-00-00-01", "02ab.cd00.0001"])

@@ -129,6 +129,18 @@ def test_init_lists_every_shipped_blueprint(installed):
     assert listed == {p.stem for p in BLUEPRINTS.glob("*.yaml")}, out
 
 
+def test_the_installed_lab_ha_reads_its_inventory_and_init_copies_it(installed):
+    """lab-ha names an inventory CSV beside it (docs/inventory.md): the installed copy validates, reading the
+    installed CSV, and ``init lab-ha`` writes the CSV beside the blueprint it writes."""
+    installed.clusterctl("validate", str(installed.data / "blueprints" / "lab-ha.yaml"))
+    (installed.work / "ha").mkdir()
+    installed.clusterctl("init", "lab-ha", "-o", str(installed.work / "ha" / "site.yaml"))
+    copied = installed.work / "ha" / "lab-ha-inventory.csv"
+    assert copied.read_bytes() == (BLUEPRINTS / "lab-ha-inventory.csv").read_bytes()
+    template = installed.clusterctl("inventory", "template", str(installed.work / "ha" / "site.yaml")).stdout
+    assert template.splitlines()[4] == "gpu01,LABHA-GPU01,02:00:0a:0a:00:01,02:00:0a:0b:00:01,vault_bmc_lab"
+
+
 def test_the_rendered_blueprints_use_every_target():
     used = {t for name in RENDERED for t in TARGETS
             if render_targets(expand(load_blueprint(BLUEPRINTS / f"{name}.yaml")), [t])}

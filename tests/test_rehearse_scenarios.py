@@ -189,7 +189,7 @@ def test_several_named_scenarios_run_on_one_boot_in_order_with_their_names(tmp_p
     from tests.helpers import REPO
 
     path = REPO / "blueprints" / "lab-ha.yaml"
-    reh = build(["failover", "deploy"], path, expand(load_blueprint_text(path.read_text(), str(path))),
+    reh = build(["failover", "deploy"], path, expand(load_blueprint_text(path.read_text(), str(path), path.parent)),
                 tmp_path / "r", 1, render_targets)
     assert [s.name for s in reh.steps] == ["ssh-check", "mirror", "failover: failover-timeout", "deploy: converge",
                                            "deploy: packages", "deploy: converge-again", "deploy: testinfra", "deploy: srun",

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from clusterctl.blueprint.inventory_csv import SECRET_NAME as VAULT_VARIABLE, parse_inventory_text
 from clusterctl.blueprint.load import load_blueprint
 from clusterctl.plan import expand
 from clusterctl.targets import pulumi as pulumi_target
@@ -23,6 +24,7 @@ SECRET_NAME = re.compile(r"munge|pass|secret|token|private|vault_", re.I)
 JINJA = re.compile(r"\{\{.*?\}\}")
 CUT = re.compile(r"[`#;<>|]|&&")
 """where the arguments of one command end on an instruction line (a redirect or pipe feeds stdin instead)"""
+MAC = re.compile(r"[0-9a-f]{2}(:[0-9a-f]{2}){5}")
 PULUMI_SET = re.compile(r"pulumi\s+config\s+set\b(?P<rest>.*)")
 ENCRYPT_STRING = re.compile(r"ansible-vault\s+encrypt_string\b(?P<rest>.*)")
 EXTRA_VARS = re.compile(r"""(?:\s-e|--extra-vars)[\s=]+['"]?(?!@)(?P<vars>[^'"\n]*)""")
@@ -68,8 +70,13 @@ def secret_on_command_line(line: str) -> str | None:
     return None
 
 
+INVENTORIES = [*sorted(BLUEPRINTS.glob("*.csv")), *sorted((REPO / "tests" / "blueprints" / "inventory").glob("*.csv"))]
+"""the per-host inventory CSV files shipped and used by tests (docs/inventory.md): a bmc_secret column names a
+vault variable, never a value"""
+
+
 def instruction_files() -> list[Path]:
-    files = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    files = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md")), *INVENTORIES]
     for top in ("templates", "roles"):
         files += sorted(p for p in (REPO / top).rglob("*") if p.is_file() and "__pycache__" not in p.parts)
     files += sorted((REPO / "clusterctl").rglob("*.py"))
@@ -149,3 +156,15 @@ def test_the_scanner_catches_secrets_in_arguments(line):
 ])
 def test_the_scanner_passes_stdin_files_and_non_secrets(line):
     assert secret_on_command_line(line) is None, line
+
+
+def test_inventories_name_bmc_credentials_and_never_hold_them():
+    """The shipped inventories' bmc_secret cells are vault variable names (the reader refuses anything else), and
+    no cell of any column holds a user:password pair."""
+    assert INVENTORIES
+    for path in INVENTORIES:
+        inv = parse_inventory_text(path.read_text(), str(path))
+        assert inv.rows and all(row.bmc_secret is not None and VAULT_VARIABLE.fullmatch(row.bmc_secret)
+                                for row in inv.rows), path
+        cells = [cell for line in inv.source.lines if not line.startswith("#") for cell in line.split(",")]
+        assert not [c for c in cells if ":" in c and not MAC.fullmatch(c)], path
