@@ -19,16 +19,14 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from clusterctl.plan.host_identity import host_identities
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.roles import slurm_roles
 from clusterctl.plan.site_records import dns_domain, site_records
-from clusterctl.rehearse.node import lifecycle
 from clusterctl.rehearse.node.lifecycle import NodeSpec
 from clusterctl.rehearse.node.ssh import ssh, write_file
 from clusterctl.rehearse.node.state import State
@@ -45,6 +43,7 @@ from clusterctl.rehearse.scenario.day0_checks import (
     time_sources,
     wait_addressed,
 )
+from clusterctl.rehearse.scenario.deploy import run_playbook
 from clusterctl.rehearse.scenario.needs import STATIC_COMPUTE
 from clusterctl.rehearse.scenario.observe import wait_for
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
@@ -66,17 +65,24 @@ ConditionCapability=
 ExecStart=
 ExecStart=!/usr/sbin/chronyd $DAEMON_OPTS -x
 """
-INBAND_DHCP = "/etc/systemd/network/10-clusterctl-rehearsal-inband.network"
-INBAND_DHCP_TEXT = """\
-# clusterctl rehearsal (day0 scenario): the node's in-band port (eth0, the inventory's MAC) takes its address from
-# DHCP at boot, through systemd-networkd (what netplan's dhcp4: true renders on a server). The host_network role,
-# which writes a real host's in-band netplan, is a hardware role the rehearsal skips (no real NIC names here).
-[Match]
-MACAddress={mac}
-
-[Network]
-DHCP=ipv4
+INBAND_DHCP_PLAYBOOK = "rehearsal-day0.yml"
+INBAND_DHCP_PLAY = """\
+# clusterctl rehearsal, day0 scenario: the host_network role's in-band DHCP client tasks alone on the node the BMC
+# play power-cycles (the rest of host_network is a hardware role the rehearsal skips: a node has no RDMA ports).
+# They write the systemd-networkd file matched by the inventory's MAC and enable networkd: it applies at the next
+# boot (docs/network.md, "DHCP"; docs/rehearse.md, "The day0 scenario")
+- name: The in-band DHCP client (host_network, inband_dhcp tasks)
+  hosts: all
+  become: true
+  gather_facts: false
+  tasks:
+    - name: Write the in-band DHCP client and enable systemd-networkd
+      ansible.builtin.include_role:
+        name: host_network
+        tasks_from: inband_dhcp
 """
+INBAND_DHCP_FILE = "/etc/systemd/network/40-clusterctl-inband.network"
+"""where host_network writes it (its default host_network_dhcp_network_path)"""
 DAY0_SERVICES = {"kea-dhcp4-server": "controllers", "unbound": "controllers"}
 """the Day-0 services the roles start on the controllers (dhcp_server, dns_server roles)"""
 
@@ -145,15 +151,19 @@ class Services:
                 problems += self._target(state, host)
             record(host, HostOutcome(FAILED if problems else OK, time.monotonic() - t0,
                                      "; ".join(problems) or "chronyd -x running" +
-                                     ("" if host in h.controllers else ", networkd's DHCP on eth0 at boot, dig")))
+                                     ("" if host in h.controllers else ", host_network's in-band DHCP client for the next boot, dig")))
 
     def _target(self, state: State, host: str) -> list[str]:
-        """dig from the site mirror; systemd-networkd enabled (not started: the node has its address until the
-        power cycle) with DHCP on the port with the inventory's MAC."""
-        write_file(state, host, INBAND_DHCP, INBAND_DHCP_TEXT.format(mac=self.hosts.mac), mode="0644")
-        r = ssh(state, host, "systemctl enable -q systemd-networkd && DEBIAN_FRONTEND=noninteractive "
-                             "apt-get install -y -q --no-install-recommends bind9-dnsutils", timeout=300)
-        return [] if r.returncode == 0 else [f"networkd, dig: {(r.stderr or r.stdout).strip()[-300:]}"]
+        """The rendered in-band DHCP client (host_network's inband_dhcp tasks: written, networkd enabled, applied
+        at the next boot: the node keeps its address until the power cycle) and dig from the site mirror."""
+        run = run_playbook(state, [host], ident="day0-inband-dhcp", playbook=INBAND_DHCP_PLAYBOOK, skip_tags=())
+        if run.rc != 0:
+            return [f"host_network inband_dhcp: {'; '.join(run.failed.get(host, [])) or f'exit {run.rc}'}"]
+        r = ssh(state, host, f"grep -qix 'MACAddress={self.hosts.mac}' {INBAND_DHCP_FILE} && systemctl is-enabled "
+                             "-q systemd-networkd && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "
+                             "--no-install-recommends bind9-dnsutils", timeout=300)
+        return [] if r.returncode == 0 else [f"{INBAND_DHCP_FILE} with {self.hosts.mac}, networkd enabled, dig: "
+                                             f"{(r.stderr or r.stdout).strip()[-300:] or 'no'}"]
 
 
 @dataclass
@@ -253,6 +263,9 @@ class Day0Scenario(Scenario):
               "the controllers' time, which peer each other")
     needs = (STATIC_COMPUTE, SLURM_AND_COMPUTE, BACKUP_CONTROLLER, INVENTORY_MACS)
     needs_checked_when_named = True
+
+    def files(self, build: Build) -> dict[str, str]:
+        return {f"ansible/{INBAND_DHCP_PLAYBOOK}": INBAND_DHCP_PLAY}
 
     def nodes(self, build: Build, specs: list[NodeSpec]) -> list[NodeSpec]:
         """Every node with an in-band MAC in the inventory boots with it (Kea's reservations are by MAC)."""
