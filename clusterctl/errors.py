@@ -1,6 +1,6 @@
 """Errors that stop clusterctl before rules can run, and the codes of every diagnostic that is not a rule's.
 
-Problems that make a blueprint unreadable carry codes of their own (:class:`LoadCode`, BP001-BP008) so that
+Problems that make a blueprint unreadable carry codes of their own (:class:`LoadCode`, BP001-BP009) so that
 machine formats can tell them apart from rule findings; the META codes are findings no rule makes."""
 
 from __future__ import annotations
@@ -46,6 +46,9 @@ class LoadCode(StrEnum):
     HIDDEN_CHARACTER = ("BP008", "blueprint contains a character a reviewer cannot see",
                         "a character a diff does not show as it is parsed (a line end other than LF or CRLF, a "
                         "bidirectional control, a control or invisible format character)")
+    INVENTORY_VALUE = ("BP009", "inventory file refused",
+                       "a value of a per-host inventory CSV refused: an unknown column or host, a MAC, serial or "
+                       "secret name of the wrong form, a host or MAC listed twice (docs/inventory.md)")
     UNKNOWN_SUPPRESSION = ("META001", "suppression of an unknown rule",
                            "a suppression in the blueprint names an unknown rule (a warning)", False)
     ERROR_SUPPRESSION = ("META002", "blueprint suppression of an error",

@@ -390,6 +390,16 @@ PULL_SOURCE = Kind(
 GIT_REF = Kind(
     "GitRef", "a git ref", "a branch or tag name: letters, digits, '.', '_', '-' and '/', starting with a letter or "
     "digit", "main", r"^[A-Za-z0-9][A-Za-z0-9._/-]*$", 255, _NAME_START, r"A-Za-z0-9._/-", _git_ref)
+_FILE_SEGMENT = r"[A-Za-z0-9_][A-Za-z0-9._+@~-]*"
+RELATIVE_FILE = Kind(
+    "RelativeFile", "a file beside the blueprint", "a path relative to the blueprint's directory: names of letters, "
+    "digits and . _ - + @ ~ joined by '/', each starting with a letter, digit or '_' (no '..', no absolute path, "
+    "no hidden file)", "lab-ha-inventory.csv", rf"^{_FILE_SEGMENT}(/{_FILE_SEGMENT})*$", 255,
+    "is names joined by '/', each starting with a letter, digit or '_' (no '/' first or last, no '//', "
+    "no '.' or '..' segment)", r"A-Za-z0-9._+@~/-")
+"""a file the loader reads beside the blueprint (an inventory CSV, docs/inventory.md): inside the blueprint's
+directory by its shape; the loader also refuses a symlink that leaves it"""
+
 
 # --- privilege-bearing paths and keys (clusterctl/path_policy.py; docs/security.md, "Privilege-bearing paths") --
 
@@ -456,11 +466,13 @@ AptSuite = Annotated[str, APT_SUITE]
 PullSource = Annotated[str, PULL_SOURCE]
 GitRef = Annotated[str, GIT_REF]
 CloudIdentityRef = Annotated[str, CLOUD_IDENTITY]
+RelativeFile = Annotated[str, RELATIVE_FILE]
 
 ALL_KINDS: tuple[Kind, ...] = (
     FREE_TEXT, IDENTIFIER, OBJECT_NAME, PARTITION_NAME, QOS_NAME, CLUSTER_NAME, SLURM_CLUSTER_NAME, GROUP_NAME,
     FABRIC_NAME, HOST_NAME, HOST_LIST,
     ABSOLUTE_PATH, NFS_EXPORT, MOUNT_SOURCE, ENDPOINT, SLURM_TIME, SLURM_FEATURE, INTERFACE_NAME,
-    NCCL_SOCKET_IFNAME, HCA_NAME, VERSION, SLURM_VERSION, CIDR, IP_ADDRESS, DNS_DOMAIN, CLOUD_REGION, CLOUD_ZONE, RESERVATION, OS_NAME,
-    APT_URL, APT_KEY, APT_SUITE, PULL_SOURCE, GIT_REF, CLOUD_IDENTITY, *PRIVILEGED_PATH_KINDS)
+    NCCL_SOCKET_IFNAME, HCA_NAME, VERSION, SLURM_VERSION, CIDR, IP_ADDRESS, DNS_DOMAIN, CLOUD_REGION, CLOUD_ZONE,
+    RESERVATION, OS_NAME, APT_URL, APT_KEY, APT_SUITE, PULL_SOURCE, GIT_REF, CLOUD_IDENTITY, RELATIVE_FILE,
+    *PRIVILEGED_PATH_KINDS)
 """every kind, for documentation and for the tests that check each one refuses the injection payloads"""

@@ -80,3 +80,19 @@ def input_limits() -> InputLimits:
         except ValueError:
             pass
     return InputLimits()
+
+
+# --- the per-host inventory CSV (docs/inventory.md) ----------------------------------------------------------
+# A row is about 80 bytes (``gpu000001,SN0123456789,02:00:00:00:00:01,02:00:00:01:00:01,vault_bmc_default``), so
+# one file of the limits below holds 100,000 hosts; a larger site lists several files (one per hall or scalable
+# unit) in ``site.inventory``, up to INVENTORY_MAX_FILES of them (800,000 hosts). Not raised by --max-input-size.
+
+INVENTORY_MAX_BYTES = 8 * 1024 * 1024
+"""one inventory file: 8 MiB, 100,000 rows of 80 bytes with room to spare; a 10 MB file is refused unread"""
+INVENTORY_MAX_ROWS = 100_000
+"""data rows in one inventory file (comments and blank lines not counted)"""
+INVENTORY_MAX_LINE = 512
+"""characters in one line of an inventory file: the longest valid row (a 253-character host name, a 64-character
+serial, two MACs, a 70-character secret name) is under 420"""
+INVENTORY_MAX_FILES = 8
+"""inventory files one blueprint names"""

@@ -224,14 +224,15 @@ MAX_HIDDEN_COUNTED = 100_000
 """the summary counts up to this many (a file of millions is refused as fast as one of a few)"""
 
 
-def refuse_hidden(text: str, smap: SourceMap) -> None:
+def refuse_hidden(text: str, smap: SourceMap, what: str = "a blueprint") -> None:
     """Raise BP008 problems at every character of ``text`` a reviewer cannot see as it is parsed (a YAML 1.1
     line end other than LF or CRLF, a bidi control, a control or invisible format character), anywhere,
-    comments included: clusterctl/hidden_chars.py. Positions are those of a diff (lines end at LF)."""
+    comments included: clusterctl/hidden_chars.py. Positions are those of a diff (lines end at LF). ``what`` names
+    the file in the hint ("an inventory file")."""
     found = find_hidden(text, MAX_HIDDEN_LISTED + 1)
     if not found:
         return
-    problems = [Problem((), h.message, hint=hidden_hint(), code=LoadCode.HIDDEN_CHARACTER,
+    problems = [Problem((), h.message, hint=hidden_hint(what), code=LoadCode.HIDDEN_CHARACTER,
                         position=Position(h.line, h.col)) for h in found[:MAX_HIDDEN_LISTED]]
     if len(found) > MAX_HIDDEN_LISTED:
         first = found[MAX_HIDDEN_LISTED]
@@ -239,7 +240,7 @@ def refuse_hidden(text: str, smap: SourceMap) -> None:
         more = f"{counted - MAX_HIDDEN_LISTED:,}" if counted < MAX_HIDDEN_COUNTED else \
             f"at least {MAX_HIDDEN_COUNTED - MAX_HIDDEN_LISTED:,}"
         problems.append(Problem((), f"... and {more} more characters a reviewer cannot see, the first here",
-                                hint=hidden_hint(), code=LoadCode.HIDDEN_CHARACTER,
+                                hint=hidden_hint(what), code=LoadCode.HIDDEN_CHARACTER,
                                 position=Position(first.line, first.col)))
     raise BlueprintError(smap, problems)
 
@@ -298,12 +299,14 @@ _FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a pipe (FIFO)"), 
                (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
-def read_input(path: str | Path, limits: InputLimits | None = None, what: str = "blueprint") -> bytes:
+def read_input(path: str | Path, limits: InputLimits | None = None, what: str = "blueprint",
+               too_big_hint: str = "") -> bytes:
     """The bytes of a regular file of at most ``limits.max_bytes``; a located BP006 problem otherwise.
 
     The file is opened without blocking (a FIFO with no writer would hang ``open``), checked to be a regular
     file on the open descriptor (no race with a rename), and read up to limit + 1 bytes, never more: a
-    growing file or one whose size the kernel misreports is cut off, not slurped."""
+    growing file or one whose size the kernel misreports is cut off, not slurped. ``too_big_hint`` replaces the
+    hint of a file over the limit (another kind of input has its own limit and remedy)."""
     limits = limits or input_limits()
     smap = SourceMap(file=str(path), lines=[])
 
@@ -336,7 +339,8 @@ def read_input(path: str | Path, limits: InputLimits | None = None, what: str = 
         os.close(fd)
     if total > limits.max_bytes:
         raise refuse(f"{what} is larger than the input limit of {limits.max_bytes:,} bytes",
-                     f"a blueprint is a few KB; to read a larger file pass --max-input-size (or set {ENV_VAR})")
+                     too_big_hint or f"a blueprint is a few KB; to read a larger file pass --max-input-size (or "
+                                     f"set {ENV_VAR})")
     return b"".join(chunks)
 
 

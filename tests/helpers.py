@@ -44,7 +44,7 @@ def to_yaml(data: dict) -> str:
 
 
 def plan_of(data: dict):
-    return expand(load_blueprint_text(to_yaml(data), "test.yaml"))
+    return expand(load_blueprint_text(to_yaml(data), "test.yaml", BLUEPRINTS))
 
 
 def run(data: dict):

@@ -6,7 +6,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from clusterctl.kinds import DnsDomain, HostList, HostName, Identifier, IpAddress
+from clusterctl.kinds import DnsDomain, HostList, HostName, Identifier, IpAddress, RelativeFile
+from clusterctl.limits import INVENTORY_MAX_FILES
 from clusterctl.strict import StrictModel
 
 
@@ -31,6 +32,11 @@ class Site(StrictModel):
     dns_servers: list[IpAddress] = Field(default_factory=list, max_length=16)
     """upstream resolvers (addresses) the head nodes forward every other name to; empty: they answer for the
     cluster's zones only (an air-gapped site)"""
+    inventory: list[RelativeFile] = Field(default_factory=list, max_length=INVENTORY_MAX_FILES)
+    """per-host inventory CSV files (serial, in-band and BMC MACs, the vault variable holding the BMC
+    credentials), paths relative to the blueprint's directory and inside it, read when the blueprint is loaded:
+    columns ``host,serial,inband_mac,bmc_mac,bmc_secret`` (docs/inventory.md; ``clusterctl inventory template``
+    writes one). Several files for a site over 100,000 hosts (one file's limit). Empty: no inventory"""
 
 
 class Cdu(StrictModel):

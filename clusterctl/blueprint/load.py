@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, Tag, ValidationError
 
+from clusterctl.blueprint.inventory_csv import InventoryFile, read_inventories
 from clusterctl.blueprint.model import Blueprint
 from clusterctl.blueprint.path_relations import path_problems
 from clusterctl.errors import BlueprintError, Problem
@@ -24,6 +25,8 @@ from clusterctl.source import load_yaml_file, load_yaml_text
 class LoadedBlueprint:
     blueprint: Blueprint
     source: SourceMap
+    inventory: tuple[InventoryFile, ...] = ()
+    """the files ``site.inventory`` names, read and checked beside the blueprint (docs/inventory.md)"""
 
 
 def format_path(path: tuple) -> str:
@@ -303,7 +306,9 @@ def problems_from_validation(exc: ValidationError, per_kind: int = MAX_PROBLEMS_
     return problems
 
 
-def parse_blueprint(data: object, source: SourceMap) -> LoadedBlueprint:
+def parse_blueprint(data: object, source: SourceMap, base: Path | None = None) -> LoadedBlueprint:
+    """The blueprint ``data`` read from ``source``; ``base`` is the directory its ``site.inventory`` files are in
+    (None for a blueprint that is not a file: one naming an inventory is refused)."""
     if not isinstance(data, dict):
         raise BlueprintError(source, [Problem((), "a blueprint is a mapping of sections (name:, node_types:, ...), "
                                                  f"got {_describe(data)}",
@@ -315,14 +320,20 @@ def parse_blueprint(data: object, source: SourceMap) -> LoadedBlueprint:
     problems = path_problems(bp)  # privilege-bearing paths inside each other (docs/security.md)
     if problems:
         raise BlueprintError(source, problems)
-    return LoadedBlueprint(bp, source)
+    names = bp.site.inventory if bp.site is not None else []
+    if names and base is None:
+        raise BlueprintError(source, [Problem(("site", "inventory"), "site.inventory names files beside the "
+                                              "blueprint, and this blueprint is not read from a file",
+                                              hint="write the blueprint to a file next to its inventory")])
+    return LoadedBlueprint(bp, source, read_inventories(names, base, source) if names else ())
 
 
 def load_blueprint(path: str | Path) -> LoadedBlueprint:
     data, source = load_yaml_file(path)
-    return parse_blueprint(data, source)
+    return parse_blueprint(data, source, Path(path).parent)
 
 
-def load_blueprint_text(text: str, file: str = "<blueprint>") -> LoadedBlueprint:
+def load_blueprint_text(text: str, file: str = "<blueprint>", base: Path | None = None) -> LoadedBlueprint:
+    """The blueprint in ``text``, reported as ``file``; ``base``: the directory of its inventory files."""
     data, source = load_yaml_text(text, file)
-    return parse_blueprint(data, source)
+    return parse_blueprint(data, source, base)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from clusterctl.blueprint.inventory_csv import InventoryFile
 from clusterctl.blueprint.model import Blueprint
 from clusterctl.catalog import Catalog
 from clusterctl.catalog.models import Accelerator, CloudInstance, RackSystem, Server, Switch
@@ -294,6 +295,9 @@ class ClusterPlan:
     addresses: tuple[AddressPool, ...]
     unplaced_switch_kw: float = 0.0
     """switches with no rack (no switch_racks given): counted in site power only"""
+    inventory: tuple[InventoryFile, ...] = ()
+    """the site's inventory files as loaded (``site.inventory``): hosts' serials, MACs and BMC secret names;
+    ask :func:`clusterctl.plan.host_identity.host_identities`"""
 
     # --- settings the plan carries unchanged ------------------------------------------------------------------
     # What the blueprint states and the plan decides nothing about (a partition's time limit, a tier's mount, a

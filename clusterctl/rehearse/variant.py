@@ -235,7 +235,7 @@ def rehearsed_plan(path: Path, plan: ClusterPlan, image: Image,
         adjust(variant)
     try:
         rehearsed = expand(load_blueprint_text(yamlout.body(variant.data, dumper=yamlout.PureDumper),
-                                               f"{path} (as rehearsed)"))
+                                               f"{path} (as rehearsed)", path.parent))
     except BlueprintError as exc:
         raise RehearsalError(f"{path}: cannot be rehearsed on this machine: {exc}",
                              "see docs/rehearse.md, 'The blueprint as rehearsed'") from None

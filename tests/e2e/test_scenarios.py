@@ -6,10 +6,12 @@ nothing of a rehearsal is left behind."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from clusterctl.rehearse.node.state import load
 from tests.e2e.conftest import steps
@@ -23,7 +25,8 @@ REPO = Path(__file__).resolve().parents[2]
 def blueprint_copy(tmp: Path, name: str, cidr: str, compute_prefix: str = "") -> Path:
     """``blueprints/NAME`` with its in-band network at ``cidr`` (10.10.0.0/24 is the lab rehearsal's) and, with
     ``compute_prefix``, its compute hosts gpu01-02 renamed PREFIXgpu01-02 (a rehearsal beside the lab's must not
-    share its slurm_<node> cgroups: tests/conftest.py, XDIST_GROUPS)."""
+    share its slurm_<node> cgroups: tests/conftest.py, XDIST_GROUPS). The inventory files its ``site.inventory``
+    names are copied beside it, their gpu rows renamed the same way."""
     text = (REPO / "blueprints" / name).read_text()
     assert "10.10.0.0/24" in text
     text = text.replace("10.10.0.0/24", cidr)
@@ -32,6 +35,9 @@ def blueprint_copy(tmp: Path, name: str, cidr: str, compute_prefix: str = "") ->
         text = text.replace('hostnames: "gpu[01-02]"', f'hostnames: "{compute_prefix}gpu[01-02]"')
     path = tmp / name
     path.write_text(text)
+    for inventory in (yaml.safe_load(text).get("site") or {}).get("inventory", []):
+        rows = (REPO / "blueprints" / inventory).read_text()  # docs/inventory.md: the hosts renamed alike
+        (tmp / inventory).write_text(re.sub(r"^gpu", f"{compute_prefix}gpu", rows, flags=re.MULTILINE))
     return path
 
 
