@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from clusterctl.hostlist import HostlistError
 from clusterctl.plan.model import ClusterPlan
 
-TARGETS = ("slurm", "nccl", "ansible", "testinfra", "switches", "subnet_manager", "nvlink", "cloud_node", "pulumi")
+TARGETS = ("slurm", "nccl", "ansible", "testinfra", "switches", "subnet_manager", "nvlink", "cloud_node", "pulumi",
+           "handoff")
 """in render order; ``--target`` selects a subset"""
 
 
@@ -33,9 +34,10 @@ class RenderError(ValueError):
 
 
 def render_targets(plan: ClusterPlan, names: Iterable[str] | None = None,
-                   switches: frozenset[str] | None = None) -> dict[str, str]:
+                   switches: frozenset[str] | None = None, cabling: bool = False) -> dict[str, str]:
     """All files of the selected targets, keyed by their path relative to the output directory. ``switches``:
-    the switches target writes these switches' directories whatever the blueprint's size (``render --switches``)."""
+    the switches target writes these switches' directories whatever the blueprint's size (``render --switches``);
+    ``cabling``: the handoff target writes every fabric's cabling sheet whatever its size (``render --cabling``)."""
     selected = list(names) if names else list(TARGETS)
     files: dict[str, str] = {}
     for name in selected:
@@ -43,7 +45,12 @@ def render_targets(plan: ClusterPlan, names: Iterable[str] | None = None,
             raise UnknownTarget(name)
         module = importlib.import_module(f"clusterctl.targets.{name}")
         try:
-            rendered = module.render(plan, switches) if name == "switches" and switches else module.render(plan)
+            if name == "switches" and switches:
+                rendered = module.render(plan, switches)
+            elif name == "handoff" and cabling:
+                rendered = module.render(plan, cabling=True)
+            else:
+                rendered = module.render(plan)
         except HostlistError as exc:  # a name the model let through that no host list can hold
             raise RenderError(f"{name} target: {exc}") from None
         for path, text in rendered.items():
