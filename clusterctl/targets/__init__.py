@@ -34,10 +34,11 @@ class RenderError(ValueError):
 
 
 def render_targets(plan: ClusterPlan, names: Iterable[str] | None = None,
-                   switches: frozenset[str] | None = None, cabling: bool = False) -> dict[str, str]:
+                   switches: frozenset[str] | None = None, handoff_all: bool = False) -> dict[str, str]:
     """All files of the selected targets, keyed by their path relative to the output directory. ``switches``:
     the switches target writes these switches' directories whatever the blueprint's size (``render --switches``);
-    ``cabling``: the handoff target writes every fabric's cabling sheet whatever its size (``render --cabling``)."""
+    ``handoff_all``: the handoff target writes its per-node and per-cable files whatever the blueprint's size
+    (``render --handoff-all``)."""
     selected = list(names) if names else list(TARGETS)
     files: dict[str, str] = {}
     for name in selected:
@@ -47,8 +48,8 @@ def render_targets(plan: ClusterPlan, names: Iterable[str] | None = None,
         try:
             if name == "switches" and switches:
                 rendered = module.render(plan, switches)
-            elif name == "handoff" and cabling:
-                rendered = module.render(plan, cabling=True)
+            elif name == "handoff" and handoff_all:
+                rendered = module.render(plan, full=True)
             else:
                 rendered = module.render(plan)
         except HostlistError as exc:  # a name the model let through that no host list can hold

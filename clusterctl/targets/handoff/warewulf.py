@@ -36,9 +36,8 @@ from clusterctl.yamlout import comment, dump
 
 BASE_PROFILE = "default"
 """the profile a Warewulf v4.6 installation creates with its defaults (overlays, kernel arguments; release notes
-"The default profile"): every group's profile includes it"""
-GROUP_PROFILE_SUFFIX = "-group"
-"""appended to a node group named like the base profile, so its profile does not include itself"""
+"The default profile"): every group's profile, named as the group, includes it (no group is named ``default``:
+the loader refuses the Slurm keyword as a group name)"""
 INBAND_NETNAME = "default"
 """Warewulf's name of a node's first network (``wwctl node set`` without ``--netname``)"""
 
@@ -58,11 +57,6 @@ class _Records:
                 self.bmc.setdefault(r.owner, (r.address, r.pool))
             elif r.kind == "ipoib":
                 self.ipoib.setdefault(r.owner, []).append((r.address, r.pool))
-
-
-def profile_name(g: GroupPlan) -> str:
-    """The group's Warewulf profile: its name (``default`` + :data:`GROUP_PROFILE_SUFFIX` for a group so named)."""
-    return g.name + GROUP_PROFILE_SUFFIX if g.name == BASE_PROFILE else g.name
 
 
 def _netmasks(plan: ClusterPlan) -> dict[str, str]:
@@ -89,7 +83,7 @@ def _profile(plan: ClusterPlan, g: GroupPlan, records: _Records, masks: Mapping[
 
 def _node(g: GroupPlan, host: str, records: _Records, identity: HostIdentity | None,
           inband_device: str | None, ib_devices: tuple[str, ...]) -> dict:
-    node: dict = {"profiles": [profile_name(g)]}
+    node: dict = {"profiles": [g.name]}
     devices: dict = {}
     if host in records.inband:
         default: dict = {}
@@ -122,7 +116,7 @@ def nodes_conf(plan: ClusterPlan) -> str:
     profiles: dict = {}
     nodes: dict = {}
     for g in groups:
-        profiles[profile_name(g)] = _profile(plan, g, records, masks)
+        profiles[g.name] = _profile(plan, g, records, masks)
         inband = netdevs(role_ports(plan, g.type, "inband"))
         inband_device = inband[0] if inband and len(inband) == 1 else None
         ib_devices = tuple(p.netdev or "" for p in role_ports(plan, g.type, "compute"))
