@@ -34,7 +34,10 @@ def bare_metal_nodes(plan: ClusterPlan) -> int:
 
 
 def render(plan: ClusterPlan, full: bool = False) -> dict[str, str]:
-    """The hand-off files; ``full``: the registry and the sheets whatever the blueprint's size."""
+    """The hand-off files; ``full``: the registry and the sheets whatever the blueprint's size. None for a cloud
+    blueprint: the provider provisions its instances (docs/cloud.md)."""
+    if not bare_metal_nodes(plan):
+        return {}
     files = {"handoff/nvidia/siteinfo.yaml": siteinfo(plan)}
     if full or bare_metal_nodes(plan) <= WAREWULF_NODE_LIMIT:
         files["handoff/warewulf/nodes.conf"] = nodes_conf(plan)

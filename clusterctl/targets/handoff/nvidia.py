@@ -142,8 +142,9 @@ def siteinfo(plan: ClusterPlan) -> str:
     else:
         notes.append("dgx_type: not set, the guide documents gb200 and gb300 and this blueprint's GPU nodes are "
                      "neither (or several kinds)")
-    if plan.site.time_servers:
-        data["time_servers"] = [str(s) for s in plan.site.time_servers]
+    time_servers = plan.site.time_servers if plan.site is not None else []
+    if time_servers:
+        data["time_servers"] = [str(s) for s in time_servers]
     else:
         notes.append("time_servers: not set, the blueprint names no site.time_servers")
     networking = {key: cidr for key, cidr in (("oob_prefix", _pool_cidr(plan, "bmc")),
