@@ -131,3 +131,20 @@ def test_switch_port_names_follow_the_cvt_examples():
     eth = next(f for f in plan_of(shipped("lab-ha")).fabrics if f.kind == "ethernet")
     assert [nvidia._switch_port(ib, p) for p in ("P3", "P3/2")] == ["3", "3/2"]
     assert [nvidia._switch_port(eth, p) for p in ("P3", "P3/2")] == ["swp3", "swp3s1"]
+
+
+WAREWULF_KEYS = {"comment", "profiles", "network devices", "primary network", "ipmi", "tags"}
+"""the node and profile keys of Warewulf v4.6 nodes.conf this target writes (user guide "Cluster Nodes" import
+example; v4.6.0 release notes "Profiles")"""
+NETDEV_KEYS = {"type", "device", "hwaddr", "ipaddr", "netmask"}
+IPMI_KEYS = {"ipaddr", "netmask"}
+
+
+def test_nodes_conf_uses_only_documented_warewulf_keys():
+    for name in ("lab-ha", "dgx-h100-superpod-1su"):  # BMCs and MACs; IPoIB (goldens pin the others)
+        conf = yaml.safe_load(handoff.render(plan_of(shipped(name)))["handoff/warewulf/nodes.conf"])
+        for entry in [*conf["nodeprofiles"].values(), *conf["nodes"].values()]:
+            assert set(entry) <= WAREWULF_KEYS, name
+            for device in entry.get("network devices", {}).values():
+                assert set(device) <= NETDEV_KEYS, name
+            assert set(entry.get("ipmi", {})) <= IPMI_KEYS, name
