@@ -8,12 +8,14 @@ Exit codes: clusterctl/exit_codes.py (docs/cli.md): 0 valid (warnings allowed), 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from typer.core import TyperGroup
 
 from clusterctl import __version__
 from clusterctl.blueprint.load import did_you_mean, load_blueprint
@@ -485,11 +487,19 @@ def init(
     if preset is not None and preset not in presets:
         raise _misuse(f"unknown preset '{preset}'", did_you_mean(preset, presets) or
                       f"one of {', '.join(sorted(presets))} (clusterctl init --list)")
-    from clusterctl.starter import StarterError, starter_blueprint, write_blueprint_file
+    from clusterctl.starter import StarterError, preset_inventories, starter_blueprint, write_blueprint_file
 
     try:  # a missing directory, a link (dangling or not) or an existing file: exit 2, nothing created
         if preset is not None:
+            inventories = preset_inventories(presets[preset])
+            existing = [p for p in (output.parent / n for n in inventories) if os.path.lexists(p)]
+            if existing and not force:  # the blueprint is not written when its inventory cannot be
+                raise StarterError(f"{existing[0]} exists", "pass --force to overwrite")
             write_blueprint_file(output, presets[preset].read_bytes(), force=force)
+            for name in inventories:  # site.inventory: the files beside the blueprint
+                write_blueprint_file(output.parent / name, (presets[preset].parent / name).read_bytes(), force=force)
+                _err(f"wrote {output.parent / name}, the preset's example inventory: put your hosts' serials and "
+                     "MACs in it (docs/inventory.md)")
             _err(f"wrote {output} from preset {preset}; next: clusterctl validate {output}")
             return
         write_blueprint_file(output, starter_blueprint(gpus, gpu, fabric).encode(), force=force)
@@ -511,7 +521,67 @@ def _presets_listing(presets: dict[str, Path]) -> str:
         f"  {n.ljust(width)}  {d}" for n, d in rows)
 
 
-@app.command()
+class _InventoryGroup(TyperGroup):
+    """``clusterctl inventory``: ``template`` and ``cloud``; a first argument that names no subcommand is the cloud
+    form's blueprint, so ``clusterctl inventory BLUEPRINT --from-pulumi ...`` (its spelling before issue 28)
+    still works."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["cloud", *args]
+        return super().parse_args(ctx, args)
+
+
+inventory_app = typer.Typer(cls=_InventoryGroup, no_args_is_help=True,
+                            help="The site's per-host inventory CSV (template), or a deployed cloud cluster's "
+                                 "Ansible inventory (cloud; `clusterctl inventory BLUEPRINT --from-pulumi ...`).")
+app.add_typer(inventory_app, name="inventory")
+
+
+@inventory_app.command("template")
+def inventory_template(
+    blueprint: Annotated[Path, typer.Argument(help="blueprint YAML file")],
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="CSV file to write (default: stdout)")] = None,
+    group: Annotated[Optional[list[str]], typer.Option(help="only this node group's hosts (repeat); for a site "
+                                                             "whose inventory is split over several files")] = None,
+    force: Annotated[bool, typer.Option(help="overwrite an existing file that is not one of the blueprint's "
+                                             "inventory files")] = False,
+) -> None:
+    """Write the per-host inventory CSV a site fills in (docs/inventory.md): one row per planned on-prem host,
+    the values of the blueprint's inventory files kept."""
+    from clusterctl.plan import expand
+    from clusterctl.starter import StarterError, write_blueprint_file
+    from clusterctl.targets.inventory_template import TemplateTooLarge, template_hosts
+    from clusterctl.targets.inventory_template import inventory_template as template_text
+
+    try:
+        loaded = load_blueprint(blueprint)
+        plan = expand(loaded)
+    except BlueprintError as exc:
+        _report_unreadable(exc, Format.human)
+        raise typer.Exit(EXIT_UNREADABLE) from None
+    unknown = [g for g in group or [] if plan.group(g) is None]
+    if unknown:
+        raise _misuse(f"--group {unknown[0]}: no such node group", did_you_mean(unknown[0], [g.name for g in plan.groups])
+                      or f"one of {', '.join(g.name for g in plan.groups)}")
+    try:
+        text = template_text(plan, group or ())
+    except TemplateTooLarge as exc:
+        raise _misuse(str(exc), "write one file per node group (--group NAME -o FILE) and list them all in "
+                                "site.inventory") from None
+    if output is None:
+        sys.stdout.write(text)
+        return
+    own = {Path(inv.source.file).resolve() for inv in loaded.inventory}
+    try:  # one of the blueprint's own inventory files is rewritten in place: its values are in the template
+        write_blueprint_file(output, text.encode(), force=force or output.resolve() in own)
+    except StarterError as exc:
+        raise _misuse(str(exc), exc.hint) from None
+    _err(f"wrote {output}: {len(template_hosts(plan, group or ())):,} hosts; fill it in, name it in site.inventory and run "
+         f"clusterctl validate {blueprint}")
+
+
+@inventory_app.command("cloud")
 def inventory(
     blueprint: Annotated[Path, typer.Argument(help="blueprint YAML file")],
     from_pulumi: Annotated[Path, typer.Option("--from-pulumi", help="`pulumi stack output --json --show-secrets` of the rendered project")],

@@ -18,6 +18,8 @@ import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import yaml
+
 from clusterctl.blueprint.load import did_you_mean, load_blueprint_text
 from clusterctl.catalog import Catalog, load_shipped_catalog
 from clusterctl.plan import ClusterPlan, expand
@@ -54,6 +56,13 @@ class StarterError(ValueError):
     def __init__(self, message: str, hint: str) -> None:
         super().__init__(message)
         self.hint = hint
+
+
+def preset_inventories(preset: Path) -> list[str]:
+    """The inventory files the shipped blueprint ``preset`` names (``site.inventory``), which ``init`` copies beside
+    the blueprint it writes."""
+    data = yaml.safe_load(preset.read_text()) or {}
+    return list((data.get("site") or {}).get("inventory") or [])
 
 
 def write_blueprint_file(path: Path, data: bytes, *, force: bool) -> None:

@@ -17,6 +17,9 @@ from clusterctl.rules import run_rules
 
 REPO = Path(__file__).resolve().parent.parent
 BLUEPRINTS = REPO / "blueprints"
+INVENTORY_DIR = BLUEPRINTS
+"""where :func:`plan_of` reads the inventory files a blueprint names (site.inventory): the shipped ones'; a test of
+other inventories points it at its own directory (monkeypatch)"""
 BROKEN = Path("tests/blueprints/broken")
 """broken blueprints, relative to the repository (the CLI prints paths as given)"""
 
@@ -44,7 +47,7 @@ def to_yaml(data: dict) -> str:
 
 
 def plan_of(data: dict):
-    return expand(load_blueprint_text(to_yaml(data), "test.yaml", BLUEPRINTS))
+    return expand(load_blueprint_text(to_yaml(data), "test.yaml", INVENTORY_DIR))
 
 
 def run(data: dict):

@@ -216,6 +216,7 @@ def lab_extended() -> dict:
     data["slurm"].update(cluster_name="lab_2node", accounting_host="head01", accounting_backup_host="gpu01",
                          database_host="db01", database_ca="/etc/ssl/certs/db01-ca.pem")
     data["site"]["time_servers"] = ["ntp1.example.org"]
+    data["site"]["inventory"] = ["lab-2node-inventory.csv"]  # in INVENTORIES
     data["slurm"]["partitions"][0]["max_time"] = "7-00:00:00"
     data["slurm"]["rollout"] = {"pull": {"source": "https://git.example.com/cluster/lab.git", "ref": "release/1"}}
     data["software"].update(nccl="2.21.5", doca="2.7.0")
@@ -417,9 +418,13 @@ def to_yaml(data: dict) -> str:
 _CATALOG = load_shipped_catalog()
 
 
+INVENTORIES = REPO / "tests" / "blueprints" / "inventory"
+"""where the base blueprints' site.inventory files are (lab-extended names one)"""
+
+
 def plan_data(data: dict):
     """Load and expand, as `validate` does (the shipped catalog read once for the whole module)."""
-    return expand(load_blueprint_text(to_yaml(data), "bp.yaml"), catalog=_CATALOG)
+    return expand(load_blueprint_text(to_yaml(data), "bp.yaml", INVENTORIES), catalog=_CATALOG)
 
 
 def refused(site: Site, field: str, payload: str, place: str) -> tuple[bool, dict]:
