@@ -7,7 +7,8 @@ Refresh after an intended change with:
 and review the diff like code. Under ``CI`` the variable fails the test instead (tests/conftest.py,
 refresh_requested): CI only compares. The Ansible roles copied into ``ansible/roles/`` and the node programs copied into
 ``cloud/bin/`` are not stored again here; separate tests check they are byte-identical copies of the top-level
-``roles/`` and of ``clusterctl/cloud/node/``.
+``roles/`` and of ``clusterctl/cloud/node/``. The 100k-GPU blueprint's switch files and DNS zones (tens of MB) are
+stored as sha256 manifests (``switches.sha256``, ``dns/zones.sha256``).
 """
 
 from __future__ import annotations
@@ -33,16 +34,19 @@ def rendered(name: str) -> dict[str, str]:
 
 
 HASHED = ("frontier-3tier-100k",)
-"""blueprints whose switches/ files are stored as a sha256 manifest (the module docstring)"""
+"""blueprints whose switches/ files and DNS zones are stored as sha256 manifests (the module docstring)"""
+HASHED_DIRS = {"switches/": "switches.sha256", "dns/zones/": "dns/zones.sha256"}
+"""the directories of a HASHED blueprint stored as a manifest (17 MB of zones for the 100k-GPU blueprint)"""
 
 
 def stored(files: dict[str, str], name: str = "") -> dict[str, str]:
     out = {p: t for p, t in files.items() if not p.startswith(("ansible/roles/", "cloud/bin/"))}
     if name in HASHED:
-        hashed = sorted(p for p in out if p.startswith("switches/"))
-        lines = [f"{hashlib.sha256(out.pop(p).encode()).hexdigest()}  {p}\n" for p in hashed]
-        if lines:
-            out["switches.sha256"] = "".join(lines)
+        for prefix, manifest in HASHED_DIRS.items():
+            hashed = sorted(p for p in out if p.startswith(prefix))
+            lines = [f"{hashlib.sha256(out.pop(p).encode()).hexdigest()}  {p}\n" for p in hashed]
+            if lines:
+                out[manifest] = "".join(lines)
     return out
 
 

@@ -2,12 +2,13 @@
 
 ``plan/expand.py`` sizes every address pool and gives each node group a consecutive block of it (``AddressPool``:
 the first assignable address after the network address and the ``reserved`` ones, then per group a first
-slot and the addresses per host, then the switches' management ports on an ``mgmt`` pool). The Ansible hosts
+slot and the addresses per host, then the switches' management ports and the racks' PDUs and CDUs on an ``mgmt``
+pool). The Ansible hosts
 file, the RoCE addresses and ``clusterctl inventory`` compute addresses forwards from that; :func:`holder` goes
 the other way: from an address to the pool, the slot and the host, in a few integer operations per pool, with
 no table of every address (a 100,000-node plan has none).
 
-An address is *allocated* when the plan gives it to a node's NIC or a switch's management port, or it is the
+An address is *allocated* when the plan gives it to a node's NIC, a switch's, PDU's or CDU's management port, or it is the
 network or broadcast address of an IPv4 pool (prefixes shorter than /31). The ``reserved`` block at the start
 of a pool and the addresses after the last allocated one are not allocated: they are the site's, for
 gateways, VIPs and appliances such as storage servers. Nor are the slots of cloud node groups: the provider
@@ -18,9 +19,11 @@ provider's network can hold it.
 from __future__ import annotations
 
 import ipaddress
+import itertools
 from dataclasses import dataclass
 
 from clusterctl import hostlist
+from clusterctl.plan.devices import management_devices_of
 from clusterctl.plan.model import AddressPool, ClusterPlan, GroupPlan
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -117,6 +120,13 @@ def _in_pool(plan: ClusterPlan, pool: AddressPool, address: Address) -> Holder |
                     return Holder(pool, f"{side} host {name} (node group {group.name}, {role} NIC {port})")
             nic = f"{role} NIC {port}" if per_host > 1 and not (pool.point_to_point and per_host == 2) else f"{role} NIC"
             return Holder(pool, f"host {name} (node group {group.name}, {nic})", name)
+    if pool.device_offset >= 0 and slot >= pool.device_offset:
+        devices = management_devices_of(plan.racks, plan.blueprint.rack_profiles, plan.cooling.cdus)
+        found = next(itertools.islice(devices, slot - pool.device_offset, None), None)
+        if found is not None:
+            name, kind, owner = found
+            what = f"PDU {name} of rack {owner}" if kind == "pdu" else f"CDU {name}"
+            return Holder(pool, f"{what} (management port)", name)
     if pool.switch_offset >= 0 and slot >= pool.switch_offset:
         name = _switch_name(plan, slot - pool.switch_offset)
         if name is not None:

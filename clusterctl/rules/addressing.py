@@ -31,7 +31,7 @@ def _what(pool: AddressPool) -> str:
     if pool.role == "loopback":
         return "switch loopbacks"
     if pool.role == "mgmt":
-        return "management ports (hosts and switches)"
+        return "management ports (hosts, switches, rack PDUs and CDUs)"
     return "hosts"
 
 
@@ -39,7 +39,7 @@ def _what(pool: AddressPool) -> str:
 def pool_capacity(plan: ClusterPlan) -> Iterator[Hit]:
     """Every address pool must hold an address for each port of its role: one per host for inband
     and bmc, one per NIC port for storage and compute (two, a /31, when a routed RoCE fabric attaches
-    the role), and hosts plus every switch's management port for mgmt. Usable addresses exclude the network and broadcast addresses (IPv4 prefixes shorter
+    the role), and hosts plus every switch's, rack PDU's (one per power feed) and CDU's management port for mgmt. Usable addresses exclude the network and broadcast addresses (IPv4 prefixes shorter
     than /31) and the pool's ``reserved`` addresses (gateways, VIPs, DHCP ranges). A pool that runs out
     is found when the last rack is cabled, and renumbering a cluster is a maintenance window."""
     for pool in plan.addresses:

@@ -14,6 +14,7 @@ from clusterctl.names import HINT, ansible_group_name, suspect, why_not_a_name
 from clusterctl.plan.inventory_groups import group_name_clashes
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.roles import slurm_roles
+from clusterctl.plan.site_records import name_refusals
 from clusterctl.rules.base import Hit, Severity, rule
 
 _LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
@@ -326,3 +327,16 @@ def inventory_group_names(plan: ClusterPlan) -> Iterator[Hit]:
     for g, what in group_name_clashes(plan):
         yield Hit(g.path + ("name",), f"node group {g.name} has the name of the Ansible group of {what}",
                   "rename the node group")
+
+
+@rule("NAME009", "naming", Severity.ERROR, "planned DNS name that is no label or names two addresses",
+      suppressible=False)
+def dns_names(plan: ClusterPlan) -> Iterator[Hit]:
+    """Every planned address gets a DNS name (docs/network.md, "Names": ``gpu01``, ``gpu01-bmc``, ``gpu01-ib0``,
+    ``gpu01-rail0``, ``gpu01-stor0``, switch names, ``<switch>-lo``, ``<rack>-pdu<k>``, CDU names), written into
+    the zone files the head nodes serve. A name that is no RFC 1035 label (a rack or CDU named with ``_`` or
+    ``.``, a 60-character host name plus ``-bmc``) cannot be written, and one name for two addresses (a host
+    named ``gpu01-bmc`` next to gpu01's BMC; compared ignoring case, as DNS does) would answer for the wrong
+    device. The dns target refuses the same (:func:`clusterctl.plan.site_records.name_refusals`, which both ask)."""
+    for refusal in name_refusals(plan):
+        yield Hit(refusal.path, refusal.message, refusal.hint)

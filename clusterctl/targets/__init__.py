@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from clusterctl.hostlist import HostlistError
 from clusterctl.plan.model import ClusterPlan
 
-TARGETS = ("slurm", "nccl", "ansible", "testinfra", "switches", "subnet_manager", "nvlink", "cloud_node", "pulumi",
-           "handoff")
+TARGETS = ("slurm", "nccl", "ansible", "testinfra", "switches", "subnet_manager", "dns", "nvlink", "cloud_node",
+           "pulumi", "handoff")
 """in render order; ``--target`` selects a subset"""
 
 

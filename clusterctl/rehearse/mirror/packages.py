@@ -7,9 +7,11 @@ list cannot drift from the roles.
 
 from __future__ import annotations
 
-COMMON = ("munge", "chrony", "logrotate", "nfs-common", "mariadb-server", "ansible-core", "git")
+COMMON = ("munge", "chrony", "logrotate", "nfs-common", "mariadb-server", "ansible-core", "git", "unbound",
+          "bind9-dnsutils")
 """every install kind: munge (munge role), chrony and logrotate (common), nfs-common (storage_clients),
-mariadb-server (slurmdbd's database), ansible-core and git (ansible_pull); the PMIx package is the plan's
+mariadb-server (slurmdbd's database), ansible-core and git (ansible_pull), unbound (dns_server, on the
+controllers), bind9-dnsutils (dig: the day0 scenario's forward and reverse queries); the PMIx package is the plan's
 (``clusterctl/plan/slurm.pmix_packages``: which one depends on the release and the OS)"""
 
 SLURM = {

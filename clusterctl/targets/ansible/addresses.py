@@ -9,6 +9,7 @@ from functools import partial
 from clusterctl import hostlist
 from clusterctl.plan.allocations import address_text, group_block
 from clusterctl.plan.model import ClusterPlan, GroupPlan
+from clusterctl.plan.site_records import management_devices
 from clusterctl.targets import RenderError
 from clusterctl.targets.ansible.node_files import HOSTS_MARKER
 from clusterctl.targets.common import at, conf_value, header
@@ -58,15 +59,7 @@ def hosts_file(plan: ClusterPlan) -> str:
     mgmt = next((p for p in plan.addresses if p.role == "mgmt" and p.switch_offset >= 0), None)
     if mgmt is not None:
         lines.append(f"# switches: management addresses from pool {comment(mgmt.name)} ({comment(mgmt.cidr)})")
-        net = ipaddress.ip_network(mgmt.cidr)
-        base = int(net.network_address) + mgmt.first_host_offset
-        fmt = partial(address_text, net.version)
-        slot = mgmt.switch_offset
-        for f in plan.fabrics:
-            what = f"switch name in fabric {f.name}"
-            for tier in f.tiers:
-                for name in hostlist.expand(tier.names):
-                    if slot < mgmt.capacity:
-                        lines.append(f"{fmt(base + slot)} {conf_value(name, what)}")
-                    slot += 1
+        fabric_of = {name: f.name for f in plan.fabrics for tier in f.tiers for name in hostlist.expand(tier.names)}
+        lines.extend(f"{r.address} {conf_value(r.name, f'switch name in fabric {fabric_of[r.owner]}')}"
+                     for r in management_devices(plan) if r.kind == "switch")
     return "\n".join(lines) + "\n"

@@ -10,6 +10,7 @@ from clusterctl.cloud.stack.gpudirect import RXDM_ROLE, needs_rxdm
 from clusterctl.plan.cloud import elastic_groups
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.nvlink import imex_configured
+from clusterctl.plan.site_records import name_servers
 from clusterctl.plan.subnet_manager import opensm_hosts
 from clusterctl.targets import roce
 from clusterctl.targets.ansible import host_network
@@ -59,6 +60,13 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
     slurm = plan.slurm is not None
     out = guard_plays(plan)
     out.append(Play("Base configuration of every node", "all", ["common"]))
+    servers = name_servers(plan)
+    if servers:  # the zones every node resolves through, then the nodes' resolvers (docs/network.md, "DNS")
+        out.append(Play("Name servers of the cluster's zones (unbound)", ",".join(s.name for s in servers),
+                        ["dns_server"], comment="the forward and reverse zones of every planned address: dns/",
+                        named_by_blueprint=True))
+        out.append(Play("Every node resolves through the cluster's name servers", "all", ["dns_client"],
+                        comment="the /etc/hosts block of the common role stays the fallback"))
     if nfs_exports(plan):
         out.append(Play("NFS server on the cluster's own nodes", "nfs_servers", ["nfs_server"],
                         comment="before every play that mounts an NFS tier (storage_clients)"))
