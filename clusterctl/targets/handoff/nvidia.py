@@ -151,8 +151,10 @@ def siteinfo(plan: ClusterPlan) -> str:
                                               ("data_prefix", _pool_cidr(plan, "inband")),
                                               ("storage_prefix", _pool_cidr(plan, "storage", True)))
                   if cidr is not None}
-    notes += [f"networking.{key}: the {what} pool" for key, what in
-              (("oob_prefix", "BMC"), ("data_prefix", "in-band"), ("storage_prefix", "point-to-point storage"))
+    notes += [f"networking.{key}: {what}" for key, what in
+              (("oob_prefix", "the BMC pool (the switches', PDUs' and CDUs' management pool is another one, which "
+                              "this key cannot also hold)"),
+               ("data_prefix", "the in-band pool"), ("storage_prefix", "the point-to-point storage pool"))
               if key in networking]
     if networking:
         data["networking"] = networking
