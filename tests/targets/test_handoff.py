@@ -134,8 +134,8 @@ def test_switch_port_names_follow_the_cvt_examples():
 
 
 WAREWULF_KEYS = {"comment", "profiles", "network devices", "primary network", "ipmi", "tags"}
-"""the node and profile keys of Warewulf v4.6 nodes.conf this target writes (user guide "Cluster Nodes" import
-example; v4.6.0 release notes "Profiles")"""
+"""the node and profile keys of Warewulf v4.6 nodes.conf this target writes: YAML keys of ``Profile`` (which
+``Node`` inlines), ``NetDev`` and ``IpmiConf`` in Warewulf v4.6.5's internal/pkg/node/datastructure.go"""
 NETDEV_KEYS = {"type", "device", "hwaddr", "ipaddr", "netmask"}
 IPMI_KEYS = {"ipaddr", "netmask"}
 

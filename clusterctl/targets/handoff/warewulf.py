@@ -13,8 +13,10 @@ Format sources (Warewulf user guide for v4.6, the warewulf/warewulf repository's
   include other profiles;
 - "Network Interfaces" (``nodes/network.rst``): one interface per ``--netname``, an InfiniBand one with
   ``--type=infiniband``;
-- "IPMI" (``nodes/ipmi.rst``) and the node data structure (``internal/pkg/node/datastructure.go``, ``IpmiConf``):
-  the ``ipmi`` keys ``ipaddr``, ``netmask``, ``gateway``, ``interface``, ``username``, ``password``.
+- "IPMI" (``nodes/ipmi.rst``) and the node data structure at tag v4.6.5 (``internal/pkg/node/datastructure.go``:
+  the YAML keys of ``NodesYaml``, ``Profile``, ``IpmiConf`` and ``NetDev``; every key written here is one of them);
+- the v4.6.5 NetworkManager overlay (``ww4-managed.ww``), which configures a network device of ``type: infiniband``
+  as an InfiniBand connection.
 
 Warewulf keeps the BMC user name and password in ``nodes.conf`` itself (``ipmi.username``/``ipmi.password``). They
 are never written here: the site sets them from its vault with ``wwctl profile set <profile> --ipmiuser ...
