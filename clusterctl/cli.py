@@ -177,6 +177,10 @@ def render(
     switches: Annotated[Optional[str], typer.Option(
         help="host list of routed switches (or 'all') whose startup directories to write, for blueprints over "
              "1,024 routed switches, which render one table per tier instead (docs/roce.md); implies --target switches")] = None,
+    handoff_all: Annotated[bool, typer.Option(
+        help="write Warewulf's nodes.conf and every fabric's cabling sheet (handoff/) whatever the blueprint's size: "
+             "over 4,096 nodes or 20,000 cables they are written only when asked (docs/handoff.md); implies "
+             "--target handoff")] = False,
 ) -> None:
     """Render the deployable files. A blueprint with error findings is refused and nothing is written."""
     from clusterctl.targets import TARGETS, RenderError, render_targets
@@ -193,8 +197,10 @@ def render(
     only = _switches_asked(v.plan, switches) if switches is not None else None
     if only is not None and "switches" not in names:
         names.append("switches")
+    if handoff_all and "handoff" not in names:
+        names.append("handoff")
     try:
-        files = render_targets(v.plan, names or None, only)
+        files = render_targets(v.plan, names or None, only, handoff_all)
     except RenderError as exc:
         raise _render_refused(loaded, exc) from None
     from clusterctl.targets.cloud_node import EXECUTABLE as CLOUD_PROGRAMS

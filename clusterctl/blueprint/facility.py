@@ -54,8 +54,6 @@ class Site(StrictModel):
     dns_servers: list[IpAddress] = Field(default_factory=list, max_length=16)
     """upstream resolvers (addresses) the head nodes forward every other name to; empty: they answer for the
     cluster's zones only (an air-gapped site)"""
-    provisioner: Provisioner | None = None
-    """the network installer whose boot parameters DHCP hands out (PXE and UEFI HTTP boot); absent: none"""
     inventory: list[RelativeFile] = Field(default_factory=list, max_length=INVENTORY_MAX_FILES)
     """per-host inventory CSV files (serial, in-band and BMC MACs, the vault variable holding the BMC
     credentials), paths relative to the blueprint's directory and inside it, read when the blueprint is loaded:

@@ -14,7 +14,7 @@ from clusterctl.hostlist import HostlistError
 from clusterctl.plan.model import ClusterPlan
 
 TARGETS = ("slurm", "nccl", "ansible", "bmc", "testinfra", "switches", "subnet_manager", "dns", "nvlink", "cloud_node",
-           "pulumi", "dhcp")
+           "pulumi", "dhcp", "handoff")
 """in render order; ``--target`` selects a subset"""
 
 
@@ -34,9 +34,11 @@ class RenderError(ValueError):
 
 
 def render_targets(plan: ClusterPlan, names: Iterable[str] | None = None,
-                   switches: frozenset[str] | None = None) -> dict[str, str]:
+                   switches: frozenset[str] | None = None, handoff_all: bool = False) -> dict[str, str]:
     """All files of the selected targets, keyed by their path relative to the output directory. ``switches``:
-    the switches target writes these switches' directories whatever the blueprint's size (``render --switches``)."""
+    the switches target writes these switches' directories whatever the blueprint's size (``render --switches``);
+    ``handoff_all``: the handoff target writes its per-node and per-cable files whatever the blueprint's size
+    (``render --handoff-all``)."""
     selected = list(names) if names else list(TARGETS)
     files: dict[str, str] = {}
     for name in selected:
@@ -44,7 +46,12 @@ def render_targets(plan: ClusterPlan, names: Iterable[str] | None = None,
             raise UnknownTarget(name)
         module = importlib.import_module(f"clusterctl.targets.{name}")
         try:
-            rendered = module.render(plan, switches) if name == "switches" and switches else module.render(plan)
+            if name == "switches" and switches:
+                rendered = module.render(plan, switches)
+            elif name == "handoff" and handoff_all:
+                rendered = module.render(plan, full=True)
+            else:
+                rendered = module.render(plan)
         except HostlistError as exc:  # a name the model let through that no host list can hold
             raise RenderError(f"{name} target: {exc}") from None
         for path, text in rendered.items():
