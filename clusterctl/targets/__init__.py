@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from clusterctl.hostlist import HostlistError
 from clusterctl.plan.model import ClusterPlan
 
-TARGETS = ("slurm", "nccl", "ansible", "testinfra", "switches", "subnet_manager", "nvlink", "cloud_node", "pulumi",
-           "dhcp")
+TARGETS = ("slurm", "nccl", "ansible", "testinfra", "switches", "subnet_manager", "nvlink", "dhcp", "cloud_node",
+           "pulumi")
 """in render order; ``--target`` selects a subset"""
 
 
