@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from clusterctl.hostlist import HostlistError
 from clusterctl.plan.model import ClusterPlan
 
-TARGETS = ("slurm", "nccl", "ansible", "bmc", "testinfra", "switches", "subnet_manager", "dns", "nvlink", "cloud_node",
-           "pulumi", "dhcp", "handoff")
+TARGETS = ("slurm", "nccl", "ansible", "bmc", "testinfra", "switches", "subnet_manager", "dns", "dhcp", "nvlink",
+           "handoff", "cloud_node", "pulumi")
 """in render order; ``--target`` selects a subset"""
 
 
