@@ -101,11 +101,6 @@ def test_names_resolve_forward_and_reverse_through_the_name_servers(host):
     assert host.check_output(f"getent hosts {address}").split()[1] == f"{name}.{DNS_DOMAIN}"
 
 
-@pytest.mark.services
-def test_unbound_serves_on_the_name_servers(host, require_group):
-    require_group("slurm_controllers")  # the name servers (plan/site_records.name_servers)
-    assert host.service("unbound").is_running
-
 
 # --- MUNGE and the Slurm configuration
 
