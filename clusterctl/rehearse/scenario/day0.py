@@ -19,6 +19,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -47,7 +49,7 @@ from clusterctl.rehearse.scenario.deploy import run_playbook
 from clusterctl.rehearse.scenario.needs import STATIC_COMPUTE
 from clusterctl.rehearse.scenario.observe import wait_for
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
-from clusterctl.targets.ansible.chrony import site_time_servers
+from clusterctl.targets.ansible.chrony import CHRONY_CONF, site_time_servers
 
 DHCP_TIMEOUT_S = 60.0
 """how long the power-cycled node may take to boot and get its address by DHCP"""
@@ -184,7 +186,7 @@ class Dhcp:
         problems = [why] if why else []
         if not why:
             for server in h.controllers:
-                problems += lease_problems(state, server, address, h.mac)
+                problems += lease_problems(state, server, address, h.mac, self.power.powered_on[h.target])
         record(h.target, HostOutcome(FAILED if problems else OK, took, "; ".join(problems) or
                                      f"{address} by DHCP for {h.mac} {took:.1f} s after power-on, leased by "
                                      f"{' and '.join(h.controllers)}", {"dhcp_seconds": round(took, 1)}))
@@ -218,10 +220,27 @@ class Dns:
                                      f"getent hosts {bmc.fqdn}: {' '.join(got) or 'not found'}"))
 
 
+def _is_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
 def controller_time_problems(state: State, h: Day0Hosts, host: str) -> list[str]:
-    """A controller's chrony sources: the other controllers as peers, the site's servers as servers."""
+    """A controller's chrony sources: the other controllers as peers, the site's servers given as addresses as
+    servers. A site server given by name cannot be a source in a rehearsal (nothing resolves or reaches it: the
+    cluster's DNS refuses names outside its zones): it must be a ``server`` line of the controller's chrony.conf."""
     peers = [address_of(state, c) for c in h.controllers if c != host]
-    return time_problems(host, time_sources(state, host), servers=h.time_servers, peers=peers)
+    literal = [s for s in h.time_servers if _is_address(s)]
+    problems = time_problems(host, time_sources(state, host), servers=literal, peers=peers)
+    named = [s for s in h.time_servers if not _is_address(s)]
+    if named:
+        conf = ssh(state, host, f"cat {CHRONY_CONF}").stdout
+        problems += [f"{host}: {CHRONY_CONF} names no server {n}" for n in named
+                     if not re.search(rf"(?m)^server {re.escape(n)}(\s|$)", conf)]
+    return problems
 
 
 def target_time_problems(state: State, h: Day0Hosts) -> list[str]:
@@ -251,8 +270,11 @@ class Time:
                                      {"select_seconds": round(took, 1)}))
         for host in h.controllers:
             problems = controller_time_problems(state, h, host)
+            named = [s for s in h.time_servers if not _is_address(s)]
             record(host, HostOutcome(FAILED if problems else OK, 0.0, "; ".join(problems) or
-                                     "peers " + ", ".join(c for c in h.controllers if c != host)))
+                                     "peers " + ", ".join(c for c in h.controllers if c != host) +
+                                     (f"; site server(s) {', '.join(named)} in chrony.conf (unreachable from a "
+                                      "rehearsal)" if named else "")))
 
 
 class Day0Scenario(Scenario):

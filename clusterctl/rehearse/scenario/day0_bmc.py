@@ -42,6 +42,8 @@ class PowerLog:
     actions: list[tuple[str, str]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     done: dict[str, threading.Event] = field(default_factory=dict)
+    powered_on: dict[str, float] = field(default_factory=dict)
+    """host -> this machine's time (``time.time()``) when its node was last powered on"""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def handler(self, state: State):
@@ -52,6 +54,7 @@ class PowerLog:
                 if action in ("off", "restart"):
                     lifecycle.power_off(state, host)
                 if action in ("on", "restart"):
+                    self.powered_on[host] = time.time()
                     lifecycle.power_on(state, host, inband_address=False)
             except Exception as exc:  # reported by the dhcp step, never lost in a thread
                 with self.lock:
