@@ -4,7 +4,9 @@ Every rack has ``feeds`` power feeds (``rack_profiles.<name>.feeds``: PDUs or bu
 metered or switched rack PDU has a network management port, and so does a coolant distribution unit (its
 controller). They take management addresses from the ``mgmt`` pool after the switches' (plan/expand.py sizes the
 pool for them, so ADDR001 reports a pool too small for them as it does for switches) and DNS names
-(plan/site_records.py): ``<rack>-pdu<k>`` (k = 1..feeds, in rack order) and the CDU's own name.
+(plan/site_records.py): ``<rack>-pdu<k>`` (k = 1..feeds, in rack order) and the CDU's own name, each with '.' and
+'_' written as '-' (a rack ``r.2`` is a valid name, ``r.2-pdu1`` no DNS label; NAME006 already refuses two racks that
+differ only in '-', '.' or '_', so the labels stay distinct).
 
 Not counted: the power shelves of a rack-scale system (GB200 NVL72): the catalog has no sourced count of them nor
 of their management ports, so the plan does not invent one (docs/network.md, "Names").
@@ -18,6 +20,11 @@ from clusterctl.blueprint.facility import Cdu, RackProfile
 from clusterctl.plan.model import RackPlan
 
 
+def _label(name: str) -> str:
+    """A rack's or CDU's name as a DNS label's stem: '.' and '_' written as '-'."""
+    return name.replace(".", "-").replace("_", "-")
+
+
 def management_devices_of(racks: Sequence[RackPlan], rack_profiles: Mapping[str, RackProfile],
                           cdus: Sequence[Cdu]) -> Iterator[tuple[str, str, str]]:
     """(name, kind, owner) of every PDU (kind ``pdu``, owner its rack) and CDU (kind ``cdu``, owner itself), in the
@@ -25,9 +32,9 @@ def management_devices_of(racks: Sequence[RackPlan], rack_profiles: Mapping[str,
     for rack in racks:
         profile = rack_profiles.get(rack.profile_name)
         for k in range(1, (profile.feeds if profile is not None else 0) + 1):
-            yield f"{rack.name}-pdu{k}", "pdu", rack.name
+            yield f"{_label(rack.name)}-pdu{k}", "pdu", rack.name
     for cdu in cdus:
-        yield cdu.name, "cdu", cdu.name
+        yield _label(cdu.name), "cdu", cdu.name
 
 
 def management_device_count(racks: Sequence[RackPlan], rack_profiles: Mapping[str, RackProfile],

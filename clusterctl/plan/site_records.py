@@ -79,6 +79,8 @@ class NameRefusal:
     path: BPath
     message: str
     hint: str
+    host_name_invalid: bool = False
+    """the owner is a host whose own name is no label: NAME002 reports that cause (the target still refuses)"""
 
 
 def dns_domain(plan: ClusterPlan) -> str:
@@ -272,7 +274,8 @@ def name_refusals(plan: ClusterPlan, limit: int = 5) -> list[NameRefusal]:
         out.append(NameRefusal(paths.get(r.owner, ("name",)),
                                f"the DNS name '{r.name}' of {r.address} ({r.kind} of {r.owner}) is not a DNS label: "
                                f"letters, digits and '-' inside, at most 63 characters{more}",
-                               f"rename {r.owner} with letters, digits and hyphens (docs/network.md, \"Names\")"))
+                               f"rename {r.owner} with letters, digits and hyphens (docs/network.md, \"Names\")",
+                               r.kind not in ("switch", "pdu", "cdu") and _LABEL.fullmatch(r.owner) is None))
     for k, (a, b) in enumerate(clashes):
         more = f" (and {n_clashes - limit:,} more)" if k == len(clashes) - 1 and n_clashes > limit else ""
         named = b if b.name == b.owner or a.name != a.owner else a  # the device named like another's record

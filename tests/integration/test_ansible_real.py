@@ -42,9 +42,10 @@ from tests.conftest import require, require_root, require_tool
 from tests.helpers import BLUEPRINTS, REPO, lab, to_yaml
 
 SHIPPED = sorted(p.stem for p in BLUEPRINTS.glob("*.yaml"))
-LINTED = ("lab-2node", "gcp-a3-mega", "frontier-3tier-100k")
-"""rendered trees linted with the roles: the lab, a cloud blueprint, and the one with pull mode (its play and the
-pull-status.yml playbook) and login nodes; test_linted_blueprints_cover_every_playbook_shape keeps this enough"""
+LINTED = ("lab-2node", "gcp-a3-mega", "frontier-3tier-100k", "lab-ha")
+"""rendered trees linted with the roles: the lab, a cloud blueprint, the one with pull mode (its play and the
+pull-status.yml playbook) and login nodes, and lab-ha (its inventory: the host network play of GPU-less groups for
+their in-band DHCP client, the DHCP HA pair); test_linted_blueprints_cover_every_playbook_shape keeps this enough"""
 HARDWARE_ROLES = "doca_ofed,nvidia_driver,dcgm,enroot_pyxis"
 WRITTEN = ("/etc/apt", "/etc/apparmor.d", "/etc/enroot", "/etc/modules-load.d", "/etc/munge", "/etc/slurm",
            "/etc/sysctl.d", "/etc/systemd/system", "/etc/tmpfiles.d", "/run/enroot", "/usr/local/lib/slurm",

@@ -105,9 +105,10 @@ def test_commands_that_write_files_print_each_suppressed_error(tmp_path):
     assert notice in r.stderr
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "**1 error(s) suppressed on the command line (`--suppress`)**" in md
-    assert f"| POWER001 | {path}:10 | rack lab01 draws 23.2 kW of a 5.0 kW budget" in md
+    line = _line(path, 'power_kw: 5')
+    assert f"| POWER001 | {path}:{line} | rack lab01 draws 23.2 kW of a 5.0 kW budget" in md
     listed = json.loads((tmp_path / "rep" / "report.json").read_text())["validation"]["suppressed_errors"]
-    assert [(e["code"], e["location"], e["suppressed"]) for e in listed] == [("POWER001", f"{path}:10", "--suppress")]
+    assert [(e["code"], e["location"], e["suppressed"]) for e in listed] == [("POWER001", f"{path}:{line}", "--suppress")]
 
 
 @pytest.fixture

@@ -63,7 +63,11 @@ def test_no_credential_nor_secret_name_reaches_a_hand_off_file():
 
 def test_siteinfo_holds_only_documented_keys_the_plan_fills():
     text = lab_ha()["handoff/nvidia/siteinfo.yaml"]
-    assert yaml.safe_load(text) == {"networking": {"oob_prefix": "10.11.0.0/24", "data_prefix": "10.10.0.0/24"}}
+    assert yaml.safe_load(text) == {"time_servers": ["ntp1.example.com"],
+                                    "networking": {"oob_prefix": "10.11.0.0/24", "data_prefix": "10.10.0.0/24"}}
+    data = shipped("lab-ha")
+    del data["site"]["time_servers"]
+    text = handoff.render(plan_of(data))["handoff/nvidia/siteinfo.yaml"]
     assert "# time_servers: not set, the blueprint names no site.time_servers\n" in text
     data = shipped("gb200-nvl72-8rack")
     data["site"]["time_servers"] = ["ntp1.example.com", "10.0.0.123"]

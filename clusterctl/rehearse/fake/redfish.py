@@ -21,6 +21,7 @@ in the rehearsal state's ``services``, so ``clusterctl rehearse --down`` stops t
 from __future__ import annotations
 
 import datetime
+import importlib.util
 import ipaddress
 import json
 import os
@@ -184,8 +185,6 @@ class _Events:
 
 
 def _check_sushy_tools() -> None:
-    import importlib.util
-
     if importlib.util.find_spec("sushy_tools") is None:
         raise RehearsalError("the Redfish emulator (sushy-tools) is not installed",
                              "pip install 'clusterctl[rehearse]'")

@@ -116,7 +116,8 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
         if wanted:
             what = f"{g.type.gpus} x {g.type.gpu_model} per node" if g.type.gpus else "no GPUs"
             rollout = plan.slurm.rollout if slurm and "nvidia_driver" in wanted else None
-            out.append(Play(f"Accelerator and fabric stack of node group {g.name}", g.name,
+            title = "Accelerator and fabric stack" if g.type.gpus or wanted != ["host_network"] else "Host network"
+            out.append(Play(f"{title} of node group {g.name}", g.name,
                             [r for r in wanted if r in available], comment=f"{g.count} x {g.type.name}, {what}"
                             + (f"; rolling: {rollout.batch_percent} % at a time, a driver change drains the node "
                                "and waits for its jobs first (docs/ansible.md, \"Rolling changes\")"
