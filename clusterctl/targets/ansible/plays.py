@@ -77,6 +77,12 @@ def day0_plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
     return []
 
 
+def _stack_title(g, wanted: list[str]) -> str:
+    """A node group's own play: its accelerator and fabric stack, or only its host network (a GPU-less group
+    whose one role is host_network: the in-band DHCP client of lab-ha's head and login nodes)."""
+    return "Accelerator and fabric stack" if g.type.gpus or wanted != ["host_network"] else "Host network"
+
+
 def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
     """site.yml: one play per role group; hardware roles per GPU node group (only those shipped in roles/)."""
     slurm = plan.slurm is not None
@@ -116,8 +122,7 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
         if wanted:
             what = f"{g.type.gpus} x {g.type.gpu_model} per node" if g.type.gpus else "no GPUs"
             rollout = plan.slurm.rollout if slurm and "nvidia_driver" in wanted else None
-            title = "Accelerator and fabric stack" if g.type.gpus or wanted != ["host_network"] else "Host network"
-            out.append(Play(f"{title} of node group {g.name}", g.name,
+            out.append(Play(f"{_stack_title(g, wanted)} of node group {g.name}", g.name,
                             [r for r in wanted if r in available], comment=f"{g.count} x {g.type.name}, {what}"
                             + (f"; rolling: {rollout.batch_percent} % at a time, a driver change drains the node "
                                "and waits for its jobs first (docs/ansible.md, \"Rolling changes\")"
