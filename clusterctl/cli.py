@@ -551,7 +551,7 @@ def inventory_template(
     the values of the blueprint's inventory files kept."""
     from clusterctl.plan import expand
     from clusterctl.starter import StarterError, write_blueprint_file
-    from clusterctl.targets.inventory_template import TemplateTooLarge, template_hosts
+    from clusterctl.targets.inventory_template import TemplateTooLarge, template_devices, template_hosts
     from clusterctl.targets.inventory_template import inventory_template as template_text
 
     try:
@@ -577,7 +577,8 @@ def inventory_template(
         write_blueprint_file(output, text.encode(), force=force or output.resolve() in own)
     except StarterError as exc:
         raise _misuse(str(exc), exc.hint) from None
-    _err(f"wrote {output}: {len(template_hosts(plan, group or ())):,} hosts; fill it in, name it in site.inventory and run "
+    _err(f"wrote {output}: {len(template_hosts(plan, group or ())):,} hosts, "
+         f"{len(template_devices(plan, group or ())):,} management devices; fill it in, name it in site.inventory and run "
          f"clusterctl validate {blueprint}")
 
 

@@ -93,6 +93,7 @@ INVENTORY_MAX_ROWS = 100_000
 """data rows in one inventory file (comments and blank lines not counted)"""
 INVENTORY_MAX_LINE = 512
 """characters in one line of an inventory file: the longest valid row (a 253-character host name, a 64-character
-serial, two MACs, a 70-character secret name) has 425"""
+serial, three MACs' cells, a 70-character secret name; in fact no row has all three: a device's row has only
+mgmt_mac) has 443"""
 INVENTORY_MAX_FILES = 8
 """inventory files one blueprint names"""

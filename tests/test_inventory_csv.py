@@ -15,7 +15,10 @@ from typer.testing import CliRunner
 from clusterctl.blueprint.inventory_csv import canonical_mac, parse_inventory_text, read_inventories
 from clusterctl.cli import app
 from clusterctl.errors import BlueprintError
+from clusterctl.blueprint.load import load_blueprint
 from clusterctl.location import SourceMap
+from clusterctl.plan import expand
+from clusterctl.plan.host_identity import device_macs, host_identities
 from tests.helpers import BLUEPRINTS
 
 HEADER = "host,serial,inband_mac,bmc_mac,bmc_secret\n"
@@ -102,8 +105,39 @@ def test_duplicates_name_both_lines(tmp_path):
 def test_a_host_that_is_not_planned_gets_a_suggestion(tmp_path):
     err = refused(tmp_path, HEADER + GOOD + "gpu03,,,,\nhaed01,,,,\n")
     where = f"{tmp_path}/lab-ha-inventory.csv"
-    assert f"--> {where}:4:1\n" in err and "host gpu03 is not a planned host" in err
+    assert f"--> {where}:4:1\n" in err and "host gpu03 is neither a planned host nor a management device" in err
     assert f"--> {where}:5:1\n" in err and "did you mean 'head01'?" in err and "error[BP004]" in err
+
+
+HEADER6 = "host,serial,inband_mac,bmc_mac,bmc_secret,mgmt_mac\n"
+
+
+def test_management_devices_rows_give_their_mgmt_mac(tmp_path):
+    """A switch, a PDU by its DNS name: accepted, their MACs in canonical form, kept apart from the hosts'."""
+    blueprint = lab_ha(tmp_path, HEADER6 + "gpu01,SN01,02:00:00:00:00:01,,,\n"
+                                          "ib-leaf01,SW01,,,,02-00-00-00-0C-01\nlab01-pdu2,,,,,02:00:00:00:0c:02\n")
+    plan = expand(load_blueprint(blueprint))
+    assert device_macs(plan) == {"ib-leaf01": "02:00:00:00:0c:01", "lab01-pdu2": "02:00:00:00:0c:02"}
+    assert list(host_identities(plan)) == ["gpu01"]
+
+
+def test_a_device_row_with_a_hosts_cell_and_a_host_row_with_mgmt_mac_are_refused_where_they_are(tmp_path):
+    err = refused(tmp_path, HEADER6 + "gpu01,,,,,02:00:00:00:0c:09\n"  # a host with a device's MAC
+                                      "ib-leaf01,,,02:00:00:00:0b:01,vault_bmc_lab,02:00:00:00:0c:01\n")
+    where = f"{tmp_path}/lab-ha-inventory.csv"
+    assert f"--> {where}:2:11\n" in err and "mgmt_mac on host gpu01's row: only a management device's row" in err
+    assert f"--> {where}:3:13\n" in err and ("bmc_mac on ib-leaf01's row: ib-leaf01 is a management device, whose row "
+                                             "gives only its mgmt_mac (and serial)") in err
+    assert f"--> {where}:3:31\n" in err and "bmc_secret on ib-leaf01's row" in err
+    assert err.count("error[BP009]") == 3
+
+
+def test_an_unknown_device_gets_a_suggestion_among_the_devices(tmp_path):
+    err = refused(tmp_path, HEADER6 + "lab01-pdu3,,,,,02:00:00:00:0c:01\nib-laef01,,,,,02:00:00:00:0c:02\n")
+    where = f"{tmp_path}/lab-ha-inventory.csv"
+    assert f"--> {where}:2:1\n" in err and "host lab01-pdu3 is neither a planned host nor a management device" in err
+    assert "did you mean 'lab01-pdu2'?" in err  # pdu1 is as close: difflib takes the later
+    assert f"--> {where}:3:1\n" in err and "did you mean 'ib-leaf01'?" in err and "error[BP004]" in err
 
 
 def test_a_10_mb_inventory_is_refused_unread(tmp_path):
@@ -172,13 +206,20 @@ def test_the_template_keeps_filled_rows_and_adds_planned_hosts(tmp_path):
     blueprint = lab_ha(tmp_path, HEADER + "gpu02,SN02,02-00-00-00-00-02,,vault_bmc_lab\n")
     r = CliRunner().invoke(app, ["inventory", "template", str(blueprint)])
     assert r.exit_code == 0, r.output
-    assert r.stdout.splitlines()[3:] == [
-        "host,serial,inband_mac,bmc_mac,bmc_secret", "gpu01,,,,", "gpu02,SN02,02:00:00:00:00:02,,vault_bmc_lab",
-        "head01,,,,", "head02,,,,", "login01,,,,"]
+    assert r.stdout.splitlines()[4:] == [  # the hosts, then the management devices (switches, PDUs)
+        "host,serial,inband_mac,bmc_mac,bmc_secret,mgmt_mac", "gpu01,,,,,", "gpu02,SN02,02:00:00:00:00:02,,vault_bmc_lab,",
+        "head01,,,,,", "head02,,,,,", "login01,,,,,", "ib-leaf01,,,,,", "mgmt-leaf01,,,,,", "lab01-pdu1,,,,,",
+        "lab01-pdu2,,,,,"]
     own = tmp_path / "lab-ha-inventory.csv"  # the blueprint's own inventory is rewritten in place
-    r = CliRunner().invoke(app, ["inventory", "template", str(blueprint), "-o", str(own), "--group", "head"])
+    own.write_text(HEADER6 + "head01,SN-H1,,,,\nlab01-pdu1,PDU-1,,,,02:00:00:00:0c:01\n")
+    r = CliRunner().invoke(app, ["inventory", "template", str(blueprint)])
     assert r.exit_code == 0, r.output
-    assert own.read_text().splitlines()[3:] == ["host,serial,inband_mac,bmc_mac,bmc_secret", "head01,,,,", "head02,,,,"]
+    assert r.stdout.splitlines()[7:] == ["head01,SN-H1,,,,", "head02,,,,,", "login01,,,,,", "ib-leaf01,,,,,",
+                                         "mgmt-leaf01,,,,,", "lab01-pdu1,PDU-1,,,,02:00:00:00:0c:01", "lab01-pdu2,,,,,"]
+    r = CliRunner().invoke(app, ["inventory", "template", str(blueprint), "-o", str(own), "--group", "head"])
+    assert r.exit_code == 0, r.output  # limited to node groups: no device rows
+    assert own.read_text().splitlines()[4:] == ["host,serial,inband_mac,bmc_mac,bmc_secret,mgmt_mac", "head01,SN-H1,,,,",
+                                                "head02,,,,,"]
     other = tmp_path / "other.csv"
     other.write_text("keep me\n")
     r = CliRunner().invoke(app, ["inventory", "template", str(blueprint), "-o", str(other)])

@@ -138,7 +138,8 @@ def test_the_installed_lab_ha_reads_its_inventory_and_init_copies_it(installed):
     copied = installed.work / "ha" / "lab-ha-inventory.csv"
     assert copied.read_bytes() == (BLUEPRINTS / "lab-ha-inventory.csv").read_bytes()
     template = installed.clusterctl("inventory", "template", str(installed.work / "ha" / "site.yaml")).stdout
-    assert template.splitlines()[4] == "gpu01,LABHA-GPU01,02:00:0a:0a:00:01,02:00:0a:0b:00:01,vault_bmc_lab"
+    assert template.splitlines()[5] == "gpu01,LABHA-GPU01,02:00:0a:0a:00:01,02:00:0a:0b:00:01,vault_bmc_lab,"
+    assert template.splitlines()[-1] == "lab01-pdu2,LABHA-PDU2,,,,02:00:0a:0c:00:04"  # the devices after the hosts
 
 
 def test_the_rendered_blueprints_use_every_target():

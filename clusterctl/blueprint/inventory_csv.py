@@ -11,10 +11,11 @@ files. So every cell has a kind, checked here, and every refusal is located at `
   characters, at most :data:`~clusterctl.limits.INVENTORY_MAX_ROWS` rows;
 * the header: the first line that is neither blank nor a ``#`` comment, naming columns of :data:`COLUMNS`
   (``host`` required, the others optional, any order; an unknown one gets a did-you-mean);
-* ``host``: a host name (the plan checks that it is a planned on-prem host: clusterctl/plan/host_identity.py),
-  one row per host;
+* ``host``: a host name (the plan checks that it is a planned on-prem host or a management device, a switch, a
+  PDU or a CDU, by its DNS name: clusterctl/plan/host_identity.py), one row per host or device;
 * ``serial``: a token of letters, digits, ``.``, ``_`` and ``-``, at most :data:`MAX_SERIAL` characters;
-* ``inband_mac``, ``bmc_mac``: ``aa:bb:cc:dd:ee:ff``, ``AA-BB-CC-DD-EE-FF`` or ``aabb.ccdd.eeff``, kept in
+* ``inband_mac``, ``bmc_mac``, ``mgmt_mac`` (a management device's port; the plan refuses it on a host's row
+  and the other MACs and ``bmc_secret`` on a device's): ``aa:bb:cc:dd:ee:ff``, ``AA-BB-CC-DD-EE-FF`` or ``aabb.ccdd.eeff``, kept in
   lower-case colon form; not multicast, broadcast or all-zero; no MAC twice in any row or column of any file;
 * ``bmc_secret``: the NAME of an ansible-vault variable (``vault_`` then lower-case letters, digits and
   ``_``), never a value: anything else is refused without being shown, and its line is masked in the message.
@@ -39,8 +40,9 @@ from clusterctl.location import Path_, Position, SourceMap
 from clusterctl.names import suspect, why_not_a_name
 from clusterctl.source import read_input, refuse_hidden
 
-COLUMNS = ("host", "serial", "inband_mac", "bmc_mac", "bmc_secret")
-"""the columns an inventory may have; ``host`` is required"""
+COLUMNS = ("host", "serial", "inband_mac", "bmc_mac", "bmc_secret", "mgmt_mac")
+"""the columns an inventory may have; ``host`` is required; ``mgmt_mac`` (a management device's port) came last, so
+a file without it is still a valid inventory"""
 MAX_SERIAL = 64
 """characters in a serial number: a bound of ours (no standard fixes one), far above a chassis serial's usual
 length"""
@@ -53,9 +55,10 @@ _CANONICAL_MAC = re.compile(r"[0-9a-f]{2}(?::[0-9a-f]{2}){5}")
 _MAC_SEPARATORS = re.compile(r"[:.-]")
 _FAST_ROW = re.compile(r"([A-Za-z0-9_][A-Za-z0-9_.-]{0,252}),"
                        rf"({_SERIAL.pattern})?,({_CANONICAL_MAC.pattern})?,({_CANONICAL_MAC.pattern})?,"
-                       rf"({SECRET_NAME.pattern})?")
-"""a row of the template's columns, in order, its values already in their canonical form: read in one match
-(100,000 rows in about a second); any other row goes through the cell-by-cell checks that locate its problem"""
+                       rf"({SECRET_NAME.pattern})?(?:,({_CANONICAL_MAC.pattern})?)?")
+"""a row of the template's columns, in order (``mgmt_mac`` last or absent), its values already in their canonical
+form: read in one match (100,000 rows in about a second); any other row goes through the cell-by-cell checks that
+locate its problem"""
 MAC_FORMS = "aa:bb:cc:dd:ee:ff, AA-BB-CC-DD-EE-FF or aabb.ccdd.eeff"
 SECRETS_HINT = ("write the name of an ansible-vault variable (e.g. vault_bmc_default) that holds {user: ..., "
                 "password: ...} in secrets/vault.yml; never the credentials themselves (docs/ansible.md, \"Secrets\")")
@@ -77,6 +80,11 @@ class InventoryRow:
     inband_col: int = 0
     """where the in-band MAC's cell starts (0: no in-band column)"""
     bmc_col: int = 0
+    mgmt_mac: str | None = None
+    """a management device's port (switch, PDU, CDU): the plan allows it only on a device's row"""
+    mgmt_col: int = 0
+    secret_col: int = 0
+    """where the bmc_secret cell starts (0: no bmc_secret column)"""
 
 
 @dataclass(frozen=True)
@@ -87,6 +95,10 @@ class InventoryFile:
     source: SourceMap
     columns: tuple[str, ...]
     rows: tuple[InventoryRow, ...]
+    """the hosts' rows (before the plan sorts them out: every row)"""
+    devices: tuple[InventoryRow, ...] = ()
+    """the management devices' rows, which the plan moves here from :attr:`rows`
+    (clusterctl/plan/host_identity.py)"""
 
 
 def canonical_mac(text: str) -> tuple[str | None, str]:
@@ -228,10 +240,10 @@ def _row(columns: tuple[str, ...], cells: list[tuple[str, int]], line: int, foun
                 ok = False
             values[column] = None
             continue
+        cols[column] = col
         if column.endswith("_mac"):
             mac, why = canonical_mac(value)
             hint = f"a port's MAC as {MAC_FORMS} (locally administered ones too: 02:...)"
-            cols[column] = col
         else:
             mac, (why, hint) = None, _cell_problem(column, value)
         if why:
@@ -244,20 +256,25 @@ def _row(columns: tuple[str, ...], cells: list[tuple[str, int]], line: int, foun
         return None
     return InventoryRow(line, values["host"], cells[columns.index("host")][1], values.get("serial"),
                         values.get("inband_mac"), values.get("bmc_mac"), values.get("bmc_secret"),
-                        cols.get("inband_mac", 0), cols.get("bmc_mac", 0))
+                        cols.get("inband_mac", 0), cols.get("bmc_mac", 0), values.get("mgmt_mac"),
+                        cols.get("mgmt_mac", 0), cols.get("bmc_secret", 0))
 
 
-def _fast_row(line: str, number: int) -> InventoryRow | None:
-    """The row ``line`` if :data:`_FAST_ROW` reads it and its host and MACs need no closer look; else None."""
+def _fast_row(line: str, number: int, with_mgmt: bool) -> InventoryRow | None:
+    """The row ``line`` if :data:`_FAST_ROW` reads it with ``mgmt_mac``'s cell exactly when ``with_mgmt`` and its
+    host and MACs need no closer look; else None."""
     m = _FAST_ROW.fullmatch(line)
     if m is None or suspect(m.group(1)) or len(m.group(1)) > HOST_NAME.max_length:
         return None
-    inband, bmc = m.group(3), m.group(4)
-    for mac in (inband, bmc):
+    if with_mgmt != (line.count(",") == 5):  # no cell the pattern reads holds a comma
+        return None  # a sixth cell in a five-column file, or a missing one
+    inband, bmc, mgmt = m.group(3), m.group(4), m.group(6)
+    for mac in (inband, bmc, mgmt):
         if mac is not None and (mac[1] in "13579bdf" or mac == "00:00:00:00:00:00"):
             return None
     return InventoryRow(number, m.group(1), 1, m.group(2), inband, bmc, m.group(5), m.start(3) + 1 if inband else 0,
-                        m.start(4) + 1 if bmc else 0)
+                        m.start(4) + 1 if bmc else 0, mgmt, m.start(6) + 1 if mgmt else 0,
+                        m.start(5) + 1 if m.group(5) else 0)
 
 
 def parse_inventory_text(text: str, file: str, name: str | None = None) -> InventoryFile:
@@ -273,7 +290,7 @@ def parse_inventory_text(text: str, file: str, name: str | None = None) -> Inven
     found = _Collected(smap)
     columns: tuple[str, ...] | None = None
     rows: list[InventoryRow] = []
-    fast = False
+    fast = with_mgmt = False
     for number, line in enumerate(smap.lines, 1):
         if len(line) > INVENTORY_MAX_LINE:
             found.add("line length", number, INVENTORY_MAX_LINE + 1, f"line of {len(line):,} characters, more than "
@@ -283,14 +300,15 @@ def parse_inventory_text(text: str, file: str, name: str | None = None) -> Inven
             continue
         if columns is None:
             columns = _header(_cells(line), number, found)
-            fast = columns == COLUMNS
+            fast = columns in (COLUMNS, COLUMNS[:-1])
+            with_mgmt = columns == COLUMNS
             continue
         if len(rows) >= INVENTORY_MAX_ROWS:
             found.add("rows", number, 1, f"more than {INVENTORY_MAX_ROWS:,} rows in one inventory file",
                       "split the inventory into several files (one per hall or scalable unit) and list them in "
                       "site.inventory (docs/inventory.md)", LoadCode.INPUT_LIMIT)
             break
-        row = (fast and _fast_row(line, number)) or _row(columns, _cells(line), number, found)
+        row = (fast and _fast_row(line, number, with_mgmt)) or _row(columns, _cells(line), number, found)
         if row is not None:
             rows.append(row)
     found.raise_any()
@@ -315,7 +333,7 @@ def _duplicates(files: tuple[InventoryFile, ...]) -> None:
                 found.add("duplicate host", row.line, row.host_col, f"host {row.host} has a second row; the first is "
                           f"at {first[0]}:{first[1]}", "keep one row per host")
             for column, mac, col in (("inband_mac", row.inband_mac, row.inband_col),
-                                     ("bmc_mac", row.bmc_mac, row.bmc_col)):
+                                     ("bmc_mac", row.bmc_mac, row.bmc_col), ("mgmt_mac", row.mgmt_mac, row.mgmt_col)):
                 if mac is None:
                     continue
                 seen = macs.setdefault(mac, (file, row.line, column))

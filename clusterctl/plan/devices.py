@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 
+from clusterctl import hostlist
 from clusterctl.blueprint.facility import Cdu, RackProfile
-from clusterctl.plan.model import RackPlan
+from clusterctl.plan.model import FabricPlan, RackPlan
 
 
 def _label(name: str) -> str:
@@ -41,3 +42,17 @@ def management_device_count(racks: Sequence[RackPlan], rack_profiles: Mapping[st
                             cdus: Sequence[Cdu]) -> int:
     """How many management addresses :func:`management_devices_of` needs."""
     return sum(rack_profiles[r.profile_name].feeds for r in racks if r.profile_name in rack_profiles) + len(cdus)
+
+
+def device_names(fabrics: Sequence[FabricPlan], racks: Sequence[RackPlan], rack_profiles: Mapping[str, RackProfile],
+                 cdus: Sequence[Cdu]) -> Iterator[str]:
+    """The DNS name of every device with a management port an inventory row may name (docs/inventory.md): each
+    switch (its planned name), then each PDU and CDU as :func:`management_devices_of` names them."""
+    for f in fabrics:
+        for tier in f.tiers:
+            try:
+                yield from hostlist.expand(tier.names)
+            except hostlist.HostlistError:  # no switch names: rules NAME/FABRIC report it, nothing to match here
+                continue
+    for name, _, _ in management_devices_of(racks, rack_profiles, cdus):
+        yield name

@@ -9,13 +9,14 @@ gets, which hosts have no MAC yet, who the servers are and where a booting node 
   (10.10.0.0/24 -> 168427520): stable when pools are added, removed or reordered, unique because pools do not
   overlap (ADDR003). IPv6 pools are not served (DHCPv4 only; DHCPv6 is not written).
 - **Reservations**: by ``hw-address`` only, from the inventory (plan/host_identity.py): a host's in-band address
-  for its ``inband_mac``, its BMC's address for its ``bmc_mac``. The management devices (switches, PDUs, CDUs)
-  have addresses and names (plan/site_records.py) but no MAC: the inventory lists planned hosts only, so they get
-  no reservation and are counted with the rest; they take their address statically or by the vendor's own
-  zero-touch provisioning from the rendered names. No dynamic pool: an unknown MAC
+  for its ``inband_mac``, its BMC's address for its ``bmc_mac``, a management device's (switch, PDU, CDU: names
+  and addresses from plan/site_records.py) management address for its row's ``mgmt_mac``. A device without a
+  MAC gets no reservation and is counted apart (:attr:`DhcpSubnet.unreserved_devices`); it takes its address
+  statically or by the vendor's own zero-touch provisioning from the rendered names. No dynamic pool: an unknown MAC
   gets no address, so a wrongly cabled or unknown machine never takes a planned address. A planned address whose
   MAC is unknown gets no reservation and is counted (:attr:`DhcpSubnet.unreserved`); rule INVENTORY002 reports
-  hosts without MACs for the whole cluster (clusterctl/rules/inventory.py), so no DHCP rule repeats it.
+  hosts and devices without MACs for the whole cluster (clusterctl/rules/inventory.py), so no DHCP rule repeats
+  it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import ipaddress
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from clusterctl.plan.host_identity import HostIdentity, host_identities
+from clusterctl.plan.host_identity import HostIdentity, device_macs, host_identities
 from clusterctl.plan.model import AddressPool, ClusterPlan
 from clusterctl.plan.roles import slurm_roles
 from clusterctl.plan.site_records import SiteRecord, site_records
@@ -52,6 +53,8 @@ class DhcpSubnet:
     reservations: tuple[Reservation, ...]
     unreserved: int
     """planned addresses of the pool with no MAC in the inventory: no reservation"""
+    unreserved_devices: int = 0
+    """of :attr:`unreserved`, the management devices' (switches, PDUs, CDUs)"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,14 +124,19 @@ def serves_dhcp(plan: ClusterPlan) -> bool:
     return bool(dhcp_servers(plan)) and bool(served_pools(plan))
 
 
-def _mac_of(record: SiteRecord, identities: Mapping[str, HostIdentity]) -> str | None:
+DEVICE_KINDS = frozenset({"switch", "pdu", "cdu"})
+"""the site records of management devices (plan/site_records.py), reserved by their row's ``mgmt_mac``"""
+
+
+def _mac_of(record: SiteRecord, identities: Mapping[str, HostIdentity], devices: Mapping[str, str]) -> str | None:
+    if record.kind in DEVICE_KINDS:
+        return devices.get(record.name)
+    ident = identities.get(record.owner)
+    if ident is None:
+        return None
     if record.kind == "host":
-        ident = identities.get(record.owner)
-        return ident.inband_mac if ident is not None else None
-    if record.kind == "bmc":
-        ident = identities.get(record.owner)
-        return ident.bmc_mac if ident is not None else None
-    return None  # a management device: the inventory lists planned hosts only (module docstring)
+        return ident.inband_mac
+    return ident.bmc_mac if record.kind == "bmc" else None
 
 
 def _records_by_pool(plan: ClusterPlan) -> Iterator[tuple[str, SiteRecord]]:
@@ -144,15 +152,20 @@ def dhcp_subnets(plan: ClusterPlan) -> list[DhcpSubnet]:
         return []
     pools = served_pools(plan)
     identities = host_identities(plan)
+    devices = device_macs(plan)
     found: dict[str, list[Reservation]] = {p.name: [] for p in pools}
     planned: dict[str, int] = {p.name: 0 for p in pools}
+    devices_unreserved: dict[str, int] = {p.name: 0 for p in pools}
     for pool_name, record in _records_by_pool(plan):
         planned[pool_name] += 1
-        mac = _mac_of(record, identities) if identities else None
+        mac = _mac_of(record, identities, devices) if identities or devices else None
         if mac is not None:
             found[pool_name].append(Reservation(mac, record.address, record.name))
+        elif record.kind in DEVICE_KINDS:
+            devices_unreserved[pool_name] += 1
     return [DhcpSubnet(int(ipaddress.ip_network(p.cidr).network_address), p.name, p.cidr, p.role,
-                       tuple(found[p.name]), planned[p.name] - len(found[p.name])) for p in pools]
+                       tuple(found[p.name]), planned[p.name] - len(found[p.name]), devices_unreserved[p.name])
+            for p in pools]
 
 
 def boot_server_refusal(plan: ClusterPlan) -> str | None:

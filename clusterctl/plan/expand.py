@@ -16,7 +16,7 @@ from clusterctl.blueprint.model import Blueprint
 from clusterctl.catalog import Catalog, load_shipped_catalog
 from clusterctl.errors import BlueprintError, LoadCode, Problem
 from clusterctl.plan import size
-from clusterctl.plan.devices import management_device_count
+from clusterctl.plan.devices import device_names, management_device_count
 from clusterctl.plan.fabric import build_fabric
 from clusterctl.plan.host_identity import check_inventory_hosts
 from clusterctl.plan.model import (AddressPool, ClusterPlan, FabricPlan, GroupPlan, NicPlan, NodeTypePlan,
@@ -366,7 +366,8 @@ def expand(loaded: LoadedBlueprint, catalog: Catalog | None = None) -> ClusterPl
     addresses = _addresses(bp, groups, fabrics, racks, refs)
     if refs.problems:
         raise BlueprintError(loaded.source, refs.problems)
-    check_inventory_hosts(loaded.inventory, groups)
+    inventory = check_inventory_hosts(loaded.inventory, groups,
+                                      device_names(fabrics, racks, bp.rack_profiles, bp.cooling.cdus))
     return ClusterPlan(blueprint=bp, catalog=cat, node_types=types, groups=tuple(groups), racks=racks,
                        fabrics=tuple(fabrics), addresses=addresses, unplaced_switch_kw=unplaced_kw,
-                       inventory=loaded.inventory)
+                       inventory=inventory)

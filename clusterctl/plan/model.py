@@ -296,8 +296,9 @@ class ClusterPlan:
     unplaced_switch_kw: float = 0.0
     """switches with no rack (no switch_racks given): counted in site power only"""
     inventory: tuple[InventoryFile, ...] = ()
-    """the site's inventory files as loaded (``site.inventory``): hosts' serials, MACs and BMC secret names;
-    ask :func:`clusterctl.plan.host_identity.host_identities`"""
+    """the site's inventory files as loaded (``site.inventory``), the management devices' rows sorted apart:
+    hosts' serials, MACs and BMC secret names, devices' management MACs; ask
+    :func:`clusterctl.plan.host_identity.host_identities` and :func:`~clusterctl.plan.host_identity.device_macs`"""
 
     # --- settings the plan carries unchanged ------------------------------------------------------------------
     # What the blueprint states and the plan decides nothing about (a partition's time limit, a tier's mount, a

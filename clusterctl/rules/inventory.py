@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from clusterctl import hostlist
-from clusterctl.plan.host_identity import host_identities, on_prem_hosts
+from clusterctl.plan.host_identity import device_macs, host_identities, on_prem_hosts
 from clusterctl.plan.model import ClusterPlan
+from clusterctl.plan.site_records import management_devices
 from clusterctl.rules.base import Hit, Severity, rule
 
 SAMPLE_HOSTS = 8
@@ -47,8 +48,10 @@ def hosts_without_row(plan: ClusterPlan) -> Iterator[Hit]:
 @rule("INVENTORY002", "inventory", Severity.WARNING, "inventory rows without a port's MAC")
 def rows_without_macs(plan: ClusterPlan) -> Iterator[Hit]:
     """Every inventory row should give the host's in-band MAC (its DHCP reservation and network boot), and, for
-    a host whose server has a BMC port (a NIC of role ``bmc``), the BMC's MAC (its management address). One
-    finding for all of them, each gap counted with the first hosts."""
+    a host whose server has a BMC port (a NIC of role ``bmc``), the BMC's MAC (its management address); every
+    management device with a planned management address (a switch, a PDU, a CDU) should have a row with its
+    ``mgmt_mac`` (its DHCP reservation). One finding for all of them, each gap counted with the first hosts or
+    devices."""
     if not plan.inventory:
         return
     known = host_identities(plan)
@@ -57,7 +60,13 @@ def rows_without_macs(plan: ClusterPlan) -> Iterator[Hit]:
     no_bmc = [h for h, ident in known.items() if ident.bmc_mac is None and h in with_bmc]
     gaps = [f"{len(hosts):,} without {what}: {_sample(hosts)}" for hosts, what in
             ((no_inband, "inband_mac"), (no_bmc, "bmc_mac")) if hosts]
-    if gaps:
-        yield Hit(_PATH, f"of {len(known):,} inventory rows, " + "; ".join(gaps),
-                  "fill in the MACs printed on the ports (or read from the switch's MAC table): a host without "
-                  "one gets no DHCP reservation on that network")
+    found = f"of {len(known):,} inventory rows, " + "; ".join(gaps) if gaps else ""
+    macs = device_macs(plan)
+    devices = [d.name for d in management_devices(plan)]
+    no_mgmt = [d for d in devices if d not in macs]
+    if no_mgmt:
+        found += ("; " if found else "") + (f"{len(no_mgmt):,} of {len(devices):,} management devices without "
+                                            f"mgmt_mac: {_sample(no_mgmt)}")
+    if found:
+        yield Hit(_PATH, found, "fill in the MACs printed on the ports (or read from the switch's MAC table): a host "
+                                "or device without one gets no DHCP reservation on that network")

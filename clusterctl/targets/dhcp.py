@@ -70,8 +70,8 @@ def _options(plan: ClusterPlan, servers: list[str]) -> list[dict]:
 def _subnet(s: DhcpSubnet) -> dict:
     return {"id": s.id, "subnet": s.cidr,
             "comment": f"pool {s.pool} ({s.role}): {len(s.reservations)} reservation(s); {s.unreserved} planned "
-                       "address(es) without a MAC in the inventory get none (hosts: rule INVENTORY002; management "
-                       "devices are not in the inventory; docs/network.md, \"DHCP\")",
+                       f"address(es) without a MAC in the inventory get none ({s.unreserved_devices} of them "
+                       "management devices'; rule INVENTORY002; docs/network.md, \"DHCP\")",
             "pools": [],
             "reservations": [{"hw-address": r.mac, "ip-address": r.address, "hostname": r.name}
                              for r in s.reservations]}

@@ -42,21 +42,33 @@ def test_lab_ha_reserves_the_inventorys_macs_for_their_planned_addresses():
     assert subnets["10.11.0.0/24"]["reservations"][0] == {"hw-address": "02:00:0a:0b:00:01",
                                                          "ip-address": "10.11.0.17", "hostname": "gpu01-bmc"}
     assert len(subnets["10.11.0.0/24"]["reservations"]) == 5
-    assert subnets["10.12.0.0/24"]["reservations"] == []  # the switches and PDUs: no MAC known
-    assert subnets["10.12.0.0/24"]["comment"].startswith("pool mgmt (mgmt): 0 reservation(s); 4 planned address(es)")
+    assert subnets["10.12.0.0/24"]["reservations"] == [  # the switches' and PDUs' rows: their mgmt_mac
+        {"hw-address": "02:00:0a:0c:00:01", "ip-address": "10.12.0.17", "hostname": "ib-leaf01"},
+        {"hw-address": "02:00:0a:0c:00:02", "ip-address": "10.12.0.18", "hostname": "mgmt-leaf01"},
+        {"hw-address": "02:00:0a:0c:00:03", "ip-address": "10.12.0.19", "hostname": "lab01-pdu1"},
+        {"hw-address": "02:00:0a:0c:00:04", "ip-address": "10.12.0.20", "hostname": "lab01-pdu2"}]
+    assert subnets["10.12.0.0/24"]["comment"] == (
+        "pool mgmt (mgmt): 4 reservation(s); 0 planned address(es) without a MAC in the inventory get none (0 of "
+        "them management devices'; rule INVENTORY002; docs/network.md, \"DHCP\")")
     assert conf["host-reservation-identifiers"] == ["hw-address"]
     assert conf["reservations-out-of-pool"] is True
 
 
-def test_hosts_without_a_mac_get_no_reservation_and_are_counted(monkeypatch):
+def test_hosts_and_devices_without_a_mac_get_no_reservation_and_are_counted(monkeypatch):
     monkeypatch.setattr(plan_dhcp, "host_identities", lambda plan: PARTIAL)
+    monkeypatch.setattr(plan_dhcp, "device_macs", lambda plan: {"lab01-pdu2": "02:00:00:0c:00:02"})
     subnets = {s["subnet"]: s for s in kea(plan_of(shipped("lab-ha")))["subnet4"]}
     assert subnets["10.10.0.0/24"]["reservations"] == [
         {"hw-address": "02:00:00:0a:00:01", "ip-address": "10.10.0.17", "hostname": "gpu01"}]
     assert subnets["10.10.0.0/24"]["comment"] == (
         "pool inband (inband): 1 reservation(s); 4 planned address(es) without a MAC in the inventory get none "
-        "(hosts: rule INVENTORY002; management devices are not in the inventory; docs/network.md, \"DHCP\")")
+        "(0 of them management devices'; rule INVENTORY002; docs/network.md, \"DHCP\")")
     assert subnets["10.11.0.0/24"]["reservations"] == []
+    assert subnets["10.12.0.0/24"]["reservations"] == [
+        {"hw-address": "02:00:00:0c:00:02", "ip-address": "10.12.0.20", "hostname": "lab01-pdu2"}]
+    assert subnets["10.12.0.0/24"]["comment"] == (
+        "pool mgmt (mgmt): 1 reservation(s); 3 planned address(es) without a MAC in the inventory get none "
+        "(3 of them management devices'; rule INVENTORY002; docs/network.md, \"DHCP\")")
 
 
 def test_lab_ha_hands_out_the_controllers_as_dns_and_ntp_servers_and_no_router():
