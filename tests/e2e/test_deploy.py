@@ -50,6 +50,8 @@ def test_rehearse_exits_0_with_every_scenario_that_applies_ok(deployed):
                                     "pull": "run", "rolling": "run",
                                     "failover": "not applicable: one Slurm controller (slurm.controllers names "
                                                 "no backup)",
+                                    "day0": "not applicable: one Slurm controller (slurm.controllers names no "
+                                            "backup)",
                                     "elastic": "not applicable: not a cloud blueprint with Slurm"}
 
 
