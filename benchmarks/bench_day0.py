@@ -1,4 +1,4 @@
-"""Benchmark the Day-0 targets (issue 28: DNS, and DHCP once it lands) on the shipped 100,000-GPU blueprint.
+"""Benchmark the Day-0 targets (issue 28: DNS and DHCP) on the shipped 100,000-GPU blueprint.
 
 The issue's budget: rendering DHCP and DNS for frontier-3tier-100k adds at most 2 s and 200 MB to its render.
 Reports, in this process (the plan expanded once), for each Day-0 target: its render time (CPU seconds, best of

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from clusterctl import hostlist
 from clusterctl.blueprint.facility import Cdu, RackProfile
-from clusterctl.plan.model import FabricPlan, RackPlan
+from clusterctl.plan.model import ClusterPlan, FabricPlan, RackPlan
 
 
 def _label(name: str) -> str:
@@ -56,3 +56,8 @@ def device_names(fabrics: Sequence[FabricPlan], racks: Sequence[RackPlan], rack_
                 continue
     for name, _, _ in management_devices_of(racks, rack_profiles, cdus):
         yield name
+
+
+def planned_device_names(plan: ClusterPlan) -> list[str]:
+    """:func:`device_names` of a built plan (the rack profiles are the blueprint's, read here, in plan/)."""
+    return list(device_names(plan.fabrics, plan.racks, plan.blueprint.rack_profiles, plan.cooling.cdus))

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from clusterctl.blueprint.inventory_csv import COLUMNS
 from clusterctl.limits import INVENTORY_MAX_ROWS
-from clusterctl.plan.devices import device_names
+from clusterctl.plan.devices import planned_device_names
 from clusterctl.plan.host_identity import host_identities, on_prem_hosts
 from clusterctl.plan.model import ClusterPlan
 
@@ -35,7 +35,7 @@ def template_devices(plan: ClusterPlan, groups: Iterable[str] = ()) -> list[str]
     (a device belongs to none)."""
     if any(True for _ in groups):
         return []
-    return list(device_names(plan.fabrics, plan.racks, plan.blueprint.rack_profiles, plan.cooling.cdus))
+    return planned_device_names(plan)
 
 
 def inventory_template(plan: ClusterPlan, groups: Iterable[str] = ()) -> str:
