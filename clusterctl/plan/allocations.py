@@ -157,3 +157,24 @@ def group_block(plan: ClusterPlan, role: str, group: GroupPlan) -> tuple[Address
             if group_index == group.index:
                 return pool, first, per_host
     return None
+
+
+def host_addresses(plan: ClusterPlan, hosts: tuple[str, ...], role: str = "inband") -> dict[str, str]:
+    """The planned address of each of ``hosts`` in its group's :func:`group_block` pool of ``role`` (hosts without
+    one, or past a full pool's end - ADDR001 -, are left out): what the DHCP servers and the boot server are
+    addressed by (plan/dhcp.py)."""
+    wanted = set(hosts)
+    out: dict[str, str] = {}
+    for g in plan.groups:
+        if not wanted.intersection(g.hosts):
+            continue
+        block = group_block(plan, role, g)
+        if block is None:
+            continue
+        for i, host in enumerate(g.hosts):
+            if host in wanted:
+                try:
+                    out[host] = block[0].address(g.index, i)
+                except ValueError:  # the pool is full: ADDR001
+                    continue
+    return out

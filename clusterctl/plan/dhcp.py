@@ -26,6 +26,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from clusterctl.plan.host_identity import HostIdentity, device_macs, host_identities
+from clusterctl.plan.allocations import host_addresses
 from clusterctl.plan.model import AddressPool, ClusterPlan
 from clusterctl.plan.roles import slurm_roles
 from clusterctl.plan.site_records import SiteRecord, site_records
@@ -77,30 +78,9 @@ def dhcp_servers(plan: ClusterPlan) -> tuple[str, ...]:
     return slurm_roles(plan).controllers
 
 
-def pool_addresses(plan: ClusterPlan, hosts: tuple[str, ...], role: str = "inband") -> dict[str, str]:
-    """The planned address of each of ``hosts`` in the first pool of ``role`` that gives its group addresses
-    (hosts without one are left out)."""
-    wanted = set(hosts)
-    out: dict[str, str] = {}
-    for g in plan.groups:
-        if not wanted.intersection(g.hosts):
-            continue
-        pool = next((p for p in plan.addresses if p.role == role
-                     and any(gi == g.index for gi, _, _ in p.group_offsets)), None)
-        if pool is None:
-            continue
-        for i, host in enumerate(g.hosts):
-            if host in wanted:
-                try:
-                    out[host] = pool.address(g.index, i)
-                except ValueError:  # the pool is full: ADDR001
-                    continue
-    return out
-
-
 def inband_addresses(plan: ClusterPlan, hosts: tuple[str, ...]) -> dict[str, str]:
     """The planned in-band address of each of ``hosts`` that has one."""
-    return pool_addresses(plan, hosts, "inband")
+    return host_addresses(plan, hosts, "inband")
 
 
 def listen_addresses(plan: ClusterPlan) -> dict[str, list[str]]:
@@ -110,7 +90,7 @@ def listen_addresses(plan: ClusterPlan) -> dict[str, list[str]]:
     network's relay (docs/network.md, "DHCP")."""
     servers = dhcp_servers(plan)
     inband = inband_addresses(plan, servers)
-    mgmt = pool_addresses(plan, servers, "mgmt")
+    mgmt = host_addresses(plan, servers, "mgmt")
     return {h: [a for a in (inband.get(h), mgmt.get(h)) if a] for h in servers if h in inband or h in mgmt}
 
 
