@@ -1,7 +1,8 @@
 """The ``fabric`` scenario through the real CLI (docs/rehearse.md, "The fabric scenario"), as CI runs it: a slice of
 every routed fabric of hgx-h200-roce-1024 (the rail-optimized compute fabric ``roce``: rail 0's leaves of two
-scalable units; ``converged``; ``oob``) and of gb200-nvl72-8rack (``converged``, ``oob``), each switch running
-Debian's FRR with its rendered frr.conf, the hosts' rails addressed by the roce_network role's netplan.
+scalable units; ``converged``; ``oob``), each switch running Debian's FRR with its rendered frr.conf, the hosts'
+rails addressed by the roce_network role's netplan. gb200-nvl72-8rack's slice is test_fabric_gb200.py (the other
+rehearsal group: tests/conftest.py, XDIST_GROUPS).
 
 Then, on the kept hgx slice, what the acceptance asks: breaking the ASN plan, a host route or the MTU in a rendered
 file makes the scenario's own checks fail (and restoring the file makes them pass again): one boot, each broken
@@ -32,7 +33,7 @@ NETPLAN = "/etc/netplan/60-clusterctl-roce.yaml"
 """where the roce_network role writes the rails' netplan (its default roce_network_netplan_path)"""
 
 
-def _run(tmp_path_factory, blueprint: str, *args: str):
+def run_fabric(tmp_path_factory, blueprint: str, *args: str):
     require_rehearsal()
     require_deploy()
     out = tmp_path_factory.mktemp(blueprint) / "r"
@@ -41,7 +42,7 @@ def _run(tmp_path_factory, blueprint: str, *args: str):
     return out, summary
 
 
-def _assert_passed(summary: dict, fabrics: tuple[str, ...]) -> None:
+def assert_fabric_passed(summary: dict, fabrics: tuple[str, ...]) -> None:
     got = steps(summary)
     assert summary["status"] == "ok", {n: s["hosts"] for n, s in got.items() if s["status"] != "ok"}
     assert list(got) == ["boot", "ssh-check", "mirror", "install", "switches", "rails", *CHECKS]
@@ -50,20 +51,9 @@ def _assert_passed(summary: dict, fabrics: tuple[str, ...]) -> None:
     assert tuple(summary["fabric"]) == fabrics
 
 
-# first, before the hgx slice below is booted and kept for the broken-file tests: one slice booting at a time
-def test_gb200_converged_fabric_slice_passes(tmp_path_factory):
-    out, summary = _run(tmp_path_factory, "gb200-nvl72-8rack")
-    _assert_passed(summary, ("converged", "oob"))
-    assert summary["fabric"]["converged"]["leaves"] == ["converged-leaf01", "converged-leaf05"]
-    # one GB200 tray under each leaf, both storage ports addressed by host_network's netplan (L3 to the host)
-    assert summary["fabric"]["converged"]["hosts"] == ["gb001", "gb129"]
-    assert steps(summary)["rails"]["hosts"]["gb129"]["detail"] == "enP6p3s0f0np0, enP6p3s0f1np1"
-    assert leftovers(load(out)) == []
-
-
 @pytest.fixture(scope="module")
 def hgx(tmp_path_factory):
-    out, summary = _run(tmp_path_factory, "hgx-h200-roce-1024", "--keep")
+    out, summary = run_fabric(tmp_path_factory, "hgx-h200-roce-1024", "--keep")
     state = load(out)
     assert state is not None, summary
     try:
@@ -76,7 +66,7 @@ def hgx(tmp_path_factory):
 
 def test_hgx_slices_forward_at_the_mtu_over_both_spines_and_reroute_within_the_hold_time(hgx):
     summary, _, _ = hgx
-    _assert_passed(summary, ("roce", "converged", "oob"))
+    assert_fabric_passed(summary, ("roce", "converged", "oob"))
     roce = summary["fabric"]["roce"]
     # rail 0 of scalable units 1 and 2: traffic between gpu001 and gpu065 crosses the spines
     assert (roce["leaves"], roce["spines"], roce["hosts"]) == (
