@@ -383,12 +383,20 @@ class ConvergeAgain:
         self._run(state, record, require_unchanged=True)
 
 
+FIRST_BRING_UP_BATCH = "100%"
+"""the compute play's batch of a first converge, as the rendered site.yml says to run a first bring-up
+(``-e clusterctl_rolling_batch=100%``: no node runs a job yet, so none waits for another's drain); the runs
+after it keep the rendered rolling policy, and the rolling scenario shows its batches"""
+
+
 @dataclass(kw_only=True)
 class Converge(ConvergeAgain):
-    """The rendered site.yml, run once over SSH on every rehearsal host (after the node preparation)."""
+    """The rendered site.yml, run once over SSH on every rehearsal host (after the node preparation), as a
+    first bring-up: every compute node in one batch (FIRST_BRING_UP_BATCH)."""
 
     cluster: Cluster = field(kw_only=False)
     name: str = "converge"
+    batch: str | None = FIRST_BRING_UP_BATCH
 
     def run(self, state: State, record: Record) -> None:
         errors = prepare_nodes(state, self.cluster)
@@ -459,7 +467,13 @@ class Testinfra:
                 "--hosts=" + ",".join(f"ansible://{h}" for h in hosts),
                 f"--ansible-inventory={out / 'ansible' / 'inventory.yml'}", f"--ssh-config={state.ssh_config}",
                 "-m", deselect, "-k", keyword, f"--junitxml={junit}", str(out / "tests" / f"test_{group}.py")]
-        env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_SSH_ARGS": f"-F {state.ssh_config}"}
+        # testinfra's ssh backend reads ansible_ssh_common_args from this variable: one SSH connection per host,
+        # shared by every command of every test (and with Ansible's runs: the same control sockets, closed
+        # with the nodes), not a new handshake per command
+        multiplex = f"-o ControlMaster=auto -o ControlPersist=120s -o ControlPath={control_dir(state.id)}/%C"
+        env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_SSH_ARGS": f"-F {state.ssh_config}",
+               "ANSIBLE_SSH_COMMON_ARGS": multiplex}
+        control_dir(state.id).mkdir(parents=True, exist_ok=True, mode=0o700)
         r = run_command(args, cwd=out, timeout=self.timeout_s, env=env)
         return _junit_counts(junit, hosts), _failures(junit), (r.stdout + r.stderr)[-800:] if r.returncode else ""
 
