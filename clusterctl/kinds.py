@@ -339,7 +339,7 @@ DNS_DOMAIN = Kind(
 
 DNS_LABEL = Kind(
     "DnsLabel", "a DNS label", "an RFC 1123 label as Kubernetes names a namespace or a queue: lower-case letters, "
-    "digits and '-', starting and ending with a letter or digit, at most 63 characters", "training",
+    "digits and '-', starting and ending with a letter or digit", "training",
     r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$", 63, "starts and ends with a lower-case letter or digit", r"a-z0-9-")
 """a Kubernetes namespace or object name that must be a DNS label (apimachinery IsDNS1123Label)"""
 
