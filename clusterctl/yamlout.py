@@ -88,6 +88,21 @@ Dumper = _make_dumper(_BaseDumper) if _BaseDumper is not yaml.SafeDumper else Pu
 """libyaml's C emitter where PyYAML has it: for the large file that holds mappings only (the inventory)"""
 
 
+def _make_indentless_dumper(base: type) -> type:
+    class IndentlessDumper(_make_dumper(base)):  # type: ignore[misc, valid-type]
+        def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+            """Sequences inside mappings written as libyaml writes them (``key:\n- item``)."""
+            return yaml.SafeDumper.increase_indent(self, flow, indentless)
+
+    return IndentlessDumper
+
+
+StreamDumper = _make_dumper(_BaseDumper) if _BaseDumper is not yaml.SafeDumper else _make_indentless_dumper(_BaseDumper)
+"""libyaml's C emitter where PyYAML has it, else the pure-Python one with libyaml's layout (sequences inside
+mappings not indented, as kubectl also writes them): the same bytes either way, for large files that hold
+sequences (the Kubernetes target's object streams: a Node per host)"""
+
+
 def comment(text: str) -> str:
     """Text that stays on one comment line: control characters (newline, CR, tab, ...) become escapes, so
     a blueprint string shown in a comment can never end the comment and start a line of syntax."""
@@ -162,6 +177,13 @@ def quoted(value: str) -> str:
 def body(data: object, *, dumper: type = Dumper) -> str:
     """``data`` as block YAML, keys in insertion order, without a document marker."""
     return yaml.serialize(node(data), Dumper=dumper, width=WIDTH, allow_unicode=True)
+
+
+def documents(docs: Iterable[object], *, dumper: type = Dumper) -> str:
+    """Each of ``docs`` as a block YAML document after ``---`` (what ``serialize_all(..., explicit_start=True)``
+    writes), one document at a time: the nodes of 13,000 Kubernetes objects built at once cost the garbage
+    collector more than 13,000 emitter runs (2.0 s against 0.8 s)."""
+    return "".join("---\n" + body(d, dumper=dumper) for d in docs)
 
 
 def represented(data: object, *, dumper: type = Dumper) -> str:
