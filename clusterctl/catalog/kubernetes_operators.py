@@ -76,6 +76,8 @@ class SlinkyRelease(StrictModel):
     chart: FreeText
     slurm: Version
     """the Slurm release of the chart's images (appVersion)"""
+    slurmd_image: FreeText
+    login_image: FreeText
     sources: _Sources
 
 

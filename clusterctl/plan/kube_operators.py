@@ -120,6 +120,12 @@ def nvlink_trays(topo: KubeTopology) -> dict[str, int]:
     return {d.name: hostlist.count(d.hosts) for d in topo.of_level("accelerator")}
 
 
+def compute_domains_chosen(plan: ClusterPlan, topo: KubeTopology) -> bool:
+    """ComputeDomains are written: a DRA driver release is chosen and the workers have multi-node NVLink
+    domains."""
+    return plan.kubernetes is not None and plan.kubernetes.dra_driver is not None and bool(nvlink_trays(topo))
+
+
 def compute_domain_nodes(plan: ClusterPlan, domain_trays: int) -> int:
     """The nodes one ComputeDomain of a domain with ``domain_trays`` trays requests (``numNodes``):
     ``kubernetes.compute_domain_nodes``, else every tray of the domain."""
