@@ -213,3 +213,64 @@ def test_a_stream_is_every_object_and_an_empty_one_fails():
     text = yaml.safe_dump_all([GOOD[2], BAD["wrong type"][0]])
     assert validate_stream(text) == ["HyperNode/su1-leaf01: spec.tier: 'leaf' is not of type 'integer'"]
     assert validate_stream("# nothing\n") == ["the stream holds no object"]
+
+
+# --- the rendered blueprints ---------------------------------------------------------------------------------------
+
+SCHEDULERS_AND_OPERATORS = {
+    "v1 Node", "scheduling.volcano.sh/v1beta1 Queue", "topology.volcano.sh/v1alpha1 HyperNode", "v1 ConfigMap",
+    "kueue.x-k8s.io/v1beta2 Topology", "kueue.x-k8s.io/v1beta2 ResourceFlavor", "kueue.x-k8s.io/v1beta2 ClusterQueue",
+    "kueue.x-k8s.io/v1beta2 LocalQueue", "kai.scheduler/v1alpha1 Topology", "slinky.slurm.net/v1beta1 NodeSet",
+    "slinky.slurm.net/v1beta1 LoginSet", "nvidia.com/v1 ClusterPolicy", "mellanox.com/v1alpha1 NicClusterPolicy",
+    "nv-ipam.nvidia.com/v1alpha1 IPPool"}
+"""what the three blueprints' ``kubernetes:`` sections choose alike: all three schedulers, Slinky, both operators"""
+
+EXPECTED_KINDS = {
+    "gb200-nvl72-8rack": SCHEDULERS_AND_OPERATORS | {"resource.nvidia.com/v1beta1 ComputeDomain"},  # dra_driver
+    "dgx-h100-superpod-4su": SCHEDULERS_AND_OPERATORS,  # rdma: shared (the RDMA shared device plugin)
+    "hgx-h200-roce-1024": SCHEDULERS_AND_OPERATORS | {"sriovnetwork.openshift.io/v1 SriovNetworkNodePolicy"},
+}
+
+
+def _is_object_stream(path: str) -> bool:
+    """A file of Kubernetes objects: a ``kubernetes/**/*.yaml`` outside the Topograph model and Helm values."""
+    parts = path.split("/")
+    return (parts[0] == "kubernetes" and path.endswith(".yaml") and "topograph" not in parts[1:2]
+            and "helm" not in parts)
+
+
+@pytest.fixture(scope="module", params=sorted(EXPECTED_KINDS))
+def rendered(request) -> tuple[str, dict[str, list[dict]]]:
+    """(blueprint, {object stream path: its objects}) of ``render --target kubernetes --target slurm``."""
+    from clusterctl.targets import render_targets
+    from tests.helpers import plan_of, shipped
+
+    files = render_targets(plan_of(shipped(request.param)), ["kubernetes", "slurm"])
+    streams = {path: [d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d is not None]
+               for path, text in sorted(files.items()) if _is_object_stream(path)}
+    return request.param, streams
+
+
+def test_every_emitted_object_validates(rendered):
+    name, streams = rendered
+    problems = [f"{path}: {p}" for path, docs in streams.items() for d in docs for p in validate_object(d)]
+    assert problems == []
+    assert {f"{d['apiVersion']} {d['kind']}" for docs in streams.values() for d in docs} == EXPECTED_KINDS[name]
+    assert all(streams.values()), f"empty streams: {[p for p, d in streams.items() if not d]}"
+
+
+def test_a_mutated_emitted_object_fails(rendered):
+    """The check can fail on what the target writes: a HyperNode with tier "x", a Node label value of 64
+    characters, a field no schema has."""
+    _, streams = rendered
+    hypernode = copy.deepcopy(next(d for d in streams["kubernetes/volcano/hypernodes.yaml"]))
+    hypernode["spec"]["tier"] = "x"
+    assert validate_object(hypernode) == [
+        f"HyperNode/{hypernode['metadata']['name']}: spec.tier: 'x' is not of type 'integer'"]
+    node = copy.deepcopy(streams["kubernetes/nodes.yaml"][0])
+    key = next(k for k in node["metadata"]["labels"] if k.startswith("network.topology.nvidia.com/"))
+    node["metadata"]["labels"][key] = "v" * 64
+    node.setdefault("spec", {})["gpus"] = 8
+    assert validate_object(node) == [
+        f"Node/{node['metadata']['name']}: spec: Additional properties are not allowed ('gpus' was unexpected)",
+        f"Node/{node['metadata']['name']}: metadata.labels[{key!r}]: value '{'v' * 64}' longer than 63 characters"]
