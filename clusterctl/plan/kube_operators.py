@@ -145,8 +145,9 @@ class OversizedComputeDomain:
     @property
     def message(self) -> str:
         return (f"kubernetes.compute_domain_nodes asks {self.requested} nodes per ComputeDomain but NVLink domain "
-                f"{self.domain} has {self.trays} trays: IMEX joins only nodes of one NVLink domain, so the "
-                f"ComputeDomain never gathers {self.requested} and a job waiting for them never starts")
+                f"{self.domain} has {self.trays} trays: NVLink (and IMEX) reach only the nodes of one domain, so "
+                f"a ComputeDomain of {self.requested} spans several, each its own IMEX domain, and its pods share "
+                f"no GPU memory across them")
 
 
 def oversized_compute_domain(plan: ClusterPlan, topo: KubeTopology) -> OversizedComputeDomain | None:

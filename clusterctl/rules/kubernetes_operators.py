@@ -19,10 +19,11 @@ CATALOG_FILE = "clusterctl/catalog/kubernetes_operators.yaml"
 
 @rule("K8S003", "kubernetes", Severity.ERROR, "ComputeDomain larger than an NVLink domain")
 def compute_domain_fits(plan: ClusterPlan) -> Iterator[Hit]:
-    """A ComputeDomain (NVIDIA DRA driver for GPUs) runs IMEX over one multi-node NVLink domain: its nodes must
-    share the NVLink fabric of one NVL72 rack. ``kubernetes.compute_domain_nodes`` larger than the trays of an
-    NVLink domain asks for a domain no rack can give (``numNodes`` is never reached: the ComputeDomain never turns
-    Ready, and with the driver's ``IMEXDaemonsWithDNSNames`` gate off its pods wait for ever)."""
+    """A ComputeDomain (NVIDIA DRA driver for GPUs) gives a job IMEX channels: GPU memory shared over multi-node
+    NVLink, which reaches only the trays of one NVLink domain (an NVL72 rack, one NVLink clique). A
+    ``kubernetes.compute_domain_nodes`` larger than the trays of an NVLink domain asks for more: the driver then
+    runs one IMEX domain per clique (its ComputeDomainClique objects), and the job's pods in different racks share
+    no memory, which is what a job asking for such a domain counts on."""
     if plan.kubernetes is None or plan.kubernetes.compute_domain_nodes is None:
         return
     over = oversized_compute_domain(plan, kube_topology(plan))
@@ -31,7 +32,7 @@ def compute_domain_fits(plan: ClusterPlan) -> Iterator[Hit]:
                   f"set compute_domain_nodes to {over.trays} or less (or remove it: every tray of the domain)")
 
 
-@rule("K8S004", "kubernetes", Severity.WARNING, "Operator release does not support the software versions")
+@rule("K8S004", "kubernetes", Severity.WARNING, "operator release does not support the pinned software")
 def operator_versions(plan: ClusterPlan) -> Iterator[Hit]:
     """Each NVIDIA operator release supports a list of versions (clusterctl/catalog/kubernetes_operators.yaml,
     from the releases' component matrices): the GPU Operator the data center drivers of its matrix, the Network
