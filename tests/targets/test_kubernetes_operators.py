@@ -165,16 +165,33 @@ def test_slinky_values_nodesets_and_partitions():
     assert values["nodesets"] == {"gb200": {
         "replicas": 144,
         # no source names the GB200 trays' IPoIB netdevs: one RDMA resource over every NVIDIA NIC
-        "slurmd": {"resources": {"limits": {"nvidia.com/gpu": 4, "rdma/rdma_shared_device_a": 1}}},
+        "slurmd": {"resources": {"limits": {"nvidia.com/gpu": 4, "rdma/rdma_shared_device_a": 1},
+                                 "claims": [{"name": "compute-domain-channel"}]}},
         "extraConfMap": {"Gres": ["gpu:gb200:4"]},
         "podSpec": {"nodeSelector": {"clusterctl.dev/node-group": "gb200"},
-                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}}}
+                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                    "resourceClaims": [{"name": "compute-domain-channel",
+                                        "resourceClaimTemplateName": "slurm-gb200-channel"}]}}}
     assert values["partitions"] == {"all": {"enabled": False}, "batch": {
         "enabled": True, "nodesets": ["gb200"], "configMap": {"Default": "YES", "MaxTime": "7-00:00:00",
                                                               "State": "UP"}}}
     assert values["loginsets"] == {"login": {"replicas": 2}}
     assert values["controller"] == {"extraConfMap": {"SwitchType": "switch/nvidia_imex"}}
     assert values["configFiles"]["topology.yaml"] == files["kubernetes/slinky/helm/topology.yaml"]
+
+
+def test_slinky_nodesets_on_nvl72_claim_imex_channels_of_their_compute_domain():
+    # Slinky docs/installation.md "With IMEX": every channel to the slurmd pods, numNodes 0
+    (cd,) = docs(files_of(gb200(), slinky)["kubernetes/slinky/computedomains.yaml"])
+    assert cd == {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
+                  "metadata": {"name": "slurm-gb200", "namespace": "training"},
+                  "spec": {"numNodes": 0, "channel": {"allocationMode": "All",
+                                                      "resourceClaimTemplate": {"name": "slurm-gb200-channel"}}}}
+    data = gb200()
+    del data["kubernetes"]["dra_driver"]
+    files = files_of(data, slinky)
+    assert "kubernetes/slinky/computedomains.yaml" not in files
+    assert "claims" not in yaml.safe_load(files["kubernetes/slinky/helm/values.yaml"])["nodesets"]["gb200"]["slurmd"]
 
 
 def test_slinky_topology_is_the_fabric_tree_and_the_nvl72_blocks():

@@ -28,7 +28,7 @@ The Slurm inside the pods is the chart's image release (26.05), not ``slurm.vers
 
 from __future__ import annotations
 
-from clusterctl.plan.kube_operators import compute_domains_chosen, slinky_release
+from clusterctl.plan.kube_operators import compute_domains_chosen, dra_driver_release, slinky_release
 from clusterctl.plan.kube_names import group_object_name
 from clusterctl.plan.kube_topology import KubeTopology, worker_groups
 from clusterctl.plan.model import ClusterPlan, GroupPlan
@@ -51,6 +51,11 @@ RELEASE = "slurm"
 
 LOGIN_KEY = "login"
 
+CHANNEL_CLAIM = "compute-domain-channel"
+"""the pod resource claim of a NodeSet's IMEX channels (Slinky docs/installation.md, "With IMEX")"""
+
+COMPUTE_DOMAINS = "kubernetes/slinky/computedomains.yaml"
+
 
 def _key(g: GroupPlan) -> str:
     """The NodeSet's key in the values (and its pods' host name prefix): the group's object name."""
@@ -58,20 +63,37 @@ def _key(g: GroupPlan) -> str:
                      g.path + ("name",))
 
 
-def _slurmd(plan: ClusterPlan, g: GroupPlan) -> dict:
-    """The slurmd container's resources: every GPU of the node and its RDMA devices (one pod per node)."""
+def imex_groups(plan: ClusterPlan, topo: KubeTopology) -> set[str]:
+    """The worker groups whose NodeSet pods claim IMEX channels: with ComputeDomains, those of NVLink domains."""
+    if not compute_domains_chosen(plan, topo):
+        return set()
+    return {g for g, levels in topo.group_levels.items() if "accelerator" in levels}
+
+
+def channel_template(key: str) -> str:
+    return f"{RELEASE}-{key}-channel"
+
+
+def _slurmd(plan: ClusterPlan, g: GroupPlan, imex: bool) -> dict:
+    """The slurmd container's resources: every GPU of the node and its RDMA devices (one pod per node), and the
+    IMEX channel claim."""
     limits: dict[str, int] = {}
     if g.type.gpus:
         limits["nvidia.com/gpu"] = g.type.gpus
     limits.update(pod_rdma_resources(plan, g))
-    return {"resources": {"limits": limits}} if limits else {}
+    resources: dict = {"limits": limits} if limits else {}
+    if imex:
+        resources["claims"] = [{"name": CHANNEL_CLAIM}]
+    return {"resources": resources} if resources else {}
 
 
-def _pod_spec(g: GroupPlan) -> dict:
+def _pod_spec(g: GroupPlan, key: str, imex: bool) -> dict:
     group = label_value(g.name, f"node group {g.name} (label {NODE_GROUP_LABEL})", g.path + ("name",))
     spec: dict = {"nodeSelector": {NODE_GROUP_LABEL: group}}
     if g.type.gpus:
         spec["tolerations"] = [{"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}]
+    if imex:
+        spec["resourceClaims"] = [{"name": CHANNEL_CLAIM, "resourceClaimTemplateName": channel_template(key)}]
     return spec
 
 
@@ -79,15 +101,15 @@ def _gres(g: GroupPlan) -> list[str]:
     return [f"gpu:{gres_type(g.type.gpu_model)}:{g.type.gpus}"] if g.type.gpus and g.type.gpu_model else []
 
 
-def nodeset_values(plan: ClusterPlan, g: GroupPlan) -> dict:
+def nodeset_values(plan: ClusterPlan, g: GroupPlan, key: str, imex: bool) -> dict:
     """One entry of the chart's ``nodesets``."""
     entry: dict = {"replicas": g.count}
-    slurmd = _slurmd(plan, g)
+    slurmd = _slurmd(plan, g, imex)
     if slurmd:
         entry["slurmd"] = slurmd
     if _gres(g):
         entry["extraConfMap"] = {"Gres": _gres(g)}
-    entry["podSpec"] = _pod_spec(g)
+    entry["podSpec"] = _pod_spec(g, key, imex)
     return entry
 
 
@@ -126,7 +148,8 @@ def values(plan: ClusterPlan, topo: KubeTopology, topology: str) -> dict:
         out["controller"] = {"extraConfMap": {"SwitchType": "switch/nvidia_imex"}}
     if login_count(plan):
         out["loginsets"] = {LOGIN_KEY: {"replicas": login_count(plan)}}
-    out["nodesets"] = {keys[g.name]: nodeset_values(plan, g) for g in groups}
+    imex = imex_groups(plan, topo)
+    out["nodesets"] = {keys[g.name]: nodeset_values(plan, g, keys[g.name], g.name in imex) for g in groups}
     out["partitions"] = {"all": {"enabled": False}, **partitions(plan, keys)}
     return out
 
@@ -156,6 +179,21 @@ def custom_resources(plan: ClusterPlan, values_: dict) -> list[dict]:
     return docs
 
 
+def imex_compute_domains(plan: ClusterPlan, topo: KubeTopology, values_: dict) -> list[dict]:
+    """A ComputeDomain per NodeSet of NVLink trays, as Slinky's docs/installation.md "With IMEX" writes it: every
+    IMEX channel to the slurmd pods (``allocationMode: All``; Slurm's switch/nvidia_imex hands them to jobs),
+    ``numNodes: 0`` (the driver's recommendation with its default IMEXDaemonsWithDNSNames gate: the domain follows
+    the pods, one IMEX domain per NVL72 rack)."""
+    api = dra_driver_release(plan).compute_domain_api
+    imex_keys = [key for key, entry in values_["nodesets"].items() if "resourceClaims" in entry["podSpec"]]
+    return [{"apiVersion": api, "kind": "ComputeDomain",
+             "metadata": {"name": dns_subdomain(f"{RELEASE}-{key}", f"the ComputeDomain of NodeSet {key}"),
+                          "namespace": plan.kubernetes.namespace},
+             "spec": {"numNodes": 0, "channel": {"allocationMode": "All",
+                                                 "resourceClaimTemplate": {"name": channel_template(key)}}}}
+            for key in imex_keys]
+
+
 def render(plan: ClusterPlan, topo: KubeTopology) -> dict[str, str]:
     """The three Slinky files; ``{}`` unless ``kubernetes.slinky`` (and a ``slurm:`` section to write from)."""
     if not plan.kubernetes.slinky or plan.slurm is None:
@@ -166,10 +204,15 @@ def render(plan: ClusterPlan, topo: KubeTopology) -> dict[str, str]:
     about = [f"Slinky slurm-operator {name} ({release.api}); chart {release.chart} {name}, Slurm {release.slurm}.",
              f"helm install {RELEASE} {release.chart} --version {name} -n {plan.kubernetes.namespace} "
              f"-f values.yaml (docs/kubernetes.md, Slinky)."]
-    return {
+    files = {
         VALUES: header(plan) + comment_lines(about) + "---\n" + body(values_),
         TOPOLOGY: topology,
         NODESETS: stream(custom_resources(plan, values_), [
             f"Slinky {name} NodeSets and LoginSet, as the {RELEASE} chart creates them from helm/values.yaml:",
             "apply these only to a chart installed without nodesets and loginsets (not both)."], plan),
     }
+    domains = imex_compute_domains(plan, topo, values_)
+    if domains:
+        files[COMPUTE_DOMAINS] = stream(domains, [
+            "The IMEX channels of the NodeSets on NVLink trays: apply before the chart (its pods claim them)."], plan)
+    return files
