@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from clusterctl.plan.kube_topology import kube_topology
 from clusterctl.targets import RenderError
 from clusterctl.targets.kubernetes import compute_domains, gpu_operator, network_operator, slinky
-from clusterctl.plan.kube_topology import kube_topology
 from tests.helpers import plan_of, shipped
 
 

@@ -28,8 +28,8 @@ from clusterctl.plan.kube_operators import doca_driver, gpu_driver, gpu_operator
 from clusterctl.plan.kube_topology import KubeTopology, worker_groups
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.targets.kubernetes.nodes import GPU_TAINT
-from clusterctl.targets.kubernetes.releases import refuse_unknown
 from clusterctl.targets.kubernetes.objects import stream
+from clusterctl.targets.kubernetes.releases import refuse_unknown
 
 PATH = "kubernetes/gpu-operator/clusterpolicy.yaml"
 NAME = "cluster-policy"
@@ -40,6 +40,10 @@ def _image(image) -> dict:
     if image.version is not None:
         out["version"] = image.version
     return out
+
+
+def _enabled(image) -> dict:
+    return {"enabled": True, **_image(image)}
 
 
 def gpudirect_rdma(plan: ClusterPlan) -> bool:
@@ -61,19 +65,18 @@ def driver_spec(plan: ClusterPlan, images) -> dict:
 
 def cluster_policy(plan: ClusterPlan) -> dict:
     images = gpu_operator_release(plan).images
-    enabled = lambda image: {"enabled": True, **_image(image)}  # noqa: E731
     spec = {
         "operator": {},
         "daemonsets": {"priorityClassName": "system-node-critical",
                        "tolerations": [{"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}]},
         "driver": driver_spec(plan, images),
-        "toolkit": enabled(images.toolkit),
-        "devicePlugin": enabled(images.device_plugin),
+        "toolkit": _enabled(images.toolkit),
+        "devicePlugin": _enabled(images.device_plugin),
         "dcgm": {"enabled": False},
-        "dcgmExporter": enabled(images.dcgm_exporter),
-        "gfd": enabled(images.gfd),
+        "dcgmExporter": _enabled(images.dcgm_exporter),
+        "gfd": _enabled(images.gfd),
         "mig": {"strategy": "single"},
-        "migManager": enabled(images.mig_manager),
+        "migManager": _enabled(images.mig_manager),
         "nodeStatusExporter": {"enabled": False},
         "validator": _image(images.validator),
     }

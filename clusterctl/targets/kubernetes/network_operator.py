@@ -37,8 +37,8 @@ from clusterctl.plan.kube_operators import doca_driver, network_operator_release
 from clusterctl.plan.kube_topology import KubeTopology, worker_groups
 from clusterctl.plan.model import AddressPool, ClusterPlan, GroupPlan
 from clusterctl.targets.kubernetes.nodes import NODE_GROUP_LABEL
-from clusterctl.targets.kubernetes.releases import refuse_unknown
 from clusterctl.targets.kubernetes.objects import dns_subdomain, label_value, stream
+from clusterctl.targets.kubernetes.releases import refuse_unknown
 
 NAMESPACE = "nvidia-network-operator"
 """the Network Operator's namespace (its Helm chart's and examples'): nv-ipam pools and SR-IOV policies live there"""

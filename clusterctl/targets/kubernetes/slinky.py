@@ -28,15 +28,15 @@ The Slurm inside the pods is the chart's image release (26.05), not ``slurm.vers
 
 from __future__ import annotations
 
-from clusterctl.plan.kube_operators import compute_domains_chosen, dra_driver_release, slinky_release
 from clusterctl.plan.kube_names import group_object_name
+from clusterctl.plan.kube_operators import compute_domains_chosen, dra_driver_release, slinky_release
 from clusterctl.plan.kube_topology import KubeTopology, worker_groups
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.plan.slurm import partition_groups
+from clusterctl.targets.common import header
 from clusterctl.targets.kubernetes.network_operator import pod_rdma_resources
 from clusterctl.targets.kubernetes.nodes import GPU_TAINT, NODE_GROUP_LABEL
 from clusterctl.targets.kubernetes.objects import dns_label, dns_subdomain, label_value, stream
-from clusterctl.targets.common import header
 from clusterctl.targets.slurm import gres_type, topology_yaml
 from clusterctl.yamlout import body, comment_lines
 
