@@ -6,6 +6,8 @@ blueprints and the upstream release tables (clusterctl/catalog/kubernetes_operat
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -229,3 +231,32 @@ def test_slinky_pods_request_every_rail():
 
 def test_no_slinky_without_it():
     assert files_of(gb200(slinky=False), slinky) == {}
+
+
+UPSTREAM_VALUES = yaml.safe_load(
+    (Path(__file__).resolve().parent.parent / "data" / "kubernetes" / "helm" / "slurm-values-v1.2.1.yaml").read_text())
+FREE = {"podSpec", "resources", "extraConfMap", "configMap", "configFiles"}
+"""keys whose values are free maps in the chart (a PodSpec, container resources, slurm.conf options, files)"""
+
+
+def unknown_keys(ours: dict, theirs: dict, where: str = "") -> list[str]:
+    out = []
+    for key, value in ours.items():
+        if key not in theirs:
+            out.append(f"{where}{key}")
+        elif isinstance(value, dict) and key not in FREE:
+            out.extend(unknown_keys(value, theirs[key] or {}, f"{where}{key}."))
+    return out
+
+
+@pytest.mark.parametrize("name", ["gb200-nvl72-8rack", "dgx-h100-superpod-4su", "hgx-h200-roce-1024"])
+def test_slinky_values_are_keys_of_the_chart(name):
+    values = yaml.safe_load(files_of(shipped(name), slinky)["kubernetes/slinky/helm/values.yaml"])
+    assert unknown_keys({k: v for k, v in values.items() if k not in ("nodesets", "loginsets", "partitions")},
+                        UPSTREAM_VALUES) == []
+    for key, entry in values["nodesets"].items():
+        assert unknown_keys(entry, UPSTREAM_VALUES["nodesetDefaults"], f"nodesets.{key}.") == []
+    for key, entry in values.get("loginsets", {}).items():
+        assert unknown_keys(entry, UPSTREAM_VALUES["loginsetDefaults"], f"loginsets.{key}.") == []
+    for key, entry in values["partitions"].items():
+        assert unknown_keys(entry, UPSTREAM_VALUES["partitions"]["all"], f"partitions.{key}.") == []
