@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from clusterctl.hostlist import expand
 from clusterctl.plan.kube_topology import kube_topology
-from clusterctl.targets import RenderError
+from clusterctl.targets import RenderError, render_targets
 from clusterctl.targets.kubernetes import compute_domains, gpu_operator, network_operator, slinky
 from tests.helpers import plan_of, shipped
 
@@ -260,3 +261,29 @@ def test_slinky_values_are_keys_of_the_chart(name):
         assert unknown_keys(entry, UPSTREAM_VALUES["loginsetDefaults"], f"loginsets.{key}.") == []
     for key, entry in values["partitions"].items():
         assert unknown_keys(entry, UPSTREAM_VALUES["partitions"]["all"], f"partitions.{key}.") == []
+
+
+@pytest.mark.parametrize("name", ["gb200-nvl72-8rack", "dgx-h100-superpod-4su", "hgx-h200-roce-1024"])
+def test_slinky_topology_the_node_annotations_and_the_compute_domains_agree_with_topology_conf(name):
+    """Every host's Slinky annotation names a switch that holds it and a block that holds it in Slinky's
+    topology.yaml; that file's switches and blocks are topology.conf's; the ComputeDomains are its blocks."""
+    data = shipped(name)
+    data["kubernetes"]["dra_driver"] = "25.8.0"
+    files = render_targets(plan_of(data), ["slurm", "kubernetes"])
+    data["slurm"]["topology"] = "tree"
+    conf = render_targets(plan_of(data), ["slurm"])["slurm/topology.conf"]
+    switches = {kv["SwitchName"]: set(expand(kv["Nodes"])) for kv in
+                (dict(i.split("=", 1) for i in line.split()) for line in conf.splitlines()
+                 if line.startswith("SwitchName")) if "Nodes" in kv}
+    topology = {t["topology"]: t for t in yaml.safe_load(files["kubernetes/slinky/helm/topology.yaml"])}
+    assert {s["switch"]: set(expand(s["nodes"])) for s in topology["fabric"]["tree"]["switches"] if "nodes" in s} \
+        == switches
+    blocks = {b["block"]: set(expand(b["nodes"])) for b in topology["nvlink"]["block"]["blocks"]} \
+        if "nvlink" in topology else {}
+    for node in docs(files["kubernetes/nodes.yaml"]):
+        units = dict(u.split(":") for u in node["metadata"]["annotations"]["topology.slinky.slurm.net/spec"].split(","))
+        assert node["metadata"]["name"] in switches[units["fabric"]]
+        assert "nvlink" not in units or node["metadata"]["name"] in blocks[units["nvlink"]]
+    domains = docs(files.get("kubernetes/dra/computedomains.yaml", ""))
+    assert {d["metadata"]["name"]: d["spec"]["numNodes"] for d in domains} == {b: len(h) for b, h in blocks.items()}
+    assert len(blocks) == (8 if name.startswith("gb200") else 0)
