@@ -15,8 +15,7 @@ from collections.abc import Iterator
 
 from clusterctl.hidden_chars import shown
 from clusterctl.plan.kube_names import HINTS, planned_names, problem
-from clusterctl.plan.kube_operators import (doca_driver, gpu_driver, gpu_operator_release, network_operator_release,
-                                            oversized_compute_domain, unknown_releases)
+from clusterctl.plan.kube_operators import gpu_driver, gpu_operator_release, oversized_compute_domain, unknown_releases
 from clusterctl.plan.kube_topology import kube_topology
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.rules.base import Hit, Severity, rule
@@ -91,8 +90,10 @@ def operator_versions(plan: ClusterPlan) -> Iterator[Hit]:
     Operator the DOCA-OFED driver containers it ships (its own DOCA and the LTS one). A release clusterctl has
     no table for is an error (the target cannot know its fields). A ``software.driver`` the GPU Operator release
     does not list is a warning: the ClusterPolicy then leaves the driver to the host (``driver.enabled: false``),
-    so the nodes must have it installed. A ``software.doca`` the Network Operator release does not ship is a
-    warning: the NicClusterPolicy leaves DOCA-OFED to the host."""
+    so the nodes must have it installed. The Network Operator's table says which DOCA-OFED containers a release
+    deploys, not which DOCA a host may run: a ``software.doca`` it ships no container of is no finding, the
+    NicClusterPolicy leaves DOCA-OFED to the host (where clusterctl's roles install ``software.doca``) and says
+    so."""
     for unknown in unknown_releases(plan):
         yield Hit(unknown.path, unknown.message, f"choose one of {', '.join(unknown.known)} (or add the release "
                   f"to {CATALOG_FILE} with its sources)", severity=Severity.ERROR)
@@ -106,12 +107,3 @@ def operator_versions(plan: ClusterPlan) -> Iterator[Hit]:
                   f"(driver.enabled: false)",
                   f"choose a driver of branch {', '.join(branches)}, or a GPU Operator release that lists "
                   f"{sw.driver}; keep it only if the nodes' image carries the driver")
-    net = network_operator_release(plan)
-    if net is not None and sw is not None and sw.doca is not None and doca_driver(plan) is None:
-        shipped = ", ".join(net.doca_drivers)
-        yield Hit(("software", "doca"),
-                  f"software.doca {sw.doca} is not a DOCA-OFED driver container of Network Operator "
-                  f"{plan.kubernetes.network_operator} (it ships DOCA {shipped}): the NicClusterPolicy leaves "
-                  f"DOCA-OFED to the host (no ofedDriver)",
-                  f"set software.doca to one of {shipped}, or choose the Network Operator release that ships "
-                  f"{sw.doca}; keep it only if the nodes' image carries DOCA-OFED {sw.doca}")
