@@ -98,6 +98,21 @@ Dumper = _make_dumper(_BaseDumper) if _BaseDumper is not yaml.SafeDumper else Pu
 """libyaml's C emitter where PyYAML has it: for the large file that holds mappings only (the inventory)"""
 
 
+def _make_indentless_dumper(base: type) -> type:
+    class IndentlessDumper(_make_dumper(base)):  # type: ignore[misc, valid-type]
+        def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+            """Sequences inside mappings written as libyaml writes them (``key:\n- item``)."""
+            return yaml.SafeDumper.increase_indent(self, flow, indentless)
+
+    return IndentlessDumper
+
+
+StreamDumper = _make_dumper(_BaseDumper) if _BaseDumper is not yaml.SafeDumper else _make_indentless_dumper(_BaseDumper)
+"""libyaml's C emitter where PyYAML has it, else the pure-Python one with libyaml's layout (sequences inside
+mappings not indented, as kubectl also writes them): the same bytes either way, for large files that hold
+sequences (the Kubernetes target's object streams: a Node per host)"""
+
+
 def comment(text: str) -> str:
     """Text that stays on one comment line: control characters (newline, CR, tab, ...) become escapes, so
     a blueprint string shown in a comment can never end the comment and start a line of syntax."""

@@ -6,6 +6,7 @@ from pydantic import Field
 
 from clusterctl.blueprint.compute import NodeGroup, NodeType
 from clusterctl.blueprint.facility import Cooling, RackProfile, RackRange, Site
+from clusterctl.blueprint.kubernetes import KubernetesSpec
 from clusterctl.blueprint.network import Fabric, Network
 from clusterctl.blueprint.software import Cloud, Slurm, Software, Validation
 from clusterctl.blueprint.storage import StorageTier, Workload
@@ -37,4 +38,6 @@ class Blueprint(StrictModel):
     slurm: Slurm | None = None
     software: Software | None = None
     cloud: Cloud | None = None
+    kubernetes: KubernetesSpec | None = None
+    """Kubernetes objects rendered from the plan (``render --target kubernetes``, docs/kubernetes.md); absent: none"""
     validation: Validation = Field(default_factory=Validation)

@@ -342,6 +342,12 @@ class ClusterPlan:
         return self.blueprint.cloud
 
     @property
+    def kubernetes(self):
+        """the ``kubernetes:`` settings, None when the blueprint asks for no Kubernetes objects; the topology the
+        objects describe is :func:`clusterctl.plan.kube_topology.kube_topology`'s"""
+        return self.blueprint.kubernetes
+
+    @property
     def workload(self):
         """the ``workload:`` (training job) settings, None when the blueprint describes none"""
         return self.blueprint.workload
