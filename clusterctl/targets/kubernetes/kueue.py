@@ -34,6 +34,7 @@ GPU_RESOURCE = "nvidia.com/gpu"
 COVERED = ("cpu", "memory", GPU_RESOURCE)
 """the resources a training pod requests: Kueue admits a workload only when the ClusterQueue covers every
 resource its pods request"""
+QUEUE_PATH = ("kubernetes", "queue")
 MAX_FLAVORS = 64
 """resourceGroups[].flavors maxItems in the ClusterQueue CRD"""
 
@@ -57,19 +58,18 @@ def render(plan: ClusterPlan, topo: KubeTopology) -> dict[str, str]:
 
 
 def flavor_name(g: GroupPlan) -> str:
-    return dns_subdomain(g.name, "Kueue ResourceFlavor name")
+    return dns_subdomain(g.name, "node group name (a Kueue ResourceFlavor name)", g.path)
 
 
 def resource_flavor(g: GroupPlan, topo: KubeTopology) -> dict:
-    key, _value, effect = GPU_TAINT
     return {
         "apiVersion": API,
         "kind": "ResourceFlavor",
         "metadata": {"name": flavor_name(g)},
         "spec": {
-            "nodeLabels": {NODE_GROUP_LABEL: label_value(g.name, "node group label value")},
+            "nodeLabels": {NODE_GROUP_LABEL: label_value(g.name, "node group name", g.path)},
             "topologyName": topology_name(topo.group_levels.get(g.name, ())),
-            "tolerations": [{"key": key, "operator": "Exists", "effect": effect}],  # as the upstream sample
+            "tolerations": [{"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}],
         },
     }
 
@@ -87,7 +87,7 @@ def cluster_queue(plan: ClusterPlan, groups: list[GroupPlan]) -> dict:
     return {
         "apiVersion": API,
         "kind": "ClusterQueue",
-        "metadata": {"name": dns_subdomain(plan.kubernetes.queue, "Kueue ClusterQueue name")},
+        "metadata": {"name": dns_subdomain(plan.kubernetes.queue, "queue", QUEUE_PATH)},
         "spec": {
             "namespaceSelector": {},  # every namespace with a LocalQueue pointing here (the upstream sample's)
             "resourceGroups": [{
@@ -103,7 +103,7 @@ def local_queue(plan: ClusterPlan) -> dict:
     return {
         "apiVersion": API,
         "kind": "LocalQueue",
-        "metadata": {"name": dns_subdomain(k.queue, "Kueue LocalQueue name"),
-                     "namespace": dns_label(k.namespace, "namespace")},
-        "spec": {"clusterQueue": dns_subdomain(k.queue, "Kueue ClusterQueue name")},
+        "metadata": {"name": dns_subdomain(k.queue, "queue", QUEUE_PATH),
+                     "namespace": dns_label(k.namespace, "namespace", ("kubernetes", "namespace"))},
+        "spec": {"clusterQueue": dns_subdomain(k.queue, "queue", QUEUE_PATH)},
     }

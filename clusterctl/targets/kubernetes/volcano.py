@@ -24,7 +24,9 @@ name the Helm chart gives it for the release name ``volcano``: ``{{ .Release.Nam
 ``volcano-scheduler.conf`` of v1.15.1 with the ``network-topology-aware`` plugin added to the second tier (as
 ``docs/user-guide/how_to_use_network_topology_aware_scheduling.md`` shows), and the ``Queue``
 (``scheduling.volcano.sh/v1beta1``, ``config/crd/volcano/bases/scheduling.volcano.sh_queues.yaml``) named
-``kubernetes.queue``, capped at the GPU count of the worker nodes.
+``kubernetes.queue``, capped at the GPU count of the worker nodes. ``kubernetes/volcano/helm/values.yaml`` holds
+the same scheduler configuration as the chart's ``custom.scheduler_config_override``, for a Helm-managed
+install (the chart owns that ConfigMap, and ``helm upgrade`` would put back its default).
 """
 
 from __future__ import annotations
@@ -69,7 +71,11 @@ def render(plan: ClusterPlan, topo: KubeTopology) -> dict[str, str]:
             "(or highestTierName) bounds the tier its pods may span"], plan),
         "kubernetes/volcano/scheduler.yaml": stream([scheduler_configmap(), queue(plan)], [
             "the Volcano scheduler configuration with the network-topology-aware plugin (replaces the Helm "
-            "release's ConfigMap), and the training Queue"], plan),
+            "release's ConfigMap; helm/values.yaml holds the same for helm install -f), and the training Queue"],
+            plan),
+        "kubernetes/volcano/helm/values.yaml": stream([helm_values()], [
+            "Helm values for the volcano chart (helm install volcano volcano-sh/volcano -n volcano-system "
+            "-f values.yaml): the scheduler configuration of scheduler.yaml, which a helm upgrade keeps"], plan),
     }
 
 
@@ -124,7 +130,8 @@ def hypernodes(plan: ClusterPlan, topo: KubeTopology) -> list[dict]:
 
 
 def _member(kind: str, name: str, what: str) -> dict:
-    return {"type": kind, "selector": {"exactMatch": {"name": dns_subdomain(name, what)}}}
+    """One member, on one line (a tier-1 HyperNode lists every node)."""
+    return yamlout.FlowMap(type=kind, selector={"exactMatch": {"name": dns_subdomain(name, what)}})
 
 
 def scheduler_configmap() -> dict:
@@ -136,6 +143,12 @@ def scheduler_configmap() -> dict:
     }
 
 
+def helm_values() -> dict:
+    """The chart's ``custom.scheduler_config_override`` (installer/helm/chart/volcano/values.yaml at v1.15.1): the
+    chart writes it into the same ConfigMap, so a later ``helm upgrade`` does not undo the plugin."""
+    return {"custom": {"scheduler_config_override": yamlout.Block(yamlout.body(SCHEDULER_CONF))}}
+
+
 def queue(plan: ClusterPlan) -> dict:
     """The Queue training jobs name (``spec.queue`` of a Volcano Job): capability = every worker GPU."""
     gpus = sum(g.gpus for g in gpu_workers(plan))
@@ -145,6 +158,6 @@ def queue(plan: ClusterPlan) -> dict:
     return {
         "apiVersion": SCHEDULING_API,
         "kind": "Queue",
-        "metadata": {"name": dns_subdomain(plan.kubernetes.queue, "Volcano Queue name")},
+        "metadata": {"name": dns_subdomain(plan.kubernetes.queue, "queue", ("kubernetes", "queue"))},
         "spec": spec,
     }
