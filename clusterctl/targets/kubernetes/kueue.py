@@ -58,7 +58,7 @@ def render(plan: ClusterPlan, topo: KubeTopology) -> dict[str, str]:
 
 
 def flavor_name(g: GroupPlan) -> str:
-    return dns_subdomain(g.name, "node group name (a Kueue ResourceFlavor name)", g.path)
+    return dns_subdomain(g.name, "node group name (a Kueue ResourceFlavor name)", g.path + ("name",))
 
 
 def resource_flavor(g: GroupPlan, topo: KubeTopology) -> dict:
@@ -67,7 +67,7 @@ def resource_flavor(g: GroupPlan, topo: KubeTopology) -> dict:
         "kind": "ResourceFlavor",
         "metadata": {"name": flavor_name(g)},
         "spec": {
-            "nodeLabels": {NODE_GROUP_LABEL: label_value(g.name, "node group name", g.path)},
+            "nodeLabels": {NODE_GROUP_LABEL: label_value(g.name, "node group name", g.path + ("name",))},
             "topologyName": topology_name(topo.group_levels.get(g.name, ())),
             "tolerations": [{"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}],
         },
