@@ -1,0 +1,276 @@
+"""Every object the kubernetes target writes validates against its upstream schema (tests/kubernetes_schema.py): the
+CRDs vendored at named releases (tests/data/kubernetes/crds/SOURCES.md) and Kubernetes' own schemas for core kinds.
+
+First the validator itself, on literal objects: upstream's own examples and hand-written objects per kind pass;
+objects with a wrong field, a wrong type, a name or a label value over the limits, an unserved version or an
+unknown kind fail with the field named. Then the rendered GB200 NVL72, SuperPOD 4 SU and H200 RoCE blueprints:
+every object of every ``kubernetes/**/*.yaml`` stream (not the Topograph model, not Helm values) is valid, and a
+mutated emitted object is not.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.kubernetes_schema import validate_object, validate_stream
+
+SAMPLES = Path(__file__).resolve().parent.parent / "data" / "kubernetes" / "samples"
+
+NODE = {
+    "apiVersion": "v1", "kind": "Node",
+    "metadata": {"name": "gb200-r01-t01", "labels": {
+        "kubernetes.io/hostname": "gb200-r01-t01",
+        "network.topology.nvidia.com/accelerator": "nvl72-r01",
+        "network.topology.nvidia.com/leaf": "su1-leaf01",
+        "nvidia.com/gpu.clique": "nvl72-r01"},
+        "annotations": {"topology.slinky.slurm.net/spec": "block1:1"}},
+    "spec": {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]},
+}
+
+GOOD = [
+    NODE,
+    {"apiVersion": "v1", "kind": "ConfigMap",
+     "metadata": {"name": "volcano-scheduler-configmap", "namespace": "volcano-system"},
+     "data": {"volcano-scheduler.conf": "actions: \"enqueue, allocate, backfill\"\n"}},
+    # Volcano v1.15.1 config/crd/volcano/bases/topology.volcano.sh_hypernodes.yaml
+    {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
+     "metadata": {"name": "su1-leaf01"},
+     "spec": {"tier": 1, "tierName": "leaf", "members": [
+         {"type": "Node", "selector": {"exactMatch": {"name": "dgx-001"}}},
+         {"type": "Node", "selector": {"regexMatch": {"pattern": "^dgx-00[2-9]$"}}},
+         {"type": "Node", "selector": {"labelMatch": {"matchLabels": {
+             "network.topology.nvidia.com/leaf": "su1-leaf01"}}}}]}},
+    {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
+     "metadata": {"name": "su1-spine"},
+     "spec": {"tier": 2, "members": [{"type": "HyperNode", "selector": {"exactMatch": {"name": "su1-leaf01"}}}]}},
+    # Kueue v0.19.2 config/components/crd/bases/
+    {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": "gb200"},
+     "spec": {"levels": [{"nodeLabel": "network.topology.nvidia.com/spine"},
+                         {"nodeLabel": "network.topology.nvidia.com/accelerator"},
+                         {"nodeLabel": "kubernetes.io/hostname"}]}},
+    {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "gb200"},
+     "spec": {"nodeLabels": {"node.kubernetes.io/instance-type": "gb200"}, "topologyName": "gb200"}},
+    {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "training"},
+     "spec": {"namespaceSelector": {}, "resourceGroups": [{
+         "coveredResources": ["nvidia.com/gpu"],
+         "flavors": [{"name": "gb200", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 576}]}]}]}},
+    {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+     "metadata": {"name": "training", "namespace": "training"}, "spec": {"clusterQueue": "training"}},
+    # KAI Scheduler v0.13.0 docs/topology/README.md
+    {"apiVersion": "kai.scheduler/v1alpha1", "kind": "Topology", "metadata": {"name": "cluster-topology"},
+     "spec": {"levels": [{"nodeLabel": "cloud.provider.com/topology-block"},
+                         {"nodeLabel": "cloud.provider.com/topology-rack"},
+                         {"nodeLabel": "kubernetes.io/hostname"}]}},
+    # Slinky slurm-operator v1.2.1 config/crd/bases/ (required: controllerRef; LoginSet also sssdConfRef)
+    {"apiVersion": "slinky.slurm.net/v1beta1", "kind": "NodeSet",
+     "metadata": {"name": "slurm-worker-gb200", "namespace": "slurm"},
+     "spec": {"controllerRef": {"name": "slurm"}, "replicas": 72, "partition": {"enabled": True}}},
+    {"apiVersion": "slinky.slurm.net/v1beta1", "kind": "LoginSet",
+     "metadata": {"name": "slurm-login", "namespace": "slurm"},
+     "spec": {"controllerRef": {"name": "slurm"}, "sssdConfRef": {"name": "slurm-sssd", "key": "sssd.conf"},
+              "replicas": 1}},
+    # NVIDIA k8s-dra-driver-gpu v25.12.0 demo/specs/imex/channel-injection.yaml
+    {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
+     "metadata": {"name": "imex-channel-injection", "namespace": "training"},
+     "spec": {"numNodes": 1, "channel": {"resourceClaimTemplate": {"name": "imex-channel-0"}}}},
+    # k8snetworkplumbingwg sriov-network-operator v1.6.0 (required: nicSelector, nodeSelector, numVfs, resourceName)
+    {"apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovNetworkNodePolicy",
+     "metadata": {"name": "rail0", "namespace": "nvidia-network-operator"},
+     "spec": {"resourceName": "rail0", "numVfs": 8, "isRdma": True, "deviceType": "netdevice",
+              "nodeSelector": {"feature.node.kubernetes.io/network-sriov.capable": "true"},
+              "nicSelector": {"vendor": "15b3", "pfNames": ["ens1f0np0"]}}},
+]
+
+
+def _kinds(objects: list[dict]) -> list[str]:
+    return [f"{o['apiVersion']} {o['kind']}" for o in objects]
+
+
+@pytest.mark.parametrize("obj", GOOD, ids=_kinds(GOOD))
+def test_a_valid_object_of_each_kind_passes(obj):
+    assert validate_object(obj) == []
+
+
+def _without_nulls(node):
+    """What the API server validates: it prunes null values of non-nullable fields before validation
+    (Kubernetes docs, "Extend the Kubernetes API with CustomResourceDefinitions", Defaulting and Nullable)."""
+    if isinstance(node, dict):
+        return {k: _without_nulls(v) for k, v in node.items() if v is not None}
+    return [_without_nulls(v) for v in node] if isinstance(node, list) else node
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in SAMPLES.glob("*.yaml")))
+def test_the_upstream_projects_own_examples_pass(name):
+    docs = [_without_nulls(d) for d in yaml.safe_load_all((SAMPLES / name).read_text()) if d]
+    assert docs and [p for d in docs for p in validate_object(d)] == []
+
+
+def test_every_vendored_sample_is_read():
+    assert sorted(p.name for p in SAMPLES.glob("*.yaml")) == [
+        "gpu-operator-clusterpolicy.yaml", "kueue-cluster-queues.yaml", "kueue-resource-flavor-tolerations.yaml",
+        "kueue-resource-flavors.yaml", "network-operator-nicclusterpolicy-full.yaml", "nv-ipam-ippool-1.yaml",
+        "volcano-queue.yaml"]
+
+
+def _changed(index: int, path: tuple, value) -> dict:
+    """GOOD[index] with the field at ``path`` set to ``value``."""
+    obj = copy.deepcopy(GOOD[index])
+    node = obj
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return obj
+
+
+HYPERNODE, KUEUE_TOPOLOGY, CLUSTER_QUEUE, LOCAL_QUEUE, NODESET = 2, 4, 6, 7, 9
+
+BAD = {
+    "wrong field": (_changed(HYPERNODE, ("spec", "tiers"), 1),
+                    "HyperNode/su1-leaf01: spec: Additional properties are not allowed ('tiers' was unexpected)"),
+    "wrong type": (_changed(HYPERNODE, ("spec", "tier"), "leaf"),
+                   "HyperNode/su1-leaf01: spec.tier: 'leaf' is not of type 'integer'"),
+    "below minimum": (_changed(HYPERNODE, ("spec", "tier"), -1),
+                      "HyperNode/su1-leaf01: spec.tier: -1 is less than the minimum of 0"),
+    "enum": (_changed(HYPERNODE, ("spec", "members", 0, "type"), "Switch"),
+             "HyperNode/su1-leaf01: spec.members[0].type: 'Switch' is not one of ['Node', 'HyperNode']"),
+    "missing required": (_changed(NODESET, ("spec",), {"replicas": 1}),
+                         "NodeSet/slurm-worker-gb200: spec: 'controllerRef' is a required property"),
+    "int32 overflow": (_changed(NODESET, ("spec", "replicas"), 1 << 31),
+                       "NodeSet/slurm-worker-gb200: spec.replicas: 2147483648 is not a 'int32'"),
+    "wrong field deep": (_changed(CLUSTER_QUEUE, ("spec", "resourceGroups", 0, "flavors", 0, "quota"), 1),
+                         "ClusterQueue/training: spec.resourceGroups[0].flavors[0]: Additional properties are not "
+                         "allowed ('quota' was unexpected)"),
+    "name too long": (_changed(KUEUE_TOPOLOGY, ("metadata", "name"), "t" * 254),
+                      f"Topology/{'t' * 77}...: metadata.name: '{'t' * 254}' longer than 253 characters"),
+    "name not DNS-1123": (_changed(KUEUE_TOPOLOGY, ("metadata", "name"), "GB200_topo"),
+                          "Topology/GB200_topo: metadata.name: 'GB200_topo' not a lowercase RFC 1123 subdomain "
+                          "(lower-case alphanumerics, '-' and '.', alphanumeric at both ends)"),
+    "label value 64 chars": (_changed(0, ("metadata", "labels", "network.topology.nvidia.com/leaf"), "l" * 64),
+                             f"Node/gb200-r01-t01: metadata.labels['network.topology.nvidia.com/leaf']: value "
+                             f"'{'l' * 64}' longer than 63 characters"),
+    "label value characters": (_changed(0, ("metadata", "labels", "nvidia.com/gpu.clique"), "rack 1"),
+                               "Node/gb200-r01-t01: metadata.labels['nvidia.com/gpu.clique']: value 'rack 1' not "
+                               "empty nor alphanumerics, '-', '_' or '.' with alphanumerics at both ends"),
+    "label key name part 64 chars": (_changed(0, ("metadata", "labels", "example.com/" + "k" * 64), "v"),
+                                     f"Node/gb200-r01-t01: metadata.labels['example.com/{'k' * 64}']: key name "
+                                     f"part longer than 63 characters"),
+    "annotation key prefix": (_changed(0, ("metadata", "annotations", "Bad_Prefix/x"), "v"),
+                              "Node/gb200-r01-t01: metadata.annotations['Bad_Prefix/x']: key prefix part not a "
+                              "lowercase RFC 1123 subdomain (lower-case alphanumerics, '-' and '.', alphanumeric "
+                              "at both ends)"),
+    "namespace on a cluster-scoped kind": (_changed(HYPERNODE, ("metadata", "namespace"), "training"),
+                                           "HyperNode/su1-leaf01: metadata.namespace: not allowed on a "
+                                           "cluster-scoped kind"),
+    "namespace missing": (_changed(LOCAL_QUEUE, ("metadata",), {"name": "training"}),
+                          "LocalQueue/training: metadata.namespace: missing (the kind is namespaced)"),
+    "namespace not a label": (_changed(LOCAL_QUEUE, ("metadata", "namespace"), "ml.training"),
+                              "LocalQueue/training: metadata.namespace: 'ml.training' not a lowercase RFC 1123 "
+                              "label (lower-case alphanumerics and '-', alphanumeric at both ends)"),
+    "server's metadata field": (_changed(LOCAL_QUEUE, ("metadata", "uid"), "x"),
+                                "LocalQueue/training: metadata.uid: not an ObjectMeta field a manifest sets"),
+    "unserved version": (_changed(KUEUE_TOPOLOGY, ("apiVersion",), "kueue.x-k8s.io/v1alpha1"),
+                         "Topology/gb200: apiVersion: kueue.x-k8s.io/v1alpha1 is not a served version of Topology "
+                         "(kueue/kueue.x-k8s.io_topologies.yaml serves v1beta1, v1beta2)"),
+    "KAI's documented-elsewhere v1": (_changed(8, ("apiVersion",), "kai.scheduler/v1"),
+                                      "Topology/cluster-topology: apiVersion: kai.scheduler/v1 is not a served "
+                                      "version of Topology (kai-scheduler/kai.scheduler_topologies.yaml serves "
+                                      "v1alpha1)"),
+    "unknown kind": (_changed(HYPERNODE, ("kind",), "HyperEdge"),
+                     "HyperEdge/su1-leaf01: apiVersion/kind topology.volcano.sh/v1alpha1 HyperEdge: no vendored "
+                     "CRD and not a core kind this validator knows: unknown, never a pass"),
+    "core field of a wrong type": (_changed(0, ("spec", "unschedulable"), "yes"),
+                                   "Node/gb200-r01-t01: spec.unschedulable: 'yes' is not of type 'boolean'"),
+    "unknown core field": (_changed(0, ("spec", "gpus"), 4),
+                           "Node/gb200-r01-t01: spec: Additional properties are not allowed ('gpus' was "
+                           "unexpected)"),
+    "ConfigMap data not strings": (_changed(1, ("data", "volcano-scheduler.conf"), 1),
+                                   "ConfigMap/volcano-scheduler-configmap: data.volcano-scheduler.conf: 1 is not of "
+                                   "type 'string'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_an_invalid_object_fails_naming_the_field(case):
+    obj, problem = BAD[case]
+    assert validate_object(obj) == [problem]
+
+
+def test_a_duplicate_key_of_a_list_map_fails():
+    """``x-kubernetes-list-type: map``: ComputeDomain's status.nodes is keyed by name (DRA driver v25.12.0)."""
+    obj = copy.deepcopy(GOOD[11])
+    node = {"name": "t01", "ipAddress": "10.0.0.1", "cliqueID": "c.1", "index": 0, "status": "Ready"}
+    obj["status"] = {"status": "Ready", "nodes": [node, dict(node, index=1)]}
+    problems = validate_object(obj)
+    assert problems == ["ComputeDomain/imex-channel-injection: status.nodes: duplicate entry for list-map keys "
+                        "['name']: (\"'t01'\",)"]
+
+
+def test_a_stream_is_every_object_and_an_empty_one_fails():
+    text = yaml.safe_dump_all([GOOD[2], BAD["wrong type"][0]])
+    assert validate_stream(text) == ["HyperNode/su1-leaf01: spec.tier: 'leaf' is not of type 'integer'"]
+    assert validate_stream("# nothing\n") == ["the stream holds no object"]
+
+
+# --- the rendered blueprints ---------------------------------------------------------------------------------------
+
+SCHEDULERS_AND_OPERATORS = {
+    "v1 Node", "scheduling.volcano.sh/v1beta1 Queue", "topology.volcano.sh/v1alpha1 HyperNode", "v1 ConfigMap",
+    "kueue.x-k8s.io/v1beta2 Topology", "kueue.x-k8s.io/v1beta2 ResourceFlavor", "kueue.x-k8s.io/v1beta2 ClusterQueue",
+    "kueue.x-k8s.io/v1beta2 LocalQueue", "kai.scheduler/v1alpha1 Topology", "slinky.slurm.net/v1beta1 NodeSet",
+    "slinky.slurm.net/v1beta1 LoginSet", "nvidia.com/v1 ClusterPolicy", "mellanox.com/v1alpha1 NicClusterPolicy",
+    "nv-ipam.nvidia.com/v1alpha1 IPPool"}
+"""what the three blueprints' ``kubernetes:`` sections choose alike: all three schedulers, Slinky, both operators"""
+
+EXPECTED_KINDS = {
+    "gb200-nvl72-8rack": SCHEDULERS_AND_OPERATORS | {"resource.nvidia.com/v1beta1 ComputeDomain"},  # dra_driver
+    "dgx-h100-superpod-4su": SCHEDULERS_AND_OPERATORS,  # rdma: shared (the RDMA shared device plugin)
+    "hgx-h200-roce-1024": SCHEDULERS_AND_OPERATORS | {"sriovnetwork.openshift.io/v1 SriovNetworkNodePolicy"},
+}
+
+
+def _is_object_stream(path: str) -> bool:
+    """A file of Kubernetes objects: a ``kubernetes/**/*.yaml`` outside the Topograph model and Helm values."""
+    parts = path.split("/")
+    return (parts[0] == "kubernetes" and path.endswith(".yaml") and "topograph" not in parts[1:2]
+            and "helm" not in parts)
+
+
+@pytest.fixture(scope="module", params=sorted(EXPECTED_KINDS))
+def rendered(request) -> tuple[str, dict[str, list[dict]]]:
+    """(blueprint, {object stream path: its objects}) of ``render --target kubernetes --target slurm``."""
+    from clusterctl.targets import render_targets
+    from tests.helpers import plan_of, shipped
+
+    files = render_targets(plan_of(shipped(request.param)), ["kubernetes", "slurm"])
+    streams = {path: [d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d is not None]
+               for path, text in sorted(files.items()) if _is_object_stream(path)}
+    return request.param, streams
+
+
+def test_every_emitted_object_validates(rendered):
+    name, streams = rendered
+    problems = [f"{path}: {p}" for path, docs in streams.items() for d in docs for p in validate_object(d)]
+    assert problems == []
+    assert {f"{d['apiVersion']} {d['kind']}" for docs in streams.values() for d in docs} == EXPECTED_KINDS[name]
+    assert all(streams.values()), f"empty streams: {[p for p, d in streams.items() if not d]}"
+
+
+def test_a_mutated_emitted_object_fails(rendered):
+    """The check can fail on what the target writes: a HyperNode with tier "x", a Node label value of 64
+    characters, a field no schema has."""
+    _, streams = rendered
+    hypernode = copy.deepcopy(next(d for d in streams["kubernetes/volcano/hypernodes.yaml"]))
+    hypernode["spec"]["tier"] = "x"
+    assert validate_object(hypernode) == [
+        f"HyperNode/{hypernode['metadata']['name']}: spec.tier: 'x' is not of type 'integer'"]
+    node = copy.deepcopy(streams["kubernetes/nodes.yaml"][0])
+    key = next(k for k in node["metadata"]["labels"] if k.startswith("network.topology.nvidia.com/"))
+    node["metadata"]["labels"][key] = "v" * 64
+    node.setdefault("spec", {})["gpus"] = 8
+    assert validate_object(node) == [
+        f"Node/{node['metadata']['name']}: spec: Additional properties are not allowed ('gpus' was unexpected)",
+        f"Node/{node['metadata']['name']}: metadata.labels[{key!r}]: value '{'v' * 64}' longer than 63 characters"]
