@@ -1,5 +1,5 @@
 """One test compares them all (issue 29's acceptance): tiers, blocks and rails in the Volcano, Kueue, KAI, Slinky
-and Slurm outputs agree with each other and with topology.conf.
+and Slurm outputs agree with each other and with topology.conf (and with the Node labels and the Topograph model).
 
 The rendered files of the GB200 NVL72, SuperPOD 4 SU and H200 RoCE blueprints are parsed as a reader would parse
 them (topology.conf's lines, the YAML objects) and every one is held against the same hand-counted tables:
@@ -25,6 +25,7 @@ import yaml
 from clusterctl.hostlist import expand
 from clusterctl.targets import render_targets
 from tests.helpers import plan_of, shipped
+from tests.targets.test_topograph_model import read_model
 
 TOPOGRAPH = "network.topology.nvidia.com/"
 HOSTNAME = "kubernetes.io/hostname"
@@ -143,6 +144,12 @@ def test_tiers_and_blocks_agree_across_slurm_volcano_kueue_kai_slinky(rendered):
             topology, _, value = unit.partition(":")
             slinky.setdefault(topology, {}).setdefault(value, set()).add(n["metadata"]["name"])
     assert slinky == ({"fabric": leaves, "nvlink": blocks} if blocks else {"fabric": leaves})
+
+    # Topograph's model (read as Topograph v1.0.0 reads it): the leaves' nodes, the spine over them, the domains
+    model = read_model(files["kubernetes/topograph/model.yaml"])
+    assert {sw: set(members) for sw, members in model["switch_nodes"].items() if members} == leaves
+    assert model["parent"] == {leaf: spine for spine in spines for leaf in leaves}
+    assert model["domains"] == blocks
 
     # Volcano: tier 1 = the lowest scheduling level (the NVLink domain, else the leaf), tier 2 = the spine over it
     hypernodes = objects(files["kubernetes/volcano/hypernodes.yaml"])

@@ -9,7 +9,7 @@ follow that release's ``site/static/examples/tas/sample-gpu-queues.yaml``:
 - a ``Topology`` per distinct list of scheduling levels of the GPU worker groups (levels: the Topograph labels
   of :mod:`clusterctl.plan.kube_topology`'s levels, top first, then ``kubernetes.io/hostname``: with the
   hostname lowest, TAS assigns pods to nodes and respects node taints, as the sample's comment says);
-- a ``ResourceFlavor`` per GPU worker group: ``nodeLabels`` select the group by the node-group label of
+- a ``ResourceFlavor`` per GPU worker group, named after it ('-' for '_'): ``nodeLabels`` select the group by the node-group label of
   ``nodes.yaml``, ``topologyName`` its Topology, and ``tolerations`` tolerate the GPU taint of ``nodes.yaml``
   (Kueue adds a flavor's tolerations to the pods it admits; TAS does not see tolerations a webhook adds);
 - one ``ClusterQueue`` named ``kubernetes.queue`` whose one resource group covers ``cpu``, ``memory`` and
@@ -22,6 +22,7 @@ follow that release's ``site/static/examples/tas/sample-gpu-queues.yaml``:
 
 from __future__ import annotations
 
+from clusterctl.plan.kube_names import group_object_name
 from clusterctl.plan.kube_topology import KubeTopology
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.targets import RenderError
@@ -58,7 +59,8 @@ def render(plan: ClusterPlan, topo: KubeTopology) -> dict[str, str]:
 
 
 def flavor_name(g: GroupPlan) -> str:
-    return dns_subdomain(g.name, "node group name (a Kueue ResourceFlavor name)", g.path + ("name",))
+    return dns_subdomain(group_object_name(g.name), f"node group {g.name} (a ResourceFlavor's name)",
+                         g.path + ("name",))
 
 
 def resource_flavor(g: GroupPlan, topo: KubeTopology) -> dict:
@@ -67,7 +69,7 @@ def resource_flavor(g: GroupPlan, topo: KubeTopology) -> dict:
         "kind": "ResourceFlavor",
         "metadata": {"name": flavor_name(g)},
         "spec": {
-            "nodeLabels": {NODE_GROUP_LABEL: label_value(g.name, "node group name", g.path + ("name",))},
+            "nodeLabels": {NODE_GROUP_LABEL: label_value(g.name, f"node group {g.name} (label {NODE_GROUP_LABEL})", g.path + ("name",))},
             "topologyName": topology_name(topo.group_levels.get(g.name, ())),
             "tolerations": [{"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}],
         },

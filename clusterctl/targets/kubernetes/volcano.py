@@ -32,6 +32,7 @@ install (the chart owns that ConfigMap, and ``helm upgrade`` would put back its 
 from __future__ import annotations
 
 from clusterctl import yamlout
+from clusterctl.plan.kube_names import domain_path, domain_paths
 from clusterctl.plan.kube_topology import KubeTopology, worker_groups
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.targets import RenderError
@@ -92,13 +93,13 @@ def _tree(plan: ClusterPlan, topo: KubeTopology) -> tuple[dict[str, list[str]], 
     nodes: dict[str, list[str]] = {}
     parent_of: dict[str, str] = {}
     for g in worker_groups(plan):
-        levels = topo.group_levels.get(g.name, ())
+        levels, where = topo.group_levels.get(g.name, ()), g.path + ("hostnames",)
         for h in g.hosts:
             doms = host_domains.get(h, {})
             chain = [doms[lv] for lv in levels if lv in doms]
             if not chain:
                 continue
-            nodes.setdefault(chain[-1], []).append(h)
+            nodes.setdefault(chain[-1], []).append(dns_subdomain(h, f"host {h} (a Node's name)", where))
             for upper, lower in zip(chain, chain[1:]):
                 if parent_of.setdefault(lower, upper) != upper:
                     raise RenderError(f"kubernetes target: domain {lower} lies under both {parent_of[lower]} and "
@@ -110,28 +111,30 @@ def _tree(plan: ClusterPlan, topo: KubeTopology) -> tuple[dict[str, list[str]], 
 def hypernodes(plan: ClusterPlan, topo: KubeTopology) -> list[dict]:
     """One HyperNode per domain some worker node's scheduling levels reach, top level first."""
     children, nodes = _tree(plan, topo)
-    tiers = level_tiers(topo)
+    tiers, paths = level_tiers(topo), domain_paths(plan)
+    named = {d.name: dns_subdomain(d.name, f"{d.level} {d.name} (a HyperNode's name)", domain_path(d.name, paths))
+             for d in topo.domains if d.name in children or d.name in nodes}
     docs, seen = [], set()
     for d in topo.domains:
-        if d.name not in children and d.name not in nodes:
+        if d.name not in named:
             continue  # a level its groups' schedulers leave out (an NVLink domain straddles it)
         if d.name in seen:
             raise RenderError(f"kubernetes target: two domains are named {d.name}; HyperNode names must be unique")
         seen.add(d.name)
-        members = [_member("HyperNode", c, "HyperNode name") for c in children.get(d.name, ())]
-        members += [_member("Node", h, "Kubernetes node name") for h in nodes.get(d.name, ())]
+        members = [_member("HyperNode", named[c]) for c in children.get(d.name, ())]
+        members += [_member("Node", h) for h in nodes.get(d.name, ())]
         docs.append({
             "apiVersion": TOPOLOGY_API,
             "kind": "HyperNode",
-            "metadata": {"name": dns_subdomain(d.name, "HyperNode name")},
+            "metadata": {"name": named[d.name]},
             "spec": {"tier": tiers[d.level], "tierName": d.level, "members": members},
         })
     return docs
 
 
-def _member(kind: str, name: str, what: str) -> dict:
-    """One member, on one line (a tier-1 HyperNode lists every node)."""
-    return yamlout.FlowMap(type=kind, selector={"exactMatch": {"name": dns_subdomain(name, what)}})
+def _member(kind: str, name: str) -> dict:
+    """One member (a checked name), on one line: a tier-1 HyperNode lists every node."""
+    return yamlout.FlowMap(type=kind, selector={"exactMatch": {"name": name}})
 
 
 def scheduler_configmap() -> dict:
