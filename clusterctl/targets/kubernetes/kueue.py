@@ -28,10 +28,10 @@ from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.targets import RenderError
 from clusterctl.targets.kubernetes.nodes import GPU_TAINT, NODE_GROUP_LABEL
 from clusterctl.targets.kubernetes.objects import dns_label, dns_subdomain, label_value, stream
-from clusterctl.targets.kubernetes.scheduling_levels import gpu_workers, level_lists, topology_name, topology_object
+from clusterctl.targets.kubernetes.scheduling_levels import (GPU_RESOURCE, gpu_workers, level_lists, topology_name,
+                                                               topology_object)
 
 API = "kueue.x-k8s.io/v1beta2"
-GPU_RESOURCE = "nvidia.com/gpu"
 COVERED = ("cpu", "memory", GPU_RESOURCE)
 """the resources a training pod requests: Kueue admits a workload only when the ClusterQueue covers every
 resource its pods request"""

@@ -16,6 +16,9 @@ from clusterctl.plan.kube_topology import HOSTNAME_LABEL, TOPOGRAPH_LABEL_PREFIX
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.targets.kubernetes.objects import dns_subdomain
 
+GPU_RESOURCE = "nvidia.com/gpu"
+"""the extended resource NVIDIA's device plugin (deployed by the GPU Operator) advertises: what the queues count"""
+
 
 def level_label(level: str) -> str:
     """The node label whose value names a node's domain of ``level`` (Topograph's tier label)."""

@@ -37,15 +37,13 @@ from clusterctl.plan.kube_topology import KubeTopology, worker_groups
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.targets import RenderError
 from clusterctl.targets.kubernetes.objects import dns_subdomain, stream
-from clusterctl.targets.kubernetes.scheduling_levels import gpu_workers
+from clusterctl.targets.kubernetes.scheduling_levels import GPU_RESOURCE, gpu_workers
 
 TOPOLOGY_API = "topology.volcano.sh/v1alpha1"
 SCHEDULING_API = "scheduling.volcano.sh/v1beta1"
 SCHEDULER_CONFIGMAP = "volcano-scheduler-configmap"
 SCHEDULER_NAMESPACE = "volcano-system"
 SCHEDULER_CONF_KEY = "volcano-scheduler.conf"
-GPU_RESOURCE = "nvidia.com/gpu"
-"""the extended resource NVIDIA's device plugin (GPU Operator) advertises"""
 
 SCHEDULER_CONF = {
     "actions": "enqueue, allocate, backfill",
