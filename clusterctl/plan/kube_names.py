@@ -7,7 +7,8 @@ of each value is here: the kubernetes target refuses to write a value that fails
 (:mod:`clusterctl.targets.kubernetes.objects`) and rule K8S002 reports the same values at validate time, from
 :func:`planned_names` (so ``validate`` exits 0 exactly when ``render --target kubernetes`` succeeds).
 
-The limits are Kubernetes' own (k8s.io/apimachinery ``pkg/util/validation/validation.go``, release-1.34):
+The limits are Kubernetes' own (kubernetes/apimachinery v0.34.0 = Kubernetes 1.34,
+``pkg/util/validation/validation.go``):
 ``IsValidLabelValue`` (at most 63 characters, ``(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?``),
 ``IsDNS1123Label`` (at most 63, ``[a-z0-9]([-a-z0-9]*[a-z0-9])?``) and ``IsDNS1123Subdomain`` (at most 253, such
 labels joined by dots), which is what most object names must be (Node, HyperNode, ResourceFlavor, ...).

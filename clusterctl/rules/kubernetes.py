@@ -17,7 +17,7 @@ from clusterctl.plan.model import ClusterPlan
 from clusterctl.rules.base import Hit, Severity, rule
 
 
-@rule("K8S001", "kubernetes", Severity.WARNING, "NVLink domains straddle a level the Kubernetes schedulers need")
+@rule("K8S001", "kubernetes", Severity.WARNING, "NVLink domains straddle a level Kubernetes schedulers need")
 def domains_across_levels(plan: ClusterPlan) -> Iterator[Hit]:
     """Kueue's and KAI's ``Topology`` levels and Volcano's HyperNode tiers must nest strictly: every node in one
     domain per level, every domain inside one domain of the level above. When a node group's NVLink domains (NVL72
@@ -40,7 +40,7 @@ def domains_across_levels(plan: ClusterPlan) -> Iterator[Hit]:
                          f"schedulers see {', '.join(topo.group_levels.get(name, ()))} only", fix)
 
 
-@rule("K8S002", "kubernetes", Severity.ERROR, "A planned name the Kubernetes API would refuse")
+@rule("K8S002", "kubernetes", Severity.ERROR, "planned name the Kubernetes API would refuse")
 def refused_names(plan: ClusterPlan) -> Iterator[Hit]:
     """Host names become Node names (RFC 1123 subdomains: lower case, no '_'), switch and NVLink domain names
     become node-label values (at most 63 characters) and the names of HyperNodes and ComputeDomains, node group
