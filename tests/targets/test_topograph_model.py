@@ -18,8 +18,8 @@ aab33e18e83ee3bc88794d001caa16954850f0b4)
   Switches=<children>`` and ``SwitchName=<s> Nodes=<nodes>``; ``pkg/translate/topology.go`` ``toBlockInfos``: one
   block per accelerator domain with its hosts.
 
-Slurm's side is read with Slurm's host-list syntax (``clusterctl.hostlist``, tested against Slurm in
-tests/test_hostlist.py). Literal expectations are hand-counted from the shipped blueprints.
+Slurm's side is read with Slurm's host-list syntax (``clusterctl.hostlist``, whose exact strings are
+tests/test_hostlist.py's). Literal expectations are hand-counted from the shipped blueprints.
 """
 
 from __future__ import annotations
