@@ -145,6 +145,16 @@ def test_tiers_and_blocks_agree_across_slurm_volcano_kueue_kai_slinky(rendered):
             slinky.setdefault(topology, {}).setdefault(value, set()).add(n["metadata"]["name"])
     assert slinky == ({"fabric": leaves, "nvlink": blocks} if blocks else {"fabric": leaves})
 
+    # Slinky: the topology.yaml its Helm values carry (slurmctld's), tree and NVLink blocks
+    slinky_topologies = {t["topology"]: t for t in yaml.safe_load(files["kubernetes/slinky/helm/topology.yaml"])}
+    switches = slinky_topologies["fabric"]["tree"]["switches"]
+    assert {s["switch"]: set(expand(s["nodes"])) for s in switches if "nodes" in s} == leaves
+    assert {s["switch"]: set(expand(s["children"])) for s in switches if "children" in s} == \
+        {spine: set(leaves) for spine in spines}
+    assert set(slinky_topologies) == ({"fabric", "nvlink"} if blocks else {"fabric"})
+    nvlink = slinky_topologies["nvlink"]["block"]["blocks"] if blocks else []
+    assert {b["block"]: set(expand(b["nodes"])) for b in nvlink} == blocks
+
     # Topograph's model (read as Topograph v1.0.0 reads it): the leaves' nodes, the spine over them, the domains
     model = read_model(files["kubernetes/topograph/model.yaml"])
     assert {sw: set(members) for sw, members in model["switch_nodes"].items() if members} == leaves
