@@ -15,8 +15,10 @@ server does (sources cited at each):
 An unknown apiVersion/kind, or a version the CRD does not serve, is a problem, never a pass. Unknown fields are
 problems too: the server prunes them from a custom resource silently (or refuses them under
 ``kubectl --validate=strict``, kubectl's default since 1.27), so an emitted field the schema lacks never reaches the
-operator. ``x-kubernetes-validations`` (CEL) rules and defaulting are not run here (docs/kubernetes.md, "What
-cannot be checked here").
+operator. A custom resource the schema accepts then goes through the CRD's create-time CEL rules
+(``x-kubernetes-validations``) and the static part of its project's validating webhook
+(tests/kubernetes_admission.py), in the server's order. Defaulting, the webhooks' look at the cluster and update
+rules are not done here (docs/kubernetes.md, "What cannot be checked here").
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from pathlib import Path
 
 import jsonschema
 import yaml
+
+from tests import kubernetes_admission
 
 CRD_DIR = Path(__file__).resolve().parent / "data" / "kubernetes" / "crds"
 
@@ -293,8 +297,11 @@ def _crd_problems(obj: dict, group: str, version: str, kind: str) -> list[str]:
     if not served:
         return [f"apiVersion: {group}/{version} is not a served version of {kind} ({crd['file']} serves "
                 f"{', '.join(v for v, (s, _) in crd['versions'].items() if s)})"]
-    return (schema_problems(_crd_validator(group, kind, version), obj)
-            + metadata_problems(obj, crd["scope"] == "Namespaced", "subdomain"))
+    problems = schema_problems(_crd_validator(group, kind, version), obj)
+    if not problems:  # as the server: CEL rules on a well-typed object, then the validating webhooks
+        problems = (kubernetes_admission.cel_problems(crd["versions"][version][1], obj)
+                    or kubernetes_admission.webhook_problems(group, kind, obj))
+    return problems + metadata_problems(obj, crd["scope"] == "Namespaced", "subdomain")
 
 
 # --- core kinds ----------------------------------------------------------------------------------------------------

@@ -20,19 +20,15 @@ from tests.kubernetes_schema import validate_object, validate_stream
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "kubernetes" / "samples"
 
-NODE = {
-    "apiVersion": "v1", "kind": "Node",
-    "metadata": {"name": "gb200-r01-t01", "labels": {
-        "kubernetes.io/hostname": "gb200-r01-t01",
-        "network.topology.nvidia.com/accelerator": "nvl72-r01",
-        "network.topology.nvidia.com/leaf": "su1-leaf01",
-        "nvidia.com/gpu.clique": "nvl72-r01"},
-        "annotations": {"topology.slinky.slurm.net/spec": "block1:1"}},
-    "spec": {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]},
-}
-
 GOOD = [
-    NODE,
+    {"apiVersion": "v1", "kind": "Node",
+     "metadata": {"name": "gb200-r01-t01",
+                  "labels": {"kubernetes.io/hostname": "gb200-r01-t01",
+                             "network.topology.nvidia.com/accelerator": "nvl72-r01",
+                             "network.topology.nvidia.com/leaf": "su1-leaf01",
+                             "nvidia.com/gpu.clique": "nvl72-r01"},
+                  "annotations": {"topology.slinky.slurm.net/spec": "block1:1"}},
+     "spec": {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}},
     {"apiVersion": "v1", "kind": "ConfigMap",
      "metadata": {"name": "volcano-scheduler-configmap", "namespace": "volcano-system"},
      "data": {"volcano-scheduler.conf": "actions: \"enqueue, allocate, backfill\"\n"}},
@@ -83,6 +79,10 @@ GOOD = [
      "spec": {"resourceName": "rail0", "numVfs": 8, "isRdma": True, "deviceType": "netdevice",
               "nodeSelector": {"feature.node.kubernetes.io/network-sriov.capable": "true"},
               "nicSelector": {"vendor": "15b3", "pfNames": ["ens1f0np0"]}}},
+    # Mellanox nvidia-k8s-ipam v0.4.0 examples/ippool-1.yaml
+    {"apiVersion": "nv-ipam.nvidia.com/v1alpha1", "kind": "IPPool",
+     "metadata": {"name": "rail0", "namespace": "nvidia-network-operator"},
+     "spec": {"subnet": "10.10.0.0/24", "perNodeBlockSize": 16, "gateway": "10.10.0.1"}},
 ]
 
 
@@ -126,7 +126,8 @@ def _changed(index: int, path: tuple, value) -> dict:
     return obj
 
 
-HYPERNODE, KUEUE_TOPOLOGY, CLUSTER_QUEUE, LOCAL_QUEUE, NODESET = 2, 4, 6, 7, 9
+NODE, CONFIGMAP, HYPERNODE, KUEUE_TOPOLOGY, RESOURCE_FLAVOR, CLUSTER_QUEUE, LOCAL_QUEUE = 0, 1, 2, 4, 5, 6, 7
+KAI_TOPOLOGY, NODESET, COMPUTE_DOMAIN, SRIOV_POLICY, IPPOOL = 8, 9, 11, 12, 13
 
 BAD = {
     "wrong field": (_changed(HYPERNODE, ("spec", "tiers"), 1),
@@ -149,16 +150,16 @@ BAD = {
     "name not DNS-1123": (_changed(KUEUE_TOPOLOGY, ("metadata", "name"), "GB200_topo"),
                           "Topology/GB200_topo: metadata.name: 'GB200_topo' not a lowercase RFC 1123 subdomain "
                           "(lower-case alphanumerics, '-' and '.', alphanumeric at both ends)"),
-    "label value 64 chars": (_changed(0, ("metadata", "labels", "network.topology.nvidia.com/leaf"), "l" * 64),
+    "label value 64 chars": (_changed(NODE, ("metadata", "labels", "network.topology.nvidia.com/leaf"), "l" * 64),
                              f"Node/gb200-r01-t01: metadata.labels['network.topology.nvidia.com/leaf']: value "
                              f"'{'l' * 64}' longer than 63 characters"),
-    "label value characters": (_changed(0, ("metadata", "labels", "nvidia.com/gpu.clique"), "rack 1"),
+    "label value characters": (_changed(NODE, ("metadata", "labels", "nvidia.com/gpu.clique"), "rack 1"),
                                "Node/gb200-r01-t01: metadata.labels['nvidia.com/gpu.clique']: value 'rack 1' not "
                                "empty nor alphanumerics, '-', '_' or '.' with alphanumerics at both ends"),
-    "label key name part 64 chars": (_changed(0, ("metadata", "labels", "example.com/" + "k" * 64), "v"),
+    "label key name part 64 chars": (_changed(NODE, ("metadata", "labels", "example.com/" + "k" * 64), "v"),
                                      f"Node/gb200-r01-t01: metadata.labels['example.com/{'k' * 64}']: key name "
                                      f"part longer than 63 characters"),
-    "annotation key prefix": (_changed(0, ("metadata", "annotations", "Bad_Prefix/x"), "v"),
+    "annotation key prefix": (_changed(NODE, ("metadata", "annotations", "Bad_Prefix/x"), "v"),
                               "Node/gb200-r01-t01: metadata.annotations['Bad_Prefix/x']: key prefix part not a "
                               "lowercase RFC 1123 subdomain (lower-case alphanumerics, '-' and '.', alphanumeric "
                               "at both ends)"),
@@ -175,22 +176,61 @@ BAD = {
     "unserved version": (_changed(KUEUE_TOPOLOGY, ("apiVersion",), "kueue.x-k8s.io/v1alpha1"),
                          "Topology/gb200: apiVersion: kueue.x-k8s.io/v1alpha1 is not a served version of Topology "
                          "(kueue/kueue.x-k8s.io_topologies.yaml serves v1beta1, v1beta2)"),
-    "KAI's documented-elsewhere v1": (_changed(8, ("apiVersion",), "kai.scheduler/v1"),
+    "KAI's documented-elsewhere v1": (_changed(KAI_TOPOLOGY, ("apiVersion",), "kai.scheduler/v1"),
                                       "Topology/cluster-topology: apiVersion: kai.scheduler/v1 is not a served "
                                       "version of Topology (kai-scheduler/kai.scheduler_topologies.yaml serves "
                                       "v1alpha1)"),
     "unknown kind": (_changed(HYPERNODE, ("kind",), "HyperEdge"),
                      "HyperEdge/su1-leaf01: apiVersion/kind topology.volcano.sh/v1alpha1 HyperEdge: no vendored "
                      "CRD and not a core kind this validator knows: unknown, never a pass"),
-    "core field of a wrong type": (_changed(0, ("spec", "unschedulable"), "yes"),
-                                   "Node/gb200-r01-t01: spec.unschedulable: 'yes' is not of type 'boolean'"),
-    "unknown core field": (_changed(0, ("spec", "gpus"), 4),
+    "core field of a wrong type": (_changed(NODE, ("spec", "unschedulable"), "yes"),
+                                   "Node/gb200-r01-t01: spec.unschedulable: 'yes' is not of type 'boolean', 'null'"),
+    "unknown core field": (_changed(NODE, ("spec", "gpus"), 4),
                            "Node/gb200-r01-t01: spec: Additional properties are not allowed ('gpus' was "
                            "unexpected)"),
-    "ConfigMap data not strings": (_changed(1, ("data", "volcano-scheduler.conf"), 1),
+    "ConfigMap data not strings": (_changed(CONFIGMAP, ("data", "volcano-scheduler.conf"), 1),
                                    "ConfigMap/volcano-scheduler-configmap: data.volcano-scheduler.conf: 1 is not of "
-                                   "type 'string'"),
+                                   "type 'string', 'null'"),
 }
+
+ADMISSION = {  # x-kubernetes-validations (CEL) of the vendored CRDs, and the static checks of upstream webhooks
+    "Kueue hostname not lowest": (
+        _changed(KUEUE_TOPOLOGY, ("spec", "levels"), [{"nodeLabel": "kubernetes.io/hostname"},
+                                                      {"nodeLabel": "network.topology.nvidia.com/leaf"}]),
+        "Topology/gb200: spec.levels: the kubernetes.io/hostname label can only be used at the lowest level of "
+        "topology"),
+    "KAI levels repeated": (
+        _changed(KAI_TOPOLOGY, ("spec", "levels"), [{"nodeLabel": "a/b"}, {"nodeLabel": "a/b"}]),
+        "Topology/cluster-topology: spec.levels: must be unique"),
+    "HyperNode member two selectors": (
+        _changed(HYPERNODE, ("spec", "members", 0, "selector", "regexMatch"), {"pattern": "^dgx"}),
+        "HyperNode/su1-leaf01: spec.members[0].selector: Only one of ExactMatch, RegexMatch, or LabelMatch can be "
+        "specified"),
+    "ClusterQueue flavor without every covered resource": (
+        _changed(CLUSTER_QUEUE, ("spec", "resourceGroups", 0, "coveredResources"), ["nvidia.com/gpu", "cpu"]),
+        "ClusterQueue/training: spec.resourceGroups[0]: flavors must have the same number of resources as the "
+        "coveredResources"),
+    "ResourceFlavor topology without node labels": (
+        _changed(RESOURCE_FLAVOR, ("spec", "nodeLabels"), {}),
+        "ResourceFlavor/gb200: spec: at least one nodeLabel is required when topology is set"),
+    "HyperNode regex that does not compile": (
+        _changed(HYPERNODE, ("spec", "members", 1, "selector", "regexMatch", "pattern"), "^dgx-(0"),
+        "HyperNode/su1-leaf01: spec.members[1].selector.regexMatch.pattern: invalid: missing ), unterminated "
+        "subpattern at position 5"),
+    "SR-IOV resource name with '-'": (
+        _changed(SRIOV_POLICY, ("spec", "resourceName"), "rail-0"),
+        "SriovNetworkNodePolicy/rail0: spec.resourceName: 'rail-0' contains invalid characters (^[a-zA-Z0-9_]+$)"),
+    "SR-IOV vfio-pci with RDMA": (
+        _changed(SRIOV_POLICY, ("spec", "deviceType"), "vfio-pci"),
+        "SriovNetworkNodePolicy/rail0: spec.deviceType: 'vfio-pci' conflicts with 'isRdma: true'"),
+    "IPPool gateway outside the subnet": (
+        _changed(IPPOOL, ("spec", "gateway"), "10.10.1.1"),
+        "IPPool/rail0: spec.gateway: '10.10.1.1' is not part of the subnet"),
+    "IPPool block larger than the subnet": (
+        _changed(IPPOOL, ("spec", "perNodeBlockSize"), 255),
+        "IPPool/rail0: spec.perNodeBlockSize: 255 is larger then amount of IPs available in the subnet"),
+}
+BAD.update(ADMISSION)
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
@@ -201,7 +241,7 @@ def test_an_invalid_object_fails_naming_the_field(case):
 
 def test_a_duplicate_key_of_a_list_map_fails():
     """``x-kubernetes-list-type: map``: ComputeDomain's status.nodes is keyed by name (DRA driver v25.12.0)."""
-    obj = copy.deepcopy(GOOD[11])
+    obj = copy.deepcopy(GOOD[COMPUTE_DOMAIN])
     node = {"name": "t01", "ipAddress": "10.0.0.1", "cliqueID": "c.1", "index": 0, "status": "Ready"}
     obj["status"] = {"status": "Ready", "nodes": [node, dict(node, index=1)]}
     problems = validate_object(obj)
@@ -210,7 +250,7 @@ def test_a_duplicate_key_of_a_list_map_fails():
 
 
 def test_a_stream_is_every_object_and_an_empty_one_fails():
-    text = yaml.safe_dump_all([GOOD[2], BAD["wrong type"][0]])
+    text = yaml.safe_dump_all([GOOD[HYPERNODE], BAD["wrong type"][0]])
     assert validate_stream(text) == ["HyperNode/su1-leaf01: spec.tier: 'leaf' is not of type 'integer'"]
     assert validate_stream("# nothing\n") == ["the stream holds no object"]
 
