@@ -171,7 +171,7 @@ def render(
     blueprint: Annotated[Path, typer.Argument(help="blueprint YAML file")],
     output: Annotated[Path, typer.Option("-o", "--output", help="output directory (owned by clusterctl)")],
     target: Annotated[Optional[list[str]], typer.Option("--target", "-t",
-                                                        help="target(s) to render (repeat): slurm, nccl, ansible, testinfra")] = None,
+                                                        help="target(s) to render (repeat): slurm, nccl, ansible, testinfra, kubernetes, ...")] = None,
     check: Annotated[bool, typer.Option(help="report drift against DIR and exit 1 if any; write nothing")] = False,
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
     switches: Annotated[Optional[str], typer.Option(

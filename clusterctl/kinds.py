@@ -339,7 +339,7 @@ DNS_DOMAIN = Kind(
 
 DNS_LABEL = Kind(
     "DnsLabel", "a DNS label", "an RFC 1123 label as Kubernetes names a namespace or a queue: lower-case letters, "
-    "digits and '-', starting and ending with a letter or digit, at most 63 characters", "training",
+    "digits and '-', starting and ending with a letter or digit", "training",
     r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$", 63, "starts and ends with a lower-case letter or digit", r"a-z0-9-")
 """a Kubernetes namespace or object name that must be a DNS label (apimachinery IsDNS1123Label)"""
 
@@ -487,7 +487,8 @@ ALL_KINDS: tuple[Kind, ...] = (
     FREE_TEXT, IDENTIFIER, OBJECT_NAME, PARTITION_NAME, QOS_NAME, CLUSTER_NAME, SLURM_CLUSTER_NAME, GROUP_NAME,
     FABRIC_NAME, HOST_NAME, HOST_LIST,
     ABSOLUTE_PATH, NFS_EXPORT, MOUNT_SOURCE, ENDPOINT, SLURM_TIME, SLURM_FEATURE, INTERFACE_NAME,
-    NCCL_SOCKET_IFNAME, HCA_NAME, VERSION, SLURM_VERSION, CIDR, IP_ADDRESS, DNS_DOMAIN, DNS_LABEL, CLOUD_REGION, CLOUD_ZONE,
+    NCCL_SOCKET_IFNAME, HCA_NAME, VERSION, SLURM_VERSION, CIDR, IP_ADDRESS, DNS_DOMAIN, DNS_LABEL, CLOUD_REGION,
+    CLOUD_ZONE,
     RESERVATION, OS_NAME, BOOT_FILE, APT_URL, APT_KEY, APT_SUITE, PULL_SOURCE, GIT_REF, CLOUD_IDENTITY, RELATIVE_FILE,
     *PRIVILEGED_PATH_KINDS)
 """every kind, for documentation and for the tests that check each one refuses the injection payloads"""

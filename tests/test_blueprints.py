@@ -44,13 +44,20 @@ def test_every_shipped_blueprint_is_an_example():
     assert sorted(p.stem for p in BLUEPRINTS.glob("*.yaml")) == sorted(EXAMPLES)
 
 
+ACKNOWLEDGED = {"gb200-nvl72-8rack": ["K8S001"]}
+"""findings an example suppresses in its own ``validation:`` section, with the reason there: a trade-off of the
+reference design, not a flaw (K8S001: 32-tray scalable units keep the QM9700 leaves at 1:1, so the NVL72 racks
+straddle leaves and Kubernetes schedulers skip the leaf level)"""
+
+
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_example_has_no_findings(name):
     # the examples are meant to be clean designs (the rule tests start from lab-2node and rely on it
     # being quiet); a finding here is either a design flaw or a new rule that disagrees with the
     # design - look at it rather than loosening this test
     v = validated(name)
-    assert [f"{f.code} {f.message}" for f in v.result.findings] == []
+    assert [f"{f.code} {f.message}" for f in v.result.active()] == []
+    assert [f.code for f in v.result.findings if f.suppressed] == ACKNOWLEDGED.get(name, [])
 
 
 @pytest.mark.parametrize("name", [n for n in EXAMPLES if not n.startswith("lab-")])

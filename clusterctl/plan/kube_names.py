@@ -7,7 +7,8 @@ of each value is here: the kubernetes target refuses to write a value that fails
 (:mod:`clusterctl.targets.kubernetes.objects`) and rule K8S002 reports the same values at validate time, from
 :func:`planned_names` (so ``validate`` exits 0 exactly when ``render --target kubernetes`` succeeds).
 
-The limits are Kubernetes' own (k8s.io/apimachinery ``pkg/util/validation/validation.go``, release-1.34):
+The limits are Kubernetes' own (kubernetes/apimachinery v0.34.0 = Kubernetes 1.34,
+``pkg/util/validation/validation.go``):
 ``IsValidLabelValue`` (at most 63 characters, ``(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?``),
 ``IsDNS1123Label`` (at most 63, ``[a-z0-9]([-a-z0-9]*[a-z0-9])?``) and ``IsDNS1123Subdomain`` (at most 253, such
 labels joined by dots), which is what most object names must be (Node, HyperNode, ResourceFlavor, ...).
@@ -70,7 +71,7 @@ def group_object_name(group: str) -> str:
     return group.replace("_", "-")
 
 
-def _domain_paths(plan: ClusterPlan) -> dict[str, BPath]:
+def domain_paths(plan: ClusterPlan) -> dict[str, BPath]:
     """Where each planned switch or NVLink domain name comes from: a fabric's, a rack's or a node group's name."""
     paths: dict[str, BPath] = {}
     for f in plan.fabrics:
@@ -82,7 +83,7 @@ def _domain_paths(plan: ClusterPlan) -> dict[str, BPath]:
     return paths
 
 
-def _domain_path(name: str, paths: dict[str, BPath]) -> BPath:
+def domain_path(name: str, paths: dict[str, BPath]) -> BPath:
     """The fabric, rack or group a domain is named after: its own name, or the longest one before a '-' suffix
     (compute-su01, rack01-2, gpu-nvl01)."""
     while name:
@@ -105,8 +106,8 @@ def planned_names(plan: ClusterPlan, topo: KubeTopology) -> Iterator[KubeName]:
         yield KubeName(g.name, "label value", f"node group {g.name} (a node-label value)", g.path + ("name",))
         yield KubeName(group_object_name(g.name), "object name",
                        f"node group {g.name} (the name of objects made for it)", g.path + ("name",))
-    paths = _domain_paths(plan)
+    paths = domain_paths(plan)
     for d in topo.domains:
-        where = _domain_path(d.name, paths)
+        where = domain_path(d.name, paths)
         yield KubeName(d.name, "label value", f"{d.level} {d.name} (a node-label value)", where)
         yield KubeName(d.name, "object name", f"{d.level} {d.name} (the name of the object for it)", where)

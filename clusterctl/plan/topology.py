@@ -21,6 +21,12 @@ from clusterctl.plan.model import ClusterPlan, FabricPlan, GroupPlan
 from clusterctl.plan.nvlink import multi_node
 
 
+TREE_TOPOLOGY = "fabric"
+"""topology.yaml(5): the name of the tree topology (the compute fabric's switches)"""
+BLOCK_TOPOLOGY = "nvlink"
+"""topology.yaml(5): the name of the block topology (the NVLink domains), present with multi-node domains"""
+
+
 @dataclass(frozen=True, slots=True)
 class Switch:
     """A switch of the tree: either a leaf level holding ``nodes`` or a higher one over ``switches``."""
@@ -133,3 +139,20 @@ def nvlink_blocks(plan: ClusterPlan, groups: Sequence[GroupPlan]) -> list[Block]
                     name = f"{g.name}-nvl{unplaced:02d}"
                 out.append(Block(name, hostlist.compress(chunk)))
     return out
+
+
+def node_topology_units(plan: ClusterPlan, groups: Sequence[GroupPlan]) -> dict[str, tuple[tuple[str, str], ...]]:
+    """host -> ((topology, unit), ...): per topology of topology.yaml (:data:`TREE_TOPOLOGY`, then
+    :data:`BLOCK_TOPOLOGY` with multi-node NVLink domains), the switch that holds the host directly and its block.
+    What a dynamic node's ``Topology=`` says (``fabric:compute-su01,nvlink:rack01``), and what Slinky's node
+    annotation ``topology.slinky.slurm.net/spec`` carries to the Slurm node of a NodeSet pod."""
+    units: dict[str, list[tuple[str, str]]] = {}
+    for sw in tree_switches(plan, groups):
+        if sw.nodes:
+            for h in hostlist.expand(sw.nodes):
+                units.setdefault(h, []).append((TREE_TOPOLOGY, sw.name))
+    if multi_node(plan):
+        for b in nvlink_blocks(plan, groups):
+            for h in hostlist.expand(b.nodes):
+                units.setdefault(h, []).append((BLOCK_TOPOLOGY, b.name))
+    return {h: tuple(u) for h, u in units.items()}

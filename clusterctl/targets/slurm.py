@@ -37,7 +37,7 @@ from clusterctl.plan.slurm import (AUTODETECT_NVIDIA, BLOCK_PLUGIN, BLOCK_SIZES,
                                    TREE_WIDTH_NODE_COUNT, Refusal, Release, cloud_tree_width, memory_refusal,
                                    memory_reserve_gb, node_groups, partition_groups, provides_nvml, real_memory_mib,
                                    release_refusal, slurm_release, supports, tree_width)
-from clusterctl.plan.topology import Block, Switch, nvlink_blocks, tree_switches
+from clusterctl.plan.topology import BLOCK_TOPOLOGY, TREE_TOPOLOGY, Block, Switch, nvlink_blocks, tree_switches
 from clusterctl.targets import RenderError
 from clusterctl.targets.common import at, conf_value, header, jinja_literal, key_values, render_template
 
@@ -553,9 +553,9 @@ def topology_yaml(plan: ClusterPlan, groups: Sequence[GroupPlan]) -> str:
     for sw in switches:  # the same values as topology.conf: Slurm parses them as names and host lists
         switch_line(sw)
     has_domains = bool(multi_node(plan))
-    topologies = [{"name": "fabric", "default": not has_domains, "kind": "tree", "switches": switches}]
+    topologies = [{"name": TREE_TOPOLOGY, "default": not has_domains, "kind": "tree", "switches": switches}]
     if has_domains:
-        topologies.append({"name": "nvlink", "default": True, "kind": "block",
+        topologies.append({"name": BLOCK_TOPOLOGY, "default": True, "kind": "block",
                            "block_sizes": list(slurm.block_sizes), "blocks": nvlink_blocks(plan, groups)})
     for b in topologies[-1].get("blocks", ()):
         block_line(b)

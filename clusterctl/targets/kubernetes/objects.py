@@ -26,7 +26,7 @@ def _checked(text: str, what: str, use: str, path: BPath) -> str:
     reason = problem(text, use)
     if reason is None:
         return text
-    err = RenderError(f"kubernetes target: {what} {shown(text)} cannot be a Kubernetes {use}: {reason}")
+    err = RenderError(f"kubernetes target: {what}: {shown(text)} cannot be a Kubernetes {use}: {reason}")
     err.hint = HINTS[use]
     err.path = tuple(path)
     raise err

@@ -1,0 +1,67 @@
+"""Kubernetes rules: K8S001 on the GB200 NVL72 blueprint (racks of 18 trays under scalable units of 32) and K8S002 on
+names the Kubernetes API refuses (the lab with NVL72 racks, as tests/rules/test_nvlink.py builds it)."""
+
+from __future__ import annotations
+
+from tests.helpers import hits, shipped
+from tests.rules.test_nvlink import nvl72
+
+KUBERNETES = {"schedulers": ["volcano", "kueue", "kai"], "slinky": True}
+
+
+def gb200() -> dict:
+    """The shipped GB200 blueprint without its acknowledgement of K8S001."""
+    data = shipped("gb200-nvl72-8rack")
+    del data["validation"]
+    return data
+
+
+def test_racks_across_scalable_units():
+    (h,) = hits(gb200(), "K8S001")
+    assert h.path == ("fabrics", 0, "su_nodes")
+    assert h.message == "group gb200: its NVLink domains straddle the leaf level; Kubernetes schedulers see spine, " \
+                        "accelerator only"
+    assert h.hint.startswith("set su_nodes of fabric ib to a multiple of 18")
+
+
+def test_whole_racks_per_scalable_unit_are_quiet():
+    data = gb200()
+    data["fabrics"][0]["su_nodes"] = 36  # two racks per SU
+    assert hits(data, "K8S001") == []
+    assert hits(shipped("dgx-h100-superpod-4su"), "K8S001") == []
+
+
+def test_quiet_without_a_kubernetes_section():
+    data = gb200()
+    del data["kubernetes"]
+    assert hits(data, "K8S001") == []
+    assert hits(data, "K8S002") == []
+
+
+def test_shipped_names_are_quiet():
+    for name in ("gb200-nvl72-8rack", "dgx-h100-superpod-4su", "hgx-h200-roce-1024"):
+        assert hits(shipped(name), "K8S002") == [], name
+
+
+def test_rack_name_too_long_for_a_label_value():
+    data = nvl72()
+    data["kubernetes"] = KUBERNETES
+    data["racks"][1]["names"] = "r" * 61 + "[01-02]"  # 63 characters: the NVLink domains' names, label values
+    data["node_groups"][0]["racks"] = "r" * 61 + "[01-02]"
+    assert hits(data, "K8S002") == []
+    data["racks"][1]["names"] = data["node_groups"][0]["racks"] = "r" * 62 + "[01-02]"  # 64
+    (h,) = hits(data, "K8S002")  # one finding per place and use: both racks' domains
+    assert h.path == ("racks", 1)
+    assert h.message == (f"accelerator {'r' * 62}01 (a node-label value): '{'r' * 60}...' (64 characters) cannot be "
+                         "a Kubernetes label value: a Kubernetes label value has at most 63 characters, this one has "
+                         "64 (and 1 more)")
+
+
+def test_upper_case_host_names_cannot_be_node_names():
+    data = nvl72()
+    data["kubernetes"] = KUBERNETES
+    data["node_groups"][0]["hostnames"] = "GB[001-036]"
+    (h,) = hits(data, "K8S002")
+    assert h.path == ("node_groups", 0, "hostnames")
+    assert h.message == "host GB001 (a Node's name): 'GB001' cannot be a Kubernetes object name: a Kubernetes " \
+                        "object name may not contain 'G' (and 35 more)"
