@@ -16,7 +16,16 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import require_module
 from tests.kubernetes_schema import validate_object, validate_stream
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _schema_tools():
+    """kubernetes-validate (the core kinds' schemas) and cel-python (the CRDs' CEL rules): the test extra's."""
+    for module in ("kubernetes_validate", "celpy"):
+        require_module(module, hint="the test extra installs it: pip install '.[test]'")
+
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "kubernetes" / "samples"
 
