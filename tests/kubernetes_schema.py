@@ -193,7 +193,7 @@ def to_jsonschema(node: object) -> object:
     - ``x-kubernetes-embedded-resource``: an object with ``apiVersion``, ``kind`` and ``metadata`` besides its own
       properties;
     - ``x-kubernetes-list-type: set``: unique items; ``map``: unique ``x-kubernetes-list-map-keys``
-      (the ``k8sListMapKeys`` keyword of :data:`_Validator`).
+      (the ``k8sListMapKeys`` keyword of :data:`StructuralValidator`).
     """
     if not isinstance(node, dict):
         return node
@@ -255,7 +255,8 @@ def _date_time(value) -> bool:
     return not isinstance(value, str) or bool(datetime.fromisoformat(value))
 
 
-_Validator = jsonschema.validators.extend(jsonschema.Draft7Validator, {"k8sListMapKeys": _list_map_keys})
+StructuralValidator = jsonschema.validators.extend(jsonschema.Draft7Validator, {"k8sListMapKeys": _list_map_keys})
+"""JSON Schema Draft 7 and the ``k8sListMapKeys`` keyword: the validator of a schema :func:`to_jsonschema` wrote"""
 
 
 @functools.cache
@@ -272,10 +273,10 @@ def crd_index() -> dict[tuple[str, str], dict]:
 
 
 @functools.cache
-def _crd_validator(group: str, kind: str, version: str) -> _Validator:
+def _crd_validator(group: str, kind: str, version: str) -> StructuralValidator:
     schema = copy.deepcopy(crd_index()[(group, kind)]["versions"][version][1])
     schema.setdefault("properties", {})["metadata"] = _OPEN_OBJECT  # ObjectMeta: metadata_problems
-    return _Validator(to_jsonschema(schema), format_checker=_FORMATS)
+    return StructuralValidator(to_jsonschema(schema), format_checker=_FORMATS)
 
 
 def _path(error: jsonschema.ValidationError) -> str:

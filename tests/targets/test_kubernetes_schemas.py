@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from tests.conftest import require_module
-from tests.kubernetes_schema import validate_object, validate_stream
+from tests.kubernetes_schema import (CRD_DIR as CRDS, StructuralValidator, crd_index, schema_problems, to_jsonschema,
+                                     validate_object, validate_stream)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -325,3 +326,44 @@ def test_a_mutated_emitted_object_fails(rendered):
     assert validate_object(node) == [
         f"Node/{node['metadata']['name']}: spec: Additional properties are not allowed ('gpus' was unexpected)",
         f"Node/{node['metadata']['name']}: metadata.labels[{key!r}]: value '{'v' * 64}' longer than 63 characters"]
+
+
+# --- the validator's reading of the Kubernetes extensions and its data ---------------------------------------------
+
+def test_the_kubernetes_extensions_read_as_the_api_server_reads_them():
+    """apiextensions.k8s.io/v1 structural schemas: a closed object, nullable, int-or-string, preserved unknown
+    fields, an embedded resource (none of the vendored CRDs has one), a set."""
+    schema = {"type": "object", "properties": {
+        "closed": {"type": "object", "properties": {"a": {"type": "string"}}},
+        "nullable": {"type": "string", "nullable": True},
+        "port": {"x-kubernetes-int-or-string": True},
+        "open": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        "embedded": {"type": "object", "x-kubernetes-embedded-resource": True,
+                     "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}},
+        "set": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"}}}
+    validator = StructuralValidator(to_jsonschema(schema))
+    good = {"closed": {"a": "x"}, "nullable": None, "port": "http", "open": {"any": {"thing": 1}},
+            "embedded": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"x": 1}},
+            "set": ["a", "b"]}
+    assert schema_problems(validator, good) == []
+    bad = {"closed": {"a": "x", "b": 1}, "port": 1.5, "embedded": {"status": {}}, "set": ["a", "a"], "extra": 1}
+    assert schema_problems(validator, bad) == [
+        "(object): Additional properties are not allowed ('extra' was unexpected)",
+        "closed: Additional properties are not allowed ('b' was unexpected)",
+        "embedded: Additional properties are not allowed ('status' was unexpected)",
+        "port: 1.5 is not valid under any of the given schemas",
+        "set: ['a', 'a'] has non-unique elements"]
+
+
+def test_every_vendored_kind_is_exercised_by_a_literal_or_upstream_object():
+    examples = GOOD + [d for p in SAMPLES.glob("*.yaml") for d in yaml.safe_load_all(p.read_text()) if d]
+    exercised = {(o["apiVersion"].rpartition("/")[0], o["kind"]) for o in examples}
+    assert set(crd_index()) - exercised == set()
+
+
+def test_sources_name_every_vendored_file():
+    """SOURCES.md has a row per vendored CRD and sample (repository, path, tag, commit), and no row without one."""
+    text = (CRDS / "SOURCES.md").read_text()
+    rows = {line.split("|")[1].strip() for line in text.splitlines() if line.startswith("| ") and ".yaml" in line}
+    files = {str(p.relative_to(CRDS)) for p in CRDS.rglob("*.yaml")} | {p.name for p in SAMPLES.glob("*.yaml")}
+    assert rows == files
