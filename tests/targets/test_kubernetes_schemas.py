@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from tests.conftest import require_module
-from tests.kubernetes_schema import (CRD_DIR as CRDS, StructuralValidator, crd_index, schema_problems, to_jsonschema,
-                                     validate_object, validate_stream)
+from tests.kubernetes_schema import (CRD_DIR as CRDS, RELEASE_CRD_DIR, StructuralValidator, crd_index,
+                                     release_crds, schema_problems, to_jsonschema, validate_object, validate_stream)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -185,10 +185,10 @@ BAD = {
                                 "LocalQueue/training: metadata.uid: not an ObjectMeta field a manifest sets"),
     "unserved version": (_changed(KUEUE_TOPOLOGY, ("apiVersion",), "kueue.x-k8s.io/v1alpha1"),
                          "Topology/gb200: apiVersion: kueue.x-k8s.io/v1alpha1 is not a served version of Topology "
-                         "(kueue/kueue.x-k8s.io_topologies.yaml serves v1beta1, v1beta2)"),
+                         "(crds/kueue/kueue.x-k8s.io_topologies.yaml serves v1beta1, v1beta2)"),
     "KAI's documented-elsewhere v1": (_changed(KAI_TOPOLOGY, ("apiVersion",), "kai.scheduler/v1"),
                                       "Topology/cluster-topology: apiVersion: kai.scheduler/v1 is not a served "
-                                      "version of Topology (kai-scheduler/kai.scheduler_topologies.yaml serves "
+                                      "version of Topology (crds/kai-scheduler/kai.scheduler_topologies.yaml serves "
                                       "v1alpha1)"),
     "unknown kind": (_changed(HYPERNODE, ("kind",), "HyperEdge"),
                      "HyperEdge/su1-leaf01: apiVersion/kind topology.volcano.sh/v1alpha1 HyperEdge: no vendored "
@@ -291,21 +291,37 @@ def _is_object_stream(path: str) -> bool:
             and "helm" not in parts)
 
 
+CHOSEN_RELEASES = {
+    "gb200-nvl72-8rack": {"gpu-operator": "25.3.4", "network-operator": "25.7.0", "k8s-dra-driver-gpu": "25.8.0"},
+    "dgx-h100-superpod-4su": {"gpu-operator": "25.3.4", "network-operator": "25.7.0"},
+    "hgx-h200-roce-1024": {"gpu-operator": "25.3.4", "network-operator": "25.7.0"},
+}
+"""the operator releases each blueprint's ``kubernetes:`` section names (read off blueprints/*.yaml)"""
+
+
 @pytest.fixture(scope="module", params=sorted(EXPECTED_KINDS))
 def rendered(request) -> tuple[str, dict[str, list[dict]]]:
     """(blueprint, {object stream path: its objects}) of ``render --target kubernetes --target slurm``."""
     from clusterctl.targets import render_targets
     from tests.helpers import plan_of, shipped
 
-    files = render_targets(plan_of(shipped(request.param)), ["kubernetes", "slurm"])
+    plan = plan_of(shipped(request.param))
+    k = plan.kubernetes
+    chosen = {"gpu-operator": k.gpu_operator, "network-operator": k.network_operator,
+              "k8s-dra-driver-gpu": k.dra_driver}
+    assert {p: str(v) for p, v in chosen.items() if v} == CHOSEN_RELEASES[request.param]
+    files = render_targets(plan, ["kubernetes", "slurm"])
     streams = {path: [d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d is not None]
                for path, text in sorted(files.items()) if _is_object_stream(path)}
     return request.param, streams
 
 
 def test_every_emitted_object_validates(rendered):
+    """Against the newest CRDs, and against those of the operator releases the blueprint names."""
     name, streams = rendered
-    problems = [f"{path}: {p}" for path, docs in streams.items() for d in docs for p in validate_object(d)]
+    at_release = tuple(release_crds(p, v) for p, v in sorted(CHOSEN_RELEASES[name].items()))
+    problems = [f"{path}: {p}" for path, docs in streams.items() for d in docs
+                for releases in ((), at_release) for p in validate_object(d, releases)]
     assert problems == []
     assert {f"{d['apiVersion']} {d['kind']}" for docs in streams.values() for d in docs} == EXPECTED_KINDS[name]
     assert all(streams.values()), f"empty streams: {[p for p, d in streams.items() if not d]}"
@@ -365,5 +381,28 @@ def test_sources_name_every_vendored_file():
     """SOURCES.md has a row per vendored CRD and sample (repository, path, tag, commit), and no row without one."""
     text = (CRDS / "SOURCES.md").read_text()
     rows = {line.split("|")[1].strip() for line in text.splitlines() if line.startswith("| ") and ".yaml" in line}
-    files = {str(p.relative_to(CRDS)) for p in CRDS.rglob("*.yaml")} | {p.name for p in SAMPLES.glob("*.yaml")}
+    files = ({str(p.relative_to(CRDS)) for p in CRDS.rglob("*.yaml")} | {p.name for p in SAMPLES.glob("*.yaml")}
+             | {str(p.relative_to(RELEASE_CRD_DIR)) for p in RELEASE_CRD_DIR.rglob("*.yaml")})
     assert rows == files
+
+
+def test_an_object_is_held_to_the_release_it_is_written_for():
+    """GPU Operator v26.7.0's ClusterPolicy has ``kataSandboxDevicePlugin``, v25.3.4's has not; v25.3.4 requires
+    ``operator.defaultRuntime`` but defaults it (docker), so leaving it out is valid: defaults come first."""
+    policy = _without_nulls(yaml.safe_load((SAMPLES / "gpu-operator-clusterpolicy.yaml").read_text()))
+    v25_3_4 = (release_crds("gpu-operator", "25.3.4"),)
+    assert validate_object(policy, v25_3_4) == [  # the v26.7.0 sample's fields that v25.3.4 does not know
+        "ClusterPolicy/gpu-cluster-policy: spec.driver.licensingConfig: Additional properties are not allowed "
+        "('secretName' was unexpected)",
+        "ClusterPolicy/gpu-cluster-policy: spec.vgpuManager: Additional properties are not allowed "
+        "('kernelModuleConfig' was unexpected)"]
+    del policy["spec"]["driver"]["licensingConfig"]["secretName"], policy["spec"]["vgpuManager"]["kernelModuleConfig"]
+    assert "defaultRuntime" not in policy["spec"]["operator"]
+    assert validate_object(policy) == validate_object(policy, v25_3_4) == []
+    policy["spec"]["kataSandboxDevicePlugin"] = {"enabled": False}
+    assert validate_object(policy) == []
+    assert validate_object(policy, v25_3_4) == [
+        "ClusterPolicy/gpu-cluster-policy: spec: Additional properties are not allowed ('kataSandboxDevicePlugin' "
+        "was unexpected)"]
+    with pytest.raises(LookupError, match="no CRDs of gpu-operator 24.9.0 vendored"):
+        release_crds("gpu-operator", "24.9.0")
