@@ -184,8 +184,10 @@ def imex_compute_domains(plan: ClusterPlan, topo: KubeTopology, values_: dict) -
     IMEX channel to the slurmd pods (``allocationMode: All``; Slurm's switch/nvidia_imex hands them to jobs),
     ``numNodes: 0`` (the driver's recommendation with its default IMEXDaemonsWithDNSNames gate: the domain follows
     the pods, one IMEX domain per NVL72 rack)."""
-    api = dra_driver_release(plan).compute_domain_api
     imex_keys = [key for key, entry in values_["nodesets"].items() if "resourceClaims" in entry["podSpec"]]
+    if not imex_keys:
+        return []
+    api = dra_driver_release(plan).compute_domain_api
     return [{"apiVersion": api, "kind": "ComputeDomain",
              "metadata": {"name": dns_subdomain(f"{RELEASE}-{key}", f"the ComputeDomain of NodeSet {key}"),
                           "namespace": plan.kubernetes.namespace},
