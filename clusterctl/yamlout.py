@@ -62,6 +62,15 @@ class FlowMap(dict):
     __slots__ = ()
 
 
+class Block(str):
+    """A multi-line string written as a literal block (``key: |``), as a ConfigMap holding a configuration file
+    is written by hand. Only for text this program built (a file it rendered through :func:`body`): the emitter
+    falls back to a quoted scalar where a literal block cannot hold the text (trailing spaces, control
+    characters), so the value read back is the same either way."""
+
+    __slots__ = ()
+
+
 def _null(dumper: yaml.SafeDumper, _value: None) -> yaml.ScalarNode:
     """``key:`` rather than ``key: null`` (inventory hosts and children are keys without a value)."""
     return dumper.represent_scalar("tag:yaml.org,2002:null", "")
@@ -77,6 +86,7 @@ def _make_dumper(base: type) -> type:
     Dumper.add_representer(Unsafe, lambda d, v: d.represent_scalar(unsafe_tag(v), str(v), style='"'))
     Dumper.add_representer(Flow, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=True))
     Dumper.add_representer(FlowMap, lambda d, v: d.represent_mapping("tag:yaml.org,2002:map", v, flow_style=True))
+    Dumper.add_representer(Block, lambda d, v: d.represent_scalar(_STR, str(v), style="|"))
     Dumper.add_representer(type(None), _null)
     return Dumper
 
@@ -146,6 +156,8 @@ def node(value: object) -> yaml.Node:
     if isinstance(value, str):
         if isinstance(value, Unsafe):
             return yaml.ScalarNode(unsafe_tag(value), str(value), style='"')
+        if isinstance(value, Block):
+            return yaml.ScalarNode(_STR, str(value), style="|")
         return yaml.ScalarNode(_STR, value)
     if isinstance(value, Mapping):
         return yaml.MappingNode(_MAP, [(node(k), node(v)) for k, v in value.items()],

@@ -15,8 +15,10 @@ server does (sources cited at each):
 An unknown apiVersion/kind, or a version the CRD does not serve, is a problem, never a pass. Unknown fields are
 problems too: the server prunes them from a custom resource silently (or refuses them under
 ``kubectl --validate=strict``, kubectl's default since 1.27), so an emitted field the schema lacks never reaches the
-operator. ``x-kubernetes-validations`` (CEL) rules and defaulting are not run here (docs/kubernetes.md, "What
-cannot be checked here").
+operator. A custom resource the schema accepts then goes through the CRD's create-time CEL rules
+(``x-kubernetes-validations``) and the static part of its project's validating webhook
+(tests/kubernetes_admission.py), in the server's order. Defaulting, the webhooks' look at the cluster and update
+rules are not done here (docs/kubernetes.md, "What cannot be checked here").
 """
 
 from __future__ import annotations
@@ -30,7 +32,12 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from tests import kubernetes_admission
+
 CRD_DIR = Path(__file__).resolve().parent / "data" / "kubernetes" / "crds"
+"""the newest release's CRD of every kind (SOURCES.md there)"""
+RELEASE_CRD_DIR = CRD_DIR.parent / "crds-at-release"
+"""``<project>/<release>/``: CRDs at the operator releases the shipped blueprints name (same SOURCES.md)"""
 
 KUBERNETES_VERSION = "1.34"
 """the Kubernetes release core kinds are validated for: the first with Dynamic Resource Allocation GA
@@ -189,7 +196,7 @@ def to_jsonschema(node: object) -> object:
     - ``x-kubernetes-embedded-resource``: an object with ``apiVersion``, ``kind`` and ``metadata`` besides its own
       properties;
     - ``x-kubernetes-list-type: set``: unique items; ``map``: unique ``x-kubernetes-list-map-keys``
-      (the ``k8sListMapKeys`` keyword of :data:`_Validator`).
+      (the ``k8sListMapKeys`` keyword of :data:`StructuralValidator`).
     """
     if not isinstance(node, dict):
         return node
@@ -251,27 +258,51 @@ def _date_time(value) -> bool:
     return not isinstance(value, str) or bool(datetime.fromisoformat(value))
 
 
-_Validator = jsonschema.validators.extend(jsonschema.Draft7Validator, {"k8sListMapKeys": _list_map_keys})
+StructuralValidator = jsonschema.validators.extend(jsonschema.Draft7Validator, {"k8sListMapKeys": _list_map_keys})
+"""JSON Schema Draft 7 and the ``k8sListMapKeys`` keyword: the validator of a schema :func:`to_jsonschema` wrote"""
 
 
 @functools.cache
-def crd_index() -> dict[tuple[str, str], dict]:
-    """(group, kind) -> {"file", "scope", "versions": {name: (served, openAPIV3Schema)}} of every vendored CRD."""
+def crd_index(directory: Path = CRD_DIR) -> dict[tuple[str, str], dict]:
+    """(group, kind) -> {"file", "scope", "versions": {name: (served, openAPIV3Schema)}} of every CRD vendored
+    under ``directory``."""
     index = {}
-    for path in sorted(CRD_DIR.rglob("*.yaml")):
+    for path in sorted(directory.rglob("*.yaml")):
         crd = yaml.load(path.read_text(), Loader=yaml.CSafeLoader)
         spec = crd["spec"]
         index[(spec["group"], spec["names"]["kind"])] = {
-            "file": str(path.relative_to(CRD_DIR)), "scope": spec["scope"],
+            "file": str(path.relative_to(CRD_DIR.parent)), "scope": spec["scope"],
             "versions": {v["name"]: (v["served"], v["schema"]["openAPIV3Schema"]) for v in spec["versions"]}}
     return index
 
 
-@functools.cache
-def _crd_validator(group: str, kind: str, version: str) -> _Validator:
-    schema = copy.deepcopy(crd_index()[(group, kind)]["versions"][version][1])
-    schema.setdefault("properties", {})["metadata"] = _OPEN_OBJECT  # ObjectMeta: metadata_problems
-    return _Validator(to_jsonschema(schema), format_checker=_FORMATS)
+def release_crds(project: str, release: str) -> Path:
+    """The directory of a project's CRDs at an operator release a blueprint names (``gpu-operator``, ``25.3.4``):
+    an object written for that release is validated against them (:func:`validate_object` ``releases``)."""
+    directory = RELEASE_CRD_DIR / project / release
+    if not directory.is_dir():
+        raise LookupError(f"no CRDs of {project} {release} vendored under {RELEASE_CRD_DIR}: add them (SOURCES.md)")
+    return directory
+
+
+def _find_crd(group: str, kind: str, releases: tuple[Path, ...]) -> dict | None:
+    for directory in (*releases, CRD_DIR):
+        if (group, kind) in crd_index(directory):
+            return crd_index(directory)[(group, kind)]
+    return None
+
+
+_VALIDATORS: dict[tuple[str, str], StructuralValidator] = {}
+"""(CRD file, version) -> its validator, made once"""
+
+
+def _crd_validator(crd: dict, version: str) -> StructuralValidator:
+    key = (crd["file"], version)
+    if key not in _VALIDATORS:
+        schema = copy.deepcopy(crd["versions"][version][1])
+        schema.setdefault("properties", {})["metadata"] = _OPEN_OBJECT  # ObjectMeta: metadata_problems
+        _VALIDATORS[key] = StructuralValidator(to_jsonschema(schema), format_checker=_FORMATS)
+    return _VALIDATORS[key]
 
 
 def _path(error: jsonschema.ValidationError) -> str:
@@ -287,14 +318,39 @@ def schema_problems(validator, obj: dict) -> list[str]:
     return [f"{_path(e)}: {e.message}" for e in errors]
 
 
-def _crd_problems(obj: dict, group: str, version: str, kind: str) -> list[str]:
-    crd = crd_index()[(group, kind)]
+def with_defaults(schema: dict, value: object) -> object:
+    """``value`` with the schema's ``default`` values filled in where a field is missing (or null and not
+    nullable) inside an object that is present, recursively: structural defaulting, which the API server applies
+    before it validates (k8s.io/apiextensions-apiserver pkg/apiserver/schema/defaulting/algorithm.go), so a
+    required field with a default may be left out."""
+    if isinstance(value, dict):
+        out = dict(value)
+        for key, sub in (schema.get("properties") or {}).items():
+            if "default" in sub and (key not in out or (out[key] is None and not sub.get("nullable"))):
+                out[key] = copy.deepcopy(sub["default"])
+            if key in out:
+                out[key] = with_defaults(sub, out[key])
+        extra, named = schema.get("additionalProperties"), schema.get("properties") or {}
+        if isinstance(extra, dict):
+            out.update({k: with_defaults(extra, v) for k, v in out.items() if k not in named})
+        return out
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [with_defaults(schema["items"], item) for item in value]
+    return value
+
+
+def _crd_problems(obj: dict, crd: dict, group: str, version: str, kind: str) -> list[str]:
     served, _ = crd["versions"].get(version, (False, None))
     if not served:
         return [f"apiVersion: {group}/{version} is not a served version of {kind} ({crd['file']} serves "
                 f"{', '.join(v for v, (s, _) in crd['versions'].items() if s)})"]
-    return (schema_problems(_crd_validator(group, kind, version), obj)
-            + metadata_problems(obj, crd["scope"] == "Namespaced", "subdomain"))
+    schema = crd["versions"][version][1]
+    defaulted = with_defaults(schema, obj)
+    problems = schema_problems(_crd_validator(crd, version), defaulted)
+    if not problems:  # as the server: CEL rules on a well-typed object, then the validating webhooks
+        problems = (kubernetes_admission.cel_problems(schema, defaulted)
+                    or kubernetes_admission.webhook_problems(group, kind, defaulted))
+    return problems + metadata_problems(obj, crd["scope"] == "Namespaced", "subdomain")
 
 
 # --- core kinds ----------------------------------------------------------------------------------------------------
@@ -333,16 +389,19 @@ def object_id(obj: object) -> str:
     return f"{obj.get('kind', '?')}/{name if len(name) <= 80 else name[:77] + '...'}"
 
 
-def validate_object(obj: object) -> list[str]:
-    """The problems of one object (empty: valid), each ``Kind/name: field.path: message``."""
+def validate_object(obj: object, releases: tuple[Path, ...] = ()) -> list[str]:
+    """The problems of one object (empty: valid), each ``Kind/name: field.path: message``. ``releases``:
+    directories of :func:`release_crds` whose CRDs stand before the newest ones vendored (the operator release the
+    object is written for)."""
     if not isinstance(obj, dict):
         return [f"{object_id(obj)}: not a mapping"]
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     if not isinstance(api_version, str) or not isinstance(kind, str):
         return [f"{object_id(obj)}: apiVersion and kind must both be strings"]
     group, _, version = api_version.rpartition("/")
-    if (group, kind) in crd_index():
-        problems = _crd_problems(obj, group, version, kind)
+    crd = _find_crd(group, kind, releases)
+    if crd is not None:
+        problems = _crd_problems(obj, crd, group, version, kind)
     elif (api_version, kind) in CORE_KINDS:
         problems = _core_problems(obj, api_version, kind)
     else:
@@ -351,7 +410,7 @@ def validate_object(obj: object) -> list[str]:
     return [f"{object_id(obj)}: {p}" for p in problems]
 
 
-def validate_stream(text: str) -> list[str]:
+def validate_stream(text: str, releases: tuple[Path, ...] = ()) -> list[str]:
     """The problems of every object of a multi-document YAML stream (empty documents skipped)."""
     docs = [d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d is not None]
-    return [p for d in docs for p in validate_object(d)] if docs else ["the stream holds no object"]
+    return [p for d in docs for p in validate_object(d, releases)] if docs else ["the stream holds no object"]
