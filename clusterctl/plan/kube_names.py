@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from clusterctl.kinds import DNS_LABEL, Kind
-from clusterctl.plan.kube_topology import KubeTopology, worker_groups
+from clusterctl.plan.kube_topology import KubeTopology, gpu_workers, worker_groups
 from clusterctl.plan.model import BPath, ClusterPlan
 
 LABEL_VALUE = Kind(
@@ -111,3 +111,21 @@ def planned_names(plan: ClusterPlan, topo: KubeTopology) -> Iterator[KubeName]:
         where = domain_path(d.name, paths)
         yield KubeName(d.name, "label value", f"{d.level} {d.name} (a node-label value)", where)
         yield KubeName(d.name, "object name", f"{d.level} {d.name} (the name of the object for it)", where)
+
+
+KUEUE_MAX_FLAVORS = 64
+"""``resourceGroups[].flavors`` maxItems in Kueue's ClusterQueue CRD (kueue v0.19.2,
+config/components/crd/bases/kueue.x-k8s.io_clusterqueues.yaml): the kueue part writes one ResourceFlavor per GPU
+worker group into one resource group"""
+
+
+def kueue_flavor_overflow(plan: ClusterPlan) -> str | None:
+    """Why Kueue's ClusterQueue cannot hold a flavor per GPU worker group (more than KUEUE_MAX_FLAVORS groups), or
+    None. The kueue part refuses to write it, and rule K8S005 reports it at validate time."""
+    if plan.kubernetes is None or "kueue" not in plan.kubernetes.schedulers:
+        return None
+    n = len(gpu_workers(plan))
+    if n <= KUEUE_MAX_FLAVORS:
+        return None
+    return (f"{n} GPU worker node groups, but a Kueue ClusterQueue's resource group holds at most "
+            f"{KUEUE_MAX_FLAVORS} flavors (one ResourceFlavor per group)")

@@ -96,6 +96,12 @@ def worker_groups(plan: ClusterPlan) -> list[GroupPlan]:
     return [g for g in plan.groups if g.role == "compute"]
 
 
+def gpu_workers(plan: ClusterPlan) -> list[GroupPlan]:
+    """The worker node groups with GPUs: what the queues' ``nvidia.com/gpu`` quota counts and Kueue's
+    ResourceFlavors select (one flavor per group)."""
+    return [g for g in worker_groups(plan) if g.type.gpus > 0]
+
+
 def _height(name: str, below: dict[str, list[str]], leaves: set[str]) -> int:
     """0 for a switch holding nodes, 1 for one over those, 2 over those (iterative: the tree is shallow)."""
     h, frontier = 0, [name]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from clusterctl.hidden_chars import shown
-from clusterctl.plan.kube_names import HINTS, planned_names, problem
+from clusterctl.plan.kube_names import HINTS, kueue_flavor_overflow, planned_names, problem
 from clusterctl.plan.kube_operators import gpu_driver, gpu_operator_release, oversized_compute_domain, unknown_releases
 from clusterctl.plan.kube_topology import kube_topology
 from clusterctl.plan.model import ClusterPlan
@@ -107,3 +107,13 @@ def operator_versions(plan: ClusterPlan) -> Iterator[Hit]:
                   f"(driver.enabled: false)",
                   f"choose a driver of branch {', '.join(branches)}, or a GPU Operator release that lists "
                   f"{sw.driver}; keep it only if the nodes' image carries the driver")
+
+
+@rule("K8S005", "kubernetes", Severity.ERROR, "more GPU node groups than a Kueue ClusterQueue holds flavors")
+def kueue_flavors(plan: ClusterPlan) -> Iterator[Hit]:
+    """The kueue part gives every GPU worker group a ResourceFlavor (its nodes, its Topology) and lists them all
+    in one resource group of the ClusterQueue, which Kueue's CRD bounds at 64 flavors; the render refuses more."""
+    overflow = kueue_flavor_overflow(plan)
+    if overflow is not None:
+        yield Hit(("node_groups",), overflow, "merge node groups of the same node type, or leave kueue out of "
+                  "kubernetes.schedulers and queue with Volcano or KAI")

@@ -65,3 +65,27 @@ def test_upper_case_host_names_cannot_be_node_names():
     assert h.path == ("node_groups", 0, "hostnames")
     assert h.message == "host GB001 (a Node's name): 'GB001' cannot be a Kubernetes object name: a Kubernetes " \
                         "object name may not contain 'G' (and 35 more)"
+
+
+def _groups(n: int) -> dict:
+    """The lab with Kueue chosen and ``n`` GPU worker groups: its own and n - 1 more of one node each."""
+    data = shipped("lab-2node")
+    data["kubernetes"] = {"schedulers": ["kueue"]}
+    first = data["node_groups"][0]
+    data["node_groups"] += [{**first, "name": f"g{i:02d}", "count": 1, "hostnames": f"g{i:02d}n[1-1]"}
+                            for i in range(1, n)]
+    return data
+
+
+def test_more_gpu_groups_than_a_cluster_queue_holds_flavors():
+    (h,) = hits(_groups(65), "K8S005")
+    assert h.path == ("node_groups",)
+    assert h.message == ("65 GPU worker node groups, but a Kueue ClusterQueue's resource group holds at most 64 "
+                         "flavors (one ResourceFlavor per group)")
+
+
+def test_sixty_four_gpu_groups_fit_one_cluster_queue():
+    assert hits(_groups(64), "K8S005") == []
+    data = _groups(65)
+    data["kubernetes"] = {"schedulers": ["volcano"]}  # no Kueue: no ClusterQueue
+    assert hits(data, "K8S005") == []

@@ -23,13 +23,13 @@ follow that release's ``site/static/examples/tas/sample-gpu-queues.yaml``:
 
 from __future__ import annotations
 
-from clusterctl.plan.kube_names import group_object_name
-from clusterctl.plan.kube_topology import KubeTopology
+from clusterctl.plan.kube_names import group_object_name, kueue_flavor_overflow
+from clusterctl.plan.kube_topology import KubeTopology, gpu_workers
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.targets import RenderError
 from clusterctl.targets.kubernetes.nodes import GPU_TAINT, NODE_GROUP_LABEL
 from clusterctl.targets.kubernetes.objects import dns_label, dns_subdomain, label_value, stream
-from clusterctl.targets.kubernetes.scheduling_levels import (GPU_RESOURCE, gpu_workers, level_lists, topology_name,
+from clusterctl.targets.kubernetes.scheduling_levels import (GPU_RESOURCE, level_lists, topology_name,
                                                                topology_object)
 
 API = "kueue.x-k8s.io/v1beta2"
@@ -37,8 +37,6 @@ COVERED = ("cpu", "memory", GPU_RESOURCE)
 """the resources a training pod requests: Kueue admits a workload only when the ClusterQueue covers every
 resource its pods request"""
 QUEUE_PATH = ("kubernetes", "queue")
-MAX_FLAVORS = 64
-"""resourceGroups[].flavors maxItems in the ClusterQueue CRD"""
 
 
 def render(plan: ClusterPlan, topo: KubeTopology) -> dict[str, str]:
@@ -47,9 +45,9 @@ def render(plan: ClusterPlan, topo: KubeTopology) -> dict[str, str]:
     groups = gpu_workers(plan)
     if not groups:
         return {}
-    if len(groups) > MAX_FLAVORS:
-        raise RenderError(f"kubernetes target: {len(groups)} GPU node groups, but a Kueue ClusterQueue's resource "
-                          f"group holds at most {MAX_FLAVORS} flavors (one per group)")
+    overflow = kueue_flavor_overflow(plan)
+    if overflow is not None:  # K8S005 reports it first
+        raise RenderError(f"kubernetes target: {overflow}")
     topologies = [topology_object(API, levels) for levels in level_lists(topo, groups)]
     flavors = [resource_flavor(g, topo) for g in groups]
     docs = [*topologies, *flavors, cluster_queue(plan, groups), local_queue(plan)]

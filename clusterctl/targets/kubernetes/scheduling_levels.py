@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from clusterctl.plan.kube_topology import HOSTNAME_LABEL, TOPOGRAPH_LABEL_PREFIX, KubeTopology, worker_groups
-from clusterctl.plan.model import ClusterPlan, GroupPlan
+from clusterctl.plan.kube_topology import HOSTNAME_LABEL, TOPOGRAPH_LABEL_PREFIX, KubeTopology
+from clusterctl.plan.model import GroupPlan
 from clusterctl.targets.kubernetes.objects import dns_subdomain
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -23,12 +23,6 @@ GPU_RESOURCE = "nvidia.com/gpu"
 def level_label(level: str) -> str:
     """The node label whose value names a node's domain of ``level`` (Topograph's tier label)."""
     return TOPOGRAPH_LABEL_PREFIX + level
-
-
-def gpu_workers(plan: ClusterPlan) -> list[GroupPlan]:
-    """The worker node groups with GPUs: what the queues' ``nvidia.com/gpu`` quota counts and Kueue's
-    ResourceFlavors select."""
-    return [g for g in worker_groups(plan) if g.type.gpus > 0]
 
 
 def level_lists(topo: KubeTopology, groups: Sequence[GroupPlan]) -> dict[tuple[str, ...], list[str]]:

@@ -34,11 +34,11 @@ from __future__ import annotations
 
 from clusterctl import yamlout
 from clusterctl.plan.kube_names import domain_path, domain_paths
-from clusterctl.plan.kube_topology import KubeTopology, worker_groups
+from clusterctl.plan.kube_topology import KubeTopology, gpu_workers, worker_groups
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.targets import RenderError
 from clusterctl.targets.kubernetes.objects import dns_subdomain, stream
-from clusterctl.targets.kubernetes.scheduling_levels import GPU_RESOURCE, gpu_workers
+from clusterctl.targets.kubernetes.scheduling_levels import GPU_RESOURCE
 
 TOPOLOGY_API = "topology.volcano.sh/v1alpha1"
 SCHEDULING_API = "scheduling.volcano.sh/v1beta1"
