@@ -12,3 +12,11 @@ class StrictModel(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=False,
                               use_attribute_docstrings=True, allow_inf_nan=False)
+
+
+def listed_once(names: list[str], what: str = "") -> None:
+    """A list field's entries may each appear once: a ValueError naming the repeated ones (after ``what``,
+    e.g. "QOS ") otherwise."""
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"{what}{', '.join(twice)} listed more than once")

@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from clusterctl.kinds import DnsLabel, Version
-from clusterctl.strict import StrictModel
+from clusterctl.strict import StrictModel, listed_once
 
 Scheduler = Literal["volcano", "kueue", "kai"]
 """a topology-aware gang scheduler on Kubernetes: Volcano (HyperNodes), Kueue (Topology Aware Scheduling),
@@ -50,7 +50,5 @@ class KubernetesSpec(StrictModel):
     @field_validator("schedulers")
     @classmethod
     def _unique_schedulers(cls, value: list[str]) -> list[str]:
-        twice = sorted({s for s in value if value.count(s) > 1})
-        if twice:
-            raise ValueError(f"{', '.join(twice)} listed more than once")
+        listed_once(value)
         return value

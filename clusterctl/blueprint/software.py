@@ -12,7 +12,7 @@ from clusterctl.kinds import (KIND_ERROR, AbsolutePath, AptKey, AptSuite, AptUrl
                               CloudZone, FreeText, GitRef, HostList, HostName, Identifier, OpenPgpFingerprint, OsName,
                               PackageDirectory, PartitionName, PullSource, QosName, Reservation, SlurmClusterName,
                               SlurmTime, SlurmVersion, StateDirectory, Version)
-from clusterctl.strict import StrictModel
+from clusterctl.strict import StrictModel, listed_once
 
 
 class Partition(StrictModel):
@@ -243,10 +243,7 @@ class Slurm(StrictModel):
     @classmethod
     def _unique_qos(cls, value: list[Qos]) -> list[Qos]:
         """sacctmgr keeps one QOS per name: a second entry would fight the first on every converge."""
-        names = [q.name for q in value]
-        twice = sorted({n for n in names if names.count(n) > 1})
-        if twice:
-            raise ValueError(f"QOS {', '.join(twice)} listed more than once")
+        listed_once([q.name for q in value], "QOS ")
         return value
     rollout: Rollout = Field(default_factory=Rollout)
     """how site.yml restarts daemons on a running cluster: batches, failures allowed, drain timeout"""
@@ -309,9 +306,7 @@ class CloudIdentity(StrictModel):
     @field_validator("grants")
     @classmethod
     def _unique_grants(cls, value: list[str]) -> list[str]:
-        twice = sorted({g for g in value if value.count(g) > 1})
-        if twice:
-            raise ValueError(f"{', '.join(twice)} listed more than once")
+        listed_once(value)
         return value
 
 

@@ -9,6 +9,7 @@ from functools import cache
 import pytest
 import yaml
 
+from clusterctl.errors import BlueprintError
 from clusterctl.targets import TARGETS, RenderError
 from clusterctl.targets.kubernetes import MODULES, render
 from clusterctl.targets.kubernetes.objects import dns_label, dns_subdomain, label_value, stream
@@ -138,3 +139,11 @@ def test_a_refused_value_is_shown_escaped():
     with pytest.raises(RenderError) as caught:
         dns_subdomain("gpu\n01", "host")
     assert "'gpu\\n01'" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_scheduler_listed_twice_is_refused_at_load():
+    data = shipped("hgx-h200-roce-1024")
+    data["kubernetes"]["schedulers"] = ["kueue", "kai", "kueue"]
+    with pytest.raises(BlueprintError) as caught:
+        plan_of(data)
+    assert "kueue listed more than once" in str(caught.value.problems)
