@@ -10,7 +10,7 @@ what ``render`` refuses or works around):
   leaves the driver to the host (K8S004 warns).
 - :func:`doca_driver`: the doca-driver (DOCA-OFED) container tag the NicClusterPolicy deploys, when
   ``software.doca`` is one the Network Operator release ships (its own or the LTS one); None: the host's DOCA-OFED
-  (K8S004 warns when ``software.doca`` names one the release does not ship).
+  (no finding: upstream states no limit on a host's DOCA-OFED).
 - :func:`unknown_releases`: chosen releases the catalog does not know (K8S004 error; the target refuses).
 - :func:`compute_domain_nodes`: the nodes one ComputeDomain requests, and the trays of the NVLink domains
   (K8S003 compares them).

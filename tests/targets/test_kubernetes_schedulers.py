@@ -174,3 +174,18 @@ def test_the_scheduler_configuration_is_upstreams_default_with_network_topology_
     assert yaml.safe_load(values["custom"]["scheduler_config_override"]) == expected
     assert (queue["kind"], queue["metadata"]["name"], queue["spec"]) == \
         ("Queue", "training", {"weight": 1, "capability": {"nvidia.com/gpu": 48}})
+
+
+def test_domains_of_two_levels_with_one_name_get_their_level_as_prefix():
+    """A rack named like a leaf (racks ``lf1``, ``lf2`` holding the NVLink domains of the same names): both get
+    a HyperNode, so both are named with their level; names used once stay as they are."""
+    racks = (domain("accelerator", "lf1", "lf1", "a[1-2]"), domain("accelerator", "nv2", "lf1", "a[3-4]"))
+    topo = KubeTopology(domains=(SPINE, *LEAVES, *racks), groups=("gb", "hgx"),
+                        group_levels={"gb": ("spine", "leaf", "accelerator"), "hgx": ("spine", "leaf")}, skipped={})
+    assert hypernodes(plan_with(A, B), topo) == {
+        "sp": (3, "spine", [("HyperNode", "leaf.lf1"), ("HyperNode", "lf2")]),
+        "leaf.lf1": (2, "leaf", [("HyperNode", "accelerator.lf1"), ("HyperNode", "nv2")]),
+        "lf2": (2, "leaf", [("Node", "b1"), ("Node", "b2")]),
+        "accelerator.lf1": (1, "accelerator", [("Node", "a1"), ("Node", "a2")]),
+        "nv2": (1, "accelerator", [("Node", "a3"), ("Node", "a4")]),
+    }

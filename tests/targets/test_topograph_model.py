@@ -106,30 +106,36 @@ def read_model(text: str) -> dict:
         domain = (block.get("annotations") or {}).get(DOMAIN)
         if domain:
             domains.setdefault(domain, set()).update(members)
-    parent: dict[str, str] = {}
-    for name, kids in children.items():
-        for kid in kids:
-            if kid in parent:
-                raise ModelError(f"switch {kid!r} has two parent switches {name!r} and {parent[kid]!r}")
-            parent[kid] = name
-    seen: dict[str, str] = {}
-    for name, members in switch_nodes.items():
-        for n in members:
-            if n in seen:
-                raise ModelError(f"node {n!r} has two switches {name!r} and {seen[n]!r}")
-            seen[n] = name
+    parent = _owners(children, "switch {!r} has two parent switches {!r} and {!r}")
+    _owners(switch_nodes, "node {!r} has two switches {!r} and {!r}")
     return {"parent": parent, "switch_nodes": switch_nodes, "domains": domains, "nodes": nodes}
+
+
+def _owners(members_of: dict[str, list[str]], refusal: str) -> dict[str, str]:
+    """``buildSwitchMaps``: member -> the one switch holding it; a member held twice is refused."""
+    owner: dict[str, str] = {}
+    for name, members in members_of.items():
+        for m in members:
+            if m in owner:
+                raise ModelError(refusal.format(m, name, owner[m]))
+            owner[m] = name
+    return owner
+
+
+def _paths_up(parent: dict[str, str], nodes_of: dict[str, object]) -> dict[str, tuple[str, ...]]:
+    """Every node's switches, its own first, then each parent up to the root."""
+    out = {}
+    for sw, members in nodes_of.items():
+        path = [sw]
+        while path[-1] in parent:
+            path.append(parent[path[-1]])
+        out.update({n: tuple(path) for n in members})
+    return out
 
 
 def model_tiers(model: dict) -> dict[str, tuple[str, ...]]:
     """``getNetworkLayers``: every node's switches, its own first, then up to the root."""
-    out = {}
-    for sw, members in model["switch_nodes"].items():
-        path = [sw]
-        while path[-1] in model["parent"]:
-            path.append(model["parent"][path[-1]])
-        out.update({n: tuple(path) for n in members})
-    return out
+    return _paths_up(model["parent"], model["switch_nodes"])
 
 
 def model_tree(model: dict) -> dict[str, tuple[frozenset, frozenset]]:
@@ -159,13 +165,7 @@ def slurm_tree(switches: list[tuple[str, str | None, str | None]]) -> dict[str, 
 def tree_tiers(tree: dict[str, tuple[frozenset, frozenset]]) -> dict[str, tuple[str, ...]]:
     """Every node's switches in a Slurm tree, its own first."""
     parent = {kid: sw for sw, (kids, _) in tree.items() for kid in kids}
-    out = {}
-    for sw, (_, nodes) in tree.items():
-        path = [sw]
-        while path[-1] in parent:
-            path.append(parent[path[-1]])
-        out.update({n: tuple(path) for n in nodes})
-    return out
+    return _paths_up(parent, {sw: nodes for sw, (_, nodes) in tree.items()})
 
 
 def slurm_topology(plan) -> tuple[dict | None, dict[str, set[str]] | None]:

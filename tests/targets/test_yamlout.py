@@ -134,3 +134,15 @@ def test_the_yaml_templates_are_the_known_ones():
     templates = data_dir("templates")
     names = {str(p.relative_to(templates)) for p in templates.rglob("*") if p.name.endswith((".yml.j2", ".yaml.j2"))}
     assert names == set(YAML_TEMPLATES)
+
+
+def test_a_block_string_is_a_literal_block_in_every_emitter_and_reads_back_the_same():
+    conf = 'actions: "enqueue, allocate, backfill"\ntiers:\n- plugins:\n  - name: gang\n'
+    data = {"data": {"volcano-scheduler.conf": yamlout.Block(conf)}}
+    expected = "data:\n  volcano-scheduler.conf: |\n" + "".join(f"    {line}\n" for line in conf.splitlines())
+    for dumper in (yamlout.Dumper, yamlout.PureDumper, yamlout.StreamDumper):
+        assert yamlout.body(data, dumper=dumper) == expected
+        assert yamlout.represented(data, dumper=dumper) == expected
+    assert yaml.safe_load(expected) == {"data": {"volcano-scheduler.conf": conf}}
+    trailing = {"k": yamlout.Block("a \nb\n")}  # no literal block holds a trailing space: quoted, same value
+    assert yaml.safe_load(yamlout.body(trailing)) == {"k": "a \nb\n"}

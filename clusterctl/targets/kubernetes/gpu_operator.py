@@ -19,6 +19,9 @@ of clusterctl/catalog/kubernetes_operators.yaml, whose images are the release's 
   as the chart leaves them.
 - ``daemonsets``: tolerate the GPU nodes' ``nvidia.com/gpu`` taint (nodes.yaml) and run as
   ``system-node-critical``, as the chart's defaults do.
+- ``operator: {}``: as the chart's own templates/clusterpolicy.yaml writes it. Up to 25.10 the CRD marks
+  ``operator.defaultRuntime`` required with a default (``docker``), which the API server fills in before it
+  validates; from 26.3 the field is deprecated (the runtime is detected), so it is not written.
 """
 
 from __future__ import annotations

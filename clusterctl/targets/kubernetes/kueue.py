@@ -9,8 +9,9 @@ follow that release's ``site/static/examples/tas/sample-gpu-queues.yaml``:
 - a ``Topology`` per distinct list of scheduling levels of the GPU worker groups (levels: the Topograph labels
   of :mod:`clusterctl.plan.kube_topology`'s levels, top first, then ``kubernetes.io/hostname``: with the
   hostname lowest, TAS assigns pods to nodes and respects node taints, as the sample's comment says);
-- a ``ResourceFlavor`` per GPU worker group, named after it ('-' for '_'): ``nodeLabels`` select the group by the node-group label of
-  ``nodes.yaml``, ``topologyName`` its Topology, and ``tolerations`` tolerate the GPU taint of ``nodes.yaml``
+- a ``ResourceFlavor`` per GPU worker group, named after it ('-' for '_'): ``nodeLabels`` select the group by
+  the node-group label of ``nodes.yaml``, ``topologyName`` its Topology, and ``tolerations`` tolerate the GPU
+  taint of ``nodes.yaml``
   (Kueue adds a flavor's tolerations to the pods it admits; TAS does not see tolerations a webhook adds);
 - one ``ClusterQueue`` named ``kubernetes.queue`` whose one resource group covers ``cpu``, ``memory`` and
   ``nvidia.com/gpu`` with a flavor per GPU group, nominal quota = what that group's nodes have (every GPU; the
@@ -55,7 +56,8 @@ def render(plan: ClusterPlan, topo: KubeTopology) -> dict[str, str]:
     return {"kubernetes/kueue/topology.yaml": stream(docs, [
         "Kueue Topology Aware Scheduling: apply after Kueue is installed; a job names the LocalQueue with the "
         "kueue.x-k8s.io/queue-name label and its topology with the kueue.x-k8s.io/podset-required-topology or "
-        "podset-preferred-topology annotation of its pod template (the value: one of the Topology's node labels)"], plan)}
+        "podset-preferred-topology annotation of its pod template (the value: one of the Topology's node labels)"],
+        plan)}
 
 
 def flavor_name(g: GroupPlan) -> str:
@@ -64,12 +66,13 @@ def flavor_name(g: GroupPlan) -> str:
 
 
 def resource_flavor(g: GroupPlan, topo: KubeTopology) -> dict:
+    group = label_value(g.name, f"node group {g.name} (label {NODE_GROUP_LABEL})", g.path + ("name",))
     return {
         "apiVersion": API,
         "kind": "ResourceFlavor",
         "metadata": {"name": flavor_name(g)},
         "spec": {
-            "nodeLabels": {NODE_GROUP_LABEL: label_value(g.name, f"node group {g.name} (label {NODE_GROUP_LABEL})", g.path + ("name",))},
+            "nodeLabels": {NODE_GROUP_LABEL: group},
             "topologyName": topology_name(topo.group_levels.get(g.name, ())),
             "tolerations": [{"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}],
         },

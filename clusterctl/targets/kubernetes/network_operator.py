@@ -7,7 +7,7 @@ example/crs/mellanox.com_v1alpha1_nicclusterpolicy_cr-nvidia-ipam.yaml at v26.4.
 - ``kubernetes/network-operator/nicclusterpolicy.yaml``: the one ``NicClusterPolicy`` (``mellanox.com/v1alpha1``,
   named ``nic-cluster-policy``, the only name the operator reconciles). ``ofedDriver`` is the release's
   doca-driver container of ``software.doca`` (:func:`clusterctl.plan.kube_operators.doca_driver`); without one the
-  host's DOCA-OFED serves (rule K8S004 warns when ``software.doca`` names a DOCA the release does not ship).
+  host's DOCA-OFED serves (where the roles install ``software.doca``).
   With ``rdma: shared`` the RDMA shared device plugin advertises one resource per rail, ``rdma/rail<k>``
   (k = the rail, the compute port index of :mod:`clusterctl.plan.interfaces`), selecting the rail's netdev
   (``selectors.ifNames``, Mellanox/k8s-rdma-shared-dev-plugin README; ``rdmaHcaMax`` 63 as the operator's
@@ -192,7 +192,7 @@ def render(plan: ClusterPlan, topo: KubeTopology) -> dict[str, str]:
     k = plan.kubernetes
     doca = doca_driver(plan)
     driver = (f"DOCA-OFED from the doca-driver container {doca}" if doca is not None else
-              "DOCA-OFED from the host (software.doca is no container of this release, or not set: rule K8S004)")
+              "DOCA-OFED from the host (software.doca is no container of this release, or not set)")
     pools, without = [], []
     for g in rail_groups(plan):
         pool, why = ip_pool(plan, g)

@@ -6,8 +6,8 @@ fields written here (docs/kubernetes.md, "Node labels and taints"):
 - ``network.topology.nvidia.com/<level>`` for every level the host has (:data:`~clusterctl.plan.kube_topology.LEVELS`:
   core, spine, leaf, accelerator): NVIDIA Topograph's node-label keys up to v0.5.0 (NVIDIA/topograph v0.5.0,
   docs/engines/k8s.md; v1.0.0 renamed them ``fabric.topograph.run/tier-N`` and ``accelerator.topograph.run/domain``,
-  docs/kubernetes.md), the value the planned switch or NVLink domain name, the same as topology.conf's. Volcano
-  HyperNodes' ``labelMatch``, Kueue's and KAI's ``Topology`` levels select on these keys.
+  docs/kubernetes.md), the value the planned switch or NVLink domain name, the same as topology.conf's. Kueue's
+  and KAI's ``Topology`` levels select on these keys (Volcano's HyperNodes name their nodes: volcano.py).
 - :data:`NODE_GROUP_LABEL`: the blueprint's node group (what a ResourceFlavor or a NodeSet selects).
 - on GPU nodes the taint ``nvidia.com/gpu=present:NoSchedule``: GKE's convention for GPU node pools (cloud.google.com
   kubernetes-engine/docs/how-to/gpus), which Kubernetes' ExtendedResourceToleration admission plugin answers by

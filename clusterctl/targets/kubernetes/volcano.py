@@ -9,7 +9,8 @@ name as ``tierName``: the scheduler maps each ``tierName`` to one tier (``HyperN
 ``pkg/scheduler/api/hyper_node_info.go``), so a job may say ``highestTierName: accelerator`` as well as
 ``highestTierAllowed: 1``. A node is a ``Node`` member of the lowest domain of its group's levels; every other
 domain lists the domains of the next level down as ``HyperNode`` members, so the HyperNodes form the same tree
-as the plan's switches.
+as the plan's switches. A HyperNode is named after its domain (:func:`hypernode_names`: with the level as prefix
+where domains of two levels share a name).
 
 Members are selected by ``exactMatch`` of the node's name rather than ``labelMatch`` of the Topograph label,
 though a label selector would be one member instead of 18 to 64: the HyperNode must hold exactly the designed
@@ -83,48 +84,61 @@ def level_tiers(topo: KubeTopology) -> dict[str, int]:
     return {lv: tier for tier, lv in enumerate(reversed(topo.levels), start=1)}
 
 
-def _tree(plan: ClusterPlan, topo: KubeTopology) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+Domain = tuple[str, str]
+"""(level, name): names are unique within a level only (a rack may be named like a switch)"""
+
+
+def _tree(plan: ClusterPlan, topo: KubeTopology) -> tuple[dict[Domain, list[Domain]], dict[Domain, list[str]]]:
     """(domain -> its child domains, domain -> its Node members), from each worker node's chain of domains
     over its group's scheduling levels (top first), in plan order. A domain with two parents is no tree."""
     host_domains = topo.host_domains
-    children: dict[str, dict[str, None]] = {}
-    nodes: dict[str, list[str]] = {}
-    parent_of: dict[str, str] = {}
+    children: dict[Domain, dict[Domain, None]] = {}
+    nodes: dict[Domain, list[str]] = {}
+    parent_of: dict[Domain, Domain] = {}
     for g in worker_groups(plan):
         levels, where = topo.group_levels.get(g.name, ()), g.path + ("hostnames",)
         for h in g.hosts:
             doms = host_domains.get(h, {})
-            chain = [doms[lv] for lv in levels if lv in doms]
+            chain = [(lv, doms[lv]) for lv in levels if lv in doms]
             if not chain:
                 continue
             nodes.setdefault(chain[-1], []).append(dns_subdomain(h, f"host {h} (a Node's name)", where))
             for upper, lower in zip(chain, chain[1:]):
                 if parent_of.setdefault(lower, upper) != upper:
-                    raise RenderError(f"kubernetes target: domain {lower} lies under both {parent_of[lower]} and "
-                                      f"{upper}: the HyperNodes would be no tree")
+                    raise RenderError(f"kubernetes target: {lower[0]} {lower[1]} lies under both "
+                                      f"{parent_of[lower][1]} and {upper[1]}: the HyperNodes would be no tree")
                 children.setdefault(upper, {})[lower] = None
     return {d: list(c) for d, c in children.items()}, nodes
+
+
+def hypernode_names(topo: KubeTopology, domains: set[Domain], paths: dict) -> dict[Domain, str]:
+    """The HyperNode name of each domain: its own name, checked (and located) as an object name; where domains
+    of two levels that both get a HyperNode share a name, each is prefixed with its level (``leaf.ib-su1``,
+    ``accelerator.ib-su1``), so the names are unique without refusing the blueprint."""
+    levels_of: dict[str, set[str]] = {}
+    for level, name in domains:
+        levels_of.setdefault(name, set()).add(level)
+    return {(d.level, d.name): f"{d.level}." * (len(levels_of[d.name]) > 1) +
+            dns_subdomain(d.name, f"{d.level} {d.name} (a HyperNode's name)", domain_path(d.name, paths))
+            for d in topo.domains if (d.level, d.name) in domains}
 
 
 def hypernodes(plan: ClusterPlan, topo: KubeTopology) -> list[dict]:
     """One HyperNode per domain some worker node's scheduling levels reach, top level first."""
     children, nodes = _tree(plan, topo)
-    tiers, paths = level_tiers(topo), domain_paths(plan)
-    named = {d.name: dns_subdomain(d.name, f"{d.level} {d.name} (a HyperNode's name)", domain_path(d.name, paths))
-             for d in topo.domains if d.name in children or d.name in nodes}
-    docs, seen = [], set()
+    tiers = level_tiers(topo)
+    named = hypernode_names(topo, set(children) | set(nodes), domain_paths(plan))
+    docs = []
     for d in topo.domains:
-        if d.name not in named:
+        key = (d.level, d.name)
+        if key not in named:
             continue  # a level its groups' schedulers leave out (an NVLink domain straddles it)
-        if d.name in seen:
-            raise RenderError(f"kubernetes target: two domains are named {d.name}; HyperNode names must be unique")
-        seen.add(d.name)
-        members = [_member("HyperNode", named[c]) for c in children.get(d.name, ())]
-        members += [_member("Node", h) for h in nodes.get(d.name, ())]
+        members = [_member("HyperNode", named[c]) for c in children.get(key, ())]
+        members += [_member("Node", h) for h in nodes.get(key, ())]
         docs.append({
             "apiVersion": TOPOLOGY_API,
             "kind": "HyperNode",
-            "metadata": {"name": named[d.name]},
+            "metadata": {"name": named[key]},
             "spec": {"tier": tiers[d.level], "tierName": d.level, "members": members},
         })
     return docs
