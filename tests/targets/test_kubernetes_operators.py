@@ -15,6 +15,7 @@ from clusterctl.hostlist import expand
 from clusterctl.plan.kube_topology import kube_topology
 from clusterctl.targets import RenderError, render_targets
 from clusterctl.targets.kubernetes import compute_domains, gpu_operator, network_operator, slinky
+from tests.kubernetes_schema import release_crds, validate_object
 from tests.helpers import plan_of, shipped
 
 
@@ -139,6 +140,9 @@ def test_ip_pool_from_the_compute_pool_with_the_hosts_addresses_excluded():
                                             {"startIP": "10.50.0.17", "endIP": "10.50.2.80"}],
                              "nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [
                                  {"key": "clusterctl.dev/node-group", "operator": "In", "values": ["gb200"]}]}]}}}
+    # the shipped blueprints emit no IPPool (their compute pools have no room for pods): this one is validated here
+    assert validate_object(pool) == []
+    assert validate_object(pool, releases=(release_crds("network-operator", "25.7.0"),)) == []
 
 
 def test_no_ip_pool_when_the_compute_pool_has_no_room():
