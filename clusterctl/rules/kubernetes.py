@@ -117,3 +117,14 @@ def kueue_flavors(plan: ClusterPlan) -> Iterator[Hit]:
     if overflow is not None:
         yield Hit(("node_groups",), overflow, "merge node groups of the same node type, or leave kueue out of "
                   "kubernetes.schedulers and queue with Volcano or KAI")
+
+
+@rule("K8S006", "kubernetes", Severity.WARNING, "Slinky chosen without a Slurm section")
+def slinky_without_slurm(plan: ClusterPlan) -> Iterator[Hit]:
+    """Slinky's slurm-operator runs the blueprint's Slurm cluster in Kubernetes: its NodeSets, partitions and
+    topology.yaml come from the ``slurm:`` section. Without one, ``kubernetes.slinky: true`` writes no Slinky files
+    (the Node objects still carry the topology annotation), which a reader of the blueprint would not expect."""
+    if plan.kubernetes is not None and plan.kubernetes.slinky and plan.slurm is None:
+        yield Hit(("kubernetes", "slinky"), "kubernetes.slinky is true, but the blueprint has no slurm section: no "
+                  "Slinky NodeSets, Helm values or topology.yaml are written",
+                  "add the slurm section the operator should run, or set slinky to false")

@@ -89,3 +89,20 @@ def test_sixty_four_gpu_groups_fit_one_cluster_queue():
     data = _groups(65)
     data["kubernetes"] = {"schedulers": ["volcano"]}  # no Kueue: no ClusterQueue
     assert hits(data, "K8S005") == []
+
+
+def test_slinky_without_a_slurm_section():
+    data = shipped("dgx-h100-superpod-4su")
+    del data["slurm"]
+    (h,) = hits(data, "K8S006")
+    assert h.path == ("kubernetes", "slinky")
+    assert h.message == ("kubernetes.slinky is true, but the blueprint has no slurm section: no Slinky NodeSets, "
+                         "Helm values or topology.yaml are written")
+
+
+def test_slinky_with_its_slurm_section_is_quiet():
+    assert hits(shipped("dgx-h100-superpod-4su"), "K8S006") == []
+    data = shipped("dgx-h100-superpod-4su")
+    del data["slurm"]
+    data["kubernetes"]["slinky"] = False
+    assert hits(data, "K8S006") == []
