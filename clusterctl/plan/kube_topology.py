@@ -130,34 +130,28 @@ def kube_topology(plan: ClusterPlan) -> KubeTopology:
     for s in switches:  # upper levels: the nodes of every leaf under them (children are listed before parents)
         if s.switches:
             hosts_of[s.name] = [h for c in below[s.name] for h in hosts_of.get(c, [])]
+    switch_level = {s.name: _level_of(s.name, below, leaves, height_level) for s in switches}
     by_level: dict[str, list[TopologyDomain]] = {lv: [] for lv in LEVELS}
     for s in switches:
-        level = _level_of(s.name, below, leaves, height_level)
+        level = switch_level[s.name]
         by_level[level].append(TopologyDomain(level, s.name, parent_of.get(s.name), hostlist.compress(hosts_of[s.name])))
     leaf_of = {h: s.name for s in switches if s.nodes for h in hosts_of[s.name]}
     host_group = {h: g.name for g in groups for h in g.hosts}
     skipped: dict[str, set[str]] = {}
     domain_groups = {g.name for g in multi_node(plan)}
-    for b in nvlink_blocks(plan, [g for g in groups if g.name in domain_groups]):
+    blocks = nvlink_blocks(plan, [g for g in groups if g.name in domain_groups])
+    for b in blocks:  # climb from the domain's leaves until one switch holds it whole (None: nothing above does)
         members = hostlist.expand(b.nodes)
         under = {leaf_of.get(h) for h in members}
-        crossed: list[str] = []
-        while len(under) > 1 or None in under:  # climb until one switch holds the whole domain
-            crossed.append(_level_of(next(n for n in under if n is not None), below, leaves, height_level)
-                           if any(under) else "leaf")
-            under = {parent_of.get(n) for n in under if n is not None} if any(under) else {None}
-            if under == {None}:
-                break
-        parent = under.pop() if len(under) == 1 else None
-        if crossed:
-            skipped.setdefault(host_group[members[0]], set()).update(crossed)
-        by_level["accelerator"].append(TopologyDomain("accelerator", b.name, parent, b.nodes))
-    level_of = {d.name: d.level for lv in ("core", "spine", "leaf") for d in by_level[lv]}
-    for i, d in enumerate(by_level["accelerator"]):  # a group's NVLink domains all nest in its lowest kept level
-        gone, parent = skipped.get(host_group[hostlist.expand(d.hosts)[0]], set()), d.parent
-        while parent is not None and level_of[parent] in gone:
+        while len(under) > 1:
+            skipped.setdefault(host_group[members[0]], set()).update(switch_level[n] for n in under if n)
+            under = {parent_of.get(n) for n in under if n}
+    for b in blocks:  # a group's NVLink domains all nest in its lowest kept level
+        members = hostlist.expand(b.nodes)
+        gone, parent = skipped.get(host_group[members[0]], set()), leaf_of.get(members[0])
+        while parent is not None and switch_level[parent] in gone:
             parent = parent_of.get(parent)
-        by_level["accelerator"][i] = TopologyDomain(d.level, d.name, parent, d.hosts)
+        by_level["accelerator"].append(TopologyDomain("accelerator", b.name, parent, b.nodes))
     group_levels: dict[str, set[str]] = {g.name: set() for g in groups}
     for level, domains in by_level.items():
         for d in domains:
