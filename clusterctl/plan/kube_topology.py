@@ -26,7 +26,8 @@ name is the planned switch or block name, which is also the label value.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from clusterctl import hostlist
 from clusterctl.plan.model import ClusterPlan, GroupPlan
@@ -70,6 +71,16 @@ class KubeTopology:
     them); only groups with such levels"""
     groups: tuple[str, ...]
     """the worker node groups, in plan order"""
+    host_domains: dict[str, dict[str, str]] = field(init=False)
+    """host -> {level: domain name}, for every worker node (a host in two domains of one level keeps the first);
+    worked out once from ``domains``, as ``problems`` is"""
+    problems: tuple[str, ...] = field(init=False)
+    """where the domains are no strict tree: a node in two domains of one level (none by construction)"""
+
+    def __post_init__(self) -> None:
+        host_domains, problems = _host_domains(self.domains)
+        object.__setattr__(self, "host_domains", host_domains)
+        object.__setattr__(self, "problems", problems)
 
     @property
     def levels(self) -> tuple[str, ...]:
@@ -79,16 +90,6 @@ class KubeTopology:
 
     def of_level(self, level: str) -> tuple[TopologyDomain, ...]:
         return tuple(d for d in self.domains if d.level == level)
-
-    @property
-    def host_domains(self) -> dict[str, dict[str, str]]:
-        """host -> {level: domain name}, for every worker node (a host in two domains of one level keeps the
-        first: :func:`tree_problems` reports it)."""
-        out: dict[str, dict[str, str]] = {}
-        for d in self.domains:
-            for h in hostlist.expand(d.hosts):
-                out.setdefault(h, {}).setdefault(d.level, d.name)
-        return out
 
 
 def worker_groups(plan: ClusterPlan) -> list[GroupPlan]:
@@ -165,14 +166,19 @@ def kube_topology(plan: ClusterPlan) -> KubeTopology:
         groups=tuple(g.name for g in groups))
 
 
+def _host_domains(domains: Sequence[TopologyDomain]) -> tuple[dict[str, dict[str, str]], tuple[str, ...]]:
+    """host -> {level: domain}, and a sentence for each node found in a second domain of one level."""
+    out: dict[str, dict[str, str]] = {}
+    problems: list[str] = []
+    for d in domains:
+        for h in hostlist.expand(d.hosts):
+            other = out.setdefault(h, {}).setdefault(d.level, d.name)
+            if other != d.name:
+                problems.append(f"node {h} is in two {d.level} domains, {other} and {d.name}")
+    return out, tuple(problems)
+
+
 def tree_problems(topo: KubeTopology) -> list[str]:
     """Where the scheduling levels are no strict tree, one sentence each: a node in two domains of one level.
     (By construction there are none; the kubernetes target refuses to write a topology that has one.)"""
-    problems: list[str] = []
-    seen: dict[tuple[str, str], str] = {}
-    for d in topo.domains:
-        for h in hostlist.expand(d.hosts):
-            other = seen.setdefault((d.level, h), d.name)
-            if other != d.name:
-                problems.append(f"node {h} is in two {d.level} domains, {other} and {d.name}")
-    return problems
+    return list(topo.problems)
