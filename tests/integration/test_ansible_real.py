@@ -161,28 +161,52 @@ def test_ansible_lint_production_on_every_role_and_the_rendered_playbooks(render
 
 # --- 2. every shipped blueprint: inventory ranges and playbook syntax
 
+def graph_members(graph: str) -> dict[str, set[str]]:
+    """``ansible-inventory --graph`` (``@group:`` lines, hosts and child groups indented under them by ``|--``) as
+    group -> every host under it, child groups' included."""
+    members: dict[str, set[str]] = {}
+    stack: list[str] = []
+    for line in graph.splitlines():
+        depth = line.find("--") // 3 if "--" in line else 0
+        name = line[line.find("--") + 2:] if depth else line
+        del stack[depth:]
+        if name.startswith("@"):
+            group = name[1:].rstrip(":")
+            members.setdefault(group, set())
+            stack.append(group)
+        else:
+            for group in stack:
+                members[group].add(name)
+    return members
+
+
 @pytest.mark.parametrize("name", SHIPPED)
 def test_inventory_ranges_expand_to_the_plan(name, rendered_shipped):
+    """``--graph``, not ``--list``: the group tree is the claim, and ``--list`` dumps every host's variables
+    (167 MB and 37 s of CPU for frontier-3tier-100k's 13,323 hosts, against 1.6 MB and 3 s)."""
     inventory = tool("ansible-inventory")
     out = rendered_shipped[name]
-    result = run([inventory, "-i", "inventory.yml", "--list"], cwd=out / "ansible")
+    result = run([inventory, "-i", "inventory.yml", "--graph"], cwd=out / "ansible")
     assert result.returncode == 0, result.stderr
     assert "WARNING" not in result.stderr, result.stderr
-    data = json.loads(result.stdout)
+    groups = graph_members(result.stdout)
     plan = expand(load_blueprint(BLUEPRINTS / f"{name}.yaml"))
 
     def members(group: str) -> set[str]:
-        entry = data.get(group, {})
-        names = set(entry.get("hosts", []))
-        for child in entry.get("children", []):
-            names |= members(child)
-        return names
+        return groups.get(group, set())
 
     assert members("all") == {h for g in plan.groups for h in g.hosts}
     for g in plan.groups:
         assert members(g.name) == set(g.hosts), g.name
     controllers = set(hostlist.expand(plan.blueprint.slurm.controllers)) if plan.blueprint.slurm else set()
     assert members("slurm_controllers") == controllers
+
+
+def test_graph_members_reads_nested_groups():
+    graph = "@all:\n  |--@ungrouped:\n  |--@gpu:\n  |  |--gpu01\n  |--@slurm:\n  |  |--@heads:\n  |  |  |--head01\n" \
+            "  |  |--login01\n"
+    assert graph_members(graph) == {"all": {"gpu01", "head01", "login01"}, "ungrouped": set(), "gpu": {"gpu01"},
+                                    "slurm": {"head01", "login01"}, "heads": {"head01"}}
 
 
 @pytest.mark.parametrize("name", SHIPPED)
