@@ -65,9 +65,22 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if integration in item.path.parents:
             item.add_marker(pytest.mark.integration)
-        group = xdist_group(item.path)
+        group = xdist_group(item.path) or module_fixture_group(item)
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+def module_fixture_group(item) -> str | None:
+    """A group of its own (``module:<path>``) for a test of a module with a module-scoped fixture, so the module
+    runs on one worker and its fixture once: ``--dist loadgroup`` spreads ungrouped tests one by one, and each
+    worker that got one of them built the fixture again (three check-mode Ansible runs of the hardware roles, three
+    converges of roce_network: about 5 CPU minutes of the suite). Such a group is not in XDIST_GROUPS, so its tests
+    still run at BACKGROUND_NICE."""
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in (info.name2fixturedefs.values() if info else ()):
+        if any(d.scope == "module" and d.baseid and item.nodeid.startswith(d.baseid) for d in defs):
+            return "module:" + item.nodeid.split("::")[0]
+    return None
 
 
 BACKGROUND_NICE = 10
