@@ -288,3 +288,10 @@ def test_a_scratch_at_the_threshold_passes_and_an_unmounted_one_drains(tmp_path)
     assert _scratch_check(tmp_path / "a", 30_000_000_000, 3_000_000_000)[:2] == (0, [])
     rc, calls, _ = _scratch_check(tmp_path / "b", 30_000_000_000, 3_000_000_000, mounted=False)
     assert (rc, calls) == (1, ["update NodeName=n1 State=DRAIN Reason=node-health: scratch /raid is not mounted"])
+
+
+def test_the_program_and_the_plan_hold_the_same_size_tolerance():
+    """The role's program runs on the node with the standard library alone, so it keeps its own copy."""
+    from clusterctl.plan import scratch as plan_scratch
+
+    assert devices.SIZE_TOLERANCE == plan_scratch.SIZE_TOLERANCE == 0.02

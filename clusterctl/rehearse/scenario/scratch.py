@@ -133,10 +133,12 @@ class ScratchChecks:
         cmd = (f"srun -N1 -w {host} -t 1 sh -c 'echo probe > /tmp/scratch-probe && cat /tmp/scratch-probe && "
                "findmnt -n -o FSTYPE,SOURCE -T /tmp'")
         r = ssh(state, via, cmd, timeout=120)
-        figures["job_tmp"] = r.stdout.strip()
-        lines = r.stdout.split()
-        if r.returncode != 0 or len(lines) < 3 or lines[0] != "probe" or lines[1] != "xfs" \
-                or not lines[2].startswith(STANDIN):
+        # findmnt -T lists every mount stacked at /tmp, the node's tmpfs first: the job sees the last one
+        lines = r.stdout.strip().splitlines()
+        seen = f"{lines[0]} {' '.join(lines[-1].split())}" if len(lines) >= 2 else r.stdout.strip()
+        figures["job_tmp"] = seen
+        words = seen.split()
+        if r.returncode != 0 or len(words) < 3 or words[:2] != ["probe", "xfs"] or not words[2].startswith(STANDIN):
             return [f"job /tmp: {cmd} exit {r.returncode}: {(r.stdout + r.stderr).strip()[-300:]}"]
         return []
 
