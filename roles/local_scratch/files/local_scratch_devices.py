@@ -60,7 +60,7 @@ def state_of(drive: Drive, md_name: str, label: str, raid0: bool) -> str:
     return "foreign"
 
 
-def usable(drive: Drive, in_use: set[str], md_name: str) -> str:
+def usable(drive: Drive, in_use: set[str]) -> str:
     """Why ``drive`` is not a data drive ('' when it may be one)."""
     if drive.majmin in in_use:
         return "holds or backs a mounted file system (the OS disk?)"
@@ -80,14 +80,14 @@ def decide(drives: list[Drive], *, count: int, size_bytes: int, listed: bool, in
     notes = []
     if listed:
         for d in drives:
-            why = usable(d, in_use, md_name)
+            why = usable(d, in_use)
             if why:
                 raise Refused(f"{d.path} {why}: not a data drive, left untouched")
         chosen = drives
     else:
         chosen = []
         for d in drives:
-            why = usable(d, in_use, md_name)
+            why = usable(d, in_use)
             if not why and abs(d.size_bytes - size_bytes) > SIZE_TOLERANCE * size_bytes:
                 why = f"is {d.size_bytes} bytes, not the catalog's {size_bytes}"
             if why:
