@@ -28,6 +28,10 @@ class LocalTier(_Tier):
     """the directory on the nodes' NVMe (created when missing, mode 1777; not /home itself)"""
     tier: Literal["local"]
     """node-local NVMe; size and bandwidth come from the servers"""
+    min_free_percent: int = Field(default=10, ge=0, le=90)
+    """the node health check drains a compute node whose scratch file system has less free space (percent of its
+    size; 0: not checked). Default 10: clusterctl's choice, room for one more container image import or
+    checkpoint copy on a multi-TB scratch before writes fail with ENOSPC (docs/ansible.md, "Node-local scratch")"""
 
 
 class _SharedTier(_Tier):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 
 from clusterctl import __version__
+from clusterctl.cloud.stack.image import AWS_PIN_COMMAND
 from clusterctl.cloud.stack.spec import CloudSpec, cloud_network, cloud_spec
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.targets import RenderError
@@ -29,7 +30,8 @@ MAIN = 'from clusterctl.cloud.pulumi.program import run\nrun("cluster.json")\n'
 
 PROVIDERS = {
     # provider: (region config key, provider SDK requirement, per-stack settings to set: (key, example))
-    "aws": ("aws:region", "pulumi-aws>=7,<8", (("clusterctl:keyName", "my-ec2-key-pair"),)),
+    "aws": ("aws:region", "pulumi-aws>=7,<8", (("clusterctl:keyName", "my-ec2-key-pair"),
+                                               ("clusterctl:amiId", AWS_PIN_COMMAND))),
     "gcp": ("gcp:region", "pulumi-gcp>=7", (("gcp:project", "my-gcp-project"),)),
     "azure": ("azure-native:location", "pulumi-azure-native>=2", (("clusterctl:sshPublicKey", '"$(cat ~/.ssh/id_ed25519.pub)"'),)),
 }

@@ -30,6 +30,7 @@ from clusterctl.catalog.models import accelerator_vendor
 from clusterctl.plan.cloud import elastic_groups as cloud_elastic_groups
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.plan.roles import slurm_roles
+from clusterctl.plan.scratch import job_tmp_base
 from clusterctl.plan.nvlink import IMEX_CHANNEL_COUNT, multi_node
 from clusterctl.plan.slurm import (AUTODETECT_NVIDIA, BLOCK_PLUGIN, BLOCK_SIZES, CGROUP_PLUGIN, CLOUD_REG_ADDRS,
                                    GRES_ENV_FLAGS, JOB_CONTAINER_DIRS, KEEP_POWER_SAVE_SETTINGS, NO_ADDR_CACHE,
@@ -463,22 +464,8 @@ def prolog_epilog_lines(version: Release) -> list[str]:
     return [*lines, _kv("PrologEpilogTimeout", PROLOG_EPILOG_TIMEOUT_S)]
 
 
-JOB_TMP_DEFAULT = "/var/spool/slurmd/job_tmp"
-"""job_container BasePath without a node-local tier: under SlurmdSpoolDir, on the node's own disk"""
-
-
-def job_container_base(plan: ClusterPlan) -> str:
-    """BasePath of job_container/tmpfs: ``<first local tier>/slurm-job-tmp`` (node-local NVMe, the tier a job's
-    /tmp belongs on), else :data:`JOB_TMP_DEFAULT`. Never /tmp or /dev/shm (the plugin refuses them)."""
-    local = [t.mount.rstrip("/") for t in plan.storage if t.tier == "local"]
-    # 22.05's plugin refuses any BasePath under /tmp or /dev/shm at slurmd start ("Cannot use /tmp or /dev/shm
-    # as BasePath", fatal): such a tier gets the default
-    local = [m for m in local if not m.startswith(("/tmp", "/dev/shm"))]
-    return f"{local[0]}/slurm-job-tmp" if local else JOB_TMP_DEFAULT
-
-
 def job_container_conf(plan: ClusterPlan, version: Release) -> str:
-    base = job_container_base(plan)
+    base = job_tmp_base(plan)
     with at(("storage",)):
         conf_value(base, "storage mount point of the local tier (job_container.conf BasePath)")
     lines = [_kv("AutoBasePath", "true"), _kv("BasePath", base)]

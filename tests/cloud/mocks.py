@@ -37,6 +37,8 @@ class Resource:
     custom: bool
     outputs: dict = field(default_factory=dict)
     """the state new_resource answered (inputs + computed outputs)"""
+    ignore_changes: tuple[str, ...] = ()
+    """the properties the resource's options ignore after creation (``ResourceOptions.ignore_changes``)"""
 
     @property
     def parent_name(self) -> str:
@@ -183,6 +185,8 @@ class RecordingMonitor(pmocks.MockMonitor):
         super().__init__(mocks)
         self.registrations: list[tuple[str, str, str, str, bool]] = []
         """(urn, type, name, parent urn, custom)"""
+        self.ignored: dict[str, tuple[str, ...]] = {}
+        """urn -> the properties its options ignore after creation"""
         self.registered_outputs: dict[str, dict] = {}
 
     def RegisterResource(self, request):
@@ -190,6 +194,7 @@ class RecordingMonitor(pmocks.MockMonitor):
         if request.type != "pulumi:pulumi:Stack":
             self.registrations.append((response.urn, request.type, request.name, request.parent,
                                        bool(request.custom)))
+            self.ignored[response.urn] = tuple(request.ignoreChanges)
         return response
 
     def RegisterResourceOutputs(self, request):
@@ -248,7 +253,8 @@ def run_program(spec, config: dict[str, str] | None = None, secrets: dict[str, s
     inputs = {(typ, name): inp for typ, name, inp, _ in mocks.created}
     resources = [
         Resource(type=typ, name=name, inputs=_plain(inputs.get((typ, name), {})), parent=parent, urn=urn,
-                 custom=custom, outputs=_plain(states.get((typ, name), {})))
+                 custom=custom, outputs=_plain(states.get((typ, name), {})),
+                 ignore_changes=monitor.ignored.get(urn, ()))
         for urn, typ, name, parent, custom in monitor.registrations
     ]
     root_urn = built.get("urn")

@@ -253,7 +253,27 @@ def test_dlami_lookup_without_ami_config(case):
     _, rec, _ = case
     (call,) = [c for c in rec.calls if c[0] == "aws:ec2/getAmi:getAmi"]
     names = [f["values"] for f in call[1]["filters"] if f["name"] == "name"]
-    assert names == [[cloud_aws.DLAMI_NAME]]
+    assert names == [["Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04) *"]]
+
+
+def test_the_image_is_kept_after_creation_a_newer_dlami_replaces_nothing(case):
+    """Issue 30, item 7: ``most_recent`` finds a newer DLAMI on a later ``pulumi up``; the launch template (whose
+    new version would replace every GPU instance started from it) and every instance ignore their image after
+    creation, so nothing is replaced until an operator does it explicitly (``pulumi up --replace``)."""
+    spec, rec, _ = case
+    (lt,) = rec.of_type(LAUNCH_TEMPLATE)
+    assert lt.ignore_changes == ("imageId",)
+    instances = rec.of_type(INSTANCE)
+    assert instances and all(i.ignore_changes == ("ami",) for i in instances)
+
+
+def test_the_image_the_stack_runs_is_an_output_to_pin(case):
+    """``ami_id``: the launch template's image as kept in the state, the value ``pulumi config set
+    clusterctl:amiId "$(pulumi stack output ami_id)"`` pins (docs/cloud.md, "AMI pinning")."""
+    _, rec, _ = case
+    assert rec.outputs["ami_id"] == "ami-0123456789abcdef0"  # the mock's getAmi answer (tests/cloud/mocks.py)
+    rec = run_program(spec_of(), config={**CONFIG, "clusterctl:amiId": "ami-0fixed"}, secrets=SECRETS)
+    assert rec.outputs["ami_id"] == "ami-0fixed"
 
 
 def test_existing_subnet_and_ami_from_config():

@@ -57,6 +57,12 @@ def leftovers(state: State) -> list[str]:
         out.append(f"bridge {state.bridge}")
     if state.bmc_interface and f" {state.bmc_interface}:" in links:
         out.append(f"BMC interface {state.bmc_interface}")
+    for backing in state.loop_files:  # the scratch scenario's stand-ins: the file and any loop device on it
+        if Path(backing).exists():
+            out.append(f"loop backing file {backing}")
+        held = subprocess.run(["losetup", "--list", "--associated", backing, "--noheadings", "--output", "NAME"],
+                              capture_output=True, text=True).stdout.split()
+        out += [f"loop device {d} ({backing})" for d in held]
     return out
 
 

@@ -92,6 +92,35 @@ def test_version_guard_no_later_task_no_daemon_no_file(lab):
     assert not [e for e in events if e["event"].startswith("runner_on_") and e["event_data"].get("play") != plays[0]]
 
 
+# --- scratch (lab) -----------------------------------------------------------------------------------------
+
+def test_scratch_standin_xfs_mounted_before_slurmd_with_job_tmp_and_enroot_on_it(lab):
+    """Issue 30, item 5: the first compute node's data drive (one loop device: this kernel has no NVMe and no md) is
+    the XFS at /raid, by UUID with nofail in fstab, active before slurmd started and required by it; a job's /tmp
+    and enroot's data and cache, evaluated as a user, are on it (clusterctl/rehearse/scenario/scratch.py)."""
+    _, summary, _ = lab
+    standin = steps(summary)["scratch: standin"]["hosts"]["gpu01"]
+    assert standin["status"] == "ok" and standin["loop_device"].startswith("/dev/loop"), standin
+    got = steps(summary)["scratch: scratch"]["hosts"]["gpu01"]
+    assert got["status"] == "ok", got
+    assert got["mount_source"] == "xfs /dev/rehearsal-nvme0"
+    assert re.fullmatch(r"UUID=[0-9a-f-]{36} /raid xfs defaults,noatime,nofail,x-systemd.device-timeout=30s,"
+                        r"x-systemd.before=slurmd.service 0 0", got["fstab"]), got["fstab"]
+    assert 0 < got["mounted_us"] < got["slurmd_started_us"]
+    assert got["job_tmp"].split()[:2] == ["probe", "xfs"] and got["job_tmp"].split()[2].startswith("/dev/rehearsal-nvme0[")
+    assert got["enroot_data_path"] == "/raid xfs /raid/enroot/data/user-65534"
+    assert got["enroot_cache_path"] == "/raid xfs /raid/enroot/cache/group-65534"
+
+
+def test_scratch_full_drains_the_node_and_freed_returns_it(lab):
+    """Filled to 5 % free (the lab tier's min_free_percent is 10), the rendered health check drains the node with
+    the scratch named; freed, it returns the node to service."""
+    _, summary, _ = lab
+    got = steps(summary)["scratch: scratch"]["hosts"]["gpu01"]
+    assert re.fullmatch(r"node-health: scratch /raid has [0-9] % free, less than 10 %", got["drain_reason"]), got
+    assert got["resume_seconds"] >= 0
+
+
 # --- node-failure (lab) -----------------------------------------------------------------------------------
 
 def test_node_failure_health_check_drains_the_node_and_resumes_it(lab):

@@ -42,6 +42,8 @@ def rendered_conf(tmp_path_factory):
         "node_health_nvlink_fabric": True, "node_health_nvlink_clique": True,
         "node_health_nvlink_cluster_uuid": Unsafe(mounts[0]), "node_health_nvlink_clique_id": Unsafe(mounts[-1]),
         "node_health_dcgm": True, "node_health_diag_timeout_s": 120,
+        "node_health_scratch_mount": Unsafe(mounts[2]), "node_health_scratch_mounted": True,
+        "node_health_scratch_min_free_percent": 10,
         "ansible_python_interpreter": sys.executable}))
     (base / "play.yml").write_text(yamlout.dump([{
         "name": "render node-health.conf", "hosts": "localhost", "gather_facts": False,
@@ -66,7 +68,8 @@ def test_sourcing_defines_exactly_the_expected_values(rendered_conf):
     script = (f'set -u; before=$(compgen -v | sort); . "{conf}"; '
               'comm -13 <(echo "$before") <(compgen -v | sort) | grep -v "^before$"; echo ---; '
               'printf "%s\\0" "${NODE_HEALTH_MOUNTS[@]}"; echo; '
-              'printf "%s\\0" "$NODE_HEALTH_DRAIN" "$NODE_HEALTH_NVLINK_CLUSTER_UUID" "$NODE_HEALTH_NVLINK_CLIQUE_ID"')
+              'printf "%s\\0" "$NODE_HEALTH_DRAIN" "$NODE_HEALTH_NVLINK_CLUSTER_UUID" "$NODE_HEALTH_NVLINK_CLIQUE_ID" '
+              '"$NODE_HEALTH_SCRATCH_MOUNT"')
     out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
     names, _, rest = out.stdout.partition("---\n")
@@ -75,11 +78,13 @@ def test_sourcing_defines_exactly_the_expected_values(rendered_conf):
                                      "NODE_HEALTH_MOUNTS", "NODE_HEALTH_NVLINK_CLIQUE",
                                      "NODE_HEALTH_NVLINK_CLIQUE_ID", "NODE_HEALTH_NVLINK_CLUSTER_UUID",
                                      "NODE_HEALTH_NVLINK_FABRIC", "NODE_HEALTH_RDMA_PORT_COUNT",
-                                     "NODE_HEALTH_RDMA_RATE_GBPS", "NODE_HEALTH_XIDS"]
+                                     "NODE_HEALTH_RDMA_RATE_GBPS", "NODE_HEALTH_SCRATCH_MIN_FREE_PERCENT",
+                                     "NODE_HEALTH_SCRATCH_MOUNT", "NODE_HEALTH_SCRATCH_MOUNTED", "NODE_HEALTH_XIDS"]
     values = rest.split("\0")
     assert values[:len(mounts)] == mounts
     assert values[len(mounts)].split() == ["1"]
-    assert values[len(mounts) + 1:] == [mounts[0], mounts[-1], ""]  # the expected NVLink partition, word for word
+    # the expected NVLink partition and the scratch mount, word for word
+    assert values[len(mounts) + 1:] == [mounts[0], mounts[-1], mounts[2], ""]
     assert not marker.exists()
 
 
@@ -91,4 +96,5 @@ def test_check_script_reads_the_mounts_as_words(rendered_conf):
     assert result.returncode == 1
     for m in mounts:
         assert f"{m} is not mounted" in result.stderr
+    assert f"scratch {mounts[2]}: df gives no size" in result.stderr  # one word to df, whatever it holds
     assert not marker.exists()

@@ -152,6 +152,12 @@ def test_gpu_group_vars_are_the_plan(lab_files):
         "node_health_nvlink_fabric": True,  # Hopper GPUs register with the NVLink fabric
         "node_health_gpu_count": 8, "node_health_rdma_port_count": 8, "node_health_rdma_rate_gbps": 400,
         "node_health_mounts": ["/home"],
+        # the one 3 TB data drive of hgx-h100-8gpu (catalog) at the scratch tier's /raid, enroot's data and cache
+        # there, and its free space checked (docs/ansible.md, "Node-local scratch")
+        "local_scratch_mount": "/raid", "local_scratch_device_count": 1, "local_scratch_device_size_bytes": 3 * 10**12,
+        "enroot_pyxis_data_path": "/raid/enroot/data/user-$(id -u)",
+        "enroot_pyxis_cache_path": "/raid/enroot/cache/group-$(id -g)",
+        "node_health_scratch_mount": "/raid", "node_health_scratch_min_free_percent": 10,
         "storage_clients_mounts": [{"name": "home", "path": "/home", "src": "head01:/export/home", "fstype": "nfs",
                                     "opts": "defaults,_netdev,nofail,hard,noatime,nosuid,nodev"}],
         "storage_clients_lustre_install": False,
@@ -229,6 +235,7 @@ def test_lab_site_yml_plays(lab_files):
         ("head01", ["dns_server"]),  # the controllers serve the cluster's zones, every node resolves through them
         ("all", ["dns_client"]),
         ("slurm_controllers", ["dhcp_server"]),  # Kea, before any play that needs a host to have its address
+        ("compute", ["local_scratch"]),  # the data NVMe at /raid, before enroot's and slurmd's data go there
         ("nfs_servers", ["nfs_server"]),
         ("slurm_cluster", ["slurm_accounts", "munge"]),  # the accounts before any Slurm or MUNGE package
         ("gpu", hardware + ["host_network", "nccl"]),

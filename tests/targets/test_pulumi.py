@@ -55,6 +55,17 @@ def test_aws_project_config_defaults_and_per_stack_commands():
     assert "#   pulumi config set clusterctl:keyName my-ec2-key-pair\n" in text
 
 
+def test_aws_ami_resolved_once_and_pinned_in_the_stack_config_before_the_first_up():
+    """Issue 30, item 7: the stack's AMI is resolved once, by the AWS CLI's describe-images with the program's own
+    DLAMI filters, newest by CreationDate (AWS CLI reference, ec2 describe-images: --owners, --filters, --query),
+    and set in the stack configuration: no later ``pulumi up`` looks up another image."""
+    text = files("aws-p5")["pulumi/Pulumi.yaml"]
+    assert ("#   pulumi config set clusterctl:amiId \"$(aws ec2 describe-images --region \"$(pulumi config get "
+            "aws:region)\" --owners amazon --filters 'Name=name,Values=Deep Learning Base OSS Nvidia Driver GPU AMI "
+            "(Ubuntu 22.04) *' 'Name=architecture,Values=x86_64' 'Name=state,Values=available' --query "
+            "'sort_by(Images, &CreationDate)[-1].ImageId' --output text)\"\n") in text
+
+
 @pytest.mark.parametrize("name, key, cidr", [("aws-p5", "clusterctl:vpcCidr", "10.100.0.0/20"),
                                              ("gcp-a3-mega", "clusterctl:primaryCidr", "10.128.0.0/20"),
                                              ("azure-nd-h100-v5", "clusterctl:vnetCidr", "10.2.0.0/20")])

@@ -9,7 +9,8 @@ Everything is built from a :class:`~clusterctl.cloud.stack.spec.CloudSpec` plus 
 ``adminCidr``             overrides the blueprint's ``cloud.admin_cidr`` (refused as CLOUD005 refuses it)
 ``vpcId`` + ``subnetIds`` use an existing VPC and subnet instead of creating them
 ``vpcCidr``               CIDR of a created VPC (default ``10.0.0.0/16``)
-``amiId``                 AMI for every instance (default: latest AWS Deep Learning Base AMI)
+``amiId``                 AMI for every instance (default: the newest AWS Deep Learning Base AMI, looked up on
+                          the first ``pulumi up``; pin it, docs/cloud.md "AMI pinning")
 ``capacityBlock``         the reservation is a Capacity Block for ML (default true) or an ODCR (false)
 ``publicHead``            head/login nodes in the public subnet with a public IP (default false)
 ``rootVolumeGb``          root volume size of GPU instances (default 512)
@@ -40,13 +41,17 @@ import pulumi_aws as aws
 from clusterctl.cloud.pulumi import component
 from clusterctl.cloud.stack import bundle, userdata
 from clusterctl.cloud.stack.hostname import aws_user_data
+from clusterctl.cloud.stack.image import DLAMI_FILTERS
 from clusterctl.cloud.pulumi.component import DBD_VAR, MUNGE_VAR
 from clusterctl.cloud.stack.identity import IdentityClass, class_of, identity_classes
 from clusterctl.cloud.stack.sizing import FSX_LUSTRE, StorageSize, sized
 from clusterctl.cloud.stack.spec import CloudSpec, GroupSpec, StorageSpec, is_gpu_group
 
-DLAMI_NAME = "Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04) *"
-"""name filter of the AMI looked up when ``amiId`` is not set (AWS-owned, x86_64)"""
+IMAGE_IGNORED = {"instance": ["ami"], "launch_template": ["imageId"]}
+"""the image property each resource ignores after its creation (Pulumi ``ResourceOptions.ignore_changes``, wire
+names): a newer DLAMI found by the lookup, or a changed ``amiId``, never updates a launch template (whose new
+version would replace every instance started from it) nor replaces a head instance and its root disk. A new
+image is an explicit operation: ``pulumi up --replace URN``, node by node (docs/cloud.md, "AMI pinning")."""
 
 # --- pure helpers (unit-tested without Pulumi) -------------------------------------------------------------
 
@@ -341,14 +346,21 @@ class Network(pulumi.ComponentResource):
                                "public_subnet_id": self.public_subnet_id, "security_group_id": sg.id})
 
 
+def _image_kept(opts: pulumi.ResourceOptions, kind: str) -> pulumi.ResourceOptions:
+    """``opts`` with the image of a ``kind`` resource ignored after its creation (:data:`IMAGE_IGNORED`)."""
+    return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=IMAGE_IGNORED[kind]))
+
+
 def _ami(settings: Settings) -> pulumi.Input[str]:
+    """``amiId``, else the newest DLAMI, with a warning saying how to pin the one the stack keeps."""
     if settings.ami_id:
         return settings.ami_id
+    pulumi.log.warn("clusterctl:amiId is not set: the newest DLAMI is looked up; the instances keep the image "
+                    "they were created with (ignore_changes), pin it with "
+                    "pulumi config set clusterctl:amiId \"$(pulumi stack output ami_id)\" (docs/cloud.md, "
+                    "\"AMI pinning\")")
     return aws.ec2.get_ami_output(most_recent=True, owners=["amazon"], filters=[
-        {"name": "name", "values": [DLAMI_NAME]},
-        {"name": "architecture", "values": ["x86_64"]},
-        {"name": "state", "values": ["available"]},
-    ]).id
+        {"name": name, "values": [value]} for name, value in DLAMI_FILTERS]).id
 
 
 class Boot:
@@ -418,7 +430,8 @@ class GpuNodeGroup(pulumi.ComponentResource):
             tag_specifications=[{"resource_type": "instance", "tags": tags},
                                 {"resource_type": "volume", "tags": tags},
                                 {"resource_type": "network-interface", "tags": tags}],
-            update_default_version=True, tags=tags, opts=child)
+            update_default_version=True, tags=tags,
+            opts=_image_kept(child, "launch_template"))
         self.launch_template = template
         self.launch_template_id = template.id
         self.instances: dict[str, aws.ec2.Instance] = {}
@@ -431,7 +444,8 @@ class GpuNodeGroup(pulumi.ComponentResource):
                 placement_group=placement_group.name if spec.placement_group else None,
                 iam_instance_profile=boot.profile(group, host).name,
                 metadata_options=IMDSV2, user_data=boot.user_data(group, host), user_data_replace_on_change=False,
-                tags={**tags, "Name": host, "clusterctl:hostname": host}, opts=child)
+                tags={**tags, "Name": host, "clusterctl:hostname": host},
+                opts=_image_kept(child, "instance"))
         self.register_outputs({"launch_template_id": template.id,
                                "private_ips": {h: i.private_ip for h, i in self.instances.items()}})
 
@@ -461,7 +475,8 @@ class HeadNodes(pulumi.ComponentResource):
                     user_data_replace_on_change=False,
                     root_block_device={"volume_size": 200, "volume_type": "gp3", "encrypted": True,
                                        "delete_on_termination": True, "tags": tags},
-                    tags={**tags, "Name": host, "clusterctl:hostname": host}, opts=child)
+                    tags={**tags, "Name": host, "clusterctl:hostname": host},
+                    opts=_image_kept(child, "instance"))
         heads = [h for h, g in self.groups.items() if g.role == "head"]
         self.public_ip = self.instances[heads[0]].public_ip if public and heads else None
         self.register_outputs({"private_ips": {h: i.private_ip for h, i in self.instances.items()},
@@ -665,6 +680,7 @@ class Cluster(pulumi.ComponentResource):
 
         first_fs = next(iter(storage.file_systems.values()), None)
         self.outputs = {
+            "ami_id": _running_image(node_groups, heads, ami),
             "nodes": component.nodes_output(nodes),
             "head_public_ip": heads.public_ip,
             "fsx_dns_name": first_fs["outputs"]["dns_name"] if first_fs else None,
@@ -685,6 +701,17 @@ class Cluster(pulumi.ComponentResource):
             "stack": stack,
         }
         self.register_outputs(self.outputs)
+
+
+def _running_image(node_groups: list[GpuNodeGroup], heads: HeadNodes,
+                   looked_up: pulumi.Input[str]) -> pulumi.Input[str]:
+    """The image the stack's machines run: the first launch template's or head instance's as kept in the state
+    (their image is ignored after creation, so a later lookup's newer AMI is not it), else the lookup's."""
+    if node_groups:
+        return node_groups[0].launch_template.image_id
+    if heads.instances:
+        return next(iter(heads.instances.values())).ami
+    return looked_up
 
 
 def _secret_parameters(name: str, spec: CloudSpec, secrets: component.StackSecrets,

@@ -8,12 +8,13 @@ list cannot drift from the roles.
 from __future__ import annotations
 
 COMMON = ("munge", "chrony", "logrotate", "nfs-common", "mariadb-server", "ansible-core", "git", "unbound",
-          "dns-root-data", "bind9-dnsutils", "kea-dhcp4-server")
+          "dns-root-data", "bind9-dnsutils", "kea-dhcp4-server", "xfsprogs")
 """every install kind: munge (munge role), chrony and logrotate (common), nfs-common (storage_clients),
 mariadb-server (slurmdbd's database), ansible-core and git (ansible_pull), unbound and dns-root-data (dns_server, on the
 controllers: Debian's unbound validates with the root trust anchor that package holds), bind9-dnsutils (dig: the day0
 scenario's forward and reverse queries), kea-dhcp4-server (dhcp_server, on the controllers of every bare-metal
-blueprint with Slurm: Kea 2.2 on debian-12, its hooks in the same package); the PMIx package is the plan's
+blueprint with Slurm: Kea 2.2 on debian-12, its hooks in the same package), xfsprogs (local_scratch's mkfs.xfs, the
+scratch scenario); the PMIx package is the plan's
 (``clusterctl/plan/slurm.pmix_packages``: which one depends on the release and the OS)"""
 
 SLURM = {
@@ -36,6 +37,7 @@ NOT_REHEARSED = {
     "lustre-client-modules-dkms": "REHEARSAL_VARS storage_clients_lustre_install: false (a vendor repository)",
     "lustre-client-utils": "REHEARSAL_VARS storage_clients_lustre_install: false (a vendor repository)",
     "azure-cli": "slurm_power_save on Azure only, from Microsoft's repository",
+    "mdadm": "local_scratch with two or more drives: this kernel has no md; the scratch scenario's stand-in is one drive",
 }
 """packages a role names that no rehearsal installs, with why"""
 

@@ -42,7 +42,7 @@ from pathlib import Path
 from clusterctl.rehearse import RehearsalError
 from clusterctl.rehearse.image.build import ensure_image
 from clusterctl.rehearse.image.catalog import DEFAULT_IMAGE, IMAGES, Image
-from clusterctl.rehearse.node import bmc_net, path as node_path, pid1, probe
+from clusterctl.rehearse.node import bmc_net, loop_dev, path as node_path, pid1, probe
 from clusterctl.rehearse.node.files import write_text_atomic
 from clusterctl.rehearse.node.links import Link, check_links, link_commands
 from clusterctl.rehearse.node.command import CommandResult, run_command, start_detached
@@ -612,6 +612,7 @@ def down(out: Path) -> State:
         if Path(f"/sys/class/net/{n.veth_host}").exists():
             _run("ip", "link", "del", n.veth_host)
     problems += bmc_net.remove(state)
+    problems += loop_dev.remove(state)
     if state.bridge_created and Path(f"/sys/class/net/{state.bridge}").exists():
         if _run("ip", "link", "del", state.bridge).returncode != 0:
             problems.append(f"cannot delete bridge {state.bridge}")

@@ -95,6 +95,10 @@ class State:
     bmc_interface: str = ""
     """the interface (a bridge without ports) of this machine holding the nodes' BMC addresses (the day0 scenario's Redfish emulators
     listen there: :mod:`clusterctl.rehearse.node.bmc_net`), recorded before it is made; ``down`` deletes it"""
+    loop_files: list[str] = field(default_factory=list)
+    """backing files of loop devices on this machine (the scratch scenario's NVMe stand-ins:
+    :mod:`clusterctl.rehearse.node.loop_dev`), recorded before the device is made; ``down`` detaches every loop
+    device on them and deletes them"""
     stopped: bool = False
     version: int = VERSION
 

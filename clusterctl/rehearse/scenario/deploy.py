@@ -64,6 +64,12 @@ REHEARSAL_VARS: dict[str, tuple[object, str]] = {
     "nfs_server_manage_services": (False, "no nfsd in this kernel: nfs-kernel-server is not started, exportfs not run"),
     "node_health_drain": (False, "the check's GPUs, RDMA links and mounts are absent: it runs, but does "
                           "not drain a rehearsal node"),
+    "local_scratch_devices": ("{{ ansible_local.clusterctl_rehearsal.scratch_devices | default([]) }}",
+                              "a rehearsal node has no NVMe (and /sys/block is the machine's): the scratch scenario "
+                              "gives one node a loop-device stand-in, named in its local facts "
+                              "(/etc/ansible/facts.d/clusterctl_rehearsal.fact); the others assemble nothing"),
+    "local_scratch_device_count": ("{{ ansible_local.clusterctl_rehearsal.scratch_devices | default([]) | length }}",
+                                   "as local_scratch_devices"),
     "ansible_pull_manage_timer": (False, "the pull scenario runs each round itself, on every node at once (the "
                                   "service's command): a timer firing between rounds would race it; the units "
                                   "are written and tested"),

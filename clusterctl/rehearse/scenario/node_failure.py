@@ -42,6 +42,8 @@ HEALTH_VARS: dict[str, tuple[object, str]] = {
     "node_health_imex": (False, "no multi-node NVLink and no nvidia-imex in a rehearsal node"),
     "node_health_nvlink_fabric": (False, "no NVLink fabric: the nvidia-smi stand-in answers -L only"),
     "node_health_nvlink_clique": (False, "no multi-node NVLink partition in a rehearsal node"),
+    "node_health_scratch_min_free_percent": (0, "a rehearsal node's scratch is this machine's disk, or the scratch "
+                                             "scenario's stand-in, whose check that scenario shows"),
 }
 
 def _set_interval(conf: Path, seconds: int) -> None:

@@ -3,13 +3,16 @@ expects it (docs/rehearse.md):
 
 1. ``version-guard`` on fresh nodes: the files rendered for another Slurm release must stop at the preflight;
 2. ``deploy``: converge, converge again (changed=0), testinfra, srun;
-3. ``node-failure``: the health check drains a node that lost a GPU, and returns it;
-4. ``failover`` (a backup controller and a shared StateSaveLocation);
-5. ``day0`` (an inventory with the compute hosts' MACs, two controllers): the BMC play power-cycles a compute node,
+3. ``scratch`` (a node-local tier on nodes with data NVMe): one compute node's loop-device stand-in, given before
+   deploy's first converge, is the scratch XFS mounted before slurmd, with job /tmp and enroot data on it; full, the
+   health check drains the node;
+4. ``node-failure``: the health check drains a node that lost a GPU, and returns it;
+5. ``failover`` (a backup controller and a shared StateSaveLocation);
+6. ``day0`` (an inventory with the compute hosts' MACs, two controllers): the BMC play power-cycles a compute node,
    which comes back by DHCP, resolves every planned name and follows the controllers' time;
-6. ``pull``: every node applies the rendered tree itself from a git remote, gated by rollout.yml;
-7. ``elastic`` (cloud blueprints with elastic node groups, and then alone);
-8. ``rolling``: last, because it re-renders the changed blueprint over the rehearsal's own adjustments.
+7. ``pull``: every node applies the rendered tree itself from a git remote, gated by rollout.yml;
+8. ``elastic`` (cloud blueprints with elastic node groups, and then alone);
+9. ``rolling``: last, because it re-renders the changed blueprint over the rehearsal's own adjustments.
 
 ``fabric`` boots other nodes (switches and the hosts under them) and runs alone: ``all`` does not include it.
 """
@@ -25,9 +28,10 @@ from clusterctl.rehearse.scenario.failover import FailoverScenario
 from clusterctl.rehearse.scenario.node_failure import NodeFailureScenario
 from clusterctl.rehearse.scenario.pull import PullScenario
 from clusterctl.rehearse.scenario.rolling import RollingScenario
+from clusterctl.rehearse.scenario.scratch import ScratchScenario
 from clusterctl.rehearse.scenario.version_guard import VersionGuardScenario
 
-SCENARIOS: tuple[type[Scenario], ...] = (VersionGuardScenario, DeployScenario, NodeFailureScenario,
+SCENARIOS: tuple[type[Scenario], ...] = (VersionGuardScenario, DeployScenario, ScratchScenario, NodeFailureScenario,
                                          FailoverScenario, Day0Scenario, PullScenario, ElasticScenario, RollingScenario)
 ORDER = tuple(s.name for s in SCENARIOS)
 """the scenarios of ``--scenario all``, in the order they run"""

@@ -16,6 +16,7 @@ from clusterctl.targets.ansible.document import Section, yaml_file
 from clusterctl.targets.ansible.hardware import (container_vars, enroot_login, gpu_vars, imex_vars, rdma_nics,
                                                  software_vars)
 from clusterctl.targets.ansible.node_files import neigh_thresholds
+from clusterctl.targets.ansible.scratch import scratch_sections
 from clusterctl.targets.ansible.pull import pull_settings, pull_vars
 from clusterctl.targets.ansible.slurm_vars import (power_save_vars, qos_vars, slurm_host_vars, slurm_install_vars,
                                                   slurm_version_var)
@@ -206,6 +207,7 @@ def group_vars_file(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> s
                          {"node_health_rdma_port_count": ports, "node_health_rdma_rate_gbps": rate}))
         sections.append((["node_health: shared file systems that must be mounted"],
                          {"node_health_mounts": unsafe(Flow(expected))}))
+        sections += scratch_sections(plan, g)
     if g.role in MOUNTED_ROLES or mounts:
         what = ("shared storage tiers mounted on this group" if g.role in MOUNTED_ROLES else
                 "the tier holding StateSaveLocation, on the controllers")

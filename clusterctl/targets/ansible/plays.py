@@ -11,6 +11,7 @@ from clusterctl.plan.cloud import elastic_groups
 from clusterctl.plan.dhcp import serves_dhcp
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.nvlink import imex_configured
+from clusterctl.plan.scratch import scratch_devices
 from clusterctl.plan.site_records import name_servers
 from clusterctl.plan.subnet_manager import opensm_hosts
 from clusterctl.targets import roce
@@ -77,6 +78,17 @@ def day0_plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
     return []
 
 
+def scratch_plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
+    """The compute nodes' data NVMe assembled and mounted at the node-local tier, before the plays that put enroot's
+    and slurmd's data there (clusterctl/plan/scratch.py)."""
+    if not any(scratch_devices(plan, g) for g in plan.groups):
+        return []
+    return [Play("Node-local scratch on the data NVMe", "compute", [r for r in ["local_scratch"] if r in available],
+                 comment="before enroot and slurmd, which keep their data on it; a group without data NVMe keeps the "
+                         "tier as a directory (docs/ansible.md, \"Node-local scratch\")",
+                 missing=[r for r in ["local_scratch"] if r not in available])]
+
+
 def _stack_title(g, wanted: list[str]) -> str:
     """A node group's own play: its accelerator and fabric stack, or only its host network (a GPU-less group
     whose one role is host_network: the in-band DHCP client of lab-ha's head and login nodes)."""
@@ -89,7 +101,7 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
     out = guard_plays(plan)
     out.append(Play("Base configuration of every node", "all", ["common"]))
     out += dns_plays(plan)
-    out += day0_plays(plan, available)
+    out += day0_plays(plan, available) + scratch_plays(plan, available)
     if nfs_exports(plan):
         out.append(Play("NFS server on the cluster's own nodes", "nfs_servers", ["nfs_server"],
                         comment="before every play that mounts an NFS tier (storage_clients)"))

@@ -2,7 +2,7 @@
 # Node health check installed by the clusterctl node_health role; Slurm runs it as HealthCheckProgram.
 # Checks the expectations in /etc/clusterctl/node-health.conf (rendered from the cluster plan): the GPU
 # count (nvidia-smi -L, or -q with the NVLink fabric check), each GPU's NVLink fabric registration and clique,
-# ACTIVE RDMA ports at the expected rate (/sys/class/infiniband/*/ports/*), mounts,
+# ACTIVE RDMA ports at the expected rate (/sys/class/infiniband/*/ports/*), mounts, the scratch's free space,
 # Fabric Manager and IMEX running where expected, critical Xids in the kernel log since boot, DCGM health.
 # Usage: node-health-check [--no-drain] [--prolog] [--config FILE]
 # --prolog: also run DCGM's quick diagnostic (dcgmi diag -r 1); the prolog piece of node_health uses it.
@@ -55,6 +55,11 @@ NODE_HEALTH_DIAG_TIMEOUT_S=120
 # that, or the check is killed without draining: 15 s for nvidia-smi (+3 s to kill it), 3 s per mount, 3 s per
 # service, 3 s for the kernel log, 8 s for dcgmi health, 10 s for scontrol (every timeout adds up to < 60 s)
 NODE_HEALTH_GPU_TIMEOUT_S=15
+# the node-local scratch: its mount ("" = none), whether local_scratch mounted a file system there, the least free
+# space in percent (0 = not checked)
+NODE_HEALTH_SCRATCH_MOUNT=""
+NODE_HEALTH_SCRATCH_MOUNTED=0
+NODE_HEALTH_SCRATCH_MIN_FREE_PERCENT=0
 if [ -r "$config" ]; then
   # shellcheck source=/dev/null
   . "$config"
@@ -153,6 +158,21 @@ for mount in ${NODE_HEALTH_MOUNTS[@]+"${NODE_HEALTH_MOUNTS[@]}"}; do
     problems+=("$mount is not mounted")
   fi
 done
+
+# The node-local scratch (storage tier min_free_percent): mounted where local_scratch assembled it, and enough free
+# space that jobs' /tmp, container imports and checkpoint copies do not fail with ENOSPC. One df -P -k (POSIX
+# output, 1024-byte blocks: "<fs> <size> <used> <available> <capacity> <mounted on>", df(1)) answers both: the
+# file system holding the path is mounted on the path itself, or the scratch is not mounted.
+if [ -n "$NODE_HEALTH_SCRATCH_MOUNT" ]; then
+  read -r size avail on < <(timeout 2 df -P -k -- "$NODE_HEALTH_SCRATCH_MOUNT" 2> /dev/null | awk 'NR == 2 { print $2, $4, $6 }')
+  if [ -z "${size:-}" ] || [ "$size" -eq 0 ]; then
+    problems+=("scratch $NODE_HEALTH_SCRATCH_MOUNT: df gives no size")
+  elif [ "$NODE_HEALTH_SCRATCH_MOUNTED" = 1 ] && [ "$on" != "$NODE_HEALTH_SCRATCH_MOUNT" ]; then
+    problems+=("scratch $NODE_HEALTH_SCRATCH_MOUNT is not mounted")
+  elif [ $((avail * 100)) -lt $((size * NODE_HEALTH_SCRATCH_MIN_FREE_PERCENT)) ]; then
+    problems+=("scratch $NODE_HEALTH_SCRATCH_MOUNT has $((avail * 100 / size)) % free, less than $NODE_HEALTH_SCRATCH_MIN_FREE_PERCENT %")
+  fi
+fi
 
 # a daemon is running: systemd's view where systemd runs, else its process (nodes without systemd)
 running() {
