@@ -42,6 +42,8 @@ def rendered_conf(tmp_path_factory):
         "node_health_nvlink_fabric": True, "node_health_nvlink_clique": True,
         "node_health_nvlink_cluster_uuid": Unsafe(mounts[0]), "node_health_nvlink_clique_id": Unsafe(mounts[-1]),
         "node_health_dcgm": True, "node_health_diag_timeout_s": 120,
+        "node_health_row_remap": True, "node_health_nvlink_errors": True, "node_health_nvlink_crc_limit": 100,
+        "node_health_pcie": True,
         "ansible_python_interpreter": sys.executable}))
     (base / "play.yml").write_text(yamlout.dump([{
         "name": "render node-health.conf", "hosts": "localhost", "gather_facts": False,
