@@ -76,8 +76,9 @@ def test_sourcing_defines_exactly_the_expected_values(rendered_conf):
                                      "NODE_HEALTH_FABRIC_MANAGER", "NODE_HEALTH_GPU_COUNT", "NODE_HEALTH_IMEX",
                                      "NODE_HEALTH_MOUNTS", "NODE_HEALTH_NVLINK_CLIQUE",
                                      "NODE_HEALTH_NVLINK_CLIQUE_ID", "NODE_HEALTH_NVLINK_CLUSTER_UUID",
-                                     "NODE_HEALTH_NVLINK_FABRIC", "NODE_HEALTH_RDMA_PORT_COUNT",
-                                     "NODE_HEALTH_RDMA_RATE_GBPS", "NODE_HEALTH_XIDS"]
+                                     "NODE_HEALTH_NVLINK_CRC_LIMIT", "NODE_HEALTH_NVLINK_ERRORS",
+                                     "NODE_HEALTH_NVLINK_FABRIC", "NODE_HEALTH_PCIE", "NODE_HEALTH_RDMA_PORT_COUNT",
+                                     "NODE_HEALTH_RDMA_RATE_GBPS", "NODE_HEALTH_ROW_REMAP", "NODE_HEALTH_XIDS"]
     values = rest.split("\0")
     assert values[:len(mounts)] == mounts
     assert values[len(mounts)].split() == ["1"]
