@@ -79,7 +79,8 @@ ALERTS: tuple[tuple[str, tuple[Alert, ...]], ...] = (
         Alert("SlurmNodeDrained", 'slurm_node_state{state=~".*drain.*"} == 1', "15m", "warning",
               "Slurm node {{ $labels.node }} is {{ $labels.state }} (node_health or an operator drained it)"),
         Alert("SlurmJobsFailing", "increase(slurm_jobs_failed_total[1h]) > 0", "0s", "warning",
-              "{{ $value }} jobs failed in the last hour on slurmd or launch errors (sdiag \"Jobs failed\")"),
+              "{{ printf \"%.0f\" $value }} jobs failed in the last hour on slurmd or launch errors "
+              "(sdiag \"Jobs failed\")"),
     )),
     ("gpu", (
         Alert("GpuCriticalXid", _xid_expr(), "0s", "critical",
@@ -103,8 +104,8 @@ ALERTS: tuple[tuple[str, tuple[Alert, ...]], ...] = (
         Alert("InfinibandPortNotActive", "node_infiniband_state_id != 4 and node_infiniband_physical_state_id != 3",
               "2m", "critical", "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} is not ACTIVE"),
         Alert("InfinibandLinkFlapping", "increase(node_infiniband_link_downed_total[1h]) > 0", "0s", "warning",
-              "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }}: link went down {{ $value }} "
-              "times in an hour"),
+              "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }}: link went down "
+              "{{ printf \"%.0f\" $value }} times in an hour"),
         Alert("InfinibandLinkRecoveries", "increase(node_infiniband_link_error_recovery_total[1h]) > 3", "0s",
               "warning", "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }}: link error "
               "recoveries"),
