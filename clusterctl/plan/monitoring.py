@@ -76,6 +76,13 @@ def monitoring_plan(plan: ClusterPlan) -> MonitoringPlan | None:
                           tuple(h for h in slurm_roles(plan).controllers if h in addresses))
 
 
+def monitoring_unmet(plan: ClusterPlan) -> str:
+    """'' when the blueprint has a monitoring stack to render, else why not (the monitoring scenario's need)."""
+    if plan.blueprint.monitoring is None:
+        return "no monitoring section"
+    return monitoring_refusal(plan) or ""
+
+
 def firewall_enabled(plan: ClusterPlan) -> bool:
     """Whether nftables rules are rendered: a ``firewall`` section that is enabled."""
     f = plan.blueprint.firewall

@@ -4,6 +4,7 @@ expects it (docs/rehearse.md):
 1. ``version-guard`` on fresh nodes: the files rendered for another Slurm release must stop at the preflight;
 2. ``deploy``: converge, converge again (changed=0), testinfra, srun;
 3. ``node-failure``: the health check drains a node that lost a GPU, and returns it;
+3b. ``monitoring``: Prometheus scrapes every node's exporters; stopping slurmd fires the rendered alert;
 4. ``failover`` (a backup controller and a shared StateSaveLocation);
 5. ``day0`` (an inventory with the compute hosts' MACs, two controllers): the BMC play power-cycles a compute node,
    which comes back by DHCP, resolves every planned name and follows the controllers' time;
@@ -22,13 +23,15 @@ from clusterctl.rehearse.scenario.deploy import DeployScenario
 from clusterctl.rehearse.scenario.elastic import ElasticScenario
 from clusterctl.rehearse.scenario.fabric import FabricScenario
 from clusterctl.rehearse.scenario.failover import FailoverScenario
+from clusterctl.rehearse.scenario.monitoring import MonitoringScenario
 from clusterctl.rehearse.scenario.node_failure import NodeFailureScenario
 from clusterctl.rehearse.scenario.pull import PullScenario
 from clusterctl.rehearse.scenario.rolling import RollingScenario
 from clusterctl.rehearse.scenario.version_guard import VersionGuardScenario
 
 SCENARIOS: tuple[type[Scenario], ...] = (VersionGuardScenario, DeployScenario, NodeFailureScenario,
-                                         FailoverScenario, Day0Scenario, PullScenario, ElasticScenario, RollingScenario)
+                                         MonitoringScenario, FailoverScenario, Day0Scenario, PullScenario,
+                                         ElasticScenario, RollingScenario)
 ORDER = tuple(s.name for s in SCENARIOS)
 """the scenarios of ``--scenario all``, in the order they run"""
 ALONE: tuple[type[Scenario], ...] = (FabricScenario,)
