@@ -72,6 +72,16 @@ def operations_plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
     return out
 
 
+def monitoring_server_plays(plan: ClusterPlan) -> list[Play]:
+    """Last: Prometheus on the monitoring server, once every exporter is in place (docs/monitoring.md)."""
+    m = monitoring_plan(plan)
+    if m is None:
+        return []
+    return [Play("Monitoring server (Prometheus)", m.server, ["monitoring_server"],
+                 comment="the scrape configuration and alert rules of monitoring/ (docs/monitoring.md)",
+                 named_by_blueprint=True)]
+
+
 def dns_plays(plan: ClusterPlan) -> list[Play]:
     """The name servers (the zones every node resolves through), then every node's resolver (docs/network.md,
     "DNS"); none when nothing serves the zones (no Slurm controllers with an in-band address)."""
@@ -103,8 +113,7 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
     """site.yml: one play per role group; hardware roles per GPU node group (only those shipped in roles/)."""
     slurm = plan.slurm is not None
     out = guard_plays(plan)
-    out.append(Play("Base configuration of every node", "all", ["common"]))
-    out += operations_plays(plan, available)
+    out += [Play("Base configuration of every node", "all", ["common"]), *operations_plays(plan, available)]
     out += dns_plays(plan)
     out += day0_plays(plan, available)
     if nfs_exports(plan):
@@ -174,17 +183,12 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
         out.append(Play("Login nodes", "login", ["storage_clients"] + pyxis + (["slurm_login"] if slurm else []),
                         comment="pyxis's SPANK plugin on the login nodes too: srun --container-image parses its "
                                 "options where srun runs" if pyxis else ""))
-    m = monitoring_plan(plan)
-    if m is not None:
-        out.append(Play("Monitoring server (Prometheus)", m.server, ["monitoring_server"],
-                        comment="the scrape configuration and alert rules of monitoring/ (docs/monitoring.md)",
-                        named_by_blueprint=True))
     if pull_settings(plan) is not None:
         out.append(Play("Pull mode on every node", "all", [r for r in ["ansible_pull"] if r in available],
                         comment="the clusterctl-pull script, service and timer: every node can apply its released "
                                 "version of this tree itself (docs/ansible.md, \"Pull mode\")",
                         missing=[r for r in ["ansible_pull"] if r not in available]))
-    return out
+    return out + monitoring_server_plays(plan)
 
 
 def site_file(plan: ClusterPlan, site_plays: Sequence[Play]) -> str:
