@@ -17,7 +17,7 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusterctl.plan.monitoring import PROMETHEUS_PORT, monitoring_plan, monitoring_unmet
+from clusterctl.plan.monitoring import NODE_EXPORTER_PORT, PROMETHEUS_PORT, monitoring_plan, monitoring_unmet
 from clusterctl.rehearse.node.ssh import ssh
 from clusterctl.rehearse.node.state import State
 from clusterctl.rehearse.scenario.base import SLURM_AND_COMPUTE, Build, Need, Scenario
@@ -101,16 +101,11 @@ class Scraped:
                                         f"prometheus up; Slurm metrics for {', '.join(nodes) or 'no node'}; dcgm "
                                         f"targets {', '.join(dcgm)} down (no dcgm-exporter in a rehearsal node)",
                                         {"targets_seconds": round(took, 1)}))
-        other, probe = self.cluster.compute[-1], self.cluster.compute[0]
-        target = next(a for h, a in self._addresses(state) if h == other)
-        seen = ssh_ok(state, probe, f"python3 -c {shlex.quote(REFUSED)} {target} 9100").strip()
+        probe = self.cluster.compute[0]  # the compute nodes admit each other's every port (jobs): ask the server's
+        seen = ssh_ok(state, probe, f"python3 -c {shlex.quote(REFUSED)} {self.address} {NODE_EXPORTER_PORT}").strip()
         record(probe, HostOutcome(OK if seen == "closed" else FAILED, 0.0,
-                                  f"{other}'s node exporter from {probe}: {seen} (only the monitoring server may)"))
-
-    def _addresses(self, state: State) -> list[tuple[str, str]]:
-        data = query(state, self.server, self.address, "/api/v1/targets")
-        return [(t["labels"]["instance"], t["scrapeUrl"].split("//")[1].split(":")[0])
-                for t in data["data"]["activeTargets"] if t["labels"].get("job") == "node"]
+                                  f"{self.server}'s node exporter from {probe}: {seen} (only the monitoring server "
+                                  "may scrape it)"))
 
 
 def _alert(state: State, server: str, address: str, name: str, instance: str) -> str | None:
