@@ -90,22 +90,27 @@ class Scraped:
         got, took = wait_for(lambda: (lambda up: up if all(up.get(k) == "1" for k in want) else None)(
             _up(state, self.server, self.address)), TARGETS_TIMEOUT_S)
         up = got or _up(state, self.server, self.address)
-        for h in self.nodes:
-            record(h, HostOutcome(OK if up.get(("node", h)) == "1" else FAILED, took,
-                                  f"node exporter up={up.get(('node', h), 'not scraped')}"))
+        ok = {h: up.get(("node", h)) == "1" for h in self.nodes}
+        detail = {h: [f"node exporter up={up.get(('node', h), 'not scraped')}"] for h in self.nodes}
+        counts: dict[str, dict[str, float]] = {h: {} for h in self.nodes}
         dcgm = sorted(i for j, i in up if j == "dcgm")
         slurm, _ = wait_for(lambda: query(state, self.server, self.address, "/api/v1/query",
                                           query="slurm_node_state")["data"]["result"], 40)
         nodes = sorted({r["metric"]["node"] for r in slurm or ()})
-        record(self.server, HostOutcome(OK if set(self.cluster.compute) <= set(nodes) else FAILED, took,
-                                        f"prometheus up; Slurm metrics for {', '.join(nodes) or 'no node'}; dcgm "
-                                        f"targets {', '.join(dcgm)} down (no dcgm-exporter in a rehearsal node)",
-                                        {"targets_seconds": round(took, 1)}))
+        ok[self.server] = ok.get(self.server, True) and up.get(("prometheus", self.server)) == "1" \
+            and set(self.cluster.compute) <= set(nodes)
+        detail.setdefault(self.server, []).append(
+            f"prometheus up={up.get(('prometheus', self.server), 'not scraped')}; Slurm metrics for "
+            f"{', '.join(nodes) or 'no node'}; dcgm targets {', '.join(dcgm) or 'none'} down (no dcgm-exporter in a "
+            "rehearsal node)")
+        counts.setdefault(self.server, {})["targets_seconds"] = round(took, 1)
         probe = self.cluster.compute[0]  # the compute nodes admit each other's every port (jobs): ask the server's
         seen = ssh_ok(state, probe, f"python3 -c {shlex.quote(REFUSED)} {self.address} {NODE_EXPORTER_PORT}").strip()
-        record(probe, HostOutcome(OK if seen == "closed" else FAILED, 0.0,
-                                  f"{self.server}'s node exporter from {probe}: {seen} (only the monitoring server "
-                                  "may scrape it)"))
+        ok[probe] = ok.get(probe, True) and seen == "closed"
+        detail.setdefault(probe, []).append(f"{self.server}'s node exporter from here: {seen} (only the monitoring "
+                                            "server may scrape it)")
+        for h in detail:
+            record(h, HostOutcome(OK if ok[h] else FAILED, took, "; ".join(detail[h]), counts.get(h, {})))
 
 
 def _alert(state: State, server: str, address: str, name: str, instance: str) -> str | None:
