@@ -183,12 +183,17 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
         out.append(Play("Login nodes", "login", ["storage_clients"] + pyxis + (["slurm_login"] if slurm else []),
                         comment="pyxis's SPANK plugin on the login nodes too: srun --container-image parses its "
                                 "options where srun runs" if pyxis else ""))
-    if pull_settings(plan) is not None:
-        out.append(Play("Pull mode on every node", "all", [r for r in ["ansible_pull"] if r in available],
-                        comment="the clusterctl-pull script, service and timer: every node can apply its released "
-                                "version of this tree itself (docs/ansible.md, \"Pull mode\")",
-                        missing=[r for r in ["ansible_pull"] if r not in available]))
-    return out + monitoring_server_plays(plan)
+    return out + monitoring_server_plays(plan) + pull_plays(plan, available)
+
+
+def pull_plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
+    """The last play: every node can apply its released version of this tree itself (pull mode)."""
+    if pull_settings(plan) is None:
+        return []
+    return [Play("Pull mode on every node", "all", [r for r in ["ansible_pull"] if r in available],
+                 comment="the clusterctl-pull script, service and timer: every node can apply its released "
+                         "version of this tree itself (docs/ansible.md, \"Pull mode\")",
+                 missing=[r for r in ["ansible_pull"] if r not in available])]
 
 
 def site_file(plan: ClusterPlan, site_plays: Sequence[Play]) -> str:
