@@ -141,7 +141,7 @@ def test_monitoring_stopping_slurmd_fires_the_rendered_alert_and_starting_it_cle
     victim = steps(summary)["monitoring: slurmd-alert"]["hosts"]["gpu01"]
     assert victim["status"] == "ok", victim
     assert victim["fire_seconds"] > 0 and victim["clear_seconds"] > 0
-    assert victim["detail"].endswith("Slurm state idle"), victim
+    assert victim["detail"].lower().endswith("slurm state idle"), victim
 
 
 # --- rolling (lab) ------------------------------------------------------------------------------------------
