@@ -73,7 +73,7 @@ def test_hung_nvidia_smi_drains_instead_of_the_check_being_killed(tmp_path):
 
 def test_every_timeout_of_the_check_fits_slurmds_60_s_limit():
     """Worst case with defaults: nvidia-smi timeout + its kill grace + four mounts + Fabric Manager and IMEX +
-    the kernel log + dcgmi health (two calls) + scontrol + the scratch's df < 60 s."""
+    the kernel log + dcgmi health (two calls) + the row remapper and NVLink error queries + scontrol + the scratch's df < 60 s."""
     import re
 
     text = SCRIPT.read_text()
@@ -85,8 +85,10 @@ def test_every_timeout_of_the_check_fits_slurmds_60_s_limit():
     klog = int(re.search(r"timeout (\d+) dmesg", text).group(1))
     dcgm = [int(t) for t in re.findall(r"timeout (\d+) dcgmi health", text)]
     assert len(dcgm) == 2
+    remap = int(re.search(r"timeout (\d+) nvidia-smi -q -d ROW_REMAPPER", text).group(1))
+    nvlink = int(re.search(r"timeout (\d+) nvidia-smi nvlink -e", text).group(1))
     scratch = int(re.search(r"timeout (\d+) df -P", text).group(1))  # the scratch's free space
-    assert gpu + kill + 4 * mount + 2 * service + klog + sum(dcgm) + scontrol + scratch < 60
+    assert gpu + kill + 4 * mount + 2 * service + klog + sum(dcgm) + remap + nvlink + scontrol + scratch < 60
     assert "timeout 60" not in text
 
 

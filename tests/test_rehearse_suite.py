@@ -17,7 +17,8 @@ ELASTIC = "not applicable: the compute nodes are elastic (State=CLOUD): they com
 
 
 def test_the_registry_holds_every_scenario_in_the_documented_order():
-    assert ORDER == ("version-guard", "deploy", "scratch", "node-failure", "failover", "day0", "pull", "elastic",
+    assert ORDER == ("version-guard", "deploy", "scratch", "node-failure", "monitoring", "failover", "day0", "pull",
+                     "elastic",
                      "rolling")
 
 
@@ -39,7 +40,7 @@ def _chosen(scenario, name):
 
 def test_all_on_lab_2node_skips_failover_and_elastic_with_their_reasons():
     assert _chosen("all", "lab-2node") == (
-        ["version-guard", "deploy", "scratch", "node-failure", "pull", "rolling"],
+        ["version-guard", "deploy", "scratch", "node-failure", "monitoring", "pull", "rolling"],
         {"failover": "not applicable: one Slurm controller (slurm.controllers names no backup)",
          "day0": "not applicable: one Slurm controller (slurm.controllers names no backup)",
          "elastic": "not applicable: not a cloud blueprint with Slurm"}, "all")
@@ -92,5 +93,6 @@ def test_all_on_lab_ha_puts_every_scenario_on_one_boot_in_order(tmp_path):
                               "shared_storage", "installed_packages", "scenarios"]
     assert reh.info["image"] == {"name": "debian-12", "suite": "bookworm", "reason": "nearest to software.os ubuntu-22.04"}
     assert reh.info["scenarios"] == {"version-guard": "run", "deploy": "run", "scratch": "run", "node-failure": "run",
+                                     "monitoring": "not applicable: no monitoring section",
                                      "failover": "run", "day0": "run", "pull": "run", "rolling": "run",
                                      "elastic": "not applicable: not a cloud blueprint with Slurm"}

@@ -19,7 +19,7 @@ LAB = "blueprints/lab-2node.yaml"
 
 @pytest.mark.parametrize("name, tops", [
     ("lab-2node", ("slurm", "nccl", "ansible", "tests", "hosts", "switches", "subnet_manager", "dns", "dhcp", "bmc",
-                   "handoff")),
+                   "handoff", "monitoring", "firewall")),
     ("aws-p5", ("slurm", "nccl", "ansible", "tests", "hosts", "pulumi", "cloud")),
     ("hgx-h200-roce-1024", ("slurm", "nccl", "ansible", "tests", "hosts", "switches", "dns", "dhcp", "bmc",
                             "handoff", "kubernetes")),
@@ -28,7 +28,7 @@ LAB = "blueprints/lab-2node.yaml"
 def test_render_writes_every_target_and_is_byte_identical(tmp_path, name, tops):
     """The suite's determinism test for every target: two renders in two processes whose string hashes differ
     (PYTHONHASHSEED: a set of names iterates in another order) give the same bytes. The four blueprints between
-    them reach every target (pulumi and cloud_node: aws-p5; switches: RoCE; subnet_manager: InfiniBand; nvlink: NVL72; dns: every bare-metal one; kubernetes: RoCE and NVL72). One seed is 0 (no randomisation),
+    them reach every target (pulumi and cloud_node: aws-p5; switches: RoCE; subnet_manager: InfiniBand; nvlink: NVL72; dns: every bare-metal one; kubernetes: RoCE and NVL72; monitoring and firewall: the lab). One seed is 0 (no randomisation),
     the other drawn anew each run, so runs keep trying other orders; a failure names it to reproduce."""
     a, b = tmp_path / "a", tmp_path / "b"
     bp = f"blueprints/{name}.yaml"

@@ -8,6 +8,7 @@ from clusterctl.blueprint.compute import NodeGroup, NodeType
 from clusterctl.blueprint.facility import Cooling, RackProfile, RackRange, Site
 from clusterctl.blueprint.kubernetes import KubernetesSpec
 from clusterctl.blueprint.network import Fabric, Network
+from clusterctl.blueprint.operations import Firewall, Monitoring
 from clusterctl.blueprint.software import Cloud, Slurm, Software, Validation
 from clusterctl.blueprint.storage import StorageTier, Workload
 from clusterctl.catalog.models import CatalogData
@@ -41,3 +42,7 @@ class Blueprint(StrictModel):
     kubernetes: KubernetesSpec | None = None
     """Kubernetes objects rendered from the plan (``render --target kubernetes``, docs/kubernetes.md); absent: none"""
     validation: Validation = Field(default_factory=Validation)
+    monitoring: Monitoring | None = None
+    """Prometheus, exporters and alert rules (docs/monitoring.md); absent: no monitoring stack is rendered"""
+    firewall: Firewall | None = None
+    """nftables rules per host role (docs/monitoring.md, "Host firewall"); absent: no firewall is rendered"""

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from clusterctl import hostlist
 from clusterctl.blueprint.software import Partition
 from clusterctl.catalog.models import accelerator_vendor
+from clusterctl.plan.monitoring import SRUN_PORT_RANGE, firewall_enabled
 from clusterctl.plan.cloud import elastic_groups as cloud_elastic_groups
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.plan.roles import slurm_roles
@@ -267,6 +268,16 @@ def _topology_plugin(topology: str, version: Release) -> tuple[str | None, str]:
     return None, "no topology (topology: none)"
 
 
+def srun_port_sections(plan: ClusterPlan) -> list[Section]:
+    """With a host firewall, srun's listening ports come from a range the firewall admits (slurm.conf(5)
+    SrunPortRange; without it they are ephemeral)."""
+    if not firewall_enabled(plan):
+        return []
+    return [Section("srun listens on these ports for its steps' I/O; the host firewall admits them (slurm.conf(5) "
+                    "SrunPortRange; docs/monitoring.md, \"Host firewall\")",
+                    (_kv("SrunPortRange", "-".join(map(str, SRUN_PORT_RANGE))),))]
+
+
 def slurm_conf(plan: ClusterPlan, version: Release, groups: Sequence[GroupPlan]) -> str:
     slurm = plan.slurm
     name = (slurm.cluster_name or plan.name).lower()
@@ -324,6 +335,7 @@ def slurm_conf(plan: ClusterPlan, version: Release, groups: Sequence[GroupPlan])
         Section("prolog and epilog: every piece of prolog.d/epilog.d, in reverse alphabetical order (prolog_epilog.html; node_health installs "
                 "the GPU health prolog and the cleanup epilog); a failing prolog drains the node and requeues the job "
                 "held (slurm.conf(5) Prolog)", tuple(prolog_epilog_lines(version))),
+        *srun_port_sections(plan),
         Section("per-job private /tmp and /dev/shm on node-local storage (job_container.conf; slurm.conf(5) "
                 "JobContainerType: needs PrologFlags=Contain)", (_kv("JobContainerType", "job_container/tmpfs"),)),
         Section(f"scale ({plan.nodes} nodes; SchedMD's Large Cluster Administration Guide, big_sys.html, and "

@@ -152,6 +152,27 @@ def test_prolog_failure_drains_the_node_holds_the_job_and_the_check_resumes_it(l
     assert victim["resume_seconds"] > 0
 
 
+# --- monitoring (lab) ---------------------------------------------------------------------------------------
+
+def test_monitoring_prometheus_scrapes_every_node_exporter_and_the_slurm_metrics(lab):
+    """Prometheus on head01 (its HTTP API): every node's node exporter up on its in-band address, the Slurm
+    metrics naming both compute nodes; the firewall refuses head01's exporter to a compute node."""
+    _, summary, _ = lab
+    hosts = steps(summary)["monitoring: scraped"]["hosts"]
+    assert sorted(hosts) == ["gpu01", "gpu02", "head01"]
+    assert all(o["status"] == "ok" and "node exporter up=1" in o["detail"] for o in hosts.values()), hosts
+    assert "Slurm metrics for gpu01, gpu02" in hosts["head01"]["detail"]
+    assert "head01's node exporter from here: closed" in hosts["gpu01"]["detail"]
+
+
+def test_monitoring_stopping_slurmd_fires_the_rendered_alert_and_starting_it_clears_it(lab):
+    _, summary, _ = lab
+    victim = steps(summary)["monitoring: slurmd-alert"]["hosts"]["gpu01"]
+    assert victim["status"] == "ok", victim
+    assert victim["fire_seconds"] > 0 and victim["clear_seconds"] > 0
+    assert victim["detail"].lower().endswith("slurm state idle"), victim
+
+
 # --- rolling (lab) ------------------------------------------------------------------------------------------
 
 def test_rolling_job_finishes_new_node_joins_and_no_slurmd_restarts_under_the_job(lab):

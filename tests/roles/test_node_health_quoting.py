@@ -44,6 +44,8 @@ def rendered_conf(tmp_path_factory):
         "node_health_dcgm": True, "node_health_diag_timeout_s": 120,
         "node_health_scratch_mount": Unsafe(mounts[2]), "node_health_scratch_mounted": True,
         "node_health_scratch_min_free_percent": 10,
+        "node_health_row_remap": True, "node_health_nvlink_errors": True, "node_health_nvlink_crc_limit": 100,
+        "node_health_pcie": True,
         "ansible_python_interpreter": sys.executable}))
     (base / "play.yml").write_text(yamlout.dump([{
         "name": "render node-health.conf", "hosts": "localhost", "gather_facts": False,
@@ -77,9 +79,11 @@ def test_sourcing_defines_exactly_the_expected_values(rendered_conf):
                                      "NODE_HEALTH_FABRIC_MANAGER", "NODE_HEALTH_GPU_COUNT", "NODE_HEALTH_IMEX",
                                      "NODE_HEALTH_MOUNTS", "NODE_HEALTH_NVLINK_CLIQUE",
                                      "NODE_HEALTH_NVLINK_CLIQUE_ID", "NODE_HEALTH_NVLINK_CLUSTER_UUID",
-                                     "NODE_HEALTH_NVLINK_FABRIC", "NODE_HEALTH_RDMA_PORT_COUNT",
-                                     "NODE_HEALTH_RDMA_RATE_GBPS", "NODE_HEALTH_SCRATCH_MIN_FREE_PERCENT",
-                                     "NODE_HEALTH_SCRATCH_MOUNT", "NODE_HEALTH_SCRATCH_MOUNTED", "NODE_HEALTH_XIDS"]
+                                     "NODE_HEALTH_NVLINK_CRC_LIMIT", "NODE_HEALTH_NVLINK_ERRORS",
+                                     "NODE_HEALTH_NVLINK_FABRIC", "NODE_HEALTH_PCIE", "NODE_HEALTH_RDMA_PORT_COUNT",
+                                     "NODE_HEALTH_RDMA_RATE_GBPS", "NODE_HEALTH_ROW_REMAP",
+                                     "NODE_HEALTH_SCRATCH_MIN_FREE_PERCENT", "NODE_HEALTH_SCRATCH_MOUNT",
+                                     "NODE_HEALTH_SCRATCH_MOUNTED", "NODE_HEALTH_XIDS"]
     values = rest.split("\0")
     assert values[:len(mounts)] == mounts
     assert values[len(mounts)].split() == ["1"]

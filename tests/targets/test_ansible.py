@@ -232,6 +232,8 @@ def test_lab_site_yml_plays(lab_files):
         ("slurm_cluster", ["slurm_preflight"]),
         ("all", ["host_network_preflight"]),  # the interface names, before any play changes a host
         ("all", ["common"]),
+        ("all", ["host_firewall"]),  # the firewall and the exporters right after the /etc/hosts block
+        ("all", ["monitoring_exporters"]),
         ("head01", ["dns_server"]),  # the controllers serve the cluster's zones, every node resolves through them
         ("all", ["dns_client"]),
         ("slurm_controllers", ["dhcp_server"]),  # Kea, before any play that needs a host to have its address
@@ -242,6 +244,7 @@ def test_lab_site_yml_plays(lab_files):
         ("slurm_accounting", ["slurmdbd"]),
         ("slurm_controllers", ["slurm_controller"]),
         ("compute", ["storage_clients", "node_health", "slurm_compute"]),
+        ("head01", ["monitoring_server"]),  # Prometheus last, once every exporter is in place
     ]
     assert all(p["become"] is True and p["name"][0].isupper() for p in site)
     for p in site[2:]:  # each role tagged with its name: --tags slurm_compute, --skip-tags nvidia_driver

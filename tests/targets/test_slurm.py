@@ -139,6 +139,7 @@ def test_lab_slurm_conf():
         "Prolog=/etc/slurm/prolog.d/*",
         "Epilog=/etc/slurm/epilog.d/*",
         "PrologEpilogTimeout=240",
+        "SrunPortRange=60001-63000",  # the lab has a host firewall: srun's ports from the range it admits
         "JobContainerType=job_container/tmpfs",
         "TreeWidth=2",
         "MessageTimeout=10",

@@ -8,13 +8,16 @@ list cannot drift from the roles.
 from __future__ import annotations
 
 COMMON = ("munge", "chrony", "logrotate", "nfs-common", "mariadb-server", "ansible-core", "git", "unbound",
-          "dns-root-data", "bind9-dnsutils", "kea-dhcp4-server", "xfsprogs")
+          "dns-root-data", "bind9-dnsutils", "kea-dhcp4-server", "xfsprogs",
+          "nftables", "prometheus-node-exporter", "prometheus")
 """every install kind: munge (munge role), chrony and logrotate (common), nfs-common (storage_clients),
 mariadb-server (slurmdbd's database), ansible-core and git (ansible_pull), unbound and dns-root-data (dns_server, on the
 controllers: Debian's unbound validates with the root trust anchor that package holds), bind9-dnsutils (dig: the day0
 scenario's forward and reverse queries), kea-dhcp4-server (dhcp_server, on the controllers of every bare-metal
 blueprint with Slurm: Kea 2.2 on debian-12, its hooks in the same package), xfsprogs (local_scratch's mkfs.xfs, the
-scratch scenario); the PMIx package is the plan's
+scratch scenario), nftables (host_firewall),
+prometheus-node-exporter (monitoring_exporters) and prometheus (monitoring_server, on the monitoring server: 2.42 on
+debian-12, promtool with it) where the blueprint has firewall and monitoring sections; the PMIx package is the plan's
 (``clusterctl/plan/slurm.pmix_packages``: which one depends on the release and the OS)"""
 
 SLURM = {

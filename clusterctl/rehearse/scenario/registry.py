@@ -7,12 +7,13 @@ expects it (docs/rehearse.md):
    deploy's first converge, is the scratch XFS mounted before slurmd, with job /tmp and enroot data on it; full, the
    health check drains the node;
 4. ``node-failure``: the health check drains a node that lost a GPU, and returns it;
-5. ``failover`` (a backup controller and a shared StateSaveLocation);
-6. ``day0`` (an inventory with the compute hosts' MACs, two controllers): the BMC play power-cycles a compute node,
+5. ``monitoring``: Prometheus scrapes every node's exporters; stopping slurmd fires the rendered alert;
+6. ``failover`` (a backup controller and a shared StateSaveLocation);
+7. ``day0`` (an inventory with the compute hosts' MACs, two controllers): the BMC play power-cycles a compute node,
    which comes back by DHCP, resolves every planned name and follows the controllers' time;
-7. ``pull``: every node applies the rendered tree itself from a git remote, gated by rollout.yml;
-8. ``elastic`` (cloud blueprints with elastic node groups, and then alone);
-9. ``rolling``: last, because it re-renders the changed blueprint over the rehearsal's own adjustments.
+8. ``pull``: every node applies the rendered tree itself from a git remote, gated by rollout.yml;
+9. ``elastic`` (cloud blueprints with elastic node groups, and then alone);
+10. ``rolling``: last, because it re-renders the changed blueprint over the rehearsal's own adjustments.
 
 ``fabric`` boots other nodes (switches and the hosts under them) and runs alone: ``all`` does not include it.
 """
@@ -25,6 +26,7 @@ from clusterctl.rehearse.scenario.deploy import DeployScenario
 from clusterctl.rehearse.scenario.elastic import ElasticScenario
 from clusterctl.rehearse.scenario.fabric import FabricScenario
 from clusterctl.rehearse.scenario.failover import FailoverScenario
+from clusterctl.rehearse.scenario.monitoring import MonitoringScenario
 from clusterctl.rehearse.scenario.node_failure import NodeFailureScenario
 from clusterctl.rehearse.scenario.pull import PullScenario
 from clusterctl.rehearse.scenario.rolling import RollingScenario
@@ -32,7 +34,8 @@ from clusterctl.rehearse.scenario.scratch import ScratchScenario
 from clusterctl.rehearse.scenario.version_guard import VersionGuardScenario
 
 SCENARIOS: tuple[type[Scenario], ...] = (VersionGuardScenario, DeployScenario, ScratchScenario, NodeFailureScenario,
-                                         FailoverScenario, Day0Scenario, PullScenario, ElasticScenario, RollingScenario)
+                                         MonitoringScenario, FailoverScenario, Day0Scenario, PullScenario, ElasticScenario,
+                                         RollingScenario)
 ORDER = tuple(s.name for s in SCENARIOS)
 """the scenarios of ``--scenario all``, in the order they run"""
 ALONE: tuple[type[Scenario], ...] = (FabricScenario,)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from clusterctl.plan.dhcp import listen_addresses, serves_dhcp
 from clusterctl.plan.model import ClusterPlan, GroupPlan
+from clusterctl.plan.monitoring import monitoring_plan
 from clusterctl.plan.roles import gpu_groups
 from clusterctl.targets import roce
 from clusterctl.targets.ansible.chrony import time_vars
@@ -91,6 +92,14 @@ def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Seq
     if plan.slurm and plan.slurm.database_host:
         sections.append(([f"slurmdbd: the accounting database is the site's server {plan.slurm.database_host} "
                           "(slurm.database_host): not installed here"], {"slurmdbd_database_manage": False}))
+    m = monitoring_plan(plan)
+    if m is not None:
+        sections.append((["monitoring: Prometheus's retention (monitoring.retention_days); dcgm-exporter binds the "
+                          "in-band address the monitoring_exporters role found and serves the counters the alert "
+                          "rules read (docs/monitoring.md)"],
+                         {"monitoring_server_retention_days": m.retention_days,
+                          "dcgm_exporter_listen_address": "{{ monitoring_exporters_address | default('') }}",
+                          "dcgm_exporter_collectors": "/etc/dcgm-exporter/clusterctl-counters.csv"}))
     pull = pull_settings(plan)
     if pull is not None:
         sections.append((["ansible_pull: where every node fetches this tree from, and how often "

@@ -10,6 +10,7 @@ from clusterctl.cloud.stack.gpudirect import RXDM_ROLE, needs_rxdm
 from clusterctl.plan.cloud import elastic_groups
 from clusterctl.plan.dhcp import serves_dhcp
 from clusterctl.plan.model import ClusterPlan
+from clusterctl.plan.monitoring import firewall_enabled, monitoring_plan
 from clusterctl.plan.nvlink import imex_configured
 from clusterctl.plan.scratch import scratch_devices
 from clusterctl.plan.site_records import name_servers
@@ -57,6 +58,31 @@ def guard_plays(plan: ClusterPlan) -> list[Play]:
     return out
 
 
+def operations_plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
+    """Right after the base configuration (whose /etc/hosts block names every host): the host firewall, then the
+    exporters every node runs for the monitoring server (docs/monitoring.md)."""
+    out = []
+    if firewall_enabled(plan) and "host_firewall" in available:
+        out.append(Play("Host firewall (nftables) on every node", "all", ["host_firewall"],
+                        comment="input dropped unless the host's roles need it: firewall/ (docs/monitoring.md, "
+                                "\"Host firewall\")"))
+    if monitoring_plan(plan) is not None and "monitoring_exporters" in available:
+        out.append(Play("Monitoring exporters on every node", "all", ["monitoring_exporters"],
+                        comment="the node exporter on the in-band address, the Slurm metrics on the controllers, "
+                                "dcgm-exporter's counters on the GPU nodes"))
+    return out
+
+
+def monitoring_server_plays(plan: ClusterPlan) -> list[Play]:
+    """Last: Prometheus on the monitoring server, once every exporter is in place (docs/monitoring.md)."""
+    m = monitoring_plan(plan)
+    if m is None:
+        return []
+    return [Play("Monitoring server (Prometheus)", m.server, ["monitoring_server"],
+                 comment="the scrape configuration and alert rules of monitoring/ (docs/monitoring.md)",
+                 named_by_blueprint=True)]
+
+
 def dns_plays(plan: ClusterPlan) -> list[Play]:
     """The name servers (the zones every node resolves through), then every node's resolver (docs/network.md,
     "DNS"); none when nothing serves the zones (no Slurm controllers with an in-band address)."""
@@ -99,7 +125,7 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
     """site.yml: one play per role group; hardware roles per GPU node group (only those shipped in roles/)."""
     slurm = plan.slurm is not None
     out = guard_plays(plan)
-    out.append(Play("Base configuration of every node", "all", ["common"]))
+    out += [Play("Base configuration of every node", "all", ["common"]), *operations_plays(plan, available)]
     out += dns_plays(plan)
     out += day0_plays(plan, available) + scratch_plays(plan, available)
     if nfs_exports(plan):
@@ -169,12 +195,17 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
         out.append(Play("Login nodes", "login", ["storage_clients"] + pyxis + (["slurm_login"] if slurm else []),
                         comment="pyxis's SPANK plugin on the login nodes too: srun --container-image parses its "
                                 "options where srun runs" if pyxis else ""))
-    if pull_settings(plan) is not None:
-        out.append(Play("Pull mode on every node", "all", [r for r in ["ansible_pull"] if r in available],
-                        comment="the clusterctl-pull script, service and timer: every node can apply its released "
-                                "version of this tree itself (docs/ansible.md, \"Pull mode\")",
-                        missing=[r for r in ["ansible_pull"] if r not in available]))
-    return out
+    return out + monitoring_server_plays(plan) + pull_plays(plan, available)
+
+
+def pull_plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
+    """The last play: every node can apply its released version of this tree itself (pull mode)."""
+    if pull_settings(plan) is None:
+        return []
+    return [Play("Pull mode on every node", "all", [r for r in ["ansible_pull"] if r in available],
+                 comment="the clusterctl-pull script, service and timer: every node can apply its released "
+                         "version of this tree itself (docs/ansible.md, \"Pull mode\")",
+                 missing=[r for r in ["ansible_pull"] if r not in available])]
 
 
 def site_file(plan: ClusterPlan, site_plays: Sequence[Play]) -> str:

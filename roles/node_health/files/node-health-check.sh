@@ -3,7 +3,8 @@
 # Checks the expectations in /etc/clusterctl/node-health.conf (rendered from the cluster plan): the GPU
 # count (nvidia-smi -L, or -q with the NVLink fabric check), each GPU's NVLink fabric registration and clique,
 # ACTIVE RDMA ports at the expected rate (/sys/class/infiniband/*/ports/*), mounts, the scratch's free space,
-# Fabric Manager and IMEX running where expected, critical Xids in the kernel log since boot, DCGM health.
+# Fabric Manager and IMEX running where expected, critical Xids in the kernel log since boot, DCGM health,
+# pending row remaps and NVLink error counters (nvidia-smi), PCIe links of GPUs and NICs below their maximum.
 # Usage: node-health-check [--no-drain] [--prolog] [--config FILE]
 # --prolog: also run DCGM's quick diagnostic (dcgmi diag -r 1); the prolog piece of node_health uses it.
 # Exits 0 when healthy (and resumes the node if this check had drained it); otherwise prints every problem,
@@ -52,14 +53,32 @@ NODE_HEALTH_XIDS=(48 63 64 74 79 92 94 95 119 120)
 NODE_HEALTH_DCGM=1
 NODE_HEALTH_DIAG_TIMEOUT_S=120
 # slurmd kills HealthCheckProgram after 60 s (slurm.conf(5)), so a hung nvidia-smi must time out well before
-# that, or the check is killed without draining: 15 s for nvidia-smi (+3 s to kill it), 3 s per mount, 3 s per
-# service, 3 s for the kernel log, 8 s for dcgmi health, 10 s for scontrol (every timeout adds up to < 60 s)
-NODE_HEALTH_GPU_TIMEOUT_S=15
+# that, or the check is killed without draining: 10 s for nvidia-smi (+3 s to kill it), 3 s per mount, 3 s per
+# service, 3 s for the kernel log, 8 s for dcgmi health, 3 s each for the row remapper and NVLink error
+# queries, 10 s for scontrol, 2 s for the scratch's df (every timeout adds up to < 60 s)
+NODE_HEALTH_GPU_TIMEOUT_S=10
 # the node-local scratch: its mount ("" = none), whether local_scratch mounted a file system there, the least free
 # space in percent (0 = not checked)
 NODE_HEALTH_SCRATCH_MOUNT=""
 NODE_HEALTH_SCRATCH_MOUNTED=0
 NODE_HEALTH_SCRATCH_MIN_FREE_PERCENT=0
+# Row remapping (A100 and later, NVIDIA "GPU Memory Error Management", Row Remapping): "Pending: Yes" in
+# nvidia-smi -q -d ROW_REMAPPER means a remap waits for a GPU reset; "Remapping Failure Occurred: Yes" means
+# the GPU ran out of spare rows (RMA). Both drain.
+NODE_HEALTH_ROW_REMAP=1
+# NVLink error counters of nvidia-smi nvlink -e (since the driver loaded; DCGM fields
+# DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL and DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL count the
+# same): any recovery (the link retrained) drains; CRC errors above the limit drain. Replay errors are
+# retransmissions that succeeded: left to the alert rules.
+NODE_HEALTH_NVLINK_ERRORS=1
+NODE_HEALTH_NVLINK_CRC_LIMIT=100
+# PCIe links of the GPUs (vendor 0x10de, display class 0x03) and NICs (vendor 0x15b3, network class 0x02):
+# current_link_width below max_link_width (a card trained at x8 in an x16 slot: half its bandwidth) drains;
+# for NICs also current_link_speed below max_link_speed. A GPU lowers its link speed when idle (NVIDIA
+# nvidia-smi(1): "PCIe Generation ... Current" may be lower than Max to save power), so a GPU's speed is not
+# compared. Kernel ABI: Documentation/ABI/testing/sysfs-bus-pci (current_link_width, max_link_width).
+NODE_HEALTH_PCIE=1
+NODE_HEALTH_PCI_DEVICES=/sys/bus/pci/devices
 if [ -r "$config" ]; then
   # shellcheck source=/dev/null
   . "$config"
@@ -239,6 +258,85 @@ if [ "$NODE_HEALTH_GPU_COUNT" -gt 0 ]; then
   fi
 else
   echo "node-health-check: not checked: Xids, DCGM (no GPUs expected on this node)"
+fi
+
+# Row remapper: one "GPU <bus id>" line per GPU, then "Pending : Yes|No" and "Remapping Failure Occurred :
+# Yes|No" in its "Remapped Rows" section -> "<bus id> pending|failure" for every Yes.
+row_remap_rows() {
+  awk '/^GPU [0-9A-Fa-f]/ { bus = $2; next }
+       /^ +Pending *: *Yes/ { print bus " pending" }
+       /^ +Remapping Failure Occurred *: *Yes/ { print bus " failure" }'
+}
+
+# NVLink errors: "GPU <n>: <name> (UUID: ...)" then "Link <l>: <Kind> Errors: <count>" ->
+# "<gpu> <link> <kind> <count>" for every recovery error and every CRC count above the limit.
+nvlink_error_rows() {
+  awk -v crc_limit="$1" '
+    /^GPU [0-9]+:/ { gpu = $2; sub(/:$/, "", gpu); next }
+    /Link [0-9]+: .* Errors: [0-9]+/ {
+      line = $0; sub(/^[ \t]*Link /, "", line); link = line; sub(/:.*/, "", link)
+      kind = line; sub(/^[0-9]+: /, "", kind); sub(/ Errors:.*/, "", kind)
+      count = line; sub(/.*Errors: /, "", count); count += 0
+      if ((kind == "Recovery" && count > 0) || (kind == "CRC" && count > crc_limit)) print gpu, link, kind, count
+    }'
+}
+
+# PCIe: every GPU and NIC function whose link trained below its maximum, "<address> x<cur>/x<max>" or
+# "<address> <cur> GT/s/<max> GT/s" (speed for NICs only).
+pcie_rows() {
+  local dev vendor class kind cur max scur smax
+  for dev in "$1"/*; do
+    [ -r "$dev/max_link_width" ] || continue
+    vendor=$(cat "$dev/vendor" 2> /dev/null); class=$(cat "$dev/class" 2> /dev/null)
+    case "$vendor:$class" in
+      0x10de:0x03*) kind=GPU ;;
+      0x15b3:0x02*) kind=NIC ;;
+      *) continue ;;
+    esac
+    cur=$(cat "$dev/current_link_width" 2> /dev/null); max=$(cat "$dev/max_link_width" 2> /dev/null)
+    if [ -n "$max" ] && [ "${cur:-0}" -lt "$max" ] 2> /dev/null; then
+      echo "$kind ${dev##*/} width x${cur:-0} of x$max"
+    fi
+    [ "$kind" = NIC ] || continue
+    scur=$(sed -n 's/^\([0-9.]*\) GT\/s.*/\1/p' "$dev/current_link_speed" 2> /dev/null)
+    smax=$(sed -n 's/^\([0-9.]*\) GT\/s.*/\1/p' "$dev/max_link_speed" 2> /dev/null)
+    if [ -n "$smax" ] && [ -n "$scur" ] && awk -v c="$scur" -v m="$smax" 'BEGIN { exit !(c < m) }'; then
+      echo "$kind ${dev##*/} speed $scur GT/s of $smax GT/s"
+    fi
+  done
+}
+
+if [ "$NODE_HEALTH_GPU_COUNT" -gt 0 ] && command -v nvidia-smi > /dev/null 2>&1; then
+  if [ "$NODE_HEALTH_ROW_REMAP" = 1 ]; then
+    if remap=$(timeout 3 nvidia-smi -q -d ROW_REMAPPER 2> /dev/null); then
+      while read -r bus what; do
+        [ -n "$bus" ] || continue
+        if [ "$what" = pending ]; then
+          problems+=("GPU $bus row remap pending (reset the GPU; nvidia-smi -q -d ROW_REMAPPER)")
+        else
+          problems+=("GPU $bus row remapping failure (no spare rows left: replace the GPU)")
+        fi
+      done < <(printf '%s\n' "$remap" | row_remap_rows)
+    else
+      echo "node-health-check: not checked: row remapping (nvidia-smi -q -d ROW_REMAPPER failed)"
+    fi
+  fi
+  if [ "$NODE_HEALTH_NVLINK_ERRORS" = 1 ]; then
+    if links=$(timeout 3 nvidia-smi nvlink -e 2> /dev/null); then
+      while read -r gpu link kind count; do
+        [ -n "$gpu" ] || continue
+        problems+=("GPU $gpu NVLink $link: $count $kind errors (nvidia-smi nvlink -e)")
+      done < <(printf '%s\n' "$links" | nvlink_error_rows "$NODE_HEALTH_NVLINK_CRC_LIMIT")
+    else
+      echo "node-health-check: not checked: NVLink errors (nvidia-smi nvlink -e failed)"
+    fi
+  fi
+fi
+if [ "$NODE_HEALTH_PCIE" = 1 ]; then
+  while read -r kind address what; do
+    [ -n "$kind" ] || continue
+    problems+=("$kind $address PCIe link $what (reseat or replace; lspci -vv LnkSta)")
+  done < <(pcie_rows "$NODE_HEALTH_PCI_DEVICES")
 fi
 
 node="${SLURMD_NODENAME:-$(hostname -s)}"
