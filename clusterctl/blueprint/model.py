@@ -10,6 +10,7 @@ from clusterctl.blueprint.kubernetes import KubernetesSpec
 from clusterctl.blueprint.network import Fabric, Network
 from clusterctl.blueprint.software import Cloud, Slurm, Software, Validation
 from clusterctl.blueprint.storage import StorageTier, Workload
+from clusterctl.blueprint.users import Users
 from clusterctl.catalog.models import CatalogData
 from clusterctl.kinds import ClusterName, FreeText, Identifier, ObjectName
 from clusterctl.strict import StrictModel
@@ -41,3 +42,6 @@ class Blueprint(StrictModel):
     kubernetes: KubernetesSpec | None = None
     """Kubernetes objects rendered from the plan (``render --target kubernetes``, docs/kubernetes.md); absent: none"""
     validation: Validation = Field(default_factory=Validation)
+    users: Users | None = None
+    """the directory the hosts resolve users through, Slurm accounts and their users, who may log in to compute nodes
+    without a job (docs/ansible.md, "Users"); absent: none of them managed"""
