@@ -5,6 +5,7 @@ expects it (docs/rehearse.md):
 2. ``deploy``: converge, converge again (changed=0), testinfra, srun;
 3. ``node-failure``: the health check drains a node that lost a GPU, and returns it;
 4. ``failover`` (a backup controller and a shared StateSaveLocation);
+   ``users`` (a login node): a user of the directory the rehearsal serves logs in and runs srun;
 5. ``day0`` (an inventory with the compute hosts' MACs, two controllers): the BMC play power-cycles a compute node,
    which comes back by DHCP, resolves every planned name and follows the controllers' time;
 6. ``pull``: every node applies the rendered tree itself from a git remote, gated by rollout.yml;
@@ -25,10 +26,12 @@ from clusterctl.rehearse.scenario.failover import FailoverScenario
 from clusterctl.rehearse.scenario.node_failure import NodeFailureScenario
 from clusterctl.rehearse.scenario.pull import PullScenario
 from clusterctl.rehearse.scenario.rolling import RollingScenario
+from clusterctl.rehearse.scenario.users import UsersScenario
 from clusterctl.rehearse.scenario.version_guard import VersionGuardScenario
 
 SCENARIOS: tuple[type[Scenario], ...] = (VersionGuardScenario, DeployScenario, NodeFailureScenario,
-                                         FailoverScenario, Day0Scenario, PullScenario, ElasticScenario, RollingScenario)
+                                         FailoverScenario, UsersScenario, Day0Scenario, PullScenario, ElasticScenario,
+                                         RollingScenario)
 ORDER = tuple(s.name for s in SCENARIOS)
 """the scenarios of ``--scenario all``, in the order they run"""
 ALONE: tuple[type[Scenario], ...] = (FabricScenario,)
