@@ -137,6 +137,7 @@ cn: Ada Lovelace
 sn: Lovelace
 uidNumber: {UID}
 gidNumber: {GID}
+gecos: Ada Lovelace
 homeDirectory: /home/{USER}
 loginShell: /bin/bash
 
@@ -259,7 +260,7 @@ class Directory:
         write_file(state, self.host, BIND_PASSWORD_FILE, password, mode="0600")
         ssh_ok(state, self.host, SLAPD_SETUP, timeout=INSTALL_TIMEOUT_S)
         # the directory answers over StartTLS checked against the CA, to its bind DN and to nobody else
-        search = f"LDAPTLS_CACERT={CA_PATH} ldapsearch -x -ZZ -H ldap://{self.host} -b {SUFFIX} -LLL"
+        search = f"LDAPTLS_CACERT={CA_PATH} ldapsearch -x -ZZ -H ldap://{address} -b {SUFFIX} -LLL"
         anonymous = ssh(state, self.host, f"{search} '(uid={USER})' uid").stdout.strip()
         bound = ssh(state, self.host, f"{search} -D {BIND_DN} -y {BIND_PASSWORD_FILE} '(uid={USER})' uid")
         ok = "uid:" not in anonymous and f"uid: {USER}" in bound.stdout
