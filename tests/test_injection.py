@@ -236,6 +236,7 @@ def lab_extended() -> dict:
                      "admin_groups": ["hpcadmin"],
                      "accounts": [{"name": "research", "parent": "root", "default_qos": "normal", "users": ["alice"],
                                    "groups": ["researchers"]}]}
+    data["slurm"]["partitions"][0]["allow_accounts"] = ["research"]
     return with_catalog_copies(data)
 
 

@@ -226,3 +226,12 @@ def test_only_what_differs_is_modified_and_nothing_unlisted_is_deleted():
     # with prune, erin's association with ml (an account the blueprint lists) goes; dave's with physics stays
     assert m.commands("lab", WANTED, {"ml-team": ["carol", "bob"]}, assoc, users, prune=True)[-1] == [
         "sacctmgr", "-i", "delete", "user", "where", "name=erin", "account=ml", "cluster=lab"]
+
+
+def test_a_partitions_allowed_accounts_reach_slurm_conf():
+    data = with_users()
+    data["slurm"]["partitions"][0]["allow_accounts"] = ["research", "ml"]
+    conf = render_targets(plan_of(data))["slurm/slurm.conf"]
+    (line,) = [x for x in conf.splitlines() if x.startswith("PartitionName=gpu ")]
+    assert " AllowAccounts=research,ml State=UP" in line
+    assert "AllowAccounts" not in render_targets(plan_of(with_users()))["slurm/slurm.conf"]

@@ -50,3 +50,20 @@ def groups_without_directory(plan: ClusterPlan) -> Iterator[Hit]:
                       f"account {a.name} gives its associations to the members of {', '.join(a.groups)}, but "
                       "users.directory is not set: only the primary controller's local groups would answer",
                       "set users.directory to the site's LDAP directory, or list the users themselves")
+
+
+@rule("USERS004", "users", Severity.ERROR, "partition allows an account the blueprint does not create")
+def unknown_allowed_account(plan: ClusterPlan) -> Iterator[Hit]:
+    """A partition's ``allow_accounts`` (slurm.conf AllowAccounts) must name accounts of ``users.accounts`` (or
+    ``root``): slurmctld takes any name, so a misspelt account leaves the partition open to nobody, and a job of the
+    intended account is refused with "Invalid account or account/partition combination"."""
+    slurm = plan.slurm
+    if slurm is None:
+        return
+    known = {"root"} | {a.name for a in (plan.users.accounts if plan.users is not None else [])}
+    for i, part in enumerate(slurm.partitions):
+        for j, name in enumerate(part.allow_accounts):
+            if name not in known:
+                yield Hit(("slurm", "partitions", i, "allow_accounts", j),
+                          f"partition {part.name} allows account {name}, which users.accounts does not create",
+                          f"add {{name: {name}}} to users.accounts, or name one of {', '.join(sorted(known))}")

@@ -44,3 +44,13 @@ def test_groups_without_a_directory_warn():
     del data["users"]["directory"]
     (h,) = hits(data, "USERS003")
     assert h.path == ("users", "accounts", 0, "groups")
+
+
+def test_a_partition_allowing_an_account_the_blueprint_does_not_create_is_an_error():
+    data = with_users()
+    data["slurm"]["partitions"][0]["allow_accounts"] = ["research"]
+    assert hits(data, "USERS004") == []
+    data["slurm"]["partitions"][0]["allow_accounts"] = ["research", "reserch"]
+    (h,) = hits(data, "USERS004")
+    assert h.message == "partition gpu allows account reserch, which users.accounts does not create"
+    assert h.path == ("slurm", "partitions", 0, "allow_accounts", 1)
