@@ -263,10 +263,10 @@ class Directory:
         search = f"LDAPTLS_CACERT={CA_PATH} ldapsearch -x -ZZ -H ldap://{address} -b {SUFFIX} -LLL"
         anonymous = ssh(state, self.host, f"{search} '(uid={USER})' uid").stdout.strip()
         bound = ssh(state, self.host, f"{search} -D {BIND_DN} -y {BIND_PASSWORD_FILE} '(uid={USER})' uid")
-        ok = "uid:" not in anonymous and f"uid: {USER}" in bound.stdout
+        found = next((x for x in bound.stdout.splitlines() if x.startswith("uid:")), bound.stderr.strip()[-200:])
+        ok = "uid:" not in anonymous and found == f"uid: {USER}"
         record(self.host, HostOutcome(OK if ok else FAILED, time.monotonic() - t0,
-                                      f"slapd serves {SUFFIX} over StartTLS; the bind DN finds "
-                                      f"{bound.stdout.strip().splitlines()[-1:] or bound.stderr.strip()[-200:]}, "
+                                      f"slapd serves {SUFFIX} over StartTLS; the bind DN finds {found!r}, "
                                       f"an anonymous search {'nothing' if 'uid:' not in anonymous else anonymous!r}"))
 
 
