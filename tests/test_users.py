@@ -235,3 +235,11 @@ def test_a_partitions_allowed_accounts_reach_slurm_conf():
     (line,) = [x for x in conf.splitlines() if x.startswith("PartitionName=gpu ")]
     assert " AllowAccounts=research,ml State=UP" in line
     assert "AllowAccounts" not in render_targets(plan_of(with_users()))["slurm/slurm.conf"]
+
+
+def test_the_rendered_acceptance_tests_check_sssd_on_every_slurm_host_with_a_directory():
+    files = render_targets(plan_of(with_users()))
+    for group in ("gpu", "head"):
+        text = files[f"tests/test_{group}.py"]
+        assert "def test_sssd_conf_is_root_only(host):" in text and "def test_sssd_is_running(host):" in text
+    assert "sssd" not in render_targets(plan_of(lab()))["tests/test_gpu.py"]
