@@ -267,7 +267,7 @@ class Directory:
         ok = "uid:" not in anonymous and found == f"uid: {USER}"
         record(self.host, HostOutcome(OK if ok else FAILED, time.monotonic() - t0,
                                       f"slapd serves {SUFFIX} over StartTLS; the bind DN finds {found!r}, "
-                                      f"an anonymous search {'nothing' if 'uid:' not in anonymous else anonymous!r}"))
+                                      f"an anonymous search {'nothing' if 'uid:' not in anonymous else repr(anonymous)}"))
 
 
 def user_key(state: State) -> tuple[Path, str]:
