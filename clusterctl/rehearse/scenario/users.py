@@ -265,9 +265,10 @@ class Directory:
         bound = ssh(state, self.host, f"{search} -D {BIND_DN} -y {BIND_PASSWORD_FILE} '(uid={USER})' uid")
         found = next((x for x in bound.stdout.splitlines() if x.startswith("uid:")), bound.stderr.strip()[-200:])
         ok = "uid:" not in anonymous and found == f"uid: {USER}"
+        seen = "nothing" if "uid:" not in anonymous else repr(anonymous)
         record(self.host, HostOutcome(OK if ok else FAILED, time.monotonic() - t0,
                                       f"slapd serves {SUFFIX} over StartTLS; the bind DN finds {found!r}, "
-                                      f"an anonymous search {'nothing' if 'uid:' not in anonymous else repr(anonymous)}"))
+                                      f"an anonymous search {seen}"))
 
 
 def user_key(state: State) -> tuple[Path, str]:

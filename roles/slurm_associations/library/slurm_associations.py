@@ -17,7 +17,11 @@ short_description: Slurm accounts and user associations kept with sacctmgr
 description: Compares the accounts and users given with what slurmdbd has and adds or modifies what differs.
 options:
   cluster: {description: the ClusterName the associations belong to, type: str, required: true}
-  accounts: {description: accounts in tree order (name, parent, fairshare, default_qos, grp_tres), type: list, elements: dict, required: true}
+  accounts:
+    description: accounts in tree order (name, parent, fairshare, default_qos, grp_tres, users, groups)
+    type: list
+    elements: dict
+    required: true
   prune: {description: remove associations of listed accounts the blueprint no longer gives, type: bool, default: false}
 """
 
