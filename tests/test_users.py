@@ -182,11 +182,13 @@ WANTED = [{"name": "research", "parent": "root", "fairshare": 100, "default_qos"
            "users": ["alice", "bob"], "groups": []},
           {"name": "ml", "parent": "research", "fairshare": 40, "default_qos": "", "grp_tres": "gres/gpu=16",
            "users": [], "groups": ["ml-team"]}]
-FRESH_ASSOC = ["root||||normal|", "root|root||1|normal|"]
-"""sacctmgr -nP show assoc format=Account,User,ParentName,Fairshare,DefaultQOS,GrpTRES on a new slurmdbd"""
+FRESH_ASSOC = ["root|||1||", "root|root||1||"]
+"""``sacctmgr -nP show assoc where cluster=C format=Account,User,ParentName,Fairshare,DefaultQOS,GrpTRES`` of a new
+slurmdbd, as Debian's 22.05 answered it in the users rehearsal (a user's row has no ParentName: its account is its
+parent)"""
 FRESH_USERS = ["root|root"]
-CONVERGED_ASSOC = ["root||||normal|", "root|root||1|normal|", "research||root|100|normal|",
-                   "research|alice||1|normal|", "research|bob||1|normal|", "ml||research|40||gres/gpu=16",
+CONVERGED_ASSOC = ["root|||1||", "root|root||1||", "research||root|100|normal|",
+                   "research|alice||1||", "research|bob||1||", "ml||research|40||gres/gpu=16",
                    "ml|carol||1||", "ml|bob||1||"]
 CONVERGED_USERS = ["root|root", "alice|research", "bob|research", "carol|ml"]
 
@@ -208,6 +210,18 @@ def test_a_fresh_slurmdbd_gets_accounts_parents_first_then_users_with_their_defa
         ["sacctmgr", "-i", "add", "user", "bob", "account=research", "cluster=lab", "defaultaccount=research"],
         ["sacctmgr", "-i", "add", "user", "carol", "account=ml", "cluster=lab", "defaultaccount=ml"],
         ["sacctmgr", "-i", "add", "user", "bob", "account=ml", "cluster=lab"]]
+
+
+def test_what_the_rehearsal_read_after_its_converge_needs_nothing_more():
+    # the same commands as the rehearsal ran them, then what its slurmdbd answered (converge-again: changed=0)
+    wanted = [{"name": "research", "parent": "root", "fairshare": 10, "default_qos": "", "grp_tres": "",
+               "users": [], "groups": ["researchers"]}]
+    assoc = ["root|||1||", "root|root||1||", "research||root|10||", "research|ada||1||"]
+    m = _module()
+    assert m.commands("lab-ha", wanted, {"researchers": ["ada"]}, FRESH_ASSOC, FRESH_USERS) == [
+        ["sacctmgr", "-i", "add", "account", "research", "cluster=lab-ha", "parent=root", "fairshare=10"],
+        ["sacctmgr", "-i", "add", "user", "ada", "account=research", "cluster=lab-ha", "defaultaccount=research"]]
+    assert m.commands("lab-ha", wanted, {"researchers": ["ada"]}, assoc, ["ada|research", "root|root"]) == []
 
 
 def test_a_converged_slurmdbd_gets_nothing():
