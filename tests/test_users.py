@@ -257,3 +257,16 @@ def test_the_rendered_acceptance_tests_check_sssd_on_every_slurm_host_with_a_dir
         text = files[f"tests/test_{group}.py"]
         assert "def test_sssd_conf_is_root_only(host):" in text and "def test_sssd_is_running(host):" in text
     assert "sssd" not in render_targets(plan_of(lab()))["tests/test_gpu.py"]
+
+
+def test_homes_are_created_at_the_first_login_only_where_no_shared_tier_holds_home():
+    def created(data):
+        text = render_targets(plan_of(data))["ansible/group_vars/all.yml"]
+        return yaml.safe_load(text)["directory_client_create_home"]
+    data = with_users()
+    assert [t["mount"] for t in data["storage"] if t["tier"] == "nfs"] == ["/home"]  # lab-2node's home tier
+    assert created(data) is False
+    data["storage"] = [t for t in data["storage"] if t["mount"] != "/home"]
+    assert created(data) is True
+    data["users"]["directory"]["create_home"] = False
+    assert created(data) is False

@@ -46,8 +46,9 @@ class Directory(StrictModel):
     """min_id: users and groups below it are ignored (local and system accounts keep their ids)"""
     max_id: int = Field(default=2_000_000_000, ge=DIRECTORY_ID_MIN, le=DIRECTORY_ID_MAX)
     """max_id: users and groups above it are ignored"""
-    create_home: bool = False
-    """pam_mkhomedir creates a missing home at the first login (for /home not shared by a storage tier)"""
+    create_home: bool | None = None
+    """pam_mkhomedir creates a missing home at the first login; default: only where no nfs or parallel storage tier
+    is mounted at /home (a shared /home is the site's to populate)"""
 
     @model_validator(mode="after")
     def _encrypted_and_ordered(self) -> "Directory":

@@ -24,10 +24,18 @@ def directory_vars(plan: ClusterPlan) -> dict[str, object]:
         "directory_client_search_base": d.search_base, "directory_client_ca_certificate": d.ca_certificate,
         "directory_client_bind_dn": d.bind_dn or "", "directory_client_schema": d.ldap_schema,
         "directory_client_min_id": d.min_id, "directory_client_max_id": d.max_id,
-        "directory_client_create_home": d.create_home})
+        "directory_client_create_home": create_home(plan)})
     if d.bind_dn:
         out["directory_client_bind_password"] = BIND_PASSWORD_REFERENCE
     return out
+
+
+def create_home(plan: ClusterPlan) -> bool:
+    """pam_mkhomedir: as users.directory.create_home says, else where no shared tier is mounted at /home."""
+    stated = plan.users.directory.create_home
+    if stated is not None:
+        return stated
+    return not any(t.tier in ("nfs", "parallel") and t.mount == "/home" for t in plan.storage)
 
 
 def account_vars(plan: ClusterPlan) -> list[dict[str, object]]:
