@@ -492,3 +492,37 @@ ALL_KINDS: tuple[Kind, ...] = (
     RESERVATION, OS_NAME, BOOT_FILE, APT_URL, APT_KEY, APT_SUITE, PULL_SOURCE, GIT_REF, CLOUD_IDENTITY, RELATIVE_FILE,
     *PRIVILEGED_PATH_KINDS)
 """every kind, for documentation and for the tests that check each one refuses the injection payloads"""
+
+
+# --- users: the directory client, Slurm accounts and who may log in (clusterctl/blueprint/users.py) -------
+
+UNIX_NAME = Kind(
+    "UnixName", "a user or group name", "a POSIX user or group name as useradd(8) accepts it by default: lower-case "
+    "letters, digits, '_' and '-', starting with a letter or '_', at most 32 characters (sacctmgr stores user names "
+    "in lower case)", "alice", r"^[a-z_][a-z0-9_-]*$", 32, "starts with a lower-case letter or '_'", r"a-z0-9_-")
+
+SLURM_ACCOUNT = Kind(
+    "SlurmAccount", "a Slurm account name", "lower-case letters, digits, '.', '_' and '-', starting with a letter or "
+    "digit, at most 64 characters (sacctmgr stores account names in lower case: Physics would be re-added on every "
+    "converge)", "physics", r"^[a-z0-9][a-z0-9._-]*$", 64, "starts with a lower-case letter or digit", r"a-z0-9._-")
+
+LDAP_URI = Kind(
+    "LdapUri", "an LDAP URI", "ldaps://host[:port] or ldap://host[:port] (then start_tls), the host a name, an IPv4 "
+    "address or [an IPv6 address]; no path, credentials or extensions (sssd-ldap(5) ldap_uri)",
+    "ldaps://ldap01.example.com",
+    r"^ldaps?://([A-Za-z0-9_][A-Za-z0-9_.-]*|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?$", 2048,
+    "is ldaps://host[:port] or ldap://host[:port]", r"A-Za-z0-9._:/\[\]-")
+
+DISTINGUISHED_NAME = Kind(
+    "DistinguishedName", "an LDAP distinguished name", "attribute=value pairs joined by ',' (RFC 4514), each "
+    "attribute a letter then letters, digits and '-', each value letters, digits, '.', '_' and '-' (no spaces, "
+    "escapes or multi-valued RDNs)", "ou=people,dc=example,dc=com",
+    r"^[A-Za-z][A-Za-z0-9-]*=[A-Za-z0-9._-]+(,[A-Za-z][A-Za-z0-9-]*=[A-Za-z0-9._-]+)*$", 1024,
+    "is attribute=value pairs joined by ',' (ou=people,dc=example,dc=com)", r"A-Za-z0-9._=,-")
+
+USER_KINDS = (UNIX_NAME, SLURM_ACCOUNT, LDAP_URI, DISTINGUISHED_NAME)
+ALL_KINDS = ALL_KINDS + USER_KINDS
+UnixName = Annotated[str, UNIX_NAME]
+SlurmAccount = Annotated[str, SLURM_ACCOUNT]
+LdapUri = Annotated[str, LDAP_URI]
+DistinguishedName = Annotated[str, DISTINGUISHED_NAME]

@@ -230,6 +230,13 @@ def lab_extended() -> dict:
                                 "key": "https://repo.example.com/slurm/key.asc", "suite": "jammy",
                                 "key_fingerprint": "0123456789ABCDEF0123456789ABCDEF01234567",
                                 "components": ["main"], "version": "24.05.4-1"}
+    data["users"] = {"directory": {"uris": ["ldaps://ldap01.example.com"], "search_base": "dc=example,dc=com",
+                                   "ca_certificate": "/etc/ssl/certs/example-ca.pem",
+                                   "bind_dn": "cn=sssd,ou=services,dc=example,dc=com"},
+                     "admin_groups": ["hpcadmin"],
+                     "accounts": [{"name": "research", "parent": "root", "default_qos": "normal", "users": ["alice"],
+                                   "groups": ["researchers"]}]}
+    data["slurm"]["partitions"][0]["allow_accounts"] = ["research"]
     return with_catalog_copies(data)
 
 

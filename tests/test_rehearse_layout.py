@@ -1,6 +1,7 @@
 """No import inside a function of clusterctl/rehearse/ but the optional dependencies of the ``rehearse`` extra,
 which validate and render do without: ansible_runner (and ansible's vault for the day0 scenario's vault file),
-sushy-tools with werkzeug, bcrypt and cryptography for the emulated BMCs (docs/bmc.md). Module and function sizes are held for the whole package by
+sushy-tools with werkzeug, bcrypt and cryptography for the emulated BMCs (docs/bmc.md), cryptography for the users
+scenario's directory certificates and its user's key. Module and function sizes are held for the whole package by
 tests/test_code_shape.py."""
 
 from __future__ import annotations
@@ -15,6 +16,11 @@ LOCAL_IMPORTS = {("scenario/deploy.py", "run_playbook", "ansible_runner"),
                  *(("fake/redfish.py", "_write_certificate", m) for m in (
                      "cryptography", "cryptography.hazmat.primitives", "cryptography.hazmat.primitives.asymmetric",
                      "cryptography.x509.oid")),
+                 *(("scenario/users.py", "_certificates", m) for m in (
+                     "cryptography", "cryptography.hazmat.primitives", "cryptography.hazmat.primitives.asymmetric",
+                     "cryptography.x509.oid")),
+                 *(("scenario/users.py", "user_key", m) for m in (
+                     "cryptography.hazmat.primitives", "cryptography.hazmat.primitives.asymmetric")),
                  *(("fake/redfish_bmc.py", "serve", m) for m in (
                      "sushy_tools", "sushy_tools.emulator", "sushy_tools.emulator.resources.systems",
                      "werkzeug.serving"))}

@@ -11,6 +11,7 @@ from clusterctl.blueprint.network import Fabric, Network
 from clusterctl.blueprint.operations import Firewall, Monitoring
 from clusterctl.blueprint.software import Cloud, Slurm, Software, Validation
 from clusterctl.blueprint.storage import StorageTier, Workload
+from clusterctl.blueprint.users import Users
 from clusterctl.catalog.models import CatalogData
 from clusterctl.kinds import ClusterName, FreeText, Identifier, ObjectName
 from clusterctl.strict import StrictModel
@@ -46,3 +47,6 @@ class Blueprint(StrictModel):
     """Prometheus, exporters and alert rules (docs/monitoring.md); absent: no monitoring stack is rendered"""
     firewall: Firewall | None = None
     """nftables rules per host role (docs/monitoring.md, "Host firewall"); absent: no firewall is rendered"""
+    users: Users | None = None
+    """the directory the hosts resolve users through, Slurm accounts and their users, who may log in to compute nodes
+    without a job (docs/ansible.md, "Users"); absent: none of them managed"""

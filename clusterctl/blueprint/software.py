@@ -10,8 +10,8 @@ from pydantic_core import PydanticCustomError
 from clusterctl import path_policy
 from clusterctl.kinds import (KIND_ERROR, AbsolutePath, AptKey, AptSuite, AptUrl, Cidr, CloudIdentityRef, CloudRegion,
                               CloudZone, FreeText, GitRef, HostList, HostName, Identifier, OpenPgpFingerprint, OsName,
-                              PackageDirectory, PartitionName, PullSource, QosName, Reservation, SlurmClusterName,
-                              SlurmTime, SlurmVersion, StateDirectory, Version)
+                              PackageDirectory, PartitionName, PullSource, QosName, Reservation, SlurmAccount,
+                              SlurmClusterName, SlurmTime, SlurmVersion, StateDirectory, Version)
 from clusterctl.strict import StrictModel, listed_once
 
 
@@ -23,6 +23,8 @@ class Partition(StrictModel):
     default: bool = False
     max_time: SlurmTime = "UNLIMITED"
     """Slurm time limit (minutes, HH:MM:SS, D-HH:MM:SS or UNLIMITED)"""
+    allow_accounts: list[SlurmAccount] = Field(default_factory=list, max_length=1024)
+    """AllowAccounts: only jobs of these accounts (users.accounts) and their sub-accounts run here; empty: ALL"""
 
 
 class Qos(StrictModel):

@@ -353,6 +353,11 @@ class ClusterPlan:
         return self.blueprint.workload
 
     @property
+    def users(self):
+        """the ``users:`` settings (directory, Slurm accounts, admin groups), None when the blueprint has none"""
+        return self.blueprint.users
+
+    @property
     def cooling(self):
         """the ``cooling:`` settings (CDUs, the room's air), always present (empty by default)"""
         return self.blueprint.cooling

@@ -180,6 +180,7 @@ def _partition_line(part: Partition, nodes: str, default: bool, per_gpu: tuple[i
         ("MaxTime", part.max_time),
         ("DefCpuPerGPU", per_gpu[0]),
         ("DefMemPerGPU", per_gpu[1]),
+        ("AllowAccounts", ",".join(part.allow_accounts) or None),
         ("State", "UP"),
     ], f"partition {part.name}")
 

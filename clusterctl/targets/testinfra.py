@@ -81,6 +81,8 @@ def _group_context(plan: ClusterPlan, g: GroupPlan, nccl: dict[str, dict]) -> di
         "expected_mounts": expected,
         "local_dirs": local,
         "accounts": _accounts(plan) if slurm else [],
+        "directory": slurm and (g.role in SLURM_ROLES or bool(hosts & set(controllers + accounting)))
+        and plan.users is not None and plan.users.directory is not None,
         "pmix": pmix_packages(plan) if slurm and (g.role in ("compute", "login") or bool(hosts & set(controllers)))
         else [],
         "pyxis": slurm and enroot_login(plan) and (g.role == "login" or (g.role == "compute" and g.type.gpus > 0)),

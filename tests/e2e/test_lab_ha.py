@@ -27,7 +27,7 @@ from tests.e2e.events import roles_run
 from tests.e2e.test_scenarios import assert_nothing_left, blueprint_copy
 
 pytestmark = pytest.mark.e2e
-HOSTS = ("hagpu01", "head01", "head02", "login01")
+HOSTS = ("hagpu01", "hagpu02", "head01", "head02", "login01")
 HAGPU01 = ("10.33.0.17", "02:00:0a:0a:00:01")
 """hagpu01's planned in-band address in the copy and its in-band MAC in the copied inventory"""
 DAY0_STEPS = ["day0: services", "day0: bmc", "day0: dhcp", "day0: dns", "day0: time"]
@@ -48,8 +48,9 @@ def lab_ha(tmp_path_factory):
     assert 'install: {kind: debs, path: /srv/slurm-debs, version: "24.05.4-1"}' in text
     path.write_text(text.replace('install: {kind: debs, path: /srv/slurm-debs, version: "24.05.4-1"}',
                                  "install: {kind: distro}"))
-    r, summary = rehearse(path, out, "--scenario", "deploy", "--scenario", "failover", "--scenario", "day0",
-                          "--nodes-per-group", "1", "--keep")
+    # two compute nodes: the users scenario's srun -N2 (the failover's job needs one)
+    r, summary = rehearse(path, out, "--scenario", "deploy", "--scenario", "failover", "--scenario", "users",
+                          "--scenario", "day0", "--nodes-per-group", "2", "--keep")
     try:
         yield r, summary, out, path
     finally:  # kept for the broken-render tests; the last test tears it down and checks nothing is left
@@ -62,10 +63,11 @@ def test_lab_ha_deploys_the_ha_hosts_and_fails_over(lab_ha):
     r, summary, _, _ = lab_ha
     assert r.returncode == 0, r.stderr[-4000:]
     assert "Traceback" not in r.stderr
-    assert summary["scenarios"] == {"deploy": "run", "failover": "run", "day0": "run"}
+    assert summary["scenarios"] == {"deploy": "run", "failover": "run", "users": "run", "day0": "run"}
     assert [s["name"] for s in summary["steps"]] == [
-        "boot", "ssh-check", "mirror", "failover: failover-timeout", "deploy: converge", "deploy: packages", "deploy: converge-again",
-        "deploy: testinfra", "deploy: srun", "failover: failover", *DAY0_STEPS]
+        "boot", "ssh-check", "mirror", "failover: failover-timeout", "users: directory", "deploy: converge",
+        "deploy: packages", "deploy: converge-again", "deploy: testinfra", "deploy: srun", "failover: failover",
+        "users: users", *DAY0_STEPS]
     assert sorted(n["name"] for n in summary["nodes"]) == sorted(HOSTS)
     assert summary["slurm_version"] == {"blueprint": "24.05", "rehearsed": "22.05"}  # debian-12's slurm-wlm
     assert summary["slurm_install"] == {"kind": "distro"}
@@ -103,6 +105,23 @@ def test_failover_primary_returns_and_accounting_survives_a_slurmdbd_restart(lab
     assert "sacct lists job" in hosts["head01"]["detail"] and "before (True) and after (True)" in hosts["head01"]["detail"]
     assert list((out / ".rehearsal" / "shared" / "shared" / "slurm" / "statesave").glob("job_state*")), \
         "no job state on the shared tier"
+
+
+# --- users ------------------------------------------------------------------------------------------------
+
+def test_users_a_directory_user_logs_in_has_the_association_and_runs_srun_on_both_compute_nodes(lab_ha):
+    """docs/rehearse.md, "The users scenario": slapd on head02 (StartTLS, only the bind DN reads), SSSD on every
+    Slurm host, the account research given to the directory group researchers."""
+    _, summary, _, _ = lab_ha
+    directory = steps(summary)["users: directory"]["hosts"]["head02"]
+    assert directory["status"] == "ok", directory
+    assert directory["detail"].endswith("an anonymous search nothing"), directory
+    login = steps(summary)["users: users"]["hosts"]["login01"]
+    assert login["status"] == "ok", login
+    assert login["detail"] == ("ada:*:20001:20001:Ada Lovelace:/home/ada:/bin/bash; logged in as ada; "
+                               "associations research|ada; srun -N2 ran on hagpu01,hagpu02"), login
+    assert (login["uid"], login["srun_nodes"]) == (20001, 2)
+    assert summary["rehearsed_as"]["users.directory"]["rehearsed"]["uris"] == ["ldap://head02"]
 
 
 # --- day0 -------------------------------------------------------------------------------------------------

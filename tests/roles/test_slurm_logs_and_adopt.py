@@ -61,7 +61,7 @@ def test_pam_slurm_adopt_after_pam_access_and_without_pam_systemd():
     block = tasks["Put pam_access and pam_slurm_adopt after common-account in sshd's PAM stack"]["ansible.builtin.blockinfile"]
     lines = block["block"].splitlines()
     assert lines == ["account sufficient pam_access.so accessfile={{ slurm_compute_pam_adopt_access_file }}",
-                     "account required pam_slurm_adopt.so"]
+                     "account required pam_slurm_adopt.so {{ slurm_compute__adopt_options }}"]
     assert block["insertafter"] == "^@include common-account"
     session = tasks["Keep pam_systemd out of sshd's session stack"]["ansible.builtin.lineinfile"]
     assert session["line"] == "@include common-session-noninteractive"

@@ -9,6 +9,7 @@ expects it (docs/rehearse.md):
 4. ``node-failure``: the health check drains a node that lost a GPU, and returns it;
 5. ``monitoring``: Prometheus scrapes every node's exporters; stopping slurmd fires the rendered alert;
 6. ``failover`` (a backup controller and a shared StateSaveLocation);
+   ``users`` (a login node): a user of the directory the rehearsal serves logs in and runs srun;
 7. ``day0`` (an inventory with the compute hosts' MACs, two controllers): the BMC play power-cycles a compute node,
    which comes back by DHCP, resolves every planned name and follows the controllers' time;
 8. ``pull``: every node applies the rendered tree itself from a git remote, gated by rollout.yml;
@@ -31,10 +32,12 @@ from clusterctl.rehearse.scenario.node_failure import NodeFailureScenario
 from clusterctl.rehearse.scenario.pull import PullScenario
 from clusterctl.rehearse.scenario.rolling import RollingScenario
 from clusterctl.rehearse.scenario.scratch import ScratchScenario
+from clusterctl.rehearse.scenario.users import UsersScenario
 from clusterctl.rehearse.scenario.version_guard import VersionGuardScenario
 
 SCENARIOS: tuple[type[Scenario], ...] = (VersionGuardScenario, DeployScenario, ScratchScenario, NodeFailureScenario,
-                                         MonitoringScenario, FailoverScenario, Day0Scenario, PullScenario, ElasticScenario,
+                                         MonitoringScenario, FailoverScenario, UsersScenario, Day0Scenario, PullScenario,
+                                         ElasticScenario,
                                          RollingScenario)
 ORDER = tuple(s.name for s in SCENARIOS)
 """the scenarios of ``--scenario all``, in the order they run"""

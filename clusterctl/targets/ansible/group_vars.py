@@ -22,6 +22,7 @@ from clusterctl.targets.ansible.pull import pull_settings, pull_vars
 from clusterctl.targets.ansible.slurm_vars import (power_save_vars, qos_vars, slurm_host_vars, slurm_install_vars,
                                                   slurm_version_var)
 from clusterctl.targets.ansible.storage import MOUNTED_ROLES, lustre_vars, storage_mounts
+from clusterctl.targets.ansible.users_vars import users_sections
 from clusterctl.yamlout import Flow, FlowMap, Unsafe, unsafe
 
 RENDER_DIR_TEMPLATE = "{{ playbook_dir }}/.."
@@ -89,6 +90,7 @@ def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Seq
         sections.append((["slurm_controller: the QOS of slurm.qos, created and kept with sacctmgr by the primary "
                           "controller (docs/slurm.md, \"QOS\"); values as sacctmgr shows them"],
                          unsafe({"slurm_controller_qos": [FlowMap(q) for q in qos_vars(plan.slurm.qos)]})))
+    sections += users_sections(plan)
     if plan.slurm and plan.slurm.database_host:
         sections.append(([f"slurmdbd: the accounting database is the site's server {plan.slurm.database_host} "
                           "(slurm.database_host): not installed here"], {"slurmdbd_database_manage": False}))

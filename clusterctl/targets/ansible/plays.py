@@ -115,6 +115,29 @@ def scratch_plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
                  missing=[r for r in ["local_scratch"] if r not in available])]
 
 
+def directory_plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
+    """SSSD on every Slurm host before any Slurm daemon starts: slurmctld, slurmd and sshd resolve the directory's
+    users from the first job on (users.directory)."""
+    if plan.slurm is None or plan.users is None or plan.users.directory is None:
+        return []
+    return [Play("Users and groups of the site's directory (SSSD) on every Slurm node", "slurm_cluster",
+                 [r for r in ["directory_client"] if r in available],
+                 missing=[r for r in ["directory_client"] if r not in available],
+                 comment="NSS and PAM through SSSD, TLS checked against the site's CA (docs/ansible.md, \"Users\")")]
+
+
+def association_plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
+    """The Slurm accounts and user associations on the primary controller, once slurmctld and slurmdbd run
+    (users.accounts): AccountingStorageEnforce=associations refuses jobs of users without one."""
+    if plan.slurm is None or plan.users is None or not plan.users.accounts:
+        return []
+    return [Play("Slurm accounts and user associations", "slurm_controllers[0]",
+                 [r for r in ["slurm_associations"] if r in available],
+                 missing=[r for r in ["slurm_associations"] if r not in available],
+                 comment="sacctmgr on the primary controller: adds and modifies what differs from users.accounts, "
+                         "directory groups expanded with getent group")]
+
+
 def _stack_title(g, wanted: list[str]) -> str:
     """A node group's own play: its accelerator and fabric stack, or only its host network (a GPU-less group
     whose one role is host_network: the in-band DHCP client of lab-ha's head and login nodes)."""
@@ -135,8 +158,8 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
         out.append(Play("Slurm and MUNGE accounts and MUNGE authentication on every Slurm node", "slurm_cluster",
                         ["slurm_accounts", "munge"], comment="the slurm and munge accounts with the blueprint's ids "
                         "before any Slurm or MUNGE package (SchedMD's packages create no user)"))
-    sm_hosts = opensm_hosts(plan)
-    if sm_hosts:  # before the nodes' own roles: an InfiniBand port is INIT until a subnet manager has swept it
+    out += directory_plays(plan, available)
+    if sm_hosts := opensm_hosts(plan):  # before the nodes' own roles: an InfiniBand port is INIT until a subnet manager has swept it
         out.append(Play("InfiniBand subnet managers (OpenSM)", ",".join(sm_hosts), ["subnet_manager"],
                         comment="the fabric and priority of each host: subnet_manager/hosts.yml", named_by_blueprint=True))
     nccl = nccl_groups(plan)
@@ -180,6 +203,7 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
                                 + ("; StateSaveLocation is on shared storage: mounted before slurmctld's state "
                                    "directory is created" if shared_state else ""),
                         serial=1, max_fail_percentage=0))
+    out += association_plays(plan, available)
     roles_present = {g.role for g in plan.groups}
     if "compute" in roles_present:
         rollout = plan.slurm.rollout if slurm else None

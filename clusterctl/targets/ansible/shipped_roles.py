@@ -12,7 +12,7 @@ CONTRACT_ROLES = ("slurm_preflight", "common", "slurm_accounts", "munge", "slurm
                   "enroot_pyxis", "nvidia_imex", "node_drain", "internal_common", "roce_network", "nfs_server",
                   "gcp_tcpxo", "ansible_pull", "slurm_power_save", "host_network_preflight", "host_network",
                   "subnet_manager", "dns_server", "dns_client", "dhcp_server",
-                  "local_scratch")
+                  "local_scratch", "directory_client", "slurm_associations")
 """every role docs/render-layout.md names"""
 HARDWARE_ROLES = ("doca_ofed", "nvidia_driver", "nvidia_imex", "dcgm", "enroot_pyxis")
 """GPU node roles, in the order they are applied (DOCA-OFED before the driver: nvidia-peermem needs both)"""
