@@ -629,7 +629,7 @@ class RehearseScenario(str, Enum):
     node_failure = "node-failure"
     failover = "failover"
     day0 = "day0"
-    rolling = "rolling"
+    add_node = "add-node"
     pull = "pull"
     elastic = "elastic"
     fabric = "fabric"
@@ -648,7 +648,7 @@ def rehearse(
     scenario: Annotated[Optional[list[RehearseScenario]], typer.Option(
         "--scenario", help="all (every scenario that applies, on one boot); nodes: boot and SSH only; deploy: "
                          "converge site.yml twice, testinfra, srun; version-guard, node-failure, failover, day0, pull, elastic, "
-                         "rolling: docs/rehearse.md. Repeat it to run several scenarios on one boot. fabric (alone, not in all): "
+                         "add-node: docs/rehearse.md. Repeat it to run several scenarios on one boot. fabric (alone, not in all): "
                          "a slice of each routed Ethernet/RoCE fabric with FRR from the rendered switch files")] = None,
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
     image: Annotated[Optional[RehearseImage], typer.Option(
