@@ -108,3 +108,15 @@ def test_change_adds_an_option_a_partition_and_a_node_without_moving_a_host(lab)
     now = {s.name: s.address for s in node_specs(grown, 2, "t")}
     assert {h: now[h] for h in before} == before
     assert now["gpu03"] not in before.values()
+
+
+@pytest.mark.parametrize("blueprint, restart", [("lab-2node", True), ("gb200-nvl72-8rack", False)])
+def test_slurmctld_restarts_for_new_node_lines_only_before_24_11(blueprint, restart):
+    """SchedMD's FAQ, "How should I add nodes to Slurm?": restart slurmctld on 24.05 and older; scontrol
+    reconfigure is sufficient on 24.11 and newer (lab-2node is 24.05, gb200-nvl72-8rack 24.11). The controller
+    play runs before the compute play, so slurmctld knows a new node before any slurmd is restarted."""
+    data = load_yaml_file(REPO / "blueprints" / f"{blueprint}.yaml")[0]
+    files = render_targets(_plan(data))
+    assert yaml.safe_load(files["ansible/group_vars/all.yml"])["slurm_controller_restart_on_node_change"] is restart
+    names = [p["name"] for p in _site(files)]
+    assert names.index("Slurm controllers") < names.index("Compute nodes")

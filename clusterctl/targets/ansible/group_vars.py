@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from clusterctl.plan.dhcp import listen_addresses, serves_dhcp
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.plan.roles import gpu_groups
+from clusterctl.plan.slurm import RECONFIGURE_ADDS_NODES, slurm_supports
 from clusterctl.targets import roce
 from clusterctl.targets.ansible.chrony import time_vars
 from clusterctl.targets.ansible import host_network
@@ -75,6 +76,12 @@ def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Seq
         sections.append((["Slurm hosts: the slurm and munge accounts' ids (slurm.user, slurm.munge_user; created before any "
                           "package), the PMIx", "package the mpi/pmix plugin loads and the Slurm headers pyxis is built "
                           "against (docs/ansible.md, \"Slurm and MUNGE accounts\")"], slurm_host_vars(plan)))
+    if plan.slurm:
+        sections.append((["slurm_controller: a change of the node lines restarts slurmctld before Slurm 24.11; from 24.11 "
+                          "`scontrol reconfigure` adds and removes nodes", "(SchedMD FAQ, \"How should I add nodes to "
+                          "Slurm?\"; docs/ansible.md, \"Rolling changes\")"],
+                         {"slurm_controller_restart_on_node_change":
+                          not slurm_supports(plan, RECONFIGURE_ADDS_NODES)}))
     if plan.slurm and gpu_groups(plan):
         sections.append((["node_drain: a change that needs an idle node (driver, DOCA-OFED, NIC firmware, IMEX peers) "
                           "drains it and waits this long for its jobs,", "then leaves it drained and pending for the "
