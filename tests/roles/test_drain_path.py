@@ -157,7 +157,7 @@ def _change_include(role: str, tasks_file: str) -> dict:
 
 
 @pytest.mark.parametrize("role, tasks_file, apply, reason", [
-    ("nvidia_driver", "install.yml", "change", "{{ nvidia_driver_drain_reason }}"),
+    ("nvidia_driver", "configure.yml", "change", "{{ nvidia_driver_drain_reason }}"),
     ("doca_ofed", "install.yml", "change", "{{ doca_ofed_drain_reason }}"),
     ("nvidia_imex", "configure.yml", "peers", "{{ nvidia_imex_drain_reason }}"),
 ])
@@ -190,7 +190,7 @@ def test_doca_and_firmware_changes_drain_and_the_packages_are_held():
     assert vars_["node_drain_hold_patterns"] == "{{ doca_ofed_hold_patterns }}"
     (flash,) = [t for t in _tasks("doca_ofed", "change.yml") if t["name"] == "Update the adapters' firmware"]
     assert flash["ansible.builtin.command"]["argv"] == ["mlxfwmanager", "-u", "-y"]
-    assert _change_include("nvidia_driver", "install.yml")["node_drain_hold_patterns"] == "{{ nvidia_driver_hold_patterns }}"
+    assert _change_include("nvidia_driver", "configure.yml")["node_drain_hold_patterns"] == "{{ nvidia_driver_hold_patterns }}"
     defaults = yaml.safe_load((ROLES / "node_drain" / "defaults" / "main.yml").read_text())
     assert defaults["node_drain_hold_kernel"] is True
     assert "linux-image-" in defaults["node_drain_kernel_patterns"]
