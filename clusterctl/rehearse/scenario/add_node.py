@@ -173,12 +173,13 @@ class StatePoller:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            r = ssh(self.state, self.via, f"sinfo -h -N -o '%N %T'; echo job $(squeue -h -j {self.job} -o %T)",
-                    timeout=30)
+            r = ssh(self.state, self.via, f"sinfo -h -N -o '%N %T'; echo job $(squeue -h -j {self.job} -o %T "
+                                          "2>/dev/null || echo UNREACHABLE)", timeout=30)
             for line in r.stdout.splitlines():
                 parts = line.split()
-                if parts[:1] == ["job"]:
-                    self.job_states.add(parts[1] if len(parts) > 1 else "GONE")
+                if parts[:1] == ["job"]:  # UNREACHABLE: slurmctld restarting (up to 24.05) or re-executing itself
+                    if parts[1:] != ["UNREACHABLE"]:
+                        self.job_states.add(parts[1] if len(parts) > 1 else "GONE")
                 elif len(parts) == 2 and "drain" in parts[1].lower():
                     self.drained.setdefault(parts[0], set()).add(parts[1])
             self.polls += 1
@@ -225,7 +226,9 @@ class AddNode:
             if o.status != OK or (h not in self.after.compute and h != via):
                 record(h, o)
         if run.rc != 0:
-            raise StepFailed(f"ansible-playbook exited {run.rc}: {dict(run.failed)}"[:800])
+            drained = {c: drains_logged(state, c, log) for c, log in logs.items()}
+            raise StepFailed(f"ansible-playbook exited {run.rc}: {dict(run.failed)}"[:800]
+                             + f"; drains in slurmctld's log: {drained}"[:600])
         running_after = job_times(state, via, job).get("JobState")
         ssh_ok(state, via, f"scancel --signal=USR1 --batch {job}")
         done, _ = wait_for(lambda: job_times(state, via, job).get("JobState") not in ("RUNNING", "COMPLETING")
