@@ -630,7 +630,7 @@ class RehearseScenario(str, Enum):
     monitoring = "monitoring"
     failover = "failover"
     day0 = "day0"
-    rolling = "rolling"
+    add_node = "add-node"
     pull = "pull"
     elastic = "elastic"
     fabric = "fabric"
@@ -651,7 +651,7 @@ def rehearse(
     scenario: Annotated[Optional[list[RehearseScenario]], typer.Option(
         "--scenario", help="all (every scenario that applies, on one boot); nodes: boot and SSH only; deploy: "
                          "converge site.yml twice, testinfra, srun; version-guard, scratch, node-failure, monitoring, failover, users, day0, pull, "
-                         "elastic, rolling: docs/rehearse.md. Repeat it to run several scenarios on one boot. fabric (alone, not in all): "
+                         "elastic, add-node: docs/rehearse.md. Repeat it to run several scenarios on one boot. fabric (alone, not in all): "
                          "a slice of each routed Ethernet/RoCE fabric with FRR from the rendered switch files")] = None,
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
     image: Annotated[Optional[RehearseImage], typer.Option(

@@ -67,7 +67,7 @@ def test_set_conf_replaces_or_adds_after_the_controller_lines(tmp_path):
     set_conf(conf, "HealthCheckInterval", 10)
     assert conf.read_text() == ("ClusterName=x\nSlurmctldHost=a\nSlurmctldHost=b\nSlurmctldTimeout=10\n"
                                 "HealthCheckInterval=10\n")
-    # the edit went through the writer: a later render of the directory (the rolling scenario) replaces it
+    # the edit went through the writer: a later render of the directory (the add-node scenario) replaces it
     write_tree({"slurm/slurm.conf": original}, tmp_path)
     assert conf.read_text() == original
 

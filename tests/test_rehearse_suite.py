@@ -19,7 +19,7 @@ ELASTIC = "not applicable: the compute nodes are elastic (State=CLOUD): they com
 def test_the_registry_holds_every_scenario_in_the_documented_order():
     assert ORDER == ("version-guard", "deploy", "scratch", "node-failure", "monitoring", "failover", "users", "day0",
                      "pull", "elastic",
-                     "rolling")
+                     "add-node")
 
 
 def test_every_scenario_says_what_it_proves_and_declares_its_needs():
@@ -40,7 +40,7 @@ def _chosen(scenario, name):
 
 def test_all_on_lab_2node_skips_failover_and_elastic_with_their_reasons():
     assert _chosen("all", "lab-2node") == (
-        ["version-guard", "deploy", "scratch", "node-failure", "monitoring", "pull", "rolling"],
+        ["version-guard", "deploy", "scratch", "node-failure", "monitoring", "pull", "add-node"],
         {"failover": "not applicable: one Slurm controller (slurm.controllers names no backup)",
          "users": "not applicable: no login node (a node group with role login)",
          "day0": "not applicable: one Slurm controller (slurm.controllers names no backup)",
@@ -49,7 +49,7 @@ def test_all_on_lab_2node_skips_failover_and_elastic_with_their_reasons():
 
 def test_all_on_lab_ha_runs_failover():
     assert _chosen("all", "lab-ha")[0] == ["version-guard", "deploy", "scratch", "node-failure", "failover", "users", "day0",
-                                           "pull", "rolling"]
+                                           "pull", "add-node"]
 
 
 def test_all_on_lab_cloud_runs_elastic_alone():
@@ -57,7 +57,7 @@ def test_all_on_lab_cloud_runs_elastic_alone():
 
 
 def test_named_scenarios_run_in_registry_order_without_the_filter():
-    assert _chosen(["rolling", "deploy"], "lab-2node") == (["deploy", "rolling"], {}, "")
+    assert _chosen(["add-node", "deploy"], "lab-2node") == (["deploy", "add-node"], {}, "")
     assert _chosen("nodes", "lab-2node") == ([], {}, "nodes")
 
 
@@ -89,13 +89,13 @@ def test_all_on_lab_ha_puts_every_scenario_on_one_boot_in_order(tmp_path):
         "deploy: converge-again", "deploy: testinfra", "deploy: srun", "scratch: scratch", "node-failure: health-setup",
         "node-failure: node-failure", "node-failure: prolog-failure", "failover: failover", "users: users",
         "day0: services", "day0: bmc", "day0: dhcp", "day0: dns", "day0: time", "pull: pull-v1", "pull: pull-batch",
-        "pull: pull-all", "rolling: rolling"]
+        "pull: pull-all", "add-node: add-node"]
     assert [(s.name, [b[1] for b in s.binds]) for s in reh.specs] == [
         ("head01", ["/shared"]), ("head02", ["/shared"]), ("login01", []), ("gpu01", []), ("gpu03", [])]
-    assert list(reh.info) == ["image", "slurm_version", "slurm_install", "rehearsed_as", "rolling_change", "version_guard",
+    assert list(reh.info) == ["image", "slurm_version", "slurm_install", "rehearsed_as", "add_node_change", "version_guard",
                               "shared_storage", "installed_packages", "scenarios"]
     assert reh.info["image"] == {"name": "debian-12", "suite": "bookworm", "reason": "nearest to software.os ubuntu-22.04"}
     assert reh.info["scenarios"] == {"version-guard": "run", "deploy": "run", "scratch": "run", "node-failure": "run",
                                      "monitoring": "not applicable: no monitoring section",
-                                     "failover": "run", "users": "run", "day0": "run", "pull": "run", "rolling": "run",
+                                     "failover": "run", "users": "run", "day0": "run", "pull": "run", "add-node": "run",
                                      "elastic": "not applicable: not a cloud blueprint with Slurm"}

@@ -78,8 +78,9 @@ class Rollout(StrictModel):
     max_fail_percent: int = Field(default=0, ge=0, le=100)
     """failed hosts a batch may have before the run stops (0: the first failure stops the rollout)"""
     drain_timeout_minutes: int = Field(default=60, ge=1, le=44_640)  # 31 days: above any job time limit
-    """how long a drained node may take to finish its jobs before slurmd is restarted; the host fails after
-    that and stays drained (the next run waits again)"""
+    """how long a change that needs an idle node (driver, DOCA-OFED, NIC firmware, IMEX peers) waits for the
+    drained node's jobs; after that the node stays drained and pending, the run goes on, and the next run applies
+    the change (slurmd restarts never drain: docs/ansible.md, "Rolling changes")"""
     pull: Pull | None = None
     """pull mode as well as push: nodes apply the rendered tree themselves (optional)"""
 

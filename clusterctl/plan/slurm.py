@@ -152,10 +152,16 @@ PMIX_SONAME = Feature(
     "mpi_pmix_v4.so holds \"libpmix.so\" (and trixie's 24.11.5 mpi_pmix_v5.so \"libpmix.so.2\"); the first release "
     "with the versioned name is not verified here")
 
+RECONFIGURE_ADDS_NODES = Feature(
+    "`scontrol reconfigure` adds and removes nodes (older: slurmctld restarts when the node lines change; the roles "
+    "do either)", Release(24, 11), None,
+    "SchedMD FAQ, \"How should I add nodes to Slurm?\": \"recommended on Slurm 24.05 and older\": restart slurmctld; "
+    "\"sufficient on Slurm 24.11 and newer\": update slurm.conf on all nodes, run scontrol reconfigure")
+
 FEATURES: tuple[Feature, ...] = (
     CONFIGLESS, GRES_ENV_FLAGS, CGROUP_PLUGIN, PROLOG_GLOB, JOB_CONTAINER_DIRS, BLOCK_PLUGIN, BLOCK_SIZES,
     SWITCH_NVIDIA_IMEX, AUTODETECT_NVIDIA, TOPOLOGY_YAML, CLOUD_REG_ADDRS, NO_ADDR_CACHE, PRIVATE_DATA_CLOUD,
-    KEEP_POWER_SAVE_SETTINGS, TREE_WIDTH_NODE_COUNT, PMIX_SONAME)
+    KEEP_POWER_SAVE_SETTINGS, TREE_WIDTH_NODE_COUNT, PMIX_SONAME, RECONFIGURE_ADDS_NODES)
 """every release-gated option or behaviour the rules judge and the targets render by (docs/slurm.md, "Version
 table", is generated from it: tests/plan/test_slurm_features.py). Options not listed (ClusterName, SlurmctldHost,
 AccountingStorage*, SelectType=select/cons_tres, GresTypes, TaskPlugin, ProctrackType, JobAcctGatherType,

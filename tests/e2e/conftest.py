@@ -61,7 +61,7 @@ def rehearse(blueprint: Path, out: Path, *args: str, timeout: int = 2400):
 @pytest.fixture(scope="session")
 def lab_rehearsal(tmp_path_factory):
     """The acceptance command itself, once per session: ``clusterctl rehearse blueprints/lab-2node.yaml
-    --format json`` (every scenario that applies: version-guard, deploy, node-failure, rolling)."""
+    --format json`` (every scenario that applies: version-guard, deploy, node-failure, add-node)."""
     require_rehearsal()
     require_deploy()
     # SchedMD's packages the lab installs, built before the rehearsal's clock starts: on a fresh machine the build

@@ -27,7 +27,7 @@ ALL_STEPS = ["boot", "ssh-check", "mirror", "version-guard: render", "version-gu
              "version-guard: render back", "monitoring: monitoring-intervals", "deploy: converge", "deploy: packages",
              "deploy: converge-again", "deploy: testinfra",
              "deploy: srun", "node-failure: health-setup", "node-failure: node-failure", "node-failure: prolog-failure",
-             "monitoring: scraped", "monitoring: slurmd-alert", "pull: pull-v1", "pull: pull-batch", "pull: pull-all", "rolling: rolling"]
+             "monitoring: scraped", "monitoring: slurmd-alert", "pull: pull-v1", "pull: pull-batch", "pull: pull-all", "add-node: add-node"]
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,7 @@ def test_rehearse_exits_0_with_every_scenario_that_applies_ok(deployed):
     bad = {s["name"]: s.get("error") or s["hosts"] for s in summary["steps"] if s["status"] != "ok"}
     assert not bad
     assert summary["scenarios"] == {"version-guard": "run", "deploy": "run", "node-failure": "run",
-                                    "monitoring": "run", "pull": "run", "rolling": "run",
+                                    "monitoring": "run", "pull": "run", "add-node": "run",
                                     "failover": "not applicable: one Slurm controller (slurm.controllers names "
                                                 "no backup)",
                                     "day0": "not applicable: one Slurm controller (slurm.controllers names no "

@@ -173,21 +173,27 @@ def test_monitoring_stopping_slurmd_fires_the_rendered_alert_and_starting_it_cle
     assert victim["detail"].lower().endswith("slurm state idle"), victim
 
 
-# --- rolling (lab) ------------------------------------------------------------------------------------------
+# --- add-node (lab) -----------------------------------------------------------------------------------------
 
-def test_rolling_job_finishes_new_node_joins_and_no_slurmd_restarts_under_the_job(lab):
+def test_add_node_joins_idle_the_job_runs_on_and_no_node_is_drained(lab):
+    """Issue 30: one compute node added while a long job runs; after the rendered change the node is idle in
+    sinfo, the job was RUNNING through the run and completes when released, and no node was drained (slurmctld's
+    log and the states polled during the run). slurmd restarted on every existing node (their node lines changed),
+    on gpu01 under the job."""
     _, summary, out = lab
-    change = summary["rolling_change"]
+    change = summary["add_node_change"]
     assert change["new_node"] == {"group": "gpu_added", "host": "gpu03"}
     assert change["slurm_option"]["MaxTime"]["after"] == "2-00:00:00"
-    hosts = steps(summary)["rolling: rolling"]["hosts"]
-    assert steps(summary)["rolling: rolling"]["status"] == "ok", hosts
-    # the job ran on gpu01: its drain was waited for, and slurmd restarted only after the job ended
-    assert hosts["gpu01"]["drain_polls"] > 0 and "after job" in hosts["gpu01"]["detail"], hosts["gpu01"]
+    step = steps(summary)["add-node: add-node"]
+    hosts = step["hosts"]
+    assert step["status"] == "ok", hosts
     for h in ("gpu01", "gpu02", "gpu03"):
-        assert hosts[h]["status"] == "ok" and hosts[h]["slurmd_restarted"] == 1, (h, hosts[h])
-    via = [o for h, o in hosts.items() if "COMPLETED" in o.get("detail", "")]
-    assert len(via) == 1 and "partition rehearsal added" in via[0]["detail"]
+        assert hosts[h]["status"] == "ok" and hosts[h]["slurmd_restarted"] == 1 and hosts[h]["drained"] == 0, (h, hosts[h])
+        assert "never drained" in hosts[h]["detail"], (h, hosts[h])
+    assert "under job" in hosts["gpu01"]["detail"] and "new node, idle in sinfo" in hosts["gpu03"]["detail"]
+    (via,) = [o for o in hosts.values() if "COMPLETED" in o.get("detail", "")]
+    assert "RUNNING through the run" in via["detail"] and "no drain" in via["detail"] and via["polls"] > 0
+    assert "partition rehearsal added" in via["detail"]
     # the re-render is in the directory: the grown slurm.conf
     conf = (out / "slurm" / "slurm.conf").read_text()
     assert "PartitionName=rehearsal " in conf and "gpu03" in conf

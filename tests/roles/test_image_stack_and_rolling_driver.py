@@ -1,6 +1,6 @@
 """The driver and DOCA-OFED roles as parsed YAML: the installed stack is detected before any install task, the
 keep path skips every install task, and a driver change drains, waits, installs, reboots, checks and resumes in
-that order through the shared node_drain role. (No GPU, RDMA adapter or systemd here: the order is what can be
+that order through the shared node_drain role's one entry point (tasks_from: change). (No GPU, RDMA adapter or systemd here: the order is what can be
 asserted; the check-mode runs are in test_hardware_roles.py, ansible-lint in tests/integration/test_ansible_real.py.)"""
 
 from __future__ import annotations
@@ -53,30 +53,34 @@ def test_driver_detection_runs_before_any_install_task():
 
 
 def test_driver_keep_path_skips_every_install_task():
-    for t in _tasks("nvidia_driver", "install.yml"):
+    for t in _tasks("nvidia_driver", "install.yml") + _tasks("nvidia_driver", "change.yml"):
         if _installs(t) and "ansible.builtin.reboot" not in t:
             assert "not nvidia_driver__keep" in _when(t) or "nvidia_driver__remove" in _when(t), t["name"]
 
 
 def test_driver_change_drains_waits_installs_reboots_then_checks_and_resumes():
-    install = _tasks("nvidia_driver", "install.yml")
-    names = _names(install)
-    drain = names.index("Drain the node and wait until it runs no job (driver change)")
-    assert install[drain]["ansible.builtin.include_role"] == {"name": "node_drain", "tasks_from": "drain"}
-    assert install[drain]["vars"]["node_drain_reason"] == "{{ nvidia_driver_drain_reason }}"
-    assert "nvidia_driver__pending is changed" in _when(install[drain])
-    assert (names.index("Check whether the driver packages would change") < drain
-            < names.index("Remove the driver installed by NVIDIA's .run installer")
-            < names.index("Install NVIDIA packages {{ nvidia_driver__all_packages | join(' ') }}")
-            < names.index("Reboot to load the new kernel modules"))
-    reboot = install[names.index("Reboot to load the new kernel modules")]
-    assert _when(reboot) == "nvidia_driver_reboot_on_change | bool and nvidia_driver__module_stale"
-    configure = _tasks("nvidia_driver", "configure.yml")
-    resume = configure[-1]  # after the services started
-    assert resume["ansible.builtin.include_role"] == {"name": "node_drain", "tasks_from": "resume"}
-    assert resume["vars"] == {"node_drain_reason": "{{ nvidia_driver_drain_reason }}",
-                              "node_drain_check_argv": "{{ nvidia_driver_health_check_argv }}"}
-    assert "not nvidia_driver__reboot_pending" in _when(resume)  # the old module stays drained
+    """Through node_drain's one path (tasks/change.yml: drain, wait, apply, reboot, after, check, resume)."""
+    install = _names(_tasks("nvidia_driver", "install.yml"))
+    assert install[-1] == "Check whether the driver packages would change"
+    (task,) = _tasks("nvidia_driver", "configure.yml")  # after install.yml (tasks/main.yml)
+    assert task["ansible.builtin.include_role"] == {"name": "node_drain", "tasks_from": "change"}
+    v = task["vars"]
+    assert v["node_drain_reason"] == "{{ nvidia_driver_drain_reason }}"
+    assert "nvidia_driver__pending is changed" in v["node_drain_needed"]
+    assert (v["node_drain_apply_tasks"], v["node_drain_after_tasks"]) == ("change", "services")
+    assert v["node_drain_reboot"] == "{{ nvidia_driver_reboot_on_change | bool and nvidia_driver__module_stale | bool }}"
+    assert v["node_drain_hold"] == "{{ nvidia_driver__module_stale | bool and not nvidia_driver_reboot_on_change | bool }}"
+    assert v["node_drain_check_argv"] == "{{ nvidia_driver_health_check_argv }}"
+    applied = _names(_tasks("nvidia_driver", "change.yml"))
+    assert (applied.index("Remove the driver installed by NVIDIA's .run installer")
+            < applied.index("Install NVIDIA packages {{ nvidia_driver__all_packages | join(' ') }}"))
+    assert _names(_tasks("node_drain", "change.yml")) == [
+        "Drain the node and wait until it runs no job", "Make the change (the caller's apply tasks)",
+        "Reboot to load what the change installed", "Start what runs after the change (the caller's after tasks)",
+        "Check the node and resume it", "Hold what the change installed, and the kernel (only this path changes them)"]
+    services = _names(_tasks("nvidia_driver", "services.yml"))
+    assert services[0] == "Read the NVIDIA kernel module version in the kernel after the change"
+    assert services[-1] == "Enable the NVIDIA services"
     defaults = yaml.safe_load((ROLES / "nvidia_driver" / "defaults" / "main.yml").read_text())
     assert defaults["nvidia_driver_drain_reason"] == "clusterctl: driver update"
     assert defaults["nvidia_driver_health_check_argv"] == ["/usr/local/sbin/node-health-check", "--no-drain"]
@@ -85,13 +89,14 @@ def test_driver_change_drains_waits_installs_reboots_then_checks_and_resumes():
 def test_node_drain_is_the_one_drain_wait_resume_piece():
     assert _names(_tasks("node_drain", "drain.yml")) == [
         "Read this node's state from slurmctld", "Drain the node so that no new job starts on it",
-        "Wait until the node runs no job"]
+        "Wait until the node runs no job", "Record whether the node runs no job",
+        "Report a node left drained with its jobs still running"]
     resume = _tasks("node_drain", "resume.yml")
     assert _names(resume) == ["Read the node's drain reason from slurmctld", "Check the node before it takes jobs again",
                               "Resume the node this role drained"]
     assert "('Reason=' ~ node_drain_reason) in node_drain__state.stdout" in _when(resume[-1])
     assert "('Reason=' ~ node_drain_reason) in node_drain__state.stdout" in _when(resume[1])
-    for role in ("slurm_compute", "nvidia_driver"):  # nobody else drains by hand
+    for role in ("slurm_compute", "nvidia_driver", "doca_ofed", "nvidia_imex"):  # nobody else drains by hand
         for path in (ROLES / role / "tasks").glob("*.yml"):
             assert "State=DRAIN" not in path.read_text(), path
 
@@ -102,12 +107,14 @@ def test_doca_detection_runs_before_any_install_task_and_keep_skips_them():
     decide = names.index("Record the keep and remove decisions")
     assert names[:2] == ["Ask ofed_info which OFED stack is installed", "Read the installed DOCA profile package version"]
     assert decide < next(i for i, t in enumerate(tasks) if _installs(t))
-    assert (names.index("Remove MLNX_OFED with its uninstall script")
-            < names.index("Install DOCA-OFED packages {{ doca_ofed__packages | join(' ') }}"))
-    uninstall = tasks[names.index("Remove MLNX_OFED with its uninstall script")]
+    applied = _tasks("doca_ofed", "change.yml")
+    changed = _names(applied)
+    assert (changed.index("Remove MLNX_OFED with its uninstall script")
+            < changed.index("Install DOCA-OFED packages {{ doca_ofed__packages | join(' ') }}"))
+    uninstall = applied[changed.index("Remove MLNX_OFED with its uninstall script")]
     assert uninstall["ansible.builtin.command"]["argv"] == ["{{ doca_ofed_mlnx_ofed_uninstaller }}", "--force"]
-    for t in tasks:
-        if _installs(t) and "ansible.builtin.reboot" not in t:
+    for t in tasks + applied:  # the firmware flash is asked for on its own (doca_ofed_firmware_update)
+        if _installs(t) and "ansible.builtin.reboot" not in t and t["name"] != "Update the adapters' firmware":
             assert "not doca_ofed__keep" in _when(t) or "doca_ofed__remove" in _when(t), t["name"]
 
 
@@ -130,8 +137,8 @@ def test_gpu_plays_roll_in_batches_with_the_drain_timeout():
     (compute,) = [p for p in site if p["hosts"] == "compute"]
     assert gpu["serial"] == compute["serial"] and gpu["max_fail_percentage"] == compute["max_fail_percentage"]
     all_yml = yamlout.load(files["ansible/group_vars/all.yml"])
-    assert all_yml["nvidia_driver_drain_timeout_s"] == all_yml["slurm_compute_drain_timeout_s"]
-    assert "ansible/roles/node_drain/tasks/drain.yml" in files
+    assert all_yml["node_drain_timeout_s"] == 3600  # one drain timeout for every idle-node change
+    assert "ansible/roles/node_drain/tasks/change.yml" in files
     assert shared_roles({"nvidia_driver"}) == {"node_drain", "internal_common"}
 
 

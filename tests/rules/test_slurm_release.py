@@ -40,7 +40,7 @@ def test_supports_reads_first_and_last_release():
 
 
 def test_every_feature_names_its_source_and_a_release():
-    assert len({f.what for f in FEATURES}) == len(FEATURES) == 16
+    assert len({f.what for f in FEATURES}) == len(FEATURES) == 17
     for f in FEATURES:
         assert f.source and (f.first or f.last), f.what
         assert f.first is None or f.last is None or f.first <= f.last, f.what

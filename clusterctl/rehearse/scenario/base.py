@@ -89,7 +89,7 @@ class Build:
     everyone: object = None
     """the deploy view of every booted node (more than ``cluster`` when a scenario boots a host early)"""
     final_plan: ClusterPlan | None = None
-    """the plan a scenario changes the cluster into while it runs (rolling), if any"""
+    """the plan a scenario changes the cluster into while it runs (add-node), if any"""
     links: list[Link] = field(default_factory=list)
     """cables between the nodes (after every scenario's :meth:`Scenario.links`)"""
     booted_early: frozenset[str] = frozenset()

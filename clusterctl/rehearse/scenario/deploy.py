@@ -378,7 +378,7 @@ class ConvergeAgain:
     """default: one fork per host"""
     last: RunOutcome | None = None
     hosts: tuple[str, ...] | None = None
-    """the hosts of the rendered inventory (default: every node; the rolling scenario boots its new node early)"""
+    """the hosts of the rendered inventory (default: every node; the add-node scenario boots its new node early)"""
     batch: str | None = None
     """the compute play's batch for this run (default: the rendered rolling policy)"""
 
@@ -392,8 +392,8 @@ class ConvergeAgain:
 
 FIRST_BRING_UP_BATCH = "100%"
 """the compute play's batch of a first converge, as the rendered site.yml says to run a first bring-up
-(``-e clusterctl_rolling_batch=100%``: no node runs a job yet, so none waits for another's drain); the runs
-after it keep the rendered rolling policy, and the rolling scenario shows its batches"""
+(``-e clusterctl_rolling_batch=100%``: no node runs a job yet, so none waits for another's slurmd restart); the
+runs after it keep the rendered rolling policy, and the add-node scenario shows its batches"""
 
 
 @dataclass(kw_only=True)

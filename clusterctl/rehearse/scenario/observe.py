@@ -1,6 +1,6 @@
 """What the scenarios read from the running cluster and from ansible-runner's event stream, and how they
 change a rendered file of the rehearsal directory: shared by version-guard, node-failure, failover, elastic
-and rolling.
+and add-node.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def wait_for(predicate, timeout_s: float, every_s: float = 1.0):
 
 def rewrite_rendered(conf: Path, text: str) -> None:
     """Replace a rendered file of the rehearsal directory through the writer, so its manifest records the new
-    bytes: a later render of the same directory (the rolling scenario) replaces only files that still hold what
+    bytes: a later render of the same directory (the add-node scenario) replaces only files that still hold what
     clusterctl wrote, and refuses one edited behind its back."""
     out = conf.parent.parent
     update_files({conf.relative_to(out).as_posix(): text}, out)

@@ -14,13 +14,14 @@ expects it (docs/rehearse.md):
    which comes back by DHCP, resolves every planned name and follows the controllers' time;
 8. ``pull``: every node applies the rendered tree itself from a git remote, gated by rollout.yml;
 9. ``elastic`` (cloud blueprints with elastic node groups, and then alone);
-10. ``rolling``: last, because it re-renders the changed blueprint over the rehearsal's own adjustments.
+10. ``add-node``: last, because it re-renders the changed blueprint over the rehearsal's own adjustments.
 
 ``fabric`` boots other nodes (switches and the hosts under them) and runs alone: ``all`` does not include it.
 """
 
 from __future__ import annotations
 
+from clusterctl.rehearse.scenario.add_node import AddNodeScenario
 from clusterctl.rehearse.scenario.base import Scenario
 from clusterctl.rehearse.scenario.day0 import Day0Scenario
 from clusterctl.rehearse.scenario.deploy import DeployScenario
@@ -30,7 +31,6 @@ from clusterctl.rehearse.scenario.failover import FailoverScenario
 from clusterctl.rehearse.scenario.monitoring import MonitoringScenario
 from clusterctl.rehearse.scenario.node_failure import NodeFailureScenario
 from clusterctl.rehearse.scenario.pull import PullScenario
-from clusterctl.rehearse.scenario.rolling import RollingScenario
 from clusterctl.rehearse.scenario.scratch import ScratchScenario
 from clusterctl.rehearse.scenario.users import UsersScenario
 from clusterctl.rehearse.scenario.version_guard import VersionGuardScenario
@@ -38,7 +38,7 @@ from clusterctl.rehearse.scenario.version_guard import VersionGuardScenario
 SCENARIOS: tuple[type[Scenario], ...] = (VersionGuardScenario, DeployScenario, ScratchScenario, NodeFailureScenario,
                                          MonitoringScenario, FailoverScenario, UsersScenario, Day0Scenario, PullScenario,
                                          ElasticScenario,
-                                         RollingScenario)
+                                         AddNodeScenario)
 ORDER = tuple(s.name for s in SCENARIOS)
 """the scenarios of ``--scenario all``, in the order they run"""
 ALONE: tuple[type[Scenario], ...] = (FabricScenario,)

@@ -10,6 +10,7 @@ from clusterctl.plan.dhcp import listen_addresses, serves_dhcp
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.plan.monitoring import monitoring_plan
 from clusterctl.plan.roles import gpu_groups
+from clusterctl.plan.slurm import RECONFIGURE_ADDS_NODES, slurm_supports
 from clusterctl.targets import roce
 from clusterctl.targets.ansible.chrony import time_vars
 from clusterctl.targets.ansible import host_network
@@ -79,13 +80,16 @@ def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Seq
                           "package), the PMIx", "package the mpi/pmix plugin loads and the Slurm headers pyxis is built "
                           "against (docs/ansible.md, \"Slurm and MUNGE accounts\")"], slurm_host_vars(plan)))
     if plan.slurm:
-        sections.append((["slurm_compute: how long a drained node may take to finish its jobs before slurmd restarts "
-                          "(slurm.rollout.drain_timeout_minutes)"],
-                         {"slurm_compute_drain_timeout_s": plan.slurm.rollout.drain_timeout_minutes * 60}))
+        sections.append((["slurm_controller: a change of the node lines restarts slurmctld before Slurm 24.11; from 24.11 "
+                          "`scontrol reconfigure` adds and removes nodes", "(SchedMD FAQ, \"How should I add nodes to "
+                          "Slurm?\"; docs/ansible.md, \"Rolling changes\")"],
+                         {"slurm_controller_restart_on_node_change":
+                          not slurm_supports(plan, RECONFIGURE_ADDS_NODES)}))
     if plan.slurm and gpu_groups(plan):
-        sections.append((["nvidia_driver: a driver change drains the node first and waits this long for its jobs "
-                          "(slurm.rollout.drain_timeout_minutes)"],
-                         {"nvidia_driver_drain_timeout_s": plan.slurm.rollout.drain_timeout_minutes * 60}))
+        sections.append((["node_drain: a change that needs an idle node (driver, DOCA-OFED, NIC firmware, IMEX peers) "
+                          "drains it and waits this long for its jobs,", "then leaves it drained and pending for the "
+                          "next run (slurm.rollout.drain_timeout_minutes; docs/ansible.md, \"Rolling changes\")"],
+                         {"node_drain_timeout_s": plan.slurm.rollout.drain_timeout_minutes * 60}))
     if plan.slurm and plan.slurm.qos:
         sections.append((["slurm_controller: the QOS of slurm.qos, created and kept with sacctmgr by the primary "
                           "controller (docs/slurm.md, \"QOS\"); values as sacctmgr shows them"],

@@ -185,8 +185,9 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
             rollout = plan.slurm.rollout if slurm and "nvidia_driver" in wanted else None
             out.append(Play(f"{_stack_title(g, wanted)} of node group {g.name}", g.name,
                             [r for r in wanted if r in available], comment=f"{g.count} x {g.type.name}, {what}"
-                            + (f"; rolling: {rollout.batch_percent} % at a time, a driver change drains the node "
-                               "and waits for its jobs first (docs/ansible.md, \"Rolling changes\")"
+                            + (f"; rolling: {rollout.batch_percent} % at a time, a driver, DOCA-OFED, firmware or "
+                               "IMEX peer change drains the node and waits for its jobs first (docs/ansible.md, "
+                               "\"Rolling changes\")"
                                if rollout else ""),
                             missing=[r for r in wanted if r not in available], named_by_blueprint=True,
                             serial=ROLLING_BATCH_TEMPLATE.format(percent=rollout.batch_percent) if rollout else None,
@@ -210,8 +211,9 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
         out.append(Play("Compute nodes", "compute",
                         ["storage_clients", "node_health"] + (["slurm_compute"] if slurm else []),
                         comment=(f"rolling: {rollout.batch_percent} % of the compute nodes at a time; slurmd restarts "
-                                 "only on a drained node that runs no job (docs/ansible.md, \"Rolling changes\"; "
-                                 "-e clusterctl_rolling_batch=100% for a first bring-up)") if rollout else "",
+                                 "under running jobs, no drain, and the batch waits until slurmctld hears from it "
+                                 "(docs/ansible.md, \"Rolling changes\"; -e clusterctl_rolling_batch=100% for a "
+                                 "first bring-up)") if rollout else "",
                         serial=ROLLING_BATCH_TEMPLATE.format(percent=rollout.batch_percent) if rollout else None,
                         max_fail_percentage=rollout.max_fail_percent if rollout else None))
     if "login" in roles_present:

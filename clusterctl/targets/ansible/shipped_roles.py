@@ -23,7 +23,7 @@ def existing_roles() -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.is_dir() and (p / "tasks" / "main.yml").is_file())
 
 
-SHARED_ROLES = {"node_drain": ("slurm_compute", "nvidia_driver"),
+SHARED_ROLES = {"node_drain": ("nvidia_driver", "doca_ofed", "nvidia_imex"),
                 "internal_common": ("doca_ofed", "nvidia_driver", "dcgm", "enroot_pyxis"),
                 "host_network_preflight": ("host_network",)}
 """roles included (include_role) by the roles listed: copied with them. node_drain and internal_common no play
