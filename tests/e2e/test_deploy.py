@@ -24,9 +24,9 @@ REPO = Path(__file__).resolve().parents[2]
 HOSTS = ["head01", "gpu01", "gpu02"]
 COMPUTE = ["gpu01", "gpu02"]
 ALL_STEPS = ["boot", "ssh-check", "mirror", "version-guard: render", "version-guard: version-guard",
-             "version-guard: render back", "monitoring: monitoring-intervals", "deploy: converge", "deploy: packages",
-             "deploy: converge-again", "deploy: testinfra",
-             "deploy: srun", "node-failure: health-setup", "node-failure: node-failure", "node-failure: prolog-failure",
+             "version-guard: render back", "scratch: standin", "monitoring: monitoring-intervals", "deploy: converge",
+             "deploy: packages", "deploy: converge-again", "deploy: testinfra",
+             "deploy: srun", "scratch: scratch", "node-failure: health-setup", "node-failure: node-failure", "node-failure: prolog-failure",
              "monitoring: scraped", "monitoring: slurmd-alert", "pull: pull-v1", "pull: pull-batch", "pull: pull-all", "add-node: add-node"]
 
 
@@ -47,8 +47,9 @@ def test_rehearse_exits_0_with_every_scenario_that_applies_ok(deployed):
     assert [s["name"] for s in summary["steps"]] == ALL_STEPS
     bad = {s["name"]: s.get("error") or s["hosts"] for s in summary["steps"] if s["status"] != "ok"}
     assert not bad
-    assert summary["scenarios"] == {"version-guard": "run", "deploy": "run", "node-failure": "run",
+    assert summary["scenarios"] == {"version-guard": "run", "deploy": "run", "scratch": "run", "node-failure": "run",
                                     "monitoring": "run", "pull": "run", "add-node": "run",
+                                    "users": "not applicable: no login node (a node group with role login)",
                                     "failover": "not applicable: one Slurm controller (slurm.controllers names "
                                                 "no backup)",
                                     "day0": "not applicable: one Slurm controller (slurm.controllers names no "
