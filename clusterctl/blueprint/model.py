@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from clusterctl.blueprint.acceptance import Acceptance
 from clusterctl.blueprint.compute import NodeGroup, NodeType
 from clusterctl.blueprint.facility import Cooling, RackProfile, RackRange, Site
 from clusterctl.blueprint.kubernetes import KubernetesSpec
@@ -41,3 +42,5 @@ class Blueprint(StrictModel):
     kubernetes: KubernetesSpec | None = None
     """Kubernetes objects rendered from the plan (``render --target kubernetes``, docs/kubernetes.md); absent: none"""
     validation: Validation = Field(default_factory=Validation)
+    acceptance: Acceptance = Field(default_factory=Acceptance)
+    """the rendered acceptance and burn-in jobs' thresholds and program locations (docs/acceptance.md)"""
