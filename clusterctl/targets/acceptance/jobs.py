@@ -117,11 +117,12 @@ def nccl_job(plan: ClusterPlan, t: Target, op: str, scope: str, hosts: str, node
                tuple(body), exp)
 
 
-def rail_devices(plan: ClusterPlan, g: GroupPlan) -> tuple[str, ...]:
-    """The compute ports' RDMA devices in rail order, when every one is named and the fabric is InfiniBand."""
+def rail_devices(plan: ClusterPlan, g: GroupPlan, kinds: tuple[str, ...] = ("infiniband", "roce")) -> tuple[str, ...]:
+    """The compute ports' RDMA devices in rail order (NCCL_IB_HCA's names), when every one is named and the compute
+    fabric is of one of ``kinds``."""
     fabric = plan.compute_fabric(g)
     devices, _ = compute_hcas(plan, g.type)
-    if fabric is None or fabric.kind != "infiniband" or not isinstance(devices, tuple):
+    if fabric is None or fabric.kind not in kinds or not isinstance(devices, tuple):
         return ()
     return tuple(d.split(":")[0] for d in devices)
 
@@ -164,7 +165,7 @@ fi'''
 
 def ib_write_bw_job(plan: ClusterPlan, t: Target) -> Job | None:
     g = t.group
-    devices = rail_devices(plan, g)
+    devices = rail_devices(plan, g, ("infiniband",))  # RoCE needs the GID index, which NCCL picks per release
     if g.count < 2 or not devices:
         return None
     name = f"ib-write-bw-{g.name}"
