@@ -14,12 +14,12 @@ import re
 import shlex
 from importlib import resources
 
+from clusterctl.hidden_chars import shown
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.subnet_manager import subnet_managers
-from clusterctl.targets import RenderError
 from clusterctl.targets.acceptance import hpl
 from clusterctl.targets.acceptance.jobs import Job, plan_jobs, targets
-from clusterctl.targets.common import header, path_part
+from clusterctl.targets.common import ConfigValueError, header, path_part
 from clusterctl.targets.subnet_manager import topo_file
 from clusterctl.yamlout import comment
 
@@ -29,11 +29,17 @@ _SBATCH_VALUE = re.compile(r"[A-Za-z0-9_.,:%\[\]+-]+")
 anything else is refused"""
 
 
+_OPTION_SOURCE = {"partition": "Slurm PartitionName", "nodelist": "host list", "job-name": "acceptance job name"}
+"""what a refused #SBATCH value came from, for the message"""
+
+
 def sbatch_script(plan: ClusterPlan, job: Job) -> str:
     lines = ["#!/bin/bash", header(plan).rstrip("\n"), f"# {comment(job.what)}"]
     for key, value in job.options:
         if value is not None and not _SBATCH_VALUE.fullmatch(value):
-            raise RenderError(f"acceptance job {job.name}: #SBATCH --{key} value {value!r} is not a plain word")
+            what = _OPTION_SOURCE.get(key, f"#SBATCH --{key}")
+            raise ConfigValueError(f"{what} {shown(value)} cannot be an #SBATCH --{key} value of the acceptance jobs",
+                                   f"write the {what} with letters, digits, '_', '.', '-' (and a host list's brackets)")
         lines.append(f"#SBATCH --{key}" + ("" if value is None else f"={value}"))
     return "\n".join([*lines, "", "set -uo pipefail", *job.body]) + "\n"
 
