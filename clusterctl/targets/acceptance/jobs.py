@@ -183,7 +183,10 @@ def ib_write_bw_job(plan: ClusterPlan, t: Target) -> Job | None:
 def dcgm_job(plan: ClusterPlan, t: Target) -> Job:
     g = t.group
     name = f"dcgm-diag-{g.name}"
-    body = ('srun --ntasks-per-node=1 --output="%x-%j-%N.out" dcgmi diag -r 3 -j',)
+    # one file per node, named by the Slurm node name (srun's %N is the host name, which two slurmd on one host
+    # share): <job>-<job id>-<node>.out
+    body = ("srun --ntasks-per-node=1 bash -c "
+            "'dcgmi diag -r 3 -j > \"$SLURM_JOB_NAME-$SLURM_JOB_ID-$SLURMD_NODENAME.out\"'",)
     what = f"DCGM diagnostics level 3 on each of the {g.count} nodes (JSON, one file per node)"
     exp = {"kind": "dcgm", "level": 3, "nodes": g.count}
     return Job(name, "dcgm", what, options(t, name, "dcgm", g.count, g.hostlist, 1, g.type.gpus), body, exp)
