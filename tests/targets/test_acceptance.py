@@ -73,6 +73,23 @@ def test_lab_expected_figures_are_the_hand_checked_ones():
     assert {j["pass_fraction"] for j in jobs.values() if "pass_fraction" in j} == {0.9}
 
 
+def test_domain_jobs_expect_the_one_domain_figure():
+    """Inside one NVLink domain (lab-2node: one node, 8 H100): AllReduce over NVLS at 450 x 0.61 x 2(7)/8 = 480.375
+    GB/s busbw, t = S x 2(7)/8 / 480.375e9 + (2 x 1 + 5) us -> 480.268; AllToAll over NVLink at 0.8 x 450 = 360
+    GB/s, t = S x 7/8 / 360e9 + (3 x 1 + 5) us, busbw x 7/8 -> 359.862. gb200-nvl72-8rack: 8 NVL72 blocks of 18
+    trays."""
+    jobs = expected(lab())
+    assert jobs["nccl-all_reduce-gpu-domain"] == {
+        "kind": "nccl", "op": "all_reduce", "bytes": S, "ranks": 8, "scope": "domain", "units": 2,
+        "expected_busbw_gb_per_s": 480.268, "pass_fraction": 0.9}
+    assert jobs["nccl-all_to_all-gpu-domain"]["expected_busbw_gb_per_s"] == 359.862
+    gb200 = render(shipped("gb200-nvl72-8rack"))
+    assert json.loads(gb200["acceptance/expected.json"])["jobs"]["nccl-all_reduce-gb200-domain"]["units"] == 8
+    script = gb200["acceptance/jobs/nccl-all_reduce-gb200-domain.sbatch"]
+    assert "units=('gb[001-018]' 'gb[019-036]' 'gb[037-054]' 'gb[055-072]' 'gb[073-090]' 'gb[091-108]' " \
+           "'gb[109-126]' 'gb[127-144]')\nmpi=pmix nodes=18 tasks=4\n" in script
+
+
 def test_superpod_expected_figures_are_the_hand_checked_ones():
     """dgx-h100-superpod-1su: 32 DGX H100 (256 GPUs), one scalable unit.
 
@@ -125,9 +142,10 @@ def test_roce_gets_rail_jobs_but_no_ib_write_bw():
     assert not [k for k in jobs if k.startswith(("ib-write-bw", "ibdiagnet"))]
 
 
-def test_cloud_groups_get_group_jobs_only():
+def test_cloud_groups_get_group_and_domain_jobs_only():
     jobs = expected(shipped("aws-p5"))
-    assert sorted(jobs) == ["dcgm-diag-gpu", "hpl-gpu", "nccl-all_reduce-gpu-all", "nccl-all_to_all-gpu-all"]
+    assert sorted(jobs) == ["dcgm-diag-gpu", "hpl-gpu", "nccl-all_reduce-gpu-all", "nccl-all_reduce-gpu-domain",
+                            "nccl-all_to_all-gpu-all", "nccl-all_to_all-gpu-domain"]
 
 
 # --- HPL ------------------------------------------------------------------------------------------------------
@@ -191,6 +209,45 @@ def test_every_script_parses_with_bash_and_is_deterministic(name, tmp_path):
     assert submit.count("\nsbatch jobs/") == sum(p.endswith(".sbatch") for p in files)
 
 
+STUBS = """srun() { printf '%s\\n' "srun $*" >> "$LOG"; }
+scontrol() { printf '%s\\n' gpu01 gpu02 gpu03; }
+sleep() { :; }
+"""
+"""srun, scontrol and sleep as shell functions that record what the script asks of them"""
+
+
+def run_body(script: str, tmp_path) -> list[str]:
+    """The job's body (after its #SBATCH header) under :data:`STUBS`, with SLURM_JOB_NODELIST set: srun's calls."""
+    body = script.split("set -uo pipefail\n", 1)[1]
+    log = tmp_path / "srun.log"
+    log.write_text("")
+    run = subprocess.run(["bash", "-c", "set -uo pipefail\n" + STUBS + body], capture_output=True, text=True,
+                         timeout=30, env={"PATH": "/usr/bin:/bin", "LOG": str(log),
+                                          "SLURM_JOB_NODELIST": "gpu[01-03]"})
+    assert run.returncode == 0, run.stderr
+    return log.read_text().splitlines()
+
+
+def test_domain_steps_one_per_node_each_with_its_own_file(tmp_path):
+    calls = run_body(render(lab())["acceptance/jobs/nccl-all_reduce-gpu-domain.sbatch"], tmp_path)
+    assert sorted(calls) == [
+        f"srun --mpi=pmix --nodelist=gpu0{k} --nodes=1 --ntasks-per-node=8 --output=%x-%j-domain{k}.out "
+        "/opt/nccl-tests/build/all_reduce_perf -b 8 -e 8G -f 2 -g 1" for k in (1, 2, 3)]
+
+
+def test_ib_write_bw_pairs_every_rail_and_the_odd_node(tmp_path):
+    """Three nodes: gpu01 serves gpu02 on each rail, then the odd gpu03 connects to gpu01; one report per run."""
+    calls = run_body(render(lab())["acceptance/jobs/ib-write-bw-gpu.sbatch"], tmp_path)
+    args = "-F --report_gbits -D 10 -s 8388608 -q 4"
+    clients = [c for c in calls if "--output=/dev/null" not in c]
+    servers = [c for c in calls if "--output=/dev/null" in c]
+    assert clients == [f"srun --nodes=1 --ntasks=1 --nodelist={client} --output=%x-%j-{client}-mlx5_{k}.out "
+                       f"ib_write_bw -d mlx5_{k} -p {18515 + k} {args} gpu01"
+                       for client in ("gpu02", "gpu03") for k in range(8)]
+    assert servers == [f"srun --nodes=1 --ntasks=1 --nodelist=gpu01 --output=/dev/null "
+                       f"ib_write_bw -d mlx5_{k} -p {18515 + k} {args}" for _ in (1, 2) for k in range(8)]
+
+
 def test_ibdiagnet_job_uses_the_planned_cabling():
     plan = plan_of(lab())
     files = acceptance.render(plan)
@@ -232,6 +289,17 @@ def test_nccl_verdict_on_a_published_run():
     assert wrong != text and not checker.judge_nccl(LAB_ALL_REDUCE, [wrong])[0]
     assert checker.judge_nccl({**LAB_ALL_REDUCE, "bytes": 1 << 34}, [text]) == (False,
                                                                                 "no result row of 17179869184 bytes")
+
+
+def test_nccl_domain_verdict_judges_each_domain():
+    text = sample("nccl_all_reduce_2x8_h100.out")
+    job = {**LAB_ALL_REDUCE, "scope": "domain", "units": 2}
+    assert checker.judge_nccl(job, ["", text, text])[0]  # the batch log has no table
+    assert checker.judge_nccl(job, [text])[1].startswith("1 of 2 domains reported, 0 below")
+    slow = text.replace("47535  180.71  338.82", "47535  180.71  300.00")
+    ok, note = checker.judge_nccl(job, [text, slow])
+    assert not ok and note == ("2 of 2 domains reported, 1 below; first failing: busbw 300 GB/s at 8589934592 bytes, "
+                               "expected >= 338.281 (0.9 x 375.868)")
 
 
 def test_ib_write_bw_verdict():

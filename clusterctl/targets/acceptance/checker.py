@@ -104,6 +104,13 @@ def hpl_result(text: str) -> tuple[float | None, list[str]]:
 
 
 def judge_nccl(job: dict, texts: list[str]) -> tuple[bool, str]:
+    if job.get("units"):  # one output file per NVLink domain: each is judged
+        tables = [t for t in texts if nccl_rows(t)]
+        results = [judge_nccl({**job, "units": 0}, [t]) for t in tables]
+        failed = sum(1 for ok, _ in results if not ok)
+        ok = len(tables) == job["units"] and failed == 0
+        worst = next((f"first failing: {n}" for good, n in results if not good), "")
+        return ok, f"{len(tables)} of {job['units']} domains reported, {failed} below" + (f"; {worst}" if worst else "")
     rows = [r for t in texts for r in nccl_rows(t)]
     want = job["expected_busbw_gb_per_s"] * job["pass_fraction"]
     row = next((r for r in rows if r["bytes"] == job["bytes"]), None)

@@ -5,6 +5,7 @@ Per GPU node group in a Slurm partition (docs/acceptance.md):
 - nccl-tests ``all_reduce_perf`` and ``alltoall_perf`` (``-b 8 -e 8G -f 2 -g 1``, one rank per GPU) over the whole
   group, over each scalable unit of its compute fabric when there are several, and per rail: one rank per node on
   one rail's NIC (``NCCL_IB_HCA==<device>``, the GPU of the same index);
+- the same inside every NVLink domain at once (each node, or each multi-node NVLink block), each domain judged;
 - ``ib_write_bw`` (perftest) between pairs of the group's nodes, rail by rail;
 - DCGM diagnostics level 3 (``dcgmi diag -r 3 -j``) on every node;
 - HPL (NVIDIA HPC-Benchmarks' ``hpl.sh`` in its container, through pyxis) over the whole group;
@@ -22,7 +23,9 @@ from clusterctl.perf.collectives import ALL_REDUCE, ALL_TO_ALL
 from clusterctl.perf.interconnect import Interconnect, interconnect_of
 from clusterctl.plan.interfaces import compute_hcas, role_ports
 from clusterctl.plan.model import ClusterPlan, GroupPlan
+from clusterctl.plan.nvlink import multi_node
 from clusterctl.plan.subnet_manager import subnet_managers
+from clusterctl.plan.topology import nvlink_blocks
 from clusterctl.targets.acceptance import expected, hpl
 
 NCCL_PROGRAMS = {ALL_REDUCE: "all_reduce_perf", ALL_TO_ALL: "alltoall_perf"}
@@ -127,6 +130,43 @@ def rail_devices(plan: ClusterPlan, g: GroupPlan, kinds: tuple[str, ...] = ("inf
     return tuple(d.split(":")[0] for d in devices)
 
 
+DOMAIN_STEPS = r'''i=0
+for unit in "${units[@]}"; do  # one step per NVLink domain, each with its own output file, at most 64 at once
+  while (( $(jobs -rp | wc -l) >= 64 )); do wait -n; done
+  i=$((i + 1))  # here, not in the background command's words: those expand in the forked shell
+  srun --mpi="$mpi" --nodelist="$unit" --nodes="$nodes" --ntasks-per-node="$tasks" \
+    --output="%x-%j-domain$i.out" "${program[@]}" &
+done
+wait'''
+"""the per-NVLink-domain steps: ``units`` holds each domain's host list"""
+
+
+def domain_job(plan: ClusterPlan, t: Target, op: str) -> Job | None:
+    """nccl-tests inside every NVLink domain at once: each node (one-node domains) or each multi-node NVLink block
+    runs its own communicator over NVLink; every domain must reach the report's one-domain figure."""
+    g = t.group
+    d = t.ic.gpus_per_domain
+    if d < 2:
+        return None
+    blocks = [b.nodes for b in nvlink_blocks(plan, [g])] if g in multi_node(plan) else []
+    units = ((f"units=({_quoted(*blocks)})",) if blocks
+             else ('mapfile -t units < <(scontrol show hostnames "$SLURM_JOB_NODELIST")',))  # a domain per node
+    count = len(blocks) or g.count
+    per = max(1, d // g.type.gpus)
+    acc = plan.acceptance
+    name = f"nccl-{op}-{g.name}-domain"
+    figure = expected.group_busbw(op, t.ic, d)
+    body = (*units, f"mpi={shlex.quote(acc.mpi)} nodes={per} tasks={g.type.gpus}",
+            f"program=({_quoted(f'{acc.nccl_tests}/{NCCL_PROGRAMS[op]}', *NCCL_ARGS)})",
+            *DOMAIN_STEPS.splitlines())
+    what = (f"nccl-tests {NCCL_PROGRAMS[op]} in each of {count} NVLink domains of {d} GPUs; the report predicts "
+            f"{figure:g} GB/s busbw at {expected.NCCL_MAX_BYTES} bytes")
+    exp = {"kind": "nccl", "op": op, "bytes": expected.NCCL_MAX_BYTES, "ranks": d, "scope": "domain",
+           "units": count, "expected_busbw_gb_per_s": figure, "pass_fraction": acc.busbw_fraction}
+    return Job(name, "nccl", what, options(t, name, "nccl", g.count, g.hostlist, g.type.gpus, g.type.gpus),
+               body, exp)
+
+
 def nccl_jobs(plan: ClusterPlan, t: Target) -> list[Job]:
     g = t.group
     scopes = [("all", g.hostlist, g.count, None)]
@@ -137,8 +177,9 @@ def nccl_jobs(plan: ClusterPlan, t: Target) -> list[Job]:
                    if su.nodes > 1 and set(hostlist.expand(su.hostlist)) <= members]
     if g.count > 1:
         scopes += [(f"rail{k}", g.hostlist, g.count, (k, d)) for k, d in enumerate(rail_devices(plan, g))]
-    return [nccl_job(plan, t, op, scope, hosts, nodes, rail)
+    jobs = [nccl_job(plan, t, op, scope, hosts, nodes, rail)
             for scope, hosts, nodes, rail in scopes for op in NCCL_PROGRAMS]
+    return jobs + [j for j in (domain_job(plan, t, op) for op in NCCL_PROGRAMS) if j is not None]
 
 
 IB_WRITE_BW_PAIRS = r'''mapfile -t nodes < <(scontrol show hostnames "$SLURM_JOB_NODELIST")

@@ -6,5 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 sbatch jobs/nccl-all_reduce-gpu-all.sbatch
 sbatch jobs/nccl-all_to_all-gpu-all.sbatch
+sbatch jobs/nccl-all_reduce-gpu-domain.sbatch
+sbatch jobs/nccl-all_to_all-gpu-domain.sbatch
 sbatch jobs/dcgm-diag-gpu.sbatch
 sbatch jobs/hpl-gpu.sbatch

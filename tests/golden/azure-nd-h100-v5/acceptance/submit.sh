@@ -6,5 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 sbatch jobs/nccl-all_reduce-hpc-all.sbatch
 sbatch jobs/nccl-all_to_all-hpc-all.sbatch
+sbatch jobs/nccl-all_reduce-hpc-domain.sbatch
+sbatch jobs/nccl-all_to_all-hpc-domain.sbatch
 sbatch jobs/dcgm-diag-hpc.sbatch
 sbatch jobs/hpl-hpc.sbatch

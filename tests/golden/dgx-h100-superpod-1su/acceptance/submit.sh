@@ -22,6 +22,8 @@ sbatch jobs/nccl-all_reduce-dgx-rail6.sbatch
 sbatch jobs/nccl-all_to_all-dgx-rail6.sbatch
 sbatch jobs/nccl-all_reduce-dgx-rail7.sbatch
 sbatch jobs/nccl-all_to_all-dgx-rail7.sbatch
+sbatch jobs/nccl-all_reduce-dgx-domain.sbatch
+sbatch jobs/nccl-all_to_all-dgx-domain.sbatch
 sbatch jobs/ib-write-bw-dgx.sbatch
 sbatch jobs/dcgm-diag-dgx.sbatch
 sbatch jobs/hpl-dgx.sbatch

@@ -24,6 +24,8 @@ sbatch jobs/nccl-all_reduce-gb200-rail2.sbatch
 sbatch jobs/nccl-all_to_all-gb200-rail2.sbatch
 sbatch jobs/nccl-all_reduce-gb200-rail3.sbatch
 sbatch jobs/nccl-all_to_all-gb200-rail3.sbatch
+sbatch jobs/nccl-all_reduce-gb200-domain.sbatch
+sbatch jobs/nccl-all_to_all-gb200-domain.sbatch
 sbatch jobs/ib-write-bw-gb200.sbatch
 sbatch jobs/dcgm-diag-gb200.sbatch
 sbatch jobs/hpl-gb200.sbatch

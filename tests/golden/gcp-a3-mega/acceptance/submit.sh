@@ -6,5 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 sbatch jobs/nccl-all_reduce-a3mega-all.sbatch
 sbatch jobs/nccl-all_to_all-a3mega-all.sbatch
+sbatch jobs/nccl-all_reduce-a3mega-domain.sbatch
+sbatch jobs/nccl-all_to_all-a3mega-domain.sbatch
 sbatch jobs/dcgm-diag-a3mega.sbatch
 sbatch jobs/hpl-a3mega.sbatch

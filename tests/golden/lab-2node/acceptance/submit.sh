@@ -22,6 +22,8 @@ sbatch jobs/nccl-all_reduce-gpu-rail6.sbatch
 sbatch jobs/nccl-all_to_all-gpu-rail6.sbatch
 sbatch jobs/nccl-all_reduce-gpu-rail7.sbatch
 sbatch jobs/nccl-all_to_all-gpu-rail7.sbatch
+sbatch jobs/nccl-all_reduce-gpu-domain.sbatch
+sbatch jobs/nccl-all_to_all-gpu-domain.sbatch
 sbatch jobs/ib-write-bw-gpu.sbatch
 sbatch jobs/dcgm-diag-gpu.sbatch
 sbatch jobs/hpl-gpu.sbatch
