@@ -8,8 +8,8 @@ and review the diff like code. Under ``CI`` the variable fails the test instead 
 refresh_requested): CI only compares. The Ansible roles copied into ``ansible/roles/``, the node programs copied into
 ``cloud/bin/`` and the acceptance checker (``acceptance/check.py``) are not stored again here; separate tests check
 they are byte-identical copies of the top-level ``roles/``, of ``clusterctl/cloud/node/`` and of
-``clusterctl/targets/acceptance/checker.py`` (tests/targets/test_acceptance.py). The 100k-GPU blueprint's switch files and DNS zones (tens of MB) are
-stored as sha256 manifests (``switches.sha256``, ``dns/zones.sha256``).
+``clusterctl/targets/acceptance/checker.py`` (tests/targets/test_acceptance.py). The 100k-GPU blueprint's switch
+files and DNS zones (tens of MB) are stored as sha256 manifests (``switches.sha256``, ``dns/zones.sha256``).
 """
 
 from __future__ import annotations

@@ -254,7 +254,7 @@ def test_ibdiagnet_job_uses_the_planned_cabling():
     assert files["acceptance/ibdiagnet/ib.topo"] == subnet_manager.render(plan)["subnet_manager/ib/ib.topo"]
     job = files["acceptance/jobs/ibdiagnet-ib.sbatch"]
     assert ('srun --nodes=1 --ntasks=1 ibdiagnet -i mlx5_0 -t "$SLURM_SUBMIT_DIR"/ibdiagnet/ib.topo '
-            '-o "$SLURM_SUBMIT_DIR/ibdiagnet-ib-$SLURM_JOB_ID"\n') in job
+            '-o "$SLURM_SUBMIT_DIR"/ibdiagnet-ib-"$SLURM_JOB_ID"\n') in job
     assert "#SBATCH --nodelist=gpu01\n" in job
 
 

@@ -146,7 +146,7 @@ def domain_job(plan: ClusterPlan, t: Target, op: str) -> Job | None:
     runs its own communicator over NVLink; every domain must reach the report's one-domain figure."""
     g = t.group
     d = t.ic.gpus_per_domain
-    if d < 2:
+    if d < 2 or d < g.type.gpus:  # no NVLink, or several domains in one node: no whole-node step to run
         return None
     blocks = [b.nodes for b in nvlink_blocks(plan, [g])] if g in multi_node(plan) else []
     units = ((f"units=({_quoted(*blocks)})",) if blocks
@@ -272,7 +272,7 @@ def ibdiagnet_jobs(plan: ClusterPlan, found: list[Target]) -> list[Job]:
         topo = f"ibdiagnet/{fp.name}.topo"
         run = ["ibdiagnet", *(["-i", device] if device else [])]
         body = (f'srun --nodes=1 --ntasks=1 {_quoted(*run)} -t "$SLURM_SUBMIT_DIR"/{shlex.quote(topo)} '
-                f'-o "$SLURM_SUBMIT_DIR/{name}-$SLURM_JOB_ID"',)
+                f'-o "$SLURM_SUBMIT_DIR"/{shlex.quote(name)}-"$SLURM_JOB_ID"',)
         what = f"ibdiagnet on {t.group.hosts[0]} against the planned cabling of fabric {fp.name}"
         exp = {"kind": "ibdiagnet", "fabric": fp.name}
         jobs.append(Job(name, "ibdiagnet", what, options(t, name, "ibdiagnet", 1, t.group.hosts[0], 1, 0), body,
