@@ -230,6 +230,7 @@ def lab_extended() -> dict:
                                 "key": "https://repo.example.com/slurm/key.asc", "suite": "jammy",
                                 "key_fingerprint": "0123456789ABCDEF0123456789ABCDEF01234567",
                                 "components": ["main"], "version": "24.05.4-1"}
+    data["acceptance"] = {"nccl_tests": "/opt/nccl-tests/build", "hpl_container": "24.09"}  # docs/acceptance.md
     return with_catalog_copies(data)
 
 
