@@ -123,6 +123,10 @@ def test_whole_group_job_expects_the_reports_figure(name):
     report_a2a = next(p for p in group["ops"]["all_to_all"] if p["bytes"] == S)["busbw_gb_per_s"]
     assert jobs[next(k for k in jobs if k.startswith("nccl-all_to_all-") and k.endswith("-all"))][
         "expected_busbw_gb_per_s"] == report_a2a
+    domain = next(j for k, j in jobs.items() if k.startswith("nccl-all_reduce-") and k.endswith("-domain"))
+    one_domain = next(g for g in section.data["groups"] if g["ranks"] == domain["ranks"])  # "8 GPUs (one NVLink ..."
+    assert domain["expected_busbw_gb_per_s"] == next(
+        p for p in one_domain["ops"]["all_reduce"] if p["bytes"] == S)["busbw_gb_per_s"]
 
 
 def test_scalable_units_get_their_own_jobs():
