@@ -361,12 +361,16 @@ def test_check_py_end_to_end(tmp_path):
     (out / "dcgm-diag-gpu-43.out").write_text("")
     (out / "dcgm-diag-gpu-43-gpu01.out").write_text(sample("dcgm_pass.json"))
     (out / "dcgm-diag-gpu-43-gpu02.out").write_text(sample("dcgm_nvvs_1_3.json"))
+    (out / "ib-write-bw-gpu-44-gpu02-mlx5_0.out").write_text(sample("ib_write_bw_4qp_400g.out"))
     run = subprocess.run([sys.executable, "-I", str(tmp_path / "check.py"), str(out)], capture_output=True,
                          text=True, timeout=60)
     lines = run.stdout.splitlines()
     assert run.returncode == 1, run.stderr
     assert "PASS    nccl-all_reduce-gpu-all: busbw 338.82 GB/s at 8589934592 bytes, expected >= 338.281 " \
            "(0.9 x 375.868)" in lines
-    assert "FAIL    dcgm-diag-gpu: 2 of 2 nodes reported, 1 with a failed test (level 3)" in lines
+    assert "FAIL    dcgm-diag-gpu: 2 of 2 nodes reported, 1 with a failed test (level 3): " \
+           "dcgm-diag-gpu-43-gpu02.out" in lines
+    assert "FAIL    ib-write-bw-gpu: 1 of 8 pair-rail runs, lowest 363.47 Gb/s (ib-write-bw-gpu-44-gpu02-mlx5_0.out), " \
+           "expected >= 338.400 Gb/s (0.9 x 47 GB/s)" in lines
     assert "MISSING hpl-gpu: no output" in lines
     assert len(lines) == len(json.loads(files["acceptance/expected.json"])["jobs"])

@@ -36,6 +36,19 @@ _HPL_RESIDUAL = re.compile(r"\|\|Ax-b\|\|.*\.\.\.\.\.\.\s+(PASSED|FAILED)")
 _GB = 1e9
 
 
+class Output(str):
+    """An output file's text that knows the file's name, so a verdict can name the node or rail that failed."""
+
+    name = ""
+
+
+def _names(texts: list[str]) -> str:
+    """The file names of ``texts`` (those read by :func:`verdicts`), at most eight, for a note."""
+    names = [getattr(t, "name", "") for t in texts]
+    shown = ", ".join(n for n in names[:8] if n)
+    return shown + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+
+
 def nccl_rows(text: str) -> list[dict]:
     """The rows of an nccl-tests result table: size, out-of-place busbw and #wrong (in-place likewise)."""
     rows = []
@@ -109,7 +122,9 @@ def judge_nccl(job: dict, texts: list[str]) -> tuple[bool, str]:
         results = [judge_nccl({**job, "units": 0}, [t]) for t in tables]
         failed = sum(1 for ok, _ in results if not ok)
         ok = len(tables) == job["units"] and failed == 0
+        bad = [t for t, (good, _) in zip(tables, results) if not good]
         worst = next((f"first failing: {n}" for good, n in results if not good), "")
+        worst += f" ({_names(bad)})" if bad and _names(bad) else ""
         return ok, f"{len(tables)} of {job['units']} domains reported, {failed} below" + (f"; {worst}" if worst else "")
     rows = [r for t in texts for r in nccl_rows(t)]
     want = job["expected_busbw_gb_per_s"] * job["pass_fraction"]
@@ -125,22 +140,23 @@ def judge_nccl(job: dict, texts: list[str]) -> tuple[bool, str]:
 
 def judge_ib_write_bw(job: dict, texts: list[str]) -> tuple[bool, str]:
     want = job["expected_gb_per_s"] * job["pass_fraction"] * 8
-    figures = [ib_write_bw_average(t) for t in texts]
-    measured = [f for f in figures if f is not None]
+    measured = [(f, t) for f, t in ((ib_write_bw_average(t), t) for t in texts) if f is not None]
     runs = job["pairs"] * len(job["rails"])
     if not measured:
         return False, "no ib_write_bw result (run with --report_gbits)"
-    low = min(measured)
+    low, where = min(measured, key=lambda m: m[0])
     ok = low >= want and len(measured) == runs
-    return ok, (f"{len(measured)} of {runs} pair-rail runs, lowest {low:g} Gb/s, expected >= {want:.3f} Gb/s "
+    at = f" ({_names([where])})" if _names([where]) else ""
+    return ok, (f"{len(measured)} of {runs} pair-rail runs, lowest {low:g} Gb/s{at}, expected >= {want:.3f} Gb/s "
                 f"({job['pass_fraction']:g} x {job['expected_gb_per_s']:g} GB/s)")
 
 
 def judge_dcgm(job: dict, texts: list[str]) -> tuple[bool, str]:
-    per_node = [s for s in (dcgm_statuses(t) for t in texts) if s is not None]
-    failed = sum(1 for s in per_node if any(x.startswith("FAIL") or x == "RUNTIME_ERROR" for x in s))
-    ok = len(per_node) == job["nodes"] and failed == 0
-    return ok, f"{len(per_node)} of {job['nodes']} nodes reported, {failed} with a failed test (level {job['level']})"
+    reports = [(t, s) for t, s in ((t, dcgm_statuses(t)) for t in texts) if s is not None]
+    bad = [t for t, s in reports if any(x.startswith("FAIL") or x == "RUNTIME_ERROR" for x in s)]
+    ok = len(reports) == job["nodes"] and not bad
+    note = f"{len(reports)} of {job['nodes']} nodes reported, {len(bad)} with a failed test (level {job['level']})"
+    return ok, note + (f": {_names(bad)}" if bad and _names(bad) else "")
 
 
 def judge_ibdiagnet(job: dict, texts: list[str]) -> tuple[bool, str]:
@@ -190,7 +206,9 @@ def verdicts(expected: dict, directory: str) -> list[tuple[str, str, str]]:
         texts = []
         for path in paths:
             with open(path, encoding="utf-8", errors="replace") as f:
-                texts.append(f.read())
+                text = Output(f.read())
+            text.name = os.path.basename(path)
+            texts.append(text)
         ok, note = JUDGES[job["kind"]](job, texts)
         out.append(("PASS" if ok else "FAIL", name, note))
     return out
