@@ -5,10 +5,11 @@ Refresh after an intended change with:
     CLUSTERCTL_UPDATE_GOLDEN=1 python -m pytest tests/test_golden.py
 
 and review the diff like code. Under ``CI`` the variable fails the test instead (tests/conftest.py,
-refresh_requested): CI only compares. The Ansible roles copied into ``ansible/roles/`` and the node programs copied into
-``cloud/bin/`` are not stored again here; separate tests check they are byte-identical copies of the top-level
-``roles/`` and of ``clusterctl/cloud/node/``. The 100k-GPU blueprint's switch files and DNS zones (tens of MB) are
-stored as sha256 manifests (``switches.sha256``, ``dns/zones.sha256``).
+refresh_requested): CI only compares. The Ansible roles copied into ``ansible/roles/``, the node programs copied into
+``cloud/bin/`` and the acceptance checker (``acceptance/check.py``) are not stored again here; separate tests check
+they are byte-identical copies of the top-level ``roles/``, of ``clusterctl/cloud/node/`` and of
+``clusterctl/targets/acceptance/checker.py`` (tests/targets/test_acceptance.py). The 100k-GPU blueprint's switch
+files and DNS zones (tens of MB) are stored as sha256 manifests (``switches.sha256``, ``dns/zones.sha256``).
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ HASHED_DIRS = {"switches/": "switches.sha256", "dns/zones/": "dns/zones.sha256"}
 
 
 def stored(files: dict[str, str], name: str = "") -> dict[str, str]:
-    out = {p: t for p, t in files.items() if not p.startswith(("ansible/roles/", "cloud/bin/"))}
+    out = {p: t for p, t in files.items()
+           if not p.startswith(("ansible/roles/", "cloud/bin/")) and p != "acceptance/check.py"}
     if name in HASHED:
         for prefix, manifest in HASHED_DIRS.items():
             hashed = sorted(p for p in out if p.startswith(prefix))

@@ -237,6 +237,7 @@ def lab_extended() -> dict:
                      "accounts": [{"name": "research", "parent": "root", "default_qos": "normal", "users": ["alice"],
                                    "groups": ["researchers"]}]}
     data["slurm"]["partitions"][0]["allow_accounts"] = ["research"]
+    data["acceptance"] = {"nccl_tests": "/opt/nccl-tests/build", "hpl_container": "24.09"}  # docs/acceptance.md
     return with_catalog_copies(data)
 
 

@@ -19,12 +19,12 @@ LAB = "blueprints/lab-2node.yaml"
 
 @pytest.mark.parametrize("name, tops", [
     ("lab-2node", ("slurm", "nccl", "ansible", "tests", "hosts", "switches", "subnet_manager", "dns", "dhcp", "bmc",
-                   "handoff", "monitoring", "firewall")),
-    ("aws-p5", ("slurm", "nccl", "ansible", "tests", "hosts", "pulumi", "cloud")),
+                   "handoff", "monitoring", "firewall", "acceptance")),
+    ("aws-p5", ("slurm", "nccl", "ansible", "tests", "hosts", "pulumi", "cloud", "acceptance")),
     ("hgx-h200-roce-1024", ("slurm", "nccl", "ansible", "tests", "hosts", "switches", "dns", "dhcp", "bmc",
-                            "handoff", "kubernetes")),
+                            "handoff", "kubernetes", "acceptance")),
     ("gb200-nvl72-8rack", ("slurm", "nccl", "ansible", "tests", "hosts", "switches", "subnet_manager", "nvlink",
-                           "dns", "dhcp", "bmc", "handoff", "kubernetes"))])
+                           "dns", "dhcp", "bmc", "handoff", "kubernetes", "acceptance"))])
 def test_render_writes_every_target_and_is_byte_identical(tmp_path, name, tops):
     """The suite's determinism test for every target: two renders in two processes whose string hashes differ
     (PYTHONHASHSEED: a set of names iterates in another order) give the same bytes. The four blueprints between

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from clusterctl.blueprint.acceptance import Acceptance
 from clusterctl.blueprint.compute import NodeGroup, NodeType
 from clusterctl.blueprint.facility import Cooling, RackProfile, RackRange, Site
 from clusterctl.blueprint.kubernetes import KubernetesSpec
@@ -50,3 +51,5 @@ class Blueprint(StrictModel):
     users: Users | None = None
     """the directory the hosts resolve users through, Slurm accounts and their users, who may log in to compute nodes
     without a job (docs/ansible.md, "Users"); absent: none of them managed"""
+    acceptance: Acceptance = Field(default_factory=Acceptance)
+    """the rendered acceptance and burn-in jobs' thresholds and program locations (docs/acceptance.md)"""

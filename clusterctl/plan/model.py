@@ -362,6 +362,11 @@ class ClusterPlan:
         """the ``cooling:`` settings (CDUs, the room's air), always present (empty by default)"""
         return self.blueprint.cooling
 
+    @property
+    def acceptance(self):
+        """the ``acceptance:`` settings (thresholds of the rendered acceptance jobs), always present"""
+        return self.blueprint.acceptance
+
     # --- figures ---------------------------------------------------------------------------------------------
 
     @property
