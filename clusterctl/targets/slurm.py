@@ -37,6 +37,7 @@ from clusterctl.plan.slurm import (AUTODETECT_NVIDIA, BLOCK_PLUGIN, BLOCK_SIZES,
                                    TREE_WIDTH_NODE_COUNT, Refusal, Release, cloud_tree_width, memory_refusal,
                                    memory_reserve_gb, node_groups, partition_groups, provides_nvml, real_memory_mib,
                                    release_refusal, slurm_release, supports, tree_width)
+from clusterctl.plan.scheduler import scheduler_plan
 from clusterctl.plan.topology import BLOCK_TOPOLOGY, TREE_TOPOLOGY, Block, Switch, nvlink_blocks, tree_switches
 from clusterctl.targets import RenderError
 from clusterctl.targets.common import at, conf_value, header, jinja_literal, key_values, render_template
@@ -143,6 +144,7 @@ def _node_line(g: GroupPlan, reserve_gb: float, elastic: bool = False) -> str:
 
 def partition_lines(plan: ClusterPlan) -> list[str]:
     lines, default_done = [], False
+    exclusive = scheduler_plan(plan).exclusive
     for i, part in enumerate(plan.slurm.partitions):
         groups = partition_groups(plan, part)
         if not groups:  # SLURM001 reports each name that is no node group
@@ -152,7 +154,8 @@ def partition_lines(plan: ClusterPlan) -> list[str]:
         default = part.default and not default_done
         default_done = default_done or default
         with at(("slurm", "partitions", i)):
-            lines.append(_partition_line(part, nodes, default, gpu_defaults(plan.slurm, groups)))
+            lines.append(_partition_line(part, nodes, default, gpu_defaults(plan.slurm, groups),
+                                         part.name in exclusive))
     return lines
 
 
@@ -169,8 +172,8 @@ def gpu_defaults(slurm, groups: Sequence[GroupPlan]) -> tuple[int | None, int | 
     return cpus or None, max(1, min(m for _, m in shares))
 
 
-def _partition_line(part: Partition, nodes: str, default: bool, per_gpu: tuple[int | None, int | None] = (None, None)
-                    ) -> str:
+def _partition_line(part: Partition, nodes: str, default: bool, per_gpu: tuple[int | None, int | None] = (None, None),
+                    exclusive: bool = False) -> str:
     return key_values([
         ("PartitionName", part.name),
         ("Nodes", nodes),
@@ -178,6 +181,7 @@ def _partition_line(part: Partition, nodes: str, default: bool, per_gpu: tuple[i
         ("MaxTime", part.max_time),
         ("DefCpuPerGPU", per_gpu[0]),
         ("DefMemPerGPU", per_gpu[1]),
+        ("OverSubscribe", "EXCLUSIVE" if exclusive else None),
         ("State", "UP"),
     ], f"partition {part.name}")
 
@@ -305,6 +309,7 @@ def slurm_conf(plan: ClusterPlan, version: Release, groups: Sequence[GroupPlan])
             _kv("SelectTypeParameters", "CR_Core_Memory"),
             _kv("GresTypes", "gpu"),
         )),
+        scheduler_section(plan),
         Section(topo_comment, (_kv("TopologyPlugin", plugin),) if plugin else ()),
         *imex_switch_sections(plan, version),
         Section("jobs run in cgroups (cgroup.conf), tasks bound to cores", (
@@ -344,6 +349,23 @@ def slurm_conf(plan: ClusterPlan, version: Release, groups: Sequence[GroupPlan])
         Section("partitions", tuple(partition_lines(plan))),
     ]
     return render_template("slurm/slurm.conf.j2", header=header(plan), version=str(version), sections=sections)
+
+
+def scheduler_section(plan: ClusterPlan) -> Section:
+    """Backfill and job-count limits sized from the plan (:func:`clusterctl.plan.scheduler.scheduler_plan`)."""
+    sched = scheduler_plan(plan)
+    longest = "UNLIMITED" if sched.longest_min is None else f"{sched.longest_min} min"
+    return Section(
+        f"backfill looks bf_window={sched.bf_window_min} min ahead, at least the longest MaxTime ({longest}) up to "
+        "its 30-day maximum, with bf_resolution keeping the default's 1,440 slots; bf_continue resumes after lock "
+        "releases; max_rpc_cnt defers scheduling at half of the 256 RPC threads; MaxJobCount 10 per node (default "
+        "10,000), MaxArraySize a tenth of it (slurm.conf(5) SchedulerParameters, MaxJobCount, MaxArraySize; "
+        "sched_config.html; docs/slurm.md \"Scheduler parameters\"; slurm.scheduler overrides)", (
+            _kv("SchedulerType", "sched/backfill"),
+            "SchedulerParameters=" + ",".join(sched.parameters),  # names and whole numbers only: nothing to escape
+            _kv("MaxJobCount", sched.max_job_count),
+            _kv("MaxArraySize", sched.max_array_size),
+        ))
 
 
 def imex_switch_sections(plan: ClusterPlan, version: Release) -> list[Section]:
