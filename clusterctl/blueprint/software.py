@@ -285,6 +285,10 @@ class Slurm(StrictModel):
     """the ``munge`` account munged runs as, created with these ids before the munge package. Default 402/402"""
     scheduler: Scheduler = Field(default_factory=Scheduler)
     """overrides of the planned SchedulerParameters, MaxJobCount, MaxArraySize and exclusive partitions"""
+    hardware_preflight: Literal["stop", "drain"] = "stop"
+    """what a compute node does when its sockets, cores, threads, memory, GPUs or NICs differ from its NodeName and
+    gres.conf lines (checked before slurmd starts: docs/ansible.md, "Hardware preflight"): stop (the host fails, slurmd
+    is not started) or drain (slurmd starts and the node is drained with the difference as reason)"""
 
     @field_validator("munge_user")
     @classmethod

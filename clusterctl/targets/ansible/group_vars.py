@@ -79,6 +79,10 @@ def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Seq
         sections.append((["slurm_compute: how long a drained node may take to finish its jobs before slurmd restarts "
                           "(slurm.rollout.drain_timeout_minutes)"],
                          {"slurm_compute_drain_timeout_s": plan.slurm.rollout.drain_timeout_minutes * 60}))
+    if plan.slurm:
+        sections.append((["slurm_compute: a node whose hardware differs from its NodeName and gres.conf lines stops "
+                          "or is drained before slurmd starts (slurm.hardware_preflight)"],
+                         {"slurm_compute_hw_preflight_action": plan.slurm.hardware_preflight}))
     if plan.slurm and gpu_groups(plan):
         sections.append((["nvidia_driver: a driver change drains the node first and waits this long for its jobs "
                           "(slurm.rollout.drain_timeout_minutes)"],
