@@ -83,6 +83,8 @@ def test_the_script_reads_the_installed_files(tmp_path, monkeypatch):
     bin_.mkdir()
     (bin_ / "lscpu").write_text("#!/bin/sh\ncat <<'EOF'\n" + LSCPU + "EOF\n")
     (bin_ / "lscpu").chmod(0o755)
+    (bin_ / "slurmd").write_text("#!/bin/sh\nexit 1\n")  # slurmd -C fails: the lscpu text above is what is read
+    (bin_ / "slurmd").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_}:/usr/bin:/bin")
     args = ["--node", "cpu01", "--config-dir", str(conf), "--sysfs", str(tmp_path / "sys"),
             "--meminfo", str(tmp_path / "meminfo")]
