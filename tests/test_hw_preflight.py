@@ -91,3 +91,19 @@ def test_the_script_reads_the_installed_files(tmp_path, monkeypatch):
     assert hw.main(args) == 1  # 2 sockets of 48 cores found, 1 of 8 planned
     assert hw.main(["--node", "nosuch", *args[2:]]) == hw.NOTHING_TO_COMPARE
     assert os.access(SCRIPT, os.X_OK)
+
+
+def test_gpu_socket_from_sysfs(tmp_path):
+    """nvidia-smi's bus id (8-digit domain) -> the PCI device's numa_node -> that node's first CPU's package."""
+    dev = tmp_path / "bus/pci/devices/0000:9a:00.0"
+    dev.mkdir(parents=True)
+    (dev / "numa_node").write_text("1\n")
+    node = tmp_path / "devices/system/node/node1"
+    node.mkdir(parents=True)
+    (node / "cpulist").write_text("52-103,156-207\n")
+    cpu = tmp_path / "devices/system/cpu/cpu52/topology"
+    cpu.mkdir(parents=True)
+    (cpu / "physical_package_id").write_text("1\n")
+    assert hw._pci_socket(str(tmp_path), "00000000:9A:00.0") == 1
+    (dev / "numa_node").write_text("-1\n")  # a platform that reports no NUMA node: not judged
+    assert hw._pci_socket(str(tmp_path), "00000000:9A:00.0") is None
