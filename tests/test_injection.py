@@ -222,6 +222,7 @@ def lab_extended() -> dict:
                                    "uefi_boot_file": "ipxe.efi", "ipxe_script_url": "http://10.10.0.19/boot.ipxe",
                                    "http_boot_url": "http://10.10.0.19/ipxe.efi"}
     data["slurm"]["partitions"][0]["max_time"] = "7-00:00:00"
+    data["slurm"]["scheduler"] = {"exclusive_partitions": ["gpu"]}  # a partition name reaching OverSubscribe
     data["slurm"]["rollout"] = {"pull": {"source": "https://git.example.com/cluster/lab.git", "ref": "release/1"}}
     data["software"].update(nccl="2.21.5", doca="2.7.0")
     data["validation"] = {"suppress": [{"rule": "POWER001", "reason": "lab bench power is metered"}]}

@@ -187,6 +187,30 @@ class PowerSave(StrictModel):
     billing for minutes after a large job)"""
 
 
+class Scheduler(StrictModel):
+    """Overrides of the scheduler parameters the plan sizes (``clusterctl.plan.scheduler``; docs/slurm.md,
+    "Scheduler parameters"): each field left out keeps the planned value. Bounds are slurm.conf(5)'s."""
+
+    bf_window_minutes: int | None = Field(default=None, ge=1, le=43_200)
+    """SchedulerParameters bf_window: minutes backfill looks ahead (Min 1, Max 43200 = 30 days); planned: the
+    longest partition MaxTime (SCHED001 warns when an override is shorter)"""
+    bf_resolution_s: int | None = Field(default=None, ge=1, le=3_600)
+    """bf_resolution: seconds per backfill time slot (Min 1, Max 3600); planned: sized with bf_window"""
+    bf_max_job_test: int | None = Field(default=None, ge=1, le=1_000_000)
+    """bf_max_job_test: jobs the backfill scheduler tests per cycle (Min 1, Max 1,000,000)"""
+    bf_interval_s: int | None = Field(default=None, ge=1, le=10_800)
+    """bf_interval: seconds between backfill cycles (Min 1, Max 10800)"""
+    max_rpc_cnt: int | None = Field(default=None, ge=0, le=1_000)
+    """max_rpc_cnt: active slurmctld threads at which scheduling defers to RPCs (0 disables; Max 1000)"""
+    max_job_count: int | None = Field(default=None, ge=1, le=10_000_000)
+    """MaxJobCount: jobs slurmctld keeps in memory; planned: sized from the node count"""
+    max_array_size: int | None = Field(default=None, ge=0, le=4_000_001)
+    """MaxArraySize: one more than the highest array index (0 disables arrays; "may not exceed 4000001")"""
+    exclusive_partitions: list[PartitionName] | None = Field(default=None, max_length=1024)
+    """partitions given OverSubscribe=EXCLUSIVE (whole nodes per job); planned: every GPU partition with a time
+    limit over a day. [] makes none exclusive"""
+
+
 SYSTEM_ID_MAX = 65533
 """highest UID/GID accepted for the Slurm and MUNGE accounts: 65534 is nobody/nogroup, 65535 the 16-bit (uid_t)-1"""
 
@@ -262,6 +286,12 @@ class Slurm(StrictModel):
     no user; controllers sharing StateSaveLocation need one UID). Default 401/401 (AWS ParallelCluster's)"""
     munge_user: SystemAccount = Field(default_factory=lambda: SystemAccount(**MUNGE_ACCOUNT_DEFAULT))
     """the ``munge`` account munged runs as, created with these ids before the munge package. Default 402/402"""
+    scheduler: Scheduler = Field(default_factory=Scheduler)
+    """overrides of the planned SchedulerParameters, MaxJobCount, MaxArraySize and exclusive partitions"""
+    hardware_preflight: Literal["stop", "drain"] = "stop"
+    """what a compute node does when its sockets, cores, threads, memory, GPUs or NICs differ from its NodeName and
+    gres.conf lines (checked before slurmd starts: docs/ansible.md, "Hardware preflight"): stop (the host fails, slurmd
+    is not started) or drain (slurmd starts and the node is drained with the difference as reason)"""
 
     @field_validator("munge_user")
     @classmethod

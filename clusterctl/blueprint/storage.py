@@ -50,6 +50,21 @@ class NfsTier(_SharedTier):
     """server:/path"""
 
 
+class WekaClient(StrictModel):
+    """How the compute nodes' WEKA client runs (docs/slurm.md, "WEKA clients in DPDK mode"): DPDK, the
+    performance-optimized mode with dedicated frontend cores (the default), or UDP through the kernel."""
+
+    mode: Literal["dpdk", "udp"] = "dpdk"
+    """dpdk: ``num_cores`` dedicated cores, ``net=`` per NIC, hugepage memory; udp: ``net=udp,num_cores=0``"""
+    cores: int | None = Field(default=None, ge=1, le=32)
+    """frontend cores (mount option ``num_cores``), reserved from Slurm with CoreSpecCount; planned: one per NIC"""
+    nics: Literal["storage", "compute"] | None = None
+    """which ports the client drives (``net=``); planned: the node type's storage ports, else its compute rails"""
+    memory_mib: int | None = Field(default=None, ge=1, le=1_048_576)
+    """client hugepage memory (mount option ``memory_mb``), kept from jobs with MemSpecLimit; planned: 1,400 MiB per
+    frontend core"""
+
+
 class ParallelTier(_SharedTier):
     """A parallel file system (Lustre, GPFS, WEKA, VAST, ...): training data and checkpoints."""
 
@@ -65,6 +80,8 @@ class ParallelTier(_SharedTier):
     ``https://downloads.whamcloud.com/public/lustre/lustre-2.15.6/ubuntu2204/client``"""
     client_repo_key: AptRepoUrl | None = Field(default=None, validate_default=True)
     """Lustre: the ASCII-armoured key the client repository is signed with (required with client_repo)"""
+    weka: WekaClient | None = None
+    """WEKA: the compute nodes' client mode, cores, NICs and memory (default: DPDK, planned from the node type)"""
 
     @field_validator("servers")
     @classmethod
@@ -73,6 +90,14 @@ class ParallelTier(_SharedTier):
         whether the client reaches it over o2ib or tcp."""
         if value is not None and info.data.get("filesystem") == "lustre":
             LUSTRE_SOURCE._validate(value)
+        return value
+
+    @field_validator("weka")
+    @classmethod
+    def _weka_only(cls, value: WekaClient | None, info: ValidationInfo) -> WekaClient | None:
+        if value is not None and info.data.get("filesystem") != "weka":
+            raise ValueError("weka: configures a WEKA client; this tier's filesystem is "
+                             f"{info.data.get('filesystem')}")
         return value
 
     @field_validator("client_repo_key")

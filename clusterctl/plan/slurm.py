@@ -250,13 +250,10 @@ SACCTMGR_TIME = re.compile(r"(\d{1,5}-)?\d{1,7}(:\d{1,2}){0,2}")
 5-digit days, 7-digit minutes and 2-digit further fields (the SlurmTime kind admits longer fields)"""
 
 
-def sacctmgr_wall(text: str) -> str | None:
-    """A Slurm time as sacctmgr shows a limit in minutes (MaxWall): ``D-HH:MM:00`` or ``HH:MM:00``; ``""`` for
-    UNLIMITED; None when it is no :data:`SACCTMGR_TIME` (SLURM012). Seconds round up, as Slurm's time_str2mins
-    does."""
+def time_minutes(text: str) -> int | None:
+    """A Slurm time (minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS: the SlurmTime kind) in whole minutes,
+    seconds rounded up as Slurm's time_str2mins does; None for UNLIMITED and INFINITE (no limit)."""
     if text.upper() in ("UNLIMITED", "INFINITE"):
-        return ""
-    if not SACCTMGR_TIME.fullmatch(text):
         return None
     days, _, rest = text.rpartition("-")
     parts = [int(p) for p in rest.split(":")]
@@ -268,8 +265,18 @@ def sacctmgr_wall(text: str) -> str | None:
         h, m, sec = 0, parts[0], parts[1]
     else:
         h, m, sec = parts
-    minutes = (int(days or 0) * 24 + h) * 60 + m + (1 if sec else 0)
-    d, rem = divmod(minutes, 24 * 60)
+    return (int(days or 0) * 24 + h) * 60 + m + (1 if sec else 0)
+
+
+def sacctmgr_wall(text: str) -> str | None:
+    """A Slurm time as sacctmgr shows a limit in minutes (MaxWall): ``D-HH:MM:00`` or ``HH:MM:00``; ``""`` for
+    UNLIMITED; None when it is no :data:`SACCTMGR_TIME` (SLURM012). Seconds round up, as Slurm's time_str2mins
+    does."""
+    if text.upper() in ("UNLIMITED", "INFINITE"):
+        return ""
+    if not SACCTMGR_TIME.fullmatch(text):
+        return None
+    d, rem = divmod(time_minutes(text), 24 * 60)
     hh, mm = divmod(rem, 60)
     return f"{d}-{hh:02d}:{mm:02d}:00" if d else f"{hh:02d}:{mm:02d}:00"
 

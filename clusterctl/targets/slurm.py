@@ -39,6 +39,8 @@ from clusterctl.plan.slurm import (AUTODETECT_NVIDIA, BLOCK_PLUGIN, BLOCK_SIZES,
                                    TREE_WIDTH_NODE_COUNT, Refusal, Release, cloud_tree_width, memory_refusal,
                                    memory_reserve_gb, node_groups, partition_groups, provides_nvml, real_memory_mib,
                                    release_refusal, slurm_release, supports, tree_width)
+from clusterctl.plan.scheduler import scheduler_plan
+from clusterctl.plan.weka import specialized
 from clusterctl.plan.topology import BLOCK_TOPOLOGY, TREE_TOPOLOGY, Block, Switch, nvlink_blocks, tree_switches
 from clusterctl.targets import RenderError
 from clusterctl.targets.common import at, conf_value, header, jinja_literal, key_values, render_template
@@ -52,6 +54,11 @@ DEV_DIR = "/dev"
 """where the GPU device nodes are: /dev/nvidiaN, /dev/dri/renderD(128+N)"""
 AMD_RENDER_MINOR = 128
 """the first DRM render node (/dev/dri/renderD128) is the first AMD GPU"""
+
+
+WEKA_SPEC_COMMENT = ("; CoreSpecCount and MemSpecLimit keep the WEKA client's dedicated frontend cores (the "
+                     "highest core of each socket, core_spec.html) and its hugepage memory from jobs (slurm.conf(5); "
+                     "docs/slurm.md \"WEKA clients in DPDK mode\")")
 
 
 class SlurmRenderError(RenderError):
@@ -119,16 +126,18 @@ def _is_amd(g: GroupPlan) -> bool:
     return g.type.accelerator is not None and accelerator_vendor(g.type.accelerator) == "AMD"
 
 
-def node_line(g: GroupPlan, reserve_gb: float, elastic: bool = False) -> str:
+def node_line(g: GroupPlan, reserve_gb: float, elastic: bool = False, spec: tuple[int, int] = (0, 0)) -> str:
     t = g.type
     with at(("node_types", t.name, "features")):
         for feature in t.features:
             conf_value(feature, f"node type {t.name} feature", extra=",")
     with at(g.path):
-        return _node_line(g, reserve_gb, elastic)
+        return _node_line(g, reserve_gb, elastic, spec)
 
 
-def _node_line(g: GroupPlan, reserve_gb: float, elastic: bool = False) -> str:
+def _node_line(g: GroupPlan, reserve_gb: float, elastic: bool = False, spec: tuple[int, int] = (0, 0)) -> str:
+    """``spec``: (CoreSpecCount, MemSpecLimit) kept from jobs for the WEKA client (:func:`clusterctl.plan.weka.
+    specialized`); nothing written when (0, 0)."""
     t = g.type
     return key_values([
         ("NodeName", g.hostlist),
@@ -137,6 +146,8 @@ def _node_line(g: GroupPlan, reserve_gb: float, elastic: bool = False) -> str:
         ("ThreadsPerCore", t.threads_per_core),
         ("RealMemory", real_memory_mib(t.memory_gb, reserve_gb)),
         ("Gres", f"gpu:{gres_type(t.gpu_model)}:{t.gpus}" if t.gpus and t.gpu_model else None),
+        ("CoreSpecCount", spec[0] or None),
+        ("MemSpecLimit", spec[1] or None),
         ("Features", _dedupe([g.name, t.gpu_model or "", *t.features])),
         # an elastic group's nodes exist only while ResumeProgram's instance runs (slurm.conf(5) State=CLOUD)
         ("State", "CLOUD" if elastic else "UNKNOWN"),
@@ -145,6 +156,7 @@ def _node_line(g: GroupPlan, reserve_gb: float, elastic: bool = False) -> str:
 
 def partition_lines(plan: ClusterPlan) -> list[str]:
     lines, default_done = [], False
+    exclusive = scheduler_plan(plan).exclusive
     for i, part in enumerate(plan.slurm.partitions):
         groups = partition_groups(plan, part)
         if not groups:  # SLURM001 reports each name that is no node group
@@ -154,25 +166,34 @@ def partition_lines(plan: ClusterPlan) -> list[str]:
         default = part.default and not default_done
         default_done = default_done or default
         with at(("slurm", "partitions", i)):
-            lines.append(_partition_line(part, nodes, default, gpu_defaults(plan.slurm, groups)))
+            lines.append(_partition_line(part, nodes, default, gpu_defaults(plan.slurm, groups, plan),
+                                         part.name in exclusive))
     return lines
 
 
-def gpu_defaults(slurm, groups: Sequence[GroupPlan]) -> tuple[int | None, int | None]:
+def gpu_defaults(slurm, groups: Sequence[GroupPlan], plan: ClusterPlan | None = None
+                 ) -> tuple[int | None, int | None]:
     """(DefCpuPerGPU, DefMemPerGPU in MiB) of a partition: each GPU's share of the CPUs and RealMemory of its
     smallest GPU node, so that a job asking only for GPUs gets a fair slice instead of the whole node's
-    memory (CR_Core_Memory with no default takes all of it) and packs with others. None without GPUs."""
-    shares = [(g.type.sockets * g.type.cores_per_socket * g.type.threads_per_core // g.type.gpus,
-               real_memory_mib(g.type.memory_gb, memory_reserve_gb(slurm, g.type.memory_gb)) // g.type.gpus)
-              for g in groups if g.type.gpus > 0]
+    memory (CR_Core_Memory with no default takes all of it) and packs with others. None without GPUs. The cores and
+    memory kept for a WEKA client (CoreSpecCount, MemSpecLimit) are no job's: shared out without them, so a job of
+    all the node's GPUs still fits."""
+    shares = []
+    for g in groups:
+        if g.type.gpus <= 0:
+            continue
+        cores, mem = specialized(plan, g) if plan is not None else (0, 0)
+        t = g.type
+        shares.append(((t.sockets * t.cores_per_socket - cores) * t.threads_per_core // t.gpus,
+                       (real_memory_mib(t.memory_gb, memory_reserve_gb(slurm, t.memory_gb)) - mem) // t.gpus))
     if not shares:
         return None, None
     cpus = min(c for c, _ in shares)  # 0 when a node has fewer CPUs than GPUs: no CPU default then
     return cpus or None, max(1, min(m for _, m in shares))
 
 
-def _partition_line(part: Partition, nodes: str, default: bool, per_gpu: tuple[int | None, int | None] = (None, None)
-                    ) -> str:
+def _partition_line(part: Partition, nodes: str, default: bool, per_gpu: tuple[int | None, int | None] = (None, None),
+                    exclusive: bool = False) -> str:
     return key_values([
         ("PartitionName", part.name),
         ("Nodes", nodes),
@@ -181,6 +202,7 @@ def _partition_line(part: Partition, nodes: str, default: bool, per_gpu: tuple[i
         ("DefCpuPerGPU", per_gpu[0]),
         ("DefMemPerGPU", per_gpu[1]),
         ("AllowAccounts", ",".join(part.allow_accounts) or None),
+        ("OverSubscribe", "EXCLUSIVE" if exclusive else None),
         ("State", "UP"),
     ], f"partition {part.name}")
 
@@ -318,6 +340,7 @@ def slurm_conf(plan: ClusterPlan, version: Release, groups: Sequence[GroupPlan])
             _kv("SelectTypeParameters", "CR_Core_Memory"),
             _kv("GresTypes", "gpu"),
         )),
+        scheduler_section(plan),
         Section(topo_comment, (_kv("TopologyPlugin", plugin),) if plugin else ()),
         *imex_switch_sections(plan, version),
         Section("jobs run in cgroups (cgroup.conf), tasks bound to cores", (
@@ -353,11 +376,29 @@ def slurm_conf(plan: ClusterPlan, version: Release, groups: Sequence[GroupPlan])
             _kv("AccountingStorageEnforce", "associations,limits,qos"),
         )),
         *power_save_sections(plan, version, groups),
-        Section("nodes: one line per node group", tuple(node_line(g, memory_reserve_gb(slurm, g.type.memory_gb),
-                                                                  g.name in elastic) for g in groups)),
+        Section("nodes: one line per node group" + WEKA_SPEC_COMMENT * any(specialized(plan, g)[0] for g in groups),
+                tuple(node_line(g, memory_reserve_gb(slurm, g.type.memory_gb), g.name in elastic,
+                                specialized(plan, g)) for g in groups)),
         Section("partitions", tuple(partition_lines(plan))),
     ]
     return render_template("slurm/slurm.conf.j2", header=header(plan), version=str(version), sections=sections)
+
+
+def scheduler_section(plan: ClusterPlan) -> Section:
+    """Backfill and job-count limits sized from the plan (:func:`clusterctl.plan.scheduler.scheduler_plan`)."""
+    sched = scheduler_plan(plan)
+    longest = "UNLIMITED" if sched.longest_min is None else f"{sched.longest_min} min"
+    return Section(
+        f"backfill looks bf_window={sched.bf_window_min} min ahead, at least the longest MaxTime ({longest}) up to "
+        "its 30-day maximum, with bf_resolution keeping the default's 1,440 slots; bf_continue resumes after lock "
+        "releases; max_rpc_cnt defers scheduling at half of the 256 RPC threads; MaxJobCount 10 per node (default "
+        "10,000), MaxArraySize a tenth of it (slurm.conf(5) SchedulerParameters, MaxJobCount, MaxArraySize; "
+        "sched_config.html; docs/slurm.md \"Scheduler parameters\"; slurm.scheduler overrides)", (
+            _kv("SchedulerType", "sched/backfill"),
+            "SchedulerParameters=" + ",".join(sched.parameters),  # names and whole numbers only: nothing to escape
+            _kv("MaxJobCount", sched.max_job_count),
+            _kv("MaxArraySize", sched.max_array_size),
+        ))
 
 
 def imex_switch_sections(plan: ClusterPlan, version: Release) -> list[Section]:

@@ -126,6 +126,11 @@ def test_lab_slurm_conf():
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_Core_Memory",
         "GresTypes=gpu",
+        "SchedulerType=sched/backfill",
+        "SchedulerParameters=bf_continue,bf_interval=30,bf_max_job_test=500,bf_resolution=1800,bf_window=43200,"
+        "max_rpc_cnt=128",
+        "MaxJobCount=10000",
+        "MaxArraySize=1001",
         "TopologyPlugin=topology/tree",
         "ProctrackType=proctrack/cgroup",
         "TaskPlugin=task/cgroup,task/affinity",
@@ -292,7 +297,8 @@ def test_superpod_4su_topology_is_one_switch_per_su_not_per_rail_leaf():
     assert "NodeName=dgx[001-127] Sockets=2 CoresPerSocket=56 ThreadsPerCore=2 RealMemory=2034688 " \
            "Gres=gpu:h100:8 Features=dgx,h100-sxm,h100,ndr State=UNKNOWN" in conf
     assert [line for line in conf if line.startswith("PartitionName=")] == [
-        "PartitionName=batch Nodes=dgx[001-127] Default=YES MaxTime=7-00:00:00 DefCpuPerGPU=28 DefMemPerGPU=254336 State=UP",
+        "PartitionName=batch Nodes=dgx[001-127] Default=YES MaxTime=7-00:00:00 DefCpuPerGPU=28 DefMemPerGPU=254336 "
+        "OverSubscribe=EXCLUSIVE State=UP",
         "PartitionName=debug Nodes=dgx[001-127] MaxTime=02:00:00 DefCpuPerGPU=28 DefMemPerGPU=254336 State=UP",
     ]
     assert settings(files["slurm/gres.conf"])[1:] == [
@@ -461,7 +467,8 @@ def test_200k_gpus_render_small():
     assert plan.gpus == 212_992
     files = slurm.render(plan)  # its time: benchmarks/bench_hotspots.py
     assert len(lines(files["slurm/slurm.conf"])) < 300
-    assert "PartitionName=batch Nodes=gpu[00001-26624] Default=YES MaxTime=14-00:00:00 DefCpuPerGPU=24 DefMemPerGPU=254336 State=UP" in \
+    assert "PartitionName=batch Nodes=gpu[00001-26624] Default=YES MaxTime=14-00:00:00 DefCpuPerGPU=24 DefMemPerGPU=254336 " \
+           "OverSubscribe=EXCLUSIVE State=UP" in \
         settings(files["slurm/slurm.conf"])
 
 

@@ -56,6 +56,8 @@ REHEARSAL_VARS: dict[str, tuple[object, str]] = {
     "slurmdbd_manage_services": (True, "slurmdbd and the MariaDB the slurmdbd role installs run as systemd units "
                                  "on the accounting host (slurmctld is fatal on a first start without them)"),
     "slurmdbd_database_innodb_buffer_pool_size": ("128M", "every node shares this machine's memory"),
+    "slurm_compute_hw_preflight_ports": ([], "a rehearsal node has lo and eth0 only, not the planned NICs (the "
+                                         "hardware preflight still compares CPUs, memory and the GPU stand-ins)"),
     "storage_clients_mount_now": (False, "no file server in a rehearsal: fstab lines only"),
     "storage_clients_lustre_install": (False, "the Lustre client comes from a vendor repository"),
     "nfs_server_packages": ([], "this kernel has no NFS server (mount -t nfsd: unknown filesystem type 'nfsd'; no "

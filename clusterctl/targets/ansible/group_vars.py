@@ -85,6 +85,10 @@ def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Seq
                           "Slurm?\"; docs/ansible.md, \"Rolling changes\")"],
                          {"slurm_controller_restart_on_node_change":
                           not slurm_supports(plan, RECONFIGURE_ADDS_NODES)}))
+    if plan.slurm:
+        sections.append((["slurm_compute: a node whose hardware differs from its NodeName and gres.conf lines stops "
+                          "or is drained before slurmd starts (slurm.hardware_preflight)"],
+                         {"slurm_compute_hw_preflight_action": plan.slurm.hardware_preflight}))
     if plan.slurm and gpu_groups(plan):
         sections.append((["node_drain: a change that needs an idle node (driver, DOCA-OFED, NIC firmware, IMEX peers) "
                           "drains it and waits this long for its jobs,", "then leaves it drained and pending for the "

@@ -13,11 +13,30 @@ from clusterctl.plan.ranges import WorldRangeError, served_ranges
 from clusterctl.plan.roles import slurm_roles
 from clusterctl.plan.slurm import state_tier
 from clusterctl.plan.sources import MOUNT_OPTIONS, SourceError, mount_source
+from clusterctl.plan.weka import WEKA_NIC_HINT, weka_client
 from clusterctl.targets import RenderError
 from clusterctl.targets.common import at, conf_value
 
 MOUNTED_ROLES = ("compute", "login")
 """node roles that mount the shared storage tiers"""
+
+
+def weka_options(plan: ClusterPlan, g: GroupPlan, tier) -> str:
+    """A wekafs tier's fstab options on group ``g``: the shared ones with the group's client options (DPDK cores,
+    NICs, cores and hugepage memory, or UDP: :func:`clusterctl.plan.weka.weka_client`) before ``nosuid,nodev``,
+    which stay last."""
+    client = weka_client(plan, g)
+    if client is None:
+        return MOUNT_OPTIONS["wekafs"]
+    if client.problem:  # WEKA002 reports it first
+        err = RenderError(f"storage tier {tier.name}: {client.problem}")
+        err.path, err.hint = ("storage", plan.storage.index(tier), "weka"), WEKA_NIC_HINT
+        raise err
+    for name in client.netdevs:
+        with at(("node_types", g.type.name, "interfaces")):
+            conf_value(name, "WEKA client NIC", extra=",")
+    head, _, tail = MOUNT_OPTIONS["wekafs"].partition(",nosuid")
+    return f"{head},{client.mount_options},nosuid{tail}"
 
 
 def state_mount_tiers(plan: ClusterPlan, g: GroupPlan) -> set[str]:
@@ -105,7 +124,7 @@ def storage_mounts(plan: ClusterPlan, g: GroupPlan) -> tuple[list[dict], list[st
             raise err from None
         if found is not None:
             mounts.append({"name": t.name, "path": t.mount, "src": found[1], "fstype": found[0],
-                           "opts": MOUNT_OPTIONS[found[0]]})
+                           "opts": weka_options(plan, g, t) if found[0] == "wekafs" else MOUNT_OPTIONS[found[0]]})
     tiers = {t.name: i for i, t in enumerate(plan.storage)}
     for m in mounts:  # fstab fields: one word each, no '#', no control characters
         with at(("storage", tiers.get(m["name"], 0))):

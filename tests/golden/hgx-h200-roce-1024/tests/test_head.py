@@ -191,7 +191,7 @@ def test_slurmdbd_is_running(host, require_group):
 # --- storage
 
 FSTAB = [
-    ('weka-mgmt.fra1/weka', '/mnt/weka', 'wekafs', 'defaults,_netdev,nofail,nosuid,nodev'),
+    ('weka-mgmt.fra1/weka', '/mnt/weka', 'wekafs', 'defaults,_netdev,nofail,num_cores=0,net=udp,nosuid,nodev'),
 ]
 
 
