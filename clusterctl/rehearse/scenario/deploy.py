@@ -141,7 +141,8 @@ def rehearsal_files(state: State) -> tuple[Path, Path]:
     if not secrets_path.exists():  # kept across converges of one rehearsal: a new key would restart munged
         write_text_atomic(secrets_path, yamlout.body({
             "vault_munge_key": secrets.token_urlsafe(96),
-            "vault_slurmdbd_storage_pass": secrets.token_urlsafe(24)}), 0o600)
+            "vault_slurmdbd_storage_pass": secrets.token_urlsafe(24),
+            "vault_slurmdbd_replication_pass": secrets.token_urlsafe(24)}), 0o600)
     return vars_path, secrets_path
 
 
