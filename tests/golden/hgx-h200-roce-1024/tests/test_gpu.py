@@ -230,7 +230,7 @@ def test_health_check_passes(host, health_check_program):
 
 FSTAB = [
     ('weka-mgmt.fra1/weka', '/mnt/weka', 'wekafs', 'defaults,_netdev,nofail,nosuid,nodev'),
-    ('head01:/export/home', '/home', 'nfs', 'defaults,_netdev,nofail,hard,noatime,nosuid,nodev'),
+    ('home-nas:/export/home', '/home', 'nfs', 'defaults,_netdev,nofail,hard,noatime,nosuid,nodev'),
 ]
 
 

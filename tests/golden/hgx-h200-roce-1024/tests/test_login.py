@@ -157,7 +157,7 @@ def test_srun_offers_container_image(host):
 
 FSTAB = [
     ('weka-mgmt.fra1/weka', '/mnt/weka', 'wekafs', 'defaults,_netdev,nofail,nosuid,nodev'),
-    ('head01:/export/home', '/home', 'nfs', 'defaults,_netdev,nofail,hard,noatime,nosuid,nodev'),
+    ('home-nas:/export/home', '/home', 'nfs', 'defaults,_netdev,nofail,hard,noatime,nosuid,nodev'),
 ]
 
 
