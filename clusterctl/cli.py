@@ -628,6 +628,7 @@ class RehearseScenario(str, Enum):
     version_guard = "version-guard"
     node_failure = "node-failure"
     failover = "failover"
+    db_failover = "db-failover"
     day0 = "day0"
     rolling = "rolling"
     pull = "pull"
@@ -647,7 +648,8 @@ def rehearse(
     fmt: Annotated[RehearseFormat, typer.Option("--format", help="human progress, or a JSON summary on stdout")] = RehearseFormat.human,
     scenario: Annotated[Optional[list[RehearseScenario]], typer.Option(
         "--scenario", help="all (every scenario that applies, on one boot); nodes: boot and SSH only; deploy: "
-                         "converge site.yml twice, testinfra, srun; version-guard, node-failure, failover, day0, pull, elastic, "
+                         "converge site.yml twice, testinfra, srun; version-guard, node-failure, failover, db-failover, day0, pull, "
+                         "elastic, "
                          "rolling: docs/rehearse.md. Repeat it to run several scenarios on one boot. fabric (alone, not in all): "
                          "a slice of each routed Ethernet/RoCE fabric with FRR from the rendered switch files")] = None,
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,

@@ -9,7 +9,7 @@ import shlex
 
 from clusterctl.plan.accounting import accounting_database
 from clusterctl.plan.model import ClusterPlan
-from clusterctl.targets.common import header, key_values, render_template
+from clusterctl.targets.common import at, conf_value, header, key_values, render_template
 
 STORAGE_LOC = "slurm_acct_db"
 """slurmdbd.conf StorageLoc: SchedMD's default name of the accounting database"""
@@ -19,6 +19,8 @@ REPLICATION_DIR = "slurm/mariadb"
 """one MariaDB settings file per server of a replicated pair: <host>.cnf"""
 BINLOG_DAYS = 7
 """binary logs kept: a server away longer than a week must be re-seeded from a dump (docs/slurm.md)"""
+TEMPLATE_CHARACTERS = "{}%$`'\\"
+"""refused in a path slurmdbd.conf.j2 (an Ansible template) holds: the path kind never lets them through"""
 RECORDS = (("Event", "events_months", "ArchiveEvents"), ("Job", "jobs_months", "ArchiveJobs"),
            ("Resv", "reservations_months", "ArchiveResvs"), ("Step", "steps_months", "ArchiveSteps"),
            ("Suspend", "suspend_months", "ArchiveSuspend"), ("TXN", "txn_months", "ArchiveTXN"),
@@ -34,7 +36,9 @@ def keeping_lines(plan: ClusterPlan) -> list[str]:
     purged = [(kind, getattr(records, field), flag) for kind, field, flag in RECORDS if getattr(records, field)]
     lines = [key_values([(f"Purge{kind}After", f"{months}month")]) for kind, months, _ in purged]
     if records.archive and purged:
-        lines += [key_values([("ArchiveDir", records.archive_directory)]),
+        with at(("slurm", "accounting_records", "archive_directory")):  # a line of an Ansible template
+            archive_dir = conf_value(records.archive_directory, "ArchiveDir", extra=TEMPLATE_CHARACTERS)
+        lines += [key_values([("ArchiveDir", archive_dir)]),
                   *(key_values([(flag, "yes")]) for _, _, flag in purged)]
     return lines
 

@@ -5,6 +5,7 @@ expects it (docs/rehearse.md):
 2. ``deploy``: converge, converge again (changed=0), testinfra, srun;
 3. ``node-failure``: the health check drains a node that lost a GPU, and returns it;
 4. ``failover`` (a backup controller and a shared StateSaveLocation);
+4b. ``db-failover`` (a replicated pair of slurmdbd hosts): the accounting host powered off and back;
 5. ``day0`` (an inventory with the compute hosts' MACs, two controllers): the BMC play power-cycles a compute node,
    which comes back by DHCP, resolves every planned name and follows the controllers' time;
 6. ``pull``: every node applies the rendered tree itself from a git remote, gated by rollout.yml;
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from clusterctl.rehearse.scenario.base import Scenario
 from clusterctl.rehearse.scenario.day0 import Day0Scenario
+from clusterctl.rehearse.scenario.db_failover import DbFailoverScenario
 from clusterctl.rehearse.scenario.deploy import DeployScenario
 from clusterctl.rehearse.scenario.elastic import ElasticScenario
 from clusterctl.rehearse.scenario.fabric import FabricScenario
@@ -28,7 +30,7 @@ from clusterctl.rehearse.scenario.rolling import RollingScenario
 from clusterctl.rehearse.scenario.version_guard import VersionGuardScenario
 
 SCENARIOS: tuple[type[Scenario], ...] = (VersionGuardScenario, DeployScenario, NodeFailureScenario,
-                                         FailoverScenario, Day0Scenario, PullScenario, ElasticScenario, RollingScenario)
+                                         FailoverScenario, DbFailoverScenario, Day0Scenario, PullScenario, ElasticScenario, RollingScenario)
 ORDER = tuple(s.name for s in SCENARIOS)
 """the scenarios of ``--scenario all``, in the order they run"""
 ALONE: tuple[type[Scenario], ...] = (FabricScenario,)
