@@ -27,7 +27,7 @@ from clusterctl.rehearse.node.state import State
 from clusterctl.rehearse.scenario.base import (BACKUP_CONTROLLER, SHARED_STATE, SLURM_AND_COMPUTE, Build, Need,
                                                Scenario)
 from clusterctl.rehearse.scenario.deploy import Cluster
-from clusterctl.rehearse.scenario.failover import FailoverTimeout, failover_specs, ping
+from clusterctl.rehearse.scenario.failover import FailoverTimeout, failover_specs, merging, ping
 from clusterctl.rehearse.scenario.needs import STATIC_COMPUTE
 from clusterctl.rehearse.scenario.observe import node_state, ssh_ok, wait_for
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
@@ -84,6 +84,7 @@ class DbFailover:
     name: str = "db-failover"
 
     def run(self, state: State, record: Record) -> None:
+        record = merging(record)  # the primary: its return, then the dump
         conf = (Path(state.dir) / "slurm" / "slurm.conf").read_text()
         table = re.search(r"(?m)^ClusterName=(\S+)$", conf).group(1).lower() + "_job_table"
         via = (self.cluster.login or (self.backup,))[0]
@@ -106,11 +107,10 @@ class DbFailover:
     def _outage_jobs(self, state: State, via: str, table: str) -> tuple[list[str], float]:
         """Submit jobs while the primary is off; each completes, and its row is in the backup's database."""
         t0 = time.monotonic()
-        ctl, _ = wait_for(lambda: ping(state, via).get(self.backup) == "UP" or None, 60)
+        ctl, _ = wait_for(lambda: ping(state, via) == {self.primary: "DOWN", self.backup: "UP"} or None, 60)
         if not ctl:
             raise StepFailed(f"no controller answers with {self.primary} off: {ping(state, via)}")
-        jobs = [ssh_ok(state, via, f"sbatch --parsable -N1 -t 2 -J rehearse-db-failover-{i} --wrap hostname")
-                .strip().split(";")[0] for i in range(OUTAGE_JOBS)]
+        jobs = [self._submit(state, via, f"rehearse-db-failover-{i}") for i in range(OUTAGE_JOBS)]
         done, _ = wait_for(lambda: all("JobState=COMPLETED" in ssh(state, via, f"scontrol show job {j}").stdout
                                        for j in jobs) or None, 90)
         if not done:
@@ -122,6 +122,15 @@ class DbFailover:
             raise StepFailed(f"the jobs {jobs} have no rows in {self.backup}'s accounting database "
                              f"({job_rows(state, self.backup, table, jobs)} of {len(jobs)})")
         return jobs, time.monotonic() - t0
+
+    @staticmethod
+    def _submit(state: State, via: str, name: str) -> str:
+        """sbatch, again until the backup controller has taken control (SlurmctldTimeout) and accepts it."""
+        cmd = f"sbatch --parsable -N1 -t 2 -J {name} --wrap hostname"
+        done, _ = wait_for(lambda: (r := ssh(state, via, cmd)).returncode == 0 and r.stdout.strip() or None, 60, 2)
+        if not done:
+            raise StepFailed(f"sbatch on {via} refused for 60 s: {ssh(state, via, cmd).stderr.strip()[-200:]}")
+        return done.split(";")[0]
 
     def _return(self, state: State, record: Record, table: str, jobs: list[str]) -> None:
         """Power the primary on: its MariaDB catches up and sacct on it lists the outage's jobs."""
