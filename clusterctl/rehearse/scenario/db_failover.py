@@ -95,7 +95,11 @@ class DbFailover:
         storage = ssh_ok(state, self.backup, "grep -h '^StorageHost=' /etc/slurm/slurmdbd.conf").strip()
         source = mariadb(state, self.backup, "SHOW SLAVE STATUS")  # the backup replicates the primary's
         off = lifecycle.power_off(state, self.primary)
-        jobs, took = self._outage_jobs(state, via, table)
+        try:
+            jobs, took = self._outage_jobs(state, via, table)
+        except StepFailed:  # the scenarios after this one expect the host running
+            lifecycle.power_on(state, self.primary, inband_address=True)
+            raise
         record(self.backup, HostOutcome(OK, took, f"{self.primary} off ({off:.1f} s); {len(jobs)} jobs "
                                                   f"({','.join(jobs)}) ran, their rows in {self.backup}'s own "
                                                   f"database ({storage}; replica of "
