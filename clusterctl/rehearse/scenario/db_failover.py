@@ -92,6 +92,7 @@ class DbFailover:
                                        for h in self.cluster.compute) or None, 90)
         if not idle:
             raise StepFailed(f"compute nodes not idle: {[node_state(state, via, h) for h in self.cluster.compute]}")
+        self._state_saved(state, conf)
         storage = ssh_ok(state, self.backup, "grep -h '^StorageHost=' /etc/slurm/slurmdbd.conf").strip()
         source = mariadb(state, self.backup, "SHOW SLAVE STATUS")  # the backup replicates the primary's
         off = lifecycle.power_off(state, self.primary)
@@ -107,6 +108,17 @@ class DbFailover:
                                         {"outage_jobs": len(jobs), "outage_seconds": round(took, 1)}))
         self._return(state, record, table, jobs)
         self._dump(state, record, table)
+
+    def _state_saved(self, state: State, conf: str) -> None:
+        """Wait until the primary saved its job state after the last job ended: slurmctld writes job_state a few
+        seconds after a change, and a backup that takes over from an older file believes the last job still runs
+        (it holds its node until the job's time limit; found by this scenario)."""
+        ssd = shlex.quote(re.search(r"(?m)^StateSaveLocation=(\S+)$", conf).group(1) + "/job_state")
+        last = "scontrol show job -o | grep -o 'EndTime=[0-9T:-]*' | cut -d= -f2 | sort | tail -n 1"
+        check = f'last=$({last}); [ -z "$last" ] || [ "$(stat -c %Y {ssd})" -ge "$(date -d "$last" +%s)" ]'
+        saved, _ = wait_for(lambda: ssh(state, self.primary, check).returncode == 0 or None, 30)
+        if not saved:
+            raise StepFailed(f"{ssd} on {self.primary} not written after its last job ended within 30 s")
 
     def _outage_jobs(self, state: State, via: str, table: str) -> tuple[list[str], float]:
         """Submit jobs while the primary is off; each completes, and its row is in the backup's database."""
