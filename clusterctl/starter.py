@@ -453,13 +453,14 @@ def _storage(d: _Design) -> list[str]:
     """a parallel file system for checkpoints, NFS home, and local NVMe where the server has it"""
     return [
         "# Storage tiers the nodes mount: a parallel file system that takes the checkpoints (replace its servers,",
-        "# size and speed with yours), NFS home directories from the head node" +
+        "# size and speed with yours), NFS home directories from a file server outside the two head nodes (rule" +
+        " HA002: a hard mount hangs with its server)" +
         (", and the nodes' local NVMe." if d.nvme else "."),
         "storage:",
         "  - {name: pfs, tier: parallel, filesystem: weka, mount: /mnt/pfs, checkpoint: true, "
         f"capacity_tb: {max(100, d.gpus * 2)},",
         f"     read_gb_per_s: {max(20, d.gpus // 4)}, write_gb_per_s: {max(10, d.gpus // 8)}, servers: \"pfs-mgmt.dc1\"}}",
-        "  - {name: home, tier: nfs, export: \"head01:/export/home\", mount: /home, capacity_tb: 100,",
+        "  - {name: home, tier: nfs, export: \"home-nas.dc1:/export/home\", mount: /home, capacity_tb: 100,",
         "     read_gb_per_s: 10, write_gb_per_s: 5}",
         *(["  - {name: scratch, tier: local, mount: /scratch}"] if d.nvme else []),
         "",

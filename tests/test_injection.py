@@ -248,6 +248,8 @@ def lab_distro() -> dict:
     data["software"]["os"] = "debian-12"
     data["slurm"].update(version="22.05", gres_autodetect="off",
                          install={"kind": "distro", "version": "22.05.8-4+deb12u3"})
+    data["slurm"]["accounting_records"] = {"archive_directory": "/srv/slurmdbd/archive",
+                                           "dump_directory": "/srv/slurmdbd/dumps"}
     return with_catalog_copies(data)
 
 

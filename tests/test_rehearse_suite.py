@@ -17,9 +17,8 @@ ELASTIC = "not applicable: the compute nodes are elastic (State=CLOUD): they com
 
 
 def test_the_registry_holds_every_scenario_in_the_documented_order():
-    assert ORDER == ("version-guard", "deploy", "scratch", "node-failure", "monitoring", "failover", "users", "day0",
-                     "pull", "elastic",
-                     "add-node")
+    assert ORDER == ("version-guard", "deploy", "scratch", "node-failure", "monitoring", "failover", "users",
+                     "db-failover", "day0", "pull", "elastic", "add-node")
 
 
 def test_every_scenario_says_what_it_proves_and_declares_its_needs():
@@ -29,6 +28,9 @@ def test_every_scenario_says_what_it_proves_and_declares_its_needs():
     needs = {cls.name: [n.what for n in cls.needs] for cls in SCENARIOS}
     assert needs["failover"] == ["compute nodes that are not elastic", "a blueprint with a backup controller",
                                  "StateSaveLocation on a shared storage tier", "Slurm and compute nodes"]
+    assert needs["db-failover"] == ["compute nodes that are not elastic", "Slurm and compute nodes",
+                                    "two slurmdbd hosts with their own replicating databases",
+                                    "a backup controller with shared state when the accounting host is a controller"]
     assert needs["elastic"] == ["a cloud blueprint with an elastic node group"]
     assert needs["deploy"] == ["compute nodes that are not elastic"]
 
@@ -43,13 +45,15 @@ def test_all_on_lab_2node_skips_failover_and_elastic_with_their_reasons():
         ["version-guard", "deploy", "scratch", "node-failure", "monitoring", "pull", "add-node"],
         {"failover": "not applicable: one Slurm controller (slurm.controllers names no backup)",
          "users": "not applicable: no login node (a node group with role login)",
+         "db-failover": "not applicable: the slurmdbd hosts are not a replicated pair (one slurmdbd, database_host, "
+                        "or accounting_database: primary)",
          "day0": "not applicable: one Slurm controller (slurm.controllers names no backup)",
          "elastic": "not applicable: not a cloud blueprint with Slurm"}, "all")
 
 
 def test_all_on_lab_ha_runs_failover():
-    assert _chosen("all", "lab-ha")[0] == ["version-guard", "deploy", "scratch", "node-failure", "failover", "users", "day0",
-                                           "pull", "add-node"]
+    assert _chosen("all", "lab-ha")[0] == ["version-guard", "deploy", "scratch", "node-failure", "failover", "users",
+                                           "db-failover", "day0", "pull", "add-node"]
 
 
 def test_all_on_lab_cloud_runs_elastic_alone():
@@ -85,11 +89,11 @@ def test_all_on_lab_ha_puts_every_scenario_on_one_boot_in_order(tmp_path):
     reh = suite.build("all", path, plan_of(shipped("lab-ha")), tmp_path / "r", 1, render_targets)
     assert [s.name for s in reh.steps] == [
         "ssh-check", "mirror", "version-guard: render", "version-guard: version-guard", "version-guard: render back",
-        "scratch: standin", "failover: failover-timeout", "users: directory", "deploy: converge", "deploy: packages",
-        "deploy: converge-again", "deploy: testinfra", "deploy: srun", "scratch: scratch", "node-failure: health-setup",
-        "node-failure: node-failure", "node-failure: prolog-failure", "failover: failover", "users: users",
-        "day0: services", "day0: bmc", "day0: dhcp", "day0: dns", "day0: time", "pull: pull-v1", "pull: pull-batch",
-        "pull: pull-all", "add-node: add-node"]
+        "scratch: standin", "failover: failover-timeout", "users: directory", "db-failover: failover-timeout",
+        "deploy: converge", "deploy: packages", "deploy: converge-again", "deploy: testinfra", "deploy: srun",
+        "scratch: scratch", "node-failure: health-setup", "node-failure: node-failure", "node-failure: prolog-failure",
+        "failover: failover", "users: users", "db-failover: db-failover", "day0: services", "day0: bmc", "day0: dhcp",
+        "day0: dns", "day0: time", "pull: pull-v1", "pull: pull-batch", "pull: pull-all", "add-node: add-node"]
     assert [(s.name, [b[1] for b in s.binds]) for s in reh.specs] == [
         ("head01", ["/shared"]), ("head02", ["/shared"]), ("login01", []), ("gpu01", []), ("gpu03", [])]
     assert list(reh.info) == ["image", "slurm_version", "slurm_install", "rehearsed_as", "add_node_change", "version_guard",
@@ -97,5 +101,5 @@ def test_all_on_lab_ha_puts_every_scenario_on_one_boot_in_order(tmp_path):
     assert reh.info["image"] == {"name": "debian-12", "suite": "bookworm", "reason": "nearest to software.os ubuntu-22.04"}
     assert reh.info["scenarios"] == {"version-guard": "run", "deploy": "run", "scratch": "run", "node-failure": "run",
                                      "monitoring": "not applicable: no monitoring section",
-                                     "failover": "run", "users": "run", "day0": "run", "pull": "run", "add-node": "run",
+                                     "failover": "run", "users": "run", "db-failover": "run", "day0": "run", "pull": "run", "add-node": "run",
                                      "elastic": "not applicable: not a cloud blueprint with Slurm"}

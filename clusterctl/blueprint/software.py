@@ -8,6 +8,7 @@ from pydantic import Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from clusterctl import path_policy
+from clusterctl.blueprint.accounting import AccountingRecords
 from clusterctl.kinds import (KIND_ERROR, AbsolutePath, AptKey, AptSuite, AptUrl, Cidr, CloudIdentityRef, CloudRegion,
                               CloudZone, FreeText, GitRef, HostList, HostName, Identifier, OpenPgpFingerprint, OsName,
                               PackageDirectory, PartitionName, PullSource, QosName, Reservation, SlurmAccount,
@@ -247,7 +248,8 @@ class Slurm(StrictModel):
     accounting_host: HostName | None = None
     """slurmdbd host; default: the first controller"""
     accounting_backup_host: HostName | None = None
-    """backup slurmdbd host (AccountingStorageBackupHost, DbdBackupHost); both use the database on accounting_host"""
+    """backup slurmdbd host (AccountingStorageBackupHost, DbdBackupHost); the database it uses is set by
+    accounting_database"""
     database_host: HostName | None = None
     """the site's own MySQL/MariaDB server for slurmdbd (StorageHost); default: MariaDB installed by the slurmdbd
     role on accounting_host. Requires ``database_ca``: the password is never sent to a server outside the plan
@@ -255,6 +257,12 @@ class Slurm(StrictModel):
     database_ca: AbsolutePath | None = None
     """with ``database_host``: the CA certificate (PEM, on the slurmdbd hosts) that signed the database server's
     certificate; slurmdbd connects over TLS checked against it (slurmdbd.conf ``StorageParameters=SSL_CA=...``)"""
+    accounting_database: Literal["replicated", "primary"] = "replicated"
+    """with accounting_backup_host and no database_host: ``replicated`` (each slurmdbd host runs MariaDB, the two
+    replicating each other: MariaDB GTID primary/primary, docs/slurm.md "Accounting database") or ``primary`` (both
+    slurmdbd use the database on accounting_host: the backup stops with that host; rule HA001 warns)"""
+    accounting_records: AccountingRecords = Field(default_factory=AccountingRecords)
+    """how long slurmdbd keeps records (Purge*After), archives before purging (Archive*), nightly dumps"""
     partitions: list[Partition] = Field(min_length=1, max_length=1024)
     topology: Literal["tree", "block", "yaml", "none"] = "tree"
     block_sizes: list[Annotated[int, Field(gt=0, le=1_000_000)]] = Field(default_factory=list, max_length=64)

@@ -13,14 +13,14 @@ from clusterctl.blueprint.load import did_you_mean
 from clusterctl.catalog.overrides import overrides
 from clusterctl.errors import LoadCode
 from clusterctl.plan.model import ClusterPlan
-from clusterctl.rules import (addressing, cloud, cooling, fabric, infiniband, inventory, kubernetes, monitoring, naming,
+from clusterctl.rules import (addressing, cloud, cooling, fabric, ha, infiniband, inventory, kubernetes, monitoring, naming,
                               network, nvlink, power, site_services, slurm, software, space, storage, underlay, users, workload)
 from clusterctl.rules import scheduler, weka
 from clusterctl.rules.base import Finding, Hit, Rule, RunResult, Severity
 from clusterctl.rules.suppression import Policy
 
 RULE_MODULES = (power, cooling, space, fabric, infiniband, underlay, nvlink, network, storage, addressing, naming, slurm,
-                software, cloud, workload, inventory, site_services, kubernetes, monitoring, users, scheduler, weka)
+                software, cloud, workload, inventory, site_services, kubernetes, monitoring, users, scheduler, weka, ha)
 
 
 def all_rules() -> tuple[Rule, ...]:

@@ -42,7 +42,9 @@ from clusterctl.plan.slurm import (AUTODETECT_NVIDIA, BLOCK_PLUGIN, BLOCK_SIZES,
 from clusterctl.plan.scheduler import scheduler_plan
 from clusterctl.plan.weka import specialized
 from clusterctl.plan.topology import BLOCK_TOPOLOGY, TREE_TOPOLOGY, Block, Switch, nvlink_blocks, tree_switches
-from clusterctl.targets import RenderError
+from clusterctl.plan.accounting import accounting_database
+from clusterctl.targets import RenderError, slurm_accounting
+from clusterctl.targets.slurm_accounting import STORAGE_LOC, keeping_lines
 from clusterctl.targets.common import at, conf_value, header, jinja_literal, key_values, render_template
 
 SWITCH_NAME_MAX = 64
@@ -611,12 +613,6 @@ def cgroup_conf(plan: ClusterPlan, version: Release) -> str:
     return render_template("slurm/cgroup.conf.j2", header=header(plan), lines=lines)
 
 
-PURGE = (("PurgeEventAfter", "12month"), ("PurgeJobAfter", "12month"), ("PurgeResvAfter", "2month"),
-         ("PurgeStepAfter", "2month"), ("PurgeSuspendAfter", "1month"), ("PurgeTXNAfter", "12month"),
-         ("PurgeUsageAfter", "24month"))
-"""slurmdbd.conf Purge*After: how long accounting records are kept"""
-
-
 LOG_FILES = {"slurmctld": "/var/log/slurm/slurmctld.log", "slurmd": "/var/log/slurm/slurmd.log",
              "slurmdbd": "/var/log/slurm/slurmdbd.log"}
 """SlurmctldLogFile, SlurmdLogFile (slurm.conf) and LogFile (slurmdbd.conf): /var/log/slurm, which Debian's
@@ -648,17 +644,19 @@ def slurmdbd_conf(plan: ClusterPlan) -> str:
     slurm = plan.slurm
     dbd_host = slurm_roles(plan).primary_accounting
     backup = slurm.accounting_backup_host
-    # with a backup slurmdbd both daemons must use one database: the one on the primary accounting host
+    # StorageHost: localhost (each slurmdbd of a replicated pair uses its own host's database), the primary's
+    # host (accounting_database: primary) or the site's server (plan/accounting.py)
     lines = [_kv("AuthType", "auth/munge"), _kv("DbdHost", dbd_host),
              *_optional("DbdBackupHost", backup), _kv("SlurmUser", "slurm"),
              _kv("LogFile", LOG_FILES["slurmdbd"]),
              _kv("StorageType", "accounting_storage/mysql"),
-             _kv("StorageHost", slurm.database_host or (dbd_host if backup else "localhost")),
+             _kv("StorageHost", accounting_database(plan).storage_host),
              *_database_tls(slurm.database_ca),
-             _kv("StorageUser", "slurm"), _kv("StorageLoc", "slurm_acct_db"),
+             _kv("StorageUser", "slurm"), _kv("StorageLoc", STORAGE_LOC),
              # purge old records (slurmdbd.conf(5)): job and step tables of a busy cluster grow by millions of rows
-             # a month and slow every sacct and the slurmdbd upgrade; usage is kept longer for fair share and reports
-             *(_kv(k, v) for k, v in PURGE)]
+             # a month and slow every sacct and the slurmdbd upgrade; usage is kept longer for fair share and
+             # reports; what is purged is archived first
+             *keeping_lines(plan)]
     # an Ansible template: no text from the blueprint may open a Jinja delimiter
     return render_template("slurm/slurmdbd.conf.j2.j2", header=jinja_literal(header(plan)),
                            lines=[jinja_literal(line) for line in lines], password_variable="slurmdbd_storage_pass")
@@ -683,6 +681,7 @@ def render(plan: ClusterPlan, *, dev_dir: str = DEV_DIR) -> dict[str, str]:
         "slurm/job_container.conf": job_container_conf(plan, version),
         "slurm/slurmdbd.conf.j2": slurmdbd_conf(plan),
         **{f"slurm/logrotate/{daemon}": log_rotation(plan, daemon) for daemon in LOG_FILES},
+        **slurm_accounting.render(plan),
     }
     if slurm.topology in ("tree", "block") and _topology_plugin(slurm.topology, version)[0]:
         files["slurm/topology.conf"] = topology_conf(plan, version, groups)

@@ -50,6 +50,8 @@ def test_rehearse_exits_0_with_every_scenario_that_applies_ok(deployed):
     assert summary["scenarios"] == {"version-guard": "run", "deploy": "run", "scratch": "run", "node-failure": "run",
                                     "monitoring": "run", "pull": "run", "add-node": "run",
                                     "users": "not applicable: no login node (a node group with role login)",
+                                    "db-failover": "not applicable: the slurmdbd hosts are not a replicated pair (one "
+                                                   "slurmdbd, database_host, or accounting_database: primary)",
                                     "failover": "not applicable: one Slurm controller (slurm.controllers names "
                                                 "no backup)",
                                     "day0": "not applicable: one Slurm controller (slurm.controllers names no "

@@ -48,8 +48,9 @@ def lab_ha(tmp_path_factory):
     assert 'install: {kind: debs, path: /srv/slurm-debs, version: "24.05.4-1"}' in text
     path.write_text(text.replace('install: {kind: debs, path: /srv/slurm-debs, version: "24.05.4-1"}',
                                  "install: {kind: distro}"))
-    # two compute nodes: the users scenario's srun -N2 (the failover's job needs one)
+    # two compute nodes: the users scenario's srun -N2 (failover's and db-failover's jobs need one)
     r, summary = rehearse(path, out, "--scenario", "deploy", "--scenario", "failover", "--scenario", "users",
+                          "--scenario", "db-failover",
                           "--scenario", "day0", "--nodes-per-group", "2", "--keep")
     try:
         yield r, summary, out, path
@@ -63,11 +64,11 @@ def test_lab_ha_deploys_the_ha_hosts_and_fails_over(lab_ha):
     r, summary, _, _ = lab_ha
     assert r.returncode == 0, r.stderr[-4000:]
     assert "Traceback" not in r.stderr
-    assert summary["scenarios"] == {"deploy": "run", "failover": "run", "users": "run", "day0": "run"}
+    assert summary["scenarios"] == {"deploy": "run", "failover": "run", "users": "run", "db-failover": "run", "day0": "run"}
     assert [s["name"] for s in summary["steps"]] == [
-        "boot", "ssh-check", "mirror", "failover: failover-timeout", "users: directory", "deploy: converge",
-        "deploy: packages", "deploy: converge-again", "deploy: testinfra", "deploy: srun", "failover: failover",
-        "users: users", *DAY0_STEPS]
+        "boot", "ssh-check", "mirror", "failover: failover-timeout", "users: directory", "db-failover: failover-timeout",
+        "deploy: converge", "deploy: packages", "deploy: converge-again", "deploy: testinfra", "deploy: srun",
+        "failover: failover", "users: users", "db-failover: db-failover", *DAY0_STEPS]
     assert sorted(n["name"] for n in summary["nodes"]) == sorted(HOSTS)
     assert summary["slurm_version"] == {"blueprint": "24.05", "rehearsed": "22.05"}  # debian-12's slurm-wlm
     assert summary["slurm_install"] == {"kind": "distro"}
@@ -122,6 +123,29 @@ def test_users_a_directory_user_logs_in_has_the_association_and_runs_srun_on_bot
                                "associations research|ada; srun -N2 ran on hagpu01,hagpu02"), login
     assert (login["uid"], login["srun_nodes"]) == (20001, 2)
     assert summary["rehearsed_as"]["users.directory"]["rehearsed"]["uris"] == ["ldap://head02"]
+
+
+# --- db-failover ------------------------------------------------------------------------------------------
+
+def test_db_failover_backup_slurmdbd_records_jobs_in_its_own_database_while_head01_is_off(lab_ha):
+    """head01 (primary controller, primary slurmdbd, one MariaDB of the pair) powered off: two jobs run on the
+    backup controller, and their rows are in head02's own MariaDB, the StorageHost its slurmdbd.conf names."""
+    _, summary, _, _ = lab_ha
+    backup = steps(summary)["db-failover: db-failover"]["hosts"]["head02"]
+    assert backup["status"] == "ok", backup
+    assert backup["outage_jobs"] == 2 and " ran, their rows in head02's own database (StorageHost=localhost; " \
+        "replica of head01)" in backup["detail"], backup
+
+
+def test_db_failover_head01_catches_up_and_a_dump_restores(lab_ha):
+    _, summary, _, _ = lab_ha
+    primary = steps(summary)["db-failover: db-failover"]["hosts"]["head01"]
+    assert primary["status"] == "ok", primary
+    assert "mariadb and slurmdbd active, rows of 2 of 2 outage jobs replicated, sacct lists them" in primary["detail"]
+    restored = primary["restored_job_rows"]
+    assert restored >= 4  # deploy's srun, failover's job, the two outage jobs
+    assert f"restored: {restored} job rows (live database: {restored})" in primary["detail"]
+    assert "/var/lib/slurm/slurmdbd-dumps/slurm_acct_db-" in primary["detail"]
 
 
 # --- day0 -------------------------------------------------------------------------------------------------

@@ -103,7 +103,9 @@ def test_lab_renders_the_layout_files():
     files = render(lab())
     assert sorted(files) == ["slurm/cgroup.conf", "slurm/gres.conf", "slurm/job_container.conf",
                              "slurm/logrotate/slurmctld", "slurm/logrotate/slurmd", "slurm/logrotate/slurmdbd",
-                             "slurm/slurm.conf", "slurm/slurmdbd.conf.j2", "slurm/topology.conf"]
+                             "slurm/slurm.conf", "slurm/slurmdbd-dump/slurmdbd-dump",
+                             "slurm/slurmdbd-dump/slurmdbd-dump.service", "slurm/slurmdbd-dump/slurmdbd-dump.timer",
+                             "slurm/slurmdbd.conf.j2", "slurm/topology.conf"]
     for text in files.values():
         assert lines(text)[0] == HEADER.format("lab-2node")
 
@@ -239,6 +241,14 @@ def test_slurmdbd_template_takes_the_password_from_a_variable():
         "PurgeSuspendAfter=1month",
         "PurgeTXNAfter=12month",
         "PurgeUsageAfter=24month",
+        "ArchiveDir=/var/lib/slurm/slurmdbd-archive",
+        "ArchiveEvents=yes",
+        "ArchiveJobs=yes",
+        "ArchiveResvs=yes",
+        "ArchiveSteps=yes",
+        "ArchiveSuspend=yes",
+        "ArchiveTXN=yes",
+        "ArchiveUsage=yes",
         "StoragePass={{ slurmdbd_storage_pass }}",
     ]
 
@@ -521,9 +531,10 @@ def test_ha_lab_state_on_shared_storage_and_backup_slurmdbd():
                          "SlurmdLogFile=/var/log/slurm/slurmd.log", "AccountingStorageType=accounting_storage/slurmdbd"]
     assert conf[10:12] == ["AccountingStorageHost=head01", "AccountingStorageBackupHost=head02"]
     dbd = settings(files["slurm/slurmdbd.conf.j2"])
-    # both slurmdbd use the one database, on the primary accounting host
+    # each slurmdbd uses the database on its own host, the two replicating each other (tests/targets/
+    # test_slurm_accounting.py)
     assert dbd[:3] == ["AuthType=auth/munge", "DbdHost=head01", "DbdBackupHost=head02"]
-    assert "StorageHost=head01" in dbd and "StorageHost=localhost" not in dbd
+    assert "StorageHost=localhost" in dbd and "StorageHost=head01" not in dbd
 
 
 def test_no_backup_options_without_a_backup():

@@ -150,7 +150,8 @@ def rehearsal_files(state: State) -> tuple[Path, Path]:
         write_text_atomic(secrets_path, yamlout.body({
             "vault_munge_key": secrets.token_urlsafe(96),
             "vault_slurmdbd_storage_pass": secrets.token_urlsafe(24),
-            "vault_directory_bind_pass": secrets.token_urlsafe(24)}), 0o600)
+            "vault_directory_bind_pass": secrets.token_urlsafe(24),
+            "vault_slurmdbd_replication_pass": secrets.token_urlsafe(24)}), 0o600)
     return vars_path, secrets_path
 
 

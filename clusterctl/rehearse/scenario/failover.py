@@ -68,6 +68,22 @@ def ping(state: State, via: str) -> dict[str, str]:
     return dict(re.findall(r"Slurmctld\(\w+\) at (\S+) is (\w+)", r.stdout))
 
 
+def merging(record: Record) -> Record:
+    """``record`` that keeps every finding of a host recorded twice in one step (one host can be primary
+    controller and accounting host): statuses joined (FAILED wins), seconds added, details and counts joined."""
+    seen: dict[str, HostOutcome] = {}
+
+    def merged(host: str, o: HostOutcome) -> None:
+        prev = seen.get(host)
+        if prev is not None:
+            o = HostOutcome(FAILED if FAILED in (prev.status, o.status) else OK, prev.seconds + o.seconds,
+                            f"{prev.detail}; {o.detail}", {**prev.counts, **o.counts})
+        seen[host] = o
+        record(host, o)
+
+    return merged
+
+
 @dataclass
 class Failover:
     """kill -9 the primary slurmctld under a running job: the backup takes control within SlurmctldTimeout
@@ -79,18 +95,7 @@ class Failover:
     name: str = "failover"
 
     def run(self, state: State, record: Record) -> None:
-        seen: dict[str, HostOutcome] = {}
-
-        def merged(host: str, o: HostOutcome) -> None:
-            """one host can be primary controller and accounting host: keep both findings"""
-            prev = seen.get(host)
-            if prev is not None:
-                o = HostOutcome(FAILED if FAILED in (prev.status, o.status) else OK, prev.seconds + o.seconds,
-                                f"{prev.detail}; {o.detail}", {**prev.counts, **o.counts})
-            seen[host] = o
-            record(host, o)
-
-        self._run(state, merged)
+        self._run(state, merging(record))
 
     def _run(self, state: State, record: Record) -> None:
         primary, backup = self.cluster.controllers[:2]

@@ -10,6 +10,7 @@ expects it (docs/rehearse.md):
 5. ``monitoring``: Prometheus scrapes every node's exporters; stopping slurmd fires the rendered alert;
 6. ``failover`` (a backup controller and a shared StateSaveLocation);
    ``users`` (a login node): a user of the directory the rehearsal serves logs in and runs srun;
+   ``db-failover`` (a replicated pair of slurmdbd hosts): the accounting host powered off and back;
 7. ``day0`` (an inventory with the compute hosts' MACs, two controllers): the BMC play power-cycles a compute node,
    which comes back by DHCP, resolves every planned name and follows the controllers' time;
 8. ``pull``: every node applies the rendered tree itself from a git remote, gated by rollout.yml;
@@ -24,6 +25,7 @@ from __future__ import annotations
 from clusterctl.rehearse.scenario.add_node import AddNodeScenario
 from clusterctl.rehearse.scenario.base import Scenario
 from clusterctl.rehearse.scenario.day0 import Day0Scenario
+from clusterctl.rehearse.scenario.db_failover import DbFailoverScenario
 from clusterctl.rehearse.scenario.deploy import DeployScenario
 from clusterctl.rehearse.scenario.elastic import ElasticScenario
 from clusterctl.rehearse.scenario.fabric import FabricScenario
@@ -36,7 +38,7 @@ from clusterctl.rehearse.scenario.users import UsersScenario
 from clusterctl.rehearse.scenario.version_guard import VersionGuardScenario
 
 SCENARIOS: tuple[type[Scenario], ...] = (VersionGuardScenario, DeployScenario, ScratchScenario, NodeFailureScenario,
-                                         MonitoringScenario, FailoverScenario, UsersScenario, Day0Scenario, PullScenario,
+                                         MonitoringScenario, FailoverScenario, UsersScenario, DbFailoverScenario, Day0Scenario, PullScenario,
                                          ElasticScenario,
                                          AddNodeScenario)
 ORDER = tuple(s.name for s in SCENARIOS)

@@ -29,7 +29,8 @@ from clusterctl.yamlout import Flow, FlowMap, Unsafe, unsafe
 RENDER_DIR_TEMPLATE = "{{ playbook_dir }}/.."
 """group_vars/all.yml clusterctl_render_dir: a template on purpose (plain str, evaluated by Ansible)"""
 VAULT_REFERENCES = {"munge_key": "{{ vault_munge_key | default('') }}",
-                    "slurmdbd_storage_pass": "{{ vault_slurmdbd_storage_pass | default('') }}"}
+                    "slurmdbd_storage_pass": "{{ vault_slurmdbd_storage_pass | default('') }}",
+                    "slurmdbd_replication_pass": "{{ vault_slurmdbd_replication_pass | default('') }}"}
 """secrets: references to the operator's vault, templates on purpose"""
 ALL_COMMENTS = (
     "Secrets are vault references, never values. Create the vault once, OUTSIDE the render directory (clusterctl",
@@ -38,6 +39,7 @@ ALL_COMMENTS = (
     "holding",
     "  vault_munge_key: \"<output of: openssl rand -base64 1024 | tr -d '\\n'>\"",
     "  vault_slurmdbd_storage_pass: \"<a long random password>\"",
+    "  vault_slurmdbd_replication_pass: \"<another long random password>\"  (a replicated pair of slurmdbd hosts)",
     "and pass it to every run:",
     "  cd ansible && ansible-playbook site.yml -e @../../secrets/vault.yml --ask-vault-pass",
     "Values from the blueprint are tagged !unsafe: Ansible uses them as written and never evaluates them as",

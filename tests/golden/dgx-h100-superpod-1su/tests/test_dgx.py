@@ -230,7 +230,7 @@ def test_health_check_passes(host, health_check_program):
 
 FSTAB = [
     ('10.31.1.250@o2ib,10.20.3.250@tcp:/lustre', '/lustre', 'lustre', 'defaults,_netdev,nofail,flock,nosuid,nodev'),
-    ('head01:/export/home', '/home', 'nfs', 'defaults,_netdev,nofail,hard,noatime,nosuid,nodev'),
+    ('10.20.3.250:/export/home', '/home', 'nfs', 'defaults,_netdev,nofail,hard,noatime,nosuid,nodev'),
 ]
 
 

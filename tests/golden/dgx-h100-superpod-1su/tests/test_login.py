@@ -157,7 +157,7 @@ def test_srun_offers_container_image(host):
 
 FSTAB = [
     ('10.31.1.250@o2ib,10.20.3.250@tcp:/lustre', '/lustre', 'lustre', 'defaults,_netdev,nofail,flock,nosuid,nodev'),
-    ('head01:/export/home', '/home', 'nfs', 'defaults,_netdev,nofail,hard,noatime,nosuid,nodev'),
+    ('10.20.3.250:/export/home', '/home', 'nfs', 'defaults,_netdev,nofail,hard,noatime,nosuid,nodev'),
 ]
 
 

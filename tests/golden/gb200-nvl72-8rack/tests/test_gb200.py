@@ -230,7 +230,7 @@ def test_health_check_passes(host, health_check_program):
 
 FSTAB = [
     ('10.51.3.250@o2ib,10.40.3.250@tcp:/lustre', '/lustre', 'lustre', 'defaults,_netdev,nofail,flock,nosuid,nodev'),
-    ('head01:/export/home', '/home', 'nfs', 'defaults,_netdev,nofail,hard,noatime,nosuid,nodev'),
+    ('home-nas:/export/home', '/home', 'nfs', 'defaults,_netdev,nofail,hard,noatime,nosuid,nodev'),
 ]
 
 

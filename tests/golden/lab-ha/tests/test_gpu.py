@@ -229,7 +229,7 @@ def test_health_check_passes(host, health_check_program):
 # --- storage
 
 FSTAB = [
-    ('head01:/export/home', '/home', 'nfs', 'defaults,_netdev,nofail,hard,noatime,nosuid,nodev'),
+    ('nas01:/export/home', '/home', 'nfs', 'defaults,_netdev,nofail,hard,noatime,nosuid,nodev'),
     ('nas01:/export/shared', '/shared', 'nfs', 'defaults,_netdev,nofail,hard,noatime,nosuid,nodev'),
 ]
 

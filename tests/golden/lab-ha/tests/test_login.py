@@ -156,7 +156,7 @@ def test_srun_offers_container_image(host):
 # --- storage
 
 FSTAB = [
-    ('head01:/export/home', '/home', 'nfs', 'defaults,_netdev,nofail,hard,noatime,nosuid,nodev'),
+    ('nas01:/export/home', '/home', 'nfs', 'defaults,_netdev,nofail,hard,noatime,nosuid,nodev'),
     ('nas01:/export/shared', '/shared', 'nfs', 'defaults,_netdev,nofail,hard,noatime,nosuid,nodev'),
 ]
 
