@@ -229,7 +229,7 @@ def test_health_check_passes(host, health_check_program):
 # --- storage
 
 FSTAB = [
-    ('weka-mgmt.fra1/weka', '/mnt/weka', 'wekafs', 'defaults,_netdev,nofail,nosuid,nodev'),
+    ('weka-mgmt.fra1/weka', '/mnt/weka', 'wekafs', 'defaults,_netdev,nofail,num_cores=2,net=enp41s0f0np0,net=enp41s0f1np1,core=103,core=51,memory_mb=2800,nosuid,nodev'),
     ('home-nas:/export/home', '/home', 'nfs', 'defaults,_netdev,nofail,hard,noatime,nosuid,nodev'),
 ]
 

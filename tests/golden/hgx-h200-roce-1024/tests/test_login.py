@@ -156,7 +156,7 @@ def test_srun_offers_container_image(host):
 # --- storage
 
 FSTAB = [
-    ('weka-mgmt.fra1/weka', '/mnt/weka', 'wekafs', 'defaults,_netdev,nofail,nosuid,nodev'),
+    ('weka-mgmt.fra1/weka', '/mnt/weka', 'wekafs', 'defaults,_netdev,nofail,num_cores=0,net=udp,nosuid,nodev'),
     ('home-nas:/export/home', '/home', 'nfs', 'defaults,_netdev,nofail,hard,noatime,nosuid,nodev'),
 ]
 
