@@ -457,9 +457,12 @@ def _storage(d: _Design) -> list[str]:
         " HA002: a hard mount hangs with its server)" +
         (", and the nodes' local NVMe." if d.nvme else "."),
         "storage:",
+        "  # weka.mode udp until the node type names its ports (node_types.<type>.interfaces): a DPDK client, WEKA's",
+        "  # performance mode with dedicated cores, drives its NICs by name (docs/slurm.md, \"WEKA clients in DPDK mode\")",
         "  - {name: pfs, tier: parallel, filesystem: weka, mount: /mnt/pfs, checkpoint: true, "
         f"capacity_tb: {max(100, d.gpus * 2)},",
-        f"     read_gb_per_s: {max(20, d.gpus // 4)}, write_gb_per_s: {max(10, d.gpus // 8)}, servers: \"pfs-mgmt.dc1\"}}",
+        f"     read_gb_per_s: {max(20, d.gpus // 4)}, write_gb_per_s: {max(10, d.gpus // 8)}, servers: \"pfs-mgmt.dc1\",",
+        "     weka: {mode: udp}}",
         "  - {name: home, tier: nfs, export: \"home-nas.dc1:/export/home\", mount: /home, capacity_tb: 100,",
         "     read_gb_per_s: 10, write_gb_per_s: 5}",
         *(["  - {name: scratch, tier: local, mount: /scratch}"] if d.nvme else []),

@@ -14,7 +14,7 @@ from clusterctl.hostlist import HostlistError
 from clusterctl.plan.model import ClusterPlan
 
 TARGETS = ("slurm", "nccl", "ansible", "bmc", "testinfra", "switches", "subnet_manager", "dns", "dhcp", "nvlink",
-           "handoff", "cloud_node", "kubernetes", "pulumi", "monitoring", "firewall", "acceptance")
+           "handoff", "cloud_node", "monitoring", "firewall", "acceptance", "kubernetes", "pulumi")
 """in render order; ``--target`` selects a subset"""
 
 

@@ -304,6 +304,7 @@ def srun_port_sections(plan: ClusterPlan) -> list[Section]:
 
 
 def slurm_conf(plan: ClusterPlan, version: Release, groups: Sequence[GroupPlan]) -> str:
+    # size: slurm.conf's lines in the file's order, each one checked value; the sections are helpers already
     slurm = plan.slurm
     name = (slurm.cluster_name or plan.name).lower()
     with at(("slurm", "cluster_name") if slurm.cluster_name else ("name",)):

@@ -52,7 +52,7 @@ INJECTED = {
     ("storage", 1, "mount"): "/raid" + SUBST,
 }
 HOSTS = ("gpu01", "head01")
-TEMPLATES = {"clusterctl_render_dir", "munge_key", "slurmdbd_storage_pass"}
+TEMPLATES = {"clusterctl_render_dir", "munge_key", "slurmdbd_storage_pass", "dcgm_exporter_listen_address"}
 """variables that are templates on purpose (our text, not the blueprint's)"""
 
 

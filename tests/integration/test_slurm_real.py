@@ -151,6 +151,7 @@ def blueprint(host: str, version: str, hw: Hardware) -> dict:
     bp["slurm"].update({"version": version, "controllers": host, "gres_autodetect": "off",
                         "memory_reserve_gb": 1.0,
                         "install": {"kind": "distro"}})  # this machine's Slurm, not the lab's pinned packages
+    bp.pop("monitoring", None)  # its server is the lab's head01, not this host: the monitoring scenario's to prove
     return bp
 
 

@@ -123,7 +123,7 @@ def test_job_container_base_path_is_created_root_owned_before_slurmd_starts(root
     assert "BasePath=/raid/slurm-job-tmp" in (REPO / "tests/golden/lab-2node/slurm/job_container.conf").read_text()
     names = [t["name"] for t in yaml.safe_load((ROLES / "slurm_compute/tasks/configure.yml").read_text())]
     assert names.index("Create job_container's BasePath") < names.index(
-        "Restart slurmd where the files it reads at start changed (drained, one batch at a time)")
+        "Restart slurmd where the files it reads at start changed (one batch at a time, no drain)")
     scratch = root / "raid"
     scratch.mkdir()
     scratch.chmod(0o1777)

@@ -33,7 +33,9 @@ from tests.targets.inject import inject
 from tests.targets.test_escaping import PAYLOADS, _key_paths, nccl_keys, shape
 
 BLUEPRINTS_USED = ("lab-2node", "aws-p5")
-TAGS = {"kind", "tier"}
+TAGS = {"kind", "tier", "role"}
+"""choice fields (Literal: load accepts only the listed words), not text: a node group's role decides which plays
+exist, so a payload there is a different cluster, not an escaped string"""
 
 
 def string_leaves(obj: object, path: tuple = ()) -> list[tuple[tuple, str]]:

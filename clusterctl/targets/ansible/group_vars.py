@@ -49,6 +49,7 @@ ALL_COMMENTS = (
 
 def all_vars_file(plan: ClusterPlan, controllers: Sequence[str], accounting: Sequence[str]) -> str:
     """group_vars/all.yml: render directory, software pins, Slurm hosts, neighbour tables, vault references."""
+    # size: one commented section per concern of all.yml, in the file's order; each is a line or two of table
     sections: list[Section] = [
         (["the render directory (this file is <dir>/ansible/group_vars/all.yml): roles install files from it"],
          {"clusterctl_render_dir": RENDER_DIR_TEMPLATE, "clusterctl_blueprint": Unsafe(plan.name)}),
