@@ -52,7 +52,8 @@ INJECTED = {
     ("storage", 1, "mount"): "/raid" + SUBST,
 }
 HOSTS = ("gpu01", "head01")
-TEMPLATES = {"clusterctl_render_dir", "munge_key", "slurmdbd_storage_pass", "dcgm_exporter_listen_address"}
+TEMPLATES = {"clusterctl_render_dir", "munge_key", "slurmdbd_storage_pass", "dcgm_exporter_listen_address",
+             "slurmdbd_replication_pass", "directory_client_bind_password"}
 """variables that are templates on purpose (our text, not the blueprint's)"""
 
 
