@@ -76,9 +76,11 @@ def test_rendered_jobs_run_under_slurm_and_check_py_judges_them(cluster, work):
             text = text.replace("sleep 2  #", "sleep 0.1  #")
         (work / path.removeprefix("acceptance/")).parent.mkdir(parents=True, exist_ok=True)
         (work / path.removeprefix("acceptance/")).write_text(text)
+    samples = work / "samples"  # beside the jobs: a checkout under /tmp is not in the jobs' private /tmp
+    shutil.copytree(SAMPLES, samples)
     for path, body in STAND_INS.items():
         (work / path).parent.mkdir(parents=True, exist_ok=True)
-        (work / path).write_text("#!/bin/sh\n" + body.format(samples=SAMPLES))
+        (work / path).write_text("#!/bin/sh\n" + body.format(samples=samples))
         (work / path).chmod(0o755)
     env = {**cluster.env, "PATH": f"{work / 'bin'}:{cluster.env['PATH']}"}
     for job in JOBS:
