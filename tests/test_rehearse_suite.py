@@ -93,7 +93,7 @@ def test_all_on_lab_ha_puts_every_scenario_on_one_boot_in_order(tmp_path):
         "deploy: converge", "deploy: packages", "deploy: converge-again", "deploy: testinfra", "deploy: srun",
         "scratch: scratch", "node-failure: health-setup", "node-failure: node-failure", "node-failure: prolog-failure",
         "failover: failover", "users: users", "db-failover: db-failover", "day0: services", "day0: bmc", "day0: dhcp",
-        "day0: dns", "day0: time", "pull: pull-v1", "pull: pull-batch", "pull: pull-all", "add-node: add-node"]
+        "day0: dns", "day0: time", "pull: pull-batch", "pull: pull-all", "add-node: add-node"]
     assert [(s.name, [b[1] for b in s.binds]) for s in reh.specs] == [
         ("head01", ["/shared"]), ("head02", ["/shared"]), ("login01", []), ("gpu01", []), ("gpu03", [])]
     assert list(reh.info) == ["image", "slurm_version", "slurm_install", "rehearsed_as", "add_node_change", "version_guard",

@@ -77,9 +77,11 @@ class HealthSetup:
                                                    f"{r.stderr.strip()[-200:]}"))
         hosts = list(self.cluster.groups)
         # only the roles that read what changed: the check's expectations, and slurm.conf (restarts slurmd,
-        # reconfigures slurmctld); the base roles converged a step ago
+        # reconfigures slurmctld); the base roles converged a step ago. Every compute node at once: a setup step,
+        # not a rollout (the add-node scenario shows the rolling batches)
         run = run_playbook(state, hosts, ident="health-setup", extra_args=[
-            "-e", f"@{vars_path}", "--tags", "node_health,slurm_controller,slurm_compute"])
+            "-e", f"@{vars_path}", "-e", "clusterctl_rolling_batch=100%",
+            "--tags", "node_health,slurm_controller,slurm_compute"])
         for h in hosts:
             s = run.stats.get(h, {})
             bad = s.get("failures", 0) or s.get("dark", 0) or h not in run.stats
