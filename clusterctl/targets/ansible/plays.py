@@ -38,6 +38,13 @@ class Play:
     """batches of the play (Ansible ``serial``): the rolling policy of plays that restart Slurm daemons"""
     max_fail_percentage: int | None = None
 
+    @classmethod
+    def of(cls, name: str, hosts: str, wanted: Sequence[str], available: Sequence[str], **kw) -> "Play":
+        """A play of the roles ``wanted``: those this checkout ships (``available``) run, the others are named
+        in site.yml's head as missing."""
+        return cls(name, hosts, [r for r in wanted if r in available],
+                   missing=[r for r in wanted if r not in available], **kw)
+
 
 ROLLING_BATCH_TEMPLATE = "{{{{ clusterctl_rolling_batch | default('{percent}%') }}}}"
 """the compute play's serial: the blueprint's slurm.rollout.batch_percent (an int), which one run may override
@@ -109,10 +116,9 @@ def scratch_plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
     and slurmd's data there (clusterctl/plan/scratch.py)."""
     if not any(scratch_devices(plan, g) for g in plan.groups):
         return []
-    return [Play("Node-local scratch on the data NVMe", "compute", [r for r in ["local_scratch"] if r in available],
-                 comment="before enroot and slurmd, which keep their data on it; a group without data NVMe keeps the "
-                         "tier as a directory (docs/ansible.md, \"Node-local scratch\")",
-                 missing=[r for r in ["local_scratch"] if r not in available])]
+    return [Play.of("Node-local scratch on the data NVMe", "compute", ["local_scratch"], available,
+                    comment="before enroot and slurmd, which keep their data on it; a group without data NVMe keeps the "
+                            "tier as a directory (docs/ansible.md, \"Node-local scratch\")")]
 
 
 def directory_plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
@@ -120,10 +126,9 @@ def directory_plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
     users from the first job on (users.directory)."""
     if plan.slurm is None or plan.users is None or plan.users.directory is None:
         return []
-    return [Play("Users and groups of the site's directory (SSSD) on every Slurm node", "slurm_cluster",
-                 [r for r in ["directory_client"] if r in available],
-                 missing=[r for r in ["directory_client"] if r not in available],
-                 comment="NSS and PAM through SSSD, TLS checked against the site's CA (docs/ansible.md, \"Users\")")]
+    return [Play.of("Users and groups of the site's directory (SSSD) on every Slurm node", "slurm_cluster",
+                    ["directory_client"], available,
+                    comment="NSS and PAM through SSSD, TLS checked against the site's CA (docs/ansible.md, \"Users\")")]
 
 
 def association_plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
@@ -131,11 +136,9 @@ def association_plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]
     (users.accounts): AccountingStorageEnforce=associations refuses jobs of users without one."""
     if plan.slurm is None or plan.users is None or not plan.users.accounts:
         return []
-    return [Play("Slurm accounts and user associations", "slurm_controllers[0]",
-                 [r for r in ["slurm_associations"] if r in available],
-                 missing=[r for r in ["slurm_associations"] if r not in available],
-                 comment="sacctmgr on the primary controller: adds and modifies what differs from users.accounts, "
-                         "directory groups expanded with getent group")]
+    return [Play.of("Slurm accounts and user associations", "slurm_controllers[0]", ["slurm_associations"], available,
+                    comment="sacctmgr on the primary controller: adds and modifies what differs from users.accounts, "
+                            "directory groups expanded with getent group")]
 
 
 def _stack_title(g, wanted: list[str]) -> str:
@@ -183,15 +186,15 @@ def plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
         if wanted:
             what = f"{g.type.gpus} x {g.type.gpu_model} per node" if g.type.gpus else "no GPUs"
             rollout = plan.slurm.rollout if slurm and "nvidia_driver" in wanted else None
-            out.append(Play(f"{_stack_title(g, wanted)} of node group {g.name}", g.name,
-                            [r for r in wanted if r in available], comment=f"{g.count} x {g.type.name}, {what}"
-                            + (f"; rolling: {rollout.batch_percent} % at a time, a driver, DOCA-OFED, firmware or "
-                               "IMEX peer change drains the node and waits for its jobs first (docs/ansible.md, "
-                               "\"Rolling changes\")"
-                               if rollout else ""),
-                            missing=[r for r in wanted if r not in available], named_by_blueprint=True,
-                            serial=ROLLING_BATCH_TEMPLATE.format(percent=rollout.batch_percent) if rollout else None,
-                            max_fail_percentage=rollout.max_fail_percent if rollout else None))
+            out.append(Play.of(f"{_stack_title(g, wanted)} of node group {g.name}", g.name, wanted, available,
+                               comment=f"{g.count} x {g.type.name}, {what}"
+                               + (f"; rolling: {rollout.batch_percent} % at a time, a driver, DOCA-OFED, firmware or "
+                                  "IMEX peer change drains the node and waits for its jobs first (docs/ansible.md, "
+                                  "\"Rolling changes\")"
+                                  if rollout else ""),
+                               named_by_blueprint=True,
+                               serial=ROLLING_BATCH_TEMPLATE.format(percent=rollout.batch_percent) if rollout else None,
+                               max_fail_percentage=rollout.max_fail_percent if rollout else None))
     if slurm:
         out.append(Play("Slurm accounting daemon", "slurm_accounting", ["slurmdbd"]))
         shared_state = any(storage_mounts(plan, g)[0] for g in plan.groups if state_mount_tiers(plan, g))
@@ -228,10 +231,9 @@ def pull_plays(plan: ClusterPlan, available: Sequence[str]) -> list[Play]:
     """The last play: every node can apply its released version of this tree itself (pull mode)."""
     if pull_settings(plan) is None:
         return []
-    return [Play("Pull mode on every node", "all", [r for r in ["ansible_pull"] if r in available],
-                 comment="the clusterctl-pull script, service and timer: every node can apply its released "
-                         "version of this tree itself (docs/ansible.md, \"Pull mode\")",
-                 missing=[r for r in ["ansible_pull"] if r not in available])]
+    return [Play.of("Pull mode on every node", "all", ["ansible_pull"], available,
+                    comment="the clusterctl-pull script, service and timer: every node can apply its released "
+                            "version of this tree itself (docs/ansible.md, \"Pull mode\")")]
 
 
 def site_file(plan: ClusterPlan, site_plays: Sequence[Play]) -> str:
