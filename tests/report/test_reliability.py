@@ -63,10 +63,9 @@ def test_fit_rates_reproduce_the_419_interruptions_they_were_computed_from():
     """A fit, not a validation: the rates are the Llama 3 snapshot's 419 interruptions divided by its component
     days, so summing rate x count over the same cluster gives 419 / 54 back by construction (it checks the
     arithmetic and the component counts, nothing about other clusters). A holdout would be a figure not used
-    for any rate: the Kokolis et al. 2024 RSC-1/RSC-2 node failure rates (6.50 and 2.34 per 1,000 node-days)
-    and the RSC 1,024-GPU job MTTF (7.9 h) in failure_rates.yaml's cross_checks could serve, but they are A100
-    clusters with a different failure accounting, quoted second-hand ([S]), and the report only shows them
-    beside its own figure; none is asserted here. (For a 1,024-GPU job on 128 nodes the rates give a mean time
+    for any rate: the band's logs (failure_rates.yaml ``logs``; BLOOM and the B200 cluster set no point) are
+    checked against the band in the band tests below. The RSC 1,024-GPU job MTTF (7.9 h, ``cross_checks``) is
+    an A100 figure with a different failure accounting, quoted second-hand ([S]), and is only shown. (For a 1,024-GPU job on 128 nodes the rates give a mean time
     between interruptions of ~49 h against RSC's 7.9 h: as a holdout, the RSC MTTF would fail.)"""
     rates = load_rates().rates
     per_day = interruptions_per_day(16384, 2048, 0, 35109, rates)
