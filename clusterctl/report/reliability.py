@@ -12,6 +12,9 @@ interval tau, blocking checkpoint write time delta, restart time R and mean time
     wasted fraction = delta / tau + (tau / 2 + R) / M,    goodput = 1 - wasted (at least 0),
 
 and Young's optimal interval tau* = sqrt(2 delta M). The model assumes delta, tau and R are small next to M.
+
+These rates are the central point of a band across published logs (:mod:`clusterctl.report.reliability_band`):
+the interruptions, MTBI, goodput and tau* are also given at the band's low and high points.
 """
 
 from __future__ import annotations
@@ -28,14 +31,17 @@ import yaml
 from clusterctl.perf import storage_io
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.roles import gpu_groups
-from clusterctl.report import storage
+from clusterctl.report import reliability_band, storage
+from clusterctl.report.markdown import text
 from clusterctl.report.section import ReportContext, Section, fmt, md_table
 
-RATES_FILE = Path(__file__).with_name("failure_rates.yaml")
+RATES_FILE = reliability_band.RATES_FILE
 UNITS = ("gpu", "node", "switch", "link")
 """what a rate is counted per (one component for one day)"""
 UNIT_LABEL = {"gpu": "GPU-day", "node": "GPU-node-day", "switch": "switch-day", "link": "link-day"}
 CATEGORIES = ("gpu", "host", "network", "software")
+CATEGORY_UNIT = {"gpu": "gpu", "host": "node", "network": "link", "software": "gpu"}
+"""the component each category's rates are counted per"""
 CATEGORY_LABEL = {"gpu": "GPU (incl. HBM, SRAM, NVLink, SDC)", "host": "Host (CPU, memory, NIC, SSD, PSU, ...)",
                   "network": "Network switch / cable", "software": "Software / other"}
 REFERENCE_JOB_GPUS = 1024
@@ -203,15 +209,15 @@ def build(ctx: ReportContext) -> Section:
                      "larger_than_cluster": REFERENCE_JOB_GPUS > counts.gpus})
 
     gp = _goodput(ctx, mtbi_h)
+    band = _band(ctx, reliability_band.load_band(), per_day, categories)
 
     cross = []
     for key, x in fr.cross_checks.items():
-        item = {"key": key, "label": x["label"], "source": x["source"]}
-        if x.get("per") == "node":
-            item["rate_per_day"] = x["rate_per_day"]
-            item["per_day"] = _r(x["rate_per_day"] * counts.nodes)
-        elif "hours" in x:
+        item = {"key": key, "label": x["label"], "source": x["source"], "derivation": x["derivation"]}
+        if "hours" in x:
             item["hours"] = x["hours"]
+        if "per_1000_gpu_days" in x:
+            item["per_1000_gpu_days"] = x["per_1000_gpu_days"]
         cross.append(item)
 
     data = {
@@ -227,10 +233,58 @@ def build(ctx: ReportContext) -> Section:
         "by_category": categories,
         "jobs": jobs,
         "goodput": gp,
+        "band": band,
         "causes": causes,
         "cross_checks": cross,
     }
     return Section("reliability", "Reliability", data, _markdown(data))
+
+
+def _band(ctx: ReportContext, band: reliability_band.Band, per_day: float,
+          categories: list[dict[str, Any]]) -> dict[str, Any]:
+    """The band's three points on this cluster (each per-component rate x the point's scale), the logs against
+    the band, and the per-class logs against the band's per-class rates."""
+    points = []
+    for p in band.points:
+        d = per_day * p.scale
+        mtbi = mtbi_hours(d)
+        points.append({
+            "point": p.point, "log": p.log.key, "name": p.log.name, "operator": p.log.operator,
+            "per_1000_gpu_days": p.log.per_1000_gpu_days, "evidence": p.log.evidence, "why": p.why,
+            "scale": _r(p.scale),
+            "per_class": ("measured: counts per root cause" if p.point == "central"
+                          else "scaled: the central per-component rates x scale"),
+            "by_category": [{"category": k["category"], "per": k["per"],
+                             "per_1000_component_days": _r(k["rate_per_day"] * p.scale * 1000),
+                             "per_day": _r(k["per_day"] * p.scale)} for k in categories],
+            "interruptions_per_day": _r(d), "mtbi_h": _r(mtbi), "goodput": _goodput(ctx, mtbi)})
+    logs = [{"key": g.key, "name": g.name, "operator": g.operator, "era": g.era, "gpu": g.gpu, "gpus": g.gpus,
+             "days": g.days, "counted": g.counted, "per_1000_gpu_days": g.per_1000_gpu_days,
+             "per_1000_gpu_days_upper": g.per_1000_gpu_days_upper, "evidence": g.evidence, "use": g.use,
+             "excluded_why": g.excluded_why, "position": reliability_band.position(g, band),
+             "source": g.source, "derivation": g.derivation} for g in band.logs]
+    per_class = {k["category"]: k["rate_per_day"] * 1000 for k in categories}
+    lo, hi = band.point("low").scale, band.point("high").scale
+    class_logs = []
+    for c in band.class_logs:
+        comparable = CATEGORY_UNIT[c.category] == c.per
+        top = c.per_1000_component_days_upper or c.per_1000_component_days
+        if not comparable:
+            where = None
+        elif c.per_1000_component_days < per_class[c.category] * lo:
+            where = "below"
+        elif top > per_class[c.category] * hi:
+            where = "above"
+        else:
+            where = "inside"
+        class_logs.append({"key": c.key, "category": c.category, "per": c.per, "kind": c.kind, "log": c.log,
+                           "per_1000_component_days": c.per_1000_component_days,
+                           "per_1000_component_days_upper": c.per_1000_component_days_upper,
+                           "evidence": c.source[1], "position": where, "source": c.source,
+                           "derivation": c.derivation})
+    return {"unit": "unexpected interruptions per 1,000 GPU-days", "basis": reliability_band.basis(band),
+            "points": points, "logs": logs, "class_logs": class_logs,
+            "not_separated": list(band.not_separated)}
 
 
 def _goodput(ctx: ReportContext, mtbi_h: float | None) -> dict[str, Any]:
@@ -304,15 +358,78 @@ def _markdown(d: dict[str, Any]) -> str:
         if gp["interval_s"] + gp["restart_s"] > gp["mtbi_s"] / 2:
             out.append("τ + R is not small next to the MTBI here, so the first-order model is rough (and "
                        "pessimistic once goodput nears 0).\n")
-    checks = [x for x in d["cross_checks"] if "per_day" in x]
-    if checks:
-        parts = ", ".join(f"{x['label']} {fmt(x['rate_per_day'] * 1000)} per 1,000 node-days → "
-                          f"{fmt(x['per_day'])} per day here" for x in checks)
-        per_node = cal["unexpected_interruptions"] / (cal["nodes"] * cal["days"]) * 1000
-        mttf = [x for x in d["cross_checks"] if "hours" in x]
-        extra = (f"; their measured MTTF of 1,024-GPU jobs was {fmt(mttf[0]['hours'])} h (all causes that ended "
-                 f"a job)") if mttf else ""
-        out.append(f"Cross-check (Kokolis et al. 2024, Meta A100 research clusters, figures as quoted by "
-                   f"secondary sources): {parts}{extra}. The Llama 3 figures above amount to {fmt(per_node)} "
-                   f"interruptions per 1,000 node-days.\n")
+    out.extend(_band_markdown(d["band"], d["cross_checks"]))
     return "\n".join(out)
+
+
+def _per_1000(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3g}"
+
+
+def _band_markdown(b: dict[str, Any], cross_checks: list[dict[str, Any]]) -> list[str]:
+    out = []
+    pts = {p["point"]: p for p in b["points"]}
+    low, central, high = pts["low"], pts["central"], pts["high"]
+    inside = [g for g in b["logs"] if g["use"] == "band"]
+    out.append(f"**Band across {len(inside)} published logs.** The figures above are the central point of a band "
+               f"of unexpected interruptions per 1,000 GPU-days: low {_per_1000(low['per_1000_gpu_days'])} "
+               f"({text(low['name'])}), central {_per_1000(central['per_1000_gpu_days'])} "
+               f"({text(central['name'])}), high {_per_1000(high['per_1000_gpu_days'])} ({text(high['name'])}). "
+               f"Neither bound's log publishes counts per component class, so at low and high every per-component "
+               f"rate is the central one scaled by the ratio of the overall rates.\n")
+    rows = []
+    for p in b["points"]:
+        g = p["goodput"]
+        rows.append([p["point"], _per_1000(p["per_1000_gpu_days"]), f"{text(p['name'])} [{p['evidence']}]",
+                     fmt(p["interruptions_per_day"]) if p["interruptions_per_day"] else "0", _hours(p["mtbi_h"]),
+                     _pct(g["goodput"]),
+                     fmt(g["optimal_interval_s"] / 60) + " min" if g["optimal_interval_s"] else "n/a",
+                     _pct(g["goodput_at_optimal"])])
+    out.append(md_table(["Point", "Per 1,000 GPU-days", "Set by (evidence)", "Interruptions/day", "MTBI",
+                         "Goodput at τ", "Young's τ*", "Goodput at τ*"], rows, "lrlrrrrr"))
+    out.append("Why each point: " + "; ".join(f"{p['point']}: {text(p['why'])}" for p in b["points"]) + ".\n")
+    crow = []
+    for cat in CATEGORIES:
+        per = [next(k for k in p["by_category"] if k["category"] == cat) for p in (low, central, high)]
+        crow.append([CATEGORY_LABEL[cat], UNIT_LABEL.get(per[0]["per"], per[0]["per"]),
+                     *(_per_1000(k["per_1000_component_days"]) for k in per)])
+    out.append("Per component class (interruptions per 1,000 component-days; low and high scaled):\n")
+    out.append(md_table(["Cause", "Rate per", "Low", "Central", "High"], crow, "llrrr"))
+    lrows = [[text(g["name"]), text(g["operator"]), f"{text(g['gpu'])}, {g['era']}", g["gpus"],
+              g["days"] if g["days"] is not None else "n/a", text(g["counted"]),
+              _range(g["per_1000_gpu_days"], g["per_1000_gpu_days_upper"]), g["evidence"],
+              g["position"] if g["use"] == "band" else "excluded: " + text(g["excluded_why"])]
+             for g in b["logs"]]
+    out.append("The logs (rates and sources in `failure_rates.yaml`; evidence: P primary read, Q primary quoted by "
+               "a copy, S secondary only):\n")
+    out.append(md_table(["Log", "Operator", "GPU, era", "GPUs", "Days", "Counted", "Per 1,000 GPU-days",
+                         "Evidence", "Against the band"], lrows, "lllrrlrll"))
+    meta = sorted({g["name"] for g in inside if g["operator"] == "Meta"})
+    others = sorted({g["operator"] for g in inside if g["operator"] != "Meta"})
+    out.append(f"Independence: {len(meta)} of these logs are Meta's ({', '.join(text(m) for m in meta)}): "
+               f"separate clusters and eras, but one operator's health checks and failure accounting, so they "
+               f"are not independent of each other. The other operators: {', '.join(text(o) for o in others)}.\n")
+    krows = [[CATEGORY_LABEL[c["category"]], text(c["log"]), _range(c["per_1000_component_days"],
+              c["per_1000_component_days_upper"]), UNIT_LABEL.get(c["per"], c["per"]), c["kind"], c["evidence"],
+              c["position"] or "n/a"] for c in b["class_logs"]]
+    out.append("Logs that separate one component class (interruptions: failures that stop a job, comparable with "
+               "the class's band; events: error events, flaps or faults that need not stop a job, context only):\n")
+    out.append(md_table(["Class", "Log", "Per 1,000 component-days", "Rate per", "Counts", "Evidence",
+                         "Against the class's band"], krows, "llrllll"))
+    out.append("No published log separates, with an interruption rate: "
+               + "; ".join(text(x) for x in b["not_separated"]) + ".\n")
+    for x in cross_checks:
+        if "per_1000_gpu_days" in x:
+            out.append(f"Not in the band: {text(x['label'])}, {fmt(x['hours'])} h, which is "
+                       f"{_per_1000(x['per_1000_gpu_days'])} per 1,000 GPU-days, above the high point; it probably "
+                       f"counts every failure that ended a job, and its definition was not checked (secondary "
+                       f"figure).\n")
+    return out
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else fmt(x * 100) + " %"
+
+
+def _range(x: float, upper: float | None) -> str:
+    return reliability_band.rate_text(x, upper)
