@@ -179,8 +179,7 @@ def test_oversized_layouts_do_not_fit():
     assert not e.fits_memory and e.memory_gb["total"] > 405e9 * 6 / 1e9
     # Llama 3's layout without its memory work (full fp32 gradient buffer, no recomputation): 126 layers on
     # 16 stages split only with the embedding and loss counted (7 layers on the first stage, chunks of 1, 2, 2,
-    # 2): 79 chunks in flight = 127 layer-microbatches x 0.53 GB = 68 GB of activations, which with the weights
-    # and gradients is over the usable HBM
+    # 2): 68 GB of activations, which with 6 GB of weights and 12 GB of fp32 gradients is over the usable HBM
     e = estimate(model, Parallelism(2048, tp=8, pp=16, virtual_stages=4), 8192, H100, H100_CLUSTER)
     assert not e.fits_memory and e.memory_gb["activations"] > 0.8 * usable
     # 70B on 8 GPUs with TP 8 and no PP, 8K sequences, no recomputation: 80 layers x 8192 x ~26 kB
