@@ -129,6 +129,8 @@ class Parallelism:
     None with the three other split options None too: the layout rules choose (layout_rules.split_options)"""
     account_for_loss: bool | None = None
     """the loss counts as one layer of the last stage [--account-for-loss-in-pipeline-split]"""
+    pipeline_layout: str | None = None
+    """every stage's layers [--pipeline-model-parallel-layout]: clusterctl/perf/pipeline_layout.py"""
     optimizer_bytes: int = 12
     """optimizer state per parameter: fp32 master weights + Adam m, v (12); 6 with bf16 state (NeMo
     ``optim.dtype: bf16``)"""

@@ -36,6 +36,12 @@ file:line below are at that commit:
     (no middle layers exactly when no middle stages, 2341-2345; divisible, 2348-2353; each middle stage's
     layers divisible by the chunks, 2355-2367; transformer_block.py:129-133). DeepSeek-V3's 61 layers on
     pp 16: last 1 (15 x 4 + 1), on pp 8: last 5 (7 x 8 + 5).
+``pipeline_layout``
+    ``--pipeline-model-parallel-layout`` (clusterctl/perf/pipeline_layout.py): the stages a multiple of PP, VP =
+    stages / PP equal to the layout's virtual stages, the embedding first and the loss last, each once, the
+    transformer layers all there, MTP layers after them in the last virtual stage of their rank
+    (pipeline_parallel_layer_layout.py:41-151, arguments.py:941-952); not combined with the four options above
+    (transformer_config.py:2242-2259).
 ``virtual_pp``
     interleaving needs ``pipeline_model_parallel_size > 1`` (parallel_state.py:827-830; arguments.py:1000-1008
     asks for > 2 only with ``--no-overlap-p2p-communication``, overlap being the default).
@@ -80,6 +86,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from clusterctl.perf import pipeline_layout
 from clusterctl.perf.job import ModelShape, Parallelism, TrainingConfigError
 
 RULES: dict[str, str] = {
@@ -94,9 +101,13 @@ RULES: dict[str, str] = {
     "layers": "(num_layers [+1 --account-for-embedding-in-pipeline-split] [+1 --account-for-loss-in-pipeline-split]) "
               "% pipeline_model_parallel_size == 0, megatron/core/transformer/transformer_block.py:158",
     "split_options": "num_layers_in_first/last_pipeline_stage cannot be set with account_for_embedding/loss_in_"
-                     "pipeline_split, megatron/core/transformer/transformer_config.py:2229-2239",
+                     "pipeline_split, megatron/core/transformer/transformer_config.py:2229-2239 (nor either with "
+                     "pipeline_model_parallel_layout, 2242-2259)",
     "uneven_layers": "num_layers - first - last split evenly over the middle stages, each given count > 0 and "
                      "divisible by the virtual stages, megatron/core/transformer/transformer_config.py:2295-2367",
+    "pipeline_layout": "pipeline_model_parallel_layout: stages a multiple of PP, embedding first and loss last once "
+                       "each, num_layers decoder layers, MTP in the last virtual stage, megatron/core/transformer/"
+                       "pipeline_parallel_layer_layout.py:41-151",
     "virtual_pp": "pipeline_model_parallel_size > 1 with an interleaved schedule, megatron/core/parallel_state.py:828",
     "virtual_layers": "num_layers_per_pipeline_rank % virtual_pipeline_model_parallel_size == 0"
                       ", megatron/core/transformer/transformer_block.py:176",
@@ -122,6 +133,7 @@ SHORT: dict[str, str] = {
     "layers": "layers not split evenly over PP",
     "split_options": "first/last stage layers given with embedding/loss accounting",
     "uneven_layers": "first/last stage layers leave an uneven middle",
+    "pipeline_layout": "pipeline layout string refused",
     "virtual_pp": "interleaving without PP",
     "virtual_layers": "stage layers not divisible by the interleaved chunks",
     "virtual_microbatches": "microbatches not a multiple of PP with interleaving",
@@ -172,7 +184,7 @@ def pipeline_split(layers: int, pp: int, v: int = 1) -> int | None:
 def split_given(par: Parallelism) -> bool:
     """The layout states at least one of Megatron's four split options (else the rules choose)."""
     return any(x is not None for x in (par.first_stage_layers, par.last_stage_layers, par.account_for_embedding,
-                                       par.account_for_loss))
+                                       par.account_for_loss, par.pipeline_layout))
 
 
 def split_options(model: ModelShape, par: Parallelism) -> tuple[bool, bool]:
@@ -189,6 +201,11 @@ def stage_layers(model: ModelShape, par: Parallelism) -> tuple[int, ...]:
     builds them (transformer_block.py:76-203, ``get_num_layers_to_build``). For a layout the rules refuse, the
     middle stages get the rest rounded up (what memory and time would be at the worst)."""
     pp, n = par.pp, model.layers
+    if par.pipeline_layout is not None and not _layout_conflict(par):
+        try:
+            return pipeline_layout.rank_layers(par.pipeline_layout, pp)
+        except ValueError:
+            pass  # refused by the rules; the even split stands in
     if pp == 1:
         return (n,)
     first, last = par.first_stage_layers, par.last_stage_layers
@@ -234,6 +251,8 @@ SPLIT_OPTIONS = {0: "", 1: "--account-for-embedding-in-pipeline-split",
 
 def split_arguments(model: ModelShape, par: Parallelism) -> list[str]:
     """Megatron-LM's command-line options for the layout's pipeline split (empty for an even split)."""
+    if par.pipeline_layout is not None:
+        return [f"--pipeline-model-parallel-layout {par.pipeline_layout}"]
     if par.pp == 1:
         return []
     out = [f"--decoder-{k}-pipeline-num-layers {x}" for k, x in (("first", par.first_stage_layers),
@@ -245,11 +264,24 @@ def split_arguments(model: ModelShape, par: Parallelism) -> list[str]:
                             ("--account-for-loss-in-pipeline-split", loss)) if on]
 
 
+def _layout_conflict(par: Parallelism) -> bool:
+    """the layout string is combined with another split option (transformer_config.py:2242-2259)"""
+    return par.pipeline_layout is not None and (par.first_stage_layers is not None or par.last_stage_layers
+                                                is not None or bool(par.account_for_embedding or par.account_for_loss))
+
+
 def _split_violations(model: ModelShape, par: Parallelism) -> list[Violation]:
-    """The ``layers``, ``split_options``, ``uneven_layers`` and ``virtual_layers`` rules (module docstring)."""
+    """The ``layers``, ``split_options``, ``uneven_layers``, ``pipeline_layout`` and ``virtual_layers`` rules
+    (module docstring)."""
     pp, v, n = par.pp, par.virtual_stages, model.layers
     first, last = par.first_stage_layers, par.last_stage_layers
     emb, loss = bool(par.account_for_embedding), bool(par.account_for_loss)
+    if par.pipeline_layout is not None:
+        if _layout_conflict(par):
+            return [Violation("split_options", f"pp {pp}: the pipeline layout cannot be combined with first/last "
+                                               "stage layers or counting the embedding or loss as a layer")]
+        return [Violation("pipeline_layout", p) for p in
+                pipeline_layout.problems(par.pipeline_layout, pp, v, n, getattr(model, "mtp_layers", 0) or 0)]
     if first is not None or last is not None:
         given = ", ".join(f"{k} stage {x}" for k, x in (("first", first), ("last", last)) if x is not None)
         if emb or loss:

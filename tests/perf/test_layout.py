@@ -8,6 +8,7 @@ GPUs idle or a layout does not fit (issue 13, "Layouts Megatron rejects").
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import re
 
 import pytest
@@ -294,3 +295,28 @@ def test_the_busiest_stage_sets_the_step():
     uneven = estimate(model, Parallelism(512, tp=8, pp=2, first_stage_layers=41), 64, H100, HGX)
     ratio = uneven.breakdown_s["compute"] / even.breakdown_s["compute"]
     assert ratio == pytest.approx(41 / 31, rel=1e-6)
+
+
+def test_a_pipeline_layout_string_gives_each_rank_its_layers():
+    from clusterctl.perf.layout_rules import split_arguments, stage_layers
+    from clusterctl.perf.pipeline_layout import parse, problems
+    model = ModelShape(name="deepseek-v3-like", layers=61, hidden=7168, heads=128, vocab=129280, seq_len=4096)
+    # Megatron-LM's GB200 guide: 32 stages on pp 8 x vp 4; stage i is virtual stage i // 8 of rank i % 8
+    par = Parallelism(256, pp=8, virtual_stages=4, pipeline_layout="Et|(tt|)*30L")
+    assert stage_layers(model, par) == (7, 8, 8, 8, 8, 8, 8, 6)
+    assert violations(model, par, 256) == []
+    assert split_arguments(model, par) == ["--pipeline-model-parallel-layout Et|(tt|)*30L"]
+    # parse_str_to_list's own example (pipeline_parallel_layer_layout.py:286-288)
+    assert parse("Ettt|(tt|)*29,m|L") == ["Ettt"] + ["tt"] * 29 + ["m", "L"]
+    assert problems("Et*4|(t*4|)*14tmL", 16, 1, 61, mtp_layers=1) == []   # Megatron-Bridge GB300 recipe
+    assert problems("tE|(tt|)*30L", 8, 4, 61) == ["pipeline layout 'tE|(tt|)*30L': the first layer must be the "
+                                                  "embedding E, exactly once"]
+    assert problems("Et*4|(t*4|)*14tmL", 16, 1, 61)[0].endswith("has 1 MTP layers, the model 0")
+    # refused, naming Megatron's rule: a layer too many; VP that is not the layout's; combined with a first/last count
+    (bad,) = violations(model, replace(par, pipeline_layout="Et|(tt|)*30tL"), 256)
+    assert bad.key == "pipeline_layout" and "has 62 transformer layers, the model 61" in str(bad)
+    assert "pipeline_parallel_layer_layout.py:41-151" in str(bad)
+    (bad,) = violations(model, replace(par, virtual_stages=2), 256)
+    assert "32 stages on pp 8 are 4 virtual stages per rank, not the layout's virtual_stages 2" in str(bad)
+    (bad,) = violations(model, replace(par, last_stage_layers=6), 256)
+    assert bad.key == "split_options" and "transformer_config.py:2229-2239" in str(bad)
