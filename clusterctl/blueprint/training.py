@@ -53,6 +53,17 @@ class TrainingSpec(StrictModel):
     micro_batch: int = Field(default=1, gt=0, le=1_000_000)
     virtual_stages: int = Field(default=1, gt=0, le=100_000)
     """interleaved pipeline chunks per stage"""
+    first_stage_layers: int | None = Field(default=None, gt=0, le=10_000)
+    """transformer layers on the first pipeline stage, the middle stages splitting the rest evenly
+    (Megatron-LM --decoder-first-pipeline-num-layers; DeepSeek-V3's 61 layers on pp 16: last_stage_layers 1)"""
+    last_stage_layers: int | None = Field(default=None, gt=0, le=10_000)
+    """transformer layers on the last pipeline stage (--decoder-last-pipeline-num-layers)"""
+    account_for_embedding: bool | None = None
+    """the embedding counts as a layer of the first stage (--account-for-embedding-in-pipeline-split); leave
+    the four split options unset to let the report count the embedding and loss where the layers need it"""
+    account_for_loss: bool | None = None
+    """the loss counts as a layer of the last stage (--account-for-loss-in-pipeline-split; Llama 3 405B's 126
+    layers on pp 16 with both: 7, 14 x 8, 7)"""
     recompute: Literal["none", "selective", "full"] = "selective"
     precision: Literal["bf16", "fp8"] = "bf16"
     """fp8: the transformer layers' linear GEMMs in FP8 (Transformer Engine); MFU stays against the BF16 peak"""

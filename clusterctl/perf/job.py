@@ -120,7 +120,17 @@ class Parallelism:
     shard_gradients: bool = False
     """gradients sharded over the data-parallel ranks like the optimizer state (FSDP / ZeRO-2, Llama 3)"""
     first_stage_layers: int | None = None
-    """layers on the first pipeline stage when fewer than ceil(L / pp) [--decoder-first-pipeline-num-layers]"""
+    """transformer layers on the first pipeline stage; the middle stages split the rest evenly
+    [--decoder-first-pipeline-num-layers]"""
+    last_stage_layers: int | None = None
+    """transformer layers on the last pipeline stage [--decoder-last-pipeline-num-layers]"""
+    account_for_embedding: bool | None = None
+    """the embedding counts as one layer of the first stage in the split [--account-for-embedding-in-pipeline-split];
+    None with the three other split options None too: the layout rules choose (layout_rules.split_options)"""
+    account_for_loss: bool | None = None
+    """the loss counts as one layer of the last stage [--account-for-loss-in-pipeline-split]"""
+    pipeline_layout: str | None = None
+    """every stage's layers [--pipeline-model-parallel-layout]: clusterctl/perf/pipeline_layout.py"""
     optimizer_bytes: int = 12
     """optimizer state per parameter: fp32 master weights + Adam m, v (12); 6 with bf16 state (NeMo
     ``optim.dtype: bf16``)"""

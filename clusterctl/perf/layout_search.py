@@ -6,6 +6,10 @@ as TP x CP x DP x PP, the experts as ETP x EP x EDP x PP, so EDP = TP x CP x DP 
 min(64, layers, GPUs / (TP x CP)), 1/2/4 interleaved chunks and no, selective or full recomputation unless given;
 for each it picks the largest DP that passes the batch and expert rules (`_dp_and_batch`), counts the
 candidate under the first rule it still breaks or estimates it, and keeps the fastest that fits in HBM.
+Where the layers split evenly over PP only with the embedding and/or loss counted as a layer, the candidate
+says so (``--account-for-*-in-pipeline-split``); where they split evenly in no such way, it tries a shorter
+last stage (``--decoder-last-pipeline-num-layers``, `layout_rules.with_pipeline_split`), whose busiest stage
+then paces the step.
 """
 
 from __future__ import annotations

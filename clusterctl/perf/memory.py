@@ -58,9 +58,10 @@ microbatches of its layers; with the interleaved schedule Megatron-core's first 
 ``2 (p-1) + (v-1) p`` warm-up forward passes of model chunks and holds one more in the steady state
 (``get_pp_rank_microbatches`` and ``get_schedule_table`` in megatron/core/pipeline_parallel/schedules.py:
 forwards go through the chunks in groups of p microbatches), which for equal chunks is Megatron's
-``p (1 + (p-1)/(p v))`` microbatches of the stage's layers. The first stage holds ``ceil(L / p)`` layers
-unless ``Parallelism.first_stage_layers`` says fewer (Megatron-LM ``--decoder-first-pipeline-num-layers``;
-Llama 3 put one layer less on the first and last stages, Dubey et al. 2024 sec. 3.3.2). With pp = 1 the
+``p (1 + (p-1)/(p v))`` microbatches of the stage's layers. The first stage holds the layers Megatron's split gives it
+(``layout_rules.stage_layers``: ``ceil(L / p)``, fewer with ``--decoder-first-pipeline-num-layers`` or
+``--account-for-embedding-in-pipeline-split``; Llama 3 put one layer less on the first and last stages,
+Dubey et al. 2024 sec. 3.3.2). With pp = 1 the
 first stage is also the last and holds one microbatch's logits (Megatron: ``4 sbh (1 + V/h) / t``).
 
 Capacity (``capacity_bytes``): the catalog's ``hbm_gb`` is the marketed capacity, which for HBM is binary
@@ -76,6 +77,8 @@ from __future__ import annotations
 
 import math
 from typing import TYPE_CHECKING
+
+from clusterctl.perf.layout_rules import stage_layers
 
 if TYPE_CHECKING:
     from clusterctl.perf.job import Accelerator, ModelShape, Parallelism
@@ -102,7 +105,8 @@ BF16 = 2
 
 
 def _first_stage_layers(model: ModelShape, par: Parallelism) -> int:
-    return par.first_stage_layers or math.ceil(model.layers / par.pp)
+    """the first stage's transformer layers, as Megatron's split options give them"""
+    return stage_layers(model, par)[0]
 
 
 def weight_and_optimizer_bytes(model: ModelShape, par: Parallelism, dp: int) -> dict[str, float]:

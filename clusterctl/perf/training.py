@@ -25,8 +25,8 @@ The step time is built bottom-up for one pipeline stage and one microbatch, then
 * mixture of experts: expert GEMMs on the busiest expert-parallel rank's tokens (``moe_load``) at a
   weight-traffic roofline for the tokens per local expert (``expert_gemm_factor``), token permutation and
   router traffic through HBM, and the all-to-all over NVLink while EP x TP fits the domain;
-* 1F1B pipeline schedule: ``(m + (p-1)/v)`` microbatch slots of the slowest stage (the last one also
-  computes the logits);
+* 1F1B pipeline schedule: ``(m + (p-1)/v)`` microbatch slots of the slowest stage, which holds the most
+  layers of Megatron's split (``layout_rules.stage_layers``; the last one also computes the logits);
 * the data-parallel gradient reduction overlaps with the backward pass of the last microbatch only;
   the optimizer step is HBM-bound.
 
@@ -53,7 +53,7 @@ from clusterctl.perf.job import (
     Parallelism,
     TrainingConfigError,
 )
-from clusterctl.perf.layout_rules import check, pipeline_split
+from clusterctl.perf.layout_rules import check, stage_layers
 from clusterctl.perf.memory import USABLE_HBM, memory, recomputed_modules
 
 SUSTAINED_GEMM = 0.86
@@ -228,9 +228,10 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
     used = par.tp * par.pp * par.cp * dp
     m = par.global_batch // (dp * par.micro_batch)
     pp, cp, v = par.pp, par.cp, par.virtual_stages
-    # the busiest stage sets the pace: uneven splits (Llama 3's 126 layers on 16 stages) round up; its
-    # v interleaved chunks together hold ceil(L / pp) layers
-    layers = math.ceil(model.layers / pp)
+    # the busiest stage sets the pace: Megatron's split (layout_rules.stage_layers) gives each pipeline rank
+    # its layers, all v interleaved chunks together (Llama 3's 126 on 16 stages: 7, 14 x 8, 7)
+    counts = stage_layers(model, par)
+    layers = max(counts)
     tokens = par.micro_batch * model.seq_len          # tokens of one microbatch
     local_tokens = tokens / cp                         # tokens one GPU's layers see
     full = par.recompute == "full"
@@ -244,13 +245,11 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
     t_tp, t_cp, t_ep, t_pp, comm = _model_parallel_comm(model, par, ic, layers, local_tokens, load, t_attn)
 
     stage = t_gemm + t_attn + t_mem + t_tp + t_cp + t_ep + t_pp
-    # one microbatch on the slowest stage. The last stage also computes the logits; when Megatron's split
-    # counts the loss as a layer (--account-for-loss-in-pipeline-split, chosen by layout_rules.pipeline_split when
-    # the layers need it: Llama 3 405B's 126 on 8 or 16 stages) it holds one transformer layer fewer, and
-    # the logits cost only what they exceed that layer by.
-    last = stage + t_logit
-    if pp > 1 and pipeline_split(model.layers, pp, v) == 2:
-        last -= (stage - t_pp) / layers
+    # one microbatch on the slowest stage. The last stage also computes the logits on top of its own layers,
+    # which are fewer when the split counts the loss as a layer or gives the last stage fewer layers
+    # (--account-for-loss-in-pipeline-split: Llama 3 405B's 126 on 16 stages; --decoder-last-pipeline-num-layers:
+    # DeepSeek-V3's 61 on 16 stages, 1 on the last)
+    last = (stage - t_pp) * counts[-1] / layers + t_pp + t_logit
     slot = max(stage, last)
     bubble_slots = (pp - 1) / v
     t_pipeline = (m + bubble_slots) * slot
@@ -425,7 +424,7 @@ def _params_per_gpu(model: ModelShape, par: Parallelism) -> float:
     expert_layer = model.mlp_params if model.experts else 0
     mlp_layer = 0 if model.experts else model.mlp_params
     per_layer = (dense_layer + mlp_layer) / par.tp + expert_layer / (par.tp * par.ep)
-    return math.ceil(model.layers / par.pp) * per_layer + model.vocab * model.hidden / par.tp
+    return max(stage_layers(model, par)) * per_layer + model.vocab * model.hidden / par.tp
 
 
 def simple_throughput(flops_per_token: float, gpus: int, peak_tflops: float, mfu: float) -> float:

@@ -102,4 +102,6 @@ def parallelism(t: TrainingSpec, model: ModelShape, tp: int, pp: int, gpus: int)
                        virtual_stages=t.virtual_stages, recompute=t.recompute,
                        sequence_parallel=t.sequence_parallel, flash_attention=t.flash_attention,
                        overlap_grad_reduce=t.overlap_grad_reduce, distributed_optimizer=t.distributed_optimizer,
-                       precision=t.precision, shard_gradients=t.shard_gradients)
+                       precision=t.precision, shard_gradients=t.shard_gradients,
+                       first_stage_layers=t.first_stage_layers, last_stage_layers=t.last_stage_layers,
+                       account_for_embedding=t.account_for_embedding, account_for_loss=t.account_for_loss)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from clusterctl.perf.interconnect import Interconnect, compute_group, interconnect_of
 from clusterctl.perf.job import Accelerator, TrainingConfigError
-from clusterctl.perf.layout_rules import SHORT, SPLIT_OPTIONS, etp_of, pipeline_split
+from clusterctl.perf.layout_rules import SHORT, etp_of, split_arguments, stage_layers
 from clusterctl.perf.layout_search import (
     SearchResult,
     gpu_note,
@@ -106,10 +106,11 @@ def notes_of(r: TrainingResult) -> tuple[list[str], list[str]]:
     other: list[str] = []
     if found is not None and found.batch_note:
         other.append(found.batch_note)
-    split = pipeline_split(e.model.layers, e.par.pp, e.par.virtual_stages)
+    split = split_arguments(e.model, e.par)
     if split:
-        other.append(f"{e.model.layers} layers on pp {e.par.pp} split evenly with the embedding and loss counted as "
-                     f"layers ({SPLIT_OPTIONS[split]})")
+        counts = stage_layers(e.model, e.par)
+        other.append(f"{e.model.layers} layers on pp {e.par.pp}: {counts[0]} on the first stage, {counts[-1]} on the "
+                     f"last, {max(counts[1:-1], default=counts[0])} on each other ({' '.join(split)})")
     own = f"the layout uses {e.gpus:,} of {r.gpus:,} GPUs"
     other += [n for n in e.notes if not (idle and n == own)]
     return head, other
@@ -186,8 +187,8 @@ def _estimate_data(r: TrainingResult) -> dict:
     if r.search is not None:
         layout["search"] = {"tried": r.search.tried, "accepted": r.search.accepted,
                             "fit": r.search.fitting, "rejected": dict(sorted(r.search.rejected.items()))}
-    split = pipeline_split(e.model.layers, p.pp, p.virtual_stages)
-    layout["pipeline_split_options"] = SPLIT_OPTIONS[split].split() if split else []
+    layout["pipeline_split_options"] = [w for o in split_arguments(e.model, p) for w in o.split()]
+    layout["stage_layers"] = list(stage_layers(e.model, p))
     if e.model.experts:
         etp = etp_of(p)
         layout["attention"] = {"tp": p.tp, "cp": p.cp, "dp": e.dp, "pp": p.pp}

@@ -10,7 +10,7 @@ from clusterctl.blueprint.storage import Workload
 from clusterctl.blueprint.training import TrainingSpec
 from clusterctl.perf.interconnect import Interconnect, compute_group, interconnect_of
 from clusterctl.perf.job import ModelShape, TrainingConfigError
-from clusterctl.perf.layout_rules import check, with_pipeline_split
+from clusterctl.perf.layout_rules import violations, with_pipeline_split
 from clusterctl.perf.model_presets import presets
 from clusterctl.perf.training import estimate
 from clusterctl.perf.workload import accelerator_of, parallelism, resolve
@@ -60,7 +60,9 @@ def layout(plan: ClusterPlan) -> Iterator[Hit]:
     """The parallel layout in ``workload.training`` must pass Megatron-LM's layout rules
     (clusterctl/perf/layout_rules.py, each citing the Megatron-LM source line): tp x pp x cp x dp at most the
     GPUs of the largest GPU group; attention heads, KV heads and the MLP width split over tp; layers split
-    evenly over pp (the embedding and loss may count as a layer each) and over interleaved chunks; with
+    over pp as Megatron splits them (evenly; with the embedding and/or loss counted as a layer,
+    ``account_for_embedding`` / ``account_for_loss``; or with ``first_stage_layers`` / ``last_stage_layers`` and
+    the rest even over the middle stages, never both kinds) and over interleaved chunks; with
     interleaving, microbatches a multiple of pp; global batch a multiple of dp x micro batch; sequence a
     multiple of 2 x cp; experts divisible by ep and ep x tp x pp dividing the GPUs. Checked only for the
     parts that are given: the report chooses tp and pp itself when they are left out."""
@@ -76,11 +78,23 @@ def layout(plan: ClusterPlan) -> Iterator[Hit]:
         return
     if t.tp is None or t.pp is None:
         return
-    try:
-        check(model, parallelism(t, model, t.tp, t.pp, gpus), gpus)
-    except TrainingConfigError as exc:
-        yield Hit(("workload", "training"), f"{model.name}: {exc}",
+    bad = violations(model, parallelism(t, model, t.tp, t.pp, gpus), gpus)
+    if bad:
+        field = next((f for f in _SPLIT_FIELDS.get(bad[0].key, ()) if getattr(t, f) is not None), None)
+        yield Hit(("workload", "training") + ((field,) if field else ()), f"{model.name}: {bad[0]}",
+                  _SPLIT_HINT if field else
                   "change tp/pp/cp/dp/global_batch, or leave tp and pp out to let `clusterctl report` choose")
+
+
+_SPLIT_FIELDS = {
+    "split_options": ("first_stage_layers", "last_stage_layers"),
+    "uneven_layers": ("first_stage_layers", "last_stage_layers"),
+    "layers": ("account_for_embedding", "account_for_loss"),
+    "virtual_layers": ("account_for_embedding", "account_for_loss"),
+}
+"""rule key -> the split options a finding of it is located at (the first one the blueprint gives)"""
+_SPLIT_HINT = ("give first_stage_layers / last_stage_layers (the rest split evenly over the middle stages) or the "
+               "account_for_* options, not both; or leave the four out to let the report count the embedding and loss")
 
 
 @rule("WORKLOAD003", "workload", Severity.WARNING, "tensor parallelism spans more than one NVLink domain")

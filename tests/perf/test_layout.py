@@ -8,6 +8,7 @@ GPUs idle or a layout does not fit (issue 13, "Layouts Megatron rejects").
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import re
 
 import pytest
@@ -25,6 +26,7 @@ from clusterctl.perf.job import (
 from clusterctl.perf.layout_rules import check, pipeline_split, violations
 from clusterctl.perf.layout_search import gpu_note, search
 from clusterctl.perf.model_presets import preset
+from clusterctl.perf.training import estimate
 from tests.helpers import cli
 
 H100 = Accelerator("h100-sxm", 989, 794.5, "", 80, 3.35)
@@ -47,11 +49,7 @@ def megatron_accepts(model: ModelShape, par: Parallelism, gpus: int) -> list[str
         bad.append("query groups")
     if not model.experts and model.ffn % tp:                      # layers.py:1038 divide()
         bad.append("ffn")
-    # transformer_block.get_num_layers_to_build: embedding and/or loss may count as a layer; a stage's
-    # layers split into v chunks
-    if not any((model.layers + extra) % pp == 0 and (model.layers + extra) // pp % v == 0
-               for extra in ([0] if pp == 1 else [0, 1, 2])):
-        bad.append("layers")
+    bad += _megatron_split(model, par)
     if v > 1 and pp < 2:                                          # parallel_state.py:828
         bad.append("vpp")
     if par.global_batch % (par.micro_batch * dp):                 # num_microbatches_calculator.py:381
@@ -68,6 +66,33 @@ def megatron_accepts(model: ModelShape, par: Parallelism, gpus: int) -> list[str
     if ep > 1 and world % (tp * ep * pp):                         # parallel_state.py:878, etp = tp
         bad.append("expert grid")
     return bad
+
+
+def _megatron_split(model: ModelShape, par: Parallelism) -> list[str]:
+    """transformer_config.py:2229-2415 and transformer_block.get_num_layers_to_build: first/last stage counts
+    (not with the account options; each > 0 and divisible by vp; the rest split evenly over the middle stages,
+    each middle stage's layers divisible by vp), or the embedding and/or loss counted as a layer (the total
+    divisible by pp, a stage's layers by vp). With no option stated the layout may use whichever account
+    options make the split even."""
+    pp, v, n = par.pp, par.virtual_stages, model.layers
+    first, last = par.first_stage_layers, par.last_stage_layers
+    if first is not None or last is not None:
+        if par.account_for_embedding or par.account_for_loss:
+            return ["uneven with account"]
+        ends = [x for x in (first, last) if x is not None]
+        if any(x <= 0 or x % v for x in ends):
+            return ["first/last"]
+        rest, stages = n - sum(ends), pp - len(ends)
+        if rest < 0 or stages < 0 or bool(rest) != bool(stages) or (stages and (rest % stages or rest // stages % v)):
+            return ["middle"]
+        return []
+    if par.account_for_embedding is not None or par.account_for_loss is not None:
+        extras = [bool(par.account_for_embedding) + bool(par.account_for_loss)]
+    else:
+        extras = [0] if pp == 1 else [0, 1, 2]
+    if not any((n + extra) % pp == 0 and (n + extra) // pp % v == 0 for extra in extras):
+        return ["layers"]
+    return []
 
 
 @st.composite
@@ -237,3 +262,61 @@ def test_search_finds_a_layout_for_405b_on_16k_gpus():
     par = r.best.par
     assert r.best.gpus == par.tp * par.pp * par.dp * par.cp == 16384
     assert par.tp <= 8 and r.best.memory_gb["total"] <= r.best.memory_gb["usable"]  # TP in the NVLink domain; fits
+
+
+def test_stage_layers_follow_megatrons_split():
+    from clusterctl.perf.layout_rules import stage_layers
+    deepseek = ModelShape(name="deepseek-v3-like", layers=61, hidden=7168, heads=128, vocab=129280, seq_len=4096)
+    assert stage_layers(deepseek, Parallelism(256, pp=16, last_stage_layers=1)) == (4,) * 15 + (1,)
+    assert stage_layers(deepseek, Parallelism(256, pp=8, last_stage_layers=5)) == (8,) * 7 + (5,)
+    assert stage_layers(deepseek, Parallelism(256, pp=16, first_stage_layers=3, last_stage_layers=2)) == \
+        (3,) + (4,) * 14 + (2,)
+    llama, _ = preset("llama3-405b")
+    both = Parallelism(2048, pp=16, virtual_stages=4, account_for_embedding=True, account_for_loss=True)
+    assert stage_layers(llama, both) == (7,) + (8,) * 14 + (7,)
+    assert stage_layers(llama, Parallelism(2048, pp=16)) == (7,) + (8,) * 14 + (7,)  # chosen: both counted
+    assert violations(deepseek, Parallelism(256, pp=16, last_stage_layers=1), 256) == []
+    assert [v.key for v in violations(deepseek, Parallelism(256, pp=16), 256)] == ["layers"]
+
+
+def test_the_search_splits_unevenly_where_no_even_split_exists():
+    # 61 layers on pp 16 split only with a short last stage (Megatron-Bridge's DeepSeek-V3 layout: 15 x 4 + 1)
+    model = ModelShape(name="deepseek-v3-like", layers=61, hidden=7168, heads=128, vocab=129280, seq_len=4096,
+                       ffn_hidden=18432, swiglu=True, tied_embeddings=False)
+    r = search(model, TrainingSpec(tp=8, pp=16, global_batch=512, recompute="full"), 1024, H100, HGX)
+    assert r.best is not None and r.best.par.last_stage_layers == 1 and r.rejected.get("layers", 0) == 0
+
+
+def test_the_busiest_stage_sets_the_step():
+    # 62 layers on 2 stages: 31 + 31 against 41 + 21 (--decoder-first-pipeline-num-layers 41): the first
+    # stage's 41 layers set every microbatch slot, 41 / 31 = 1.32 times the even split's compute
+    model = ModelShape(name="m", layers=62, hidden=8192, heads=64, vocab=32000, seq_len=4096, swiglu=True)
+    even = estimate(model, Parallelism(512, tp=8, pp=2), 64, H100, HGX)
+    uneven = estimate(model, Parallelism(512, tp=8, pp=2, first_stage_layers=41), 64, H100, HGX)
+    ratio = uneven.breakdown_s["compute"] / even.breakdown_s["compute"]
+    assert ratio == pytest.approx(41 / 31, rel=1e-6)
+
+
+def test_a_pipeline_layout_string_gives_each_rank_its_layers():
+    from clusterctl.perf.layout_rules import split_arguments, stage_layers
+    from clusterctl.perf.pipeline_layout import parse, problems
+    model = ModelShape(name="deepseek-v3-like", layers=61, hidden=7168, heads=128, vocab=129280, seq_len=4096)
+    # Megatron-LM's GB200 guide: 32 stages on pp 8 x vp 4; stage i is virtual stage i // 8 of rank i % 8
+    par = Parallelism(256, pp=8, virtual_stages=4, pipeline_layout="Et|(tt|)*30L")
+    assert stage_layers(model, par) == (7, 8, 8, 8, 8, 8, 8, 6)
+    assert violations(model, par, 256) == []
+    assert split_arguments(model, par) == ["--pipeline-model-parallel-layout Et|(tt|)*30L"]
+    # parse_str_to_list's own example (pipeline_parallel_layer_layout.py:286-288)
+    assert parse("Ettt|(tt|)*29,m|L") == ["Ettt"] + ["tt"] * 29 + ["m", "L"]
+    assert problems("Et*4|(t*4|)*14tmL", 16, 1, 61, mtp_layers=1) == []   # Megatron-Bridge GB300 recipe
+    assert problems("tE|(tt|)*30L", 8, 4, 61) == ["pipeline layout 'tE|(tt|)*30L': the first layer must be the "
+                                                  "embedding E, exactly once"]
+    assert problems("Et*4|(t*4|)*14tmL", 16, 1, 61)[0].endswith("has 1 MTP layers, the model 0")
+    # refused, naming Megatron's rule: a layer too many; VP that is not the layout's; combined with a first/last count
+    (bad,) = violations(model, replace(par, pipeline_layout="Et|(tt|)*30tL"), 256)
+    assert bad.key == "pipeline_layout" and "has 62 transformer layers, the model 61" in str(bad)
+    assert "pipeline_parallel_layer_layout.py:41-151" in str(bad)
+    (bad,) = violations(model, replace(par, virtual_stages=2), 256)
+    assert "32 stages on pp 8 are 4 virtual stages per rank, not the layout's virtual_stages 2" in str(bad)
+    (bad,) = violations(model, replace(par, last_stage_layers=6), 256)
+    assert bad.key == "split_options" and "transformer_config.py:2229-2239" in str(bad)

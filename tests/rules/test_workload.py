@@ -60,3 +60,52 @@ def test_params_b_disagrees_with_the_model():
     data["workload"]["params_b"] = 7
     (h,) = hits(data, "WORKLOAD005")
     assert h.path == ("workload", "params_b") and "70.6 B" in h.message
+
+
+# DeepSeek-V3's shape (Megatron-LM docs/discussions/deepseek-v3-gb200-optimization reproduce guide: 61 layers,
+# hidden 7168, 128 heads, 256 experts of width 2048, top 8) and Llama 3.1 405B's 126 layers, on the 256 GPUs
+DEEPSEEK_V3_LIKE = {"layers": 61, "hidden": 7168, "heads": 128, "vocab": 129280, "seq_len": 4096,
+                    "ffn_hidden": 18432, "swiglu": True, "experts": 256, "topk": 8, "moe_ffn_hidden": 2048,
+                    "tied_embeddings": False}
+
+
+def moe_job(**training) -> dict:
+    data = job(**training)
+    data["workload"]["model"] = DEEPSEEK_V3_LIKE
+    return data
+
+
+def test_uneven_first_and_last_stages_megatron_accepts_are_quiet():
+    # Megatron-Bridge's DeepSeek-V3 splits: pp 16 = 15 x 4 + 1, pp 8 = 7 x 8 + 5 (the last stage also holds the
+    # MTP layer and the loss); --decoder-last-pipeline-num-layers leaves the rest even over the other stages
+    assert hits(moe_job(tp=1, pp=16, ep=16, global_batch=256, last_stage_layers=1), "WORKLOAD002") == []
+    assert hits(moe_job(tp=1, pp=8, ep=32, global_batch=256, last_stage_layers=5), "WORKLOAD002") == []
+    assert hits(moe_job(tp=1, pp=16, ep=16, global_batch=256, first_stage_layers=3, last_stage_layers=2),
+                "WORKLOAD002") == []
+    # Llama 3.1 405B: 126 layers + embedding + loss = 128 on pp 16, 2 per chunk with 4 virtual stages
+    data = job(tp=8, pp=16, global_batch=256, virtual_stages=4, account_for_embedding=True, account_for_loss=True)
+    data["workload"]["model"] = "llama3-405b"
+    assert hits(data, "WORKLOAD002") == []
+
+
+def test_uneven_splits_megatron_refuses_are_located_at_the_option():
+    (h,) = hits(moe_job(tp=1, pp=16, ep=16, global_batch=256), "WORKLOAD002")
+    assert h.path == ("workload", "training") and "61 layers" in h.message and "last_stage_layers" in h.message
+    # 61 - 4 - 13 = 44 layers over 2 middle stages of 4 chunks: 22 per stage is not a multiple of 4
+    (h,) = hits(moe_job(tp=1, pp=4, ep=64, global_batch=256, virtual_stages=4, first_stage_layers=4,
+                        last_stage_layers=13), "WORKLOAD002")
+    assert h.path == ("workload", "training", "first_stage_layers")
+    assert "the last stage's 13 layers are not divisible by 4 chunks" in h.message
+    assert "transformer_config.py:2295-2367" in h.message
+    (h,) = hits(moe_job(tp=1, pp=16, ep=16, global_batch=256, last_stage_layers=2), "WORKLOAD002")
+    assert "leave 59 layers, not divisible by the 15 middle stages" in h.message
+    (h,) = hits(moe_job(tp=1, pp=16, ep=16, global_batch=256, last_stage_layers=1, account_for_loss=True),
+                "WORKLOAD002")
+    assert h.path == ("workload", "training", "last_stage_layers") and "cannot be combined" in h.message
+    assert "transformer_config.py:2229-2239" in h.message
+    # only the embedding counted: 127 layers do not split over 16 stages
+    data = job(tp=8, pp=16, global_batch=256, account_for_embedding=True)
+    data["workload"]["model"] = "llama3-405b"
+    (h,) = hits(data, "WORKLOAD002")
+    assert h.path == ("workload", "training", "account_for_embedding")
+    assert "126 layers + 1 for embedding = 127 do not split evenly over pp 16" in h.message

@@ -3,7 +3,7 @@ name)."""
 
 from __future__ import annotations
 
-from clusterctl.perf.published import blackwell, fabric, hopper, moe, narayanan, nccl
+from clusterctl.perf.published import blackwell, fabric, hopper, moe, narayanan, nccl, strong_scaling
 from clusterctl.perf.published.rows import Family, Row
 
 
@@ -25,7 +25,7 @@ def rows() -> list[Row]:
 
 
 def _modules():
-    return (narayanan, hopper, nccl, fabric, blackwell, moe)
+    return (narayanan, hopper, nccl, fabric, blackwell, moe, strong_scaling)
 
 
 __all__ = ["families", "rows"]

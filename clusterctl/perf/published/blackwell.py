@@ -63,7 +63,7 @@ _FP8 = {"precision": "fp8"}
 # [P] NVIDIA-NeMo/Megatron-Bridge at release branches r0.2.0, r0.3.0, r0.4.1. The 25.11 table (Dec 2025) is
 # older than that V2 config (Jan 2026; r0.2.0 has only a 128-GPU GB200 FP8-CS config: TP 2, Megatron FSDP, 92
 # layers offloaded); both settings used here are in r0.2.0's common code as well.
-_GB200_405B_BRIDGE = {"grad_bytes": 2, "first_stage_layers": 7, **_FP8}
+_GB200_405B_BRIDGE = {"grad_bytes": 2, "account_for_embedding": True, "account_for_loss": True, **_FP8}
 
 ROWS: list[Row] = [
     _row("llama3-8b-b200-25.11", "25.11", "System: DGX-B200, LLAMA3_8B, 8 GPUs, FP8-CS, GBS 128, MBS 2",

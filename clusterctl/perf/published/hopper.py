@@ -149,10 +149,11 @@ NEMOTRON4_340B = ModelShape(name="nemotron4-340b", layers=96, hidden=18432, head
 # * DGX Cloud Nemotron-4 340B: DGXC nemotron/nemotron4-340b-synth.yaml, distributed_fused_adam with
 #   `dtype: bf16` and `grad_sync_dtype: bf16`: 4 bytes of optimizer state. The NeMo 24.07 FP8 340B row is
 #   taken to use the same settings (assumed: the performance summary prints no configuration).
-# * Llama 3 (Dubey et al. 2024 sec. 3.3.2): FSDP-sharded gradients, 7 layers on the first of 16 stages.
+# * Llama 3 (Dubey et al. 2024 sec. 3.3.2): FSDP-sharded gradients, one layer fewer on the first and the last
+#   of 16 stages (Megatron: the embedding and the loss counted as layers, 7, 14 x 8, 7).
 APEX_ADAM = dict(optimizer_bytes=10)
 BF16_ADAM = dict(optimizer_bytes=4)
-LLAMA3_MEMORY = dict(shard_gradients=True, first_stage_layers=7)
+LLAMA3_MEMORY = dict(shard_gradients=True, account_for_embedding=True, account_for_loss=True)
 
 
 # --- BF16 rows -------------------------------------------------------------------------------------------

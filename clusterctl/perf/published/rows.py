@@ -102,7 +102,33 @@ class CollectiveRow:
     unit = "GB/s busbw"
 
 
-Row = Union[TrainingRow, CollectiveRow]
+@dataclass(frozen=True)
+class ScalingRow:
+    """Strong scaling: one model, layout and global batch on two GPU counts. The figure is the larger run's
+    per-GPU throughput over the smaller run's (each the source's own figure of its ``TrainingRow``), so the
+    model's absolute level cancels and what is judged is what it loses per GPU as the GPUs grow: the pipeline
+    bubble at fewer microbatches, exposed data-parallel and pipeline communication, stragglers."""
+
+    id: str
+    family: str
+    role: str
+    source: str
+    small: TrainingRow
+    large: TrainingRow
+    explanation: str = ""
+
+    def published(self) -> float:
+        return self.large.published() / self.small.published()
+
+    def predicted(self) -> float:
+        return self.large.predicted() / self.small.predicted()
+
+    @property
+    def unit(self) -> str:
+        return f"× the per-GPU throughput on {self.small.gpus:,} GPUs"
+
+
+Row = Union[TrainingRow, CollectiveRow, ScalingRow]
 
 
 @dataclass(frozen=True)
@@ -121,5 +147,5 @@ def evaluate(row: Row) -> Result:
     return Result(row, row.predicted(), row.published())
 
 
-__all__ = ["CALIBRATION", "ROLES", "VALIDATION", "CollectiveRow", "Family", "Result", "Row", "TrainingRow",
-           "evaluate"]
+__all__ = ["CALIBRATION", "ROLES", "VALIDATION", "CollectiveRow", "Family", "Result", "Row", "ScalingRow",
+           "TrainingRow", "evaluate"]

@@ -33,7 +33,8 @@ def markdown() -> str:
             if r.role != role:
                 continue
             note = f"; off because: {r.explanation}" if r.explanation else ""
-            out.append(f"| {r.id} | {r.family} | {res.predicted:,.1f} | {res.published:,.1f} {r.unit} | "
+            digits = 3 if r.unit.startswith("×") else 1  # strong-scaling ratios
+            out.append(f"| {r.id} | {r.family} | {res.predicted:,.{digits}f} | {res.published:,.{digits}f} {r.unit} | "
                        f"{100 * res.error:+.1f} % | {r.source}{note} |")
         out.append("")
     out.append("#### Families and bands\n")
