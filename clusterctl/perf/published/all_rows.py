@@ -3,7 +3,16 @@ name)."""
 
 from __future__ import annotations
 
-from clusterctl.perf.published import blackwell, fabric, hopper, moe, narayanan, nccl
+from clusterctl.perf.published import (
+    blackwell,
+    fabric,
+    hopper,
+    moe,
+    narayanan,
+    nccl,
+    nccl_domains,
+    nccl_small,
+)
 from clusterctl.perf.published.rows import Family, Row
 
 
@@ -25,7 +34,7 @@ def rows() -> list[Row]:
 
 
 def _modules():
-    return (narayanan, hopper, nccl, fabric, blackwell, moe)
+    return (narayanan, hopper, nccl, nccl_domains, nccl_small, fabric, blackwell, moe)
 
 
 __all__ = ["families", "rows"]
