@@ -117,7 +117,9 @@ def build(ctx: ReportContext) -> Section:
         md.append(md_table(["size", "AllReduce", "AllGather", "ReduceScatter", "AllToAll", "SendRecv"], rows,
                            "lrrrrr"))
         if per_nic:
-            md.append(f"Large AllReduce: {fmt(big.busbw_gb_per_s)} GB/s busbw, {fmt(per_nic)} GB/s per NIC.\n")
+            note = (" (on two domains NCCL's tree sends each byte across once, half a ring's bytes, so this can "
+                    "exceed a NIC's line rate)" if pl.domains == 2 else "")
+            md.append(f"Large AllReduce: {fmt(big.busbw_gb_per_s)} GB/s busbw, {fmt(per_nic)} GB/s per NIC{note}.\n")
     data = {
         "available": True,
         "group": group.name,

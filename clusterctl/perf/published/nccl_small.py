@@ -16,7 +16,7 @@ Collected but not used as rows (and why):
 * Sizes from 64 KiB to 16 MiB (p5: 135.1 / 123.2 / 298.1 µs at 64 KiB / 1 MiB / 16 MiB; A3 Mega 159.4 / 203.2 /
   977.6; H20 two nodes 121.8 / 203.0 at 1 / 16 MiB; Azure H100 42.2 / 42.0 / 125.2; H200 30.8 / 34.6 / 122.1):
   there the time is neither latency nor the plateau bandwidth; NCCL's chunked pipeline fills slowly and the
-  model, which has no pipeline-fill term, is 20-60 % fast across nodes (docs/report.md, "Collectives").
+  model, which has no pipeline-fill term, is 13-74 % fast across nodes (docs/report.md, "Collectives").
 * H20 single node at 8 B (12.49 µs): 4 µs faster than the same run's 1 KiB point (16.38), a difference NCCL's
   latency model has no term for; the 1 KiB and 4 KiB points are rows.
 * A100 2 x p4de.24xlarge (EFA, 164.3 µs at 8 B): EFA of another generation than p5's; it would need its own
