@@ -8,14 +8,11 @@
 
 ``collective()`` estimates one collective the way NCCL runs it (see docs/report.md for the derivation):
 
-* **ring** (AllReduce, AllGather, ReduceScatter): pipelined, so the time is the latency of its steps plus
-  the bytes over the bottleneck. Inside one domain the bottleneck is NVLink. Across domains every ring
-  enters and leaves each domain once, so a domain's NICs together carry ``factor x S`` and the bus
-  bandwidth is at most ``NICs x per-NIC bandwidth``; meanwhile each GPU forwards on NVLink for
-  ``(g-1)/g`` of the rings, which lifts the NVLink bound to ``B_nvlink x g/(g-1)``.
-* **tree / NVLS-tree** (AllReduce across domains): the same network bound, NVLS (where the hardware has
-  it) for the intra-domain reduction, and ``2 log2(k)`` network latency steps instead of ``2(n-1)``.
-  NCCL picks the faster algorithm per size; so does this model.
+* **AllReduce, AllGather, ReduceScatter**: NCCL's algorithms (Ring, Tree, NVLS, NVLS-Tree, SHARP) and protocols
+  with NCCL's own latencies, the one its tuner picks per size (clusterctl/perf/nccl_algorithms.py), on the
+  links this module describes: NVLink ring and NVLS bandwidth inside a domain, and ``group_network_gb_per_s``,
+  the network one group's traffic leaving a domain gets (its share of the NICs, those of at most
+  ``NET_HEAD_GPUS`` of its GPUs per domain, and what routing leaves).
 * **all-to-all**: each rank sends ``S/n`` to every other rank; off-domain bytes share the domain's NICs,
   on-domain bytes go over NVLink.
 * **send/recv**: one message over NVLink (same domain) or the GPU's share of the NICs.
@@ -23,7 +20,8 @@
 Efficiencies and latencies are the module constants below, each with where it comes from. Calibration
 is on principles: an efficiency per *link class* (NCCL's protocol overhead on NVLink, RDMA goodput on a
 NIC, NVSwitch reduction throughput for NVLS), never a per-test fudge. The nccl-tests figures they were
-computed from are calibration rows (clusterctl/perf/published/nccl.py): reproducing them is a fit.
+computed from are calibration rows (clusterctl/perf/published/nccl.py, nccl_domains.py): reproducing them is
+a fit.
 """
 
 from __future__ import annotations
@@ -72,11 +70,12 @@ NIC_EFFICIENCY = {"rdma": 0.94, "tcp": 0.90}
 TCP offload paths (GCP GPUDirect-TCPX/TCPXO): assumed 0.80, not calibrated here."""
 
 NVLINK_STEP_LATENCY_US = 1.0
-"""Per ring step inside an NVLink domain (NCCL LL/LL128 small-message latency on NVSwitch systems is a
-few microseconds for the whole 8-GPU ring) - an assumption, not calibrated."""
+"""Per step of an all-to-all or a send/recv inside an NVLink domain - an assumption, not calibrated (AllReduce,
+AllGather and ReduceScatter take NCCL's own latencies: clusterctl/perf/nccl_algorithms.py)."""
 
 NETWORK_STEP_LATENCY_US = {"infiniband": 4.0, "roce": 5.0, "ethernet": 5.0, "efa": 10.0, "tcp": 20.0}
-"""Per ring step across the network (NIC + switch hops + NCCL proxy) - assumptions, not calibrated."""
+"""Per step of an all-to-all or a send/recv across the network (NIC + switch hops + NCCL proxy) - assumptions,
+not calibrated."""
 
 ECMP_EFFICIENCY = 1 - 1 / math.e
 """Share of the spine uplinks' capacity a collective gets when a RoCE/Ethernet fabric spreads its flows with
