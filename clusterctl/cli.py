@@ -299,6 +299,8 @@ def report(
                                                  callback=bounded(1, 5, low_open=True))] = None,
     ranks: Annotated[Optional[int], typer.Option(help="GPUs in the collective group to tabulate",
                                                  callback=bounded(2, 100_000_000))] = None,
+    racks: Annotated[bool, typer.Option("--racks", help="add how all_reduce bus bandwidth falls as a job spans "
+                                                       "1, 2, 4, ... NVLink domains (racks on NVL72)")] = False,
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
 ) -> None:
     """The cluster's key figures: capacity, collectives, training estimate, storage, reliability, power, BOM."""
@@ -315,7 +317,7 @@ def report(
                      dp=dp, cp=cp, ep=ep, micro_batch=micro_batch, virtual_stages=virtual_stages,
                      recompute=recompute, precision=precision, mfu=mfu, gpus=gpus, restart_min=restart_min)
     rep = _report_document(loaded, v, overrides, checkpoint_interval_min=checkpoint_interval_min, pue=pue,
-                           ranks=ranks)
+                           ranks=ranks, racks=racks)
     _print_or_write_report(rep, output, fmt, png)
 
 

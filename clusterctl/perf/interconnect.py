@@ -8,14 +8,11 @@
 
 ``collective()`` estimates one collective the way NCCL runs it (see docs/report.md for the derivation):
 
-* **ring** (AllReduce, AllGather, ReduceScatter): pipelined, so the time is the latency of its steps plus
-  the bytes over the bottleneck. Inside one domain the bottleneck is NVLink. Across domains every ring
-  enters and leaves each domain once, so a domain's NICs together carry ``factor x S`` and the bus
-  bandwidth is at most ``NICs x per-NIC bandwidth``; meanwhile each GPU forwards on NVLink for
-  ``(g-1)/g`` of the rings, which lifts the NVLink bound to ``B_nvlink x g/(g-1)``.
-* **tree / NVLS-tree** (AllReduce across domains): the same network bound, NVLS (where the hardware has
-  it) for the intra-domain reduction, and ``2 log2(k)`` network latency steps instead of ``2(n-1)``.
-  NCCL picks the faster algorithm per size; so does this model.
+* **AllReduce, AllGather, ReduceScatter**: NCCL's algorithms (Ring, Tree, NVLS, NVLS-Tree, SHARP) and protocols
+  with NCCL's own latencies, the one its tuner picks per size (clusterctl/perf/nccl_algorithms.py), on the
+  links this module describes: NVLink ring and NVLS bandwidth inside a domain, and ``group_network_gb_per_s``,
+  the network one group's traffic leaving a domain gets (its share of the NICs, those of at most
+  ``NET_HEAD_GPUS`` of its GPUs per domain, and what routing leaves).
 * **all-to-all**: each rank sends ``S/n`` to every other rank; off-domain bytes share the domain's NICs,
   on-domain bytes go over NVLink.
 * **send/recv**: one message over NVLink (same domain) or the GPU's share of the NICs.
@@ -23,7 +20,8 @@
 Efficiencies and latencies are the module constants below, each with where it comes from. Calibration
 is on principles: an efficiency per *link class* (NCCL's protocol overhead on NVLink, RDMA goodput on a
 NIC, NVSwitch reduction throughput for NVLS), never a per-test fudge. The nccl-tests figures they were
-computed from are calibration rows (clusterctl/perf/published/nccl.py): reproducing them is a fit.
+computed from are calibration rows (clusterctl/perf/published/nccl.py, nccl_domains.py): reproducing them is
+a fit.
 """
 
 from __future__ import annotations
@@ -40,33 +38,44 @@ from clusterctl.perf.collectives import (
     REDUCE_SCATTER,
     SEND_RECV,
     CollectiveEstimate,
-    Link,
-    busbw_factor,
     estimate_from_time,
-    ring_time,
 )
+from clusterctl.perf import nccl_algorithms
+from clusterctl.perf.nccl_algorithms import Links
 
 NVLINK_RING_EFFICIENCY = 0.80
 """NCCL ring bus bandwidth / NVLink one-direction bandwidth. nccl-tests all_reduce_perf on 8 x H100 SXM
 reaches ~370 GB/s busbw without NVLS (NVIDIA/nccl-tests issues; 370/450 = 0.82) and ~230 GB/s on 8 x A100
 (230/300 = 0.77): NCCL's Simple protocol and chunking cost ~20 % of the wire."""
 
-NVLS_EFFICIENCY = 0.61
+NVLS_EFFICIENCY = {"hopper": 0.61, "blackwell": 0.473}
 """NVLS AllReduce: each GPU sends its buffer to the NVSwitch once and reads the reduced result once, so the
-ideal algorithm bandwidth is the one-direction NVLink bandwidth; the NVSwitch's multimem reduction reaches
-~61 % of it on H100 (~480 GB/s busbw on 8 GPUs, NVIDIA/nccl-tests issues: 480 / (450 x 2 x 7/8))."""
+ideal algorithm bandwidth is the one-direction NVLink bandwidth; the NVSwitch's multimem reduction reaches a
+share of it. Hopper: 0.61 from ~480 GB/s busbw on 8 x H100 (NVIDIA/nccl-tests issues: 480 / (450 x 2 x 7/8)).
+Blackwell: 0.473 from 839.16 GB/s busbw on one 72-GPU GB200 NVL72 rack at 4 GiB (coreweave/nccl-tests README,
+NCCL 2.26.2: 839.16 / (900 x 2 x 71/72)); NCCL's own model also rates Blackwell's NVLS below Hopper's
+(2.28.3+ tuning.cc ``nvlsEfficiency``: 0.74 vs 0.85)."""
 
-NIC_EFFICIENCY = {"rdma": 0.94, "tcp": 0.80}
+NET_HEAD_GPUS = 8.6
+"""GPUs of one NVLink domain whose NICs carry one communicator's traffic between domains (rings leave a domain
+from one GPU and its NIC each; NVLS-Tree sends through its "head" GPUs). On an 8-GPU HGX node every GPU is
+one, so all the node's NICs work; on a 72-GPU NVL72 rack NCCL drives a few of the 72 NICs. Calibrated (an
+effective count, NCCL 2.26.2): 405.74 GB/s all_reduce busbw on 20 GB200 NVL72 racks at 16 GiB (coreweave/
+nccl-tests README) = 8.6 GPUs x 47 GB/s (one 400G NIC each at NIC_EFFICIENCY) across NCCL's double binary
+tree (tree_traffic 2 past four domains). Holdout: the 2-rack row, where the same tree sends each byte once."""
+
+NIC_EFFICIENCY = {"rdma": 0.94, "tcp": 0.90}
 """Goodput of one NIC under NCCL. RDMA (InfiniBand, RoCE, EFA): "For NDR @ 400Gbps you should see
 46-48GB/s per NIC" (NVIDIA/nccl-tests#290) = 0.92-0.96 of 50 GB/s; HDR: 24 GB/s of 25 (NVIDIA/nccl#412).
 TCP offload paths (GCP GPUDirect-TCPX/TCPXO): assumed 0.80, not calibrated here."""
 
 NVLINK_STEP_LATENCY_US = 1.0
-"""Per ring step inside an NVLink domain (NCCL LL/LL128 small-message latency on NVSwitch systems is a
-few microseconds for the whole 8-GPU ring) - an assumption, not calibrated."""
+"""Per step of an all-to-all or a send/recv inside an NVLink domain - an assumption, not calibrated (AllReduce,
+AllGather and ReduceScatter take NCCL's own latencies: clusterctl/perf/nccl_algorithms.py)."""
 
 NETWORK_STEP_LATENCY_US = {"infiniband": 4.0, "roce": 5.0, "ethernet": 5.0, "efa": 10.0, "tcp": 20.0}
-"""Per ring step across the network (NIC + switch hops + NCCL proxy) - assumptions, not calibrated."""
+"""Per step of an all-to-all or a send/recv across the network (NIC + switch hops + NCCL proxy) - assumptions,
+not calibrated."""
 
 ECMP_EFFICIENCY = 1 - 1 / math.e
 """Share of the spine uplinks' capacity a collective gets when a RoCE/Ethernet fabric spreads its flows with
@@ -86,11 +95,6 @@ path choice (uccl-project/uccl#153: same-rack nodes see no ECMP congestion)."""
 LEAF_DOMAINS = 32
 """Default NVLink domains (nodes) under one leaf group: a DGX SuperPOD scalable unit is 32 DGX nodes on
 its rail leaves (NVIDIA DGX SuperPOD reference architecture); interconnect_of() sets the plan's own."""
-
-LAUNCH_LATENCY_US = 5.0
-"""Fixed cost of any collective: kernel launch, NCCL's proxy hand-off and the final synchronisation
-(nccl-tests' smallest messages on one 8-GPU node take ~10 us) - an assumption, not calibrated."""
-
 
 @dataclass(frozen=True)
 class Interconnect:
@@ -116,6 +120,10 @@ class Interconnect:
     False: static ECMP hashing of flows, ECMP_EFFICIENCY on placements that span several leaves"""
     leaf_domains: int = LEAF_DOMAINS
     """NVLink domains whose NICs share one leaf (group of rail leaves): larger placements cross spines"""
+    generation: str = "hopper"
+    """GPU generation: ampere, hopper, blackwell (NVLS efficiency, NCCL's LL protocol cap)"""
+    sharp: bool = False
+    """the compute fabric reduces in the switch (InfiniBand SHARP) and jobs enable NCCL's CollNet plugin"""
 
     def __post_init__(self) -> None:
         if self.gpus_per_domain > 1 and not self.nvlink_gb_per_s > 0:
@@ -189,29 +197,39 @@ def placement(ranks: int, ic: Interconnect, stride: int = 1) -> Placement:
     return Placement(ranks, per_domain, 1.0 / parallel if per_domain < ranks else 1.0, spread)
 
 
-def _ring_busbw(ic: Interconnect, pl: Placement) -> float:
-    """Bottleneck bus bandwidth of a pipelined ring (GB/s)."""
-    g, k = pl.per_domain, pl.domains
-    if k == 1:  # several GPUs of one domain: NVLink (Interconnect guarantees it is there)
-        return ic.nvlink_ring_gb_per_s
-    net = ic.domain_network_gb_per_s * pl.nic_share * ic.routing_efficiency(pl.span)
-    return min(ic.nvlink_ring_gb_per_s * g / (g - 1), net) if g > 1 else net
+def group_network_gb_per_s(ic: Interconnect, pl: Placement) -> float:
+    """The network bandwidth (GB/s, each direction) the group's traffic leaving one NVLink domain gets: its share
+    of the domain's NICs, of which NCCL's channels drive those of at most NET_HEAD_GPUS of the group's GPUs in the
+    domain, and what routing leaves of it."""
+    heads = min(1.0, NET_HEAD_GPUS / pl.per_domain)
+    return ic.domain_network_gb_per_s * pl.nic_share * heads * ic.routing_efficiency(pl.span)
 
 
-def _intra_busbw(ic: Interconnect, g: int, op: str) -> float:
-    """Bus bandwidth of the intra-domain phase of ``g`` > 1 GPUs (NVLS for AllReduce where available)."""
-    if op == ALL_REDUCE and ic.nvls:
-        return ic.nvlink_gb_per_s * NVLS_EFFICIENCY * 2 * (g - 1) / g
-    return ic.nvlink_ring_gb_per_s
+def nvls_busbw(ic: Interconnect, g: int) -> float:
+    """NVLS AllReduce bus bandwidth of ``g`` GPUs of one domain (0 without NVLink SHARP)."""
+    if not ic.nvls or g < 2:
+        return 0.0
+    eff = NVLS_EFFICIENCY.get(ic.generation, NVLS_EFFICIENCY["hopper"])
+    return ic.nvlink_gb_per_s * eff * 2 * (g - 1) / g
+
+
+def links(ic: Interconnect, pl: Placement) -> Links:
+    """What NCCL's algorithms run over for the group placed as ``pl`` (clusterctl/perf/nccl_algorithms.py)."""
+    return Links(pl.ranks, pl.per_domain, pl.domains, ic.generation, ic.nvlink_ring_gb_per_s if pl.per_domain > 1
+                 else 0.0, nvls_busbw(ic, pl.per_domain), group_network_gb_per_s(ic, pl),
+                 ic.network if ic.nic_kind != "tcp" else "tcp", ic.sharp)
 
 
 def _est(op: str, size: float, ranks: int, t: float, algo: str) -> tuple[CollectiveEstimate, str]:
     """The estimate of a collective whose transfer takes ``t`` (plus the launch cost when it moves data)."""
-    return estimate_from_time(op, size, ranks, t + LAUNCH_LATENCY_US * 1e-6 if t > 0 else 0.0), algo
+    return estimate_from_time(op, size, ranks, t + nccl_algorithms.LAUNCH_LATENCY_US * 1e-6 if t > 0 else 0.0), algo
 
 
-def collective(op: str, size_bytes: float, ic: Interconnect, pl: Placement) -> tuple[CollectiveEstimate, str]:
-    """Estimated time and nccl-tests bandwidths of one collective, and the algorithm that won."""
+def collective(op: str, size_bytes: float, ic: Interconnect, pl: Placement,
+               algorithm: str | None = None) -> tuple[CollectiveEstimate, str]:
+    """Estimated time and nccl-tests bandwidths of one collective, and the algorithm that won (NCCL's protocol
+    for it: ``nccl_algorithms.choose``). ``algorithm`` forces one (ring, tree, nvls, nvls-tree, sharp) for
+    AllReduce, AllGather and ReduceScatter, as ``NCCL_ALGO`` does."""
     if op not in OPS:
         raise ValueError(f"unknown collective {op!r}; expected one of {', '.join(OPS)}")
     n, g, k = pl.ranks, pl.per_domain, pl.domains
@@ -219,7 +237,6 @@ def collective(op: str, size_bytes: float, ic: Interconnect, pl: Placement) -> t
         return _est(op, size_bytes, n, 0.0, "none")
     S = float(size_bytes)
     a_nv, a_net = ic.nvlink_latency_s, ic.network_latency_s
-    step_latency = a_net if k > 1 else a_nv
     if op == SEND_RECV:
         if k == 1:
             return _est(op, S, n, a_nv + S / (ic.nvlink_ring_gb_per_s * GB), "p2p-nvlink")
@@ -233,21 +250,8 @@ def collective(op: str, size_bytes: float, ic: Interconnect, pl: Placement) -> t
         t_on = on / (ic.nvlink_ring_gb_per_s * GB) if on else 0.0
         latency = (a_net if k > 1 else a_nv) * math.ceil(math.log2(n))
         return _est(op, S, n, latency + max(t_off, t_on), "alltoall")
-    factor = busbw_factor(op, n)
-    best = _est(op, S, n, ring_time(op, S, n, Link(_ring_busbw(ic, pl), step_latency * 1e6)), "ring")
-    if op == ALL_REDUCE and (k > 1 or ic.nvls):
-        # two-level: intra-domain reduce-scatter (NVLS or ring), tree across domains, all-gather back;
-        # phases pipeline, so the slowest phase sets the bandwidth
-        t_intra = S * factor / (_intra_busbw(ic, g, op) * GB) if g > 1 else 0.0
-        net = ic.domain_network_gb_per_s * pl.nic_share * ic.routing_efficiency(pl.span)
-        t_net = S * factor / (net * GB) if k > 1 else 0.0
-        latency = (2 * (g - 1) * a_nv if not ic.nvls else 2 * a_nv) if g > 1 else 0.0
-        latency += 2 * math.ceil(math.log2(k)) * a_net if k > 1 else 0.0
-        name = ("nvls" if ic.nvls and g > 1 else "") + ("tree" if k > 1 else "")
-        tree = _est(op, S, n, latency + max(t_intra, t_net), name.replace("nvlstree", "nvls-tree"))
-        if tree[0].time_s < best[0].time_s:
-            best = tree
-    return best
+    pick = nccl_algorithms.choose(op == ALL_REDUCE, S, links(ic, pl), algorithm)
+    return estimate_from_time(op, S, n, pick.time_s), pick.algorithm
 
 
 def compute_group(plan):
@@ -277,13 +281,14 @@ def interconnect_of(plan, group=None) -> Interconnect | None:
         return int(n) if n == int(n) else n
 
     nvls = bool(acc is not None and acc.generation in ("hopper", "blackwell") and domain >= 4 and nvlink > 0)
+    generation = acc.generation if acc is not None and acc.generation in ("ampere", "hopper", "blackwell") else "hopper"
     if nt.instance is not None:
         net = nt.instance.network
         nics = max(1, net.gpu_nics)
         kind = "tcp" if net.fabric in ("tcpx", "tcpxo") else "rdma"
         network = {"efa": "efa", "tcpx": "tcp", "tcpxo": "tcp", "rdma-roce": "roce"}.get(net.fabric, net.fabric)
         return Interconnect(domain, nvlink, nvls, per_domain(nics), net.total_gbps / nics / 8, kind,
-                            network, 1.0)
+                            network, 1.0, generation=generation)
     role, kind = "compute", "rdma"
     if not nt.nics_of("compute"):
         role, kind = next((r for r in ("inband", "storage") if nt.nics_of(r)), None), "tcp"
@@ -298,7 +303,18 @@ def interconnect_of(plan, group=None) -> Interconnect | None:
     if fabric is not None:
         speed = min(speed, fabric.nic_gbps or speed)
     adaptive, leaf = _routing_of(plan, fabric, gpn, domain)
-    return Interconnect(domain, nvlink, nvls, per_domain(count), speed / 8, kind, network, over, adaptive, leaf)
+    return Interconnect(domain, nvlink, nvls, per_domain(count), speed / 8, kind, network, over, adaptive, leaf,
+                        generation)
+
+
+def fabric_has_sharp(plan, group=None) -> bool:
+    """Whether the compute fabric of ``group`` (default: ``compute_group(plan)``) is InfiniBand with SHARP. NCCL
+    uses it only through its CollNet plugin with NCCL_COLLNET_ENABLE=1, which the rendered NCCL environment
+    leaves off (clusterctl/targets/nccl/fabric.py): the report shows it beside the default, not instead."""
+    group = group or compute_group(plan)
+    if group is None or not group.type.nics_of("compute"):
+        return False
+    return any(f.kind == "infiniband" and plan.fabric_spec(f).sharp for f in plan.fabrics_on("compute", group))
 
 
 def _routing_of(plan, fabric, gpus_per_node: int, domain: int) -> tuple[bool, int]:

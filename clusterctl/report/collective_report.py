@@ -16,10 +16,12 @@ from clusterctl.perf.interconnect import (
     Interconnect,
     collective,
     compute_group,
+    fabric_has_sharp,
     interconnect_of,
     message_sizes,
     placement,
 )
+from clusterctl.report import domain_scaling
 from clusterctl.report.section import ReportContext, Section, fmt, md_table
 
 OPS = (ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, SEND_RECV)
@@ -72,6 +74,7 @@ def build(ctx: ReportContext) -> Section:
         return Section("collectives", "Collectives", {"available": False},
                        "No GPU nodes with a network in this blueprint: no collectives to estimate.\n")
     ranks_opt = ctx.extra.get("ranks")
+    nvls_eff = NVLS_EFFICIENCY.get(ic.generation, NVLS_EFFICIENCY["hopper"])
     shown = groups_to_show(ic, group.gpus, ranks_opt)
     sizes = message_sizes(8, 1 << 34)
     data_groups = []
@@ -86,9 +89,9 @@ def build(ctx: ReportContext) -> Section:
           else []),
         "Conventions are nccl-tests': `S` is the total message size, algbw = S / time, busbw = algbw × "
         "2(n−1)/n for AllReduce and × (n−1)/n for AllGather, ReduceScatter and AllToAll; GB = 10⁹ bytes. "
-        f"Model: NCCL ring at {NVLINK_RING_EFFICIENCY:.0%} of NVLink, NVLS at {NVLS_EFFICIENCY:.0%}, "
-        f"{NIC_EFFICIENCY[ic.nic_kind]:.0%} of each NIC's line rate; ring vs tree/NVLS-tree chosen per size "
-        "(docs/report.md).",
+        f"Model: NCCL ring at {NVLINK_RING_EFFICIENCY:.0%} of NVLink, NVLS at {nvls_eff:.0%}, "
+        f"{NIC_EFFICIENCY[ic.nic_kind]:.0%} of each NIC's line rate; NCCL 2.26.2's algorithms, protocols and "
+        "latencies, the one its tuner picks per size (docs/report.md).",
         "",
     ]
     for label, n in shown:
@@ -114,7 +117,9 @@ def build(ctx: ReportContext) -> Section:
         md.append(md_table(["size", "AllReduce", "AllGather", "ReduceScatter", "AllToAll", "SendRecv"], rows,
                            "lrrrrr"))
         if per_nic:
-            md.append(f"Large AllReduce: {fmt(big.busbw_gb_per_s)} GB/s busbw, {fmt(per_nic)} GB/s per NIC.\n")
+            note = (" (on two domains NCCL's tree sends each byte across once, half a ring's bytes, so this can "
+                    "exceed a NIC's line rate)" if pl.domains == 2 else "")
+            md.append(f"Large AllReduce: {fmt(big.busbw_gb_per_s)} GB/s busbw, {fmt(per_nic)} GB/s per NIC{note}.\n")
     data = {
         "available": True,
         "group": group.name,
@@ -122,8 +127,13 @@ def build(ctx: ReportContext) -> Section:
                          "nvls": ic.nvls, "nics_per_domain": ic.nics_per_domain,
                          "nic_gb_per_s": ic.nic_gb_per_s, "network": ic.network,
                          "oversubscription": ic.oversubscription},
-        "efficiencies": {"nvlink_ring": NVLINK_RING_EFFICIENCY, "nvls": NVLS_EFFICIENCY,
+        "efficiencies": {"nvlink_ring": NVLINK_RING_EFFICIENCY, "nvls": nvls_eff,
                          "nic": NIC_EFFICIENCY[ic.nic_kind]},
         "groups": data_groups,
     }
+    if ctx.extra.get("racks"):
+        sharp = fabric_has_sharp(plan, group)
+        scaling = domain_scaling.rows(ic, group.gpus, sharp)
+        data["domain_scaling"] = scaling
+        md.append(domain_scaling.markdown(scaling, ic, sharp))
     return Section("collectives", "Collectives", data, "\n".join(md) + "\n")

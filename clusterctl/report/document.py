@@ -77,7 +77,8 @@ def _anchor(title: str) -> str:
 
 def context(plan: ClusterPlan, training: training_report.TrainingResult | None, *,
             checkpoint_interval_min: float | None = None, pue: float | None = None,
-            ranks: int | None = None, findings: Sequence[Diagnostic] | None = None) -> ReportContext:
+            ranks: int | None = None, racks: bool = False,
+            findings: Sequence[Diagnostic] | None = None) -> ReportContext:
     w = plan.workload
     interval = (checkpoint_interval_min * 60 if checkpoint_interval_min is not None
                 else w.checkpoint_every_min * 60 if w is not None else None)
@@ -88,11 +89,11 @@ def context(plan: ClusterPlan, training: training_report.TrainingResult | None, 
         plan=plan, params=params, tokens_per_s=training.tokens_per_s if training is not None else None,
         checkpoint_bytes_per_param=w.checkpoint_bytes_per_param if w is not None else 14.0,
         checkpoint_interval_s=interval, restart_s=restart, pue=pue if pue is not None else site_pue,
-        extra={"training": training, "ranks": ranks, "findings": findings})
+        extra={"training": training, "ranks": ranks, "racks": racks, "findings": findings})
 
 
 def build(plan: ClusterPlan, overrides: dict[str, Any] | None = None, *, checkpoint_interval_min: float | None = None,
-          pue: float | None = None, ranks: int | None = None, pictures: bool = True,
+          pue: float | None = None, ranks: int | None = None, racks: bool = False, pictures: bool = True,
           findings: Sequence[Diagnostic] | None = None) -> Report:
     """Every section (and the SVG pictures) for ``plan``; ``findings``: the blueprint's validation findings
     (``clusterctl.output.diagnostics``), listed first. Raises TrainingConfigError for a bad workload."""
@@ -100,7 +101,7 @@ def build(plan: ClusterPlan, overrides: dict[str, Any] | None = None, *, checkpo
 
     training = training_report.run(plan, overrides)
     ctx = context(plan, training, checkpoint_interval_min=checkpoint_interval_min, pue=pue, ranks=ranks,
-                  findings=findings)
+                  racks=racks, findings=findings)
     sections = tuple(s for s in (mod.build(ctx) for mod in SECTIONS) if s is not None)
     series = collective_report.chart_series(next(s for s in sections if s.key == "collectives"))
     svgs = figures.pictures(plan, series) if pictures else {}

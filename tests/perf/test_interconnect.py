@@ -63,7 +63,10 @@ def test_small_messages_are_latency_bound_and_tree_wins_at_scale():
     assert small[0].time_s < 2 * 1023 * 4e-6
     sizes = message_sizes(8, 2**33)
     bws = [busbw(ic, ALL_REDUCE, 64, s) for s in sizes]
-    assert bws == sorted(bws)  # bus bandwidth grows with size to the plateau
+    # bus bandwidth grows with size to the plateau; where NCCL's tuner hands over from Tree to Ring (it rates a
+    # tree at 0.92 of its links, clusterctl/perf/nccl_algorithms.py) the curve may dip by a few per cent
+    assert all(b >= 0.95 * max(bws[: i + 1]) for i, b in enumerate(bws))
+    assert bws[-1] == pytest.approx(max(bws), rel=0.02)
 
 
 def test_oversubscription_halves_the_network_bound():

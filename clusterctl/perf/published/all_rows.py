@@ -3,7 +3,17 @@ name)."""
 
 from __future__ import annotations
 
-from clusterctl.perf.published import blackwell, fabric, hopper, moe, narayanan, nccl, strong_scaling
+from clusterctl.perf.published import (
+    blackwell,
+    fabric,
+    hopper,
+    moe,
+    narayanan,
+    nccl,
+    nccl_domains,
+    nccl_small,
+    strong_scaling,
+)
 from clusterctl.perf.published.rows import Family, Row
 
 
@@ -25,7 +35,7 @@ def rows() -> list[Row]:
 
 
 def _modules():
-    return (narayanan, hopper, nccl, fabric, blackwell, moe, strong_scaling)
+    return (narayanan, hopper, nccl, nccl_domains, nccl_small, fabric, blackwell, moe, strong_scaling)
 
 
 __all__ = ["families", "rows"]

@@ -29,7 +29,8 @@ STEP = 0.05
 
 TRAINING = "clusterctl.perf.training"
 INTERCONNECT = "clusterctl.perf.interconnect"
-MODULES = (TRAINING, INTERCONNECT)
+NCCL = "clusterctl.perf.nccl_algorithms"
+MODULES = (TRAINING, INTERCONNECT, NCCL)
 
 
 @dataclass(frozen=True)
@@ -58,11 +59,16 @@ def perturbed(c: Constant, factor: float):
     if c.key is None:
         setattr(mod, c.name, old * factor)
     else:
-        setattr(mod, c.name, {**old, c.key: old[c.key] * factor})
+        setattr(mod, c.name, {**old, c.key: _scaled(old[c.key], factor)})
     try:
         yield
     finally:
         setattr(mod, c.name, old)
+
+
+def _scaled(value, factor: float):
+    """``value`` times ``factor``; a tuple (NCCL's per-protocol latencies) element by element."""
+    return tuple(v * factor for v in value) if isinstance(value, tuple) else value * factor
 
 
 def outside_band(factor: float, c: Constant) -> list[str]:
@@ -123,33 +129,89 @@ CONSTANTS: list[Constant] = [
        "set from the no-NVLS H100 and the A100 nccl-tests rows (calibration); every validation row is H100 with "
        "NVLS, whose TP all-reduces do not use it: no validation prediction moves"),
     _c(INTERCONNECT, "NVLS_EFFICIENCY", U,
-       "set from the 480 GB/s nccl-tests row (calibration); the TP all-reduces it times are a small share of "
-       "the validation steps: 5 % moves no prediction by 1 %"),
+       "set from the 480 GB/s nccl-tests row (calibration); it caps the two-node NVLS-Tree holdouts (nccl-tests#309 "
+       "470 GB/s, p5 487.09), which a 5 % move shifts by 5 %, inside their band both ways; the TP all-reduces it "
+       "times are a small share of the training steps", "hopper"),
+    _c(INTERCONNECT, "NVLS_EFFICIENCY", U,
+       "set from the one-rack GB200 NVL72 row (calibration); no holdout runs one whole rack: at -5 % NVLS caps "
+       "the 2-rack figure (795 GB/s), still inside the band, at +5 % the network does", "blackwell"),
     _c(INTERCONNECT, "NIC_EFFICIENCY", C,
-       "set from the NDR/HDR nccl-tests rows (calibration); the InfiniBand nccl-tests holdouts at 2-4 nodes "
-       "(published/fabric.py) and the Spectrum-X row bound it both ways: -5 % takes the 3-node A100 and the "
-       "Spectrum-X rows below their bands, +5 % the 2-node A100 and 4-node H100 rows above. (The training "
-       "validation rows hide data-parallel traffic behind the backward pass and cannot tell it.)",
-       "rdma"),
+       "set from the NDR/HDR nccl-tests rows (calibration); the holdouts bound it both ways: -5 % takes the "
+       "NVIDIA/nccl#1801 ring rows, the 3-node A100 and the Spectrum-X rows below their bands, +5 % the 20-rack "
+       "GB200 8 GiB row above. (The training validation rows hide data-parallel traffic behind the backward "
+       "pass and cannot tell it.)", "rdma"),
     _c(INTERCONNECT, "NIC_EFFICIENCY", U,
-       "an assumption (GPUDirect-TCPX/O): no published row runs on a TCP fabric", "tcp"),
+       "set from the two-node A3 Mega row (calibration, 0.90); no holdout runs on GPUDirect-TCPXO at a large size",
+       "tcp"),
     _c(INTERCONNECT, "ECMP_EFFICIENCY", U,
        "1 - 1/e by derivation, checked on the static-ECMP calibration row; 5 % moves the MegaScale holdouts by "
        "about 1 %, inside their band"),
     _c(INTERCONNECT, "LEAF_DOMAINS", U,
        "a default leaf group (one 32-node DGX SuperPOD scalable unit) where the plan gives none; no row uses it"),
+    _c(INTERCONNECT, "NET_HEAD_GPUS", U,
+       "set from the 20-rack GB200 NVL72 16 GiB row (calibration, 8.6); bounded on one side: +5 % takes the "
+       "20-rack 8 GiB holdout above its band, -5 % leaves the 2-rack and 20-rack holdouts inside (-5.5 %, "
+       "+0.2 %)"),
     _c(INTERCONNECT, "NVLINK_STEP_LATENCY_US", U,
-       "an assumption: microseconds per step are invisible in steps of seconds"),
+       "an assumption, now used only by all-to-all and send/recv: microseconds per step are invisible in steps "
+       "of seconds"),
     _c(INTERCONNECT, "NETWORK_STEP_LATENCY_US", U,
-       "an assumption: microseconds per step are invisible in steps of seconds", "infiniband"),
-    _c(INTERCONNECT, "NETWORK_STEP_LATENCY_US", U, "an assumption; no validation row runs on RoCE in the model", "roce"),
-    _c(INTERCONNECT, "NETWORK_STEP_LATENCY_US", U, "an assumption; no validation row runs on this fabric", "ethernet"),
-    _c(INTERCONNECT, "NETWORK_STEP_LATENCY_US", U, "an assumption; no validation row runs on EFA", "efa"),
-    _c(INTERCONNECT, "NETWORK_STEP_LATENCY_US", U, "an assumption; no validation row runs on a TCP fabric", "tcp"),
-    _c(INTERCONNECT, "LAUNCH_LATENCY_US", U,
-       "an assumption: microseconds per collective are invisible in steps of seconds"),
+       "an assumption, now used only by all-to-all and send/recv: invisible in steps of seconds", "infiniband"),
+    _c(INTERCONNECT, "NETWORK_STEP_LATENCY_US", U, "an assumption (all-to-all, send/recv); no validation row "
+       "runs on RoCE in the model", "roce"),
+    _c(INTERCONNECT, "NETWORK_STEP_LATENCY_US", U, "an assumption (all-to-all, send/recv); no validation row runs "
+       "on this fabric", "ethernet"),
+    _c(INTERCONNECT, "NETWORK_STEP_LATENCY_US", U, "an assumption (all-to-all, send/recv); no validation row runs "
+       "on EFA", "efa"),
+    _c(INTERCONNECT, "NETWORK_STEP_LATENCY_US", U, "an assumption (all-to-all, send/recv); no validation row runs "
+       "on a TCP fabric", "tcp"),
+]
+_NCCL_TABLE = "adopted from NCCL 2.26.2 src/graph/tuning.cc, not fitted; "
+CONSTANTS += [
+    _c(NCCL, "NCCL_BASE_LATENCY_US", U, _NCCL_TABLE + "a 5 % move shifts a Tree latency by < 0.7 µs, inside the "
+       "latency bands", "tree"),
+    _c(NCCL, "NCCL_BASE_LATENCY_US", U, _NCCL_TABLE + "part of the single-node Ring latency of the holdouts",
+       "ring"),
+    _c(NCCL, "NCCL_NVLINK_LATENCY_US", U, _NCCL_TABLE + "Tree inside a domain", "tree"),
+    _c(NCCL, "NCCL_NVLINK_LATENCY_US", U, _NCCL_TABLE + "Ring steps on NVLink", "ring"),
+    _c(NCCL, "NCCL_NVLINK_LATENCY_US", U, _NCCL_TABLE + "NVLS inside one domain", "nvls"),
+    _c(NCCL, "NCCL_NVLINK_LATENCY_US", U, _NCCL_TABLE + "NVLS-Tree's intra-domain part", "nvls_tree"),
+    _c(NCCL, "NCCL_NVLINK_LATENCY_US", U, _NCCL_TABLE + "CollNet (SHARP): no published row runs it", "collnet"),
+    _c(NCCL, "NCCL_NET_LATENCY_US", U, _NCCL_TABLE + "Tree network steps", "tree"),
+    _c(NCCL, "NCCL_NET_LATENCY_US", U, _NCCL_TABLE + "Ring network steps", "ring"),
+    _c(NCCL, "NCCL_NET_LATENCY_US", U, _NCCL_TABLE + "NVLS across nodes needs CollNet: not modelled", "nvls"),
+    _c(NCCL, "NCCL_NET_LATENCY_US", U, _NCCL_TABLE + "bounded on one side: +5 % takes the two-node H20 NVLS-Tree "
+       "512 B holdout above its band, -5 % leaves it inside", "nvls_tree"),
+    _c(NCCL, "NCCL_NET_LATENCY_US", U, _NCCL_TABLE + "CollNet (SHARP): no published row runs it", "collnet"),
+    _c(NCCL, "NET_OVERHEAD_US", U, _NCCL_TABLE + "multi-node Ring steps; no small-message holdout runs a ring "
+       "across nodes"),
+    _c(NCCL, "NET_PLUGIN_LATENCY_US", U, "NCCL's built-in InfiniBand transport adds none: 0 by definition",
+       "infiniband"),
+    _c(NCCL, "NET_PLUGIN_LATENCY_US", U, "NCCL's built-in verbs transport on RoCE adds none: 0", "roce"),
+    _c(NCCL, "NET_PLUGIN_LATENCY_US", U, "0 (NCCL's socket and verbs transports report none)", "ethernet"),
+    _c(NCCL, "NET_PLUGIN_LATENCY_US", U, "set from the 8-byte two-node p5 row (calibration); its only holdout is "
+       "the same run's 1 KiB point, which a 5 % move keeps inside the band", "efa"),
+    _c(NCCL, "NET_PLUGIN_LATENCY_US", U, "set from the 8-byte two-node A3 Mega row (calibration); its only holdout "
+       "is the same run's 1 KiB point", "tcp"),
+    _c(NCCL, "LAUNCH_LATENCY_US", U,
+       "set from the 1 KiB GB200 tray row (calibration, 5.2 µs rounded to 5); a 5 % move shifts a small message "
+       "by 0.25 µs, inside the latency bands"),
+    _c(NCCL, "PROTOCOL_BANDWIDTH", U, _NCCL_TABLE + "LL is used below a few hundred KiB, where time is latency",
+       "ring_ll"),
+    _c(NCCL, "PROTOCOL_BANDWIDTH", U, _NCCL_TABLE + "LL128 at mid sizes, which no row covers", "ring_ll128"),
+    _c(NCCL, "PROTOCOL_BANDWIDTH", U, _NCCL_TABLE + "Tree LL at small sizes, where time is latency", "tree_ll"),
+    _c(NCCL, "PROTOCOL_BANDWIDTH", U, _NCCL_TABLE + "single-domain Tree LL128: not chosen on any row",
+       "tree_ll128_one_domain"),
+    _c(NCCL, "PROTOCOL_BANDWIDTH", U, _NCCL_TABLE + "Tree LL128 at mid sizes, which no row covers", "tree_ll128"),
+    _c(NCCL, "LL_MAX_GB_PER_S", U, _NCCL_TABLE + "the LL cap binds only at sizes no row covers", "ampere"),
+    _c(NCCL, "LL_MAX_GB_PER_S", U, _NCCL_TABLE + "the LL cap binds only at sizes no row covers", "hopper"),
+    _c(NCCL, "LL_MAX_GB_PER_S", U, _NCCL_TABLE + "the LL cap binds only at sizes no row covers", "blackwell"),
+    _c(NCCL, "TUNER_TREE_SHARE", U, _NCCL_TABLE + "decides Ring vs Tree only; bounded on one side: +5 % makes "
+       "the tuner pick the tree for the 3-node A100 holdout (nccl-tests#119), which then comes out above its "
+       "band; -5 % changes no choice"),
 ]
 
 DEFINITIONS = {
     (TRAINING, "BYTES_BF16"): "bytes of a bf16 element: a unit",
+    (NCCL, "SIMPLE"): "the index of NCCL's Simple protocol in (LL, LL128, Simple): a convention",
 }

@@ -91,15 +91,45 @@ class CollectiveRow:
     busbw_gb_per_s: float
     stride: int = 1
     explanation: str = ""
+    algorithm: str | None = None
+    """the algorithm the run forced (NCCL_ALGO) or is known to have used; None: the one the model picks"""
 
     def published(self) -> float:
         return self.busbw_gb_per_s
 
     def predicted(self) -> float:
         return collective(self.op, self.size_bytes, self.interconnect,
-                          placement(self.ranks, self.interconnect, self.stride))[0].busbw_gb_per_s
+                          placement(self.ranks, self.interconnect, self.stride), self.algorithm)[0].busbw_gb_per_s
 
     unit = "GB/s busbw"
+
+
+@dataclass(frozen=True)
+class CollectiveTimeRow:
+    """A published nccl-tests time (µs) of ``op`` on ``ranks`` GPUs at ``size_bytes``: small messages, where the
+    time is latency, not bandwidth."""
+
+    id: str
+    family: str
+    role: str
+    source: str
+    op: str
+    size_bytes: int
+    ranks: int
+    interconnect: Interconnect
+    time_us: float
+    algorithm: str | None = None
+    """the algorithm the run forced (NCCL_ALGO); None: the one the model picks"""
+    explanation: str = ""
+
+    def published(self) -> float:
+        return self.time_us
+
+    def predicted(self) -> float:
+        return collective(self.op, self.size_bytes, self.interconnect, placement(self.ranks, self.interconnect),
+                          self.algorithm)[0].time_s * 1e6
+
+    unit = "µs"
 
 
 @dataclass(frozen=True)
@@ -128,7 +158,7 @@ class ScalingRow:
         return f"× the per-GPU throughput on {self.small.gpus:,} GPUs"
 
 
-Row = Union[TrainingRow, CollectiveRow, ScalingRow]
+Row = Union[TrainingRow, CollectiveRow, CollectiveTimeRow, ScalingRow]
 
 
 @dataclass(frozen=True)
@@ -147,5 +177,5 @@ def evaluate(row: Row) -> Result:
     return Result(row, row.predicted(), row.published())
 
 
-__all__ = ["CALIBRATION", "ROLES", "VALIDATION", "CollectiveRow", "Family", "Result", "Row", "ScalingRow",
-           "TrainingRow", "evaluate"]
+__all__ = ["CALIBRATION", "ROLES", "VALIDATION", "CollectiveRow", "CollectiveTimeRow", "Family", "Result", "Row",
+           "ScalingRow", "TrainingRow", "evaluate"]

@@ -60,6 +60,8 @@ def markdown() -> str:
         lo, hi = sensitivity(c).values()
         with perturbed(c, 1 + STEP):
             move = max((abs(r.predicted() / base[r.id] - 1) for r in validation), default=0.0)
-        out.append(f"| {c.ref} | {c.module.rsplit('.', 1)[1]}.py | {c.value():g} | {c.label} | {len(lo)} | {len(hi)} | "
+        value = c.value()
+        shown = " / ".join(f"{v:g}" for v in value) if isinstance(value, tuple) else f"{value:g}"
+        out.append(f"| {c.ref} | {c.module.rsplit('.', 1)[1]}.py | {shown} | {c.label} | {len(lo)} | {len(hi)} | "
                    f"{100 * move:.2f} % | {c.why} |")
     return "\n".join(out) + "\n"
