@@ -159,10 +159,10 @@ def with_pipeline_split(model: ModelShape, par: Parallelism) -> Parallelism:
     Dubey et al. 2024 sec. 3.3.2 ran it). A first-stage size that is already given is kept."""
     if par.first_stage_layers is not None or par.pp == 1:
         return par
-    extra = pipeline_split(model.layers, par.pp, par.virtual_stages)
+    extra = pipeline_split(model.pipeline_layers, par.pp, par.virtual_stages)
     if not extra:
         return par
-    return replace(par, first_stage_layers=(model.layers + extra) // par.pp - 1)
+    return replace(par, first_stage_layers=(model.pipeline_layers + extra) // par.pp - 1)
 
 
 SPLIT_OPTIONS = {0: "", 1: "--account-for-embedding-in-pipeline-split",
@@ -197,11 +197,11 @@ def violations(model: ModelShape, par: Parallelism, gpus: int, search: bool = Fa
                                          f"divisor of tp {tp}"))
     if not model.experts and model.ffn % tp:
         out.append(Violation("ffn", f"tp {tp}: MLP width {model.ffn:,} is not divisible by tp {tp}"))
-    if pipeline_split(model.layers, pp) is None:
-        out.append(Violation("layers", f"pp {pp}: {model.layers} layers (+0, +1 or +2 for embedding and loss) "
+    if pipeline_split(model.pipeline_layers, pp) is None:
+        out.append(Violation("layers", f"pp {pp}: {model.pipeline_layers} layers (+0, +1 or +2 for embedding and loss) "
                                        f"do not split evenly over pp {pp}"))
-    elif v > 1 and pp > 1 and pipeline_split(model.layers, pp, v) is None:
-        per = [(model.layers + e) // pp for e in (0, 1, 2) if (model.layers + e) % pp == 0]
+    elif v > 1 and pp > 1 and pipeline_split(model.pipeline_layers, pp, v) is None:
+        per = [(model.pipeline_layers + e) // pp for e in (0, 1, 2) if (model.pipeline_layers + e) % pp == 0]
         out.append(Violation("virtual_layers", f"virtual stages {v}: {per[0]} layers per pipeline stage are not "
                                                f"divisible by {v} chunks"))
     if v > 1 and pp == 1:

@@ -3,7 +3,7 @@ name)."""
 
 from __future__ import annotations
 
-from clusterctl.perf.published import blackwell, fabric, hopper, moe, narayanan, nccl
+from clusterctl.perf.published import blackwell, fabric, hopper, moe, moe_families, narayanan, nccl
 from clusterctl.perf.published.rows import Family, Row
 
 
@@ -25,7 +25,7 @@ def rows() -> list[Row]:
 
 
 def _modules():
-    return (narayanan, hopper, nccl, fabric, blackwell, moe)
+    return (narayanan, hopper, nccl, fabric, blackwell, moe, moe_families)
 
 
 __all__ = ["families", "rows"]
