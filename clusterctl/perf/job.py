@@ -49,6 +49,11 @@ class ModelShape(ModelSpec):
         return (self.kv_heads or self.heads) * self.qk_head_dim
 
     @property
+    def attention_out(self) -> int:
+        """width of the attention output, the output projection's input (MLA: heads x v_head_dim)"""
+        return self.heads * self.v_head_dim if self.mla else self.q
+
+    @property
     def ffn(self) -> int:
         return self.ffn_hidden or 4 * self.hidden
 
@@ -186,8 +191,7 @@ class ModelShape(ModelSpec):
     def attention_flops_per_token_layer(self) -> float:
         """attention scores ``QK^T`` and ``softmax V`` over the whole (non-causal) sequence, as Megatron-LM
         counted them until 2025 and NeMo 2.0 (25.02) still did: ``6 s a (d_qk + d_v)`` (``12 s q`` for MHA/GQA)"""
-        v = self.heads * self.v_head_dim if self.mla else self.q
-        return 6.0 * self.seq_len * (self.q + v)
+        return 6.0 * self.seq_len * (self.q + self.attention_out)
 
     @property
     def logit_flops_per_token(self) -> float:

@@ -195,7 +195,7 @@ def violations(model: ModelShape, par: Parallelism, gpus: int, search: bool = Fa
     if kv % tp and tp % kv:
         out.append(Violation("kv_heads", f"tp {tp}: KV heads (query groups) {kv} are neither a multiple nor a "
                                          f"divisor of tp {tp}"))
-    if not model.experts and model.ffn % tp:
+    if (not model.experts or model.leading_dense_layers) and model.ffn % tp:
         out.append(Violation("ffn", f"tp {tp}: MLP width {model.ffn:,} is not divisible by tp {tp}"))
     if pipeline_split(model.pipeline_layers, pp) is None:
         out.append(Violation("layers", f"pp {pp}: {model.pipeline_layers} layers (+0, +1 or +2 for embedding and loss) "

@@ -24,7 +24,10 @@ tensor                           elements per token                           sp
 input of the two norms           2 h  (each norm saves its input)             tp with sequence parallelism
 output of the two norms          2 h  (inputs of the QKV and FC1 GEMMs)       tp with sequence parallelism
 dropout masks (legacy models)    2 h  bytes (after attention and MLP)         tp with sequence parallelism
-Q, K, V after RoPE               q + 2 kv  (GQA: kv = kv heads x head dim)    tp
+Q, K, V after RoPE               q + 2 kv  (GQA: kv = kv heads x head dim;   tp
+                                 MLA: the up-projected Q, K, V, and the
+                                 query and KV latents; with the
+                                 ``mla_up_proj`` recompute the latents only)
 attention output                 q  (saved by flash attention and the         tp
                                  output projection: one tensor)
 flash attention log-sum-exp      a  fp32                                      tp
@@ -177,7 +180,9 @@ def activation_bytes_per_token(model: ModelShape, par: Parallelism, seq: float |
     lin = 1 if fp8 else BF16  # bytes of a saved linear-layer input
     mlp_width = model.mlp_width
     replicated = BF16 * 2 * h + lin * 2 * h + (2 * h if has_dropout(par) else 0)
-    attention = BF16 * (model.q + 2 * model.kv) + BF16 * model.q + (model.q if fp8 else 0)
+    attention = BF16 * (model.q + 2 * model.kv) + BF16 * model.attention_out + (model.attention_out if fp8 else 0)
+    if model.mla:  # the up-projections' inputs: query and KV latents (linear-layer inputs)
+        attention += lin * mla_latent_width(model)
     if par.flash_attention:
         attention += 4 * a  # log-sum-exp, fp32
     elif par.recompute != "selective":
@@ -190,7 +195,7 @@ def activation_bytes_per_token(model: ModelShape, par: Parallelism, seq: float |
         replicated += lin * model.topk * h * model.moe_layer_share
     modules = recomputed_modules(par)
     if model.mla and "mla_up_proj" in modules:  # Q, K, V rebuilt from the saved latents in the backward
-        attention += BF16 * (mla_latent_width(model) - (model.q + 2 * model.kv))
+        attention -= BF16 * (model.q + 2 * model.kv)
     if model.experts and "layernorm" in modules:  # the pre-MLP norm output (router and dispatch input)
         replicated -= lin * h * model.moe_layer_share
     if model.experts and "moe_act" in modules:  # the experts' activation output (FC2 input)
