@@ -45,6 +45,9 @@ class ModelSpec(StrictModel):
     leading_dense_layers: int = Field(default=0, ge=0, le=10_000)
     """the first layers of an MoE model with a dense MLP of ffn_hidden instead of experts (DeepSeek-V3: 3,
     ``first_k_dense_replace``; Megatron-LM ``--moe-layer-freq [0]*3+[1]*58``)"""
+    moe_layer_interval: int = Field(default=1, gt=0, le=10_000)
+    """every how many layers (after the leading dense ones) one has experts; the others have a dense MLP of
+    ffn_hidden (Llama 4 Maverick: 2, NeMo ``moe_layer_freq=[0,1]*24``; Megatron-LM ``--moe-layer-freq``)"""
     mtp_depth: int = Field(default=0, ge=0, le=1_000)
     """multi-token prediction modules after the last layer (DeepSeek-V3: 1). Each is one more transformer
     layer (MoE when the model's last layer is), a 2h x h projection and one more pass of the output layer
@@ -72,8 +75,9 @@ class ModelSpec(StrictModel):
         if self.q_lora_rank is not None and not given:
             raise ValueError("q_lora_rank is a multi-head latent attention size: give kv_lora_rank, "
                              "qk_nope_head_dim, qk_rope_head_dim and v_head_dim with it")
-        if (self.shared_experts or self.leading_dense_layers) and not self.experts:
-            raise ValueError("shared_experts and leading_dense_layers describe an MoE model: set experts")
+        if (self.shared_experts or self.leading_dense_layers or self.moe_layer_interval > 1) and not self.experts:
+            raise ValueError("shared_experts, leading_dense_layers and moe_layer_interval describe an MoE model: "
+                             "set experts")
         if self.leading_dense_layers >= self.layers:
             raise ValueError(f"leading_dense_layers {self.leading_dense_layers} leaves no MoE layer of "
                              f"{self.layers}")

@@ -76,7 +76,12 @@ class ModelShape(ModelSpec):
         """layers with experts, among ``pipeline_layers`` (an MTP layer is MoE like the last decoder layer)"""
         if not self.experts:
             return 0
-        return self.layers - self.leading_dense_layers + self.mtp_depth
+        return (self.layers - self.leading_dense_layers) // self.moe_layer_interval + self.mtp_depth
+
+    @property
+    def decoder_moe_layers(self) -> int:
+        """layers with experts among the decoder's ``layers`` (the MTP layers left out)"""
+        return self.moe_layers - (self.mtp_depth if self.experts else 0)
 
     @property
     def dense_mlp_layers(self) -> int:
@@ -122,11 +127,6 @@ class ModelShape(ModelSpec):
         return self.experts * self.mlp_matrices * self.hidden * self.expert_ffn + self.hidden * self.experts
 
     @property
-    def mlp_params(self) -> int:
-        """per layer, the mean over pipeline_layers of the dense MLPs, shared and routed experts"""
-        return self.dense_params_per_layer_mlp + self.expert_params_per_layer
-
-    @property
     def dense_params_per_layer_mlp(self) -> float:
         """mean per layer of the MLP weights split over TP only: dense MLPs and shared experts"""
         total = self.dense_mlp_layers * self.dense_mlp_params + self.moe_layers * self.shared_expert_params
@@ -150,20 +150,18 @@ class ModelShape(ModelSpec):
     @property
     def params(self) -> int:
         """the main model's parameters (DeepSeek-V3: 671 B; without the MTP modules, as the report counts)"""
-        layers = self.layers * (self.attention_params + 4 * self.hidden) + \
-            self.leading_dense_layers * self.dense_mlp_params + \
-            (self.layers - self.leading_dense_layers) * (
-                self.shared_expert_params + self.routed_expert_params if self.experts else self.dense_mlp_params)
-        return layers + self.embedding_params
+        moe = self.decoder_moe_layers
+        return self.layers * (self.attention_params + 4 * self.hidden) + (self.layers - moe) * self.dense_mlp_params \
+            + moe * (self.shared_expert_params + self.routed_expert_params) + self.embedding_params
 
     @property
     def active_params(self) -> int:
         if not self.experts:
             return self.params
         active_moe = self.shared_expert_params + self.topk * self.mlp_matrices * self.hidden * self.expert_ffn
-        return self.layers * (self.attention_params + 4 * self.hidden) + \
-            self.leading_dense_layers * self.dense_mlp_params + \
-            (self.layers - self.leading_dense_layers) * active_moe + self.embedding_params
+        moe = self.decoder_moe_layers
+        return self.layers * (self.attention_params + 4 * self.hidden) + (self.layers - moe) * self.dense_mlp_params \
+            + moe * active_moe + self.embedding_params
 
     # --- FLOPs per token (Megatron-LM, forward + backward; per layer: the mean over pipeline_layers) ----
     @property

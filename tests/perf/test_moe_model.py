@@ -35,6 +35,9 @@ RATIOS = [
     ("kimi-k2 26.06 GB300", KIMI_K2, 1099, 5372, True),
     # NeMo performance summary, NeMo 25.07, Llama 4 Scout GB200 64 GPUs FP8, seq 8192
     ("llama4-scout nemo25.07", SCOUT, 1501, 13783, True),
+    # NVIDIA/dgxc-benchmarking llama4/README.md @c5c765f: "The model flops for LLAMA4 Maverick BF16 for GBS=1 is
+    # 8.92e14" (one sequence of 8192 tokens)
+    ("llama4-maverick dgxc", preset("llama4-maverick")[0], 8.92e14 / 8192 / 1e12, 1, True),
     # NeMo performance summary, NeMo 25.02, Mixtral 8x7B B200 64 GPUs FP8 (NeMo 2.0 then counted the whole
     # score matrix: nemo/utils/flops_formulas.py gained causal_self_attn later)
     ("mixtral-8x7b nemo25.02", MIXTRAL, 1282, 15457, False),
@@ -144,6 +147,8 @@ def test_overlap_hides_the_all_to_all_and_a_capacity_factor_caps_the_load():
 def test_moe_rows_of_deepseek_mixtral_and_llama4_within_15_percent_or_explained():
     inside = {r.model.name for r in moe_families.ROWS if abs(evaluate(r).error) <= 0.15}
     assert {"deepseek-v3", "mixtral-8x7b", "mixtral-8x22b", "llama4-scout"} <= inside
+    # Llama 4 Maverick: 400 B (dgxc "400b"), alternate layers MoE
+    assert preset("llama4-maverick")[0].params == pytest.approx(400e9, rel=0.01)
     for r in moe_families.ROWS:
         assert abs(evaluate(r).error) <= 0.15 or r.explanation, r.id
         assert r.par.expert_load == 1.0  # NVIDIA force-balances its MoE benchmarks: the rows say so

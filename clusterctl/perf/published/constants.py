@@ -118,10 +118,11 @@ CONSTANTS: list[Constant] = [
     _c(MOE, "MOE_ROUTER_ELEMENTS", U, "derived (router logits, softmax, top-k): invisible in a step"),
     _c(MOE, "A2A_NVLINK_EFFICIENCY", U,
        "taken from HybridEP's GB200 NVL72 dispatch/combine bandwidths (DeepEP hybrid-ep README), not fitted on "
-       "a row; the all-to-all is a few percent of the MoE validation steps: 5 % moves no row out of its band"),
+       "a row; no validation row can tell it: the one row with the flex dispatcher on NVLink (DeepSeek-V3 on "
+       "GB200) overlaps its all-to-all with compute, the other (H100) exchanges through the NICs"),
     _c(MOE, "FP8_GROUPED_GEMM_FLOOR", U,
        "solved from pytorch/ao's two MXFP8 MoE kernel timings (calibration on kernels, no training row); "
-       "it moves the FP8 MoE rows, but their bands are wide enough that 5 % takes none out"),
+       "5 % moves the FP8 MoE rows by up to 3 %, inside their bands"),
     _c(MOE, "FP8_CAST_WIDTH", U,
        "solved with FP8_GROUPED_GEMM_FLOOR from the same two kernel timings; 5 % takes no FP8 MoE row out"),
     _c(TRAINING, "STEP_JITTER_CV", U,
