@@ -165,6 +165,8 @@ def _model_data(w: Workload) -> dict:
 def _moe_options(m) -> dict:
     """The MoE and attention options a model sets (absent when it sets none, so other reports are unchanged)."""
     out = {k: getattr(m, k) for k in ("shared_experts", "leading_dense_layers", "mtp_depth") if getattr(m, k)}
+    if m.moe_layer_interval > 1:
+        out["moe_layer_interval"] = m.moe_layer_interval
     if m.mla:
         out["mla"] = {k: getattr(m, k) for k in ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
                                                  "qk_rope_head_dim", "v_head_dim")}
@@ -182,6 +184,7 @@ def _model_markdown(w: Workload) -> str:
             + (f", {m.experts} experts top {m.topk}" if m.experts else "")
             + (f" + {m.shared_experts} shared" if m.shared_experts else "")
             + (f", {m.leading_dense_layers} dense leading layers" if m.leading_dense_layers else "")
+            + (f", experts in one layer of every {m.moe_layer_interval}" if m.moe_layer_interval > 1 else "")
             + (f", {m.mtp_depth} multi-token prediction layer(s)" if m.mtp_depth else "")
             + f", sequence {m.seq_len:,}, vocabulary {m.vocab:,}; {fmt(m.flops_per_token / 1e9)} GFLOP per token "
             f"(Megatron-LM count, forward + backward). Source: {text(w.model_source)}.")
