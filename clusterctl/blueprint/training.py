@@ -110,6 +110,17 @@ class TrainingSpec(StrictModel):
     """gradients sharded over the data-parallel ranks like the optimizer state (FSDP / ZeRO-2, as Llama 3 ran;
     Megatron-LM's distributed optimizer keeps a full fp32 gradient buffer per GPU): memory only, the
     per-microbatch reduce-scatter this implies is not charged"""
+    expert_load: float | None = Field(default=None, ge=1, le=1000)
+    """MoE: routed tokens on the busiest expert-parallel rank / the mean (1: a force-balanced router, as
+    NVIDIA's benchmarks run; a trained router's skew, e.g. 1.2); default: the sampling maximum of a balanced
+    router"""
+    capacity_factor: float | None = Field(default=None, ge=1, le=1000)
+    """MoE with token dropping: no expert-parallel rank takes more than this times its share; default dropless"""
+    moe_flex_dispatcher: bool = False
+    """MoE: Megatron-Core's flex token dispatcher (DeepEP / HybridEP) instead of the NCCL all-to-all"""
+    overlap_moe_comm: bool = False
+    """MoE: the dispatch/combine all-to-all overlaps the other microbatch's compute
+    (``overlap_moe_expert_parallel_comm``)"""
     mfu: float | None = Field(default=None, gt=0, le=1)
     """model FLOPs utilisation to use for the simple throughput form (batch x seq x MFU x peak / FLOPs)"""
     restart_min: float = Field(default=10.0, gt=0, le=525_600)  # a year

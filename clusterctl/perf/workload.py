@@ -102,4 +102,6 @@ def parallelism(t: TrainingSpec, model: ModelShape, tp: int, pp: int, gpus: int)
                        virtual_stages=t.virtual_stages, recompute=t.recompute,
                        sequence_parallel=t.sequence_parallel, flash_attention=t.flash_attention,
                        overlap_grad_reduce=t.overlap_grad_reduce, distributed_optimizer=t.distributed_optimizer,
-                       precision=t.precision, shard_gradients=t.shard_gradients)
+                       precision=t.precision, shard_gradients=t.shard_gradients, expert_load=t.expert_load,
+                       capacity_factor=t.capacity_factor, moe_flex_dispatcher=t.moe_flex_dispatcher,
+                       overlap_moe_comm=t.overlap_moe_comm)

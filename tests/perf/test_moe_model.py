@@ -152,3 +152,14 @@ def test_moe_rows_of_deepseek_mixtral_and_llama4_within_15_percent_or_explained(
     for r in moe_families.ROWS:
         assert abs(evaluate(r).error) <= 0.15 or r.explanation, r.id
         assert r.par.expert_load == 1.0  # NVIDIA force-balances its MoE benchmarks: the rows say so
+
+
+def test_the_blueprint_states_the_moe_run_options():
+    from clusterctl.blueprint.training import TrainingSpec
+    from clusterctl.perf.workload import parallelism
+
+    spec = TrainingSpec(global_batch=4096, ep=64, expert_load=1.2, capacity_factor=1.25, moe_flex_dispatcher=True,
+                        overlap_moe_comm=True)
+    par = parallelism(spec, DSV3, 1, 4, 256)
+    assert (par.expert_load, par.capacity_factor, par.moe_flex_dispatcher, par.overlap_moe_comm) == (
+        1.2, 1.25, True, True)
