@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from clusterctl.blueprint.training import ModelSpec
+from clusterctl.blueprint.training import ModelSpec, TrainingSpec
 from clusterctl.perf import moe
 from clusterctl.perf.job import Parallelism
 from clusterctl.perf.layout_rules import check, pipeline_split
@@ -15,6 +15,7 @@ from clusterctl.perf.published import moe_families
 from clusterctl.perf.published.rows import evaluate
 from clusterctl.perf.published.systems import B200, DGX_B200, GB200, GB200_NVL72, H100
 from clusterctl.perf.training import GEMM_SHAPE_HALF, HBM_EFFICIENCY, SUSTAINED_GEMM, estimate
+from clusterctl.perf.workload import parallelism
 
 DSV3 = preset("deepseek-v3")[0]
 KIMI_K2 = preset("kimi-k2")[0]
@@ -155,9 +156,6 @@ def test_moe_rows_of_deepseek_mixtral_and_llama4_within_15_percent_or_explained(
 
 
 def test_the_blueprint_states_the_moe_run_options():
-    from clusterctl.blueprint.training import TrainingSpec
-    from clusterctl.perf.workload import parallelism
-
     spec = TrainingSpec(global_batch=4096, ep=64, expert_load=1.2, capacity_factor=1.25, moe_flex_dispatcher=True,
                         overlap_moe_comm=True)
     par = parallelism(spec, DSV3, 1, 4, 256)
