@@ -372,8 +372,8 @@ def _models_listing(presets: dict, width: int = 100) -> str:
     blocks = []
     for name, entry in sorted(presets.items()):
         head = (f"{name:16} {entry['layers']} layers, hidden {entry['hidden']:,}, {entry['heads']} heads, "
-                + (f"{entry['experts']} experts top {entry.get('topk', 1)}, " if entry.get("experts") else "")
-                + f"vocabulary {entry['vocab']:,}, seq {entry['seq_len']:,}")
+                + (f"{entry['experts']} experts, top {entry.get('topk', 1)}, " if entry.get("experts") else "")
+                + f"vocab {entry['vocab']:,}, seq {entry['seq_len']:,}")
         source = textwrap.fill(entry["source"], width, initial_indent=" " * 17 + "source: ",
                                subsequent_indent=" " * 25, break_long_words=False, break_on_hyphens=False)
         blocks.append(head + "\n" + source)

@@ -192,7 +192,7 @@ def split_options(model: ModelShape, par: Parallelism) -> tuple[bool, bool]:
     `pipeline_split` needs (embedding first, then the loss too)."""
     if split_given(par):
         return bool(par.account_for_embedding), bool(par.account_for_loss)
-    extra = pipeline_split(model.layers, par.pp, par.virtual_stages) or 0
+    extra = pipeline_split(model.pipeline_layers, par.pp, par.virtual_stages) or 0
     return extra >= 1, extra >= 2
 
 
@@ -200,7 +200,7 @@ def stage_layers(model: ModelShape, par: Parallelism) -> tuple[int, ...]:
     """Transformer layers on each pipeline rank (all its interleaved chunks), first to last, as Megatron-core
     builds them (transformer_block.py:76-203, ``get_num_layers_to_build``). For a layout the rules refuse, the
     middle stages get the rest rounded up (what memory and time would be at the worst)."""
-    pp, n = par.pp, model.layers
+    pp, n = par.pp, model.pipeline_layers
     if par.pipeline_layout is not None and not _layout_conflict(par):
         try:
             return pipeline_layout.rank_layers(par.pipeline_layout, pp)
@@ -236,12 +236,12 @@ def with_pipeline_split(model: ModelShape, par: Parallelism) -> Parallelism:
     Options that are already given are kept."""
     if split_given(par) or par.pp == 1:
         return par
-    extra = pipeline_split(model.layers, par.pp, par.virtual_stages)
+    extra = pipeline_split(model.pipeline_layers, par.pp, par.virtual_stages)
     if extra is not None:
         return replace(par, account_for_embedding=extra >= 1, account_for_loss=extra >= 2) if extra else par
     v = par.virtual_stages
-    per = -(-math.ceil(model.layers / par.pp) // v) * v
-    last = model.layers - (par.pp - 1) * per
+    per = -(-math.ceil(model.pipeline_layers / par.pp) // v) * v
+    last = model.pipeline_layers - (par.pp - 1) * per
     return replace(par, last_stage_layers=last) if last > 0 and last % v == 0 else par
 
 
@@ -273,7 +273,7 @@ def _layout_conflict(par: Parallelism) -> bool:
 def _split_violations(model: ModelShape, par: Parallelism) -> list[Violation]:
     """The ``layers``, ``split_options``, ``uneven_layers``, ``pipeline_layout`` and ``virtual_layers`` rules
     (module docstring)."""
-    pp, v, n = par.pp, par.virtual_stages, model.layers
+    pp, v, n = par.pp, par.virtual_stages, model.pipeline_layers
     first, last = par.first_stage_layers, par.last_stage_layers
     emb, loss = bool(par.account_for_embedding), bool(par.account_for_loss)
     if par.pipeline_layout is not None:
@@ -351,7 +351,7 @@ def violations(model: ModelShape, par: Parallelism, gpus: int, search: bool = Fa
     if kv % tp and tp % kv:
         out.append(Violation("kv_heads", f"tp {tp}: KV heads (query groups) {kv} are neither a multiple nor a "
                                          f"divisor of tp {tp}"))
-    if not model.experts and model.ffn % tp:
+    if (not model.experts or model.leading_dense_layers) and model.ffn % tp:
         out.append(Violation("ffn", f"tp {tp}: MLP width {model.ffn:,} is not divisible by tp {tp}"))
     out += _split_violations(model, par)
     if v > 1 and pp == 1:

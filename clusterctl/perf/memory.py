@@ -24,7 +24,10 @@ tensor                           elements per token                           sp
 input of the two norms           2 h  (each norm saves its input)             tp with sequence parallelism
 output of the two norms          2 h  (inputs of the QKV and FC1 GEMMs)       tp with sequence parallelism
 dropout masks (legacy models)    2 h  bytes (after attention and MLP)         tp with sequence parallelism
-Q, K, V after RoPE               q + 2 kv  (GQA: kv = kv heads x head dim)    tp
+Q, K, V after RoPE               q + 2 kv  (GQA: kv = kv heads x head dim;   tp
+                                 MLA: the up-projected Q, K, V, and the
+                                 query and KV latents; with the
+                                 ``mla_up_proj`` recompute the latents only)
 attention output                 q  (saved by flash attention and the         tp
                                  output projection: one tensor)
 flash attention log-sum-exp      a  fp32                                      tp
@@ -117,8 +120,8 @@ def weight_and_optimizer_bytes(model: ModelShape, par: Parallelism, dp: int) -> 
     (2 weights + 4 gradients + 12 sharded), 18 without; routed experts with the expert-data-parallel size.
     """
     layers = _first_stage_layers(model, par)
-    dense = model.attention_params + 4 * model.hidden + (0 if model.experts else model.mlp_params)
-    experts = model.mlp_params if model.experts else 0
+    dense = model.attention_params + 4 * model.hidden + model.dense_params_per_layer_mlp
+    experts = model.expert_params_per_layer
     # the input embedding; with pp = 1 this GPU also holds the output layer unless it is tied
     embedding = model.vocab * model.hidden * (2 if par.pp == 1 and not model.tied_embeddings else 1)
     dense_local = (layers * dense + embedding) / par.tp
@@ -135,7 +138,7 @@ def weight_and_optimizer_bytes(model: ModelShape, par: Parallelism, dp: int) -> 
     return {"params": params, "weights": params * BF16, "gradients": grads, "optimizer": optimizer}
 
 
-RECOMPUTE_MODULES = ("layernorm", "moe_act")
+RECOMPUTE_MODULES = ("layernorm", "moe_act", "mla_up_proj")
 """Megatron-core ``recompute_modules`` entries the model represents (``Parallelism.recompute_modules``)."""
 
 
@@ -146,6 +149,22 @@ def recomputed_modules(par: Parallelism) -> frozenset[str]:
     if unknown:
         raise ValueError(f"recompute_modules {sorted(unknown)} not modelled ({', '.join(RECOMPUTE_MODULES)} are)")
     return frozenset() if par.recompute == "full" else frozenset(par.recompute_modules)
+
+
+def mla_latent_width(model: ModelShape) -> int:
+    """Elements per token the MLA up-projections read: the query latent (or the input), the KV latent and the
+    rotary key (Megatron-core's ``mla_up_proj`` recomputation saves these instead of Q, K and V)."""
+    return (model.q_lora_rank or model.hidden) + model.kv_lora_rank + model.qk_rope_head_dim
+
+
+def recompute_gemm_flops_per_token_layer(model: ModelShape, par: Parallelism) -> float:
+    """GEMM FLOPs per token and layer the recomputed modules add (forward once more): ``mla_up_proj`` re-runs
+    the query and key/value up-projections (``2 (q_lora q + kv_lora a (d_nope + d_v))``)."""
+    if not (model.mla and "mla_up_proj" in recomputed_modules(par)):
+        return 0.0
+    q_up = (model.q_lora_rank or 0) * model.q
+    kv_up = model.kv_lora_rank * model.heads * (model.qk_nope_head_dim + model.v_head_dim)
+    return 2.0 * (q_up + kv_up)
 
 
 def has_dropout(par: Parallelism) -> bool:
@@ -163,9 +182,11 @@ def activation_bytes_per_token(model: ModelShape, par: Parallelism, seq: float |
         return BF16 * h / sp  # the layer input only
     fp8 = par.precision == "fp8"
     lin = 1 if fp8 else BF16  # bytes of a saved linear-layer input
-    mlp_width = model.expert_ffn * model.topk if model.experts else model.ffn
+    mlp_width = model.mlp_width
     replicated = BF16 * 2 * h + lin * 2 * h + (2 * h if has_dropout(par) else 0)
-    attention = BF16 * (model.q + 2 * model.kv) + BF16 * model.q + (model.q if fp8 else 0)
+    attention = BF16 * (model.q + 2 * model.kv) + BF16 * model.attention_out + (model.attention_out if fp8 else 0)
+    if model.mla:  # the up-projections' inputs: query and KV latents (linear-layer inputs)
+        attention += lin * mla_latent_width(model)
     if par.flash_attention:
         attention += 4 * a  # log-sum-exp, fp32
     elif par.recompute != "selective":
@@ -175,12 +196,14 @@ def activation_bytes_per_token(model: ModelShape, par: Parallelism, seq: float |
     else:
         mlp = BF16 * mlp_width + lin * mlp_width
     if model.experts:  # the tokens dispatched to the experts: FC1 input, topk copies of each token
-        replicated += lin * model.topk * h
+        replicated += lin * model.topk * h * model.moe_layer_share
     modules = recomputed_modules(par)
+    if model.mla and "mla_up_proj" in modules:  # Q, K, V rebuilt from the saved latents in the backward
+        attention -= BF16 * (model.q + 2 * model.kv)
     if model.experts and "layernorm" in modules:  # the pre-MLP norm output (router and dispatch input)
-        replicated -= lin * h
+        replicated -= lin * h * model.moe_layer_share
     if model.experts and "moe_act" in modules:  # the experts' activation output (FC2 input)
-        mlp -= lin * mlp_width
+        mlp -= lin * model.expert_ffn * model.topk * model.moe_layer_share
     return replicated / sp + (attention + mlp) / t
 
 
@@ -237,5 +260,5 @@ def memory(model: ModelShape, par: Parallelism, dp: int, m: int, acc: Accelerato
             "activations_per_layer": per_layer / GB}
 
 
-__all__ = ["RECOMPUTE_MODULES", "USABLE_HBM", "activation_bytes_per_token", "capacity_bytes", "chunk_layers",
+__all__ = ["RECOMPUTE_MODULES", "USABLE_HBM", "mla_latent_width", "recompute_gemm_flops_per_token_layer", "activation_bytes_per_token", "capacity_bytes", "chunk_layers",
            "has_dropout", "layer_microbatches_in_flight", "memory", "recomputed_modules", "weight_and_optimizer_bytes"]

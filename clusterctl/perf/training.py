@@ -22,9 +22,10 @@ The step time is built bottom-up for one pipeline stage and one microbatch, then
 * tensor-parallel all-reduces (or reduce-scatter/all-gather pairs with sequence parallelism) sit on the
   critical path (Megatron-LM's default); context-parallel KV exchange hides behind attention compute;
   expert-parallel all-to-all is exposed; pipeline sends are exposed once per microbatch;
-* mixture of experts: expert GEMMs on the busiest expert-parallel rank's tokens (``moe_load``) at a
-  weight-traffic roofline for the tokens per local expert (``expert_gemm_factor``), token permutation and
-  router traffic through HBM, and the all-to-all over NVLink while EP x TP fits the domain;
+* mixture of experts (clusterctl/perf/moe.py): routed-expert GEMMs on the busiest expert-parallel rank's
+  tokens at the grouped-GEMM rate for the tokens per local expert and, in FP8, with the experts' quantisation
+  share; token permutation and router traffic through HBM; the all-to-all over NVLink while EP x TP fits the
+  domain, exposed unless the run overlaps it;
 * 1F1B pipeline schedule: ``(m + (p-1)/v)`` microbatch slots of the slowest stage, which holds the most
   layers of Megatron's split (``layout_rules.stage_layers``; the last one also computes the logits);
 * the data-parallel gradient reduction overlaps with the backward pass of the last microbatch only;
@@ -42,7 +43,6 @@ from statistics import NormalDist
 from clusterctl.perf.collectives import (
     ALL_GATHER,
     ALL_REDUCE,
-    ALL_TO_ALL,
     REDUCE_SCATTER,
     SEND_RECV,
 )
@@ -54,7 +54,8 @@ from clusterctl.perf.job import (
     TrainingConfigError,
 )
 from clusterctl.perf.layout_rules import check, stage_layers
-from clusterctl.perf.memory import USABLE_HBM, memory, recomputed_modules
+from clusterctl.perf.memory import USABLE_HBM, memory, recompute_gemm_flops_per_token_layer, recomputed_modules
+from clusterctl.perf.moe import dispatch_combine, moe_load, permute_router_bytes, routed_expert_extra_s
 
 SUSTAINED_GEMM = 0.86
 """Training GEMMs against the best-shape MAMF: sustained clocks under full-node power and thermal load,
@@ -121,82 +122,6 @@ FP8_CAST_BYTES = 3
 """Quantising a GEMM input to FP8: read 2 bytes (BF16), write 1 byte, per element (Transformer Engine
 casts activations before each FP8 GEMM and the gradients in the backward pass)."""
 
-# --- mixture of experts ------------------------------------------------------------------------------
-EXPERT_WEIGHT_BYTES = {"bf16": 2 * 2 + 8, "fp8": 2 * 1 + 8}
-"""HBM bytes per weight element of a GEMM, per microbatch, forward + backward: the weight read for the
-forward and for the data gradient (2 bytes in BF16, 1 in FP8), and the weight gradient accumulated into the
-fp32 main gradient (read 4 + write 4: Megatron's gradient-accumulation fusion). Against ``6 n`` FLOPs per
-weight element for ``n`` tokens, a GEMM is weight-bandwidth-bound below ``n* = rate x bytes / (6 x HBM
-bandwidth)`` tokens (its roofline ridge): ``n*`` is ~600-900 tokens on B200/GB200/H100 in FP8. Derived from
-the kernels' traffic, not calibrated; dense GEMMs see whole microbatches (thousands of tokens) and their
-share of it is inside ``SUSTAINED_GEMM``, experts see ``tokens x topk x ep / experts`` - see
-``expert_gemm_factor``. Weakly constrained: +-5 % moves the MoE rows by at most 0.5 %."""
-
-MOE_PERMUTE_ELEMENTS = 8
-"""Elements moved through HBM per routed token copy and hidden element, forward pass, by the token
-dispatcher outside the GEMMs: permute (read h, write h) before the all-to-all, the inverse permutation
-after it (read h, write h), and the same pair on the way back with the top-k weighted sum (read h x topk,
-write h) - Megatron-Core's ``moe_permute``/``moe_unpermute`` fused kernels. Derived from those kernels'
-reads and writes, not calibrated; passes (backward, recomputation) apply as for other element-wise work.
-+5 % moves the MoE rows by up to 1.1 % (Qwen3-30B-A3B, where permutation is a visible share)."""
-
-MOE_ROUTER_ELEMENTS = 6
-"""Elements per token and expert moved by the router outside its (tiny) GEMM: the logits written and read
-by softmax/sigmoid, the top-k selection and the auxiliary-loss statistics (read, write, read ...). Derived,
-not calibrated, and unconstrained by the rows (+5 % moves none by more than 0.01 %); only visible for many
-experts on a narrow model."""
-
-
-def moe_load(model: ModelShape, par: Parallelism, local_tokens: float) -> float:
-    """Routed tokens on the busiest expert-parallel rank / the mean (>= 1).
-
-    ``par.expert_load`` when the run states it (1.0: NVIDIA's MoE benchmarks force-balance the routing; a
-    capacity factor with token dropping caps it). Otherwise the expected maximum of ``ep`` ranks under a
-    balanced router whose top-k choices fall on the ranks at random: each rank's load is binomial with mean
-    ``mu = local_tokens x topk`` and variance ``mu (1 - 1/ep)``, and the expected maximum of ``ep`` such
-    loads is ``mu + sigma sqrt(2 ln ep)`` (Gaussian extreme value). An auxiliary-loss router is balanced on
-    average over the batch, so this sampling term is what remains per microbatch; it is small for large
-    microbatches (``mu`` of 10^5 tokens: +0.5 %) and grows as microbatches shrink or EP widens.
-    """
-    if par.expert_load is not None:
-        return max(1.0, par.expert_load)
-    if par.ep <= 1 or not model.experts:
-        return 1.0
-    mu = local_tokens * model.topk
-    return 1.0 + math.sqrt(2 * math.log(par.ep) * (1 - 1 / par.ep) / mu)
-
-
-def moe_tokens_per_expert(model: ModelShape, par: Parallelism, local_tokens: float) -> float:
-    """Mean tokens each local expert's GEMM sees for one microbatch: the EP group's routed tokens over the
-    experts (the all-to-all gathers ``ep`` ranks' tokens onto ``experts / ep`` local experts)."""
-    return local_tokens * model.topk * par.ep / model.experts
-
-
-def gemm_roofline(acc: Accelerator, rate: float, precision: str, n: float) -> float:
-    """Share of the GEMM rate ``rate`` (FLOP/s) a GEMM over ``n`` tokens reaches when its weights and weight
-    gradient also move through HBM (``EXPERT_WEIGHT_BYTES``): ``n / (n + n*)``, the smooth roofline."""
-    ridge = rate * EXPERT_WEIGHT_BYTES[precision] / (6 * acc.hbm_tb_per_s * 1e12 * HBM_EFFICIENCY)
-    return n / (n + ridge)
-
-
-def expert_gemm_factor(model: ModelShape, par: Parallelism, local_tokens: float, acc: Accelerator,
-                       rate: float) -> float:
-    """Expert GEMM rate / the dense GEMM rate ``rate`` of the same layout: the narrower expert matrix
-    (``moe_ffn / tp`` against ``hidden / tp``, the dense ``GEMM_SHAPE_HALF`` shape factor) times the weight-
-    traffic roofline at the tokens per local expert against the same roofline at the microbatch's tokens
-    (which the dense calibration already contains)."""
-    d = model.hidden / par.tp
-    de = min(model.hidden, model.expert_ffn) / par.tp
-    width = (de / (de + GEMM_SHAPE_HALF)) / (d / (d + GEMM_SHAPE_HALF))
-    n = moe_tokens_per_expert(model, par, local_tokens)
-    return width * gemm_roofline(acc, rate, par.precision, n) / gemm_roofline(acc, rate, par.precision, local_tokens)
-
-
-def expert_flops_per_token_layer(model: ModelShape) -> float:
-    """The routed experts' share of ``dense_flops_per_token_layer`` (forward + backward)."""
-    return 6.0 * model.mlp_matrices * model.hidden * model.expert_ffn * model.topk if model.experts else 0.0
-
-
 STEP_JITTER_CV = 0.014
 """Relative spread (standard deviation / mean) of one node's step time from step to step: OS and daemon
 noise, clock and thermal throttling, NIC and PCIe hiccups, uneven kernel tails. Every step ends on
@@ -242,7 +167,8 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
     t_gemm, t_attn, t_logit = _matmul_s(model, par, acc, layers, load, rc_dense, rc_attn)
     t_mem = _elementwise_s(model, par, acc, layers, local_tokens, load)
 
-    t_tp, t_cp, t_ep, t_pp, comm = _model_parallel_comm(model, par, ic, layers, local_tokens, load, t_attn)
+    t_tp, t_cp, t_ep, t_pp, comm = _model_parallel_comm(model, par, ic, layers, local_tokens, load, t_attn,
+                                                         t_gemm + t_attn + t_mem)
 
     stage = t_gemm + t_attn + t_mem + t_tp + t_cp + t_ep + t_pp
     # one microbatch on the slowest stage. The last stage also computes the logits on top of its own layers,
@@ -267,7 +193,7 @@ def estimate(model: ModelShape, par: Parallelism, gpus: int, acc: Accelerator, i
     step = t_pipeline + dp_exposed + t_opt + t_sync
     tokens_step = par.global_batch * model.seq_len
     model_flops = tokens_step * model.flops_per_token
-    layer_flops = model.layers * (model.dense_flops_per_token_layer * rc_dense
+    layer_flops = model.pipeline_layers * (model.dense_flops_per_token_layer * rc_dense
                                   + model.attention_flops_per_token_layer * rc_attn)
     hw_flops = tokens_step * (layer_flops + model.logit_flops_per_token)
     breakdown = {
@@ -305,9 +231,10 @@ def _matmul_s(model: ModelShape, par: Parallelism, acc: Accelerator, layers: int
     r_linear = gemm_rate(acc, model, tp, par.precision)
     # GEMMs (fwd + bwd [+ recompute]) of one microbatch on one stage
     t_gemm = layers * tokens * model.dense_flops_per_token_layer * rc_dense / (tp * cp) / r_linear
-    if model.experts:  # expert GEMMs: the busiest rank's tokens, at the grouped-GEMM rate
-        t_expert = layers * tokens * expert_flops_per_token_layer(model) * rc_dense / (tp * cp) / r_linear
-        t_gemm += t_expert * (load / expert_gemm_factor(model, par, local_tokens, acc, r_linear) - 1)
+    t_gemm += layers * tokens * recompute_gemm_flops_per_token_layer(model, par) / (tp * cp) / r_linear
+    # routed experts (clusterctl/perf/moe.py): the busiest rank's tokens, grouped-GEMM rate, FP8 share
+    t_gemm += routed_expert_extra_s(model, par, acc, layers * tokens * rc_dense / (tp * cp), local_tokens, load,
+                                    r_linear, r_gemm, GEMM_SHAPE_HALF, HBM_EFFICIENCY)
     if par.flash_attention:
         t_attn = layers * tokens * model.attention_flops_per_token_layer * rc_attn * 0.5 / (tp * cp) / (
             r_gemm * FLASH_ATTENTION_EFFICIENCY)
@@ -324,7 +251,7 @@ def _elementwise_s(model: ModelShape, par: Parallelism, acc: Accelerator, layers
     tp, cp = par.tp, par.cp
     full = par.recompute == "full"
     rep = ELEMENTWISE_REPLICATED * model.hidden / (tp if par.sequence_parallel else 1)
-    mlp_width = (model.expert_ffn * model.topk) if model.experts else model.ffn
+    mlp_width = model.mlp_width
     part = ((3 if model.swiglu else 2) * mlp_width + 2 * (model.q + 2 * model.kv)) / tp
     if not par.flash_attention:
         part += 4.5 * model.heads * model.seq_len / tp / cp
@@ -332,23 +259,22 @@ def _elementwise_s(model: ModelShape, par: Parallelism, acc: Accelerator, layers
     elem_bytes = (rep + part) * BYTES_BF16
     if par.precision == "fp8":  # inputs of the four linear layers (qkv, proj, fc1, fc2) are cast to FP8
         elem_bytes += (2 * model.hidden + model.q + mlp_width) / tp * FP8_CAST_BYTES
-    if model.experts:  # token permutation around the all-to-all, and the router's softmax/top-k
-        elem_bytes += (MOE_PERMUTE_ELEMENTS * model.hidden * model.topk * load
-                       + MOE_ROUTER_ELEMENTS * model.experts) / tp * BYTES_BF16
+    elem_bytes += permute_router_bytes(model, par, load)  # MoE: token permutation, router softmax/top-k
     # recomputed element-wise modules (Parallelism.recompute_modules): one more forward pass of each
     modules, rc_elements = recomputed_modules(par), 0.0
     if model.experts and "layernorm" in modules:  # the pre-MLP norm: read h, write h
         rc_elements += 2 * model.hidden / (tp if par.sequence_parallel else 1)
     if model.experts and "moe_act" in modules:  # the experts' activation: read the FC1 output, write f
-        rc_elements += (3 if model.swiglu else 2) * mlp_width / tp
+        rc_elements += (3 if model.swiglu else 2) * model.expert_ffn * model.topk * model.moe_layer_share / tp
     return layers * local_tokens * (elem_bytes * passes + rc_elements * BYTES_BF16) / (
         acc.hbm_tb_per_s * 1e12 * HBM_EFFICIENCY)
 
 
 def _model_parallel_comm(model: ModelShape, par: Parallelism, ic: Interconnect, layers: int, local_tokens: float,
-                         load: float, t_attn: float) -> tuple[float, float, float, float, dict[str, dict]]:
+                         load: float, t_attn: float, overlap_window_s: float = 0.0
+                         ) -> tuple[float, float, float, float, dict[str, dict]]:
     """(tp, cp, ep, pp) seconds of one microbatch on one stage, and what each collective is (the report's
-    ``communication``)."""
+    ``communication``); ``overlap_window_s``: the stage's compute an overlapped all-to-all can hide behind."""
     tp, pp, cp, v = par.tp, par.pp, par.cp, par.virtual_stages
     full = par.recompute == "full"
     comm: dict[str, dict] = {}
@@ -368,19 +294,10 @@ def _model_parallel_comm(model: ModelShape, par: Parallelism, ic: Interconnect, 
         est, algo = collective(SEND_RECV, size, ic, placement(2, ic, tp))
         t_cp = max(0.0, layers * 3 * (cp - 1) * est.time_s - t_attn)  # forward once, backward twice
         comm["cp"] = {"op": "send_recv", "ranks": cp, "bytes": size, "time_s": est.time_s, "algorithm": algo}
-    # expert parallel: dispatch + combine all-to-all, forward and backward (+ recompute). Megatron folds EP
-    # into DP x CP (expert rank order tp-ep-dp-pp, expert TP = TP): EP ranks are TP apart, so EP x TP GPUs
-    # of one NVLink domain exchange over NVLink and a wider group over the NICs. The busiest rank receives
-    # ``load`` x the mean.
-    t_ep = 0.0
-    if par.ep > 1:
-        size = local_tokens * model.hidden * model.topk * BYTES_BF16 * load
-        pl = placement(par.ep, ic, tp)
-        est, algo = collective(ALL_TO_ALL, size, ic, pl)
-        t_ep = layers * per_layer * est.time_s
-        comm["ep"] = {"op": "all_to_all", "ranks": par.ep, "bytes": size, "time_s": est.time_s, "algorithm": algo,
-                      "ranks_per_nvlink_domain": pl.per_domain, "load": load,
-                      "tokens_per_expert": moe_tokens_per_expert(model, par, local_tokens)}
+    # expert parallel: dispatch + combine all-to-all, forward and backward (+ recompute): clusterctl/perf/moe.py
+    t_ep, ep_comm = dispatch_combine(model, par, ic, layers, local_tokens, load, per_layer, overlap_window_s)
+    if ep_comm is not None:
+        comm["ep"] = ep_comm
     # pipeline: activations forward, gradients backward, scattered over the tp ranks
     t_pp = 0.0
     if pp > 1:
@@ -421,9 +338,8 @@ def _gradient_reduction(par: Parallelism, ic: Interconnect, params_local: float,
 def _params_per_gpu(model: ModelShape, par: Parallelism) -> float:
     """Parameters one GPU holds (the first pipeline stage, which also holds the embedding)."""
     dense_layer = model.attention_params + 4 * model.hidden
-    expert_layer = model.mlp_params if model.experts else 0
-    mlp_layer = 0 if model.experts else model.mlp_params
-    per_layer = (dense_layer + mlp_layer) / par.tp + expert_layer / (par.tp * par.ep)
+    per_layer = (dense_layer + model.dense_params_per_layer_mlp) / par.tp + model.expert_params_per_layer / (
+        par.tp * par.ep)
     return max(stage_layers(model, par)) * per_layer + model.vocab * model.hidden / par.tp
 
 

@@ -104,4 +104,6 @@ def parallelism(t: TrainingSpec, model: ModelShape, tp: int, pp: int, gpus: int)
                        overlap_grad_reduce=t.overlap_grad_reduce, distributed_optimizer=t.distributed_optimizer,
                        precision=t.precision, shard_gradients=t.shard_gradients,
                        first_stage_layers=t.first_stage_layers, last_stage_layers=t.last_stage_layers,
-                       account_for_embedding=t.account_for_embedding, account_for_loss=t.account_for_loss)
+                       account_for_embedding=t.account_for_embedding, account_for_loss=t.account_for_loss,
+                       expert_load=t.expert_load, capacity_factor=t.capacity_factor,
+                       moe_flex_dispatcher=t.moe_flex_dispatcher, overlap_moe_comm=t.overlap_moe_comm)

@@ -160,7 +160,18 @@ def _model_data(w: Workload) -> dict:
             "active_params": m.active_params, "layers": m.layers, "hidden": m.hidden,
             "heads": m.heads, "kv_heads": m.kv_heads or m.heads, "ffn_hidden": m.ffn,
             "vocab": m.vocab, "seq_len": m.seq_len, "swiglu": m.swiglu, "experts": m.experts,
-            "topk": m.topk, "flops_per_token": m.flops_per_token}
+            "topk": m.topk, "flops_per_token": m.flops_per_token, **_moe_options(m)}
+
+
+def _moe_options(m) -> dict:
+    """The MoE and attention options a model sets (absent when it sets none, so other reports are unchanged)."""
+    out = {k: getattr(m, k) for k in ("shared_experts", "leading_dense_layers", "mtp_depth") if getattr(m, k)}
+    if m.moe_layer_interval > 1:
+        out["moe_layer_interval"] = m.moe_layer_interval
+    if m.mla:
+        out["mla"] = {k: getattr(m, k) for k in ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+                                                 "qk_rope_head_dim", "v_head_dim")}
+    return out
 
 
 def _model_markdown(w: Workload) -> str:
@@ -169,6 +180,13 @@ def _model_markdown(w: Workload) -> str:
             + (f" ({fmt(m.active_params / 1e9)} B active)" if m.experts else "")
             + f", {m.layers} layers, hidden {m.hidden:,}, {m.heads} heads"
             + (f" ({m.kv_heads} KV)" if m.kv_heads else "")
+            + (f" with multi-head latent attention (KV latent {m.kv_lora_rank:,}"
+               + (f", query latent {m.q_lora_rank:,}" if m.q_lora_rank else "") + ")" if m.mla else "")
+            + (f", {m.experts} experts top {m.topk}" if m.experts else "")
+            + (f" + {m.shared_experts} shared" if m.shared_experts else "")
+            + (f", {m.leading_dense_layers} dense leading layers" if m.leading_dense_layers else "")
+            + (f", experts in one layer of every {m.moe_layer_interval}" if m.moe_layer_interval > 1 else "")
+            + (f", {m.mtp_depth} multi-token prediction layer(s)" if m.mtp_depth else "")
             + f", sequence {m.seq_len:,}, vocabulary {m.vocab:,}; {fmt(m.flops_per_token / 1e9)} GFLOP per token "
             f"(Megatron-LM count, forward + backward). Source: {text(w.model_source)}.")
 

@@ -9,13 +9,8 @@ from clusterctl.perf.model_presets import preset
 from clusterctl.perf.published import blackwell, moe
 from clusterctl.perf.published.rows import CALIBRATION, VALIDATION, evaluate
 from clusterctl.perf.published.systems import B200, DGX_B200, GB200, GB200_NVL72
-from clusterctl.perf.training import (
-    EXPERT_WEIGHT_BYTES,
-    estimate,
-    expert_gemm_factor,
-    gemm_roofline,
-    moe_load,
-)
+from clusterctl.perf.moe import EXPERT_WEIGHT_BYTES, expert_gemm_factor, gemm_roofline, moe_load
+from clusterctl.perf.training import GEMM_SHAPE_HALF, HBM_EFFICIENCY, estimate
 
 ROWS = blackwell.ROWS + moe.ROWS
 QWEN3_30B = preset("qwen3-30b-a3b")[0]
@@ -81,13 +76,15 @@ def test_grouped_gemm_slows_with_few_tokens_per_expert():
     # roofline ridge on B200 in FP8: 0.86 x 3,432.5 TF x 10 bytes / (6 x 8 TB/s x 0.7) = 878 tokens
     rate = 0.86 * 3432.5e12
     assert EXPERT_WEIGHT_BYTES["fp8"] == 10
-    assert gemm_roofline(B200, rate, "fp8", 878.4) == pytest.approx(0.5, rel=1e-3)
+    assert gemm_roofline(B200, rate, "fp8", 878.4, HBM_EFFICIENCY) == pytest.approx(0.5, rel=1e-3)
     small, large = (Parallelism(512, ep=8, micro_batch=mb, precision="fp8") for mb in (1, 8))
-    f_small = expert_gemm_factor(QWEN3_30B, small, 4096, B200, rate)
-    f_large = expert_gemm_factor(QWEN3_30B, large, 8 * 4096, B200, rate)
+    f_small = expert_gemm_factor(QWEN3_30B, small, 4096, B200, rate, GEMM_SHAPE_HALF, HBM_EFFICIENCY)
+    f_large = expert_gemm_factor(QWEN3_30B, large, 8 * 4096, B200, rate, GEMM_SHAPE_HALF,
+                                 HBM_EFFICIENCY)
     assert f_small < f_large < 1.0
     # without EP a Qwen3-235B expert sees 4096 x 8 / 128 = 256 tokens per microbatch: weight-bound
-    assert expert_gemm_factor(QWEN3_235B, Parallelism(512, precision="fp8"), 4096, B200, rate) < 0.4
+    assert expert_gemm_factor(QWEN3_235B, Parallelism(512, precision="fp8"), 4096, B200, rate, GEMM_SHAPE_HALF,
+                              HBM_EFFICIENCY) < 0.4
     # the wider EP of the GB200 layout (more tokens per local expert) runs its experts faster than EP 8
     gb = _qwen235(ep=32, acc=B200, ic=GB200_NVL72)
     b = _qwen235(ep=8, acc=B200, ic=GB200_NVL72)

@@ -8,6 +8,7 @@ from clusterctl.perf.published import (
     fabric,
     hopper,
     moe,
+    moe_families,
     narayanan,
     nccl,
     nccl_domains,
@@ -35,7 +36,7 @@ def rows() -> list[Row]:
 
 
 def _modules():
-    return (narayanan, hopper, nccl, nccl_domains, nccl_small, fabric, blackwell, moe, strong_scaling)
+    return (narayanan, hopper, nccl, nccl_domains, nccl_small, fabric, blackwell, moe, moe_families, strong_scaling)
 
 
 __all__ = ["families", "rows"]

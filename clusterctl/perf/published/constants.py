@@ -30,7 +30,8 @@ STEP = 0.05
 TRAINING = "clusterctl.perf.training"
 INTERCONNECT = "clusterctl.perf.interconnect"
 NCCL = "clusterctl.perf.nccl_algorithms"
-MODULES = (TRAINING, INTERCONNECT, NCCL)
+MOE = "clusterctl.perf.moe"
+MODULES = (TRAINING, INTERCONNECT, NCCL, MOE)
 
 
 @dataclass(frozen=True)
@@ -112,15 +113,24 @@ CONSTANTS: list[Constant] = [
        "the optimizer step is sharded over dp x cp: 5 % moves no validation prediction by 1 %"),
     _c(TRAINING, "FP8_CAST_BYTES", U,
        "the casts are a small share of an FP8 step: 5 % moves no FP8 prediction by 1 %"),
-    _c(TRAINING, "EXPERT_WEIGHT_BYTES", U,
+    _c(MOE, "EXPERT_WEIGHT_BYTES", U,
        "derived (weight reads for forward and data gradient plus the fp32 main-gradient accumulate), not fitted; "
        "the expert GEMMs of the MoE validation rows are rarely weight-bound: 5 % moves no prediction by 1 %",
        "bf16"),
-    _c(TRAINING, "EXPERT_WEIGHT_BYTES", U,
+    _c(MOE, "EXPERT_WEIGHT_BYTES", U,
        "derived as for bf16 with 1-byte FP8 weights; 5 % moves no MoE validation prediction by 1 %", "fp8"),
-    _c(TRAINING, "MOE_PERMUTE_ELEMENTS", U,
+    _c(MOE, "MOE_PERMUTE_ELEMENTS", U,
        "derived from Megatron-Core's token permute/unpermute reads and writes; 5 % moves the MoE rows by ~1 %"),
-    _c(TRAINING, "MOE_ROUTER_ELEMENTS", U, "derived (router logits, softmax, top-k): invisible in a step"),
+    _c(MOE, "MOE_ROUTER_ELEMENTS", U, "derived (router logits, softmax, top-k): invisible in a step"),
+    _c(MOE, "A2A_NVLINK_EFFICIENCY", U,
+       "taken from HybridEP's GB200 NVL72 dispatch/combine bandwidths (DeepEP hybrid-ep README), not fitted on "
+       "a row; no validation row can tell it: the one row with the flex dispatcher on NVLink (DeepSeek-V3 on "
+       "GB200) overlaps its all-to-all with compute, the other (H100) exchanges through the NICs"),
+    _c(MOE, "FP8_GROUPED_GEMM_FLOOR", U,
+       "solved from pytorch/ao's two MXFP8 MoE kernel timings (calibration on kernels, no training row); "
+       "5 % moves the FP8 MoE rows by up to 3 %, inside their bands"),
+    _c(MOE, "FP8_CAST_WIDTH", U,
+       "solved with FP8_GROUPED_GEMM_FLOOR from the same two kernel timings; 5 % takes no FP8 MoE row out"),
     _c(TRAINING, "STEP_JITTER_CV", U,
        "the median of three weak-scaling fits (GPT-3 175B, Nemotron-4 340B, Llama 3.1 70B DGX Cloud tables, "
        "calibration); a 5 % move shifts a step by < 0.2 %, inside every band; the holdout Nemotron-4 15B creep "
@@ -214,4 +224,5 @@ CONSTANTS += [
 DEFINITIONS = {
     (TRAINING, "BYTES_BF16"): "bytes of a bf16 element: a unit",
     (NCCL, "SIMPLE"): "the index of NCCL's Simple protocol in (LL, LL128, Simple): a convention",
+    (MOE, "BYTES_BF16"): "bytes of a bf16 element: a unit",
 }
