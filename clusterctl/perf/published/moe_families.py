@@ -109,6 +109,11 @@ ROWS: list[Row] = [
 # benchmarks ran it: step times (the README's MFU and tokens/s columns are inconsistent); recomputation, router
 # balancing and overlap are not stated (none, force-balanced and exposed assumed)
 LLAMA4_MAVERICK = preset("llama4-maverick")[0]
+MAVERICK_GB200_UNEXPLAINED = (
+    "predicted {ratio}x, not explained: the Llama 4 Scout row on GB200 (NeMo 25.07) is within 10 %; the README's "
+    "printed MFU is inconsistent (18.7 % and 37.1 % at flat tokens/s) and it does not say whether the router is "
+    "force-balanced (a skew of 1.2 moves this prediction by 3 points only, top-1 routing)")
+"""the explanation of both GB200 Maverick rows (BF16 and FP8), with each one's predicted ratio"""
 DGXC_MAVERICK = ("[P] NVIDIA/dgxc-benchmarking llama4/README.md @c5c765f (LLAMA4 Maverick 400b, {system} Configs "
                  "table and training step time): {row}")
 
@@ -117,19 +122,13 @@ ROWS += [
          DGXC_MAVERICK.format(system="GB200", row="128 GPUs, BF16, GBS 1024, MBS 1, TP 1, PP 2, VP 12, EP 64, "
                                                   "ETP 1: 7.781 s per step"),
          128, _par(1024, pp=2, virtual_stages=12, ep=64), GB200, GB200_NVL72, step_s=7.781,
-         explanation=("predicted 1.17x, not explained: the Llama 4 Scout row on GB200 (NeMo 25.07) is within 10 %; "
-                      "the README's printed MFU is inconsistent (18.7 % and 37.1 % at flat tokens/s) and it does "
-                      "not say whether the router is force-balanced (a skew of 1.2 moves this prediction by 3 "
-                      "points only, top-1 routing)"),
+         explanation=MAVERICK_GB200_UNEXPLAINED.format(ratio="1.17"),
          family="moe-unmodelled"),
     _row("llama4-maverick-gb200-pp2-vp12-ep64-fp8-dgxc", LLAMA4_MAVERICK,
          DGXC_MAVERICK.format(system="GB200", row="128 GPUs, FP8, GBS 1024, MBS 1, TP 1, PP 2, VP 12, EP 64, "
                                                   "ETP 1: 6.093 s per step"),
          128, _par(1024, pp=2, virtual_stages=12, ep=64, precision="fp8"), GB200, GB200_NVL72, step_s=6.093,
-         explanation=("predicted 1.20x, not explained: the Llama 4 Scout row on GB200 (NeMo 25.07) is within 10 %; "
-                      "the README's printed MFU is inconsistent (18.7 % and 37.1 % at flat tokens/s) and it does "
-                      "not say whether the router is force-balanced (a skew of 1.2 moves this prediction by 3 "
-                      "points only, top-1 routing)"),
+         explanation=MAVERICK_GB200_UNEXPLAINED.format(ratio="1.20"),
          family="moe-unmodelled"),
     _row("llama4-maverick-h100-tp4-ep128-bf16-dgxc", LLAMA4_MAVERICK,
          DGXC_MAVERICK.format(system="H100", row="512 GPUs, BF16, GBS 1024, MBS 1, TP 4, PP 1, EP 128, ETP 4: "

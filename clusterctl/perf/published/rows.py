@@ -76,6 +76,12 @@ class TrainingRow:
         return "TFLOP/s per GPU" + (" (incl. recomputation)" if self.metric == "hardware_tflops" else "")
 
 
+def _modelled(row: "CollectiveRow | CollectiveTimeRow"):
+    """The model's run of a published nccl-tests row: its collective on its ranks, placed with its stride."""
+    return collective(row.op, row.size_bytes, row.interconnect, placement(row.ranks, row.interconnect, row.stride),
+                      row.algorithm)[0]
+
+
 @dataclass(frozen=True)
 class CollectiveRow:
     """A published nccl-tests figure: bus bandwidth of ``op`` on ``ranks`` GPUs at ``size_bytes``."""
@@ -98,8 +104,7 @@ class CollectiveRow:
         return self.busbw_gb_per_s
 
     def predicted(self) -> float:
-        return collective(self.op, self.size_bytes, self.interconnect,
-                          placement(self.ranks, self.interconnect, self.stride), self.algorithm)[0].busbw_gb_per_s
+        return _modelled(self).busbw_gb_per_s
 
     unit = "GB/s busbw"
 
@@ -121,13 +126,13 @@ class CollectiveTimeRow:
     algorithm: str | None = None
     """the algorithm the run forced (NCCL_ALGO); None: the one the model picks"""
     explanation: str = ""
+    stride: int = 1
 
     def published(self) -> float:
         return self.time_us
 
     def predicted(self) -> float:
-        return collective(self.op, self.size_bytes, self.interconnect, placement(self.ranks, self.interconnect),
-                          self.algorithm)[0].time_s * 1e6
+        return _modelled(self).time_s * 1e6
 
     unit = "µs"
 
