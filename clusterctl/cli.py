@@ -627,6 +627,7 @@ class RehearseScenario(str, Enum):
     all = "all"
     nodes = "nodes"
     deploy = "deploy"
+    install = "install"
     version_guard = "version-guard"
     node_failure = "node-failure"
     monitoring = "monitoring"
@@ -653,7 +654,7 @@ def rehearse(
     fmt: Annotated[RehearseFormat, typer.Option("--format", help="human progress, or a JSON summary on stdout")] = RehearseFormat.human,
     scenario: Annotated[Optional[list[RehearseScenario]], typer.Option(
         "--scenario", help="all (every scenario that applies, on one boot); nodes: boot and SSH only; deploy: "
-                         "converge site.yml twice, testinfra, srun; version-guard, scratch, node-failure, monitoring, failover, users, db-failover, day0, pull, "
+                         "converge site.yml twice, testinfra, srun; install (alone): deploy without the second converge; version-guard, scratch, node-failure, monitoring, failover, users, db-failover, day0, pull, "
                          "elastic, add-node: docs/rehearse.md. Repeat it to run several scenarios on one boot. fabric (alone, not in all): "
                          "a slice of each routed Ethernet/RoCE fabric with FRR from the rendered switch files")] = None,
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,

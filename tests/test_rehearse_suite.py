@@ -93,7 +93,7 @@ def test_all_on_lab_ha_puts_every_scenario_on_one_boot_in_order(tmp_path):
         "deploy: converge", "deploy: packages", "deploy: converge-again", "deploy: testinfra", "deploy: srun",
         "scratch: scratch", "node-failure: health-setup", "node-failure: node-failure", "node-failure: prolog-failure",
         "failover: failover", "users: users", "db-failover: db-failover", "day0: services", "day0: bmc", "day0: dhcp",
-        "day0: dns", "day0: time", "pull: pull-batch", "pull: pull-all", "add-node: add-node"]
+        "day0: dns", "day0: time", "pull: pull-batch", "add-node: add-node"]
     assert [(s.name, [b[1] for b in s.binds]) for s in reh.specs] == [
         ("head01", ["/shared"]), ("head02", ["/shared"]), ("login01", []), ("gpu01", []), ("gpu03", [])]
     assert list(reh.info) == ["image", "slurm_version", "slurm_install", "rehearsed_as", "add_node_change", "version_guard",
@@ -103,3 +103,14 @@ def test_all_on_lab_ha_puts_every_scenario_on_one_boot_in_order(tmp_path):
                                      "monitoring": "not applicable: no monitoring section",
                                      "failover": "run", "users": "run", "db-failover": "run", "day0": "run", "pull": "run", "add-node": "run",
                                      "elastic": "not applicable: not a cloud blueprint with Slurm"}
+
+
+def test_install_is_deploy_without_the_second_converge_and_runs_alone(tmp_path):
+    """The debian-13 rehearsal's scenario (tests/e2e/test_image_debian13.py): converge once, testinfra, srun."""
+    from clusterctl.targets import render_targets
+
+    path = REPO / "blueprints" / "lab-2node.yaml"
+    reh = suite.build("install", path, plan_of(shipped("lab-2node")), tmp_path / "r", 1, render_targets)
+    assert [s.name for s in reh.steps] == ["ssh-check", "mirror", "converge", "packages", "testinfra", "srun"]
+    with pytest.raises(RehearsalError, match="runs alone"):
+        suite.choose(["install", "pull"], plan_of(shipped("lab-2node")))

@@ -21,7 +21,7 @@ from clusterctl.rehearse.mirror.packages import mirror_packages
 from clusterctl.rehearse.mirror.source import MirrorSource, SlurmDebs
 from clusterctl.rehearse.node.lifecycle import rehearsal_id
 from clusterctl.rehearse.scenario.base import Build, Scenario, write_render
-from clusterctl.rehearse.scenario.deploy import Converge, cluster_of
+from clusterctl.rehearse.scenario.deploy import Converge, DeployScenario, cluster_of
 from clusterctl.rehearse.scenario.registry import ALONE, ORDER, SCENARIOS
 from clusterctl.rehearse.select import node_specs
 from clusterctl.rehearse.steps import default_steps
@@ -119,7 +119,7 @@ def build(scenario: str | Sequence[str], blueprint: Path, plan: ClusterPlan, out
     for s in chosen:
         steps += s.before_converge(b)
     first = next((s for s in chosen if s.converged_first), None)
-    if first is not None and first.name != "deploy":  # deploy converges as its first steps
+    if first is not None and not isinstance(first, DeployScenario):  # deploy (and install) converge first
         steps.append(b.label(Converge(b.everyone, hosts=tuple(b.cluster.groups)), first.name))
     for s in chosen:
         steps += s.steps(b)

@@ -27,7 +27,7 @@ ALL_STEPS = ["boot", "ssh-check", "mirror", "version-guard: render", "version-gu
              "version-guard: render back", "scratch: standin", "monitoring: monitoring-intervals", "deploy: converge",
              "deploy: packages", "deploy: converge-again", "deploy: testinfra",
              "deploy: srun", "scratch: scratch", "node-failure: health-setup", "node-failure: node-failure", "node-failure: prolog-failure",
-             "monitoring: scraped", "monitoring: slurmd-alert", "pull: pull-batch", "pull: pull-all", "add-node: add-node"]
+             "monitoring: scraped", "monitoring: slurmd-alert", "pull: pull-batch", "add-node: add-node"]
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import ClassVar
 from pathlib import Path
 
 from clusterctl import yamlout
@@ -569,14 +570,16 @@ class Srun:
             raise StepFailed(f"PMIx ranks {sorted(seen)}, expected 0..{n - 1}")
 
 
-def deploy_steps(cluster: Cluster, prepare: Cluster | None = None, debs_dir: str | None = None) -> list:
+def deploy_steps(cluster: Cluster, prepare: Cluster | None = None, debs_dir: str | None = None,
+                 again: bool = True) -> list:
     """The deploy scenario's steps, in order (no srun for a blueprint without Slurm or compute hosts).
     ``prepare``: the cluster whose nodes are prepared, when more nodes are booted than ``cluster`` has;
-    ``debs_dir``: ``slurm.install.path`` of a ``debs`` install, the one source of packages besides the mirror."""
+    ``debs_dir``: ``slurm.install.path`` of a ``debs`` install, the one source of packages besides the mirror;
+    ``again``: the second converge (changed=0), which the install scenario leaves out."""
     hosts = tuple(cluster.groups)
     origins = PackageOrigins(hosts=hosts, allowed_local=(f"file:{debs_dir}",) if debs_dir else ())
-    steps: list = [Converge(prepare or cluster, hosts=hosts), origins, ConvergeAgain(hosts=hosts),
-                   Testinfra(cluster)]
+    steps: list = [Converge(prepare or cluster, hosts=hosts), origins,
+                   *([ConvergeAgain(hosts=hosts)] if again else []), Testinfra(cluster)]
     if cluster.controllers and cluster.compute:
         steps.append(Srun(cluster))
     return steps
@@ -587,11 +590,26 @@ class DeployScenario(Scenario):
     proves = ("the rendered site.yml converges every host, changes nothing the second time, the rendered testinfra "
               "suite passes, and srun starts one PMIx rank per compute host")
     needs = (STATIC_COMPUTE,)
+    converges_again: ClassVar[bool] = True
+    """whether the second converge (changed=0 on every host) is one of its steps"""
 
     def steps(self, build: Build) -> list:
         build.info["shared_storage"] = SHARED_STORAGE
         install = build.base.slurm.install if build.base.slurm is not None else None
         steps = deploy_steps(build.cluster, prepare=build.everyone,
-                             debs_dir=install.path if install is not None and install.kind == "debs" else None)
+                             debs_dir=install.path if install is not None and install.kind == "debs" else None,
+                             again=self.converges_again)
         build.info["installed_packages"] = next(s.found for s in steps if isinstance(s, PackageOrigins))
         return [build.label(s, self.name) for s in steps]
+
+
+class InstallScenario(DeployScenario):
+    """deploy without its second converge, run alone: for a claim about installing (a new image, another Slurm
+    release), where the roles' idempotence is what a deploy rehearsal shows and need not be shown again"""
+
+    name = "install"
+    proves = ("the rendered site.yml converges every host, the rendered testinfra suite passes, and srun starts one "
+              "PMIx rank per compute host (deploy without the second converge)")
+    runs_alone = "it is deploy without its second converge: name deploy to run it with other scenarios"
+    needs_checked_when_named = True
+    converges_again = False

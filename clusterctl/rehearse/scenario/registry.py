@@ -18,6 +18,7 @@ expects it (docs/rehearse.md):
 10. ``add-node``: last, because it re-renders the changed blueprint over the rehearsal's own adjustments.
 
 ``fabric`` boots other nodes (switches and the hosts under them) and runs alone: ``all`` does not include it.
+``install`` is ``deploy`` without its second converge, alone (a new image or Slurm release: what installing shows).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from clusterctl.rehearse.scenario.add_node import AddNodeScenario
 from clusterctl.rehearse.scenario.base import Scenario
 from clusterctl.rehearse.scenario.day0 import Day0Scenario
 from clusterctl.rehearse.scenario.db_failover import DbFailoverScenario
-from clusterctl.rehearse.scenario.deploy import DeployScenario
+from clusterctl.rehearse.scenario.deploy import DeployScenario, InstallScenario
 from clusterctl.rehearse.scenario.elastic import ElasticScenario
 from clusterctl.rehearse.scenario.fabric import FabricScenario
 from clusterctl.rehearse.scenario.failover import FailoverScenario
@@ -43,5 +44,5 @@ SCENARIOS: tuple[type[Scenario], ...] = (VersionGuardScenario, DeployScenario, S
                                          AddNodeScenario)
 ORDER = tuple(s.name for s in SCENARIOS)
 """the scenarios of ``--scenario all``, in the order they run"""
-ALONE: tuple[type[Scenario], ...] = (FabricScenario,)
-"""scenarios only run when named (``--scenario fabric``), never by ``all``"""
+ALONE: tuple[type[Scenario], ...] = (FabricScenario, InstallScenario)
+"""scenarios only run when named (``--scenario fabric``, ``--scenario install``), never by ``all``"""
