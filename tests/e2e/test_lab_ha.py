@@ -84,7 +84,8 @@ def test_lab_ha_second_converge_changes_nothing_and_testinfra_passes_on_every_ha
     has: their roles (slurm_login among them) converge idempotently and their rendered tests pass."""
     _, summary, out, _ = lab_ha
     again = steps(summary)["deploy: converge-again"]["hosts"]
-    assert {h: o["changed"] for h, o in again.items()} == {h: 0 for h in HOSTS}
+    # hagpu02 has hagpu01's inventory groups: the second converge runs on the first (deploy.one_per_group_set)
+    assert {h: o["changed"] for h, o in again.items()} == {h: 0 for h in HOSTS if h != "hagpu02"}
     tests = steps(summary)["deploy: testinfra"]["hosts"]
     assert "slurm_login" in roles_run(out / ".rehearsal" / "runner" / "artifacts" / "converge" / "job_events")
     for h in ("head02", "login01"):

@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from pathlib import Path
 
-from clusterctl import yamlout
+import yaml
+
+from clusterctl import hostlist, yamlout
 from clusterctl.plan.roles import slurm_roles
 from clusterctl.rehearse import RehearsalError
 from clusterctl.rehearse.mirror.source import PackageOrigins
@@ -372,8 +374,9 @@ def _converge(state: State, record: Record, ident: str, tuning: dict[str, str] |
 
 @dataclass(kw_only=True)
 class ConvergeAgain:
-    """The rendered site.yml run again: every host must report changed=0 (the roles are idempotent on real
-    hosts). The settings below are :class:`Converge`'s too."""
+    """The rendered site.yml run again on one host of each distinct set of inventory groups
+    (:func:`one_per_group_set`): each must report changed=0 (the roles are idempotent on real hosts). The settings
+    below are :class:`Converge`'s too."""
 
     name: str = "converge-again"
     tuning: dict[str, str] | None = None
@@ -385,13 +388,62 @@ class ConvergeAgain:
     """the hosts of the rendered inventory (default: every node; the add-node scenario boots its new node early)"""
     batch: str | None = None
     """the compute play's batch for this run (default: the rendered rolling policy)"""
+    compute: tuple[str, ...] | None = None
+    """the compute hosts, of which the second converge runs on one per set of inventory groups (None: every host)"""
 
-    def _run(self, state: State, record: Record, *, require_unchanged: bool) -> None:
+    def _run(self, state: State, record: Record, *, require_unchanged: bool,
+             hosts: Sequence[str] | None = None) -> None:
         self.last = _converge(state, record, self.name, self.tuning, self.forks, require_unchanged=require_unchanged,
-                              hosts=self.hosts, batch=self.batch)
+                              hosts=hosts if hosts is not None else self.hosts, batch=self.batch)
 
     def run(self, state: State, record: Record) -> None:
-        self._run(state, record, require_unchanged=True)
+        everyone = list(self.hosts) if self.hosts is not None else [n.name for n in state.nodes]
+        inventory = (Path(state.dir) / "ansible" / "inventory.yml").read_text()
+        compute = self.compute if self.compute is not None else ()
+        self._run(state, record, require_unchanged=True, hosts=one_per_group_set(inventory, everyone, compute))
+
+
+def one_per_group_set(inventory: str, hosts: Sequence[str], compute: Sequence[str]) -> tuple[str, ...]:
+    """``hosts`` (in their order) without the compute hosts whose set of inventory groups an earlier compute host
+    has. The inventory holds no host variables (group_vars/ holds them all), and the roles treat compute hosts
+    alike (controllers, accounting and DHCP/DNS servers are told apart by name: primary and backup): compute hosts
+    of one set of groups run the same tasks with the same variables, the blueprint's hundreds of them as the
+    rehearsal's two, so the second converge shows their idempotence on one of them."""
+    children = (yaml.safe_load(inventory) or {}).get("all", {}).get("children", {}) or {}
+    direct: dict[str, set[str]] = {}
+    nested: dict[str, set[str]] = {}
+
+    def walk(name: str, body: dict | None) -> None:
+        body = body or {}
+        direct.setdefault(name, set()).update(
+            h for pattern in (body.get("hosts") or {}) for h in hostlist.expand(str(pattern).replace(":", "-")))
+        for child, child_body in (body.get("children") or {}).items():
+            nested.setdefault(name, set()).add(child)
+            walk(child, child_body)
+
+    for name, body in children.items():
+        walk(name, body)
+
+    def members(name: str, seen: frozenset = frozenset()) -> set[str]:
+        out = set(direct.get(name, ()))
+        for child in nested.get(name, ()):
+            if child not in seen:
+                out |= members(child, seen | {name})
+        return out
+
+    groups_of: dict[str, frozenset[str]] = {h: frozenset() for h in hosts}
+    for name in direct:
+        for h in members(name) & groups_of.keys():
+            groups_of[h] = groups_of[h] | {name}
+    seen_sets: set[frozenset[str]] = set()
+    chosen = []
+    for h in hosts:
+        if h not in compute:
+            chosen.append(h)
+        elif groups_of[h] not in seen_sets:
+            seen_sets.add(groups_of[h])
+            chosen.append(h)
+    return tuple(chosen)
 
 
 FIRST_BRING_UP_BATCH = "100%"
@@ -579,7 +631,7 @@ def deploy_steps(cluster: Cluster, prepare: Cluster | None = None, debs_dir: str
     hosts = tuple(cluster.groups)
     origins = PackageOrigins(hosts=hosts, allowed_local=(f"file:{debs_dir}",) if debs_dir else ())
     steps: list = [Converge(prepare or cluster, hosts=hosts), origins,
-                   *([ConvergeAgain(hosts=hosts)] if again else []), Testinfra(cluster)]
+                   *([ConvergeAgain(hosts=hosts, compute=cluster.compute)] if again else []), Testinfra(cluster)]
     if cluster.controllers and cluster.compute:
         steps.append(Srun(cluster))
     return steps
