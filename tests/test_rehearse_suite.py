@@ -89,7 +89,7 @@ def test_all_on_lab_ha_puts_every_scenario_on_one_boot_in_order(tmp_path):
     reh = suite.build("all", path, plan_of(shipped("lab-ha")), tmp_path / "r", 1, render_targets)
     assert [s.name for s in reh.steps] == [
         "ssh-check", "mirror", "version-guard: render", "version-guard: version-guard", "version-guard: render back",
-        "scratch: standin", "failover: failover-timeout", "users: directory", "db-failover: failover-timeout",
+        "scratch: standin", "node-failure: health-interval", "failover: failover-timeout", "users: directory", "db-failover: failover-timeout",
         "deploy: converge", "deploy: packages", "deploy: converge-again", "deploy: testinfra", "deploy: srun",
         "scratch: scratch", "node-failure: health-setup", "node-failure: node-failure", "node-failure: prolog-failure",
         "failover: failover", "users: users", "db-failover: db-failover", "day0: services", "day0: bmc", "day0: dhcp",

@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 HOSTS = ["head01", "gpu01", "gpu02"]
 COMPUTE = ["gpu01", "gpu02"]
 ALL_STEPS = ["boot", "ssh-check", "mirror", "version-guard: render", "version-guard: version-guard",
-             "version-guard: render back", "scratch: standin", "monitoring: monitoring-intervals", "deploy: converge",
+             "version-guard: render back", "scratch: standin", "node-failure: health-interval", "monitoring: monitoring-intervals", "deploy: converge",
              "deploy: packages", "deploy: converge-again", "deploy: testinfra",
              "deploy: srun", "scratch: scratch", "node-failure: health-setup", "node-failure: node-failure", "node-failure: prolog-failure",
              "monitoring: scraped", "monitoring: slurmd-alert", "pull: pull-batch", "add-node: add-node"]

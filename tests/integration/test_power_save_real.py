@@ -160,7 +160,11 @@ def test_resume_failure_and_the_power_saving_calls_under_real_slurmctld(ctld):
     # powering it down (what SuspendTime does after the job) runs the suspend program: terminate, DNS delete
     subprocess.run(["scancel", j2], env=env, check=True)
     subprocess.run(["scontrol", "update", "NodeName=c2", "State=POWER_DOWN_FORCE"], env=env, check=True)
-    wait(lambda: any((state / "requests").glob("*-delete-c2.json")), "c2 deleted")
+    # the suspend program terminates (its request file), then deletes the DNS record: wait for both calls
+    wait(lambda: any((state / "requests").glob("*-delete-c2.json")) and any(
+        c["argv"][:2] == ["route53", "change-resource-record-sets"]
+        and '"Action": "DELETE"' in "".join((c.get("files") or {}).values()) for c in calls(state)),
+        "c2 deleted and its DNS record")
     last = calls(state)[-3:]
     assert [c["argv"][:2] for c in last] == [["ec2", "describe-instances"], ["ec2", "terminate-instances"],
                                              ["route53", "change-resource-record-sets"]]

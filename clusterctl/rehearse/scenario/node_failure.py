@@ -55,17 +55,29 @@ def _set_interval(conf: Path, seconds: int) -> None:
 
 
 @dataclass
+class HealthInterval:
+    """Before the first converge: a short HealthCheckInterval in the rendered slurm.conf, so the converge installs
+    it and no later run has to push slurm.conf for it. Until the health setup the check reports only (the
+    rehearsal's ``node_health_drain: false``)."""
+
+    interval_s: int = HEALTH_INTERVAL_S
+    name: str = "health-interval"
+
+    def run(self, state: State, record: Record) -> None:
+        _set_interval(Path(state.dir) / "slurm" / "slurm.conf", self.interval_s)
+
+
+@dataclass
 class HealthSetup:
-    """Converge again with the health check draining (no RDMA and mount expectations a node cannot meet),
-    nvidia-smi stand-ins listing each node's GPU stand-in devices, and a short HealthCheckInterval."""
+    """The health check made to drain (no RDMA and mount expectations a node cannot meet) and nvidia-smi stand-ins
+    listing each compute node's GPU stand-in devices: the node_health role again on the compute nodes (the short
+    HealthCheckInterval came with the first converge: :class:`HealthInterval`)."""
 
     cluster: Cluster
-    interval_s: int = HEALTH_INTERVAL_S
     name: str = "health-setup"
 
     def run(self, state: State, record: Record) -> None:
         out = Path(state.dir)
-        _set_interval(out / "slurm" / "slurm.conf", self.interval_s)
         vars_path = state_dir(out) / "node-failure-vars.yml"
         write_text_atomic(vars_path, commented_vars(
             "clusterctl rehearsal: node-failure scenario (clusterctl/rehearse/scenario/node_failure.py)", HEALTH_VARS))
@@ -75,13 +87,11 @@ class HealthSetup:
             if r.returncode != 0 or r.stdout.strip() != str(self.cluster.gpus.get(h, 0)):
                 record(h, HostOutcome(FAILED, 0.0, f"nvidia-smi stand-in lists {r.stdout.strip()!r} GPUs: "
                                                    f"{r.stderr.strip()[-200:]}"))
-        hosts = list(self.cluster.groups)
-        # only the roles that read what changed: the check's expectations, and slurm.conf (restarts slurmd,
-        # reconfigures slurmctld); the base roles converged a step ago. Every compute node at once: a setup step,
-        # not a rollout (the add-node scenario shows the rolling batches)
+        hosts = list(self.cluster.compute)
+        # only the role that reads what changed (the check's expectations), on the nodes it runs on; every compute
+        # node at once: a setup, not a rollout (the add-node scenario shows the rolling batches)
         run = run_playbook(state, hosts, ident="health-setup", extra_args=[
-            "-e", f"@{vars_path}", "-e", "clusterctl_rolling_batch=100%",
-            "--tags", "node_health,slurm_controller,slurm_compute"])
+            "-e", f"@{vars_path}", "-e", "clusterctl_rolling_batch=100%", "--tags", "node_health"])
         for h in hosts:
             s = run.stats.get(h, {})
             bad = s.get("failures", 0) or s.get("dark", 0) or h not in run.stats
@@ -225,6 +235,9 @@ class NodeFailureScenario(Scenario):
     proves = ("the rendered health check drains a node that lost a GPU and returns it once repaired; the prolog "
               "drains it under a job, which Slurm requeues held")
     needs = (STATIC_COMPUTE, SLURM_AND_COMPUTE)
+
+    def before_converge(self, build: Build) -> list:
+        return [build.label(HealthInterval(), self.name)]
 
     def steps(self, build: Build) -> list:
         return [build.label(s, self.name) for s in
