@@ -37,20 +37,18 @@ def pytest_configure(config):
                    "slurm-wlm + munge + libpmix-dev, installed by scripts/test)")
 
 
-XDIST_GROUPS = {"e2e": "rehearsals", "e2e/test_lab_ha.py": "rehearsals-2", "e2e/test_image_debian13.py": "rehearsals-2",
-                "e2e/test_elastic.py": "rehearsals-3", "e2e/test_molecule.py": "rehearsals-3",
-                "e2e/test_fabric_gb200.py": "rehearsals-3", "e2e/test_fabric.py": "rehearsals-3",
+XDIST_GROUPS = {"e2e": "rehearsals", "e2e/test_lab_ha.py": "rehearsals-2", "e2e/test_elastic.py": "rehearsals-2",
+                "e2e/test_molecule.py": "rehearsals-2", "e2e/test_image_debian13.py": "rehearsals-2",
+                "e2e/test_fabric_gb200.py": "rehearsals-2", "e2e/test_fabric.py": "rehearsals-2",
                 "integration": "host-daemons"}
 """tests/<dir> or tests/<dir>/<module> (the longest match wins) -> the pytest-xdist group its tests run in
-(scripts/test runs ``-n <cores + 2> --dist loadgroup``): a group runs on one worker, one test after another. The lab
+(scripts/test runs ``-n <cores + 1> --dist loadgroup``): a group runs on one worker, one test after another. The lab
 rehearsal (a session fixture shared by test_deploy and test_scenarios) and the node boots that use the lab's
-network or its compute host names (test_nodes, the SIGTERM test) are one group, the longest; lab-ha and the
-debian-13 install a second; lab-cloud's elastic cycle, the fabric slices of hgx-h200-roce-1024 and gb200-nvl72-8rack
-and the Molecule node (each with its own network and compute host names, much of their time spent waiting: a
-SuspendTime, a BGP hold time) a third; so three rehearsals run at once; the tests that start daemons on this machine
-are a fourth. Rehearsals in different groups must not share an in-band network or a compute host name (slurmd makes
-``slurm_<node>`` cgroups in the hierarchy every node shares). The other tests spread over every worker
-(docs/testing.md, "The budget")."""
+network or its compute host names (test_nodes, the SIGTERM test) are one group, the longest; lab-ha, lab-cloud's
+elastic cycle, the debian-13 deploy, the fabric slices of hgx-h200-roce-1024 and gb200-nvl72-8rack (each with its own
+network and compute host names) and the Molecule node another, so two rehearsals run at once on two workers; the tests that start daemons on this machine are a third. Rehearsals in different
+groups must not share an in-band network or a compute host name (slurmd makes ``slurm_<node>`` cgroups in the
+hierarchy every node shares). The other tests spread over every worker (docs/testing.md, "The budget")."""
 
 
 def xdist_group(path: Path) -> str | None:
