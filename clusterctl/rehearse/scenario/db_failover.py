@@ -154,8 +154,8 @@ class DbFailover:
         done, _ = wait_for(lambda: all("JobState=COMPLETED" in ssh(state, via, f"scontrol show job {j}").stdout
                                        for j in jobs) or None, 90)
         if not done:
-            states = {j: ssh(state, via, f"scontrol show job {j} | grep -o 'JobState=[A-Z]*'").stdout.strip()
-                      for j in jobs}
+            states = {j: " ".join(ssh(state, via, f"scontrol show job {j} | grep -oE '(JobState|Reason)=[^ ]*'")
+                                  .stdout.split()) for j in jobs}
             raise StepFailed(f"jobs did not complete with {self.primary} off: {states}")
         rows, _ = wait_for(lambda: job_rows(state, self.backup, table, jobs) == len(jobs) or None, 60)
         if not rows:
