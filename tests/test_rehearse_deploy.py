@@ -206,12 +206,13 @@ def test_second_converge_runs_on_one_compute_host_per_set_of_inventory_groups():
     """The inventory holds no host variables: compute hosts of one set of groups run the same tasks. Controllers,
     accounting and login hosts all converge again (roles tell primary from backup by name)."""
     from clusterctl.rehearse.scenario.deploy import one_per_group_set
-    ha = render_targets(plan_of(shipped("lab-ha")))["ansible/inventory.yml"]
+    from clusterctl.targets.ansible.inventory import inventory_groups
+    ha = inventory_groups(plan_of(shipped("lab-ha")))
     assert one_per_group_set(ha, ["head01", "head02", "login01", "gpu01", "gpu02"], ["gpu01", "gpu02"]) == (
         "head01", "head02", "login01", "gpu01")
     data = lab()  # a second compute group of the same node type: other groups, so both converge again
     data["node_groups"].append({**data["node_groups"][0], "name": "gpu2", "count": 1, "hostnames": "gpu2n01"})
-    inv = render_targets(plan_of(data))["ansible/inventory.yml"]
-    assert "gpu2:" in inv
-    assert one_per_group_set(inv, ["head01", "gpu01", "gpu02", "gpu2n01"], ["gpu01", "gpu02", "gpu2n01"]) == (
-        "head01", "gpu01", "gpu2n01")
+    plan = plan_of(data)
+    assert "gpu2:" in render_targets(plan)["ansible/inventory.yml"]
+    assert one_per_group_set(inventory_groups(plan), ["head01", "gpu01", "gpu02", "gpu2n01"],
+                             ["gpu01", "gpu02", "gpu2n01"]) == ("head01", "gpu01", "gpu2n01")

@@ -24,8 +24,6 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from pathlib import Path
 
-import yaml
-
 from clusterctl import hostlist, yamlout
 from clusterctl.plan.roles import slurm_roles
 from clusterctl.rehearse import RehearsalError
@@ -37,6 +35,7 @@ from clusterctl.rehearse.scenario.base import Build, Scenario
 from clusterctl.rehearse.scenario.needs import STATIC_COMPUTE
 from clusterctl.rehearse.node.state import Proc, State, alive, proc_of, state_dir
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
+from clusterctl.targets.ansible.inventory import InvGroup, inventory_groups
 
 HARDWARE_ROLES = ("doca_ofed", "nvidia_driver", "nvidia_imex", "dcgm", "enroot_pyxis", "roce_network", "gcp_tcpxo",
                   "host_network_preflight", "host_network")
@@ -374,9 +373,8 @@ def _converge(state: State, record: Record, ident: str, tuning: dict[str, str] |
 
 @dataclass(kw_only=True)
 class ConvergeAgain:
-    """The rendered site.yml run again on one host of each distinct set of inventory groups
-    (:func:`one_per_group_set`): each must report changed=0 (the roles are idempotent on real hosts). The settings
-    below are :class:`Converge`'s too."""
+    """The rendered site.yml run again on ``hosts`` (the deploy scenario's: :func:`one_per_group_set`): each must
+    report changed=0 (the roles are idempotent on real hosts). The settings below are :class:`Converge`'s too."""
 
     name: str = "converge-again"
     tuning: dict[str, str] | None = None
@@ -388,41 +386,23 @@ class ConvergeAgain:
     """the hosts of the rendered inventory (default: every node; the add-node scenario boots its new node early)"""
     batch: str | None = None
     """the compute play's batch for this run (default: the rendered rolling policy)"""
-    compute: tuple[str, ...] | None = None
-    """the compute hosts, of which the second converge runs on one per set of inventory groups (None: every host)"""
 
-    def _run(self, state: State, record: Record, *, require_unchanged: bool,
-             hosts: Sequence[str] | None = None) -> None:
+    def _run(self, state: State, record: Record, *, require_unchanged: bool) -> None:
         self.last = _converge(state, record, self.name, self.tuning, self.forks, require_unchanged=require_unchanged,
-                              hosts=hosts if hosts is not None else self.hosts, batch=self.batch)
+                              hosts=self.hosts, batch=self.batch)
 
     def run(self, state: State, record: Record) -> None:
-        everyone = list(self.hosts) if self.hosts is not None else [n.name for n in state.nodes]
-        inventory = (Path(state.dir) / "ansible" / "inventory.yml").read_text()
-        compute = self.compute if self.compute is not None else ()
-        self._run(state, record, require_unchanged=True, hosts=one_per_group_set(inventory, everyone, compute))
+        self._run(state, record, require_unchanged=True)
 
 
-def one_per_group_set(inventory: str, hosts: Sequence[str], compute: Sequence[str]) -> tuple[str, ...]:
-    """``hosts`` (in their order) without the compute hosts whose set of inventory groups an earlier compute host
-    has. The inventory holds no host variables (group_vars/ holds them all), and the roles treat compute hosts
-    alike (controllers, accounting and DHCP/DNS servers are told apart by name: primary and backup): compute hosts
-    of one set of groups run the same tasks with the same variables, the blueprint's hundreds of them as the
-    rehearsal's two, so the second converge shows their idempotence on one of them."""
-    children = (yaml.safe_load(inventory) or {}).get("all", {}).get("children", {}) or {}
-    direct: dict[str, set[str]] = {}
-    nested: dict[str, set[str]] = {}
-
-    def walk(name: str, body: dict | None) -> None:
-        body = body or {}
-        direct.setdefault(name, set()).update(
-            h for pattern in (body.get("hosts") or {}) for h in hostlist.expand(str(pattern).replace(":", "-")))
-        for child, child_body in (body.get("children") or {}).items():
-            nested.setdefault(name, set()).add(child)
-            walk(child, child_body)
-
-    for name, body in children.items():
-        walk(name, body)
+def one_per_group_set(groups: Sequence[InvGroup], hosts: Sequence[str], compute: Sequence[str]) -> tuple[str, ...]:
+    """``hosts`` (in their order) without the compute hosts whose set of inventory ``groups`` (the plan's,
+    :func:`inventory_groups`) an earlier compute host has. The inventory holds no host variables (group_vars/ holds
+    them all), and the roles treat compute hosts alike (controllers, accounting and DHCP/DNS servers are told apart
+    by name: primary and backup): compute hosts of one set of groups run the same tasks with the same variables, the
+    blueprint's hundreds of them as the rehearsal's two, so the second converge shows their idempotence on one."""
+    direct = {g.name: {h for p in g.hosts for h in hostlist.expand(p.replace(":", "-"))} for g in groups}
+    nested = {g.name: g.children for g in groups}
 
     def members(name: str, seen: frozenset = frozenset()) -> set[str]:
         out = set(direct.get(name, ()))
@@ -623,15 +603,17 @@ class Srun:
 
 
 def deploy_steps(cluster: Cluster, prepare: Cluster | None = None, debs_dir: str | None = None,
-                 again: bool = True) -> list:
+                 again: bool = True, again_hosts: Sequence[str] | None = None) -> list:
     """The deploy scenario's steps, in order (no srun for a blueprint without Slurm or compute hosts).
     ``prepare``: the cluster whose nodes are prepared, when more nodes are booted than ``cluster`` has;
     ``debs_dir``: ``slurm.install.path`` of a ``debs`` install, the one source of packages besides the mirror;
-    ``again``: the second converge (changed=0), which the install scenario leaves out."""
+    ``again``: the second converge (changed=0), which the install scenario leaves out, on ``again_hosts`` (default:
+    every host)."""
     hosts = tuple(cluster.groups)
     origins = PackageOrigins(hosts=hosts, allowed_local=(f"file:{debs_dir}",) if debs_dir else ())
     steps: list = [Converge(prepare or cluster, hosts=hosts), origins,
-                   *([ConvergeAgain(hosts=hosts, compute=cluster.compute)] if again else []), Testinfra(cluster)]
+                   *([ConvergeAgain(hosts=tuple(again_hosts) if again_hosts is not None else hosts)] if again else []),
+                   Testinfra(cluster)]
     if cluster.controllers and cluster.compute:
         steps.append(Srun(cluster))
     return steps
@@ -643,14 +625,15 @@ class DeployScenario(Scenario):
               "suite passes, and srun starts one PMIx rank per compute host")
     needs = (STATIC_COMPUTE,)
     converges_again: ClassVar[bool] = True
-    """whether the second converge (changed=0 on every host) is one of its steps"""
+    """whether the second converge (changed=0; :func:`one_per_group_set`'s hosts) is one of its steps"""
 
     def steps(self, build: Build) -> list:
         build.info["shared_storage"] = SHARED_STORAGE
         install = build.base.slurm.install if build.base.slurm is not None else None
         steps = deploy_steps(build.cluster, prepare=build.everyone,
                              debs_dir=install.path if install is not None and install.kind == "debs" else None,
-                             again=self.converges_again)
+                             again=self.converges_again, again_hosts=one_per_group_set(
+                                 inventory_groups(build.base), tuple(build.cluster.groups), build.cluster.compute))
         build.info["installed_packages"] = next(s.found for s in steps if isinstance(s, PackageOrigins))
         return [build.label(s, self.name) for s in steps]
 
