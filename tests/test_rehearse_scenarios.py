@@ -3,7 +3,10 @@ ansible-runner event stream is read (which plays ran, which tasks failed where).
 
 from __future__ import annotations
 
+import pytest
+
 from clusterctl.rehearse.scenario.observe import trace
+from clusterctl.rehearse.steps import StepFailed
 from clusterctl.rehearse.scenario.version_guard import adjust_variant, other_release
 from clusterctl.rehearse.variant import Variant
 
@@ -213,3 +216,54 @@ def test_all_or_nodes_are_not_combined_and_elastic_runs_alone(tmp_path):
         with pytest.raises(RehearsalError, match=message):
             build(names, path, expand(load_blueprint_text(path.read_text(), str(path))), tmp_path / "r", 1,
                   render_targets)
+
+
+# --- a job Slurm held after a failed launch: submitted once more, the first failure named --------------------
+
+class HeldOnce:
+    """slurmctld and the nodes as submit_running sees them: the first ``held`` jobs are held after a failed
+    launch (squeue's reason ``launch failed requeued held``, slurmd's log naming the job), the next one runs."""
+
+    def __init__(self, held: int):
+        self.held, self.job, self.cancelled, self.log = held, 0, [], []
+
+    def __call__(self, state, host, cmd, *a, **kw):
+        import subprocess
+
+        self.log.append(f"{host}: {cmd}")
+        out = ""
+        if cmd.startswith("sbatch"):
+            self.job += 1
+            out = f"{self.job};lab\n"
+        elif cmd.startswith("squeue"):
+            out = "PENDING|launch failed requeued held" if self.job <= self.held else "RUNNING|None"
+        elif cmd.startswith("scancel"):
+            self.cancelled.append(cmd.split()[-1])
+        elif cmd.startswith("scontrol ping"):
+            out = "head01 is UP\n"
+        elif "slurmd.log" in cmd and host == "gpu02":
+            out = f"[2026-12-05T22:59:36.393] error: Launching batch job {self.job} failed: a stand-in\n"
+        return subprocess.CompletedProcess(cmd, 0, out, "")
+
+
+def test_a_job_held_after_a_failed_launch_is_submitted_once_more_and_the_failure_named(monkeypatch):
+    from clusterctl.rehearse.scenario import observe
+
+    fake = HeldOnce(1)
+    monkeypatch.setattr(observe, "ssh", fake)
+    monkeypatch.setattr(observe.time, "sleep", lambda s: None)
+    job, note = observe.submit_running(None, "login01", "-N1 --wrap 'sleep 600'", ("gpu01", "gpu02"))
+    assert job == "2" and fake.cancelled == ["1"]
+    assert note.startswith("; the first job, 1, was held after a failed launch and cancelled: job 1 not running")
+    assert "launch failed requeued held" in note and "slurmd on gpu02: " in note and "batch job 1 failed" in note
+    assert "login01: sbatch --parsable -N1 --wrap 'sleep 600'" in fake.log
+
+
+def test_a_second_failed_launch_fails_the_step(monkeypatch):
+    from clusterctl.rehearse.scenario import observe
+
+    monkeypatch.setattr(observe, "ssh", HeldOnce(2))
+    monkeypatch.setattr(observe.time, "sleep", lambda s: None)
+    with pytest.raises(StepFailed, match=r"^job 2 not running \d+ s after sbatch: PENDING \(launch failed requeued "
+                                         r"held\); slurmd on gpu02: "):
+        observe.submit_running(None, "login01", "-N1 --wrap 'sleep 600'", ("gpu01", "gpu02"))

@@ -29,7 +29,7 @@ from clusterctl.rehearse.scenario.base import (BACKUP_CONTROLLER, SHARED_STATE, 
 from clusterctl.rehearse.scenario.deploy import Cluster
 from clusterctl.rehearse.scenario.failover import FailoverTimeout, failover_specs, merging, ping
 from clusterctl.rehearse.scenario.needs import STATIC_COMPUTE
-from clusterctl.rehearse.scenario.observe import node_state, ssh_ok, wait_for
+from clusterctl.rehearse.scenario.observe import launch_failure, node_state, ssh_ok, wait_for
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 from clusterctl.targets.slurm import LOG_FILES
 from clusterctl.targets.slurm_accounting import DUMP_DIR, STORAGE_LOC
@@ -156,7 +156,9 @@ class DbFailover:
         if not done:
             states = {j: " ".join(ssh(state, via, f"scontrol show job {j} | grep -oE '(JobState|Reason)=[^ ]*'")
                                   .stdout.split()) for j in jobs}
-            raise StepFailed(f"jobs did not complete with {self.primary} off: {states}")
+            unfinished = [j for j in jobs if "JobState=COMPLETED" not in states[j]]
+            raise StepFailed(f"jobs did not complete with {self.primary} off: {states}"
+                             + "".join(launch_failure(state, via, j, self.cluster.compute) for j in unfinished)[:1200])
         rows, _ = wait_for(lambda: job_rows(state, self.backup, table, jobs) == len(jobs) or None, 60)
         if not rows:
             raise StepFailed(f"the jobs {jobs} have no rows in {self.backup}'s accounting database "

@@ -30,7 +30,8 @@ from clusterctl.rehearse.scenario.base import (
 )
 from clusterctl.rehearse.scenario.deploy import Cluster
 from clusterctl.rehearse.scenario.needs import STATIC_COMPUTE
-from clusterctl.rehearse.scenario.observe import job_state, node_state, set_conf, ssh_ok, wait_for, wait_running
+from clusterctl.rehearse.scenario.observe import (job_state, node_state, set_conf, ssh_ok, submit_running,
+                                                   wait_for)
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
 CTLD_TIMEOUT_S = 10
@@ -105,9 +106,8 @@ class Failover:
         if not up:
             raise StepFailed(f"compute nodes not idle: {[node_state(state, via, h) for h in self.cluster.compute]}")
         submitted = float(ssh_ok(state, primary, "date +%s.%N").strip())
-        out = ssh_ok(state, via, "sbatch --parsable -N1 -t 15 -J rehearse-failover --wrap 'sleep 600'")
-        job = out.strip().split(";")[0]
-        wait_running(state, via, job)
+        job, relaunched = submit_running(state, via, "-N1 -t 15 -J rehearse-failover --wrap 'sleep 600'",
+                                         self.cluster.compute)
         # slurmctld writes job_state a few seconds after a change, not at once: kill -9 before that and the backup
         # has never heard of the job. Wait until the state file on the shared tier was written after the sbatch
         # (it then knows the job, PENDING or RUNNING; it is not written again while nothing changes).
@@ -139,8 +139,8 @@ class Failover:
         log = ssh_ok(state, backup, "grep -h -i 'primary controller\\|takeover\\|took control' "
                                      "/var/log/slurm/slurmctld.log 2>/dev/null | tail -3 || true")
         record(backup, HostOutcome(OK, took, f"in control {took:.1f} s after kill -9 of {primary}, knew job {job} "
-                                             f"as {known}, RUNNING; {log.strip()[-200:]}",
-                                   {"takeover_seconds": round(took, 1)}))
+                                             f"as {known}, RUNNING; {log.strip()[-200:]}{relaunched}",
+                                   {"takeover_seconds": round(took, 1), "relaunched": int(bool(relaunched))}))
         # the primary comes back and takes control again
         t1 = time.monotonic()
         ssh_ok(state, primary, "systemctl start slurmctld")

@@ -118,9 +118,10 @@ JOB_START_TIMEOUT_S = 180
 """How long a submitted job may stay PENDING before a scenario fails (a job slurmd requeued held fails at once)"""
 
 
-def wait_running(state: State, via: str, job: str, limit: float = JOB_START_TIMEOUT_S) -> None:
+def wait_running(state: State, via: str, job: str, limit: float = JOB_START_TIMEOUT_S, *,
+                 hosts: Sequence[str] = ()) -> None:
     """Wait until ``job`` runs; raise :class:`StepFailed` after ``limit`` seconds, or as soon as Slurm holds it
-    after a failed launch (:func:`launch_failure`)."""
+    after a failed launch, with what the logs say of the job (:func:`launch_failure`, on ``hosts`` too)."""
     def check():
         r = ssh(state, via, f"squeue -h -j {job} -o '%T|%r'")
         st, _, reason = r.stdout.strip().partition("|")
@@ -133,17 +134,53 @@ def wait_running(state: State, via: str, job: str, limit: float = JOB_START_TIME
     got, seconds = wait_for(check, limit)
     if got != "running":
         raise StepFailed(f"job {job} not running {seconds:.0f} s after sbatch: {got or job_state(state, via, job)}"
-                         f"{launch_failure(state, via, job)}")
+                         f"{launch_failure(state, via, job, hosts)}")
 
 
-def launch_failure(state: State, via: str, job: str) -> str:
-    """'; slurmd on HOST: ...' with the last errors of slurmd's log on the job's batch host, or ''."""
-    host = ssh(state, via, f"scontrol show job {job} | grep -o 'BatchHost=[^ ]*'").stdout.strip().removeprefix(
+LAUNCH_FAILED = "launch failed requeued held"
+"""the reason Slurm gives a batch job it requeued and held after its launch failed (it never runs by itself)"""
+
+
+def launch_failure(state: State, via: str, job: str, hosts: Sequence[str] = ()) -> str:
+    """'; slurmd on HOST: ...' for the job's batch host and each of ``hosts``: the lines of slurmd's log that name
+    the job and its last errors (not the health check's, which the node_health role's report-only check logs every
+    interval); '; slurmctld on HOST: ...' with the controller's lines naming the job (a requeued
+    job has no batch host any more, so the compute hosts are asked by name). '' when no log says anything."""
+    batch = ssh(state, via, f"scontrol show job {job} | grep -o 'BatchHost=[^ ]*'").stdout.strip().removeprefix(
         "BatchHost=")
-    if not host or host == "(null)":
-        return ""
-    tail = ssh(state, host, "grep -i error /var/log/slurm/slurmd.log | tail -n 4").stdout.strip()[-600:]
-    return f"; slurmd on {host}: {tail}" if tail else ""
+    said = []
+    names = rf"(job |JobId=|StepId=|\[){job}\b"
+    for host in dict.fromkeys([*([batch] if batch and batch != "(null)" else []), *hosts]):
+        tail = ssh(state, host, f"grep -iE '{names}|error' /var/log/slurm/slurmd.log | grep -v 'health_check failed' "
+                   "| tail -n 5").stdout.strip()
+        if tail:
+            said.append(f"; slurmd on {host}: {tail[-500:]}")
+    ctld = ssh(state, via, "scontrol ping | grep -o '[^ ]* is UP' | head -1").stdout.split(" ")[0].strip()
+    host = (ctld.split("(")[0] if ctld else "").strip()
+    if host:
+        tail = ssh(state, host, rf"grep -E 'JobId={job}\b' /var/log/slurm/slurmctld.log | tail -n 5").stdout.strip()
+        if tail:
+            said.append(f"; slurmctld on {host}: {tail[-600:]}")
+    return "".join(said)
+
+
+def submit_running(state: State, via: str, sbatch: str, hosts: Sequence[str] = ()) -> tuple[str, str]:
+    """Submit ``sbatch`` (its options and script, after ``sbatch --parsable``) from ``via`` and wait until the job
+    runs: (job id, note). A job Slurm held after a failed launch (LAUNCH_FAILED) is cancelled and submitted once
+    more; the note then says so with what the logs said of the first launch (:func:`launch_failure`), so a
+    scenario that needs a running job goes on and its summary shows the failed launch. Any other failure, or a
+    second failed launch, raises :class:`StepFailed`."""
+    job = ssh_ok(state, via, f"sbatch --parsable {sbatch}").strip().split(";")[0]
+    try:
+        wait_running(state, via, job, hosts=hosts)
+        return job, ""
+    except StepFailed as failed:
+        if LAUNCH_FAILED not in str(failed):
+            raise
+        ssh(state, via, f"scancel {job}")
+        again = ssh_ok(state, via, f"sbatch --parsable {sbatch}").strip().split(";")[0]
+        wait_running(state, via, again, hosts=hosts)
+        return again, f"; the first job, {job}, was held after a failed launch and cancelled: {str(failed)[:700]}"
 
 
 def job_state(state: State, via: str, job: str) -> str:
