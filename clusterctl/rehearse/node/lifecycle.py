@@ -62,7 +62,9 @@ from clusterctl.rehearse.node.state import (
 INIT_PATH = "/usr/local/lib/clusterctl-rehearsal/init"
 """where the node's PID 1 program is placed in each node (only in its upper layer)"""
 NETNS_DIR = "/run/netns"
-BOOT_TIMEOUT_S = 30.0
+BOOT_TIMEOUT_S = 120.0
+"""how long a booting node may take until its sshd listens: 1-9 s on an idle machine; ten nodes booting at once on
+two cores beside two converges took more than 30 s (a deadline, not a wait)"""
 STOP_TIMEOUT_S = 8.0
 MAX_NODES = 64
 FALLBACK_NET = "10.254.{}.0/24"

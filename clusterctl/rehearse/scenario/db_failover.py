@@ -29,7 +29,7 @@ from clusterctl.rehearse.scenario.base import (BACKUP_CONTROLLER, SHARED_STATE, 
 from clusterctl.rehearse.scenario.deploy import Cluster
 from clusterctl.rehearse.scenario.failover import FailoverTimeout, failover_specs, merging, ping
 from clusterctl.rehearse.scenario.needs import STATIC_COMPUTE
-from clusterctl.rehearse.scenario.observe import launch_failure, node_state, ssh_ok, wait_for
+from clusterctl.rehearse.scenario.observe import JOB_START_TIMEOUT_S, launch_failure, node_state, ssh_ok, wait_for
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 from clusterctl.targets.slurm import LOG_FILES
 from clusterctl.targets.slurm_accounting import DUMP_DIR, STORAGE_LOC
@@ -152,7 +152,7 @@ class DbFailover:
             raise StepFailed(f"no controller answers with {self.primary} off: {ping(state, via)}")
         jobs = [self._submit(state, via, f"rehearse-db-failover-{i}") for i in range(OUTAGE_JOBS)]
         done, _ = wait_for(lambda: all("JobState=COMPLETED" in ssh(state, via, f"scontrol show job {j}").stdout
-                                       for j in jobs) or None, 90)
+                                       for j in jobs) or None, JOB_START_TIMEOUT_S)
         if not done:
             states = {j: " ".join(ssh(state, via, f"scontrol show job {j} | grep -oE '(JobState|Reason)=[^ ]*'")
                                   .stdout.split()) for j in jobs}
