@@ -35,7 +35,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DURATION = re.compile(r"^\s*([0-9.]+)s (setup|call|teardown)\s+(\S.*?)\s*$")
-SCRIPTS_TEST_ARGS = ("-n", str((os.cpu_count() or 1) + 2), "--dist", "loadgroup", "--no-loadscope-reorder")
+SCRIPTS_TEST_ARGS = ("-n", str((os.cpu_count() or 1) + 1), "--dist", "loadgroup")
 """what scripts/test adds (tests/conftest.py, XDIST_GROUPS); ``-- -n 0`` after them runs everything in one process"""
 SUMMARY = re.compile(r"^=*\s*(\d+ (?:passed|failed).*?) in ([0-9.]+)s")
 

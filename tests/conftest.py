@@ -38,17 +38,16 @@ def pytest_configure(config):
 
 
 XDIST_GROUPS = {"e2e": "rehearsals", "e2e/test_lab_ha.py": "rehearsals-2", "e2e/test_elastic.py": "rehearsals-2",
-                "e2e/test_molecule.py": "rehearsals-2",
-                "e2e/test_fabric_gb200.py": "rehearsals-2", "e2e/test_fabric.py": "rehearsals-2",
+                "e2e/test_molecule.py": "rehearsals-2", "e2e/test_image_debian13.py": "rehearsals-2",
                 "integration": "host-daemons"}
 """tests/<dir> or tests/<dir>/<module> (the longest match wins) -> the pytest-xdist group its tests run in
-(scripts/test runs ``-n <cores + 2> --dist loadgroup --no-loadscope-reorder``): a group runs on one worker, one test after another. The lab
+(scripts/test runs ``-n <cores + 1> --dist loadgroup``): a group runs on one worker, one test after another. The lab
 rehearsal (a session fixture shared by test_deploy and test_scenarios) and the node boots that use the lab's
-network or its compute host names (test_nodes, the SIGTERM test) and the debian-13 install are one group; lab-ha,
-lab-cloud's elastic cycle, the fabric slices of hgx-h200-roce-1024 and gb200-nvl72-8rack (each with its own network
-and compute host names) and the Molecule node another, so two rehearsals run at once on two workers, for about the
-same time each (the debian-13 install, about 5 minutes, is in the first group for that); the tests that start
-daemons on this machine are a third. Rehearsals in different
+network or its compute host names (test_nodes, the SIGTERM test) and the fabric slices of hgx-h200-roce-1024 and
+gb200-nvl72-8rack (no Slurm, their own networks and switch names; about 3 minutes, moved here from the second group,
+which was the run's critical path by more than that) are one group; lab-ha, lab-cloud's elastic cycle, the debian-13
+install (each with its own network and compute host names) and the Molecule node another, so two rehearsals run at
+once on two workers; the tests that start daemons on this machine are a third. Rehearsals in different
 groups must not share an in-band network or a compute host name (slurmd makes ``slurm_<node>`` cgroups in the
 hierarchy every node shares). The other tests spread over every worker (docs/testing.md, "The budget")."""
 
@@ -71,32 +70,6 @@ def pytest_collection_modifyitems(config, items):
         group = xdist_group(item.path) or module_fixture_group(item)
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
-    if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker's collection is the one pytest-xdist dispatches
-        items[:] = dispatch_order(items)
-
-
-FIRST_GROUPS = ("rehearsals", "rehearsals-2")
-"""the groups pytest-xdist hands out first, in this order (scripts/test runs ``--no-loadscope-reorder``, so the
-work queue keeps the order of ``items``): each group of rehearsals is a critical path of its own and starts at once,
-on a worker of its own. pytest-xdist's default order (the most tests first) handed the lab rehearsal and the second
-group out only when a worker had finished the unit-test modules it got before them: about 5 and 8 minutes late."""
-LAST_IN_GROUP = "e2e/test_lab_ha.py"
-"""the module that runs last in its group: lab-ha's first converge (five hosts) then comes after the lab's first
-converge and its second (about 10 minutes in) instead of beside them"""
-
-
-def dispatch_order(items: list) -> list:
-    """``items`` with the FIRST_GROUPS first, then every other group by its number of tests, the most first (what
-    ``--loadscope-reorder`` does), then the ungrouped tests in collection order. Within a group the collection
-    order is kept, but for LAST_IN_GROUP."""
-    groups: dict[str | None, list] = {}
-    for item in items:
-        mark = item.get_closest_marker("xdist_group")
-        groups.setdefault(mark.args[0] if mark and mark.args else None, []).append(item)
-    first = [g for g in FIRST_GROUPS if g in groups]
-    rest = sorted((g for g in groups if g is not None and g not in FIRST_GROUPS), key=lambda g: -len(groups[g]))
-    last = lambda item: Path(str(getattr(item, "path", ""))).as_posix().endswith("/" + LAST_IN_GROUP)
-    return [item for g in (*first, *rest, None) for item in sorted(groups.get(g, ()), key=last)]
 
 
 def module_fixture_group(item) -> str | None:
@@ -112,7 +85,7 @@ def module_fixture_group(item) -> str | None:
     return None
 
 
-BACKGROUND_NICE = 19
+BACKGROUND_NICE = 10
 """the niceness of a pytest-xdist worker while it runs a test of no XDIST_GROUPS group (see below)"""
 
 

@@ -146,22 +146,3 @@ def test_refresh_is_refused_under_ci(monkeypatch):
     monkeypatch.setenv("CLUSTERCTL_UPDATE_GOLDEN", "0")  # set at all: refused, whatever the value
     with pytest.raises(pytest.fail.Exception):
         refresh_requested("CLUSTERCTL_UPDATE_GOLDEN")
-
-
-def test_the_rehearsal_groups_are_dispatched_first_then_the_groups_by_size_then_the_rest():
-    """scripts/test's --no-loadscope-reorder hands out work in the order of the collection: the rehearsal groups
-    and the host daemons first (they are the run's critical paths), then the larger groups, then single tests."""
-    from types import SimpleNamespace
-
-    from tests.conftest import dispatch_order
-
-    def item(name, group=None, path="tests/test_x.py"):
-        mark = SimpleNamespace(args=(group,)) if group else None
-        return SimpleNamespace(name=name, path=Path("/src") / path, get_closest_marker=lambda _, m=mark: m)
-
-    items = [item("unit1"), item("esc1", "module:esc"), item("daemon1", "host-daemons"), item("esc2", "module:esc"),
-             item("lab-ha", "rehearsals-2", "tests/e2e/test_lab_ha.py"), item("daemon2", "host-daemons"),
-             item("esc3", "module:esc"), item("lab", "rehearsals"), item("unit2"), item("lab-cloud", "rehearsals-2"),
-             item("molecule", "rehearsals-2", "tests/e2e/test_molecule.py")]
-    assert [i.name for i in dispatch_order(items)] == [
-        "lab", "lab-cloud", "molecule", "lab-ha", "esc1", "esc2", "esc3", "daemon1", "daemon2", "unit1", "unit2"]

@@ -1,8 +1,8 @@
 """The ``fabric`` scenario through the real CLI (docs/rehearse.md, "The fabric scenario"), as CI runs it: a slice of
 every routed fabric of hgx-h200-roce-1024 (the rail-optimized compute fabric ``roce``: rail 0's leaves of two
 scalable units; ``converged``; ``oob``), each switch running Debian's FRR with its rendered frr.conf, the hosts'
-rails addressed by the roce_network role's netplan. gb200-nvl72-8rack's slice is test_fabric_gb200.py (the other
-rehearsal group: tests/conftest.py, XDIST_GROUPS).
+rails addressed by the roce_network role's netplan. gb200-nvl72-8rack's slice is test_fabric_gb200.py (both run in
+the lab's rehearsal group, after the lab rehearsal: tests/conftest.py, XDIST_GROUPS).
 
 Then, on the kept hgx slice, what the acceptance asks: breaking the ASN plan, a host route or the MTU in a rendered
 file makes the scenario's own checks fail (and restoring the file makes them pass again): one boot, each broken
