@@ -97,7 +97,7 @@ class DbFailover:
                                        for h in self.cluster.compute) or None, 90)
         if not idle:
             raise StepFailed(f"compute nodes not idle: {[node_state(state, via, h) for h in self.cluster.compute]}")
-        self._state_saved(state, conf)
+        self._state_saved(state, conf, via)
         revived = self._backup_in_standby(state)
         storage = ssh_ok(state, self.backup, "grep -h '^StorageHost=' /etc/slurm/slurmdbd.conf").strip()
         source = mariadb(state, self.backup, "SHOW SLAVE STATUS")  # the backup replicates the primary's
@@ -133,16 +133,27 @@ class DbFailover:
         return ("; its slurmdbd had hung after the primary's return (log ended at 'Primary has come back'): killed "
                 "and started before the outage")
 
-    def _state_saved(self, state: State, conf: str) -> None:
-        """Wait until the primary saved its job state after the last job ended: slurmctld writes job_state a few
-        seconds after a change, and a backup that takes over from an older file believes the last job still runs
-        (it holds its node until the job's time limit; found by this scenario)."""
+    def _state_saved(self, state: State, conf: str, via: str) -> None:
+        """Make the primary save its job state after every job has ended, and wait for that save: a backup that
+        takes over from an older file believes the last job still runs and holds its nodes until the job's time
+        limit (found by this scenario). A job's EndTime is set when it starts COMPLETING, so a save at or after
+        EndTime can still hold its steps (a loaded run did: the backup recovered the users scenario's srun job with
+        its steps, and the outage jobs stayed PENDING). So: wait until no job runs or completes, then change the job
+        state (a held job, cancelled: slurmctld saves job_state a few seconds after a change) and wait until
+        job_state is newer than that change."""
         ssd = shlex.quote(re.search(r"(?m)^StateSaveLocation=(\S+)$", conf).group(1) + "/job_state")
-        last = "scontrol show job -o | grep -o 'EndTime=[0-9T:-]*' | cut -d= -f2 | sort | tail -n 1"
-        check = f'last=$({last}); [ -z "$last" ] || [ "$(stat -c %Y {ssd})" -ge "$(date -d "$last" +%s)" ]'
-        saved, _ = wait_for(lambda: ssh(state, self.primary, check).returncode == 0 or None, 30)
+        ended, _ = wait_for(lambda: ssh(state, via, "squeue -h -t R,CG,CF -o %i").stdout.strip() == "" or None,
+                            JOB_START_TIMEOUT_S)
+        if not ended:
+            raise StepFailed(f"jobs still running or completing before the outage: "
+                             f"{ssh(state, via, 'squeue -h -t R,CG,CF -o %i:%T').stdout.split()}")
+        changed = float(ssh_ok(state, self.primary, "date +%s.%N").strip())
+        held = ssh_ok(state, via, "sbatch --parsable -H -N1 -t 1 -J rehearse-db-failover-save --wrap true")
+        ssh_ok(state, via, f"scancel {held.strip().split(';')[0]}")
+        saved, _ = wait_for(lambda: float(ssh_ok(state, self.primary, f"stat -c %.9Y {ssd}").strip()) > changed
+                            or None, 30)
         if not saved:
-            raise StepFailed(f"{ssd} on {self.primary} not written after its last job ended within 30 s")
+            raise StepFailed(f"{ssd} on {self.primary} not written within 30 s of a change of the job state")
 
     def _outage_jobs(self, state: State, via: str, table: str) -> tuple[list[str], float]:
         """Submit jobs while the primary is off; each completes, and its row is in the backup's database."""
