@@ -240,7 +240,7 @@ class HeldOnce:
         elif cmd.startswith("scancel"):
             self.cancelled.append(cmd.split()[-1])
         elif cmd.startswith("scontrol ping"):
-            out = "head01 is UP\n"
+            out = "Slurmctld(primary) at head01 is UP\nSlurmctld(backup) at head02 is DOWN\n"
         elif "slurmd.log" in cmd and host == "gpu02":
             out = f"[2026-12-05T22:59:36.393] error: Launching batch job {self.job} failed: a stand-in\n"
         return subprocess.CompletedProcess(cmd, 0, out, "")

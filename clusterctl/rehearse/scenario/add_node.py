@@ -34,7 +34,7 @@ from clusterctl.rehearse.scenario.needs import STATIC_COMPUTE
 from clusterctl.rehearse.select import node_specs
 from clusterctl.rehearse.scenario.deploy import Cluster, _recap_outcome, run_playbook
 from clusterctl.rehearse.node.ssh import ssh
-from clusterctl.rehearse.scenario.observe import node_state, ssh_ok, wait_for, wait_running
+from clusterctl.rehearse.scenario.observe import node_state, sbatch, ssh_ok, wait_for, wait_running
 from clusterctl.rehearse.node.state import State
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
@@ -213,8 +213,7 @@ class AddNode:
                            or None, 90)
         if not idle:
             raise StepFailed(f"compute nodes not idle: {[node_state(state, via, h) for h in self.before.compute]}")
-        job = ssh_ok(state, via, f"sbatch --parsable -N1 -w {victim} -t 20 -J rehearse-add-node "
-                                  f"--wrap {shlex.quote(JOB_SCRIPT)}").strip().split(";")[0]
+        job = sbatch(state, via, f"-N1 -w {victim} -t 20 -J rehearse-add-node --wrap {shlex.quote(JOB_SCRIPT)}")
         wait_running(state, via, job)
         logs = {c: slurmctld_log_size(state, c) for c in self.before.controllers}
         self.rerender()

@@ -27,9 +27,10 @@ from clusterctl.rehearse.node.state import State
 from clusterctl.rehearse.scenario.base import (BACKUP_CONTROLLER, SHARED_STATE, SLURM_AND_COMPUTE, Build, Need,
                                                Scenario)
 from clusterctl.rehearse.scenario.deploy import Cluster
-from clusterctl.rehearse.scenario.failover import FailoverTimeout, failover_specs, merging, ping
+from clusterctl.rehearse.scenario.failover import FailoverTimeout, failover_specs, merging
 from clusterctl.rehearse.scenario.needs import STATIC_COMPUTE
-from clusterctl.rehearse.scenario.observe import JOB_START_TIMEOUT_S, launch_failure, node_state, ssh_ok, wait_for
+from clusterctl.rehearse.scenario.observe import (JOB_START_TIMEOUT_S, launch_failure, node_state, ping, sbatch,
+                                                   ssh_ok, wait_for)
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 from clusterctl.targets.slurm import LOG_FILES
 from clusterctl.targets.slurm_accounting import DUMP_DIR, STORAGE_LOC
@@ -148,8 +149,8 @@ class DbFailover:
             raise StepFailed(f"jobs still running or completing before the outage: "
                              f"{ssh(state, via, 'squeue -h -t R,CG,CF -o %i:%T').stdout.split()}")
         changed = float(ssh_ok(state, self.primary, "date +%s.%N").strip())
-        held = ssh_ok(state, via, "sbatch --parsable -H -N1 -t 1 -J rehearse-db-failover-save --wrap true")
-        ssh_ok(state, via, f"scancel {held.strip().split(';')[0]}")
+        held = sbatch(state, via, "-H -N1 -t 1 -J rehearse-db-failover-save --wrap true")
+        ssh_ok(state, via, f"scancel {held}")
         saved, _ = wait_for(lambda: float(ssh_ok(state, self.primary, f"stat -c %.9Y {ssd}").strip()) > changed
                             or None, 30)
         if not saved:

@@ -30,8 +30,8 @@ from clusterctl.rehearse.scenario.base import (
 )
 from clusterctl.rehearse.scenario.deploy import Cluster
 from clusterctl.rehearse.scenario.needs import STATIC_COMPUTE
-from clusterctl.rehearse.scenario.observe import (job_state, node_state, set_conf, ssh_ok, submit_running,
-                                                   wait_for)
+from clusterctl.rehearse.scenario.observe import (job_state, node_state, ping, set_conf, ssh_ok,
+                                                   submit_running, wait_for)
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
 CTLD_TIMEOUT_S = 10
@@ -62,12 +62,6 @@ class FailoverTimeout:
 
     def run(self, state: State, record: Record) -> None:
         set_conf(Path(state.dir) / "slurm" / "slurm.conf", "SlurmctldTimeout", self.seconds)
-
-def ping(state: State, via: str) -> dict[str, str]:
-    """``scontrol ping``: controller host -> UP/DOWN."""
-    r = ssh(state, via, "scontrol ping")
-    return dict(re.findall(r"Slurmctld\(\w+\) at (\S+) is (\w+)", r.stdout))
-
 
 def merging(record: Record) -> Record:
     """``record`` that keeps every finding of a host recorded twice in one step (one host can be primary

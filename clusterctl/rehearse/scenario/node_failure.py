@@ -18,7 +18,7 @@ from clusterctl.rehearse.node.state import State, state_dir
 from clusterctl.rehearse.scenario.base import SLURM_AND_COMPUTE, Build, Scenario
 from clusterctl.rehearse.scenario.deploy import NVIDIA_MAJOR, Cluster, commented_vars, run_playbook
 from clusterctl.rehearse.scenario.needs import STATIC_COMPUTE
-from clusterctl.rehearse.scenario.observe import node_state, rewrite_rendered, ssh_ok, wait_for
+from clusterctl.rehearse.scenario.observe import node_state, rewrite_rendered, sbatch, ssh_ok, wait_for
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
 
 HEALTH_INTERVAL_S = 10
@@ -187,8 +187,7 @@ class PrologFailure:
             r = ssh(state, victim, f"rm -f {dev}")
             if r.returncode != 0:
                 raise StepFailed(f"rm {dev} on {victim}: {r.stderr.strip()}")
-            out = ssh_ok(state, via, f"sbatch --parsable -N1 -w {victim} -t 5 -J rehearse-prolog --wrap 'sleep 30'")
-            job = out.strip().split(";")[0]
+            job = sbatch(state, via, f"-N1 -w {victim} -t 5 -J rehearse-prolog --wrap 'sleep 30'")
 
             def verdict():
                 st, reason = node_state(state, via, victim)

@@ -114,6 +114,17 @@ def ssh_ok(state: State, host: str, cmd: str, timeout: float = 60.0) -> str:
         raise StepFailed(f"{cmd!r} on {host}: exit {r.returncode}: {(r.stderr or r.stdout).strip()[-300:]}")
     return r.stdout
 
+def sbatch(state: State, via: str, args: str) -> str:
+    """``sbatch --parsable ARGS`` on ``via``: the job id it printed (:class:`StepFailed` when it refused)."""
+    return ssh_ok(state, via, f"sbatch --parsable {args}").strip().split(";")[0]
+
+
+def ping(state: State, via: str) -> dict[str, str]:
+    """``scontrol ping``: controller host -> UP/DOWN."""
+    r = ssh(state, via, "scontrol ping")
+    return dict(re.findall(r"Slurmctld\(\w+\) at (\S+) is (\w+)", r.stdout))
+
+
 JOB_START_TIMEOUT_S = 180
 """How long a submitted job may stay PENDING before a scenario fails (a job slurmd requeued held fails at once)"""
 
@@ -155,8 +166,7 @@ def launch_failure(state: State, via: str, job: str, hosts: Sequence[str] = ()) 
                    "| tail -n 5").stdout.strip()
         if tail:
             said.append(f"; slurmd on {host}: {tail[-500:]}")
-    ctld = ssh(state, via, "scontrol ping | grep -o '[^ ]* is UP' | head -1").stdout.split(" ")[0].strip()
-    host = (ctld.split("(")[0] if ctld else "").strip()
+    host = next((h for h, answer in ping(state, via).items() if answer == "UP"), "")
     if host:
         tail = ssh(state, host, rf"grep -E 'JobId={job}\b' /var/log/slurm/slurmctld.log | tail -n 5").stdout.strip()
         if tail:
@@ -164,13 +174,13 @@ def launch_failure(state: State, via: str, job: str, hosts: Sequence[str] = ()) 
     return "".join(said)
 
 
-def submit_running(state: State, via: str, sbatch: str, hosts: Sequence[str] = ()) -> tuple[str, str]:
-    """Submit ``sbatch`` (its options and script, after ``sbatch --parsable``) from ``via`` and wait until the job
+def submit_running(state: State, via: str, args: str, hosts: Sequence[str] = ()) -> tuple[str, str]:
+    """Submit ``args`` (sbatch's options and script: :func:`sbatch`) from ``via`` and wait until the job
     runs: (job id, note). A job Slurm held after a failed launch (LAUNCH_FAILED) is cancelled and submitted once
     more; the note then says so with what the logs said of the first launch (:func:`launch_failure`), so a
     scenario that needs a running job goes on and its summary shows the failed launch. Any other failure, or a
     second failed launch, raises :class:`StepFailed`."""
-    job = ssh_ok(state, via, f"sbatch --parsable {sbatch}").strip().split(";")[0]
+    job = sbatch(state, via, args)
     try:
         wait_running(state, via, job, hosts=hosts)
         return job, ""
@@ -178,7 +188,7 @@ def submit_running(state: State, via: str, sbatch: str, hosts: Sequence[str] = (
         if LAUNCH_FAILED not in str(failed):
             raise
         ssh(state, via, f"scancel {job}")
-        again = ssh_ok(state, via, f"sbatch --parsable {sbatch}").strip().split(";")[0]
+        again = sbatch(state, via, args)
         wait_running(state, via, again, hosts=hosts)
         return again, f"; the first job, {job}, was held after a failed launch and cancelled: {str(failed)[:700]}"
 
