@@ -38,15 +38,16 @@ def pytest_configure(config):
 
 
 XDIST_GROUPS = {"e2e": "rehearsals", "e2e/test_lab_ha.py": "rehearsals-2", "e2e/test_elastic.py": "rehearsals-2",
-                "e2e/test_molecule.py": "rehearsals-2", "e2e/test_image_debian13.py": "rehearsals-2",
-                "integration": "host-daemons"}
+                "e2e/test_molecule.py": "rehearsals-2", "e2e/test_fabric.py": "rehearsals-2",
+                "e2e/test_fabric_gb200.py": "rehearsals-2", "integration": "host-daemons"}
 """tests/<dir> or tests/<dir>/<module> (the longest match wins) -> the pytest-xdist group its tests run in
 (scripts/test runs ``-n <cores + 1> --dist loadgroup``): a group runs on one worker, one test after another. The lab
 rehearsal (a session fixture shared by test_deploy and test_scenarios) and the node boots that use the lab's
-network or its compute host names (test_nodes, the SIGTERM test) and the fabric slices of hgx-h200-roce-1024 and
-gb200-nvl72-8rack (no Slurm, their own networks and switch names; about 3 minutes, moved here from the second group,
-which was the run's critical path by more than that) are one group; lab-ha, lab-cloud's elastic cycle, the debian-13
-install (each with its own network and compute host names) and the Molecule node another, so two rehearsals run at
+network or its compute host names (test_nodes, the SIGTERM test) are one group; lab-ha, lab-cloud's elastic cycle
+(on the debian-13 image: tests/e2e/test_elastic.py; each with its own network and compute host names), the Molecule
+node and the fabric slices of hgx-h200-roce-1024 and gb200-nvl72-8rack (no Slurm, their own networks and switch
+names; about 3 minutes, back here since the debian-13 install is folded into the elastic cycle and the lab's group
+became the longer) another, so two rehearsals run at
 once on two workers; the tests that start daemons on this machine are a third. Rehearsals in different
 groups must not share an in-band network or a compute host name (slurmd makes ``slurm_<node>`` cgroups in the
 hierarchy every node shares). The other tests spread over every worker (docs/testing.md, "The budget")."""

@@ -23,6 +23,30 @@ def test_the_stand_in_reads_the_rendered_user_data_and_decodes_the_bootstrap_pro
     assert b'"config_url": "file:///srv/clusterctl-bucket/clusterctl/config.tar.gz"' in elastic._decode(settings)
 
 
+def test_user_data_compressed_by_another_zlib_is_the_same_user_data_and_other_content_is_not():
+    """The head node's resume program renders the user data with its own Python: on debian-13 zlib 1.3 compresses
+    the bootstrap program to other gzip bytes than this machine's zlib (a level-1 stream stands in for them here).
+    cloud-init writes the decoded files, so the check compares those; a changed program or host name still fails."""
+    import base64
+    import zlib
+
+    from clusterctl.cloud.stack.userdata import user_data
+
+    stack = elastic.rehearsal_stack(plan_of(shipped("lab-cloud")))
+    text = user_data("aws", "gpu01", stack["bootstrap"])
+    program = elastic.parse_cloud_config(text)["write_files"][0]["content"]
+    raw = elastic._decode({"content": program, "encoding": "gz+b64"})
+    compressor = zlib.compressobj(1, zlib.DEFLATED, 31)  # gzip framing, another deflate stream
+    other = base64.b64encode(compressor.compress(raw) + compressor.flush()).decode()
+    assert other != program
+    assert elastic.decoded_cloud_config(text.replace(program, other)) == elastic.decoded_cloud_config(text)
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+    tampered = base64.b64encode(compressor.compress(raw + b"# more\n") + compressor.flush()).decode()
+    assert elastic.decoded_cloud_config(text.replace(program, tampered)) != elastic.decoded_cloud_config(text)
+    assert elastic.decoded_cloud_config(text.replace("gpu01", "gpu02")) != elastic.decoded_cloud_config(text)
+    assert elastic.decoded_cloud_config("#!/bin/sh\necho hi\n") is None
+
+
 def test_the_stand_in_refuses_what_it_does_not_apply():
     with pytest.raises(StepFailed, match="packages"):
         elastic.parse_cloud_config("#cloud-config\nhostname: gpu01\npackages: [curl]\n")

@@ -106,7 +106,7 @@ def test_all_on_lab_ha_puts_every_scenario_on_one_boot_in_order(tmp_path):
 
 
 def test_install_is_deploy_without_the_second_converge_and_runs_alone(tmp_path):
-    """The debian-13 rehearsal's scenario (tests/e2e/test_image_debian13.py): converge once, testinfra, srun."""
+    """A rehearsal of installing (a new image, another Slurm release): converge once, testinfra, srun."""
     from clusterctl.targets import render_targets
 
     path = REPO / "blueprints" / "lab-2node.yaml"

@@ -2,7 +2,7 @@
 every routed fabric of hgx-h200-roce-1024 (the rail-optimized compute fabric ``roce``: rail 0's leaves of two
 scalable units; ``converged``; ``oob``), each switch running Debian's FRR with its rendered frr.conf, the hosts'
 rails addressed by the roce_network role's netplan. gb200-nvl72-8rack's slice is test_fabric_gb200.py (both run in
-the lab's rehearsal group, after the lab rehearsal: tests/conftest.py, XDIST_GROUPS).
+the second rehearsal group, beside the lab rehearsal: tests/conftest.py, XDIST_GROUPS).
 
 Then, on the kept hgx slice, what the acceptance asks: breaking the ASN plan, a host route or the MTU in a rendered
 file makes the scenario's own checks fail (and restoring the file makes them pass again): one boot, each broken

@@ -1,6 +1,6 @@
 """The ``fabric`` scenario on a slice of gb200-nvl72-8rack (``converged``, ``oob``) through the real CLI, as
-test_fabric.py runs hgx-h200-roce-1024's, in the lab's rehearsal group (tests/conftest.py, XDIST_GROUPS: after the lab
-rehearsal, while the second group, the longer, runs). Its networks are its own: the in-band pool 10.40.0.0/22,
+test_fabric.py runs hgx-h200-roce-1024's, in the second rehearsal group (tests/conftest.py, XDIST_GROUPS: beside the lab
+rehearsal, the longer). Its networks are its own: the in-band pool 10.40.0.0/22,
 the switch links and loopbacks of its plan, bridges and namespaces named from its state directory."""
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ def _installed_version(package: str) -> str:
 
 @pytest.fixture(scope="module")
 def debs(tmp_path_factory) -> tuple[Path, str]:
-    for tool in ("ansible-playbook", "apt-get", "dpkg-scanpackages"):
+    for tool in ("ansible-playbook", "apt-get", "apt-ftparchive"):
         require_tool(tool)
     version = _installed_version("slurmd")
     out = tmp_path_factory.mktemp("slurm-debs")

@@ -158,7 +158,7 @@ def test_the_base_path_is_read_from_the_rendered_job_container_conf():
 # --- the trusted .deb directory (slurm_preflight) ------------------------------------------------------------
 
 DEBS = ["Check the local .deb directory",
-        "Find files in the local .deb directory that are not root's alone (dpkg-scanpackages reads subdirectories too)",
+        "Find files in the local .deb directory that are not root's alone (apt-ftparchive reads subdirectories too)",
         "Assert the local .deb directory is root's alone before apt trusts it"]
 
 

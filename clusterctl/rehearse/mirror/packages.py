@@ -23,10 +23,10 @@ debian-12, promtool with it) where the blueprint has firewall and monitoring sec
 SLURM = {
     "distro": ("slurmd", "slurmctld", "slurm-client", "slurmdbd", "libpam-slurm-adopt"),
     "debs": ("slurm-smd-slurmd", "slurm-smd-slurmctld", "slurm-smd-client", "slurm-smd-slurmdbd",
-             "slurm-smd-libpam-slurm-adopt", "dpkg-dev"),
+             "slurm-smd-libpam-slurm-adopt", "apt-utils"),
 }
 """the Slurm packages by ``slurm.install.kind``: Debian's slurm-wlm, or SchedMD's ``slurm-smd-*`` (the local
-.deb directory; dpkg-dev: slurm_preflight indexes that directory with dpkg-scanpackages)"""
+.deb directory; apt-utils: slurm_preflight indexes that directory with apt-ftparchive)"""
 
 FABRIC_SWITCH = ("frr",)
 """the fabric scenario's switch nodes: Debian's FRR (8.4 on debian-12), the routing suite Cumulus Linux runs under
