@@ -19,6 +19,12 @@ from types import ModuleType
 
 import pytest
 
+# Every ansible-playbook the suite starts on this machine (role converges and check-mode runs with a local
+# connection, the pull script's runs) feeds its modules to Python on stdin instead of writing, chmod-ing and removing a
+# file for each task: the rendered ansible.cfg's own setting (pipelining = true), set here for the test playbooks that
+# carry their own configuration. About 8 % of the CPU of the hardware roles' check-mode runs (docs/testing.md).
+os.environ.setdefault("ANSIBLE_PIPELINING", "True")
+
 TESTS = Path(__file__).resolve().parent
 INSTALL_HINT = "`bash scripts/test` installs it"
 ROOT_HINT = "run the suite as root, as CI does"
@@ -41,7 +47,7 @@ XDIST_GROUPS = {"e2e": "rehearsals", "e2e/test_lab_ha.py": "rehearsals-2", "e2e/
                 "e2e/test_molecule.py": "rehearsals-2", "e2e/test_fabric.py": "rehearsals-2",
                 "e2e/test_fabric_gb200.py": "rehearsals-2", "integration": "host-daemons"}
 """tests/<dir> or tests/<dir>/<module> (the longest match wins) -> the pytest-xdist group its tests run in
-(scripts/test runs ``-n <cores + 1> --dist loadgroup``): a group runs on one worker, one test after another. The lab
+(scripts/test runs ``-n <cores + 2> --dist loadgroup``): a group runs on one worker, one test after another. The lab
 rehearsal (a session fixture shared by test_deploy and test_scenarios) and the node boots that use the lab's
 network or its compute host names (test_nodes, the SIGTERM test) are one group; lab-ha, lab-cloud's elastic cycle
 (on the debian-13 image: tests/e2e/test_elastic.py; each with its own network and compute host names), the Molecule
