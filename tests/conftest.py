@@ -47,7 +47,7 @@ XDIST_GROUPS = {"e2e": "rehearsals", "e2e/test_lab_ha.py": "rehearsals-2", "e2e/
                 "e2e/test_molecule.py": "rehearsals-2", "e2e/test_fabric.py": "rehearsals-2",
                 "e2e/test_fabric_gb200.py": "rehearsals-2", "integration": "host-daemons"}
 """tests/<dir> or tests/<dir>/<module> (the longest match wins) -> the pytest-xdist group its tests run in
-(scripts/test runs ``-n <cores + 2> --dist loadgroup``): a group runs on one worker, one test after another. The lab
+(scripts/test runs ``-n <cores + 1> --dist loadgroup``): a group runs on one worker, one test after another. The lab
 rehearsal (a session fixture shared by test_deploy and test_scenarios) and the node boots that use the lab's
 network or its compute host names (test_nodes, the SIGTERM test) are one group; lab-ha, lab-cloud's elastic cycle
 (on the debian-13 image: tests/e2e/test_elastic.py; each with its own network and compute host names), the Molecule
