@@ -45,6 +45,9 @@ def test_user_data_compressed_by_another_zlib_is_the_same_user_data_and_other_co
     assert elastic.decoded_cloud_config(text.replace(program, tampered)) != elastic.decoded_cloud_config(text)
     assert elastic.decoded_cloud_config(text.replace("gpu01", "gpu02")) != elastic.decoded_cloud_config(text)
     assert elastic.decoded_cloud_config("#!/bin/sh\necho hi\n") is None
+    # a gzip header over a broken deflate stream: not the same user data, and no exception out of the check
+    broken = base64.b64encode(bytes.fromhex("1f8b0800000000000003") + b"\xff\xff\xff\xff").decode()
+    assert elastic.decoded_cloud_config(text.replace(program, broken)) is None
 
 
 def test_the_stand_in_refuses_what_it_does_not_apply():

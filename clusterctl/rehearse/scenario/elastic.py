@@ -39,6 +39,7 @@ import json
 import re
 import shlex
 import time
+import zlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -191,7 +192,7 @@ def decoded_cloud_config(text: str) -> dict | None:
     for entry in config.get("write_files") or []:
         try:
             content = _decode(entry)
-        except (StepFailed, ValueError, OSError, EOFError):
+        except (StepFailed, ValueError, OSError, EOFError, zlib.error):  # zlib.error: a corrupt deflate stream
             return None
         files.append({**{k: v for k, v in entry.items() if k not in ("content", "encoding")}, "content": content})
     return {**config, "write_files": files} if "write_files" in config else config
