@@ -187,8 +187,10 @@ def test_the_script_fetches_applies_the_released_version_only_and_writes_its_sta
     v1 = publish("one", None, "v1")
     first = s.pull(cfg, "n2")
     assert (first["result"], first["version"], first["batch"], first["changed"]) == ("ok", v1, 2, 1), first
+    assert first["changed_tasks"] == ["Write the marker"]  # the callback names what changed
     assert out.read_text() == "one\n"
-    assert s.pull(cfg, "n2")["changed"] == 0  # the same version again: nothing changes
+    again = s.pull(cfg, "n2")
+    assert (again["changed"], again["changed_tasks"]) == (0, [])  # the same version again: nothing changes
     publish("two", None, "v2")
     tip = publish("two", {1: "v2", "*": "v1"})  # v2 released to batch 1 only: n2 (batch 2) stays on v1
     held = s.pull(cfg, "n2")
@@ -208,7 +210,8 @@ def test_the_script_fetches_applies_the_released_version_only_and_writes_its_sta
     boot = tmp_path / "empty"  # a first boot from cloud-init: the script alone, no status callback installed yet
     boot.mkdir()
     first_boot = s.pull({**cfg, "callback_dir": str(boot), "state_dir": str(tmp_path / "fresh")}, "n2")
-    assert (first_boot["result"], first_boot["changed"], first_boot["released_as"]) == ("ok", None, "v2"), first_boot
+    assert (first_boot["result"], first_boot["changed"], first_boot["changed_tasks"], first_boot["released_as"]) == (
+        "ok", None, None, "v2"), first_boot
 
 
 def test_the_pull_rehearsal_points_the_blueprint_at_the_controller_and_rolls_v2_batch_by_batch(tmp_path):
@@ -225,6 +228,30 @@ def test_the_pull_rehearsal_points_the_blueprint_at_the_controller_and_rolls_v2_
     assert sorted(p for p in v1 if v1[p] != v2.get(p)) == ["ansible/group_vars/all.yml"]  # only the interval
     assert rounds[0].intervals == {"v1": 30, "v2": 15}
     (batch,) = rounds  # releasing to all is the same rollout.yml key; the same version twice: the script's test above
-    assert batch.publish == ("v1", "v2") and batch.release == {0: "v2", 1: "v2", "*": "v1"}
-    assert batch.expect == {"head01": "v2", "gpu01": "v2", "gpu02": "v1"} and batch.unchanged == ()
-    assert set(batch.changed) == {"head01", "gpu01"}
+    assert batch.publish == ("v1", "v2") and batch.release == {0: "v2", "*": "v1"}
+    # one node of each group set: gpu02 runs gpu01's tasks with gpu01's variables (deploy.one_per_group_set)
+    assert batch.hosts == ("gpu01", "head01")
+    assert batch.expect == {"head01": "v2", "gpu01": "v1"}
+    assert (batch.changed, batch.unchanged, batch.changes_only) == (("head01",), ("gpu01",), "ansible_pull")
+
+
+def test_v1_is_the_tree_as_the_rehearsal_directory_holds_it_and_v2_only_adds_its_own_change(tmp_path):
+    """The scenarios rewrite rendered files before the converge (a shorter HealthCheckInterval): a node applying v1
+    must find what the converge installed, so v1 is read back from the directory; v2 is v1 with the files the v2
+    render changes; a file both edited and changed by v2 is refused (v2 would undo the edit)."""
+    from clusterctl.rehearse.scenario.pull import PullRepo
+    from clusterctl.rehearse.steps import StepFailed
+    v1 = {"slurm/slurm.conf": "HealthCheckInterval=300\n", "ansible/group_vars/all.yml": "interval: 30\n"}
+    v2 = {**v1, "ansible/group_vars/all.yml": "interval: 15\n"}
+    (tmp_path / "slurm").mkdir()
+    (tmp_path / "ansible" / "group_vars").mkdir(parents=True)
+    (tmp_path / "slurm" / "slurm.conf").write_text("HealthCheckInterval=10\n")
+    (tmp_path / "ansible" / "group_vars" / "all.yml").write_text("interval: 30\n")
+    repo = PullRepo("head01", dict(v1), dict(v2))
+    repo.as_rehearsed(tmp_path)
+    assert repo.edited == ["slurm/slurm.conf"]
+    assert repo.v1 == {"slurm/slurm.conf": "HealthCheckInterval=10\n", "ansible/group_vars/all.yml": "interval: 30\n"}
+    assert repo.v2 == {"slurm/slurm.conf": "HealthCheckInterval=10\n", "ansible/group_vars/all.yml": "interval: 15\n"}
+    (tmp_path / "ansible" / "group_vars" / "all.yml").write_text("interval: 5\n")
+    with pytest.raises(StepFailed, match=r"v2 changes files the rehearsal edited: \['ansible/group_vars/all.yml'\]"):
+        PullRepo("head01", dict(v1), dict(v2)).as_rehearsed(tmp_path)

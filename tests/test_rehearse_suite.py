@@ -90,14 +90,15 @@ def test_all_on_lab_ha_puts_every_scenario_on_one_boot_in_order(tmp_path):
     assert [s.name for s in reh.steps] == [
         "ssh-check", "mirror", "version-guard: render", "version-guard: version-guard", "version-guard: render back",
         "scratch: standin", "node-failure: health-interval", "failover: failover-timeout", "users: directory", "db-failover: failover-timeout",
-        "deploy: converge", "deploy: packages", "deploy: converge-again", "deploy: testinfra", "deploy: srun",
+        "deploy: converge", "deploy: packages", "deploy: testinfra", "deploy: srun",  # converge-again: pull's round
         "scratch: scratch", "node-failure: health-setup", "node-failure: node-failure", "node-failure: prolog-failure",
         "failover: failover", "users: users", "db-failover: db-failover", "day0: services", "day0: bmc", "day0: dhcp",
         "day0: dns", "day0: time", "pull: pull-batch", "add-node: add-node"]
     assert [(s.name, [b[1] for b in s.binds]) for s in reh.specs] == [
         ("head01", ["/shared"]), ("head02", ["/shared"]), ("login01", []), ("gpu01", []), ("gpu03", [])]
     assert list(reh.info) == ["image", "slurm_version", "slurm_install", "rehearsed_as", "add_node_change", "version_guard",
-                              "shared_storage", "installed_packages", "scenarios"]
+                              "shared_storage", "second_application", "installed_packages", "scenarios"]
+    assert reh.info["second_application"] == {"scenario": "pull", "hosts": ["gpu01", "head01", "head02", "login01"]}
     assert reh.info["image"] == {"name": "debian-12", "suite": "bookworm", "reason": "nearest to software.os ubuntu-22.04"}
     assert reh.info["scenarios"] == {"version-guard": "run", "deploy": "run", "scratch": "run", "node-failure": "run",
                                      "monitoring": "not applicable: no monitoring section",

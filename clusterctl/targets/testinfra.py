@@ -14,6 +14,9 @@ follow whatever the slurm and nccl targets wrote.
 from __future__ import annotations
 
 import json
+from functools import cache
+
+import jinja2
 
 from clusterctl.plan.model import ClusterPlan, GroupPlan
 from clusterctl.plan.roles import slurm_roles
@@ -27,7 +30,7 @@ from clusterctl.targets.ansible.node_files import (HOSTS_MARKER, LIMITS_FILE, NO
 from clusterctl.plan.cloud import elastic_groups
 from clusterctl.targets.ansible.slurm_vars import qos_vars
 from clusterctl.targets.ansible.storage import storage_mounts
-from clusterctl.targets.common import environment, header, path_part
+from clusterctl.targets.common import header, new_environment, path_part
 
 SLURM_ROLES = ("compute", "head", "login")
 """node roles in the Ansible group slurm_cluster (plus the controller and accounting hosts)"""
@@ -119,10 +122,18 @@ def docstring_text(text: object) -> str:
     return json.dumps(str(text))[1:-1]
 
 
-def render(plan: ClusterPlan) -> dict[str, str]:
-    env = environment()
+@cache
+def environment() -> jinja2.Environment:
+    """The targets' environment with the filters of Python test files (``py``, ``doc``): one per process, like
+    :func:`clusterctl.targets.common.environment`, of its own so no other target's template sees these filters."""
+    env = new_environment()
     env.filters["py"] = repr
     env.filters["doc"] = docstring_text
+    return env
+
+
+def render(plan: ClusterPlan) -> dict[str, str]:
+    env = environment()
     ctx = {"plan": plan, "header": header(plan).rstrip("\n"), "neigh": neigh_thresholds(plan),
            "slurm_config_dir": SLURM_CONFIG_DIR, "default_health_check": NODE_HEALTH_SCRIPT,
            "health_config": NODE_HEALTH_CONFIG, "sysctl_file": SYSCTL_FILE,

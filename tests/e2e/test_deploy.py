@@ -25,7 +25,7 @@ HOSTS = ["head01", "gpu01", "gpu02"]
 COMPUTE = ["gpu01", "gpu02"]
 ALL_STEPS = ["boot", "ssh-check", "mirror", "version-guard: render", "version-guard: version-guard",
              "version-guard: render back", "scratch: standin", "node-failure: health-interval", "monitoring: monitoring-intervals", "deploy: converge",
-             "deploy: packages", "deploy: converge-again", "deploy: testinfra",
+             "deploy: packages", "deploy: testinfra",
              "deploy: srun", "scratch: scratch", "node-failure: health-setup", "node-failure: node-failure", "node-failure: prolog-failure",
              "monitoring: scraped", "monitoring: slurmd-alert", "pull: pull-batch", "add-node: add-node"]
 
@@ -113,13 +113,23 @@ def test_every_package_the_roles_installed_came_from_the_site_mirror(deployed):
     assert all(name.startswith("slurm-smd") for name in smd)
 
 
-def test_second_converge_reports_changed_0_on_the_controller_and_one_compute_host(deployed):
-    """gpu02 is in gpu01's inventory groups (the same tasks, the same variables): the second converge runs on the
-    first of them (deploy.one_per_group_set)."""
+def test_second_application_changes_nothing_on_the_controller_and_one_compute_host_but_the_pull_timer(deployed):
+    """The pull scenario's round is the tree's second application (docs/rehearse.md, "converge-again"), on head01 and
+    on gpu01 (gpu02 is in gpu01's inventory groups: the same tasks, the same variables; deploy.one_per_group_set):
+    gpu01, held on v1, the version it runs, changes nothing; head01 applies v2, whose only difference is the pull
+    timer's interval, and every task that changed is the ansible_pull role's (the status callback names them)."""
     _, summary, _ = deployed
-    hosts = step(summary, "converge-again")["hosts"]
-    assert {h: o["changed"] for h, o in hosts.items()} == {"head01": 0, "gpu01": 0}
-    assert all(o["ok"] > 0 and o["failed"] == 0 for o in hosts.values())
+    assert "deploy: converge-again" not in steps(summary)
+    assert summary["second_application"] == {"scenario": "pull", "hosts": ["gpu01", "head01"]}
+    hosts = steps(summary)["pull: pull-batch"]["hosts"]
+    assert sorted(hosts) == ["gpu01", "head01"]
+    held, released = hosts["gpu01"], hosts["head01"]
+    assert (held["changed"], held["changed_tasks"]) == (0, []) and held["ok"] > 50, held
+    assert released["changed"] == len(released["changed_tasks"]) > 0 and released["ok"] > 50, released
+    assert all(t.startswith("ansible_pull : ") for t in released["changed_tasks"]), released["changed_tasks"]
+    assert "ansible_pull : Write the systemd service and timer" in released["changed_tasks"]
+    # v1 is the tree the converge installed: the node-failure and monitoring scenarios' shorter intervals in it
+    assert held["v1_edited_files"] == ["monitoring/alerts.yml", "monitoring/prometheus.yml", "slurm/slurm.conf"]
 
 
 def test_rendered_testinfra_suite_passes_on_every_host(deployed):

@@ -29,7 +29,6 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -405,34 +404,11 @@ def _count(r: ClassResult, case: Case, out: Outcome, wrong: list[str], dt: float
     r.failures += [f"{case.label()}: {w}" for w in wrong]
 
 
-@contextmanager
-def one_jinja_environment() -> Iterator[None]:
-    """The targets build a new Jinja environment (and compile every template again) for each render; the
-    sweep renders thousands of times, so it shares one while it runs (the templates and their output are the
-    same; about 40 % of a render's time). Restored afterwards: other tests see the targets as they are."""
-    from clusterctl.targets import ansible, common, testinfra
-
-    modules, original = (common, ansible, testinfra), common.environment
-    shared = cache(original)
-    for m in modules:
-        m.environment = shared
-    try:
-        yield
-    finally:
-        for m in modules:
-            m.environment = original
-
-
 def run_class(cls: str) -> ClassResult:
     """Every case of the class. A free-text field (description, vendor, sources, reason, CPU model) takes
     each payload alone through validate, and every payload it accepts together in one render (as
     test_injection does): free text names nothing, so one render shows whether any of them reaches a
     position."""
-    with one_jinja_environment():
-        return _run_class(cls)
-
-
-def _run_class(cls: str) -> ClassResult:
     r = ClassResult(cls)
     accepted: dict[str, list[Case]] = {}
     for case in cases(cls):

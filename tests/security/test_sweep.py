@@ -35,15 +35,6 @@ def test_every_base_renders_clean():
     assert S.baseline("lab").compute_address == "10.10.0.17"  # gpu01 in the lab's hosts file
 
 
-def test_the_shared_jinja_environment_renders_the_same_files():
-    """The sweep shares one Jinja environment for speed: twice through it renders what the targets render."""
-    text = S.to_yaml(S.base_data("lab"))
-    plain = S.run_text(text).files
-    with S.one_jinja_environment():
-        shared = [S.run_text(text).files for _ in range(2)]
-    assert shared[0] == plain and shared[1] == plain
-
-
 @pytest.mark.parametrize("name,why", [
     ("3405803781", "address 203.0.113.5"), ("2130706433", "address 127.0.0.1"), ("0x7f000001", "address 127.0.0.1"),
     ("0177.0.0.1", "address 127.0.0.1"), ("127.1", "address 127.0.0.1"), ("::1", "address ::1"),

@@ -129,3 +129,21 @@ def test_controllers_check_the_power_save_programs_with_elastic_groups():
     assert "power_save" not in files["tests/test_gpu.py"].lower()  # compute nodes: created by the programs
     static = testinfra.render(plan_of(shipped("aws-p5")))["tests/test_head.py"]
     assert "POWER_SAVE" not in static and "import json" not in static
+
+
+def test_the_process_wide_jinja_environments_render_what_fresh_ones_render(monkeypatch):
+    """The targets compile each template once per process (common.environment, testinfra.environment): two renders
+    through them give the files a render with a fresh environment for every template gives, and testinfra's
+    filters stay in its own environment."""
+    from clusterctl.targets import ansible, common, render_targets
+
+    assert common.environment() is common.environment()
+    assert "py" in testinfra.environment().filters and "py" not in common.environment().filters
+    plan = expand(load_blueprint(BLUEPRINTS / "lab-2node.yaml"))
+    shared = [render_targets(plan) for _ in range(2)]
+    monkeypatch.setattr(common, "environment", common.new_environment)
+    monkeypatch.setattr(ansible, "environment", common.new_environment)
+    monkeypatch.setattr(testinfra, "environment", testinfra.environment.__wrapped__)
+    fresh = render_targets(plan)
+    assert common.environment() is not common.environment()
+    assert shared[0] == fresh and shared[1] == fresh

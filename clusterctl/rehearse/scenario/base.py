@@ -126,6 +126,10 @@ class Scenario:
     """its nodes run the rendered roles, so the site mirror holds what they install (Slurm and the rest)"""
     packages: ClassVar[tuple[str, ...]] = ()
     """Debian packages the scenario itself installs on its nodes (from the site mirror)"""
+    applies_again: ClassVar[bool] = False
+    """its steps apply the rendered tree a second time to one host of each group set (the deploy scenario's
+    :func:`~clusterctl.rehearse.scenario.deploy.again_hosts`) and require changed=0 of everything its own change
+    does not touch: the deploy scenario then leaves its converge-again out (each claim shown once)"""
 
     def unmet(self, plan: ClusterPlan) -> tuple[Need, str] | None:
         """The first need ``plan`` does not meet, with why; None when it meets them all."""

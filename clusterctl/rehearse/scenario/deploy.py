@@ -619,21 +619,29 @@ def deploy_steps(cluster: Cluster, prepare: Cluster | None = None, debs_dir: str
     return steps
 
 
+def again_hosts(build: Build) -> tuple[str, ...]:
+    """The hosts a second application of the rendered tree runs on: :func:`one_per_group_set` of the cluster."""
+    return one_per_group_set(inventory_groups(build.base), tuple(build.cluster.groups), build.cluster.compute)
+
+
 class DeployScenario(Scenario):
     name = "deploy"
     proves = ("the rendered site.yml converges every host, changes nothing the second time, the rendered testinfra "
               "suite passes, and srun starts one PMIx rank per compute host")
     needs = (STATIC_COMPUTE,)
     converges_again: ClassVar[bool] = True
-    """whether the second converge (changed=0; :func:`one_per_group_set`'s hosts) is one of its steps"""
+    """whether the second converge (changed=0; :func:`again_hosts`) is one of its steps, unless a scenario that
+    runs with it ``applies_again`` (the pull's round: the same hosts, the same tree, changed=0 but for its change)"""
 
     def steps(self, build: Build) -> list:
         build.info["shared_storage"] = SHARED_STORAGE
         install = build.base.slurm.install if build.base.slurm is not None else None
+        second = next((s.name for s in build.scenarios if s.applies_again), "")
+        if self.converges_again and second:
+            build.info["second_application"] = {"scenario": second, "hosts": list(again_hosts(build))}
         steps = deploy_steps(build.cluster, prepare=build.everyone,
                              debs_dir=install.path if install is not None and install.kind == "debs" else None,
-                             again=self.converges_again, again_hosts=one_per_group_set(
-                                 inventory_groups(build.base), tuple(build.cluster.groups), build.cluster.compute))
+                             again=self.converges_again and not second, again_hosts=again_hosts(build))
         build.info["installed_packages"] = next(s.found for s in steps if isinstance(s, PackageOrigins))
         return [build.label(s, self.name) for s in steps]
 

@@ -1,4 +1,4 @@
-"""The ``pull`` scenario: every node applies its released version of the rendered tree to itself.
+"""The ``pull`` scenario: a node applies its released version of the rendered tree to itself.
 
 The git remote is served from the Slurm controller node: a bare repository ``/srv/clusterctl/pull.git`` on it,
 which this machine pushes each version to over SSH, and which every node (the controller too) fetches from
@@ -7,19 +7,24 @@ controller's pinned host key in ``/etc/clusterctl/pull-ssh/`` (the rehearsal's o
 key). A directory of the rehearsal would not do: each node has its own tmpfs ``/tmp``. The blueprint as rehearsed
 has ``slurm.rollout.pull.source`` pointing there (listed in ``rehearsed_as``). The timer is not started (a pull it
 fired between rounds would race the scenario): each round runs the service's command, ``/usr/local/sbin/clusterctl-pull``,
-on every node over SSH at once (the on-demand path, ``systemctl start clusterctl-pull`` on a real node), then
-the rendered collector ``ansible/pull-status.yml`` reads every node's ``pull-status.json``.
+on each pulling node over SSH at once (the on-demand path, ``systemctl start clusterctl-pull`` on a real node),
+then the rendered collector ``ansible/pull-status.yml`` reads their ``pull-status.json``.
 
-One round, a step (``pull-batch``): ``v1`` is the tree as rehearsed, ``v2`` the render of the blueprint with another
-``slurm.rollout.pull.interval_minutes`` (the timer unit every node writes changes, nothing of Slurm does); both are
-published, and ``rollout.yml`` releases ``v2`` to batch 0 (the control hosts) and batch 1 only: those nodes apply
-``v2`` (changed > 0), the others stay on ``v1``, the timer unit in each node says which, and the rendered collector's
-summary has every node on the version released to its batch and none failed.
+One round, a step (``pull-batch``), on one node of each group set (the deploy scenario's ``again_hosts``: the lab's
+head01 and gpu01; compute nodes of one set of groups run the same tasks with the same variables): ``v1`` is the
+tree as rehearsed, ``v2`` the render of the blueprint with another ``slurm.rollout.pull.interval_minutes`` (the
+timer unit every node writes changes, nothing of Slurm does); both are published, and ``rollout.yml`` releases
+``v2`` to batch 0 (the control hosts) only. Those nodes apply ``v2``: changed > 0, and every changed task is the
+ansible_pull role's (the status callback names them); the others apply ``v1``, the version they run, with
+changed=0. The timer unit in each node says which version it runs, and the rendered collector's summary has every
+node on the version released to its batch and none failed.
 
-Releasing ``v2`` to the rest (``"*": v2``) is the same rollout.yml key a batch is held back by; a pull of the version
-a node already runs changing nothing, a tree without ``rollout.yml`` applying the tip and a held batch are the
-script's behaviours, shown where it runs alone (tests/test_rehearse_pull.py, with Debian's ansible-playbook). A
-second round here (release to all) took 80-190 s of the suite: a full ``site.yml`` on every node.
+The round is the tree's second application to those hosts, after the converge and the scenarios between: the
+deploy scenario leaves its converge-again out when this scenario runs with it (``applies_again``). Releasing ``v2``
+to the rest (``"*": v2``) is the same rollout.yml key a batch is held back by; a tree without ``rollout.yml``
+applying the tip and a first boot without the callback are the script's behaviours, shown where it runs alone
+(tests/test_rehearse_pull.py, with Debian's ansible-playbook). A second round here (release to all) took 80-190 s
+of the suite: a full ``site.yml`` on every node.
 """
 
 from __future__ import annotations
@@ -29,13 +34,14 @@ import os
 import shlex
 import time
 from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
 from clusterctl import hostlist, yamlout
-from clusterctl.rehearse.scenario.deploy import Cluster, rehearsal_files, run_playbook
+from clusterctl.rehearse.scenario.deploy import Cluster, again_hosts, rehearsal_files, run_playbook
 from clusterctl.rehearse.node.files import write_text_atomic
 from clusterctl.rehearse.node.command import CommandTimeout, run_command
 from clusterctl.rehearse.node.ssh import ssh, write_file
@@ -104,10 +110,20 @@ def put(state: State, host: str, path: str, text: str, mode: str = "0600") -> No
     write_file(state, host, path, text, mode=mode, dir_mode="0700")
 
 
+def scenario_vars(state: State) -> list[Path]:
+    """The variables files earlier scenarios passed to their runs of the tree (``<scenario>-vars.yml`` in the state
+    directory, the deploy's own ``deploy-vars.yml`` aside), in name order: the node-failure scenario's health check
+    expectations (no RDMA, no mounts a rehearsal node can meet)."""
+    sdir = state_dir(Path(state.dir))
+    return sorted(p for p in sdir.glob("*-vars.yml") if p.name != "deploy-vars.yml")
+
+
 def give_access(state: State, hosts: list[str], controller: str) -> None:
     """What a real node gets from its image or cloud-init: the site variables of the push (the rehearsal
-    variables and the secrets, 0600, in pull-vars.d) and a deploy key with the remote's pinned host key."""
+    variables, those of the scenarios' runs and the secrets, 0600, in pull-vars.d) and a deploy key with the
+    remote's pinned host key."""
     vars_path, secrets_path = rehearsal_files(state)
+    more = [(f"{VARS_DIR}/55-{p.name}", p.read_text()) for p in scenario_vars(state)]
     known = [line for line in Path(state.known_hosts).read_text().splitlines()
              if line.split(",")[0] == controller]
     conf = (f"# clusterctl pull rehearsal: the git remote on {controller}\nHost {controller}\n"
@@ -116,6 +132,8 @@ def give_access(state: State, hosts: list[str], controller: str) -> None:
     for h in hosts:
         put(state, h, f"{VARS_DIR}/50-rehearsal.yml", vars_path.read_text())
         put(state, h, f"{VARS_DIR}/60-secrets.yml", secrets_path.read_text())
+        for path, text in more:
+            put(state, h, path, text)
         put(state, h, f"{SSH_DIR}/id_ed25519", Path(state.key).read_text())
         put(state, h, f"{SSH_DIR}/known_hosts", "\n".join(known) + "\n", "0644")
         put(state, h, SSH_CONF, conf, "0644")
@@ -130,6 +148,20 @@ class PullRepo:
     v1: dict[str, str]
     v2: dict[str, str]
     commits: dict[str, str] = field(default_factory=dict)
+    edited: list[str] = field(default_factory=list)
+    """files of the tree the scenarios rewrote in the rehearsal directory before the converge (shorter intervals)"""
+
+    def as_rehearsed(self, out: Path) -> None:
+        """v1 as the nodes run it: the render's files as the rehearsal directory holds them now (the scenarios'
+        edits in: a node applying v1 must find what the converge installed); v2: v1 with the files the v2 render
+        changes. A file both edited and changed by v2 is an error (v2 would undo the edit)."""
+        current = {rel: (out / rel).read_text() for rel in self.v1}
+        self.edited = sorted(rel for rel, text in current.items() if text != self.v1[rel])
+        changed = {rel: text for rel, text in self.v2.items() if self.v1.get(rel) != text}
+        both = sorted(set(self.edited) & set(changed))
+        if both:
+            raise StepFailed(f"v2 changes files the rehearsal edited: {both}")
+        self.v1, self.v2 = current, {**current, **changed}
 
     def commit(self, state: State, message: str, files: dict[str, str] | None = None,
                rollout: dict | None = None, tag: str = "") -> str:
@@ -200,20 +232,25 @@ class PullRound:
     name: str
     release: dict | None
     """rollout.yml's versions (tags); None: no rollout.yml (every node applies the tip)"""
+    hosts: tuple[str, ...] = ()
+    """the nodes that pull (default: every host of the cluster)"""
     expect: dict[str, str] = field(default_factory=dict)
     """host -> tag it must be on afterwards (default: every host on v1)"""
     unchanged: tuple[str, ...] = ()
-    """hosts that must report changed=0"""
+    """hosts that must report changed=0: they apply the version they already run"""
     changed: tuple[str, ...] = ()
-    """hosts that must report changed > 0 (they apply v2: its timer unit differs)"""
+    """hosts that must report changed > 0, every changed task of role ``changes_only`` (they apply v2: its timer
+    unit differs, and nothing else may change)"""
+    changes_only: str = "ansible_pull"
     publish: tuple[str, ...] = ()
     """'v1', 'v2': commit those renders first, in order (each tagged so)"""
     intervals: dict[str, int] = field(default_factory=dict)
 
     def run(self, state: State, record: Record) -> None:
-        hosts = list(self.cluster.groups)
+        hosts = list(self.hosts or self.cluster.groups)
         if "v1" in self.publish:
             give_access(state, hosts, self.repo.controller)
+            self.repo.as_rehearsed(Path(state.dir))
         for tag in self.publish:
             self.repo.commit(state, f"render {tag}", getattr(self.repo, tag), tag=tag)
         tags = {c: t for t, c in self.repo.commits.items()}
@@ -229,7 +266,7 @@ class PullRound:
             collected = (summary.get("nodes") or {}).get(h, {})
             tag = tags.get(st.get("version") or "", "?")
             want = self.expect.get(h, "v1")
-            counts = {"changed": int(st.get("changed") or 0), "batch": st.get("batch") if st.get("batch") is not None
+            counts = {"ok": int(st.get("ok") or 0), "changed": int(st.get("changed") or 0), "batch": st.get("batch") if st.get("batch") is not None
                       else -1, "pull_seconds": round(float(st.get("seconds") or 0), 1)}
             problems = []
             if st.get("result") != "ok":
@@ -240,10 +277,17 @@ class PullRound:
                 problems.append(f"applied {tag} ({st.get('version')}), expected {want}")
             if collected.get("version") != st.get("version") or collected.get("result") != st.get("result"):
                 problems.append(f"the collector read {collected.get('result')} {collected.get('version')}")
+            names = st.get("changed_tasks") or []
             if h in self.unchanged and counts["changed"]:
-                problems.append(f"changed={counts['changed']}, expected 0")
+                problems.append(f"changed={counts['changed']} applying the version it runs, expected 0: {names[:8]}")
             if h in self.changed and not counts["changed"]:
                 problems.append(f"applied {want} with changed=0 (its timer unit differs)")
+            other = [n for n in names if not n.startswith(f"{self.changes_only} : ")]
+            if h in self.changed and (other or len(names) != counts["changed"]):
+                problems.append(f"applied {want}: changed tasks outside role {self.changes_only} "
+                                f"(or not named: {len(names)} of {counts['changed']}): {other[:8]}")
+            counts["changed_tasks"] = names
+            counts["v1_edited_files"] = self.repo.edited
             interval = self.intervals.get(want)
             if interval:
                 unit = ssh(state, h, f"cat {TIMER_UNIT}").stdout
@@ -260,15 +304,17 @@ class PullRound:
             raise StepFailed(f"collector summary: versions {on}, failed {summary.get('failed')}; expected {wanted}")
 
 
-def pull_steps(cluster: Cluster, v1: dict[str, str], v2: dict[str, str], batches: dict[str, int]) -> list:
-    """The scenario's rounds (module docstring); ``batches``: host -> pull batch (from the v1 render)."""
+def pull_steps(cluster: Cluster, v1: dict[str, str], v2: dict[str, str], batches: dict[str, int],
+               hosts: Sequence[str]) -> list:
+    """The scenario's round (module docstring) on ``hosts``; ``batches``: host -> pull batch (from the v1 render)."""
     repo = PullRepo(cluster.controllers[0], v1, v2)
-    hosts = list(cluster.groups)
-    first = [h for h in hosts if batches.get(h, 99) <= 1]
+    first = tuple(h for h in hosts if batches.get(h, 99) == 0)
+    held = tuple(h for h in hosts if h not in first)
     intervals = {"v1": v2_interval(v1), "v2": v2_interval(v2)}
     return [
-        PullRound(cluster, repo, "pull-batch", {0: "v2", 1: "v2", "*": "v1"}, publish=("v1", "v2"),
-                  expect={h: "v2" if h in first else "v1" for h in hosts}, changed=tuple(first), intervals=intervals),
+        PullRound(cluster, repo, "pull-batch", {0: "v2", "*": "v1"}, hosts=tuple(hosts), publish=("v1", "v2"),
+                  expect={h: "v2" if h in first else "v1" for h in hosts}, changed=first, unchanged=held,
+                  intervals=intervals),
     ]
 
 
@@ -292,8 +338,10 @@ def host_batches(files: dict[str, str]) -> dict[str, int]:
 
 class PullScenario(Scenario):
     name = "pull"
-    proves = ("every node applies its released version of the rendered tree itself from a git remote, batch by "
-              "batch as rollout.yml releases it")
+    applies_again = True
+    proves = ("a node of each group set applies its released version of the rendered tree itself from a git "
+              "remote, batch by batch as rollout.yml releases it: a held node changes nothing, a released one only "
+              "its pull timer")
     needs = (STATIC_COMPUTE, SLURM_AND_COMPUTE)
 
     def adjust(self, variant, build: Build, v2: bool) -> None:
@@ -302,4 +350,5 @@ class PullScenario(Scenario):
     def steps(self, build: Build) -> list:
         v2_plan, _ = build.rehearsed(lambda var: build.adjust(var, v2=True))
         return [build.label(s, self.name) for s in
-                pull_steps(build.cluster, build.files, build.render(v2_plan), host_batches(build.files))]
+                pull_steps(build.cluster, build.files, build.render(v2_plan), host_batches(build.files),
+                           again_hosts(build))]

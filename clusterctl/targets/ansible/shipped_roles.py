@@ -4,6 +4,8 @@ under ansible/roles/."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
+from pathlib import Path
 
 from clusterctl.resources import data_dir
 
@@ -43,17 +45,27 @@ def role_files(roles: Iterable[str]) -> dict[str, str]:
 
     Not copied: dot-files and dot-dirs, ``__pycache__``, and each role's ``molecule/`` directory (its
     Molecule scenarios test the role on a rehearsal node in this repository; a cluster never runs them)."""
-    root = data_dir("roles")
+    root = str(data_dir("roles"))
     files: dict[str, str] = {}
     for role in sorted(set(roles)):
-        for path in sorted((root / role).rglob("*")):
-            rel = path.relative_to(root)
-            if not path.is_file() or any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
-                continue
-            if len(rel.parts) > 1 and rel.parts[1] == ROLE_TESTS_DIR:
-                continue
-            try:
-                files[f"ansible/roles/{rel.as_posix()}"] = path.read_text(encoding="utf-8")
-            except UnicodeDecodeError:  # roles ship text only; a stray binary is not copied
-                continue
+        files.update(_role_tree(root, role))
     return files
+
+
+@lru_cache(maxsize=None)
+def _role_tree(root: str, role: str) -> tuple[tuple[str, str], ...]:
+    """One shipped role's files (``role_files``), read once per process: the roles are package data, and a
+    process that renders many blueprints (the security sweep, a service) would otherwise read them per render."""
+    base = Path(root)
+    out = []
+    for path in sorted((base / role).rglob("*")):
+        rel = path.relative_to(base)
+        if not path.is_file() or any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
+            continue
+        if len(rel.parts) > 1 and rel.parts[1] == ROLE_TESTS_DIR:
+            continue
+        try:
+            out.append((f"ansible/roles/{rel.as_posix()}", path.read_text(encoding="utf-8")))
+        except UnicodeDecodeError:  # roles ship text only; a stray binary is not copied
+            continue
+    return tuple(out)
