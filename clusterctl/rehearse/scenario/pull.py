@@ -266,8 +266,9 @@ class PullRound:
             collected = (summary.get("nodes") or {}).get(h, {})
             tag = tags.get(st.get("version") or "", "?")
             want = self.expect.get(h, "v1")
-            counts = {"ok": int(st.get("ok") or 0), "changed": int(st.get("changed") or 0), "batch": st.get("batch") if st.get("batch") is not None
-                      else -1, "pull_seconds": round(float(st.get("seconds") or 0), 1)}
+            counts = {"ok": int(st.get("ok") or 0), "changed": int(st.get("changed") or 0),
+                      "batch": st.get("batch") if st.get("batch") is not None else -1,
+                      "pull_seconds": round(float(st.get("seconds") or 0), 1)}
             problems = []
             if st.get("result") != "ok":
                 problems.append(f"{st.get('result')}: {st.get('failed_task') or st.get('message')}")
