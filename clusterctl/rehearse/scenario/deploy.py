@@ -142,10 +142,21 @@ def rehearsal_vars_text() -> str:
                           REHEARSAL_VARS)
 
 
+VARS_SUFFIX = "-vars.yml"
+"""``<owner>-vars.yml``: the name of a variables file in the state directory (:func:`vars_file`)"""
+
+
+def vars_file(state: State, owner: str) -> Path:
+    """The variables file ``owner`` passes to its runs of the tree (``-e @file``), in the state directory:
+    ``deploy`` for the rehearsal's own (:func:`rehearsal_files`), a scenario's name for what its runs add (the
+    pull scenario gives a pulling node every such file)."""
+    return state_dir(Path(state.dir)) / f"{owner}{VARS_SUFFIX}"
+
+
 def rehearsal_files(state: State) -> tuple[Path, Path]:
     """Write the rehearsal variables file (with reasons) and a fresh secrets file (0600); return both."""
     sdir = state_dir(Path(state.dir))
-    vars_path = sdir / "deploy-vars.yml"
+    vars_path = vars_file(state, "deploy")
     write_text_atomic(vars_path, rehearsal_vars_text())
     secrets_path = sdir / "secrets.yml"
     if not secrets_path.exists():  # kept across converges of one rehearsal: a new key would restart munged
@@ -637,11 +648,12 @@ class DeployScenario(Scenario):
         build.info["shared_storage"] = SHARED_STORAGE
         install = build.base.slurm.install if build.base.slurm is not None else None
         second = next((s.name for s in build.scenarios if s.applies_again), "")
+        hosts = again_hosts(build)
         if self.converges_again and second:
-            build.info["second_application"] = {"scenario": second, "hosts": list(again_hosts(build))}
+            build.info["second_application"] = {"scenario": second, "hosts": list(hosts)}
         steps = deploy_steps(build.cluster, prepare=build.everyone,
                              debs_dir=install.path if install is not None and install.kind == "debs" else None,
-                             again=self.converges_again and not second, again_hosts=again_hosts(build))
+                             again=self.converges_again and not second, again_hosts=hosts)
         build.info["installed_packages"] = next(s.found for s in steps if isinstance(s, PackageOrigins))
         return [build.label(s, self.name) for s in steps]
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from clusterctl.rehearse.node.files import write_text_atomic
 from clusterctl.rehearse.node.ssh import ssh, write_file
-from clusterctl.rehearse.node.state import State, state_dir
+from clusterctl.rehearse.node.state import State
 from clusterctl.rehearse.scenario.base import SLURM_AND_COMPUTE, Build, Scenario
-from clusterctl.rehearse.scenario.deploy import NVIDIA_MAJOR, Cluster, commented_vars, run_playbook
+from clusterctl.rehearse.scenario.deploy import NVIDIA_MAJOR, Cluster, commented_vars, run_playbook, vars_file
 from clusterctl.rehearse.scenario.needs import STATIC_COMPUTE
 from clusterctl.rehearse.scenario.observe import node_state, rewrite_rendered, sbatch, ssh_ok, wait_for
 from clusterctl.rehearse.steps import FAILED, OK, HostOutcome, Record, StepFailed
@@ -77,8 +77,7 @@ class HealthSetup:
     name: str = "health-setup"
 
     def run(self, state: State, record: Record) -> None:
-        out = Path(state.dir)
-        vars_path = state_dir(out) / "node-failure-vars.yml"
+        vars_path = vars_file(state, NodeFailureScenario.name)
         write_text_atomic(vars_path, commented_vars(
             "clusterctl rehearsal: node-failure scenario (clusterctl/rehearse/scenario/node_failure.py)", HEALTH_VARS))
         for h in self.cluster.compute:

@@ -41,7 +41,8 @@ from pathlib import Path
 import yaml
 
 from clusterctl import hostlist, yamlout
-from clusterctl.rehearse.scenario.deploy import Cluster, again_hosts, rehearsal_files, run_playbook
+from clusterctl.rehearse.scenario.deploy import (VARS_SUFFIX, Cluster, again_hosts, rehearsal_files,
+                                                run_playbook, vars_file)
 from clusterctl.rehearse.node.files import write_text_atomic
 from clusterctl.rehearse.node.command import CommandTimeout, run_command
 from clusterctl.rehearse.node.ssh import ssh, write_file
@@ -111,11 +112,11 @@ def put(state: State, host: str, path: str, text: str, mode: str = "0600") -> No
 
 
 def scenario_vars(state: State) -> list[Path]:
-    """The variables files earlier scenarios passed to their runs of the tree (``<scenario>-vars.yml`` in the state
-    directory, the deploy's own ``deploy-vars.yml`` aside), in name order: the node-failure scenario's health check
-    expectations (no RDMA, no mounts a rehearsal node can meet)."""
-    sdir = state_dir(Path(state.dir))
-    return sorted(p for p in sdir.glob("*-vars.yml") if p.name != "deploy-vars.yml")
+    """The variables files earlier scenarios passed to their runs of the tree (``deploy.vars_file``, the deploy's
+    own aside), in name order: the node-failure scenario's health check expectations (no RDMA, no mounts a
+    rehearsal node can meet)."""
+    own = vars_file(state, "deploy")
+    return sorted(p for p in own.parent.glob(f"*{VARS_SUFFIX}") if p != own)
 
 
 def give_access(state: State, hosts: list[str], controller: str) -> None:
