@@ -365,6 +365,42 @@ def _print_or_write_report(rep, output: Path | None, fmt: ReportFormat, png: boo
     _err(f"{output}: {len(files)} files (report.md, report.json, {len(files) - 2} pictures)")
 
 
+class CompareFormat(str, Enum):
+    human = "human"
+    markdown = "markdown"
+    json = "json"
+
+
+@app.command()
+def compare(
+    blueprints: Annotated[list[Path], typer.Argument(help="two to eight blueprint YAML files")],
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="write compare.md, .json, .svg here")] = None,
+    fmt: Annotated[CompareFormat, typer.Option("--format", help="what to print without -o")] = CompareFormat.human,
+    suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
+) -> None:
+    """Designs side by side: GPUs used, throughput, MFU, time to train, power, racks, failures, cost of ownership
+    and $ per token, the better value marked (docs/cli.md, "compare")."""
+    from clusterctl.report import compare as cmp
+    from clusterctl.report.compare_output import to_markdown, to_text, write_comparison
+    from clusterctl.write import OutputDirError
+
+    if not 2 <= len(blueprints) <= cmp.MAX_DESIGNS:
+        raise _misuse(f"compare takes 2 to {cmp.MAX_DESIGNS} blueprints, got {len(blueprints)}",
+                      "clusterctl compare A.yaml B.yaml [C.yaml ...]")
+    designs = []
+    for bp in blueprints:
+        loaded, v = _validated_or_exit(bp, suppress, "not compared")
+        designs.append((v.plan, _report_document(loaded, v, {}, pictures=False).to_json()))
+    d = cmp.comparison([str(b) for b in blueprints], designs)
+    if output is not None:
+        try:
+            write_comparison(d, output)
+        except OutputDirError as exc:
+            raise _misuse(str(exc), exc.hint) from None
+    _out(finite_json.dumps(d, indent=2) if fmt is CompareFormat.json and output is None else
+         to_markdown(d) if fmt is CompareFormat.markdown and output is None else to_text(d))
+
+
 def _models_listing(presets: dict, width: int = 100) -> str:
     """One block per model preset: its name and shape, then its whole source wrapped at word boundaries."""
     import textwrap

@@ -49,6 +49,10 @@ class LoadCode(StrEnum):
     INVENTORY_VALUE = ("BP009", "inventory file refused",
                        "a value of a per-host inventory CSV refused: an unknown column or host, a MAC, serial or "
                        "secret name of the wrong form, a host or MAC listed twice (docs/inventory.md)")
+    PRICE_SHEET = ("BP010", "price sheet refused",
+                   "a value of the site's price sheet (cost.price_sheet) refused: a negative, non-finite or reversed "
+                   "price, an item the catalog does not know, a currency other than USD, a source without an "
+                   "evidence tag, a date in the future (docs/report.md)")
     UNKNOWN_SUPPRESSION = ("META001", "suppression of an unknown rule",
                            "a suppression in the blueprint names an unknown rule (a warning)", False)
     ERROR_SUPPRESSION = ("META002", "blueprint suppression of an error",

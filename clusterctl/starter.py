@@ -486,7 +486,7 @@ def _addressing(d: _Design) -> list[str]:
         f"  mgmt: {{cidr: 10.3.0.0/{_prefix(hosts + max(d.switches, 64))}, role: mgmt}}",
         f"  storage: {{cidr: 10.4.0.0/{_prefix(_STORAGE_PORTS * 2 * hosts)}, role: storage}}",
         f"  rdma: {{cidr: 10.8.0.0/{_prefix(d.nodes * d.rails)}, role: compute}}",
-        f"  loopback: {{cidr: 10.5.0.0/{_prefix(max(d.switches, 64))}, role: loopback}}  # switches' router ids",
+        f"  loopback: {{cidr: 10.0.0.0/{_prefix(max(d.switches, 64))}, role: loopback}}  # switches' router ids",
         "",
     ]
 

@@ -66,7 +66,7 @@ def test_exit_codes_are_only_defined_and_used_by_name():
 
 def test_load_codes_are_strings_equal_to_their_code():
     assert [c.code for c in LoadCode] == ["BP001", "BP002", "BP003", "BP004", "BP005", "BP006", "BP007", "BP008", "BP009",
-                                         "META001", "META002", "META003"]
+                                         "BP010", "META001", "META002", "META003"]
     for c in LoadCode:
         assert c == c.code and f"{c}" == str(c) == c.code and hash(c) == hash(c.code)
         assert json.dumps({"code": c}) == f'{{"code": "{c.code}"}}'

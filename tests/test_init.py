@@ -123,6 +123,19 @@ def test_every_starter_is_clean(gpu, fabric, size):
     assert sum(g.gpus for g in v.plan.groups) == gpus
 
 
+def test_the_largest_roce_starter_is_clean():
+    """100,000 H100 on RoCE: the storage pool grows to a /15 (10.4-10.5), so the switches' router ids live in 10.0
+    (they were in 10.5 and overlapped it: ADDR002)."""
+    from clusterctl.blueprint.load import load_blueprint_text
+    from clusterctl.starter import starter_blueprint
+    from clusterctl.validate import validate_loaded
+
+    text = starter_blueprint(100_000, "h100", "roce")
+    assert "storage: {cidr: 10.4.0.0/15" in text and "loopback: {cidr: 10.0.0.0/" in text
+    v = validate_loaded(load_blueprint_text(text, "starter.yaml"))
+    assert [f"{f.code}: {f.message}" for f in v.result.active()] == []
+
+
 @pytest.mark.parametrize("gpus, fabric, tiers", [
     # two tiers of SN5600 reach 64 spine ports x 64 leaf downlinks = 4,096 rail ports (512 nodes)
     (4096, "roce", 2), (4104, "roce", 3),

@@ -343,7 +343,7 @@ def _duplicates(files: tuple[InventoryFile, ...]) -> None:
         found.raise_any()
 
 
-def _resolved_inside(base: Path, name: str) -> Path | None:
+def resolved_inside(base: Path, name: str) -> Path | None:
     """``base/name`` if it resolves (symlinks followed) to a file inside ``base``; None otherwise."""
     root = Path(os.path.realpath(base))
     target = Path(os.path.realpath(base / name))
@@ -358,7 +358,7 @@ def read_inventories(names: list[str], base: Path, blueprint: SourceMap) -> tupl
     for i, name in enumerate(names):
         at: Path_ = ("site", "inventory", i)
         path = base / name
-        resolved = _resolved_inside(base, name)
+        resolved = resolved_inside(base, name)
         if resolved in seen:
             raise BlueprintError(blueprint, [Problem(at, f"site.inventory[{i}] {name} is the file {seen[resolved]} "
                                                          "again", hint="list each inventory file once")])

@@ -17,6 +17,7 @@ from clusterctl.blueprint.path_relations import path_problems
 from clusterctl.errors import BlueprintError, Problem
 from clusterctl.hidden_chars import shown
 from clusterctl.kinds import KIND_ERROR
+from clusterctl.catalog.hardware_prices import HardwarePriceList
 from clusterctl.location import SourceMap
 from clusterctl.source import load_yaml_file, load_yaml_text
 
@@ -27,6 +28,8 @@ class LoadedBlueprint:
     source: SourceMap
     inventory: tuple[InventoryFile, ...] = ()
     """the files ``site.inventory`` names, read and checked beside the blueprint (docs/inventory.md)"""
+    price_sheet: HardwarePriceList | None = None
+    """the site's price sheet ``cost.price_sheet`` names, read and checked beside the blueprint (docs/report.md)"""
 
 
 def format_path(path: tuple) -> str:
@@ -325,7 +328,21 @@ def parse_blueprint(data: object, source: SourceMap, base: Path | None = None) -
         raise BlueprintError(source, [Problem(("site", "inventory"), "site.inventory names files beside the "
                                               "blueprint, and this blueprint is not read from a file",
                                               hint="write the blueprint to a file next to its inventory")])
-    return LoadedBlueprint(bp, source, read_inventories(names, base, source) if names else ())
+    sheet_name = bp.cost.price_sheet if bp.cost is not None else None
+    if sheet_name and base is None:
+        raise BlueprintError(source, [Problem(("cost", "price_sheet"), "cost.price_sheet names a file beside the "
+                                              "blueprint, and this blueprint is not read from a file",
+                                              hint="write the blueprint to a file next to its price sheet")])
+    inventory = read_inventories(names, base, source) if names else ()
+    return LoadedBlueprint(bp, source, inventory, _price_sheet(bp, sheet_name, base, source) if sheet_name else None)
+
+
+def _price_sheet(bp: Blueprint, name: str, base: Path, source: SourceMap) -> HardwarePriceList:
+    from clusterctl.blueprint.price_sheet import read_price_sheet
+    from clusterctl.catalog import load_shipped_catalog
+
+    return read_price_sheet(name, base, source, load_shipped_catalog().with_entries(bp.catalog),
+                            lambda exc, smap: problems_from_validation(exc, source=smap))
 
 
 def load_blueprint(path: str | Path) -> LoadedBlueprint:

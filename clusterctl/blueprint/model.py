@@ -6,6 +6,7 @@ from pydantic import Field
 
 from clusterctl.blueprint.acceptance import Acceptance
 from clusterctl.blueprint.compute import NodeGroup, NodeType
+from clusterctl.blueprint.cost import Cost
 from clusterctl.blueprint.facility import Cooling, RackProfile, RackRange, Site
 from clusterctl.blueprint.kubernetes import KubernetesSpec
 from clusterctl.blueprint.network import Fabric, Network
@@ -43,6 +44,9 @@ class Blueprint(StrictModel):
     cloud: Cloud | None = None
     kubernetes: KubernetesSpec | None = None
     """Kubernetes objects rendered from the plan (``render --target kubernetes``, docs/kubernetes.md); absent: none"""
+    cost: Cost | None = None
+    """how the report prices the cluster (docs/report.md, "Cost of ownership"): the site's price sheet,
+    depreciation, facility and utilisation; absent: shipped prices and the defaults"""
     validation: Validation = Field(default_factory=Validation)
     monitoring: Monitoring | None = None
     """Prometheus, exporters and alert rules (docs/monitoring.md); absent: no monitoring stack is rendered"""

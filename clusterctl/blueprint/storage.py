@@ -139,6 +139,9 @@ class Workload(StrictModel):
     checkpoint_budget_s: float = Field(default=60.0, gt=0, le=31_536_000)  # a year
     """time the job may stall writing one checkpoint"""
     checkpoints_retained: int = Field(default=3, gt=0, le=100_000)
+    tokens_t: float | None = Field(default=None, gt=0, le=1_000_000)  # a quintillion tokens
+    """the training run's token budget, trillions of tokens (Llama 3 405B: 15.6); ``clusterctl compare`` shows the
+    time to train it; absent: no time to train"""
     model: ModelChoice | None = None
     """the model's shape: a preset name (``clusterctl report --list-models``) or layers/hidden/heads/...;
     when given, the report estimates step time, tokens/s and MFU from it"""

@@ -14,9 +14,9 @@ from clusterctl.source import load_yaml_file
 
 CATALOG_DIR = Path(__file__).parent
 SECTIONS = ("accelerators", "nics", "switches", "servers", "rack_systems", "instances")
-NOT_HARDWARE = ("prices.yaml", "kubernetes_operators.yaml")
-"""catalog-directory files that are not hardware sections (loaded by clusterctl.catalog.prices and
-clusterctl.catalog.kubernetes_operators)"""
+NOT_HARDWARE = ("prices.yaml", "hardware_prices.yaml", "optics.yaml", "kubernetes_operators.yaml")
+"""catalog-directory files that are not hardware sections (loaded by clusterctl.catalog.prices,
+clusterctl.catalog.hardware_prices, clusterctl.catalog.optics and clusterctl.catalog.kubernetes_operators)"""
 
 
 M = TypeVar("M", bound=BaseModel)

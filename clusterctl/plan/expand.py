@@ -370,4 +370,4 @@ def expand(loaded: LoadedBlueprint, catalog: Catalog | None = None) -> ClusterPl
                                       device_names(fabrics, racks, bp.rack_profiles, bp.cooling.cdus))
     return ClusterPlan(blueprint=bp, catalog=cat, node_types=types, groups=tuple(groups), racks=racks,
                        fabrics=tuple(fabrics), addresses=addresses, unplaced_switch_kw=unplaced_kw,
-                       inventory=inventory)
+                       inventory=inventory, price_sheet=loaded.price_sheet)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterctl.blueprint.inventory_csv import InventoryFile
+from clusterctl.catalog.hardware_prices import HardwarePriceList
 from clusterctl.blueprint.model import Blueprint
 from clusterctl.catalog import Catalog
 from clusterctl.catalog.models import Accelerator, CloudInstance, RackSystem, Server, Switch
@@ -299,6 +300,9 @@ class ClusterPlan:
     """the site's inventory files as loaded (``site.inventory``), the management devices' rows sorted apart:
     hosts' serials, MACs and BMC secret names, devices' management MACs; ask
     :func:`clusterctl.plan.host_identity.host_identities` and :func:`~clusterctl.plan.host_identity.device_macs`"""
+    price_sheet: HardwarePriceList | None = None
+    """the site's price sheet as loaded (``cost.price_sheet``); the prices the report uses are
+    :func:`clusterctl.report.ownership.prices_of` (the shipped catalog with the sheet's items in place)"""
 
     # --- settings the plan carries unchanged ------------------------------------------------------------------
     # What the blueprint states and the plan decides nothing about (a partition's time limit, a tier's mount, a
@@ -320,6 +324,13 @@ class ClusterPlan:
     def slurm(self):
         """the ``slurm:`` settings, None without Slurm; its host roles are :func:`clusterctl.plan.roles.slurm_roles`"""
         return self.blueprint.slurm
+
+    @property
+    def cost(self):
+        """the ``cost:`` settings (depreciation, facility, utilisation); the defaults when the blueprint has none"""
+        from clusterctl.blueprint.cost import Cost
+
+        return self.blueprint.cost or Cost()
 
     @property
     def storage(self):

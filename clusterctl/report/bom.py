@@ -2,7 +2,7 @@
 
 Counted from the plan's tiers, link bundles, groups and racks (never per host or per cable).
 
-Rules for cables and transceivers (facts and their sources in ``clusterctl/report/optics.yaml``)
+Rules for cables and transceivers (facts and their sources in ``clusterctl/catalog/optics.yaml``)
 ------------------------------------------------------------------------------------------------
 * **Cables** are the plan's: one per link bundle cable (``LinkBundle.cables`` = links / breakout; a
   breakout or splitter cable feeding several NIC ports from one switch port counts once). Links at
@@ -29,13 +29,10 @@ Table 4); its 256 node links and 256 leaf-spine links take 128 + 128 + 128 twin-
 
 from __future__ import annotations
 
-import functools
 import math
-from pathlib import Path
 from typing import Any
 
-import yaml
-
+from clusterctl.catalog.optics import OPTICS_REF, optics
 from clusterctl.plan.fabric import ports_at
 from clusterctl.plan.cooling import cdu_loads
 from clusterctl.plan.model import ClusterPlan, FabricPlan, LinkBundle
@@ -44,14 +41,6 @@ from clusterctl.report.section import ReportContext, Section, fmt, md_table
 
 KEY = "bom"
 TITLE = "Bill of materials"
-OPTICS_FILE = Path(__file__).with_name("optics.yaml")
-OPTICS_REF = "clusterctl/report/optics.yaml"
-
-
-@functools.lru_cache(maxsize=1)
-def optics() -> dict[str, Any]:
-    """The shipped cable/transceiver facts (``optics.yaml``)."""
-    return yaml.safe_load(OPTICS_FILE.read_text())
 
 
 def copper_max_gbps() -> float:
@@ -61,6 +50,18 @@ def copper_max_gbps() -> float:
 def _generic(gbps: float) -> str:
     table = optics()["generic"]["by_gbps"]
     return table.get(f"{gbps:g}", f"{fmt(gbps)}G pluggable")
+
+
+def _generic_price_item(gbps: float) -> str:
+    return f"pluggable-{gbps:g}g"
+
+
+def cable_price_item(gbps: float) -> str:
+    """The price item of a cable at ``gbps`` (clusterctl/catalog/hardware_prices.py): copper RJ45 at 1G, a DAC up
+    to the copper limit, optical fibre above (a breakout fibre priced as one cable)."""
+    if gbps <= copper_max_gbps():
+        return "cable-rj45" if gbps <= 1 else f"cable-dac-{gbps:g}g"
+    return f"cable-fibre-{gbps:g}g"
 
 
 def cable_type(gbps: float, breakout: int) -> str:
@@ -92,14 +93,14 @@ def _switch_end(plan: ClusterPlan, fp: FabricPlan, bundle: LinkBundle, role: str
         per_port = ports_at(sw, bundle.gbps)[1]
     if entry is not None:
         per = int(entry["links_per_transceiver"]) * per_port
-        typ, parts = entry["transceiver"], entry.get("parts", "")
+        typ, parts, item = entry["transceiver"], entry.get("parts", ""), entry["price_item"]
         ref = (f"optics.switches.{tier.model}", _source_text(entry))
     else:
         per = per_port
-        typ, parts = _generic(sw.port_modes[0].speed_gbps), ""
+        typ, parts, item = _generic(sw.port_modes[0].speed_gbps), "", _generic_price_item(sw.port_modes[0].speed_gbps)
         ref = ("optics.generic.by_gbps", optics()["generic"]["sources"]["by_gbps"])
     return {"fabric": fp.name, "link": f"{bundle.a}-{bundle.b}", "end": f"{role} ({tier.model})",
-            "type": typ, "parts": parts, "links": bundle.count, "links_per_transceiver": per,
+            "type": typ, "parts": parts, "price_item": item, "links": bundle.count, "links_per_transceiver": per,
             "count": -(-bundle.count // per), "ref": ref}
 
 
@@ -119,19 +120,21 @@ def _node_ends(plan: ClusterPlan, fp: FabricPlan, bundle: LinkBundle) -> tuple[l
             srv = servers.get(nt.server_name) if nt.server is not None else None
             if srv is not None and srv["role"] == role:
                 per = int(srv["links_per_transceiver"])
-                typ, parts = srv["transceiver"], ""
+                typ, parts, item = srv["transceiver"], "", srv["price_item"]
                 ref = (f"optics.servers.{nt.server_name}", _source_text(srv))
             elif nic.model in nics and math.isclose(nic.speed_gbps, bundle.gbps):
                 per, typ, parts = 1, nics[nic.model]["transceiver"], nics[nic.model].get("parts", "")
+                item = nics[nic.model]["price_item"]
                 ref = (f"optics.nics.{nic.model}", _source_text(nics[nic.model]))
             else:
-                per, typ, parts = 1, _generic(bundle.gbps), ""
+                per, typ, parts, item = 1, _generic(bundle.gbps), "", _generic_price_item(bundle.gbps)
                 ref = ("optics.generic.by_gbps", optics()["generic"]["sources"]["by_gbps"])
             count = -(-nic.count // per) * g.count
             key = (typ, nt.server_name or nt.name)
             row = rows.setdefault(key, {"fabric": fp.name, "link": "node-leaf",
                                         "end": f"node ({nt.server_name or nt.name})", "type": typ,
-                                        "parts": parts, "links": 0, "links_per_transceiver": per, "count": 0,
+                                        "parts": parts, "price_item": item, "links": 0,
+                                        "links_per_transceiver": per, "count": 0,
                                         "ref": ref})
             row["links"] += ports
             row["count"] += count
@@ -190,7 +193,7 @@ def _network(plan: ClusterPlan) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     cat = plan.catalog
     sw_fabric, sw_model = [], {}
     cables_fabric, cables_type = [], {}
-    xcvr_fabric, xcvr_type, parts_of = [], {}, {}
+    xcvr_fabric, xcvr_type, parts_of, item_of = [], {}, {}, {}
     extras = []
     for fp in plan.fabrics:
         for t in fp.tiers:
@@ -201,11 +204,12 @@ def _network(plan: ClusterPlan) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             typ = cable_type(b.gbps, b.breakout)
             cables_fabric.append({"fabric": fp.name, "link": f"{b.a}-{b.b}", "links": b.count, "gbps": b.gbps,
                                   "breakout": b.breakout, "cables": b.cables, "type": typ})
-            _add(cables_type, typ, b.cables)
+            _add(cables_type, (typ, cable_price_item(b.gbps)), b.cables)
         rows, extra = fabric_transceivers(plan, fp)
         for r in rows:
             _add(xcvr_type, r["type"], r["count"])
             parts_of.setdefault(r["type"], r["parts"])
+            item_of.setdefault(r["type"], r["price_item"])
         xcvr_fabric.extend(rows)
         if extra:
             extras.append({"fabric": fp.name, "endpoints": extra})
@@ -218,14 +222,15 @@ def _network(plan: ClusterPlan) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         },
         "cables": {
             "by_fabric": cables_fabric,
-            "by_type": [{"type": t, "count": n} for t, n in cables_type.items()],
+            "by_type": [{"type": t, "price_item": item, "count": n} for (t, item), n in cables_type.items()],
             "total": sum(cables_type.values()),
         },
         "transceivers": {
             "by_fabric": [{k: v for k, v in r.items() if k != "ref"} | {"catalog": r["ref"][0],
                                                                          "source": r["ref"][1]}
                           for r in xcvr_fabric],
-            "by_type": [{"type": t, "count": n, "parts": parts_of.get(t, "")} for t, n in xcvr_type.items()],
+            "by_type": [{"type": t, "count": n, "parts": parts_of.get(t, ""), "price_item": item_of[t]}
+                        for t, n in xcvr_type.items()],
             "total": sum(xcvr_type.values()),
             "extra_endpoints": extras,
         },

@@ -20,6 +20,7 @@ from clusterctl.report import (
     collective_report,
     cost,
     findings,
+    ownership_section,
     power,
     reliability,
     storage,
@@ -27,9 +28,11 @@ from clusterctl.report import (
 )
 from clusterctl.report.section import ReportContext, Section
 
-SECTIONS = (findings, capacity, collective_report, training_report, storage, reliability, power, bom, cost)
-"""a module's ``build`` may return None: the section does not apply (cost: blueprints without ``cloud:``;
-validation findings: the caller passed none)"""
+SECTIONS = (findings, capacity, collective_report, training_report, storage, reliability, power, bom, ownership_section,
+            cost)
+"""a module's ``build`` may return None: the section does not apply (cost: blueprints without ``cloud:``; cost of
+ownership: blueprints with one; validation findings: the caller passed none). A section sees the ones built before
+it in ``ctx.extra["sections"]`` (key -> Section): the cost of ownership prices the BOM and the power figures"""
 REPORT_FORMAT = 1
 """version of the JSON report's shape"""
 
@@ -102,7 +105,13 @@ def build(plan: ClusterPlan, overrides: dict[str, Any] | None = None, *, checkpo
     training = training_report.run(plan, overrides)
     ctx = context(plan, training, checkpoint_interval_min=checkpoint_interval_min, pue=pue, ranks=ranks,
                   racks=racks, findings=findings)
-    sections = tuple(s for s in (mod.build(ctx) for mod in SECTIONS) if s is not None)
+    built: dict[str, Section] = {}
+    ctx.extra["sections"] = built
+    for mod in SECTIONS:
+        s = mod.build(ctx)
+        if s is not None:
+            built[s.key] = s
+    sections = tuple(built.values())
     series = collective_report.chart_series(next(s for s in sections if s.key == "collectives"))
     svgs = figures.pictures(plan, series) if pictures else {}
     return Report(plan.name, sections, svgs, series)

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusterctl.report.bom import OPTICS_FILE, build
+from clusterctl.catalog.optics import OPTICS_FILE
+from clusterctl.report.bom import build
 from clusterctl.report.section import ReportContext
 from tests.helpers import BLUEPRINTS, plan_of, shipped
 
@@ -121,7 +122,7 @@ def test_every_optics_figure_has_a_source():
     data = yaml.safe_load(OPTICS_FILE.read_text())
     for section_name in ("switches", "nics", "servers"):
         for name, entry in data[section_name].items():
-            figures = [k for k in entry if k not in ("sources", "role")]
+            figures = [k for k in entry if k not in ("sources", "role", "price_item")]
             assert set(figures) <= set(entry["sources"]), f"{section_name}.{name}"
             assert all(v.startswith(("[P]", "[Q]", "[S]", "[D]")) for v in entry["sources"].values())
     assert set(data["rules"]) - {"sources"} <= set(data["rules"]["sources"])
