@@ -376,6 +376,11 @@ def compare(
     blueprints: Annotated[list[Path], typer.Argument(help="two to eight blueprint YAML files")],
     output: Annotated[Optional[Path], typer.Option("-o", "--output", help="write compare.md, .json, .svg here")] = None,
     fmt: Annotated[CompareFormat, typer.Option("--format", help="what to print without -o")] = CompareFormat.human,
+    model: Annotated[Optional[str], typer.Option(help="train this model preset on every design")] = None,
+    global_batch: Annotated[Optional[int], typer.Option(help="sequences per step, on every design",
+                                                        callback=bounded_like(TrainingSpec, "global_batch"))] = None,
+    tokens_t: Annotated[Optional[float], typer.Option(help="token budget, trillions (default: workload.tokens_t)",
+                                                      callback=bounded_like(Workload, "tokens_t"))] = None,
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
 ) -> None:
     """Designs side by side: GPUs used, throughput, MFU, time to train, power, racks, failures, cost of ownership
@@ -390,8 +395,9 @@ def compare(
     designs = []
     for bp in blueprints:
         loaded, v = _validated_or_exit(bp, suppress, "not compared")
-        designs.append((v.plan, _report_document(loaded, v, {}, pictures=False).to_json()))
-    d = cmp.comparison([str(b) for b in blueprints], designs)
+        overrides = {"model": model, "global_batch": global_batch}
+        designs.append((v.plan, _report_document(loaded, v, overrides, pictures=False).to_json()))
+    d = cmp.comparison([str(b) for b in blueprints], designs, tokens_t)
     if output is not None:
         try:
             write_comparison(d, output)

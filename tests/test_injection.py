@@ -217,6 +217,7 @@ def lab_extended() -> dict:
                          database_host="db01", database_ca="/etc/ssl/certs/db01-ca.pem")
     data["site"]["time_servers"] = ["ntp1.example.org"]
     data["site"]["inventory"] = ["lab-2node-inventory.csv"]  # in INVENTORIES
+    data["cost"] = {"price_sheet": "lab-2node-prices.yaml"}  # in INVENTORIES
     data["site"].update(dns_domain="lab.example.org", dns_servers=["10.0.0.53"])
     data["site"]["provisioner"] = {"kind": "pxe", "server": "head01", "bios_boot_file": "undionly.kpxe",
                                    "uefi_boot_file": "ipxe.efi", "ipxe_script_url": "http://10.10.0.19/boot.ipxe",
@@ -434,7 +435,8 @@ _CATALOG = load_shipped_catalog()
 
 
 INVENTORIES = REPO / "tests" / "blueprints" / "inventory"
-"""where the base blueprints' site.inventory files are (lab-extended names one)"""
+"""where the files beside the base blueprints are (lab-extended names a site.inventory file and a
+cost.price_sheet)"""
 
 
 def plan_data(data: dict):

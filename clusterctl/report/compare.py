@@ -58,7 +58,8 @@ def design_figures(report_json: dict[str, Any], tokens_t: float | None) -> dict[
     if workload is None and tr.get("available"):
         fpt = (tr.get("simple") or {}).get("flops_per_token")
         workload = f"{fpt / 6e9:g}B parameters (simple form)" if fpt else "simple form"
-    return {"gpus": gpus, "gpus_used": used, "workload": workload, "tokens_per_s": tps, "band": band, "band_basis": basis, "mfu": mfu,
+    return {"gpus": gpus, "gpus_used": used, "workload": workload, "tokens_per_s": tps, "band": band,
+            "band_basis": basis, "mfu": mfu,
             "goodput": goodput, "tokens_t": tokens_t, "peak_pflops": cap["peak_bf16"]["value"],
             "it_kw": power["it_kw"], "facility_kw": power["facility_kw"], "liquid_kw": power["cooling"]["liquid_kw"],
             "air_kw": power["cooling"]["air_kw"], "racks": power["rack_count"],
@@ -120,7 +121,7 @@ def rows(figs: list[dict[str, Any]]) -> list[Row]:
 
     return [
         Row("gpus", "GPUs", "", None, col(lambda f: _v(f["gpus"]))),
-        Row("gpus_used", "GPUs the training estimate uses", "", "higher", col(lambda f: _v(f["gpus_used"]))),
+        Row("gpus_used", "GPUs the training estimate uses", "", None, col(lambda f: _v(f["gpus_used"]))),
         Row("peak_pflops", "Peak dense BF16", "PFLOP/s", "higher", col(lambda f: _v(f["peak_pflops"]))),
         Row("tokens_per_s", "Sustained training throughput", "tokens/s", "higher",
             col(lambda f: _banded(f["tokens_per_s"], f["band"]))),
@@ -175,12 +176,15 @@ def gpu_warnings(names: list[str], figs: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def comparison(files: list[str], designs: list[tuple[ClusterPlan, dict[str, Any]]]) -> dict[str, Any]:
-    """The comparison of ``designs`` (each plan with its report's JSON) read from ``files``: the JSON form."""
+def comparison(files: list[str], designs: list[tuple[ClusterPlan, dict[str, Any]]],
+               tokens_t: float | None = None) -> dict[str, Any]:
+    """The comparison of ``designs`` (each plan with its report's JSON) read from ``files``: the JSON form.
+    ``tokens_t``: the token budget (trillions) for every design; default each design's ``workload.tokens_t``."""
     names = [plan.name for plan, _ in designs]
     if len(set(names)) < len(names):
         names = [f"{n} ({f})" for n, f in zip(names, files)]
-    figs = [design_figures(r, plan.workload.tokens_t if plan.workload is not None else None) for plan, r in designs]
+    figs = [design_figures(r, tokens_t if tokens_t is not None else
+                           plan.workload.tokens_t if plan.workload is not None else None) for plan, r in designs]
     same_workload = len({f["workload"] for f in figs}) == 1
     out_rows = []
     for r in rows(figs):

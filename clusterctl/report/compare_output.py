@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from clusterctl.report.markdown import Markup
+from clusterctl.report.markdown import Markup, text
 from clusterctl.report.section import fmt, md_table
 from clusterctl.report.svg import Svg, fits, nice
 
@@ -78,14 +78,15 @@ def to_text(d: dict[str, Any]) -> str:
 
 
 def to_markdown(d: dict[str, Any], picture: str | None = None) -> str:
-    names = [x["name"] for x in d["designs"]]
+    names = [text(x["name"]).replace("|", "\\|") for x in d["designs"]]
     out = [f"# Designs compared: {', '.join(names)}\n\n"]
-    out += [f"**{line}**\n\n" if line.startswith("WARNING") else f"- {line}\n" for line in _header_lines(d)]
+    out += [f"**{text(line)}**\n\n" if line.startswith("WARNING") else f"- {text(line)}\n"
+            for line in _header_lines(d)]
     out.append("\n" + md_table(["Figure", *names], [[_label(r), *(Markup(cell(r, i).replace("$", "\\$"))
                                                                   for i in range(len(names)))]
                                                     for r in d["rows"]], "l" + "r" * len(names)))
-    out.append(f"\n{_legend()}.\n")
-    out.append("\nFiles: " + ", ".join(f"`{x['file']}`" for x in d["designs"]) + "\n")
+    out.append(f"\n{text(_legend())}.\n")
+    out.append("\nFiles: " + ", ".join(text(x["file"]) for x in d["designs"]) + "\n")
     if picture:
         out.append(f"\n![designs compared]({picture})\n")
     return "".join(out)

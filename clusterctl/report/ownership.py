@@ -95,7 +95,8 @@ def capital_lines(plan: ClusterPlan, bom: dict[str, Any], it_kw: float, prices: 
         lines.append(Line("transceivers", t["price_item"], t["type"], t["count"], "transceiver",
                           prices.transceivers.get(t["price_item"])))
     for c in bom["cables"]["by_type"]:
-        lines.append(Line("cables", c["price_item"], c["type"], c["count"], "cable", prices.cables.get(c["price_item"])))
+        lines.append(Line("cables", c["price_item"], c["type"], c["count"], "cable",
+                          prices.cables.get(c["price_item"])))
     racks = sum(r["count"] for r in bom["racks"] if not r["system"])
     if racks:
         lines.append(Line("racks", "racks", "rack enclosure", racks, "rack", prices.racks))

@@ -7,9 +7,10 @@ import json
 import xml.etree.ElementTree as ET
 
 from clusterctl.report.compare import Row, verdict
-from tests.helpers import cli
+from tests.helpers import REPO, cli
 
 SVG = "{http://www.w3.org/2000/svg}svg"
+EXAMPLE = REPO / "docs" / "examples" / "compare-gb200-nvl72-8rack-dgx-h100-superpod-1su"
 
 
 def _row(better, *values):
@@ -58,28 +59,43 @@ def test_gb200_against_the_superpod_writes_table_picture_and_json(tmp_path):
     md = (out / "compare.md").read_text()
     assert md.startswith("# Designs compared: gb200-nvl72-8rack, dgx-h100-superpod-1su\n")
     assert "![designs compared](compare.svg)" in md and "| Capital cost |" in md
+    # the example docs/report.md links to is what the command writes today; regenerate with
+    # clusterctl compare blueprints/gb200-nvl72-8rack.yaml blueprints/dgx-h100-superpod-1su.yaml -o EXAMPLE
+    for name in ("compare.json", "compare.md", "compare.svg"):
+        assert (EXAMPLE / name).read_bytes() == (out / name).read_bytes(), f"{EXAMPLE / name} is stale: regenerate"
 
 
 def test_two_init_starters_b200_infiniband_against_gb200(tmp_path):
     for gpu, gpus in (("b200", "2048"), ("gb200", "2016")):
         r = cli("init", "--gpus", gpus, "--gpu", gpu, "--fabric", "infiniband", "-o", str(tmp_path / f"{gpu}.yaml"))
         assert r.returncode == 0, r.stderr
-    r = cli("compare", str(tmp_path / "b200.yaml"), str(tmp_path / "gb200.yaml"), "--format", "json")
-    assert r.returncode == 0, r.stderr
-    d = json.loads(r.stdout)
+    designs = (str(tmp_path / "b200.yaml"), str(tmp_path / "gb200.yaml"))
+    out, again = tmp_path / "o", tmp_path / "o2"
+    assert cli("compare", *designs, "-o", str(out)).returncode == 0
+    assert cli("compare", *designs, "-o", str(again)).returncode == 0
+    for name in ("compare.json", "compare.md", "compare.svg"):
+        assert (out / name).read_bytes() == (again / name).read_bytes(), name
+    assert ET.fromstring((out / "compare.svg").read_text()).tag == SVG
+    assert "| Racks |" in (out / "compare.md").read_text()
+    d = json.loads((out / "compare.json").read_text())
     rows = {row["key"]: row for row in d["rows"]}
     assert [v["value"] for v in rows["gpus"]["values"]] == [2048, 2016]
     # 2,016 GB200 = 28 NVL72 racks (r[01-28]), 8 network racks (net[01-08]) and mgmt01
     assert rows["racks"]["values"][1]["value"] == 37
-    md = cli("compare", str(tmp_path / "b200.yaml"), str(tmp_path / "gb200.yaml"), "--format", "markdown")
-    assert md.returncode == 0 and "| Racks |" in md.stdout
-    out = tmp_path / "o"
-    assert cli("compare", str(tmp_path / "b200.yaml"), str(tmp_path / "gb200.yaml"), "-o", str(out)).returncode == 0
-    assert ET.fromstring((out / "compare.svg").read_text()).tag == SVG
-    again = tmp_path / "o2"
-    assert cli("compare", str(tmp_path / "b200.yaml"), str(tmp_path / "gb200.yaml"), "-o", str(again)).returncode == 0
-    for name in ("compare.json", "compare.md", "compare.svg"):
-        assert (out / name).read_bytes() == (again / name).read_bytes(), name
+    assert rows["tokens_per_s"]["values"] == [None, None]  # a starter names no workload: no training figures
+    # the same model and batch on both: 1,000 sequences per step fit 2,000 GPUs of either design, not all of them
+    same = cli("compare", *designs, "--model", "llama3-405b", "--global-batch", "1000", "-o", str(tmp_path / "same"))
+    assert same.returncode == 0, same.stderr
+    s = json.loads((tmp_path / "same" / "compare.json").read_text())
+    used = [x["gpus_used"] for x in s["designs"]]
+    assert used[0] < 2048 and used[1] < 2016
+    warnings = [f"starter-b200-infiniband-2048: the training estimate uses {used[0]:,} of its 2,048 GPUs "
+                f"({2048 - used[0]:,} idle for this workload)",
+                f"starter-gb200-infiniband-2016: the training estimate uses {used[1]:,} of its 2,016 GPUs "
+                f"({2016 - used[1]:,} idle for this workload)"]
+    assert s["warnings"] == warnings
+    assert same.stdout.splitlines()[:2] == [f"WARNING {w}" for w in warnings]  # said first
+    assert {x["workload"] for x in s["designs"]} == {"llama3-405b"}
 
 
 def test_compare_misuse_and_unreadable_designs_exit_2(tmp_path):

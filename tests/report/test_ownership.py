@@ -151,3 +151,41 @@ def test_a_price_sheet_outside_the_blueprints_directory_is_refused(tmp_path):
     bp.write_text(bp.read_text().replace("price_sheet: missing.yaml", "price_sheet: ../prices.yaml"))
     r = cli("validate", str(bp))
     assert r.returncode == 2 and "cost.price_sheet" in r.stderr
+
+
+def test_servers_priced_without_adapters_get_them_from_the_nic_prices(tmp_path):
+    def no_nics(sheet):
+        sheet["servers"]["hgx-h100-8gpu"]["nics_included"] = False
+        sheet["nics"] = {"cx7-400g": {"usd": 1000, "as_of": datetime.date(2026, 11, 2), "source": "quote-1"}}
+
+    own = _report(_copy(tmp_path, no_nics))
+    adapters = [ln for ln in own["capital"]["lines"] if ln["category"] == "network adapters"]
+    # catalog hgx-h100-8gpu: 8 single-port ConnectX-7 400G compute adapters per server, 2 servers
+    assert [(ln["item"], ln["count"], ln["usd"]) for ln in adapters] == [("cx7-400g", 16, 16_000)]
+    assert own["capital"]["total"]["usd"] == 451_600 + 16_000
+
+
+def test_storage_is_priced_per_tb_and_per_gb_per_s_of_its_tier_kind(tmp_path):
+    def storage(sheet):
+        sheet["storage_tb"] = {"parallel": {"usd": 300, "as_of": datetime.date(2026, 11, 2), "source": "quote-1"}}
+        sheet["storage_gb_per_s"] = {"parallel": {"usd": 2000, "as_of": datetime.date(2026, 11, 2),
+                                                  "source": "quote-1"}}
+
+    bp = _copy(tmp_path, storage)
+    bp.write_text(bp.read_text() + "storage:\n  - {name: lustre, tier: parallel, filesystem: lustre, mount: /lustre, "
+                  "capacity_tb: 100, read_gb_per_s: 20, write_gb_per_s: 10}\n")
+    own = _report(bp)
+    lines = [(ln["item"], ln["count"], ln["usd"]) for ln in own["capital"]["lines"] if ln["category"] == "storage"]
+    assert lines == [("storage_tb.parallel", 100, 30_000), ("storage_gb_per_s.parallel", 10, 20_000)]
+
+
+def test_a_gb200_rack_is_priced_as_one_system_and_its_trays_are_not_priced_again():
+    own = _report(REPO / "blueprints" / "gb200-nvl72-8rack.yaml")
+    lines = {ln["item"]: ln for ln in own["capital"]["lines"]}
+    nvl72 = lines["gb200-nvl72"]
+    # 8 racks at the analysts' $3.1M (Morgan Stanley) to $3.4M (Bernstein), midpoint $3.25M
+    assert (nvl72["count"], nvl72["usd"], nvl72["low"], nvl72["high"]) == (8, 26_000_000, 24_800_000, 27_200_000)
+    assert "gb200-nvl72-tray" not in lines and "gb200-nvl72-tray" not in {u["item"] for u in own["unpriced"]}
+    racks = [u for u in own["unpriced"] if u["item"] == "racks"]
+    assert racks and racks[0]["count"] == 4  # the network and management racks; the NVL72 racks come with the system
+    assert own["complete"] is False and own["cloud"] == []  # no GB200 cloud instance type is priced

@@ -87,8 +87,8 @@ class Outcome:
 _CATALOG = load_shipped_catalog()
 _TMP = Path(tempfile.mkdtemp(prefix="clusterctl-sweep-"))
 atexit.register(shutil.rmtree, _TMP, True)
-for _inventory in [*BLUEPRINTS.glob("*.csv"), *INVENTORIES.glob("*.csv")]:  # the bases' site.inventory files
-    shutil.copy(_inventory, _TMP)
+for _beside in [*BLUEPRINTS.glob("*.csv"), *INVENTORIES.glob("*.csv"), *INVENTORIES.glob("*.yaml")]:
+    shutil.copy(_beside, _TMP)  # the bases' site.inventory files and price sheet
 
 
 def run_text(text: str, render: bool = True) -> Outcome:
