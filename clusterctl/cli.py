@@ -21,113 +21,15 @@ from clusterctl import __version__
 from clusterctl.blueprint.load import did_you_mean, load_blueprint
 from clusterctl.blueprint.storage import Workload
 from clusterctl.blueprint.training import ModelSpec, TrainingSpec
+from clusterctl.cli_app import (Format, FailOn, _err, _misuse, _out, _parse_suppress, _render_refused,
+                                _report_document, _report_unreadable, _validated_or_exit, app, rules_app)
 from clusterctl.cli_numbers import bounded, bounded_like
 from clusterctl.errors import BlueprintError
 from clusterctl.exit_codes import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREADABLE
-from clusterctl.hidden_chars import escape_hidden
 from clusterctl.output import diagnostics as diag
 from clusterctl.output import finite_json
 from clusterctl.rehearse.image.catalog import IMAGES as REHEARSAL_IMAGES
 from clusterctl.rules import Severity, all_rules
-
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Declarative cluster-as-code for AI-training GPU clusters.")
-rules_app = typer.Typer(no_args_is_help=True, help="List and explain validation rules.")
-app.add_typer(rules_app, name="rules")
-
-
-class Format(str, Enum):
-    human = "human"
-    json = "json"
-    sarif = "sarif"
-
-
-class FailOn(str, Enum):
-    error = "error"
-    warning = "warning"
-    info = "info"
-    never = "never"
-
-
-def _err(text: str) -> None:
-    text = escape_hidden(text)  # every printed line: no control, bidi or invisible character reaches the terminal raw
-    sys.stderr.write(text if text.endswith("\n") else text + "\n")
-
-
-def _out(text: str) -> None:
-    text = escape_hidden(text)
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
-
-
-def _misuse(message: str, hint: str = "") -> typer.Exit:
-    _err(f"error: {message}" + (f"\n  hint: {hint}" if hint else ""))
-    return typer.Exit(EXIT_UNREADABLE)
-
-
-def _render_refused(loaded, exc) -> typer.Exit:
-    """A target refused a blueprint validate passed (exit 2): where (FILE:LINE:COL when the refusal knows the place),
-    why, and its hint. Validate reports every refusal a rule knows of first (tests/test_validate_render_agree.py), so
-    one without a hint is a missing rule."""
-    where = loaded.source.locate(exc.path).where(loaded.source.file) if exc.path else loaded.source.file
-    return _misuse(f"{where}: cannot render: {exc}",
-                   exc.hint or "this needs a rule that reports it at validate time: please report it")
-
-
-def _report_unreadable(exc: BlueprintError, fmt: Format) -> None:
-    diags = diag.from_problems(exc.problems, exc.source)
-    if fmt is Format.human:
-        _err(diag.to_text(diags, f"{exc.source.file}: cannot be read: {len(diags)} problem(s)"))
-    elif fmt is Format.json:
-        _out(diag.to_json(diags, exc.source.file, "unreadable"))
-    else:
-        _out(diag.to_sarif(diags, all_rules()))
-
-
-def _parse_suppress(codes: list[str]) -> dict[str, str]:
-    """``--suppress`` values -> {code: "--suppress"}; an unknown code or one of a rule that cannot be
-    suppressed is misuse (exit 2)."""
-    from clusterctl.rules.suppression import CLI_REASON, cli_refusal
-
-    rules = all_rules()
-    known = {r.code for r in rules}
-    out = {}
-    for code in codes:
-        for c in code.split(","):
-            c = c.strip().upper()
-            if not c:
-                continue
-            if c not in known:
-                raise _misuse(f"--suppress names unknown rule '{c}'",
-                              did_you_mean(c, known) or "see `clusterctl rules list`")
-            refusal = cli_refusal(c, rules)
-            if refusal:
-                raise _misuse(refusal, f"fix what {c} reports (clusterctl rules explain {c})")
-            out[c] = CLI_REASON
-    return out
-
-
-def _validated_or_exit(blueprint: Path, suppress: list[str] | None, refusal: str):
-    """Load and validate for a command that produces files: unreadable -> exit 2, errors -> exit 1."""
-    from clusterctl.validate import validate_loaded
-
-    codes = _parse_suppress(suppress or [])
-    try:
-        loaded = load_blueprint(blueprint)
-        v = validate_loaded(loaded, codes)
-    except BlueprintError as exc:
-        _report_unreadable(exc, Format.human)
-        raise typer.Exit(EXIT_UNREADABLE) from None
-    if v.result.worst() is not None and v.result.worst() >= Severity.ERROR:
-        diags = [d for d in diag.from_findings(v.result.findings, loaded.source) if d.severity >= Severity.ERROR]
-        _err(diag.to_text(diags, f"{loaded.source.file}: {refusal}: {len(diags)} error(s); "
-                                 f"fix them (only --suppress on the command line suppresses an error)"))
-        raise typer.Exit(EXIT_FINDINGS)
-    from clusterctl.output.suppressed import notice_lines
-
-    for line in notice_lines(diag.from_findings(v.result.findings, loaded.source)):
-        _err(line)
-    return loaded, v
-
 
 @app.command()
 def validate(
@@ -301,6 +203,8 @@ def report(
                                                  callback=bounded(2, 100_000_000))] = None,
     racks: Annotated[bool, typer.Option("--racks", help="add how all_reduce bus bandwidth falls as a job spans "
                                                        "1, 2, 4, ... NVLink domains (racks on NVL72)")] = False,
+    whatif: Annotated[bool, typer.Option("--whatif", help="add the blast radius: every component failed alone, the "
+                                                          "worst of each kind, single points of failure")] = False,
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
 ) -> None:
     """The cluster's key figures: capacity, collectives, training estimate, storage, reliability, power, BOM."""
@@ -317,30 +221,8 @@ def report(
                      dp=dp, cp=cp, ep=ep, micro_batch=micro_batch, virtual_stages=virtual_stages,
                      recompute=recompute, precision=precision, mfu=mfu, gpus=gpus, restart_min=restart_min)
     rep = _report_document(loaded, v, overrides, checkpoint_interval_min=checkpoint_interval_min, pue=pue,
-                           ranks=ranks, racks=racks)
+                           ranks=ranks, racks=racks, whatif=whatif)
     _print_or_write_report(rep, output, fmt, png)
-
-
-def _report_document(loaded, v, overrides: dict, **options):
-    """The report of a validated blueprint; a training layout or a command-line value it cannot use is a
-    misuse (exit 2) naming what to change."""
-    from pydantic import ValidationError
-
-    from clusterctl.perf.job import TrainingConfigError
-    from clusterctl.report import document
-
-    try:
-        return document.build(v.plan, overrides, **options,
-                              findings=diag.from_findings(v.result.findings, loaded.source))
-    except TrainingConfigError as exc:
-        raise _misuse(f"{loaded.source.file}: cannot estimate training: {exc}",
-                      "change workload.training in the blueprint or the command-line option") from None
-    except ValidationError as exc:  # range checks of command-line values
-        first = exc.errors()[0]
-        option = "--" + str(first["loc"][-1]).replace("_", "-") if first["loc"] else "option"
-        raise _misuse(f"{option}: {first['msg']} (got {first.get('input')!r})",
-                      f"see clusterctl report --help; {len(exc.errors())} problem(s)" if len(exc.errors()) > 1
-                      else "see clusterctl report --help") from None
 
 
 def _print_or_write_report(rep, output: Path | None, fmt: ReportFormat, png: bool) -> None:
@@ -363,48 +245,6 @@ def _print_or_write_report(rep, output: Path | None, fmt: ReportFormat, png: boo
     except RuntimeError as exc:
         raise _misuse(str(exc)) from None
     _err(f"{output}: {len(files)} files (report.md, report.json, {len(files) - 2} pictures)")
-
-
-class CompareFormat(str, Enum):
-    human = "human"
-    markdown = "markdown"
-    json = "json"
-
-
-@app.command()
-def compare(
-    blueprints: Annotated[list[Path], typer.Argument(help="two to eight blueprint YAML files")],
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="write compare.md, .json, .svg here")] = None,
-    fmt: Annotated[CompareFormat, typer.Option("--format", help="what to print without -o")] = CompareFormat.human,
-    model: Annotated[Optional[str], typer.Option(help="train this model preset on every design")] = None,
-    global_batch: Annotated[Optional[int], typer.Option(help="sequences per step, on every design",
-                                                        callback=bounded_like(TrainingSpec, "global_batch"))] = None,
-    tokens_t: Annotated[Optional[float], typer.Option(help="token budget, trillions (default: workload.tokens_t)",
-                                                      callback=bounded_like(Workload, "tokens_t"))] = None,
-    suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
-) -> None:
-    """Designs side by side: GPUs used, throughput, MFU, time to train, power, racks, failures, cost of ownership
-    and $ per token, the better value marked (docs/cli.md, "compare")."""
-    from clusterctl.report import compare as cmp
-    from clusterctl.report.compare_output import to_markdown, to_text, write_comparison
-    from clusterctl.write import OutputDirError
-
-    if not 2 <= len(blueprints) <= cmp.MAX_DESIGNS:
-        raise _misuse(f"compare takes 2 to {cmp.MAX_DESIGNS} blueprints, got {len(blueprints)}",
-                      "clusterctl compare A.yaml B.yaml [C.yaml ...]")
-    designs = []
-    for bp in blueprints:
-        loaded, v = _validated_or_exit(bp, suppress, "not compared")
-        overrides = {"model": model, "global_batch": global_batch}
-        designs.append((v.plan, _report_document(loaded, v, overrides, pictures=False).to_json()))
-    d = cmp.comparison([str(b) for b in blueprints], designs, tokens_t)
-    if output is not None:
-        try:
-            write_comparison(d, output)
-        except OutputDirError as exc:
-            raise _misuse(str(exc), exc.hint) from None
-    _out(finite_json.dumps(d, indent=2) if fmt is CompareFormat.json and output is None else
-         to_markdown(d) if fmt is CompareFormat.markdown and output is None else to_text(d))
 
 
 def _models_listing(presets: dict, width: int = 100) -> str:
@@ -786,3 +626,6 @@ def main() -> None:
         if os.environ.get("CLUSTERCTL_DEBUG"):
             raise
         sys.exit(EXIT_INTERNAL)
+
+
+from clusterctl import cli_design  # noqa: E402,F401  (registers compare and whatif on app)

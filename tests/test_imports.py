@@ -31,7 +31,7 @@ LAYERS = {
     "rules": 5, "validate": 5,  # judge the plan
     "targets": 6, "report": 6, "output": 6,  # render, present, print
     "rehearse": 7, "starter": 7,
-    "cli": 8, "cli_numbers": 8, "__main__": 8,
+    "cli": 8, "cli_numbers": 8, "cli_app": 8, "cli_design": 8, "__main__": 8,
 }
 """unit -> layer: a unit may import units of its own layer or lower ones (docs/architecture.md)"""
 

@@ -400,3 +400,7 @@ class Validation(StrictModel):
     """Validation settings kept with the blueprint."""
 
     suppress: list[Suppression] = Field(default_factory=list, max_length=1024)
+    max_blast_radius: float = Field(default=0.25, gt=0, le=1)
+    """the share of the cluster's GPUs one component's failure (a rack, its feed, a CDU, a switch) may take out of
+    service; ``clusterctl report --whatif`` lists every component above it as a single point of failure
+    (docs/whatif.md)"""

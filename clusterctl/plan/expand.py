@@ -171,25 +171,32 @@ def _place(bp: Blueprint, types: dict[str, NodeTypePlan], rack_names: list[tuple
 
 
 def _switch_placement(bp: Blueprint, fabrics: Sequence[FabricPlan], rack_idx: dict[str, int], refs: _Refs):
-    """rack index -> [(model, count)], and the kW of switches with no rack."""
+    """(switch name -> rack index of every placed switch, rack index -> {model: count}, kW of switches with no
+    rack). A fabric with ``su_by: rack`` puts each scalable unit's leaves in its rack; every other switch goes
+    round-robin over the fabric's ``switch_racks``, tier by tier, in name order."""
+    rack_of: dict[str, int] = {}
     placed: dict[int, dict[str, int]] = {}
     unplaced_kw = 0.0
+
+    def place(name: str, model: str, r: int) -> None:
+        rack_of[name] = r
+        placed.setdefault(r, {}).setdefault(model, 0)
+        placed[r][model] += 1
+
     for fp, fab in zip(fabrics, bp.fabrics):
         leaf = fp.tier("leaf")
         if fab.su_by == "rack" and leaf is not None:
-            per_su = {}
             for su in fp.sus:
                 try:
-                    per_su[su.rack] = hostlist.count(su.leaves) if su.leaves else 0
+                    names = hostlist.expand(su.leaves) if su.leaves else []
                 except hostlist.HostlistError:
                     # switch names built from a fabric name that is no host name (NAME002 reports it)
-                    per_su[su.rack] = leaf.count // max(1, len(fp.sus))
-            for r, n in per_su.items():
-                if r >= 0:
-                    placed.setdefault(r, {}).setdefault(leaf.model, 0)
-                    placed[r][leaf.model] += n
-                else:
-                    unplaced_kw += n * leaf.switch.power_w / 1000
+                    names = [f"{fp.name}-leaf-su{su.index}-{k}" for k in range(leaf.count // max(1, len(fp.sus)))]
+                for name in names:
+                    if su.rack >= 0:
+                        place(name, leaf.model, su.rack)
+                    else:
+                        unplaced_kw += leaf.switch.power_w / 1000
         rest = [t for t in fp.tiers if not (fab.su_by == "rack" and t.role == "leaf")]
         target: list[int] = []
         if fab.switch_racks:
@@ -201,12 +208,14 @@ def _switch_placement(bp: Blueprint, fabrics: Sequence[FabricPlan], rack_idx: di
             if not target:
                 unplaced_kw += t.count * t.switch.power_w / 1000
                 continue
-            for _ in range(t.count):
-                r = target[k % len(target)]
+            try:
+                names = hostlist.expand(t.names)
+            except hostlist.HostlistError:  # NAME002 reports the fabric name
+                names = [f"{fp.name}-{t.role}-{i}" for i in range(t.count)]
+            for name in names:
+                place(name, t.model, target[k % len(target)])
                 k += 1
-                placed.setdefault(r, {}).setdefault(t.model, 0)
-                placed[r][t.model] += 1
-    return placed, unplaced_kw
+    return rack_of, placed, unplaced_kw
 
 
 def _racks(bp: Blueprint, cat: Catalog, rack_names, rack_idx, types, occupancy, switch_in_rack, next_u):
@@ -361,7 +370,7 @@ def expand(loaded: LoadedBlueprint, catalog: Catalog | None = None) -> ClusterPl
             fabrics.append(build_fabric(fi, fab, cat.switches, groups, attached))
     if refs.problems:
         raise BlueprintError(loaded.source, refs.problems)
-    switch_in_rack, unplaced_kw = _switch_placement(bp, fabrics, rack_idx, refs)
+    switch_rack, switch_in_rack, unplaced_kw = _switch_placement(bp, fabrics, rack_idx, refs)
     racks = _racks(bp, cat, rack_names, rack_idx, types, occupancy, switch_in_rack, next_u)
     addresses = _addresses(bp, groups, fabrics, racks, refs)
     if refs.problems:
@@ -370,4 +379,4 @@ def expand(loaded: LoadedBlueprint, catalog: Catalog | None = None) -> ClusterPl
                                       device_names(fabrics, racks, bp.rack_profiles, bp.cooling.cdus))
     return ClusterPlan(blueprint=bp, catalog=cat, node_types=types, groups=tuple(groups), racks=racks,
                        fabrics=tuple(fabrics), addresses=addresses, unplaced_switch_kw=unplaced_kw,
-                       inventory=inventory, price_sheet=loaded.price_sheet)
+                       inventory=inventory, price_sheet=loaded.price_sheet, switch_rack=switch_rack)

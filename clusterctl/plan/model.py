@@ -7,7 +7,7 @@ field here; none of them re-derive facts from the blueprint.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from clusterctl.blueprint.inventory_csv import InventoryFile
 from clusterctl.catalog.hardware_prices import HardwarePriceList
@@ -296,6 +296,8 @@ class ClusterPlan:
     addresses: tuple[AddressPool, ...]
     unplaced_switch_kw: float = 0.0
     """switches with no rack (no switch_racks given): counted in site power only"""
+    switch_rack: dict[str, int] = field(default_factory=dict)
+    """switch name -> the index of the rack it is placed in (switches in no rack are absent)"""
     inventory: tuple[InventoryFile, ...] = ()
     """the site's inventory files as loaded (``site.inventory``), the management devices' rows sorted apart:
     hosts' serials, MACs and BMC secret names, devices' management MACs; ask
@@ -331,6 +333,11 @@ class ClusterPlan:
         from clusterctl.blueprint.cost import Cost
 
         return self.blueprint.cost or Cost()
+
+    @property
+    def max_blast_radius(self) -> float:
+        """``validation.max_blast_radius``: the share of the GPUs one component's failure may take out of service"""
+        return self.blueprint.validation.max_blast_radius
 
     @property
     def storage(self):

@@ -134,13 +134,8 @@ def to_svg(d: dict[str, Any]) -> str:
     return svg.render(width, y + 10, "clusterctl compare: " + ", ".join(names))
 
 
-def write_comparison(d: dict[str, Any], out_dir: Path) -> list[str]:
+def write(d: dict[str, Any], out_dir: Path) -> list[str]:
     """compare.md, compare.json and compare.svg into ``out_dir``, atomically; the file names."""
-    from clusterctl.output import finite_json
-    from clusterctl.write import write_tree
+    from clusterctl.report.forms import write_forms
 
-    files = {"compare.md": to_markdown(d, "compare.svg").encode(),
-             "compare.json": (finite_json.dumps(d, indent=2, sort_keys=False) + "\n").encode(),
-             "compare.svg": to_svg(d).encode()}
-    write_tree(files, out_dir)
-    return sorted(files)
+    return write_forms("compare", d, to_markdown(d, "compare.svg"), to_svg(d), out_dir)

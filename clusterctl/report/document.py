@@ -97,9 +97,10 @@ def context(plan: ClusterPlan, training: training_report.TrainingResult | None, 
 
 def build(plan: ClusterPlan, overrides: dict[str, Any] | None = None, *, checkpoint_interval_min: float | None = None,
           pue: float | None = None, ranks: int | None = None, racks: bool = False, pictures: bool = True,
-          findings: Sequence[Diagnostic] | None = None) -> Report:
+          findings: Sequence[Diagnostic] | None = None, whatif: bool = False) -> Report:
     """Every section (and the SVG pictures) for ``plan``; ``findings``: the blueprint's validation findings
-    (``clusterctl.output.diagnostics``), listed first. Raises TrainingConfigError for a bad workload."""
+    (``clusterctl.output.diagnostics``), listed first; ``whatif``: add the blast-radius section. Raises
+    TrainingConfigError for a bad workload."""
     from clusterctl.report import figures
 
     training = training_report.run(plan, overrides)
@@ -111,6 +112,11 @@ def build(plan: ClusterPlan, overrides: dict[str, Any] | None = None, *, checkpo
         s = mod.build(ctx)
         if s is not None:
             built[s.key] = s
+    if whatif:  # every component failed alone, against the figures above (clusterctl/report/blast_radius.py)
+        from clusterctl.report import blast_radius
+
+        healthy = {"report_format": REPORT_FORMAT, **{k: s.data for k, s in built.items()}}
+        built[blast_radius.KEY] = blast_radius.build(plan, healthy)
     sections = tuple(built.values())
     series = collective_report.chart_series(next(s for s in sections if s.key == "collectives"))
     svgs = figures.pictures(plan, series) if pictures else {}

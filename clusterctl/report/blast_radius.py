@@ -1,0 +1,58 @@
+"""The report's "Blast radius" section (``clusterctl report --whatif``): every component of the design failed alone,
+the worst of each kind, and the single points of failure (docs/whatif.md).
+
+A single point of failure is a component whose failure takes more than ``validation.max_blast_radius`` of the
+GPUs out of service (lost, or isolated from the compute fabric), or every Slurm controller, or the accounting
+database; each is listed with the blueprint place to change.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clusterctl.plan.failure_domains import KINDS, components
+from clusterctl.plan.model import ClusterPlan
+from clusterctl.report.markdown import text
+from clusterctl.report.section import Section, fmt, md_table
+from clusterctl.report.whatif import whatif
+from clusterctl.report.whatif_output import HEADERS, row
+
+KEY = "blast_radius"
+TITLE = "Blast radius"
+
+
+def build(plan: ClusterPlan, report: dict[str, Any]) -> Section:
+    kinds = [k for k in KINDS if components(plan, k)]
+    sweep = whatif(plan, report, each=kinds)
+    limit = plan.max_blast_radius
+    worst = [next(r for r in sweep["ranked"] if r["kind"] == k) for k in kinds]
+    spof = [r for r in sweep["ranked"] if r["share_out"] > limit or r["all_controllers_down"] or r["accounting_down"]]
+    data = {"max_blast_radius": limit, "failures": len(sweep["ranked"]),
+            "components": {k: sum(1 for r in sweep["ranked"] if r["kind"] == k) for k in kinds},
+            "worst_by_kind": worst, "single_points_of_failure": spof}
+    return Section(KEY, TITLE, data, _markdown(data))
+
+
+def _markdown(d: dict[str, Any]) -> str:
+    out = [f"Every component failed alone ({d['failures']:,} failures: "
+           + ", ".join(f"{n:,} {k}" for k, n in d["components"].items())
+           + "); how: docs/whatif.md. The worst of each kind:\n\n",
+           md_table(HEADERS, [row(r) for r in d["worst_by_kind"]], "llrrllrrl")]
+    spof = d["single_points_of_failure"]
+    if not spof:
+        out.append(f"\nNo single component takes more than {fmt(100 * d['max_blast_radius'])} % of the GPUs out of "
+                   "service, every Slurm controller or the accounting database.\n")
+        return "".join(out)
+    out.append(f"\n**Single points of failure** ({len(spof):,}): more than {fmt(100 * d['max_blast_radius'])} % of "
+               "the GPUs out of service (`validation.max_blast_radius`), or every Slurm controller, or the "
+               "accounting database, with the blueprint place to change:\n\n")
+    for r in spof[:50]:
+        what = [f"{r['gpus_out']:,} GPUs ({fmt(100 * r['share_out'])} %)"] if r["share_out"] > d["max_blast_radius"] \
+            else []
+        what += ["every Slurm controller"] if r["all_controllers_down"] else []
+        what += ["the accounting database"] if r["accounting_down"] else []
+        out.append(f"- {r['kind']} {text(r['name'])}: {', '.join(what)}: {text(r['effect'])} "
+                   f"(blueprint: {text(r['blueprint'])})\n")
+    if len(spof) > 50:
+        out.append(f"- ... and {len(spof) - 50:,} more (report.json has every one)\n")
+    return "".join(out)
