@@ -114,12 +114,12 @@ def test_commands_that_write_files_print_each_suppressed_error(tmp_path):
 @pytest.fixture
 def name002_locked(monkeypatch):
     """NAME002 declared ``suppressible=False`` for this test (the names rules of issue 24 are)."""
-    from clusterctl import cli as cli_module, validate
+    from clusterctl import cli as cli_module, cli_app, validate
     from clusterctl.rules import registry
 
     real = registry.all_rules()
     locked = tuple(dataclasses.replace(r, suppressible=False) if r.code == "NAME002" else r for r in real)
-    for module in (registry, cli_module, validate):
+    for module in (registry, cli_module, cli_app, validate):
         monkeypatch.setattr(module, "all_rules", lambda: locked)
     return cli_module.app
 
