@@ -32,6 +32,7 @@ from pathlib import Path
 from pydantic import Field, field_validator, model_validator
 
 from clusterctl.catalog import CATALOG_DIR, Catalog, CatalogFileError
+from clusterctl.catalog.optics import transceiver_price_items
 from clusterctl.catalog.prices import EVIDENCE_TAG
 from clusterctl.kinds import FreeText, Identifier
 from clusterctl.strict import StrictModel
@@ -149,13 +150,6 @@ class PriceProblem:
     """locate the item's key (an unknown item), not its value"""
 
 
-def known_transceivers() -> frozenset[str]:
-    """The transceiver price items the bill of materials can ask for (``price_item`` in optics.yaml)."""
-    from clusterctl.catalog.optics import transceiver_price_items
-
-    return frozenset(transceiver_price_items())
-
-
 def check(prices: HardwarePriceList, catalog: Catalog, today: datetime.date | None = None) -> list[PriceProblem]:
     """What the model cannot check alone: sources resolve and carry an evidence tag, every item is one the
     catalog or the bill of materials knows, no price is dated in the future, no figure is not finite."""
@@ -167,7 +161,7 @@ def check(prices: HardwarePriceList, catalog: Catalog, today: datetime.date | No
                                          "[Q] one quoted by a copy, [S] secondary, [D] derived"))
     known = {"servers": catalog.servers, "rack_systems": catalog.rack_systems, "switches": catalog.switches,
              "nics": catalog.nics}
-    xcvrs = known_transceivers()
+    xcvrs = set(transceiver_price_items())
     today = today or datetime.date.today()
     for path, p in prices.entries():
         section, name = path[0], (path[1] if len(path) > 1 else None)

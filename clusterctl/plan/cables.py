@@ -53,7 +53,10 @@ def _host_ports(plan: ClusterPlan, fp: FabricPlan) -> dict[str, int]:
     return {h: n for gi, n in per_group.items() if n for h in plan.groups[gi].hosts}
 
 
-def _node_cables(plan: ClusterPlan, fp: FabricPlan, leaf: SwitchTier, slots: dict[str, int]) -> Iterator[Cable]:
+def node_ports(plan: ClusterPlan, fp: FabricPlan) -> Iterator[tuple[str, int, int, str]]:
+    """(host, its port number on ``fp``, its ports on ``fp``, the leaf the port is cabled to) for every node port, in
+    cabling order: NIC *k* of a rail-optimized unit's nodes to the unit's leaf *k*, otherwise the unit's ports
+    filling its leaves in order, each leaf taking its share."""
     ports = _host_ports(plan, fp)
     for su in fp.sus:
         leaves = hostlist.expand(su.leaves) if su.leaves else []
@@ -67,9 +70,14 @@ def _node_cables(plan: ClusterPlan, fp: FabricPlan, leaf: SwitchTier, slots: dic
             q, r = divmod(len(pairs), n)
             targets = [name for i, name in enumerate(leaves) for _ in range(q + (1 if i < r else 0))]
         for (host, k, n), name in zip(pairs, targets):
-            slot = slots.get(name, 0)
-            slots[name] = slot + 1
-            yield Cable(name, _port(slot, leaf.down_breakout), "host", host, f"U{k + 1}/P1", n, leaf.down_gbps)
+            yield host, k, n, name
+
+
+def _node_cables(plan: ClusterPlan, fp: FabricPlan, leaf: SwitchTier, slots: dict[str, int]) -> Iterator[Cable]:
+    for host, k, n, name in node_ports(plan, fp):
+        slot = slots.get(name, 0)
+        slots[name] = slot + 1
+        yield Cable(name, _port(slot, leaf.down_breakout), "host", host, f"U{k + 1}/P1", n, leaf.down_gbps)
 
 
 def _extra_cables(fp: FabricPlan, leaf: SwitchTier, leaves: Sequence[str], named: Sequence[str],

@@ -17,7 +17,7 @@ from clusterctl.catalog import Catalog, load_shipped_catalog
 from clusterctl.errors import BlueprintError, LoadCode, Problem
 from clusterctl.plan import size
 from clusterctl.plan.devices import device_names, management_device_count
-from clusterctl.plan.fabric import build_fabric
+from clusterctl.plan.fabric import build_fabric, tier_switch_names
 from clusterctl.plan.host_identity import check_inventory_hosts
 from clusterctl.plan.model import (AddressPool, ClusterPlan, FabricPlan, GroupPlan, NicPlan, NodeTypePlan,
                                    PowerItem, RackPlan)
@@ -208,11 +208,7 @@ def _switch_placement(bp: Blueprint, fabrics: Sequence[FabricPlan], rack_idx: di
             if not target:
                 unplaced_kw += t.count * t.switch.power_w / 1000
                 continue
-            try:
-                names = hostlist.expand(t.names)
-            except hostlist.HostlistError:  # NAME002 reports the fabric name
-                names = [f"{fp.name}-{t.role}-{i}" for i in range(t.count)]
-            for name in names:
+            for name in tier_switch_names(fp, t):
                 place(name, t.model, target[k % len(target)])
                 k += 1
     return rack_of, placed, unplaced_kw

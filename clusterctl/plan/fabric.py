@@ -116,6 +116,15 @@ def spine_count(minimum: int, per_leaf_uplinks: int) -> int:
     return lo
 
 
+def tier_switch_names(fp: FabricPlan, t: SwitchTier) -> list[str]:
+    """Every switch of tier ``t`` of ``fp`` by its planned name; a fabric name that makes no host name (NAME002
+    reports it) numbers them ``<fabric>-<role>-<i>`` instead."""
+    try:
+        return hostlist.expand(t.names)
+    except hostlist.HostlistError:
+        return [f"{fp.name}-{t.role}-{i}" for i in range(t.count)]
+
+
 def _names(prefix: str, count: int) -> list[str]:
     width = max(2, len(str(count)))
     return [f"{prefix}{str(i).zfill(width)}" for i in range(1, count + 1)]

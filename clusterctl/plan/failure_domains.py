@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from clusterctl import hostlist
+from clusterctl.plan.cables import node_ports
+from clusterctl.plan.fabric import tier_switch_names
 from clusterctl.plan.model import ClusterPlan
 
 KINDS = ("feed", "cdu", "rack", "leaf", "spine", "core", "nvlink-tray")
@@ -79,7 +81,7 @@ class DomainIndex:
             ix.switches_by_rack.setdefault(r, []).append(name)
         for fp in plan.fabrics:
             for t in fp.tiers:
-                for name in _names(t.names, t.count, f"{fp.name}-{t.role}"):
+                for name in tier_switch_names(fp, t):
                     ix.switch_kind[name] = (fp.index, t.role)
         return ix
 
@@ -88,30 +90,9 @@ class DomainIndex:
         """leaf name -> the (host, port number on that fabric) cabled to it, as plan/cables.py cables them"""
         out: dict[str, list[tuple[str, int]]] = {}
         for fp in self.plan.fabrics:
-            ports: dict[int, int] = {}
-            for gi, role in dict.fromkeys(fp.attached):
-                ports[gi] = ports.get(gi, 0) + self.plan.groups[gi].type.nic_count(role)
-            for su in fp.sus:
-                leaves = _names(su.leaves, 0, "") if su.leaves else []
-                if not leaves:
-                    continue
-                pairs = [(h, k) for h in hostlist.expand(su.hostlist)
-                         for k in range(ports.get(self.host_group.get(h, -1), 0))]
-                if fp.rail_optimized:
-                    targets = [leaves[k] if k < len(leaves) else leaves[-1] for _, k in pairs]
-                else:
-                    q, r = divmod(len(pairs), len(leaves))
-                    targets = [n for i, n in enumerate(leaves) for _ in range(q + (1 if i < r else 0))]
-                for pair, leaf in zip(pairs, targets):
-                    out.setdefault(leaf, []).append(pair)
+            for host, k, _, leaf in node_ports(self.plan, fp):
+                out.setdefault(leaf, []).append((host, k))
         return out
-
-
-def _names(names: str, count: int, fallback: str) -> list[str]:
-    try:
-        return hostlist.expand(names)
-    except hostlist.HostlistError:  # a fabric name that makes no host name (NAME002 reports it)
-        return [f"{fallback}{i + 1}" for i in range(count)]
 
 
 def components(plan: ClusterPlan, kind: str) -> list[Component]:
@@ -126,7 +107,7 @@ def components(plan: ClusterPlan, kind: str) -> list[Component]:
         return [Component("rack", r.name, r.path) for r in plan.racks]
     if kind in SWITCH_KINDS:
         return [Component(kind, name, fp.path + ("tiers",)) for fp in plan.fabrics for t in fp.tiers
-                if t.role == kind for name in _names(t.names, t.count, f"{fp.name}-{t.role}")]
+                if t.role == kind for name in tier_switch_names(fp, t)]
     if kind == "nvlink-tray":
         return [Component("nvlink-tray", f"{r.name}-nvsw{k}", ("rack_profiles", r.profile_name, "system"))
                 for r in plan.racks if r.system is not None for k in range(1, r.system.nvlink_switch_trays + 1)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clusterctl.plan.failure_domains import KINDS, components
+from clusterctl.plan.failure_domains import KINDS
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.report.markdown import text
 from clusterctl.report.section import Section, fmt, md_table
@@ -22,8 +22,8 @@ TITLE = "Blast radius"
 
 
 def build(plan: ClusterPlan, report: dict[str, Any]) -> Section:
-    kinds = [k for k in KINDS if components(plan, k)]
-    sweep = whatif(plan, report, each=kinds)
+    sweep = whatif(plan, report, each=list(KINDS))
+    kinds = [k for k in KINDS if any(r["kind"] == k for r in sweep["ranked"])]
     limit = plan.max_blast_radius
     worst = [next(r for r in sweep["ranked"] if r["kind"] == k) for k in kinds]
     spof = [r for r in sweep["ranked"] if r["share_out"] > limit or r["all_controllers_down"] or r["accounting_down"]]

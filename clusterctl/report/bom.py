@@ -237,6 +237,12 @@ def _network(plan: ClusterPlan) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     }, xcvr_fabric
 
 
+def nic_cards(plan: ClusterPlan, n) -> int:
+    """Cards one node carries for its NIC entry ``n`` (ports over the catalog card's ports; one port per card for
+    a NIC the catalog does not know)."""
+    return n.count // (plan.catalog.nics[n.model].ports if n.model in plan.catalog.nics else 1)
+
+
 def _nodes(plan: ClusterPlan) -> dict[str, Any]:
     """{gpus, servers, instances, nics}: what the node groups are built from"""
     cat = plan.catalog
@@ -251,10 +257,9 @@ def _nodes(plan: ClusterPlan) -> dict[str, Any]:
         name = nt.server_name if cat.servers.get(nt.server_name) is nt.server else f"{nt.name} (inline spec)"
         _add(servers, name, g.count)
         for n in nt.nics:
-            ports_per_card = cat.nics[n.model].ports if n.model in cat.nics else 1
             key = (n.model, n.role)
             row = nic_rows.setdefault(key, {"model": n.model, "role": n.role, "cards": 0, "ports": 0})
-            row["cards"] += (n.count // ports_per_card) * g.count
+            row["cards"] += nic_cards(plan, n) * g.count
             row["ports"] += n.count * g.count
     return {
         "gpus": [{"model": m, "count": n} for m, n in gpus.items()],

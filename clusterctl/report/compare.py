@@ -14,6 +14,7 @@ from typing import Any
 
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.report.ownership import training_band
+from clusterctl.report.training_report import gpus_used_of, tokens_per_s_of
 
 COMPARE_FORMAT = 1
 """version of the JSON's shape"""
@@ -43,12 +44,7 @@ def design_figures(report_json: dict[str, Any], tokens_t: float | None) -> dict[
     own = report_json.get("ownership")
     band, basis = training_band(tr)
     gpus = cap["gpus"]
-    used = None
-    if tr.get("available"):
-        used = (tr.get("layout") or {}).get("gpus_used") or tr.get("gpus")
-    tps = None
-    if tr.get("available"):
-        tps = tr.get("tokens_per_s") or (tr.get("simple") or {}).get("tokens_per_s")
+    used, tps = gpus_used_of(tr), tokens_per_s_of(tr)
     goodput = (rel.get("goodput") or {}).get("goodput")
     mfu = tr.get("mfu") if tr.get("available") else None
     if mfu is None and tr.get("available"):

@@ -30,7 +30,10 @@ from typing import Any
 
 from clusterctl.catalog.hardware_prices import (HARDWARE_PRICES_REF, HardwarePrice, HardwarePriceList, merged,
                                                 shipped_hardware_prices)
+from clusterctl.perf.interconnect import compute_group
 from clusterctl.plan.model import ClusterPlan
+from clusterctl.report.bom import nic_cards
+from clusterctl.report.training_report import tokens_per_s_of
 
 HOURS_PER_YEAR = 8760
 COMPUTE_ADAPTER_ROLES = ("compute", "storage")
@@ -122,8 +125,7 @@ def _adapter_lines(plan: ClusterPlan, prices: HardwarePriceList) -> list[Line]:
             continue
         for n in nt.nics:
             if n.role in COMPUTE_ADAPTER_ROLES:
-                per_card = plan.catalog.nics[n.model].ports if n.model in plan.catalog.nics else 1
-                cards[n.model] = cards.get(n.model, 0) + (n.count // per_card) * g.count
+                cards[n.model] = cards.get(n.model, 0) + nic_cards(plan, n) * g.count
     return [Line("network adapters", m, f"{m} (servers priced without their adapters)", n, "card",
                  prices.nics.get(m)) for m, n in cards.items()]
 
@@ -228,7 +230,7 @@ def ownership(plan: ClusterPlan, sections: dict[str, dict[str, Any]]) -> dict[st
     parts = [x for x in (op["energy"], op["colocation"], op["support"]) if x is not None]
     annual = {k: _r(dep[k] + op["total"][k]) for k in dep}
     training = sections.get("training")
-    tokens_per_s = _tokens_per_s(training)
+    tokens_per_s = tokens_per_s_of(training)
     goodput = ((sections.get("reliability") or {}).get("goodput") or {}).get("goodput")
     band, band_basis = training_band(training)
     missing = [name for name, part in (("energy_kwh", op["energy"]), ("support", op["support"]),
@@ -320,15 +322,7 @@ def _by_category(priced: list[Line]) -> list[dict[str, Any]]:
     return [{"category": c, **_sum(ls)} for c, ls in cats.items()]
 
 
-def _tokens_per_s(training: dict[str, Any] | None) -> float | None:
-    if not training or not training.get("available"):
-        return None
-    if training.get("tokens_per_s") is not None:
-        return training["tokens_per_s"]
-    return (training.get("simple") or {}).get("tokens_per_s")
-
-
 def _accelerator(plan: ClusterPlan) -> str | None:
-    """the accelerator of the largest GPU group (the one the training estimate runs on)"""
-    groups = [g for g in plan.groups if g.gpus and g.type.gpu_model]
-    return max(groups, key=lambda g: g.gpus).type.gpu_model if groups else None
+    """the accelerator of the GPU group the training estimate and the collectives run on"""
+    g = compute_group(plan)
+    return g.type.gpu_model if g is not None else None

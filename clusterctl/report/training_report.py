@@ -116,6 +116,23 @@ def notes_of(r: TrainingResult) -> tuple[list[str], list[str]]:
     return head, other
 
 
+def tokens_per_s_of(data: dict | None) -> float | None:
+    """The cluster's tokens/s in a training section's data (the layout estimate's, or the simple form's); None
+    without an estimate."""
+    if not data or not data.get("available"):
+        return None
+    if data.get("tokens_per_s") is not None:
+        return data["tokens_per_s"]
+    return (data.get("simple") or {}).get("tokens_per_s")
+
+
+def gpus_used_of(data: dict | None) -> int | None:
+    """The GPUs the estimate's job uses in a training section's data (the layout's, else all it was given)."""
+    if not data or not data.get("available"):
+        return None
+    return (data.get("layout") or {}).get("gpus_used") or data.get("gpus")
+
+
 def build(ctx: ReportContext) -> Section:
     r: TrainingResult | None = ctx.extra.get("training")
     if r is None:

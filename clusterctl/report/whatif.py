@@ -31,7 +31,9 @@ from clusterctl.plan.failure_domains import DomainIndex, Effect
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.nvlink import nvlink_domains
 from clusterctl.plan.roles import slurm_roles
+from clusterctl.blueprint.load import format_path
 from clusterctl.report.capacity import bisection
+from clusterctl.report.training_report import gpus_used_of, tokens_per_s_of
 
 
 @dataclass
@@ -126,12 +128,12 @@ def analyse(ix: DomainIndex, healthy: Healthy, effects: list[Effect]) -> dict[st
     gpus = {k: sum(healthy.host_gpus[h] for h in hs) for k, hs in
             (("lost", down), ("isolated", isolated), ("degraded", degraded))}
     broken_domains = sorted({healthy.host_domain[h] for h in drain if h in healthy.host_domain} |
-                            _tray_domains(plan, healthy, ix, trays))
+                            _tray_domains(healthy, ix, trays))
     broken_sus = sorted({healthy.host_su[h] for h in drain if h in healthy.host_su})
     roles = healthy.roles
     out = {
         "failed": [{"kind": e.component.kind, "name": e.component.name, "effect": e.note,
-                    "blueprint": _path(e.component.path), **({"power": e.power} if e.power else {})}
+                    "blueprint": format_path(e.component.path), **({"power": e.power} if e.power else {})}
                    for e in effects],
         "gpus": {"total": healthy.gpus, **gpus, "usable": healthy.gpus - gpus["lost"] - gpus["isolated"],
                  "share_lost": _share(gpus["lost"] + gpus["isolated"], healthy.gpus)},
@@ -158,14 +160,7 @@ def _share(x: float, total: float) -> float:
     return round(x / total, 6) if total else 0.0
 
 
-def _path(path: tuple) -> str:
-    out = ""
-    for p in path:
-        out += f"[{p}]" if isinstance(p, int) else ("." if out else "") + str(p)
-    return out
-
-
-def _tray_domains(plan: ClusterPlan, healthy: Healthy, ix: DomainIndex, trays: dict[int, int]) -> set[str]:
+def _tray_domains(healthy: Healthy, ix: DomainIndex, trays: dict[int, int]) -> set[str]:
     return {healthy.host_domain[h] for r in trays for h in ix.hosts_by_rack.get(r, []) if h in healthy.host_domain}
 
 
@@ -240,9 +235,8 @@ def _training(healthy: Healthy, drain: set[str], network_left: float, trays: boo
     tr = healthy.report.get("training") or {}
     if not tr.get("available"):
         return None
-    tps = tr.get("tokens_per_s") or (tr.get("simple") or {}).get("tokens_per_s")
+    tps, used = tokens_per_s_of(tr), gpus_used_of(tr)
     layout = tr.get("layout")
-    used = (layout or {}).get("gpus_used") or tr.get("gpus")
     usable = healthy.gpus - sum(healthy.host_gpus[h] for h in drain)
     if layout is None:
         kept = min(used, usable)
