@@ -279,9 +279,21 @@ def _nvl(d: _Design) -> bool:
     return d.system is not None
 
 
-def _cdus(d: _Design) -> int:
-    """one CDU per four NVL72 racks"""
-    return -(-d.gpu_racks // 4)
+_LOOP_RACKS = 8
+"""NVL72 racks on one row manifold (liquid loop)"""
+
+
+def _loops(d: _Design) -> list[tuple[int, int, list[int]]]:
+    """the liquid loops: (first rack, last rack, CDU numbers) for each row of up to eight NVL72 racks, each loop
+    with one 600 kW CDU per four racks (about 100 kW of liquid heat each) and one more in parallel, so the others
+    carry the loop when one stops (N+1: clusterctl whatif --each cdu, rule BLAST001)"""
+    out, cdu = [], 1
+    for lo in range(1, d.gpu_racks + 1, _LOOP_RACKS):
+        hi = min(lo + _LOOP_RACKS - 1, d.gpu_racks)
+        n = -(-(hi - lo + 1) // 4) + 1
+        out.append((lo, hi, list(range(cdu, cdu + n))))
+        cdu += n
+    return out
 
 
 def _head(d: _Design) -> list[str]:
@@ -315,17 +327,18 @@ def _cooling(d: _Design) -> list[str]:
     if not _nvl(d):
         return []
     return [
-        "# Liquid cooling: one coolant distribution unit (CDU) per four NVL72 racks (about 100 kW of liquid heat each).",
+        "# Liquid cooling: each row of up to eight NVL72 racks (about 100 kW of liquid heat each) is one loop with a",
+        "# coolant distribution unit (CDU) per four racks and one more, in parallel: any one may stop (N+1).",
         "cooling:",
         "  cdus:",
-        *(f"    - {{name: cdu{i + 1:02d}, capacity_kw: 600, flow_lpm: 1200, supply_c: 35, delta_t_c: 10, coolant: pg25}}"
-          for i in range(_cdus(d))),
+        *(f"    - {{name: cdu{i:02d}, capacity_kw: 600, flow_lpm: 1200, supply_c: 35, delta_t_c: 10, coolant: pg25}}"
+          for _, _, cdus in _loops(d) for i in cdus),
         "",
     ]
 
 
 def _racks(d: _Design) -> list[str]:
-    """rack profiles (GPU racks, network racks, the management rack) and the racks"""
+    """rack profiles (GPU racks, network racks, the management racks) and the racks"""
     w_rack = _rack_width(d)
     lines = [
         "# Rack profiles: the budget shared by a set of racks. power_kw: what the rack may draw; feeds x feed_kw",
@@ -336,7 +349,7 @@ def _racks(d: _Design) -> list[str]:
     if _nvl(d):
         lines += [f"  nvl72-{i + 1:02d}: {{system: {d.system}, power_kw: {_kw(d.rack_kw)}, feeds: 4, feed_kw: 71.9, "
                   f"redundancy: N+1,\n{' ' * 13}units: 48, reserved_u: 19, liquid_kw: 110, air_kw: 30, "
-                  f"cdu: cdu{i + 1:02d}}}" for i in range(_cdus(d))]
+                  f"cdus: [{', '.join(f'cdu{c:02d}' for c in cdus)}]}}" for i, (_, _, cdus) in enumerate(_loops(d))]
     else:
         lines.append(f"  gpu: {{power_kw: {_kw(d.rack_kw)}, feeds: 3, feed_kw: 43.1, redundancy: N+1, units: 48, "
                      f"reserved_u: 2, air_kw: {_kw(d.rack_kw)}}}")
@@ -349,13 +362,12 @@ def _racks(d: _Design) -> list[str]:
         "racks:",
     ]
     if _nvl(d):
-        for i in range(_cdus(d)):
-            lo, hi = 4 * i + 1, min(4 * i + 4, d.gpu_racks)
+        for i, (lo, hi, _) in enumerate(_loops(d)):
             names = f"r{lo:0{w_rack}d}" if lo == hi else f"r[{lo:0{w_rack}d}-{hi:0{w_rack}d}]"
             lines.append(f"  - {{names: \"{names}\", profile: nvl72-{i + 1:02d}}}")
     else:
         lines.append(f"  - {{names: \"{_gpu_rack_list(d)}\", profile: gpu}}")
-    return lines + [f"  - {{names: \"{_net_rack_list(d)}\", profile: net}}", "  - {names: mgmt01, profile: mgmt}", ""]
+    return lines + [f"  - {{names: \"{_net_rack_list(d)}\", profile: net}}", "  - {names: \"mgmt[01-02]\", profile: mgmt}", ""]
 
 
 def _gpu_node_type(d: _Design) -> list[str]:
@@ -386,8 +398,8 @@ def _nodes(d: _Design) -> list[str]:
         "node_groups:",
         f"  - {{name: gpu, type: {d.gpu}, count: {d.nodes}, hostnames: \"{gpu_hosts}\", "
         f"racks: \"{_gpu_rack_list(d)}\",\n     per_rack: {d.per_rack}{nvl_domain}}}",
-        "  - {name: head, type: service, role: head, count: 2, hostnames: \"head[01-02]\", racks: mgmt01}",
-        "  - {name: login, type: service, role: login, count: 2, hostnames: \"login[01-02]\", racks: mgmt01}",
+        "  - {name: head, type: service, role: head, count: 2, hostnames: \"head[01-02]\", racks: \"mgmt[01-02]\"}",
+        "  - {name: login, type: service, role: login, count: 2, hostnames: \"login[01-02]\", racks: \"mgmt[01-02]\"}",
         "",
     ]
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 
 from clusterctl.kinds import AptUrl, BootFile, DnsDomain, HostList, HostName, Identifier, IpAddress, RelativeFile
 from clusterctl.limits import INVENTORY_MAX_FILES
-from clusterctl.strict import StrictModel
+from clusterctl.strict import StrictModel, listed_once
 
 
 class Provisioner(StrictModel):
@@ -108,8 +108,25 @@ class RackProfile(StrictModel):
     """heat the rack can reject to room air, kW"""
     cdu: Identifier | None = None
     """CDU feeding this rack's liquid loop"""
+    cdus: list[Identifier] = Field(default_factory=list, max_length=16)  # a row manifold has a handful
+    """instead of ``cdu``: the CDUs working in parallel on this rack's secondary loop (a row manifold), each
+    carrying an equal share of its heat; when one stops, the others must carry it within their capacity and flow
+    (N+1 cooling, what ``clusterctl whatif`` and rule BLAST001 check, docs/whatif.md)"""
     system: Identifier | None = None
     """rack-scale system from the catalog (e.g. gb200-nvl72) that this rack is"""
+
+    @field_validator("cdus")
+    @classmethod
+    def _one_loop(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        listed_once(value)
+        if value and info.data.get("cdu") is not None:
+            raise ValueError("give cdu (one CDU) or cdus (CDUs in parallel on the loop), not both")
+        return value
+
+    @property
+    def loop_cdus(self) -> tuple[str, ...]:
+        """the CDUs sharing this rack's liquid loop (none, ``cdu``, or ``cdus``)"""
+        return tuple(self.cdus) if self.cdus else (self.cdu,) if self.cdu is not None else ()
 
 
 class RackRange(StrictModel):

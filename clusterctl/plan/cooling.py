@@ -3,12 +3,24 @@
 A rack's liquid heat is the liquid-cooled share of its hardware when its profile has a liquid loop
 (``rack_profiles.X.liquid_kw`` > 0); without a loop, only liquid-only hardware's cold-plate share stays liquid
 and the rest goes to air (COOL005 says that hardware cannot run there). A CDU carries the liquid heat of every
-rack whose profile names it. The cooling rules judge these numbers; the bill of materials lists them.
+rack whose profile names it; CDUs in parallel on a loop (``rack_profiles.X.cdus``) carry an equal share each. The
+cooling rules judge these numbers; the bill of materials lists them; :func:`cdu_failure` says whether the others
+carry a loop when one of its CDUs stops.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from dataclasses import dataclass
+
 from clusterctl.plan.model import ClusterPlan, RackPlan
+
+COOLANTS = {
+    # name: (density kg/L, specific heat kJ/(kg K))
+    "water": (0.997, 4.18),
+    "pg25": (1.02, 3.85),
+}
+"""Coolant properties for the flow check; sources in the docstring of rule COOL002 (rules/cooling.py)."""
 
 
 def rack_heat(rack: RackPlan, prof) -> tuple[float, float]:
@@ -19,12 +31,57 @@ def rack_heat(rack: RackPlan, prof) -> tuple[float, float]:
 
 
 def cdu_loads(plan: ClusterPlan) -> dict[str, tuple[float, int]]:
-    """CDU name -> (liquid kW of the racks it feeds at full load, number of racks), in blueprint order."""
+    """CDU name -> (liquid kW of the racks it feeds at full load, number of racks), in blueprint order; a loop
+    with several CDUs gives each an equal share of its racks' heat."""
     loads = {c.name: (0.0, 0) for c in plan.cooling.cdus}
     for rack in plan.racks:
         prof = plan.rack_profile(rack)
-        if prof is None or prof.cdu not in loads:
-            continue
-        kw, n = loads[prof.cdu]
-        loads[prof.cdu] = (kw + rack_heat(rack, prof)[0], n + 1)
+        cdus = [c for c in prof.loop_cdus if c in loads] if prof is not None else []
+        for name in cdus:
+            kw, n = loads[name]
+            loads[name] = (kw + rack_heat(rack, prof)[0] / len(cdus), n + 1)
     return loads
+
+
+def flow_needed_lpm(cdu, kw: float) -> float:
+    """Coolant flow, L/min, that carries ``kw`` across the CDU's design rise: kW / (density x heat x rise) x 60."""
+    rho, c = COOLANTS[cdu.coolant]
+    return kw / (rho * c * cdu.delta_t_c) * 60
+
+
+@dataclass(frozen=True)
+class CduAfter:
+    """One CDU left on a loop after another stopped: what it must carry then."""
+
+    name: str
+    load_kw: float
+    capacity_kw: float
+    flow_needed_lpm: float
+    flow_lpm: float
+
+    @property
+    def carries(self) -> bool:
+        return self.load_kw <= self.capacity_kw + 1e-9 and self.flow_needed_lpm <= self.flow_lpm + 1e-9
+
+
+def cdu_failure(plan: ClusterPlan, failed: Collection[str]) -> tuple[list[RackPlan], list[CduAfter], bool]:
+    """With the CDUs ``failed`` stopped together: the racks on their loops, every CDU left on those loops with its
+    load once each loop's heat is shared among its CDUs still running, and whether every one of those loops still
+    has a CDU. The loops are carried when they all do and every CDU left ``carries``."""
+    cdus = {c.name: c for c in plan.cooling.cdus}
+    loads = {name: 0.0 for name in cdus}
+    racks, left, every_loop_kept = [], set(), True
+    for rack in plan.racks:
+        prof = plan.rack_profile(rack)
+        loop = [c for c in prof.loop_cdus if c in cdus] if prof is not None else []
+        running = [c for c in loop if c not in failed]
+        kw = rack_heat(rack, prof)[0] if loop else 0.0
+        for name in running:
+            loads[name] += kw / len(running)
+        if len(running) < len(loop):
+            racks.append(rack)
+            left.update(running)
+            every_loop_kept = every_loop_kept and bool(running)
+    names = [n for n in cdus if n in left]
+    return racks, [CduAfter(n, loads[n], cdus[n].capacity_kw, flow_needed_lpm(cdus[n], loads[n]), cdus[n].flow_lpm)
+                   for n in names], every_loop_kept

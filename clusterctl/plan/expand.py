@@ -317,8 +317,10 @@ def expand(loaded: LoadedBlueprint, catalog: Catalog | None = None) -> ClusterPl
         if nt is not None:
             types[name] = nt
     for pname, prof in bp.rack_profiles.items():
-        if prof.cdu is not None:
-            refs.need(prof.cdu, {c.name for c in bp.cooling.cdus}, ("rack_profiles", pname, "cdu"), "CDU")
+        for key, names in (("cdu", [prof.cdu] if prof.cdu is not None else []), ("cdus", prof.cdus)):
+            for i, name in enumerate(names):
+                refs.need(name, {c.name for c in bp.cooling.cdus},
+                          ("rack_profiles", pname, key) + ((i,) if key == "cdus" else ()), "CDU")
         if prof.system is not None:
             refs.need(prof.system, cat.rack_systems, ("rack_profiles", pname, "system"), "rack system",
                       "clusterctl catalog rack_systems")

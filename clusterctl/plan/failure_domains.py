@@ -7,8 +7,9 @@ fabric tier (``leaf``, ``spine``, ``core``, by its planned name) or an NVLink sw
 * **feed**: the rack runs on its other feeds when they carry it: ``(feeds - 1) x feed_kw x continuous_load_factor``
   at least the rack's planning maximum (what POWER002 checks for the redundancy the blueprint states); otherwise
   the rack goes down, hosts and switches;
-* **cdu**: the racks whose profile names it lose their liquid loop; every host that needs liquid
-  (``liquid_fraction`` > 0) and every liquid-cooled switch in them stops (no other CDU is piped to them);
+* **cdu**: the racks whose profile names it keep their liquid loop when the other CDUs of the loop
+  (``rack_profiles.X.cdus``) carry its heat within their capacity and flow (N+1 cooling); otherwise, or with no
+  other CDU, every host that needs liquid (``liquid_fraction`` > 0) and every liquid-cooled switch in them stops;
 * **rack**: its hosts and the switches placed in it;
 * **switch**: the switch itself: a leaf's node ports (the hosts lose those rails on that fabric) and uplinks, a
   spine's or core's links (the fabric's capacity falls by its share);
@@ -26,6 +27,7 @@ from functools import cached_property
 
 from clusterctl import hostlist
 from clusterctl.plan.cables import node_ports
+from clusterctl.plan.cooling import cdu_failure
 from clusterctl.plan.fabric import tier_switch_names
 from clusterctl.plan.model import ClusterPlan
 
@@ -53,6 +55,8 @@ class Effect:
     racks_down: tuple[int, ...] = ()
     power: dict | None = None
     """a feed failure: the rack's load and what its remaining feeds carry"""
+    cooling: dict | None = None
+    """a CDU failure: its loops' racks and what each CDU left on them must carry"""
     note: str = ""
 
 
@@ -120,15 +124,17 @@ def all_components(plan: ClusterPlan) -> dict[str, Component]:
     return {c.name: c for kind in KINDS for c in components(plan, kind)}
 
 
-def effect(ix: DomainIndex, c: Component) -> Effect:
-    """What the failure of ``c`` alone takes down (hosts, switches) or degrades (NVLink trays)."""
+def effect(ix: DomainIndex, c: Component, together: frozenset[str] = frozenset()) -> Effect:
+    """What the failure of ``c`` takes down (hosts, switches) or degrades (NVLink trays), alone or with the
+    components named ``together`` failed at the same time (a rack's other feeds, a loop's other CDUs: what its
+    redundancy must then carry)."""
     plan = ix.plan
     if c.kind == "rack":
         return _rack_down(ix, c, [ix.rack_by_name[c.name]], f"rack {c.name} down: its hosts and the switches in it")
     if c.kind == "feed":
-        return _feed(ix, c)
+        return _feed(ix, c, together)
     if c.kind == "cdu":
-        return _cdu(ix, c)
+        return _cdu(ix, c, together)
     if c.kind in SWITCH_KINDS:
         return Effect(c, switches_down=(c.name,), note=f"{c.kind} {c.name} down")
     rack_name, _, k = c.name.rpartition("-nvsw")
@@ -145,26 +151,40 @@ def _rack_down(ix: DomainIndex, c: Component, racks: list[int], note: str, power
     return Effect(c, hosts_down=hosts, switches_down=switches, racks_down=tuple(racks), power=power, note=note)
 
 
-def _feed(ix: DomainIndex, c: Component) -> Effect:
+def _feed(ix: DomainIndex, c: Component, together: frozenset[str]) -> Effect:
     rack_name, _, _ = c.name.rpartition("-pdu")
     rack = ix.plan.racks[ix.rack_by_name[rack_name]]
     prof = ix.plan.rack_profile(rack)
     feed_kw = prof.feed_kw if prof.feed_kw is not None else prof.power_kw
-    left = (prof.feeds - 1) * feed_kw * prof.continuous_load_factor
-    power = {"rack": rack.name, "load_kw": round(rack.power_kw, 3), "feeds": prof.feeds,
+    down = len({c.name} | {n for n in together if n.rpartition("-pdu")[0] == rack_name
+                           and n.rpartition("-pdu")[2].isdigit() and 1 <= int(n.rpartition("-pdu")[2]) <= prof.feeds})
+    left = (prof.feeds - down) * feed_kw * prof.continuous_load_factor
+    power = {"rack": rack.name, "load_kw": round(rack.power_kw, 3), "feeds": prof.feeds, "feeds_down": down,
              "redundancy": prof.redundancy, "feed_kw": feed_kw, "continuous_load_factor": prof.continuous_load_factor,
              "remaining_kw": round(left, 3), "carried": rack.power_kw <= left + 1e-9}
     if power["carried"]:
-        return Effect(c, power=power, note=f"{rack.name} runs on its other {prof.feeds - 1} feed(s): "
+        return Effect(c, power=power, note=f"{rack.name} runs on its other {prof.feeds - down} feed(s): "
                                            f"{left:,.1f} kW continuous for {rack.power_kw:,.1f} kW ({prof.redundancy})")
-    return _rack_down(ix, c, [rack.index], f"{rack.name} loses power: {prof.feeds - 1} feed(s) carry {left:,.1f} kW "
+    return _rack_down(ix, c, [rack.index], f"{rack.name} loses power: {prof.feeds - down} feed(s) carry {left:,.1f} kW "
                                            f"continuous, the rack draws {rack.power_kw:,.1f} kW ({prof.redundancy})",
                       power)
 
 
-def _cdu(ix: DomainIndex, c: Component) -> Effect:
+def _cdu(ix: DomainIndex, c: Component, together: frozenset[str]) -> Effect:
     plan = ix.plan
-    racks = [r for r in plan.racks if (p := plan.rack_profile(r)) is not None and p.cdu == c.name]
+    failed = {c.name} | {n for n in together if n in {d.name for d in plan.cooling.cdus}}
+    racks, others, kept = cdu_failure(plan, failed)
+    cooling = {"failed": [d.name for d in plan.cooling.cdus if d.name in failed], "racks": [r.name for r in racks],
+               "cdus_left": [{"cdu": o.name, "load_kw": round(o.load_kw, 3), "capacity_kw": o.capacity_kw,
+                              "flow_needed_lpm": round(o.flow_needed_lpm, 3), "flow_lpm": o.flow_lpm,
+                              "carries": o.carries} for o in others],
+               "carried": kept and all(o.carries for o in others)}
+    if cooling["carried"]:
+        return Effect(c, cooling=cooling,
+                      note=f"CDU {c.name} stops: {_short([o.name for o in others])} carry the liquid loop of "
+                           f"{len(racks)} rack(s) ({_short(cooling['racks'])}), at most "
+                           f"{max(o.load_kw / o.capacity_kw for o in others):.0%} of a CDU's capacity and "
+                           f"{max(o.flow_needed_lpm / o.flow_lpm for o in others):.0%} of its flow")
     hosts, switches = [], []
     for r in racks:
         if r.system is not None:
@@ -175,11 +195,86 @@ def _cdu(ix: DomainIndex, c: Component) -> Effect:
                   if plan.groups[ix.host_group[h]].type.liquid_fraction > 0]
         switches += [s for s in ix.switches_by_rack.get(r.index, [])
                      if plan.fabrics[ix.switch_kind[s][0]].tier(ix.switch_kind[s][1]).switch.cooling == "liquid"]
+    why = ("no other CDU is piped to them" if not kept else
+           "the CDUs left cannot carry them: " + ", ".join(
+               f"{o.name} {o.load_kw:,.1f} of {o.capacity_kw:,g} kW, {o.flow_needed_lpm:,.0f} of {o.flow_lpm:,g} L/min"
+               for o in others if not o.carries))
     return Effect(c, hosts_down=tuple(hosts), switches_down=tuple(switches),
-                  racks_down=tuple(r.index for r in racks if r.system is not None),
+                  racks_down=tuple(r.index for r in racks if r.system is not None), cooling=cooling,
                   note=f"CDU {c.name} stops: the liquid loop of {len(racks)} rack(s) "
-                       f"({_short([r.name for r in racks])}); hosts and switches that need liquid stop")
+                       f"({_short([r.name for r in racks])}) loses cooling ({why}); hosts and switches that need "
+                       "liquid stop")
 
 
 def _short(names: list[str]) -> str:
     return hostlist.compress(names) if names else "none"
+
+
+@dataclass(frozen=True)
+class Blast:
+    """One component's blast radius, as rule BLAST001 judges it."""
+
+    component: Component
+    gpus_out: int
+    """GPUs lost (no power or cooling) or isolated (every leaf of their scalable unit down)"""
+    own_gpus: int
+    """of those, a failed rack's own GPUs (a rack's loss is the unit of failure; what it takes from other racks,
+    through the switches placed in it, is its blast radius)"""
+    controllers_down: bool
+    """every Slurm controller"""
+    accounting_down: bool
+    """every slurmdbd host"""
+    state_save_down: str | None
+    """the host serving StateSaveLocation's NFS tier, when it is down"""
+
+
+def blasts(plan: ClusterPlan) -> list[Blast]:
+    """Every rack, feed, CDU and leaf whose failure takes GPUs out of service or a Slurm service down, with what it
+    takes. Isolation is judged per scalable unit (its hosts are cut off when all its leaves are down: exact for
+    rail-optimized units, whose nodes reach every leaf of their unit), so the sweep stays linear in the racks and
+    leaves; ``clusterctl whatif`` counts port by port. A compute fabric of one leaf is one switch by design (the
+    fabric rules judge it) and cuts nobody off here."""
+    from clusterctl.plan.inventory_groups import served_nfs_tiers
+    from clusterctl.plan.roles import slurm_roles
+    from clusterctl.plan.slurm import state_tier
+
+    ix = DomainIndex.of(plan)
+    host_gpus = {h: g.type.gpus for g in plan.groups for h in g.hosts}
+    su_of_leaf: dict[str, tuple[int, int]] = {}
+    su_leaves: dict[tuple[int, int], int] = {}
+    su_gpus: dict[tuple[int, int], int] = {}
+    su_hosts: dict[tuple[int, int], set[str]] = {}
+    for fp in plan.fabrics:
+        if not any(role == "compute" for _, role in fp.attached) or (fp.tier("leaf") or fp.tiers[0]).count <= 1:
+            continue
+        for su in fp.sus:
+            leaves = hostlist.expand(su.leaves) if su.leaves else []
+            key = (fp.index, su.index)
+            su_leaves[key] = len(leaves)
+            hosts = set(hostlist.expand(su.hostlist))
+            su_hosts[key] = hosts
+            su_gpus[key] = sum(host_gpus.get(h, 0) for h in hosts)
+            for leaf in leaves:
+                su_of_leaf[leaf] = key
+    roles = slurm_roles(plan)
+    state = state_tier(plan)
+    state_host = next((s.host for s in served_nfs_tiers(plan) if state is not None and s.index == state[0]), None)
+    out = []
+    for kind in ("rack", "feed", "cdu", "leaf"):
+        for c in components(plan, kind):
+            e = effect(ix, c)
+            down = set(e.hosts_down)
+            cut: dict[tuple[int, int], int] = {}
+            for s in e.switches_down:
+                if s in su_of_leaf:
+                    cut[su_of_leaf[s]] = cut.get(su_of_leaf[s], 0) + 1
+            isolated = {h for key, n in cut.items() if n >= su_leaves[key] for h in su_hosts[key]} - down
+            gpus = sum(host_gpus[h] for h in down) + sum(host_gpus.get(h, 0) for h in isolated)
+            own = sum(host_gpus[h] for h in ix.hosts_by_rack.get(ix.rack_by_name[c.name], [])) \
+                if kind == "rack" else 0
+            controllers = bool(roles.controllers) and all(h in down for h in roles.controllers)
+            accounting = bool(roles.accounting) and all(h in down for h in roles.accounting)
+            state_down = state_host if state_host in down else None
+            if gpus or controllers or accounting or state_down:
+                out.append(Blast(c, gpus, own, controllers, accounting, state_down))
+    return out

@@ -133,7 +133,8 @@ def analyse(ix: DomainIndex, healthy: Healthy, effects: list[Effect]) -> dict[st
     roles = healthy.roles
     out = {
         "failed": [{"kind": e.component.kind, "name": e.component.name, "effect": e.note,
-                    "blueprint": format_path(e.component.path), **({"power": e.power} if e.power else {})}
+                    "blueprint": format_path(e.component.path), **({"power": e.power} if e.power else {}),
+                    **({"cooling": e.cooling} if e.cooling else {})}
                    for e in effects],
         "gpus": {"total": healthy.gpus, **gpus, "usable": healthy.gpus - gpus["lost"] - gpus["isolated"],
                  "share_lost": _share(gpus["lost"] + gpus["isolated"], healthy.gpus)},
@@ -274,7 +275,8 @@ def whatif(plan: ClusterPlan, report: dict[str, Any], fail: list[str] | None = N
     out: dict[str, Any] = {"whatif_format": WHATIF_FORMAT, "cluster": plan.name}
     if fail:
         known = all_components(plan)
-        out |= {"mode": "fail", "analysis": analyse(ix, healthy, [effect(ix, known[n]) for n in fail])}
+        together = frozenset(fail)
+        out |= {"mode": "fail", "analysis": analyse(ix, healthy, [effect(ix, known[n], together) for n in fail])}
         return out
     ranked = [summary(analyse(ix, healthy, [effect(ix, c)])) for kind in each or [] for c in components(plan, kind)]
     ranked.sort(key=rank_key)
@@ -293,4 +295,4 @@ def summary(a: dict[str, Any]) -> dict[str, Any]:
             "largest_scalable_unit": a["largest_job_gpus"]["scalable_unit"],
             "all_controllers_down": a["slurm"]["all_controllers_down"],
             "accounting_down": bool(a["slurm"]["accounting_down"]),
-            **({"power": f["power"]} if "power" in f else {})}
+            **{k: f[k] for k in ("power", "cooling") if k in f}}

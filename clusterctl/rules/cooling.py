@@ -4,22 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from clusterctl.plan.cooling import cdu_loads, rack_heat
+from clusterctl.plan.cooling import COOLANTS, cdu_loads, flow_needed_lpm, rack_heat
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.rules.base import Hit, Severity, profiled_racks, rack_budget_hit, rule
-
-COOLANTS = {
-    # name: (density kg/L, specific heat kJ/(kg K))
-    "water": (0.997, 4.18),
-    "pg25": (1.02, 3.85),
-}
-"""Coolant properties for the flow check; sources in the docstring of :func:`cdu_flow`."""
 
 
 @rule("COOL001", "cooling", Severity.ERROR, "CDU capacity exceeded")
 def cdu_capacity(plan: ClusterPlan) -> Iterator[Hit]:
-    """The liquid heat of every rack whose profile names a CDU (``rack_profiles.X.cdu``) must fit that CDU's
-    ``capacity_kw``. Liquid heat is each rack's maximum draw times the liquid fraction of its hardware: a
+    """The liquid heat of every rack whose profile names a CDU (``rack_profiles.X.cdu``; an equal share of it for
+    each of ``cdus`` in parallel) must fit that CDU's ``capacity_kw``. Liquid heat is each rack's maximum draw times the liquid fraction of its hardware: a
     CDU that cannot carry the racks at full load lets the supply temperature climb until the GPUs throttle."""
     loads = cdu_loads(plan)
     for i, cdu in enumerate(plan.blueprint.cooling.cdus):
@@ -45,7 +38,7 @@ def cdu_flow(plan: ClusterPlan) -> Iterator[Hit]:
     for i, cdu in enumerate(plan.blueprint.cooling.cdus):
         kw, racks = loads[cdu.name]
         rho, c = COOLANTS[cdu.coolant]
-        need = kw / (rho * c * cdu.delta_t_c) * 60
+        need = flow_needed_lpm(cdu, kw)
         if need > cdu.flow_lpm + 1e-9:
             yield Hit(("cooling", "cdus", i, "flow_lpm"),
                       f"CDU {cdu.name} needs {need:.1f} L/min to carry {kw:.1f} kW at a {cdu.delta_t_c:g} K rise "
@@ -94,9 +87,9 @@ def liquid_only_hardware(plan: ClusterPlan) -> Iterator[Hit]:
     NVL72, liquid-cooled switches) needs a rack profile with ``liquid_kw`` and a ``cdu``: without a loop
     its cold plates have nothing to reject heat to and it cannot run at all."""
     for rack, prof in profiled_racks(plan):
-        if rack.liquid_only_kw <= 0 or (prof.liquid_kw > 0 and prof.cdu is not None):
+        if rack.liquid_only_kw <= 0 or (prof.liquid_kw > 0 and prof.loop_cdus):
             continue
-        missing = " and ".join(m for m, bad in (("liquid_kw", prof.liquid_kw <= 0), ("cdu", prof.cdu is None))
+        missing = " and ".join(m for m, bad in (("liquid_kw", prof.liquid_kw <= 0), ("cdu", not prof.loop_cdus))
                                if bad)
         yield rack_budget_hit(rack, "liquid_kw",
                               f"rack {rack.name} holds {rack.liquid_only_kw:.1f} kW of liquid-only heat but rack "
@@ -143,7 +136,7 @@ def cooling_declared(plan: ClusterPlan) -> Iterator[Hit]:
     reported as info (spare, or a profile forgot its ``cdu``)."""
     bp = plan.blueprint
     for name, prof in sorted(bp.rack_profiles.items()):
-        if prof.liquid_kw > 0 and prof.cdu is None:
+        if prof.liquid_kw > 0 and not prof.loop_cdus:
             yield Hit(("rack_profiles", name, "liquid_kw"),
                       f"rack profile {name} removes {prof.liquid_kw:g} kW by liquid but names no cdu; "
                       f"CDU capacity and coolant flow are unchecked",
