@@ -75,7 +75,8 @@ def whatif(
     suppress: Annotated[Optional[list[str]], typer.Option(help="rule id(s) to suppress")] = None,
 ) -> None:
     """The design with components failed: GPUs lost or degraded, what Slurm drains, the largest job that still
-    fits, bisection, all_reduce and training throughput, power after a feed or CDU loss (docs/whatif.md)."""
+    fits, bisection, all_reduce and training throughput, checkpoint time, power and cooling after a feed or CDU
+    loss (docs/whatif.md)."""
     from clusterctl.plan.failure_domains import KINDS, all_components
     from clusterctl.report.whatif import whatif as run
     from clusterctl.report import whatif_output
@@ -116,4 +117,5 @@ def _failed_names(fail: str, known: dict, kinds: tuple[str, ...]) -> list[str]:
 
 
 def _plural(kind: str) -> str:
-    return {"leaf": "leaves", "nvlink-tray": "NVLink switch trays", "feed": "feeds (rack PDUs)"}.get(kind, kind + "s")
+    return {"leaf": "leaves", "nvlink-tray": "NVLink switch trays", "feed": "feeds (rack PDUs)",
+            "storage": "storage building blocks"}.get(kind, kind + "s")

@@ -234,7 +234,8 @@ def starter_blueprint(gpus: int, gpu: str, fabric: str, catalog: Catalog | None 
                                f"{fp.max_endpoints:,})",
                                f"at most about --gpus {most}, or split the cluster into several blueprints")
     # network racks: the planned switches outside the GPU racks, spread round-robin, within each rack's
-    # units and power (the shipped net profile: 46 usable units, 34 kW)
+    # units and power (the shipped net profile: 46 usable units, 34 kW); at least two, so that no one rack holds
+    # every switch of a fabric (rule BLAST001)
     plan = _plan(_yaml(d), cat)
     units = kw = 0.0
     for fp in plan.fabrics:
@@ -243,7 +244,7 @@ def starter_blueprint(gpus: int, gpu: str, fabric: str, catalog: Catalog | None 
                 units += t.count * t.switch.height_u
                 kw += t.count * t.switch.power_w / 1000
     usable = _RACK_U - _RACK_RESERVED_U
-    racks = max(1, math.ceil(units / (usable - 4)), math.ceil(kw / (_NET_RACK_KW - 4)))
+    racks = max(2, math.ceil(units / (usable - 4)), math.ceil(kw / (_NET_RACK_KW - 4)))
     switches = sum(t.count for fp in plan.fabrics for t in fp.tiers)
     return _yaml(replace(d, net_racks=racks, switches=switches))
 

@@ -40,6 +40,18 @@ def lab() -> dict:
     return shipped("lab-2node")
 
 
+def superpod_one_network_rack() -> dict:
+    """The SuperPOD SU as the reference architecture draws it: every InfiniBand switch in network rack ib01 and both
+    head nodes in mgmt01 (the shipped one spreads them over two racks each, rule BLAST001)."""
+    data = shipped("dgx-h100-superpod-1su")
+    for f in data["fabrics"]:
+        f["switch_racks"] = "ib01" if f["name"] in ("ib", "stor") else "mgmt01"
+    for g in data["node_groups"]:
+        if g["name"] in ("head", "login"):
+            g["racks"] = "mgmt01"
+    return data
+
+
 def rename_only_rack(data: dict, name: str) -> dict:
     """``data`` (a one-rack blueprint) with its rack, and every group and fabric placed in it, renamed ``name``."""
     data["racks"][0]["names"] = name

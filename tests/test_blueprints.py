@@ -72,7 +72,7 @@ def test_example_says_what_it_is(name):
 
 def test_superpod_1su():
     p = plan("dgx-h100-superpod-1su")
-    assert (p.gpus, p.nodes, len(p.racks)) == (256, 36, 10)
+    assert (p.gpus, p.nodes, len(p.racks)) == (256, 36, 12)
     assert p.group("dgx").count == 32
     ib = fabric("dgx-h100-superpod-1su", "ib")
     assert counts(ib) == {"leaf": 8, "spine": 4}

@@ -225,8 +225,7 @@ def _gb300_su(tmp_path):
     data = shipped("gb200-nvl72-8rack")
     data["name"] = "gb300-nvl72-8rack"
     data["site"].update(it_power_kw=1800, air_cooling_kw=600)
-    for profile in ("nvl72-a", "nvl72-b"):
-        data["rack_profiles"][profile].update(system="gb300-nvl72", power_kw=150, feed_kw=75, liquid_kw=120)
+    data["rack_profiles"]["nvl72"].update(system="gb300-nvl72", power_kw=150, feed_kw=75, liquid_kw=120)
     data["rack_profiles"]["net"].update(power_kw=60, feed_kw=75, air_kw=60)
     data["node_types"]["tray"] = {"server": "gb300-nvl72-tray", "features": ["gb300", "nvl72"], "interfaces": {
         **data["node_types"]["tray"]["interfaces"],  # no GB300 port table was read: the blueprint names them

@@ -71,7 +71,7 @@ def test_a_fabric_without_addressed_host_ports_checks_its_leaves_loopbacks(hgx):
     oob = slices["oob"]  # BMC ports: L2 to the host, no address from the underlay
     assert oob.rails == () and oob.hosts == ()
     assert [(e.host, e.netdev, e.gateway, e.leaf) for e in oob.endpoints] == [
-        ("oob-leaf01", "lo", "", "oob-leaf01"), ("oob-leaf33", "lo", "", "oob-leaf33")]
+        ("oob-leaf01", "lo", "", "oob-leaf01"), ("oob-leaf34", "lo", "", "oob-leaf34")]
 
 
 def test_a_converged_fabric_boots_hosts_with_their_storage_ports_l3_to_the_host(hgx):
@@ -96,7 +96,7 @@ def test_gb200_slices_its_converged_and_oob_fabrics():
     _, slices = _slices("gb200-nvl72-8rack")
     assert {f: (sl.leaves, sl.spines, sl.mtu) for f, sl in slices.items()} == {
         "converged": (("converged-leaf01", "converged-leaf05"), ("converged-spine01", "converged-spine02"), 9000),
-        "oob": (("oob-leaf01", "oob-leaf09"), ("oob-spine01", "oob-spine02"), 1500)}
+        "oob": (("oob-leaf01", "oob-leaf10"), ("oob-spine01", "oob-spine02"), 1500)}
 
 
 def test_the_role_is_told_the_plans_rail_names(hgx):

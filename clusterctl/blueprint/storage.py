@@ -40,6 +40,23 @@ class _SharedTier(_Tier):
     """aggregate read bandwidth, GB/s (bytes, not bits)"""
     write_gb_per_s: float = Field(gt=0, le=10_000_000)  # as read_gb_per_s
     """aggregate write bandwidth, GB/s"""
+    building_blocks: int | None = Field(default=None, ge=1, le=100_000)  # 100,000 servers: above any deployment
+    """the units the tier is built of, each carrying an equal share of its bandwidth: Lustre OSS failover pairs,
+    GPFS NSD server pairs, WEKA backends, VAST CNodes, DDN or NetApp appliances. ``clusterctl whatif`` fails them
+    as ``<name>-bb<k>`` (docs/whatif.md); absent: the tier is one element there"""
+    blocks_tolerated: int = Field(default=1, ge=0, le=64)  # erasure codes protect against a handful
+    """building blocks that may be down at once while the file system still serves every file, at the others'
+    bandwidth (failover partners, erasure coding across blocks: WEKA N+2 tolerates 2); more stops its I/O. 0: a
+    block's loss makes its share of the files unreachable (Lustre OSTs without failover)"""
+
+    @field_validator("blocks_tolerated")
+    @classmethod
+    def _fewer_than_blocks(cls, value: int, info: ValidationInfo) -> int:
+        blocks = info.data.get("building_blocks")
+        if blocks is not None and value >= blocks:
+            raise ValueError(f"blocks_tolerated {value} must be below building_blocks {blocks}: a file system "
+                             "serves from at least one block")
+        return value
 
 
 class NfsTier(_SharedTier):

@@ -4,7 +4,7 @@ A rack's liquid heat is the liquid-cooled share of its hardware when its profile
 (``rack_profiles.X.liquid_kw`` > 0); without a loop, only liquid-only hardware's cold-plate share stays liquid
 and the rest goes to air (COOL005 says that hardware cannot run there). A CDU carries the liquid heat of every
 rack whose profile names it; CDUs in parallel on a loop (``rack_profiles.X.cdus``) carry an equal share each. The
-cooling rules judge these numbers; the bill of materials lists them; :func:`cdu_failure` says whether the others
+cooling rules judge these numbers; the bill of materials lists them; :class:`CoolingLoops` says whether the others
 carry a loop when one of its CDUs stops.
 """
 
@@ -64,24 +64,44 @@ class CduAfter:
         return self.load_kw <= self.capacity_kw + 1e-9 and self.flow_needed_lpm <= self.flow_lpm + 1e-9
 
 
-def cdu_failure(plan: ClusterPlan, failed: Collection[str]) -> tuple[list[RackPlan], list[CduAfter], bool]:
-    """With the CDUs ``failed`` stopped together: the racks on their loops, every CDU left on those loops with its
-    load once each loop's heat is shared among its CDUs still running, and whether every one of those loops still
-    has a CDU. The loops are carried when they all do and every CDU left ``carries``."""
-    cdus = {c.name: c for c in plan.cooling.cdus}
-    loads = {name: 0.0 for name in cdus}
-    racks, left, every_loop_kept = [], set(), True
-    for rack in plan.racks:
-        prof = plan.rack_profile(rack)
-        loop = [c for c in prof.loop_cdus if c in cdus] if prof is not None else []
-        running = [c for c in loop if c not in failed]
-        kw = rack_heat(rack, prof)[0] if loop else 0.0
-        for name in running:
-            loads[name] += kw / len(running)
-        if len(running) < len(loop):
-            racks.append(rack)
+@dataclass(frozen=True)
+class CoolingLoops:
+    """Each CDU's healthy load and the racks on the loops it serves, built once for many failures."""
+
+    cdus: dict
+    """name -> the blueprint's CDU"""
+    loads: dict[str, float]
+    """name -> liquid kW it carries healthy"""
+    racks_of: dict[str, list[tuple[RackPlan, tuple[str, ...], float]]]
+    """name -> (rack, the CDUs of its loop, its liquid kW) for every rack on a loop it serves"""
+
+    @classmethod
+    def of(cls, plan: ClusterPlan) -> "CoolingLoops":
+        cdus = {c.name: c for c in plan.cooling.cdus}
+        racks_of: dict[str, list] = {n: [] for n in cdus}
+        for rack in plan.racks:
+            prof = plan.rack_profile(rack)
+            loop = tuple(c for c in prof.loop_cdus if c in cdus) if prof is not None else ()
+            kw = rack_heat(rack, prof)[0] if loop else 0.0
+            for name in loop:
+                racks_of[name].append((rack, loop, kw))
+        return cls(cdus, {n: kw for n, (kw, _) in cdu_loads(plan).items()}, racks_of)
+
+    def failure(self, failed: Collection[str]) -> tuple[list[RackPlan], list[CduAfter], bool]:
+        """With the CDUs ``failed`` stopped together: the racks on their loops, every CDU left on those loops with
+        its load once each loop's heat is shared among its CDUs still running, and whether every one of those
+        loops still has a CDU. The loops are carried when they all do and every CDU left ``carries``."""
+        seen: dict[int, tuple[RackPlan, tuple[str, ...], float]] = {}
+        for name in failed:
+            for item in self.racks_of.get(name, []):
+                seen.setdefault(item[0].index, item)
+        loads, left, every_loop_kept = {}, set(), True
+        for rack, loop, kw in seen.values():
+            running = [c for c in loop if c not in failed]
+            for name in running:
+                loads[name] = loads.get(name, self.loads[name]) + kw / len(running) - kw / len(loop)
             left.update(running)
             every_loop_kept = every_loop_kept and bool(running)
-    names = [n for n in cdus if n in left]
-    return racks, [CduAfter(n, loads[n], cdus[n].capacity_kw, flow_needed_lpm(cdus[n], loads[n]), cdus[n].flow_lpm)
-                   for n in names], every_loop_kept
+        racks = [item[0] for _, item in sorted(seen.items())]
+        return racks, [CduAfter(n, loads[n], c.capacity_kw, flow_needed_lpm(c, loads[n]), c.flow_lpm)
+                       for n, c in self.cdus.items() if n in left], every_loop_kept

@@ -13,6 +13,8 @@ fabric tier (``leaf``, ``spine``, ``core``, by its planned name) or an NVLink sw
 * **rack**: its hosts and the switches placed in it;
 * **switch**: the switch itself: a leaf's node ports (the hosts lose those rails on that fabric) and uplinks, a
   spine's or core's links (the fabric's capacity falls by its share);
+* **storage**: a building block of a shared storage tier (``storage[].building_blocks``): the tier keeps serving
+  at the other blocks' share of its bandwidth while no more than ``blocks_tolerated`` are down, and stops beyond;
 * **nvlink-tray**: one of the rack system's NVLink switch trays: the rack's NVLink domain keeps every GPU at
   ``(trays - 1) / trays`` of its NVLink bandwidth (each GPU's links are spread over all trays).
 
@@ -27,11 +29,11 @@ from functools import cached_property
 
 from clusterctl import hostlist
 from clusterctl.plan.cables import node_ports
-from clusterctl.plan.cooling import cdu_failure
+from clusterctl.plan.cooling import CoolingLoops
 from clusterctl.plan.fabric import tier_switch_names
 from clusterctl.plan.model import ClusterPlan
 
-KINDS = ("feed", "cdu", "rack", "leaf", "spine", "core", "nvlink-tray")
+KINDS = ("feed", "cdu", "rack", "leaf", "spine", "core", "nvlink-tray", "storage")
 """the component kinds ``clusterctl whatif`` knows, in the order its sweep and the blast-radius table list them"""
 SWITCH_KINDS = ("leaf", "spine", "core")
 
@@ -53,6 +55,8 @@ class Effect:
     nvlink_trays: tuple[tuple[int, int], ...] = ()
     """(rack index, NVLink switch trays down in it)"""
     racks_down: tuple[int, ...] = ()
+    storage_blocks: tuple[tuple[int, str], ...] = ()
+    """(storage tier index, building block) down"""
     power: dict | None = None
     """a feed failure: the rack's load and what its remaining feeds carry"""
     cooling: dict | None = None
@@ -90,6 +94,10 @@ class DomainIndex:
         return ix
 
     @cached_property
+    def cooling(self) -> CoolingLoops:
+        return CoolingLoops.of(self.plan)
+
+    @cached_property
     def leaf_ports(self) -> dict[str, list[tuple[str, int]]]:
         """leaf name -> the (host, port number on that fabric) cabled to it, as plan/cables.py cables them"""
         out: dict[str, list[tuple[str, int]]] = {}
@@ -115,7 +123,17 @@ def components(plan: ClusterPlan, kind: str) -> list[Component]:
     if kind == "nvlink-tray":
         return [Component("nvlink-tray", f"{r.name}-nvsw{k}", ("rack_profiles", r.profile_name, "system"))
                 for r in plan.racks if r.system is not None for k in range(1, r.system.nvlink_switch_trays + 1)]
+    if kind == "storage":
+        return [Component("storage", name, ("storage", i, "building_blocks"))
+                for i, t in enumerate(plan.storage) for name in storage_blocks(t)]
     raise ValueError(f"unknown component kind {kind!r}")
+
+
+def storage_blocks(tier) -> list[str]:
+    """a shared storage tier's building blocks by name, ``<tier>-bb<k>`` (none when it does not give them)"""
+    n = getattr(tier, "building_blocks", None) or 0
+    width = max(2, len(str(n)))
+    return [f"{tier.name}-bb{k:0{width}d}" for k in range(1, n + 1)]
 
 
 def all_components(plan: ClusterPlan) -> dict[str, Component]:
@@ -137,6 +155,8 @@ def effect(ix: DomainIndex, c: Component, together: frozenset[str] = frozenset()
         return _cdu(ix, c, together)
     if c.kind in SWITCH_KINDS:
         return Effect(c, switches_down=(c.name,), note=f"{c.kind} {c.name} down")
+    if c.kind == "storage":
+        return _storage(ix, c, together)
     rack_name, _, k = c.name.rpartition("-nvsw")
     r = plan.racks[ix.rack_by_name[rack_name]]
     trays = r.system.nvlink_switch_trays
@@ -173,7 +193,7 @@ def _feed(ix: DomainIndex, c: Component, together: frozenset[str]) -> Effect:
 def _cdu(ix: DomainIndex, c: Component, together: frozenset[str]) -> Effect:
     plan = ix.plan
     failed = {c.name} | {n for n in together if n in {d.name for d in plan.cooling.cdus}}
-    racks, others, kept = cdu_failure(plan, failed)
+    racks, others, kept = ix.cooling.failure(failed)
     cooling = {"failed": [d.name for d in plan.cooling.cdus if d.name in failed], "racks": [r.name for r in racks],
                "cdus_left": [{"cdu": o.name, "load_kw": round(o.load_kw, 3), "capacity_kw": o.capacity_kw,
                               "flow_needed_lpm": round(o.flow_needed_lpm, 3), "flow_lpm": o.flow_lpm,
@@ -206,6 +226,21 @@ def _cdu(ix: DomainIndex, c: Component, together: frozenset[str]) -> Effect:
                        "liquid stop")
 
 
+def _storage(ix: DomainIndex, c: Component, together: frozenset[str]) -> Effect:
+    i = c.path[1]
+    tier = ix.plan.storage[i]
+    blocks = storage_blocks(tier)
+    down = len({c.name} | (together & set(blocks)))
+    tolerated = min(tier.blocks_tolerated, len(blocks) - 1)
+    left = len(blocks) - down
+    serving = down <= tolerated
+    return Effect(c, storage_blocks=((i, c.name),),
+                  note=f"storage tier {tier.name}: {down} of its {len(blocks)} building blocks down "
+                       + (f"(it tolerates {tolerated}): it serves every file from the other {left}, at {left}/"
+                          f"{len(blocks)} of its bandwidth" if serving else
+                          f"(it tolerates {tolerated}): the files on them are unreachable and I/O to them hangs"))
+
+
 def _short(names: list[str]) -> str:
     return hostlist.compress(names) if names else "none"
 
@@ -228,7 +263,7 @@ class Blast:
     """the host serving StateSaveLocation's NFS tier, when it is down"""
 
 
-def blasts(plan: ClusterPlan) -> list[Blast]:
+def blasts(plan: ClusterPlan, kinds: tuple[str, ...] = ("rack", "feed", "cdu", "leaf")) -> list[Blast]:
     """Every rack, feed, CDU and leaf whose failure takes GPUs out of service or a Slurm service down, with what it
     takes. Isolation is judged per scalable unit (its hosts are cut off when all its leaves are down: exact for
     rail-optimized units, whose nodes reach every leaf of their unit), so the sweep stays linear in the racks and
@@ -242,10 +277,10 @@ def blasts(plan: ClusterPlan) -> list[Blast]:
     host_gpus = {h: g.type.gpus for g in plan.groups for h in g.hosts}
     su_of_leaf: dict[str, tuple[int, int]] = {}
     su_leaves: dict[tuple[int, int], int] = {}
-    su_gpus: dict[tuple[int, int], int] = {}
     su_hosts: dict[tuple[int, int], set[str]] = {}
     for fp in plan.fabrics:
-        if not any(role == "compute" for _, role in fp.attached) or (fp.tier("leaf") or fp.tiers[0]).count <= 1:
+        leaf_tier = fp.tier("leaf")
+        if not any(role == "compute" for _, role in fp.attached) or leaf_tier is None or leaf_tier.count <= 1:
             continue
         for su in fp.sus:
             leaves = hostlist.expand(su.leaves) if su.leaves else []
@@ -253,15 +288,16 @@ def blasts(plan: ClusterPlan) -> list[Blast]:
             su_leaves[key] = len(leaves)
             hosts = set(hostlist.expand(su.hostlist))
             su_hosts[key] = hosts
-            su_gpus[key] = sum(host_gpus.get(h, 0) for h in hosts)
             for leaf in leaves:
                 su_of_leaf[leaf] = key
     roles = slurm_roles(plan)
     state = state_tier(plan)
     state_host = next((s.host for s in served_nfs_tiers(plan) if state is not None and s.index == state[0]), None)
     out = []
-    for kind in ("rack", "feed", "cdu", "leaf"):
+    for kind in kinds:
         for c in components(plan, kind):
+            if kind == "leaf" and su_leaves.get(su_of_leaf.get(c.name), 0) != 1:
+                continue  # a unit of several leaves keeps its hosts when one fails
             e = effect(ix, c)
             down = set(e.hosts_down)
             cut: dict[tuple[int, int], int] = {}
@@ -277,4 +313,51 @@ def blasts(plan: ClusterPlan) -> list[Blast]:
             state_down = state_host if state_host in down else None
             if gpus or controllers or accounting or state_down:
                 out.append(Blast(c, gpus, own, controllers, accounting, state_down))
+    return out
+
+
+@dataclass(frozen=True)
+class SinglePoint:
+    """A component whose failure alone takes too much of the cluster (rule BLAST001, ``report --whatif``)."""
+
+    component: Component
+    takes: tuple[str, ...]
+    """what it takes, in words"""
+    gpus_out: int
+    """GPUs out of service, a failed rack's own not counted"""
+
+    @property
+    def what(self) -> str:
+        t = self.takes
+        return t[0] if len(t) == 1 else ", ".join(t[:-1]) + " and " + t[-1]
+
+
+def single_points(plan: ClusterPlan) -> list[SinglePoint]:
+    """The single points of failure: a component whose failure takes more than ``validation.max_blast_radius`` of
+    the GPUs out of service (a failed rack's own GPUs not counted: its blast radius is what it takes from the other
+    racks), or, where the blueprint has a backup, every Slurm controller or every slurmdbd host, or (with a backup
+    controller) the server of StateSaveLocation's tier. A cluster whose hosts are in one rack is not judged on that
+    rack, its feeds and CDUs: it is one failure domain by design."""
+    from clusterctl.plan.roles import slurm_roles
+
+    gpus = sum(g.gpus for g in plan.groups)
+    one_rack = len({r for g in plan.groups for r in g.rack_index if r >= 0}) <= 1
+    roles = slurm_roles(plan)
+    limit = plan.max_blast_radius
+    out = []
+    for b in blasts(plan, ("leaf",) if one_rack else ("rack", "feed", "cdu", "leaf")):
+        takes = []
+        lost = b.gpus_out - b.own_gpus
+        if gpus and lost / gpus > limit:
+            where = " in other racks" if b.component.kind == "rack" else ""
+            takes.append(f"{lost:,} of the {gpus:,} GPUs{where} ({100 * lost / gpus:.3g} %, over "
+                         f"validation.max_blast_radius {100 * limit:g} %)")
+        if b.controllers_down and len(roles.controllers) > 1:
+            takes.append(f"every Slurm controller ({', '.join(roles.controllers)})")
+        if b.accounting_down and len(roles.accounting) > 1:
+            takes.append(f"every slurmdbd host ({', '.join(roles.accounting)})")
+        if b.state_save_down and len(roles.controllers) > 1:
+            takes.append(f"StateSaveLocation's server {b.state_save_down}")
+        if takes:
+            out.append(SinglePoint(b.component, tuple(takes), lost))
     return out

@@ -18,7 +18,10 @@ that change, against the healthy report (its JSON: capacity, collectives, traini
   data-parallel replicas ``min(dp, usable GPUs // group)``, tokens/s in proportion (each replica's step time
   unchanged, the global batch smaller); an NVLink tray down slows the rack's NVLink traffic, not shown in
   tokens/s (said);
-* **power**: a feed's remaining capacity against the rack's planning maximum.
+* **storage**: a tier's bandwidth with building blocks down, and the checkpoint's write time
+  (report/whatif_storage.py); a tier the job reads from or checkpoints to that stops serving stops the job;
+* **power** and **cooling**: a feed's remaining capacity against the rack's planning maximum; the CDUs left on a
+  loop against its heat (capacity and flow).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from clusterctl.plan.roles import slurm_roles
 from clusterctl.blueprint.load import format_path
 from clusterctl.report.capacity import bisection
 from clusterctl.report.training_report import gpus_used_of, tokens_per_s_of
+from clusterctl.report.whatif_storage import stopped_by_storage, storage_after
 
 
 @dataclass
@@ -131,6 +135,7 @@ def analyse(ix: DomainIndex, healthy: Healthy, effects: list[Effect]) -> dict[st
                             _tray_domains(healthy, ix, trays))
     broken_sus = sorted({healthy.host_su[h] for h in drain if h in healthy.host_su})
     roles = healthy.roles
+    storage = storage_after(plan, healthy.report, effects)
     out = {
         "failed": [{"kind": e.component.kind, "name": e.component.name, "effect": e.note,
                     "blueprint": format_path(e.component.path), **({"power": e.power} if e.power else {}),
@@ -145,7 +150,9 @@ def analyse(ix: DomainIndex, healthy: Healthy, effects: list[Effect]) -> dict[st
         "largest_job_gpus": _largest(healthy, drain, broken_domains, broken_sus),
         "bisection": _bisection(plan, ix, healthy, switches),
         "collectives": _collectives(healthy.report, rails_left if degraded else 1.0),
-        "training": _training(healthy, drain, rails_left if degraded else 1.0, bool(trays)),
+        "storage": storage,
+        "training": _training(healthy, drain, rails_left if degraded else 1.0, bool(trays),
+                              stopped_by_storage(storage)),
         "slurm": {"controllers_down": [c for c in roles.controllers if c in down],
                   "all_controllers_down": bool(roles.controllers) and all(c in down for c in roles.controllers),
                   "accounting_down": [a for a in roles.accounting if a in down]},
@@ -198,11 +205,15 @@ def _bisection(plan: ClusterPlan, ix: DomainIndex, hl: Healthy, switches: set[st
         if up1 is not None:
             per_leaf = up1.count / leaf.count
             per_spine_down = up1.count / spine.count
-            terms.append(max(0.0, up1.count - failed["leaf"] * per_leaf - failed["spine"] * per_spine_down) * up1.gbps)
+            both = failed["leaf"] * failed["spine"] * up1.count / (leaf.count * spine.count)  # counted twice above
+            terms.append(max(0.0, up1.count - failed["leaf"] * per_leaf - failed["spine"] * per_spine_down + both)
+                         * up1.gbps)
         if up2 is not None:
             per_spine_up = up2.count / spine.count
             per_core = up2.count / core.count
-            terms.append(max(0.0, up2.count - failed["spine"] * per_spine_up - failed["core"] * per_core) * up2.gbps)
+            both = failed["spine"] * failed["core"] * up2.count / (spine.count * core.count)
+            terms.append(max(0.0, up2.count - failed["spine"] * per_spine_up - failed["core"] * per_core + both)
+                         * up2.gbps)
         after = min(terms) / 2 if up1 is not None else healthy * (e / (node.count * node.gbps) if node else 0)
         out.append({"fabric": fp.name, "healthy_gbps": healthy, "after_gbps": round(after, 6),
                     "share_left": _share(after, healthy) if healthy else 1.0,
@@ -230,13 +241,17 @@ NETWORK_PARTS = ("pp communication", "dp communication (exposed)", "cp communica
 """the step-time parts (training breakdown) that cross the scale-out network: slowed by a rail lost"""
 
 
-def _training(healthy: Healthy, drain: set[str], network_left: float, trays: bool) -> dict[str, Any] | None:
+def _training(healthy: Healthy, drain: set[str], network_left: float, trays: bool,
+              stopped: str | None = None) -> dict[str, Any] | None:
     """The blueprint's job after the failures: the drained nodes' replicas gone, and a job on degraded nodes
     (some rails lost) with its scale-out communication at ``network_left`` of its bandwidth."""
     tr = healthy.report.get("training") or {}
     if not tr.get("available"):
         return None
     tps, used = tokens_per_s_of(tr), gpus_used_of(tr)
+    if stopped:
+        return {"tokens_per_s": tps, "after_tokens_per_s": 0.0, "gpus_used": used, "after_gpus_used": 0,
+                "basis": stopped}
     layout = tr.get("layout")
     usable = healthy.gpus - sum(healthy.host_gpus[h] for h in drain)
     if layout is None:
@@ -295,4 +310,7 @@ def summary(a: dict[str, Any]) -> dict[str, Any]:
             "largest_scalable_unit": a["largest_job_gpus"]["scalable_unit"],
             "all_controllers_down": a["slurm"]["all_controllers_down"],
             "accounting_down": bool(a["slurm"]["accounting_down"]),
+            "storage_left": {s["tier"]: s["share_left"] for s in a["storage"]},
+            **({"checkpoint_write_s": c["after_write_s"]} if (c := next(
+                (s["checkpoint"] for s in a["storage"] if "checkpoint" in s), None)) else {}),
             **{k: f[k] for k in ("power", "cooling") if k in f}}

@@ -9,6 +9,7 @@ from typing import Any
 from clusterctl.report.markdown import text
 from clusterctl.report.section import fmt, md_table
 from clusterctl.report.svg import Svg, nice
+from clusterctl.report.whatif_storage import storage_lines
 
 WHATIF_FORMAT = 1
 """version of the JSON's shape"""
@@ -17,8 +18,10 @@ TOP = 20
 
 
 def rank_key(r: dict[str, Any]) -> tuple:
-    """worst first: GPUs out of service, then GPUs degraded, then the bisection left, then the name"""
-    return (-r["gpus_out"], -r["gpus_degraded"], min(r["bisection_left"].values(), default=1.0), r["name"])
+    """worst first: GPUs out of service, then GPUs degraded, then the bisection left, then the storage bandwidth
+    left, then the name"""
+    return (-r["gpus_out"], -r["gpus_degraded"], min(r["bisection_left"].values(), default=1.0),
+            min(r.get("storage_left", {}).values(), default=1.0), r["name"])
 
 
 def _pct(x: float | None) -> str:
@@ -31,11 +34,12 @@ def row(r: dict[str, Any]) -> list[Any]:
     return [r["kind"], r["name"], r["gpus_out"], r["gpus_degraded"],
             ", ".join(f"{f} {_pct(x)}" for f, x in r["bisection_left"].items()) or "all 100 %",
             _pct(r["training_left"]), r["largest_nvlink_domain"], r["largest_scalable_unit"] or "-",
-            "; ".join(notes) or "-"]
+            "; ".join(notes) or "-",
+            ", ".join(f"{t} {_pct(x)}" for t, x in r.get("storage_left", {}).items()) or "-"]
 
 
 HEADERS = ["Kind", "Component", "GPUs out", "GPUs degraded", "Bisection left", "Training throughput left",
-           "Largest intact NVLink domain", "Largest intact SU", "Slurm services down"]
+           "Largest intact NVLink domain", "Largest intact SU", "Slurm services down", "Storage left"]
 
 
 def _tokens(a: dict[str, Any]) -> str:
@@ -70,6 +74,7 @@ def detail_lines(a: dict[str, Any]) -> list[str]:
         if c["factor"] < 1:
             out.append(f"all_reduce {c['ranks']:,} GPUs, {c['bytes']:,} B: busbw {fmt(c['healthy_busbw_gb_per_s'])} -> "
                        f"{fmt(c['spanning_degraded_busbw_gb_per_s'])} GB/s for a job spanning a degraded node")
+    out += storage_lines(a.get("storage", []))
     t = a.get("training")
     if t:
         out.append(f"training: {t['tokens_per_s']:,.0f} -> {t['after_tokens_per_s']:,.0f} tokens/s "
@@ -107,7 +112,7 @@ def to_markdown(d: dict[str, Any], picture: str | None = None) -> str:
     else:
         out.append(f"{len(d['ranked']):,} single failures of {', '.join(d['kinds'])}, worst first"
                    + (f" (the first {TOP}; whatif.json has every one)" if len(d["ranked"]) > TOP else "") + ".\n\n")
-        out.append(md_table(HEADERS, [row(a) for a in d["ranked"][:TOP]], "llrrllrrl"))
+        out.append(md_table(HEADERS, [row(a) for a in d["ranked"][:TOP]], "llrrllrrll"))
     if picture:
         out.append(f"\n![failure domains]({picture})\n")
     return "".join(out)

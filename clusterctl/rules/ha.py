@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from clusterctl.plan.accounting import shared_fate
-from clusterctl.plan.failure_domains import blasts
+from clusterctl.plan.failure_domains import single_points
 from clusterctl.plan.inventory_groups import served_nfs_tiers
 from clusterctl.plan.model import ClusterPlan
 from clusterctl.plan.roles import slurm_roles
@@ -68,29 +68,10 @@ def single_points_of_failure(plan: ClusterPlan) -> Iterator[Hit]:
     controllers share. A rack is judged on what it takes from the other racks (through the switches placed in it)
     and on the Slurm services, not on its own GPUs. A cluster whose hosts are in one rack is not judged on that
     rack, its feeds and CDUs (it is one failure domain by design), nor a compute fabric of one leaf on that leaf.
-    ``clusterctl whatif --each KIND`` shows the figures; docs/whatif.md."""
-    gpus = sum(g.gpus for g in plan.groups)
-    host_racks = {r for g in plan.groups for r in g.rack_index if r >= 0}
-    roles = slurm_roles(plan)
-    limit = plan.max_blast_radius
-    for b in blasts(plan):
-        if b.component.kind in ("rack", "feed", "cdu") and len(host_racks) <= 1:
-            continue
-        what = []
-        out = b.gpus_out - b.own_gpus
-        if gpus and out / gpus > limit:
-            where = " in other racks" if b.own_gpus or b.component.kind == "rack" else ""
-            what.append(f"{out:,} of the {gpus:,} GPUs{where} ({100 * out / gpus:.3g} %, over "
-                        f"validation.max_blast_radius {100 * limit:g} %)")
-        if b.controllers_down and len(roles.controllers) > 1:
-            what.append(f"every Slurm controller ({', '.join(roles.controllers)})")
-        if b.accounting_down and len(roles.accounting) > 1:
-            what.append(f"every slurmdbd host ({', '.join(roles.accounting)})")
-        if b.state_save_down and len(roles.controllers) > 1:
-            what.append(f"StateSaveLocation's server {b.state_save_down}")
-        if what:
-            yield Hit(b.component.path, f"{b.component.kind} {b.component.name} takes {_and(what)} with it",
-                      _hint(b.component.kind), subject=(b.component.kind, b.component.name))
+    ``clusterctl whatif --each KIND`` and ``clusterctl report --whatif`` show the figures; docs/whatif.md."""
+    for sp in single_points(plan):
+        c = sp.component
+        yield Hit(c.path, f"{c.kind} {c.name} takes {sp.what} with it", _hint(c.kind), subject=(c.kind, c.name))
 
 
 def _hint(kind: str) -> str:
@@ -101,7 +82,3 @@ def _hint(kind: str) -> str:
                    "(rack_profiles.<profile>.cdus: N+1)",
             "leaf": "give each scalable unit more than one leaf (more rails, or leaves per unit)"}[kind] + \
         "; `clusterctl whatif --each " + kind + "` shows what each failure takes"
-
-
-def _and(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]

@@ -69,10 +69,11 @@ def test_superpod_1su_storage_and_management_fabrics():
     assert stor[("node-leaf", "node (dgx-h100)")]["type"] == "400G QSFP112 SR4 (NIC)"
     assert stor[("leaf-spine", "spine (qm9700)")]["count"] == 40 // 2
     assert sec.data["transceivers"]["extra_endpoints"] == [{"fabric": "stor", "endpoints": 16}]
-    # OOB: 1G BMC links are copper (no transceivers); only the 18 x 100G leaf uplinks take plugs
+    # OOB: 1G BMC links are copper (no transceivers); only the 20 x 100G leaf uplinks (10 racks with hosts x 2)
+    # take plugs
     oob = rows(sec, "oob")
     assert {r["link"] for r in oob} == {"leaf-spine"}
-    assert [r["count"] for r in oob] == [18, 18]
+    assert [r["count"] for r in oob] == [20, 20]
     copper = [c for c in sec.data["cables"]["by_fabric"] if c["fabric"] == "oob" and c["link"] == "node-leaf"]
     assert copper[0]["type"] == "1G RJ45 copper" and copper[0]["cables"] == 36
 
@@ -95,8 +96,8 @@ def test_nics_gpus_servers_racks_and_feeds():
     assert nics[("cx7-2x200g", "storage")] == (32, 64)  # dual-port cards
     assert d["gpus"] == [{"model": "h100-sxm", "count": 256}]
     assert d["servers"] == [{"model": "dgx-h100", "count": 32}, {"model": "cpu-2u", "count": 4}]
-    assert [(r["profile"], r["count"]) for r in d["racks"]] == [("dgx", 8), ("ib", 1), ("mgmt", 1)]
-    assert d["pdus"]["total_feeds"] == 8 * 3 + 2 + 2
+    assert [(r["profile"], r["count"]) for r in d["racks"]] == [("dgx", 8), ("ib", 2), ("mgmt", 2)]
+    assert d["pdus"]["total_feeds"] == 8 * 3 + 2 * 2 + 2 * 2
 
 
 def test_rack_systems_and_cdus():
@@ -105,8 +106,9 @@ def test_rack_systems_and_cdus():
     assert d["rack_systems"] == [{"system": "gb200-nvl72", "racks": 8, "compute_trays": 144,
                                   "nvlink_switch_trays": 72}]
     cdus = {c["name"]: c for c in d["cdus"]}
-    assert cdus["cdu-a"]["racks"] == 4 and cdus["cdu-b"]["racks"] == 4
-    assert cdus["cdu-a"]["liquid_load_kw"] == pytest.approx(4 * plan.racks[0].liquid_heat_kw)
+    # three CDUs in parallel on the row's loop: each serves the eight racks and carries a third of their heat
+    assert [cdus[c]["racks"] for c in ("cdu-a", "cdu-b", "cdu-c")] == [8, 8, 8]
+    assert cdus["cdu-a"]["liquid_load_kw"] == pytest.approx(8 * plan.racks[0].liquid_heat_kw / 3)
 
 
 def test_cloud_bom_lists_instances():

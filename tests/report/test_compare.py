@@ -80,8 +80,8 @@ def test_two_init_starters_b200_infiniband_against_gb200(tmp_path):
     d = json.loads((out / "compare.json").read_text())
     rows = {row["key"]: row for row in d["rows"]}
     assert [v["value"] for v in rows["gpus"]["values"]] == [2048, 2016]
-    # 2,016 GB200 = 28 NVL72 racks (r[01-28]), 8 network racks (net[01-08]) and mgmt01
-    assert rows["racks"]["values"][1]["value"] == 37
+    # 2,016 GB200 = 28 NVL72 racks (r[01-28]), 8 network racks (net[01-08]) and mgmt[01-02]
+    assert rows["racks"]["values"][1]["value"] == 38
     assert rows["tokens_per_s"]["values"] == [None, None]  # a starter names no workload: no training figures
     # the same model and batch on both: 1,000 sequences per step fit 2,000 GPUs of either design, not all of them
     same = cli("compare", *designs, "--model", "llama3-405b", "--global-batch", "1000", "-o", str(tmp_path / "same"))

@@ -222,7 +222,7 @@ def test_rack_power_one_bar_per_rack_with_real_kw():
     p = plan("dgx-h100-superpod-1su")
     root = parse(rack_power_svg(p))
     bars = find(root, "g", "bar")
-    assert len(bars) == len(p.racks) == 10
+    assert len(bars) == len(p.racks) == 12
     for bar, rack in zip(bars, p.racks):
         assert bar.get("data-racks") == rack.name
         assert float(bar.get("data-kw")) == pytest.approx(rack.power_kw, abs=5e-4)
@@ -263,7 +263,7 @@ def test_rack_power_groups_identical_racks_beyond_max_bars():
     assert sum(int(b.get("data-count")) for b in bars) == len(p.racks)
     small = plan("dgx-h100-superpod-1su")
     grouped = find(parse(rack_power_svg(small, max_bars=4)), "g", "bar")
-    assert [b.get("data-racks") for b in grouped] == ["r[01-08]", "ib01", "mgmt01"]
+    assert [b.get("data-racks") for b in grouped] == ["r[01-08]", "ib[01-02]", "mgmt01", "mgmt02"]
 
 
 # ---------------------------------------------------------------- bus bandwidth

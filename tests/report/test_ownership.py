@@ -187,5 +187,5 @@ def test_a_gb200_rack_is_priced_as_one_system_and_its_trays_are_not_priced_again
     assert (nvl72["count"], nvl72["usd"], nvl72["low"], nvl72["high"]) == (8, 26_000_000, 24_800_000, 27_200_000)
     assert "gb200-nvl72-tray" not in lines and "gb200-nvl72-tray" not in {u["item"] for u in own["unpriced"]}
     racks = [u for u in own["unpriced"] if u["item"] == "racks"]
-    assert racks and racks[0]["count"] == 4  # the network and management racks; the NVL72 racks come with the system
+    assert racks and racks[0]["count"] == 5  # 3 network and 2 management racks; the NVL72 racks come with the system
     assert own["complete"] is False and own["cloud"] == []  # no GB200 cloud instance type is priced

@@ -13,9 +13,9 @@ SHIPPED = sorted(p.stem for p in Path(BLUEPRINTS).glob("*.yaml"))
 
 # catalog maxima used below: DGX H100 10.2 kW, QM9700 1.72 kW, SN4600C 0.85 kW, SN2201 0.3 kW, cpu-2u 1.2 kW
 SU_RACK_KW = 4 * 10.2 + 0.3  # four DGX and the rack's OOB leaf
-SU_IB_KW = 16 * 1.72  # compute 8 + 4, storage 2 + 2 QM9700
-SU_MGMT_KW = 4 * 1.2 + 0.3 + 7 * 0.85  # head/login, OOB leaf, 5 in-band + 2 OOB spine SN4600C
-SU_IT_KW = 8 * SU_RACK_KW + SU_IB_KW + SU_MGMT_KW  # 367.37 kW
+SU_IB_KW = 16 * 1.72  # compute 8 + 4, storage 2 + 2 QM9700, over ib01 and ib02
+SU_MGMT_KW = 4 * 1.2 + 2 * 0.3 + 7 * 0.85  # head/login, mgmt01's and mgmt02's OOB leaves, 5 in-band + 2 OOB spine SN4600C
+SU_IT_KW = 8 * SU_RACK_KW + SU_IB_KW + SU_MGMT_KW  # 367.67 kW
 
 
 def section(data: dict, **kw):
@@ -34,7 +34,7 @@ def test_superpod_totals_equal_the_sum_of_racks():
     assert dgx["kw_each"] == pytest.approx(SU_RACK_KW)
     assert dgx["budget_pct"] == pytest.approx(100 * SU_RACK_KW / 44)
     assert not dgx["over_budget"] and d["racks_over_budget"] == 0
-    assert sum(r["count"] for r in d["racks"]) == len(plan.racks) == 10
+    assert sum(r["count"] for r in d["racks"]) == len(plan.racks) == 12
     assert d["cooling"]["air_kw"] == pytest.approx(SU_IT_KW) and d["cooling"]["liquid_kw"] == 0
 
 

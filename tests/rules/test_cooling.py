@@ -61,6 +61,35 @@ def test_cdu_flow_shows_the_formula_for_water_and_pg25():
     assert hits(data, "COOL002") == []
 
 
+def test_cdus_in_parallel_share_the_loops_heat():
+    data = dlc()
+    data["cooling"]["cdus"] = [{"name": f"cdu{k}", "capacity_kw": 10, "flow_lpm": 30, "supply_c": 32} for k in (1, 2)]
+    data["rack_profiles"]["lab"].pop("cdu")
+    data["rack_profiles"]["lab"]["cdus"] = ["cdu1", "cdu2"]
+    # 15.3 kW over two CDUs: 7.65 kW each, within 10 kW; one alone would carry 15.3 (over 10, not N+1)
+    assert hits(data, "COOL001") == []
+    data["cooling"]["cdus"][1]["capacity_kw"] = 5
+    assert [h.message for h in hits(data, "COOL001")] == [
+        "CDU cdu2 must remove 7.6 kW of liquid heat from 1 rack(s) but is rated 5 kW"]
+
+
+@pytest.mark.parametrize("profile, words", [
+    ({"cdu": "cdu1", "cdus": ["cdu1", "cdu2"]}, "give cdu (one CDU) or cdus (CDUs in parallel on the loop), not both"),
+    ({"cdus": ["cdu1", "cdu1"]}, "cdu1 listed more than once"),
+])
+def test_a_loop_names_its_cdus_one_way_and_once(profile, words):
+    from clusterctl.blueprint.load import load_blueprint_text
+    from clusterctl.errors import BlueprintError
+    from tests.helpers import to_yaml
+
+    data = dlc()
+    data["rack_profiles"]["lab"].pop("cdu")
+    data["rack_profiles"]["lab"].update(profile)
+    with pytest.raises(BlueprintError) as e:
+        load_blueprint_text(to_yaml(data), "loop.yaml")
+    assert words in str(e.value)
+
+
 def test_rack_liquid_heat_over_the_loop():
     data = dlc()
     data["rack_profiles"]["lab"]["liquid_kw"] = 15

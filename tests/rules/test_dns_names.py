@@ -34,8 +34,8 @@ def test_name009_a_cdu_or_rack_name_with_underscore_or_dot_is_written_with_hyphe
     data = shipped("gb200-nvl72-8rack")
     data["cooling"]["cdus"][0]["name"] = "cdu_a"
     for profile in data["rack_profiles"].values():
-        if profile.get("cdu") == "cdu-a":
-            profile["cdu"] = "cdu_a"
+        if "cdu-a" in profile.get("cdus", []):
+            profile["cdus"] = ["cdu_a" if c == "cdu-a" else c for c in profile["cdus"]]
     assert hits(data, "NAME009") == []
     names = {r.name: r.owner for r in site_records(plan_of(data)) if r.kind == "cdu"}
     assert names["cdu-a"] == "cdu_a"

@@ -106,7 +106,8 @@ def test_superpod_inventory_uses_ranges(pod_files):
     assert len(racks) == 34  # 32 DGX racks and two management racks; the IB racks hold only switches
     assert racks["rack_r01"] == {"hosts": {"dgx[001:004]": None}}
     assert racks["rack_r32"] == {"hosts": {"dgx[125:127]": None}}
-    assert racks["rack_mgmt01"] == {"hosts": {"head[01:02]": None}}
+    assert racks["rack_mgmt01"] == {"hosts": {"head01": None}}  # the head nodes in two racks (rule BLAST001)
+    assert racks["rack_mgmt02"] == {"hosts": {"head02": None, "login[01:02]": None}}
     assert "dgx001" not in text and len(text.splitlines()) < 250
 
 

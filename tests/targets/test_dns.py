@@ -132,13 +132,15 @@ def test_management_devices_pdus_and_cdus():
     plan = plan_of(shipped("gb200-nvl72-8rack"))
     devices = management_devices(plan)
     kinds = [d.kind for d in devices]
-    assert (kinds.count("switch"), kinds.count("pdu"), kinds.count("cdu")) == (57, 40, 2)
-    assert [(d.name, d.address, d.owner) for d in devices[-2:]] == [("cdu-a", "10.42.0.114", "cdu-a"),
-                                                                    ("cdu-b", "10.42.0.115", "cdu-b")]
-    assert holder(plan, ipaddress.ip_address("10.42.0.114")).what == "CDU cdu-a (management port)"
-    assert holder(plan, ipaddress.ip_address("10.42.0.113")).what == "PDU mgmt01-pdu2 of rack mgmt01 (management port)"
+    # 58 switches; 42 PDUs: 8 NVL72 racks x 4 feeds + 3 network and 2 management racks x 2; the row's 3 CDUs
+    assert (kinds.count("switch"), kinds.count("pdu"), kinds.count("cdu")) == (58, 42, 3)
+    assert [(d.name, d.address, d.owner) for d in devices[-3:]] == [("cdu-a", "10.42.0.117", "cdu-a"),
+                                                                    ("cdu-b", "10.42.0.118", "cdu-b"),
+                                                                    ("cdu-c", "10.42.0.119", "cdu-c")]
+    assert holder(plan, ipaddress.ip_address("10.42.0.117")).what == "CDU cdu-a (management port)"
+    assert holder(plan, ipaddress.ip_address("10.42.0.116")).what == "PDU mgmt02-pdu2 of rack mgmt02 (management port)"
     mgmt = next(p for p in plan.addresses if p.role == "mgmt")
-    assert (mgmt.needed, mgmt.device_offset) == (99, 57)
+    assert (mgmt.needed, mgmt.device_offset) == (103, 58)
     assert [(s.name, s.address) for s in name_servers(plan)] == [("head01", "10.40.0.161"), ("head02", "10.40.0.162")]
 
 
