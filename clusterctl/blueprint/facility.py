@@ -77,6 +77,21 @@ class Cdu(StrictModel):
     """design temperature rise across the racks (return - supply), K"""
     coolant: Literal["water", "pg25"] = "water"
     """secondary-loop fluid: treated water or 25 % propylene glycol"""
+    pumps: int = Field(default=1, ge=1, le=16)  # a CDU has one to a few pumps
+    """pumps driving the secondary loop; ``clusterctl whatif`` fails them one by one as ``<cdu>-pump<k>`` when
+    there are several (docs/whatif.md)"""
+    standby_pumps: int = Field(default=0, ge=0, le=15)  # as pumps
+    """of those, standby ones: ``flow_lpm`` is what the others deliver, and a pump that stops is replaced by a
+    standby one (N+1 pumps: ``pumps: 2, standby_pumps: 1``); without, the loop runs on the pumps left, at their
+    share of ``flow_lpm``"""
+
+    @field_validator("standby_pumps")
+    @classmethod
+    def _a_pump_runs(cls, value: int, info: ValidationInfo) -> int:
+        pumps = info.data.get("pumps")
+        if pumps is not None and value >= pumps:
+            raise ValueError(f"standby_pumps {value} must be below pumps {pumps}: one pump at least drives the loop")
+        return value
 
 
 class Cooling(StrictModel):

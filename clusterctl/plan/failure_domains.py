@@ -15,6 +15,8 @@ fabric tier (``leaf``, ``spine``, ``core``, by its planned name) or an NVLink sw
   spine's or core's links (the fabric's capacity falls by its share);
 * **storage**: a building block of a shared storage tier (``storage[].building_blocks``): the tier keeps serving
   at the other blocks' share of its bandwidth while no more than ``blocks_tolerated`` are down, and stops beyond;
+* **pump**: one of a CDU's pumps (``cooling.cdus[].pumps`` > 1): a standby pump takes over; without, the CDU runs
+  on the others at their share of its flow, and stops (as above) when that is less than its load needs;
 * **nvlink-tray**: one of the rack system's NVLink switch trays: the rack's NVLink domain keeps every GPU at
   ``(trays - 1) / trays`` of its NVLink bandwidth (each GPU's links are spread over all trays).
 
@@ -24,16 +26,16 @@ fabric tier (``leaf``, ``spine``, ``core``, by its planned name) or an NVLink sw
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from clusterctl import hostlist
 from clusterctl.plan.cables import node_ports
-from clusterctl.plan.cooling import CoolingLoops
+from clusterctl.plan.cooling import CoolingLoops, flow_needed_lpm
 from clusterctl.plan.fabric import tier_switch_names
 from clusterctl.plan.model import ClusterPlan
 
-KINDS = ("feed", "cdu", "rack", "leaf", "spine", "core", "nvlink-tray", "storage")
+KINDS = ("feed", "cdu", "pump", "rack", "leaf", "spine", "core", "nvlink-tray", "storage")
 """the component kinds ``clusterctl whatif`` knows, in the order its sweep and the blast-radius table list them"""
 SWITCH_KINDS = ("leaf", "spine", "core")
 
@@ -115,6 +117,9 @@ def components(plan: ClusterPlan, kind: str) -> list[Component]:
                 for k in range(1, plan.rack_profile(r).feeds + 1)]
     if kind == "cdu":
         return [Component("cdu", c.name, ("cooling", "cdus", i)) for i, c in enumerate(plan.cooling.cdus)]
+    if kind == "pump":
+        return [Component("pump", f"{c.name}-pump{k}", ("cooling", "cdus", i, "standby_pumps"))
+                for i, c in enumerate(plan.cooling.cdus) if c.pumps > 1 for k in range(1, c.pumps + 1)]
     if kind == "rack":
         return [Component("rack", r.name, r.path) for r in plan.racks]
     if kind in SWITCH_KINDS:
@@ -153,6 +158,8 @@ def effect(ix: DomainIndex, c: Component, together: frozenset[str] = frozenset()
         return _feed(ix, c, together)
     if c.kind == "cdu":
         return _cdu(ix, c, together)
+    if c.kind == "pump":
+        return _pump(ix, c, together)
     if c.kind in SWITCH_KINDS:
         return Effect(c, switches_down=(c.name,), note=f"{c.kind} {c.name} down")
     if c.kind == "storage":
@@ -226,6 +233,28 @@ def _cdu(ix: DomainIndex, c: Component, together: frozenset[str]) -> Effect:
                        "liquid stop")
 
 
+def _pump(ix: DomainIndex, c: Component, together: frozenset[str]) -> Effect:
+    """A CDU's pump: a standby one takes over; without, the CDU runs on the pumps left at their share of its flow,
+    and stops (as :func:`_cdu`) when that no longer carries its load."""
+    name = c.name.rpartition("-pump")[0]
+    i, cdu = next((i, d) for i, d in enumerate(ix.plan.cooling.cdus) if d.name == name)
+    down = len({c.name} | {n for n in together if n.rpartition("-pump")[0] == name})
+    duty, running = cdu.pumps - cdu.standby_pumps, cdu.pumps - down
+    flow = cdu.flow_lpm * min(running, duty) / duty
+    need = flow_needed_lpm(cdu, ix.cooling.loads[name])
+    pumps = {"cdu": name, "pumps": cdu.pumps, "standby_pumps": cdu.standby_pumps, "down": down,
+             "flow_lpm": round(flow, 3), "flow_needed_lpm": round(need, 3), "carried": running > 0 and need <= flow + 1e-9}
+    if pumps["carried"]:
+        how = "a standby pump takes over" if running >= duty else f"{running} of {duty} duty pumps run"
+        return Effect(c, cooling={"pumps": pumps},
+                      note=f"{down} of CDU {name}'s {cdu.pumps} pumps down: {how}, {flow:,.0f} L/min for the "
+                           f"{need:,.0f} its load needs")
+    stopped = _cdu(ix, Component("cdu", name, ("cooling", "cdus", i)), together | {name})
+    return replace(stopped, component=c, cooling={**(stopped.cooling or {}), "pumps": pumps},
+                   note=f"{down} of CDU {name}'s {cdu.pumps} pumps down: {flow:,.0f} L/min for the {need:,.0f} its "
+                        f"load needs, so the CDU stops: " + stopped.note)
+
+
 def _storage(ix: DomainIndex, c: Component, together: frozenset[str]) -> Effect:
     i = c.path[1]
     tier = ix.plan.storage[i]
@@ -263,8 +292,8 @@ class Blast:
     """the host serving StateSaveLocation's NFS tier, when it is down"""
 
 
-def blasts(plan: ClusterPlan, kinds: tuple[str, ...] = ("rack", "feed", "cdu", "leaf")) -> list[Blast]:
-    """Every rack, feed, CDU and leaf whose failure takes GPUs out of service or a Slurm service down, with what it
+def blasts(plan: ClusterPlan, kinds: tuple[str, ...] = ("rack", "feed", "cdu", "pump", "leaf")) -> list[Blast]:
+    """Every rack, feed, CDU, CDU pump and leaf whose failure takes GPUs out of service or a Slurm service down, with what it
     takes. Isolation is judged per scalable unit (its hosts are cut off when all its leaves are down: exact for
     rail-optimized units, whose nodes reach every leaf of their unit), so the sweep stays linear in the racks and
     leaves; ``clusterctl whatif`` counts port by port. A compute fabric of one leaf is one switch by design (the
@@ -345,7 +374,7 @@ def single_points(plan: ClusterPlan) -> list[SinglePoint]:
     roles = slurm_roles(plan)
     limit = plan.max_blast_radius
     out = []
-    for b in blasts(plan, ("leaf",) if one_rack else ("rack", "feed", "cdu", "leaf")):
+    for b in blasts(plan, ("leaf",) if one_rack else ("rack", "feed", "cdu", "pump", "leaf")):
         takes = []
         lost = b.gpus_out - b.own_gpus
         if gpus and lost / gpus > limit:

@@ -61,7 +61,7 @@ def served_by_a_controller(plan: ClusterPlan) -> Iterator[Hit]:
 
 @rule("BLAST001", "ha", Severity.WARNING, "one component's failure takes too much of the cluster")
 def single_points_of_failure(plan: ClusterPlan) -> Iterator[Hit]:
-    """A rack, a rack feed, a CDU or a leaf whose failure alone takes more than ``validation.max_blast_radius`` of
+    """A rack, a rack feed, a CDU (or one of its pumps) or a leaf whose failure alone takes more than ``validation.max_blast_radius`` of
     the GPUs out of service (default 25 %: lost for power or cooling, or cut off from the compute fabric when every
     leaf of their scalable unit is down), or, where the blueprint has a backup, every Slurm controller or every
     slurmdbd host, or (with a backup controller) the server of the tier holding StateSaveLocation, which the
@@ -80,5 +80,7 @@ def _hint(kind: str) -> str:
             "feed": "give the rack enough feeds for N+1 or 2N (rack_profiles.<profile>.feeds, feed_kw, redundancy)",
             "cdu": "put CDUs in parallel on the racks' loop, sized so the others carry it when one stops "
                    "(rack_profiles.<profile>.cdus: N+1)",
+            "pump": "give the CDU a standby pump (cooling.cdus[].standby_pumps), or put CDUs in parallel on the "
+                    "loop (rack_profiles.<profile>.cdus)",
             "leaf": "give each scalable unit more than one leaf (more rails, or leaves per unit)"}[kind] + \
         "; `clusterctl whatif --each " + kind + "` shows what each failure takes"

@@ -116,6 +116,11 @@ def test_cdu_failure_under_n_plus_1_and_without_a_partner():
     assert [h.message for h in hits(data, "BLAST001")] == [  # 50 % each, over the default 25 %
         f"cdu {c} takes 288 of the 576 GPUs (50 %, over validation.max_blast_radius 25 %) with it"
         for c in ("cdu-a", "cdu-b")]
+    # cdu-a on two duty pumps of 1,100 L/min together: one gives 550 of the 589.64 its 4 racks need
+    data["cooling"]["cdus"][0].update(pumps=2, flow_lpm=1100)
+    assert [h.message for h in hits(data, "BLAST001") if h.subject[0] == "pump"] == [
+        f"pump cdu-a-pump{k} takes 288 of the 576 GPUs (50 %, over validation.max_blast_radius 25 %) with it"
+        for k in (1, 2)]
 
 
 def _lab(redundancy: str, feed_kw: float) -> object:
@@ -157,9 +162,9 @@ def test_whatif_through_the_command_line(tmp_path):
 
 @pytest.mark.parametrize("args, words", [
     (["--fail", "leaf:ib-leaf99"], "no leaf named 'ib-leaf99' in this design"),
-    (["--fail", "switch:ib-leaf01"], "expected KIND:NAME, KIND one of feed, cdu, rack, leaf, spine, core, nvlink-tray"),
+    (["--fail", "switch:ib-leaf01"], "expected KIND:NAME, KIND one of feed, cdu, pump, rack, leaf, spine, core, nvlink-tray, storage"),
     (["--fail", "cdu:cdu01"], "this design has no cdu"),
-    (["--each", "pump"], "--each pump: unknown component kind"),
+    (["--each", "fan"], "--each fan: unknown component kind"),
     ([], "give --fail KIND:NAME[,...] or --each KIND"),
 ])
 def test_bad_failures_exit_2_with_the_known_names(args, words):
@@ -215,3 +220,32 @@ def test_storage_building_block_failures_slow_the_checkpoint_then_stop_the_job()
     assert [(r["name"], r["storage_left"], r["checkpoint_write_s"]) for r in d["ranked"][:1]] == [
         ("lustre-bb01", {"lustre": 0.875}, ck["after_write_s"])]
     assert len(d["ranked"]) == 8
+
+
+def _liquid_lab(**cdu) -> object:
+    """the lab with direct-liquid-cooled HGX servers (tests/rules/test_cooling.py's dlc): 2 x 10.2 kW x 0.75 =
+    15.3 kW of liquid heat on one water CDU"""
+    from tests.rules.test_cooling import dlc
+
+    data = dlc()
+    data["cooling"]["cdus"][0].update(cdu)
+    return validate_loaded(load_blueprint_text(yaml.safe_dump(data), "dlc.yaml")).plan
+
+
+def test_a_cdu_pump_failure_with_and_without_a_standby_pump():
+    # 15.3 kW / (0.997 x 4.18 x 10) x 60 = 22.03 L/min needed
+    a = _run(_liquid_lab(pumps=2, standby_pumps=1, flow_lpm=30), ["cdu1-pump1"])["analysis"]
+    pumps = a["failed"][0]["cooling"]["pumps"]
+    assert (pumps["flow_lpm"], pumps["carried"]) == (30.0, True) and a["gpus"]["lost"] == 0  # the standby takes over
+    # two duty pumps, no standby: one left gives 30 / 2 = 15 L/min of the 22.03 needed: the CDU stops, and with it
+    # the liquid-cooled servers (16 GPUs)
+    a = _run(_liquid_lab(pumps=2, flow_lpm=30), ["cdu1-pump2"])["analysis"]
+    pumps = a["failed"][0]["cooling"]["pumps"]
+    assert (pumps["flow_lpm"], round(pumps["flow_needed_lpm"], 2), pumps["carried"]) == (15.0, 22.03, False)
+    assert a["gpus"]["lost"] == 16 and "so the CDU stops" in a["failed"][0]["effect"]
+    # with 50 L/min, one pump's 25 carries it
+    a = _run(_liquid_lab(pumps=2, flow_lpm=50), ["cdu1-pump2"])["analysis"]
+    assert a["failed"][0]["cooling"]["pumps"]["carried"] and a["gpus"]["lost"] == 0
+    assert [r["name"] for r in _run(_liquid_lab(pumps=3, standby_pumps=1), each=["pump"])["ranked"]] == [
+        "cdu1-pump1", "cdu1-pump2", "cdu1-pump3"]
+    assert _run(_liquid_lab(), each=["pump"])["ranked"] == []  # one pump: its failure is the CDU's
