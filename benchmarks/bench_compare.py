@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_validate import REPO, measure  # noqa: E402
+from bench_validate import REPO, best_of, failed, measure  # noqa: E402
 
 TARGET_S = 5.0
 STARTERS = (("100000", "h100", "roce"), ("100008", "gb200", "roce"))
@@ -44,13 +44,11 @@ def main(argv: list[str] | None = None) -> int:
                 for i in range(args.runs)]
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if any(r["rc"] != 0 for r in runs):
-        print(f"compare exited {runs[0]['rc']}\n{runs[0]['stderr']}", file=sys.stderr)
+    if failed(runs, "compare"):
         return 1
-    best = min(runs, key=lambda r: r["wall"])
+    best = best_of(runs)
     print(f"{'designs':>8} {'wall s':>8} {'CPU s':>7} {'peak MB':>8}")
-    print(f"{len(designs):>8} {best['wall']:>8.2f} {min(r['cpu'] for r in runs):>7.2f} "
-          f"{max(r['rss_mb'] for r in runs):>8.0f}")
+    print(f"{len(designs):>8} {best['wall']:>8.2f} {best['cpu']:>7.2f} {best['rss_mb']:>8.0f}")
     ok = best["wall"] <= TARGET_S
     print(f"target: three 100k-GPU designs compared in <= {TARGET_S:g} s: {'met' if ok else 'MISSED'}")
     return 0 if ok else 1

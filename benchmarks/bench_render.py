@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_validate import GPUS_PER_NODE, SIZES, blueprint, measure  # noqa: E402
+from bench_validate import GPUS_PER_NODE, SIZES, best_of, blueprint, failed, measure  # noqa: E402
 
 TARGET_S, TARGET_MB, TARGET_GPUS, TARGET_SLURM_LINES = 4.0, 1024, 200_000, 300
 LARGE_GPUS, LARGE_S, LARGE_MB = 700_000, 5.0, 500
@@ -39,17 +39,16 @@ def main(argv: list[str] | None = None) -> int:
             for i in range(args.runs):
                 out = work / f"out-{gpus}-{i}"
                 runs.append(measure(bp, ("render", "-o", str(out))))
-            if any(r["rc"] != 0 for r in runs):
+            if failed(runs, f"bench-{gpus}: render"):
                 ok = False
-                print(f"bench-{gpus}: render exited {runs[0]['rc']}\n{runs[0]['stderr']}", file=sys.stderr)
                 continue
             out = work / f"out-{gpus}-0"
             files = [p for p in out.rglob("*") if p.is_file()]
             slurm_lines = len((out / "slurm" / "slurm.conf").read_text().splitlines())
             size_mb = sum(p.stat().st_size for p in files) / 2**20
-            best = min(runs, key=lambda r: r["wall"])
-            rows.append((gpus, -(-gpus // GPUS_PER_NODE), best["wall"], min(r["cpu"] for r in runs),
-                         max(r["rss_mb"] for r in runs), len(files), size_mb, slurm_lines))
+            best = best_of(runs)
+            rows.append((gpus, -(-gpus // GPUS_PER_NODE), best["wall"], best["cpu"], best["rss_mb"], len(files),
+                         size_mb, slurm_lines))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"{'GPUs':>9} {'nodes':>7} {'wall s':>8} {'CPU s':>7} {'peak RSS MB':>12} {'files':>6} {'out MB':>7} "

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_validate import GPUS_PER_NODE, SIZES, blueprint, measure  # noqa: E402
+from bench_validate import GPUS_PER_NODE, SIZES, best_of, blueprint, failed, measure  # noqa: E402
 
 TARGETS = {200_000: (3.0, 1024), 700_000: (5.0, 500)}
 """GPUs -> (seconds, MB): the report's original target, and issue 9's at the largest valid synthetic size"""
@@ -36,15 +36,13 @@ def main(argv: list[str] | None = None) -> int:
             bp.write_text(blueprint(gpus))
             runs = [measure(bp, ("report", "-o", str(work / f"out-{gpus}-{i}"), "--model", "llama3-405b"))
                     for i in range(args.runs)]
-            if any(r["rc"] != 0 for r in runs):
+            if failed(runs, f"bench-{gpus}: report"):
                 ok = False
-                print(f"bench-{gpus}: report exited {runs[0]['rc']}\n{runs[0]['stderr']}", file=sys.stderr)
                 continue
             out = work / f"out-{gpus}-0"
             size_kb = sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) / 1024
-            best = min(runs, key=lambda r: r["wall"])
-            rows.append((gpus, -(-gpus // GPUS_PER_NODE), best["wall"], max(r["rss_mb"] for r in runs), size_kb,
-                         min(r["cpu"] for r in runs)))
+            best = best_of(runs)
+            rows.append((gpus, -(-gpus // GPUS_PER_NODE), best["wall"], best["rss_mb"], size_kb, best["cpu"]))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"{'GPUs':>9} {'nodes':>7} {'wall s':>8} {'CPU s':>7} {'peak MB':>8} {'output KB':>10}")

@@ -153,6 +153,20 @@ def measure(path: Path, command: tuple[str, ...] = ("validate",)) -> dict:
     return json.loads(r.stdout)
 
 
+def best_of(runs: list[dict]) -> dict:
+    """Several runs of one command as one row: the best wall and CPU time, the largest peak RSS."""
+    return {"wall": min(r["wall"] for r in runs), "cpu": min(r["cpu"] for r in runs),
+            "rss_mb": max(r["rss_mb"] for r in runs)}
+
+
+def failed(runs: list[dict], what: str) -> bool:
+    """Whether a run did not exit 0 (then the first run's exit code and stderr are printed after ``what``)."""
+    if all(r["rc"] == 0 for r in runs):
+        return False
+    print(f"{what} exited {runs[0]['rc']}\n{runs[0]['stderr']}", file=sys.stderr)
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="GPU counts")
@@ -167,13 +181,10 @@ def main(argv: list[str] | None = None) -> int:
         path = out_dir / f"bench-{gpus}.yaml"
         path.write_text(blueprint(gpus))
         runs = [measure(path) for _ in range(args.runs)]
-        if any(r["rc"] != 0 for r in runs):
+        if failed(runs, f"bench-{gpus}: validate"):
             ok = False
-            print(f"bench-{gpus}: validate exited {runs[0]['rc']} (expected 0)\n{runs[0]['stderr']}",
-                  file=sys.stderr)
-        best = min(runs, key=lambda r: r["wall"])
-        rows.append((gpus, -(-gpus // GPUS_PER_NODE), best["wall"], max(r["rss_mb"] for r in runs),
-                     min(r["cpu"] for r in runs)))
+        best = best_of(runs)
+        rows.append((gpus, -(-gpus // GPUS_PER_NODE), best["wall"], best["rss_mb"], best["cpu"]))
 
     print(f"{'GPUs':>9} {'nodes':>7} {'wall s':>8} {'CPU s':>7} {'peak RSS MB':>12} {'us/GPU':>8}")
     for gpus, nodes, wall, rss, cpu in rows:

@@ -33,14 +33,8 @@ def rack_heat(rack: RackPlan, prof) -> tuple[float, float]:
 def cdu_loads(plan: ClusterPlan) -> dict[str, tuple[float, int]]:
     """CDU name -> (liquid kW of the racks it feeds at full load, number of racks), in blueprint order; a loop
     with several CDUs gives each an equal share of its racks' heat."""
-    loads = {c.name: (0.0, 0) for c in plan.cooling.cdus}
-    for rack in plan.racks:
-        prof = plan.rack_profile(rack)
-        cdus = [c for c in prof.loop_cdus if c in loads] if prof is not None else []
-        for name in cdus:
-            kw, n = loads[name]
-            loads[name] = (kw + rack_heat(rack, prof)[0] / len(cdus), n + 1)
-    return loads
+    loops = CoolingLoops.of(plan)
+    return {name: (loops.loads[name], len(racks)) for name, racks in loops.racks_of.items()}
 
 
 def flow_needed_lpm(cdu, kw: float) -> float:
@@ -79,13 +73,15 @@ class CoolingLoops:
     def of(cls, plan: ClusterPlan) -> "CoolingLoops":
         cdus = {c.name: c for c in plan.cooling.cdus}
         racks_of: dict[str, list] = {n: [] for n in cdus}
+        loads = {n: 0.0 for n in cdus}
         for rack in plan.racks:
             prof = plan.rack_profile(rack)
             loop = tuple(c for c in prof.loop_cdus if c in cdus) if prof is not None else ()
             kw = rack_heat(rack, prof)[0] if loop else 0.0
             for name in loop:
                 racks_of[name].append((rack, loop, kw))
-        return cls(cdus, {n: kw for n, (kw, _) in cdu_loads(plan).items()}, racks_of)
+                loads[name] += kw / len(loop)
+        return cls(cdus, loads, racks_of)
 
     def failure(self, failed: Collection[str]) -> tuple[list[RackPlan], list[CduAfter], bool]:
         """With the CDUs ``failed`` stopped together: the racks on their loops, every CDU left on those loops with

@@ -56,7 +56,6 @@ class Effect:
     switches_down: tuple[str, ...] = ()
     nvlink_trays: tuple[tuple[int, int], ...] = ()
     """(rack index, NVLink switch trays down in it)"""
-    racks_down: tuple[int, ...] = ()
     storage_blocks: tuple[tuple[int, str], ...] = ()
     """(storage tier index, building block) down"""
     power: dict | None = None
@@ -175,7 +174,7 @@ def effect(ix: DomainIndex, c: Component, together: frozenset[str] = frozenset()
 def _rack_down(ix: DomainIndex, c: Component, racks: list[int], note: str, power: dict | None = None) -> Effect:
     hosts = tuple(h for r in racks for h in ix.hosts_by_rack.get(r, []))
     switches = tuple(s for r in racks for s in ix.switches_by_rack.get(r, []))
-    return Effect(c, hosts_down=hosts, switches_down=switches, racks_down=tuple(racks), power=power, note=note)
+    return Effect(c, hosts_down=hosts, switches_down=switches, power=power, note=note)
 
 
 def _feed(ix: DomainIndex, c: Component, together: frozenset[str]) -> Effect:
@@ -183,8 +182,7 @@ def _feed(ix: DomainIndex, c: Component, together: frozenset[str]) -> Effect:
     rack = ix.plan.racks[ix.rack_by_name[rack_name]]
     prof = ix.plan.rack_profile(rack)
     feed_kw = prof.feed_kw if prof.feed_kw is not None else prof.power_kw
-    down = len({c.name} | {n for n in together if n.rpartition("-pdu")[0] == rack_name
-                           and n.rpartition("-pdu")[2].isdigit() and 1 <= int(n.rpartition("-pdu")[2]) <= prof.feeds})
+    down = len(({c.name} | together) & {f"{rack_name}-pdu{k}" for k in range(1, prof.feeds + 1)})
     left = (prof.feeds - down) * feed_kw * prof.continuous_load_factor
     power = {"rack": rack.name, "load_kw": round(rack.power_kw, 3), "feeds": prof.feeds, "feeds_down": down,
              "redundancy": prof.redundancy, "feed_kw": feed_kw, "continuous_load_factor": prof.continuous_load_factor,
@@ -199,7 +197,7 @@ def _feed(ix: DomainIndex, c: Component, together: frozenset[str]) -> Effect:
 
 def _cdu(ix: DomainIndex, c: Component, together: frozenset[str]) -> Effect:
     plan = ix.plan
-    failed = {c.name} | {n for n in together if n in {d.name for d in plan.cooling.cdus}}
+    failed = ({c.name} | together) & ix.cooling.cdus.keys()
     racks, others, kept = ix.cooling.failure(failed)
     cooling = {"failed": [d.name for d in plan.cooling.cdus if d.name in failed], "racks": [r.name for r in racks],
                "cdus_left": [{"cdu": o.name, "load_kw": round(o.load_kw, 3), "capacity_kw": o.capacity_kw,
@@ -226,8 +224,7 @@ def _cdu(ix: DomainIndex, c: Component, together: frozenset[str]) -> Effect:
            "the CDUs left cannot carry them: " + ", ".join(
                f"{o.name} {o.load_kw:,.1f} of {o.capacity_kw:,g} kW, {o.flow_needed_lpm:,.0f} of {o.flow_lpm:,g} L/min"
                for o in others if not o.carries))
-    return Effect(c, hosts_down=tuple(hosts), switches_down=tuple(switches),
-                  racks_down=tuple(r.index for r in racks if r.system is not None), cooling=cooling,
+    return Effect(c, hosts_down=tuple(hosts), switches_down=tuple(switches), cooling=cooling,
                   note=f"CDU {c.name} stops: the liquid loop of {len(racks)} rack(s) "
                        f"({_short([r.name for r in racks])}) loses cooling ({why}); hosts and switches that need "
                        "liquid stop")
@@ -238,7 +235,7 @@ def _pump(ix: DomainIndex, c: Component, together: frozenset[str]) -> Effect:
     and stops (as :func:`_cdu`) when that no longer carries its load."""
     name = c.name.rpartition("-pump")[0]
     i, cdu = next((i, d) for i, d in enumerate(ix.plan.cooling.cdus) if d.name == name)
-    down = len({c.name} | {n for n in together if n.rpartition("-pump")[0] == name})
+    down = len(({c.name} | together) & {f"{name}-pump{k}" for k in range(1, cdu.pumps + 1)})
     duty, running = cdu.pumps - cdu.standby_pumps, cdu.pumps - down
     flow = cdu.flow_lpm * min(running, duty) / duty
     need = flow_needed_lpm(cdu, ix.cooling.loads[name])
@@ -259,7 +256,7 @@ def _storage(ix: DomainIndex, c: Component, together: frozenset[str]) -> Effect:
     i = c.path[1]
     tier = ix.plan.storage[i]
     blocks = storage_blocks(tier)
-    down = len({c.name} | (together & set(blocks)))
+    down = len(({c.name} | together) & set(blocks))
     tolerated = min(tier.blocks_tolerated, len(blocks) - 1)
     left = len(blocks) - down
     serving = down <= tolerated
@@ -272,77 +269,6 @@ def _storage(ix: DomainIndex, c: Component, together: frozenset[str]) -> Effect:
 
 def _short(names: list[str]) -> str:
     return hostlist.compress(names) if names else "none"
-
-
-@dataclass(frozen=True)
-class Blast:
-    """One component's blast radius, as rule BLAST001 judges it."""
-
-    component: Component
-    gpus_out: int
-    """GPUs lost (no power or cooling) or isolated (every leaf of their scalable unit down)"""
-    own_gpus: int
-    """of those, a failed rack's own GPUs (a rack's loss is the unit of failure; what it takes from other racks,
-    through the switches placed in it, is its blast radius)"""
-    controllers_down: bool
-    """every Slurm controller"""
-    accounting_down: bool
-    """every slurmdbd host"""
-    state_save_down: str | None
-    """the host serving StateSaveLocation's NFS tier, when it is down"""
-
-
-def blasts(plan: ClusterPlan, kinds: tuple[str, ...] = ("rack", "feed", "cdu", "pump", "leaf")) -> list[Blast]:
-    """Every rack, feed, CDU, CDU pump and leaf whose failure takes GPUs out of service or a Slurm service down, with what it
-    takes. Isolation is judged per scalable unit (its hosts are cut off when all its leaves are down: exact for
-    rail-optimized units, whose nodes reach every leaf of their unit), so the sweep stays linear in the racks and
-    leaves; ``clusterctl whatif`` counts port by port. A compute fabric of one leaf is one switch by design (the
-    fabric rules judge it) and cuts nobody off here."""
-    from clusterctl.plan.inventory_groups import served_nfs_tiers
-    from clusterctl.plan.roles import slurm_roles
-    from clusterctl.plan.slurm import state_tier
-
-    ix = DomainIndex.of(plan)
-    host_gpus = {h: g.type.gpus for g in plan.groups for h in g.hosts}
-    su_of_leaf: dict[str, tuple[int, int]] = {}
-    su_leaves: dict[tuple[int, int], int] = {}
-    su_hosts: dict[tuple[int, int], set[str]] = {}
-    for fp in plan.fabrics:
-        leaf_tier = fp.tier("leaf")
-        if not any(role == "compute" for _, role in fp.attached) or leaf_tier is None or leaf_tier.count <= 1:
-            continue
-        for su in fp.sus:
-            leaves = hostlist.expand(su.leaves) if su.leaves else []
-            key = (fp.index, su.index)
-            su_leaves[key] = len(leaves)
-            hosts = set(hostlist.expand(su.hostlist))
-            su_hosts[key] = hosts
-            for leaf in leaves:
-                su_of_leaf[leaf] = key
-    roles = slurm_roles(plan)
-    state = state_tier(plan)
-    state_host = next((s.host for s in served_nfs_tiers(plan) if state is not None and s.index == state[0]), None)
-    out = []
-    for kind in kinds:
-        for c in components(plan, kind):
-            if kind == "leaf" and su_leaves.get(su_of_leaf.get(c.name), 0) != 1:
-                continue  # a unit of several leaves keeps its hosts when one fails
-            e = effect(ix, c)
-            down = set(e.hosts_down)
-            cut: dict[tuple[int, int], int] = {}
-            for s in e.switches_down:
-                if s in su_of_leaf:
-                    cut[su_of_leaf[s]] = cut.get(su_of_leaf[s], 0) + 1
-            isolated = {h for key, n in cut.items() if n >= su_leaves[key] for h in su_hosts[key]} - down
-            gpus = sum(host_gpus[h] for h in down) + sum(host_gpus.get(h, 0) for h in isolated)
-            own = sum(host_gpus[h] for h in ix.hosts_by_rack.get(ix.rack_by_name[c.name], [])) \
-                if kind == "rack" else 0
-            controllers = bool(roles.controllers) and all(h in down for h in roles.controllers)
-            accounting = bool(roles.accounting) and all(h in down for h in roles.accounting)
-            state_down = state_host if state_host in down else None
-            if gpus or controllers or accounting or state_down:
-                out.append(Blast(c, gpus, own, controllers, accounting, state_down))
-    return out
 
 
 @dataclass(frozen=True)
@@ -362,31 +288,68 @@ class SinglePoint:
 
 
 def single_points(plan: ClusterPlan) -> list[SinglePoint]:
-    """The single points of failure: a component whose failure takes more than ``validation.max_blast_radius`` of
-    the GPUs out of service (a failed rack's own GPUs not counted: its blast radius is what it takes from the other
-    racks), or, where the blueprint has a backup, every Slurm controller or every slurmdbd host, or (with a backup
-    controller) the server of StateSaveLocation's tier. A cluster whose hosts are in one rack is not judged on that
-    rack, its feeds and CDUs: it is one failure domain by design."""
-    from clusterctl.plan.roles import slurm_roles
+    """The single points of failure: a rack, feed, CDU, CDU pump or leaf whose failure takes more than
+    ``validation.max_blast_radius`` of the GPUs out of service (lost, or cut off from the compute fabric when every
+    leaf of their scalable unit is down; a failed rack's own GPUs not counted: its blast radius is what it takes
+    from the other racks), or, where the blueprint has a backup, every Slurm controller or every slurmdbd host, or
+    (with a backup controller) the server of StateSaveLocation's tier.
 
-    gpus = sum(g.gpus for g in plan.groups)
-    one_rack = len({r for g in plan.groups for r in g.rack_index if r >= 0}) <= 1
+    Isolation is judged per scalable unit (exact for rail-optimized units, whose nodes reach every leaf of their
+    unit), so the sweep stays linear in the racks and leaves; ``clusterctl whatif`` counts port by port. A cluster
+    whose hosts are in one rack is not judged on that rack, its feeds and CDUs, nor a compute fabric of one leaf on
+    that leaf: each is one failure domain by design (the fabric and power rules judge them)."""
+    from clusterctl.plan.inventory_groups import served_nfs_tiers
+    from clusterctl.plan.roles import slurm_roles
+    from clusterctl.plan.slurm import state_tier
+
+    ix = DomainIndex.of(plan)
+    host_gpus = {h: g.type.gpus for g in plan.groups for h in g.hosts}
+    su_of_leaf: dict[str, tuple[int, int]] = {}
+    su_leaves: dict[tuple[int, int], int] = {}
+    su_hosts: dict[tuple[int, int], set[str]] = {}
+    for fp in plan.fabrics:
+        leaf_tier = fp.tier("leaf")
+        if not any(role == "compute" for _, role in fp.attached) or leaf_tier is None or leaf_tier.count <= 1:
+            continue
+        for su in fp.sus:
+            leaves = hostlist.expand(su.leaves) if su.leaves else []
+            key = (fp.index, su.index)
+            su_leaves[key] = len(leaves)
+            su_hosts[key] = set(hostlist.expand(su.hostlist))
+            for leaf in leaves:
+                su_of_leaf[leaf] = key
     roles = slurm_roles(plan)
+    state = state_tier(plan)
+    state_host = next((s.host for s in served_nfs_tiers(plan) if state is not None and s.index == state[0]), None)
+    gpus = sum(g.gpus for g in plan.groups)
     limit = plan.max_blast_radius
+    one_rack = len({r for g in plan.groups for r in g.rack_index if r >= 0}) <= 1
     out = []
-    for b in blasts(plan, ("leaf",) if one_rack else ("rack", "feed", "cdu", "pump", "leaf")):
-        takes = []
-        lost = b.gpus_out - b.own_gpus
-        if gpus and lost / gpus > limit:
-            where = " in other racks" if b.component.kind == "rack" else ""
-            takes.append(f"{lost:,} of the {gpus:,} GPUs{where} ({100 * lost / gpus:.3g} %, over "
-                         f"validation.max_blast_radius {100 * limit:g} %)")
-        if b.controllers_down and len(roles.controllers) > 1:
-            takes.append(f"every Slurm controller ({', '.join(roles.controllers)})")
-        if b.accounting_down and len(roles.accounting) > 1:
-            takes.append(f"every slurmdbd host ({', '.join(roles.accounting)})")
-        if b.state_save_down and len(roles.controllers) > 1:
-            takes.append(f"StateSaveLocation's server {b.state_save_down}")
-        if takes:
-            out.append(SinglePoint(b.component, tuple(takes), lost))
+    for kind in ("leaf",) if one_rack else ("rack", "feed", "cdu", "pump", "leaf"):
+        for c in components(plan, kind):
+            if kind == "leaf" and su_leaves.get(su_of_leaf.get(c.name), 0) != 1:
+                continue  # a unit of several leaves keeps its hosts when one fails
+            e = effect(ix, c)
+            down = set(e.hosts_down)
+            cut: dict[tuple[int, int], int] = {}
+            for s in e.switches_down:
+                if s in su_of_leaf:
+                    cut[su_of_leaf[s]] = cut.get(su_of_leaf[s], 0) + 1
+            out_of_service = down | {h for key, n in cut.items() if n >= su_leaves[key] for h in su_hosts[key]}
+            if kind == "rack":
+                out_of_service -= set(ix.hosts_by_rack.get(ix.rack_by_name[c.name], []))
+            lost = sum(host_gpus.get(h, 0) for h in out_of_service)
+            takes = []
+            if gpus and lost / gpus > limit:
+                where = " in other racks" if kind == "rack" else ""
+                takes.append(f"{lost:,} of the {gpus:,} GPUs{where} ({100 * lost / gpus:.3g} %, over "
+                             f"validation.max_blast_radius {100 * limit:g} %)")
+            if len(roles.controllers) > 1 and all(h in down for h in roles.controllers):
+                takes.append(f"every Slurm controller ({', '.join(roles.controllers)})")
+            if len(roles.accounting) > 1 and all(h in down for h in roles.accounting):
+                takes.append(f"every slurmdbd host ({', '.join(roles.accounting)})")
+            if len(roles.controllers) > 1 and state_host in down:
+                takes.append(f"StateSaveLocation's server {state_host}")
+            if takes:
+                out.append(SinglePoint(c, tuple(takes), lost))
     return out

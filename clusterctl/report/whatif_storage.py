@@ -3,20 +3,19 @@
 
 A tier of ``building_blocks`` B with D of them down serves at ``(B - D) / B`` of its aggregate read and write
 bandwidth while D is at most ``blocks_tolerated`` (failover partners or erasure coding keep every file
-reachable), and not at all beyond. What the GPU nodes see is, as in the healthy report (docs/report.md,
-"Storage"), the smaller of the tier's bandwidth and their own storage NICs': a tier limited by the nodes' NICs
-loses nothing until its blocks' share falls below them. The checkpoint write time is the report's checkpoint
-size over that bandwidth, against ``workload.checkpoint_budget_s``.
+reachable), and not at all beyond. What the GPU nodes see, and the checkpoint's write time, are the healthy
+report's model (perf/storage_io.py ``tier_time``: the smaller of the tier's bandwidth and their own storage NICs',
+docs/report.md "Storage") on the tier with that share of its bandwidth: a tier limited by the nodes' NICs loses
+nothing until its blocks' share falls below them. The write time is set against ``workload.checkpoint_budget_s``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from clusterctl.perf.storage_io import tier_time
 from clusterctl.plan.failure_domains import Effect, storage_blocks
 from clusterctl.plan.model import ClusterPlan
-
-GB = 1e9
 
 
 def storage_after(plan: ClusterPlan, report: dict[str, Any], effects: list[Effect]) -> list[dict[str, Any]]:
@@ -38,28 +37,22 @@ def storage_after(plan: ClusterPlan, report: dict[str, Any], effects: list[Effec
         tolerated = min(tier.blocks_tolerated, blocks - 1)
         share = (blocks - len(names)) / blocks if len(names) <= tolerated else 0.0
         row = rows_by_name.get(tier.name, {})
-        write = _seen(tier.write_gb_per_s * share, row.get("write_gb_per_s"), row.get("write_limited_by"))
-        read = _seen(tier.read_gb_per_s * share, row.get("read_gb_per_s"), row.get("read_limited_by"))
+        after = tier_time(size, tier.model_copy(update={"write_gb_per_s": tier.write_gb_per_s * share,
+                                                        "read_gb_per_s": tier.read_gb_per_s * share}), plan)
+        write, read = (None if x is None else round(x, 6) for x in (after.write_gb_per_s, after.read_gb_per_s))
         item = {"tier": tier.name, "building_blocks": blocks, "down": sorted(names), "tolerated": tolerated,
                 "serving": share > 0, "share_left": round(share, 6),
                 "write_gb_per_s": {"healthy": row.get("write_gb_per_s"), "after": write},
                 "read_gb_per_s": {"healthy": row.get("read_gb_per_s"), "after": read},
                 "checkpoint_tier": ck.get("tier") == tier.name, "data_tier": data_tier == tier.name}
         if item["checkpoint_tier"] and size:
-            after_s = round(size / (write * GB), 6) if write else None
+            after_s = round(after.write_s, 6) if after.write_s is not None else None
             budget = ck.get("budget_s")
             item["checkpoint"] = {"bytes": size, "healthy_write_s": ck.get("write_s"), "after_write_s": after_s,
                                   "budget_s": budget,
                                   "within_budget": None if budget is None or after_s is None else after_s <= budget}
         out.append(item)
     return out
-
-
-def _seen(tier_after: float, healthy_seen: float | None, limited_by: str | None) -> float:
-    """the bandwidth the GPU nodes see: the tier's after the failure, or their NICs' when those limited it"""
-    if limited_by == "node NICs" and healthy_seen is not None:
-        return round(min(tier_after, healthy_seen), 6)
-    return round(tier_after, 6)
 
 
 def stopped_by_storage(rows: list[dict[str, Any]]) -> str | None:

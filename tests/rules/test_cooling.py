@@ -90,6 +90,24 @@ def test_a_loop_names_its_cdus_one_way_and_once(profile, words):
     assert words in str(e.value)
 
 
+@pytest.mark.parametrize("section, change, words", [
+    ("cdu", {"pumps": 2, "standby_pumps": 2},
+     "cooling.cdus[0].standby_pumps: Value error, standby_pumps 2 must be below pumps 2"),
+    ("tier", {"building_blocks": 4, "blocks_tolerated": 4},
+     "storage[0].blocks_tolerated: Value error, blocks_tolerated 4 must be below building_blocks 4"),
+])
+def test_redundancy_that_leaves_nothing_running_is_refused_at_load(section, change, words):
+    from clusterctl.blueprint.load import load_blueprint_text
+    from clusterctl.errors import BlueprintError
+    from tests.helpers import to_yaml
+
+    data = dlc()
+    (data["cooling"]["cdus"][0] if section == "cdu" else data["storage"][0]).update(change)
+    with pytest.raises(BlueprintError) as e:
+        load_blueprint_text(to_yaml(data), "redundant.yaml")
+    assert words in str(e.value)
+
+
 def test_rack_liquid_heat_over_the_loop():
     data = dlc()
     data["rack_profiles"]["lab"]["liquid_kw"] = 15
